@@ -1,0 +1,50 @@
+# Thin wrapper over the CMake presets (CMakePresets.json). Every target first runs
+# scripts/bootstrap, which installs missing Debian packages and is silent when none are missing.
+#
+#   make build         configure + build the release preset into build/
+#   make run           build, then ./build/bin/stormguard simulate
+#   make test          build, then run every test (ctest --preset release, 2 in parallel)
+#   make bench         build, then run every build/bench/*_benchmark (BENCH_ARGS=... to pass flags)
+#   make format        clang-format -i over our sources
+#   make format-check  fail if any source is not clang-formatted
+#   make clean         remove the build directories of all presets
+
+CLANG_FORMAT ?= clang-format
+BENCH_ARGS ?=
+FORMAT_DIRS := include src cli sim tests bench examples fuzz
+FORMAT_FILES = $(shell find $(wildcard $(FORMAT_DIRS)) -type f \( -name '*.hpp' -o -name '*.cpp' \) | sort)
+
+.PHONY: all bootstrap build run test bench format format-check clean
+
+all: build
+
+bootstrap:
+	@scripts/bootstrap
+
+build: bootstrap
+	cmake --preset release
+	cmake --build --preset release
+
+run: build
+	./build/bin/stormguard simulate
+
+test: build
+	ctest --preset release -j2
+
+bench: build
+	@set -e; found=0; \
+	for b in build/bench/*_benchmark; do \
+	  [ -x "$$b" ] || continue; found=1; \
+	  echo "== $$b"; "$$b" $(BENCH_ARGS); \
+	done; \
+	[ "$$found" = 1 ] || echo "make bench: no benchmark programs (bench/*_benchmark.cpp) yet"
+
+format: bootstrap
+	@files="$(FORMAT_FILES)"; [ -z "$$files" ] || $(CLANG_FORMAT) -i $$files
+
+format-check: bootstrap
+	@files="$(FORMAT_FILES)"; [ -z "$$files" ] || $(CLANG_FORMAT) --dry-run --Werror $$files
+	@echo "format-check: all sources are clang-formatted"
+
+clean:
+	rm -rf build build-debug build-asan build-tsan build-clang

@@ -1,0 +1,55 @@
+// Simulator throughput: events processed per second of wall time (items_per_second), on the
+// built-in friday-night scenario for one strategy at a time and on a small scenario.
+//
+//   build/bench/sim_benchmark --benchmark_filter=FridayNight
+#include <benchmark/benchmark.h>
+
+#include <chrono>
+#include <cstdint>
+
+#include "stormguard/sim/scenario.hpp"
+#include "stormguard/sim/simulator.hpp"
+#include "stormguard/sim/strategy.hpp"
+
+namespace {
+
+using namespace std::chrono_literals;
+namespace sim = stormguard::sim;
+
+void run(benchmark::State& state, const sim::scenario& scenario) {
+  const auto strategies = sim::builtin_strategies();
+  const sim::strategy& strategy = strategies[static_cast<std::size_t>(state.range(0))];
+  std::int64_t events = 0;
+  for (auto _ : state) {
+    auto result = sim::simulate(scenario, strategy);
+    events += result.events;
+    benchmark::DoNotOptimize(result);
+  }
+  state.SetItemsProcessed(events);
+  state.SetLabel(strategy.name);
+}
+
+// friday-night: 60 s of 2,000 req/s from 20 clients with a 10-s incident.
+void BM_SimulateFridayNight(benchmark::State& state) { run(state, sim::friday_night()); }
+BENCHMARK(BM_SimulateFridayNight)
+    ->Arg(0)  // none
+    ->Arg(1)  // naive
+    ->Arg(4)  // full
+    ->Arg(6)  // full+budget
+    ->Unit(benchmark::kMillisecond);
+
+// A small storm: 10 s of 500 req/s from 2 clients with a 4-s incident.
+void BM_SimulateSmallStorm(benchmark::State& state) {
+  sim::scenario s = sim::friday_night();
+  s.name = "small-storm";
+  s.length = 10s;
+  s.requests_per_second = 500;
+  s.clients = 2;
+  s.workers = 25;
+  s.queue_limit = 2'000;
+  s.incident = sim::incident{2s, 6s, 1500ms};
+  run(state, s);
+}
+BENCHMARK(BM_SimulateSmallStorm)->Arg(1)->Arg(6)->Unit(benchmark::kMicrosecond);
+
+}  // namespace

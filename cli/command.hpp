@@ -1,0 +1,31 @@
+// The `stormguard` executable's subcommands. Each subcommand lives in its own file
+// (cli/simulate.cpp, later cli/plan.cpp, cli/exec.cpp, cli/http.cpp) and registers itself on the
+// top-level CLI11 app through one add_*_command function; main.cpp only lists them.
+#ifndef STORMGUARD_CLI_COMMAND_HPP
+#define STORMGUARD_CLI_COMMAND_HPP
+
+#include <CLI/CLI.hpp>
+#include <functional>
+
+namespace stormguard::cli {
+
+/// Exit codes shared by every subcommand.
+enum exit_code : int {
+  exit_success = 0,  ///< the command did what was asked
+  exit_failure = 1,  ///< bad input file or an operation that failed (message on stderr)
+  exit_usage = 2,    ///< bad command line: unknown option or value (message on stderr)
+};
+
+/// A registered subcommand: its CLI11 app, and what to run when it was selected (returns the
+/// process exit code).
+struct command {
+  CLI::App* app = nullptr;
+  std::function<int()> run;
+};
+
+/// `stormguard simulate [SCENARIO_FILE] [--strategy NAME]... [--seed N] [--json] [--csv DIR]`.
+command add_simulate_command(CLI::App& parent);
+
+}  // namespace stormguard::cli
+
+#endif  // STORMGUARD_CLI_COMMAND_HPP

@@ -1,0 +1,62 @@
+// stormguard/sim/strategy.hpp: the retry strategies the storm simulator compares, each a named
+// configuration of the library's own objects (a stormguard::retry_policy and a retry budget).
+//
+// The simulator never computes a delay or a budget decision itself: every retry decision goes
+// through stormguard::retry_policy::decide with the strategy's policy and budget, so what the
+// simulator shows is what the library does.
+//
+//   for (const auto& s : stormguard::sim::builtin_strategies()) std::cout << s.name << '\n';
+//   const auto* full = stormguard::sim::find_strategy("full+budget");   // nullptr if unknown
+//
+// Adding a strategy with a new kind of budget (full+throttle, full+quota, full+adaptive): add the
+// budget's options type to `budget_config`, map it to the budget class in src/sim/simulator.cpp
+// (`budget_for`), and add a row to the table in src/sim/strategy.cpp.
+#ifndef STORMGUARD_SIM_STRATEGY_HPP
+#define STORMGUARD_SIM_STRATEGY_HPP
+
+#include <span>
+#include <string>
+#include <string_view>
+#include <variant>
+
+#include "stormguard/budget.hpp"
+#include "stormguard/retry.hpp"
+
+namespace stormguard::sim {
+
+/// The retry budget of a strategy, as the options of the budget class each client instance gets
+/// its own copy of: stormguard::no_budget (grants every retry) or a stormguard::ratio_budget.
+using budget_config = std::variant<stormguard::no_budget, stormguard::ratio_budget_options>;
+
+/// A named retry strategy: the policy (max retries, backoff, jitter) and the per-client budget.
+struct strategy {
+  std::string name;         ///< the name used on the command line and in reports
+  std::string description;  ///< one line: what it is, in the DESIGN.md vocabulary
+  stormguard::retry_options retry;
+  budget_config budget;
+};
+
+/// The built-in strategies, in report order:
+///
+/// | name         | max_retries | backoff                          | jitter       | budget | | none
+/// | 0           | (unused)                         | -            | none              | | naive |
+/// 3           | constant 100 ms                  | none         | none              | |
+/// exponential  | 3           | 100 ms × 2^(n-1), cap 3 s        | none         | none | | equal |
+/// 3           | 100 ms × 2^(n-1), cap 3 s        | equal        | none              | | full | 3
+/// | 100 ms × 2^(n-1), cap 3 s        | full         | none              | | decorrelated | 3 |
+/// base 100 ms, cap 3 s             | decorrelated | none              | | full+budget  | 3 | 100
+/// ms × 2^(n-1), cap 3 s        | full         | ratio 10 %/10 s, floor 10/s per client |
+///
+/// `naive` is the seed's anti-pattern (a loop with a fixed 100 ms sleep). Thread-safe (a static
+/// table built once).
+[[nodiscard]] std::span<const strategy> builtin_strategies();
+
+/// The built-in strategy called `name` (exact, case-sensitive match), or nullptr.
+[[nodiscard]] const strategy* find_strategy(std::string_view name) noexcept;
+
+/// The built-in names joined by ", " in report order, for error messages.
+[[nodiscard]] std::string strategy_names();
+
+}  // namespace stormguard::sim
+
+#endif  // STORMGUARD_SIM_STRATEGY_HPP

@@ -1,0 +1,95 @@
+#include "stormguard/backoff.hpp"
+
+#include <cmath>
+#include <stdexcept>
+#include <string>
+
+#include "stormguard/detail/format.hpp"
+
+namespace stormguard {
+
+std::string_view to_string(jitter j) noexcept {
+  switch (j) {
+    case jitter::none:
+      return "none";
+    case jitter::equal:
+      return "equal";
+    case jitter::full:
+      return "full";
+    case jitter::decorrelated:
+      return "decorrelated";
+  }
+  return "unknown";
+}
+
+std::optional<jitter> parse_jitter(std::string_view text) noexcept {
+  for (jitter j : {jitter::none, jitter::equal, jitter::full, jitter::decorrelated}) {
+    if (text == to_string(j)) return j;
+  }
+  return std::nullopt;
+}
+
+namespace {
+
+void reject(const std::string& message) {
+  throw std::invalid_argument("stormguard::backoff: " + message);
+}
+
+// min(cap, base · multiplier^(retry-1)) in double, saturating at cap. Powers of two scale a
+// double exactly, so with multiplier 2 every ceiling below 2^63 ns is exact.
+duration compute_ceiling(const backoff_options& o, int retry) noexcept {
+  if (o.multiplier == 1.0 || retry == 1) return o.base;
+  const double exponent = static_cast<double>(retry - 1);
+  const double value = static_cast<double>(o.base.count()) * std::pow(o.multiplier, exponent);
+  // 2^63 is exactly representable; anything at or above it (or inf) saturates.
+  if (!(value < 0x1.0p63)) return o.cap;
+  const duration ceiling{static_cast<std::int64_t>(value)};
+  return std::min(o.cap, ceiling);
+}
+
+}  // namespace
+
+backoff::backoff(backoff_options options) : options_(options) {
+  using detail::format_duration;
+  if (options_.base < duration::zero()) {
+    reject("base must be >= 0, got " + format_duration(options_.base));
+  }
+  if (options_.cap < options_.base) {
+    reject("cap must be >= base (" + format_duration(options_.base) + "), got " +
+           format_duration(options_.cap));
+  }
+  if (!std::isfinite(options_.multiplier) || options_.multiplier < 1.0) {
+    reject("multiplier must be a finite number >= 1, got " +
+           detail::format_double(options_.multiplier));
+  }
+  const auto j = static_cast<int>(options_.jitter);
+  if (j < static_cast<int>(jitter::none) || j > static_cast<int>(jitter::decorrelated)) {
+    reject("jitter must be one of none, equal, full, decorrelated, got " + std::to_string(j));
+  }
+  if (options_.jitter == jitter::decorrelated && options_.base == duration::zero()) {
+    reject("decorrelated jitter needs base > 0 (every delay would be U(0, 0) = 0), got base 0s");
+  }
+  for (int retry = 1; retry <= k_table_size; ++retry) {
+    table_[static_cast<std::size_t>(retry - 1)] = compute_ceiling(options_, retry);
+  }
+}
+
+backoff backoff::constant(duration delay, stormguard::jitter j) {
+  if (delay < duration::zero()) {
+    reject("constant delay must be >= 0, got " + detail::format_duration(delay));
+  }
+  return backoff(backoff_options{.base = delay, .cap = delay, .multiplier = 1.0, .jitter = j});
+}
+
+void backoff::throw_bad_retry(int retry) {
+  throw std::invalid_argument("stormguard::backoff: retry must be >= 1 (the first retry is 1), got " +
+                              std::to_string(retry));
+}
+
+duration backoff::ceiling_slow(int retry) const noexcept {
+  // Past the table the ceiling only grows; once the table's last entry reached cap it stays.
+  if (table_.back() == options_.cap) return options_.cap;
+  return compute_ceiling(options_, retry);
+}
+
+}  // namespace stormguard

@@ -1,0 +1,444 @@
+#include "stormguard/sim/scenario.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "stormguard/detail/format.hpp"
+
+namespace stormguard::sim {
+
+namespace {
+
+using json = nlohmann::json;
+
+constexpr std::int64_t k_max_requests = 50'000'000;
+constexpr int k_max_clients = 100'000;
+constexpr int k_max_workers = 1'000'000;
+constexpr std::int64_t k_max_queue_limit = 100'000'000;
+
+// Thrown inside the parser only; parse_scenario turns it into a scenario_error.
+struct parse_failure {
+  scenario_error error;
+};
+
+[[noreturn]] void fail(std::string field, const std::string& problem) {
+  std::string message = field.empty() ? problem : field + ": " + problem;
+  throw parse_failure{scenario_error{std::move(field), std::move(message)}};
+}
+
+// The value as JSON text, shortened so that an error message stays one line.
+std::string quote(const json& value) {
+  std::string text = value.dump();
+  if (text.size() > 60) text = text.substr(0, 57) + "...";
+  return text;
+}
+
+std::string quote_duration(duration d) { return "\"" + format_duration(d) + "\""; }
+
+std::string join_path(const std::string& prefix, std::string_view key) {
+  return prefix.empty() ? std::string(key) : prefix + "." + std::string(key);
+}
+
+// Reads the fields of one JSON object, rejecting unknown ones.
+class object_reader {
+ public:
+  object_reader(const json& object, std::string path, std::vector<std::string_view> known)
+      : object_(object), path_(std::move(path)) {
+    if (!object_.is_object()) {
+      fail(path_, "must be a JSON object, got " + quote(object_));
+    }
+    for (const auto& [key, value] : object_.items()) {
+      if (std::find(known.begin(), known.end(), key) == known.end()) {
+        std::string list;
+        for (auto k : known) list += (list.empty() ? "" : ", ") + std::string(k);
+        fail(join_path(path_, key), "unknown field (the known fields here are " + list + ")");
+      }
+    }
+  }
+
+  [[nodiscard]] bool has(std::string_view key) const { return object_.contains(key); }
+
+  [[nodiscard]] const json& required(std::string_view key, std::string_view expected) const {
+    auto it = object_.find(key);
+    if (it == object_.end()) {
+      fail(field(key), "missing (expected " + std::string(expected) + ")");
+    }
+    return *it;
+  }
+
+  [[nodiscard]] std::string field(std::string_view key) const { return join_path(path_, key); }
+
+  [[nodiscard]] std::string string(std::string_view key) const {
+    const json& v = required(key, "a string");
+    if (!v.is_string()) fail(field(key), "must be a string, got " + quote(v));
+    return v.get<std::string>();
+  }
+
+  [[nodiscard]] duration time(std::string_view key) const {
+    static constexpr std::string_view expected =
+        "a duration string with a unit, such as \"20ms\" or \"1.5s\"";
+    const json& v = required(key, expected);
+    if (!v.is_string()) fail(field(key), "must be " + std::string(expected) + ", got " + quote(v));
+    auto d = parse_duration(v.get_ref<const std::string&>());
+    if (!d) {
+      fail(field(key),
+           "must be a non-negative duration with a unit (ns, us, ms, s, min, h), in whole "
+           "nanoseconds and at most 292 years, such as \"20ms\" or \"1.5s\", got " +
+               quote(v));
+    }
+    return *d;
+  }
+
+  [[nodiscard]] std::int64_t integer(std::string_view key, std::int64_t lo, std::int64_t hi) const {
+    const std::string expected =
+        "an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
+    const json& v = required(key, expected);
+    if (v.is_number_unsigned()) {
+      const auto u = v.get<std::uint64_t>();
+      if (u <= static_cast<std::uint64_t>(hi) && static_cast<std::int64_t>(u) >= lo) {
+        return static_cast<std::int64_t>(u);
+      }
+    } else if (v.is_number_integer()) {
+      const auto i = v.get<std::int64_t>();
+      if (i >= lo && i <= hi) return i;
+    }
+    fail(field(key), "must be " + expected + ", got " + quote(v));
+  }
+
+  [[nodiscard]] std::uint64_t seed(std::string_view key) const {
+    const json& v = required(key, "an integer in [0, 18446744073709551615]");
+    if (!v.is_number_unsigned()) {
+      fail(field(key), "must be an integer in [0, 18446744073709551615], got " + quote(v));
+    }
+    return v.get<std::uint64_t>();
+  }
+
+  [[nodiscard]] double number(std::string_view key) const {
+    const json& v = required(key, "a number");
+    if (!v.is_number()) fail(field(key), "must be a number, got " + quote(v));
+    return v.get<double>();
+  }
+
+ private:
+  const json& object_;
+  std::string path_;
+};
+
+scenario read_scenario(const json& doc) {
+  if (!doc.is_object()) fail("", "a scenario must be a JSON object, got " + quote(doc));
+  object_reader top(doc, "",
+                    {"name", "description", "seed", "duration", "requests_per_second", "clients",
+                     "timeout", "server", "incident"});
+  scenario s;
+  s.name = top.string("name");
+  if (top.has("description")) s.description = top.string("description");
+  s.seed = top.seed("seed");
+  s.length = top.time("duration");
+  s.requests_per_second = top.number("requests_per_second");
+  s.clients = static_cast<int>(top.integer("clients", 1, k_max_clients));
+  s.timeout = top.time("timeout");
+
+  object_reader server(top.required("server", "an object"), "server",
+                       {"workers", "queue_limit", "service_time", "service_distribution"});
+  s.workers = static_cast<int>(server.integer("workers", 1, k_max_workers));
+  s.queue_limit = server.integer("queue_limit", 0, k_max_queue_limit);
+  s.service_time = server.time("service_time");
+  if (server.has("service_distribution")) {
+    const std::string d = server.string("service_distribution");
+    if (d == "fixed") {
+      s.distribution = service_distribution::fixed;
+    } else if (d == "exponential") {
+      s.distribution = service_distribution::exponential;
+    } else {
+      fail("server.service_distribution",
+           "must be \"fixed\" or \"exponential\", got \"" + d + "\"");
+    }
+  }
+
+  const json& inc = top.required("incident", "an object or null");
+  if (!inc.is_null()) {
+    object_reader incident_reader(inc, "incident", {"start", "end", "service_time"});
+    s.incident = incident{incident_reader.time("start"), incident_reader.time("end"),
+                          incident_reader.time("service_time")};
+  }
+
+  if (auto problem = validate(s)) throw parse_failure{*std::move(problem)};
+  return s;
+}
+
+// Rejects duplicate keys, which nlohmann::json would otherwise resolve silently to the last one.
+struct duplicate_key_check {
+  std::vector<std::set<std::string>> keys;
+  std::string duplicate;
+
+  bool operator()(int /*depth*/, json::parse_event_t event, json& parsed) {
+    switch (event) {
+      case json::parse_event_t::object_start:
+        keys.emplace_back();
+        break;
+      case json::parse_event_t::object_end:
+        if (!keys.empty()) keys.pop_back();
+        break;
+      case json::parse_event_t::key:
+        if (!keys.empty() && !keys.back().insert(parsed.get<std::string>()).second &&
+            duplicate.empty()) {
+          duplicate = parsed.get<std::string>();
+        }
+        break;
+      default:
+        break;
+    }
+    return true;
+  }
+};
+
+}  // namespace
+
+std::string_view to_string(service_distribution d) noexcept {
+  switch (d) {
+    case service_distribution::fixed:
+      return "fixed";
+    case service_distribution::exponential:
+      return "exponential";
+  }
+  return "unknown";
+}
+
+std::optional<duration> parse_duration(std::string_view text) noexcept {
+  using i128 = detail::uint128;
+  struct unit {
+    std::string_view suffix;
+    std::int64_t ns;
+  };
+  static constexpr unit units[] = {{"ns", 1},
+                                   {"us", 1'000},
+                                   {"ms", 1'000'000},
+                                   {"min", 60'000'000'000},
+                                   {"s", 1'000'000'000},
+                                   {"h", 3'600'000'000'000}};
+  std::size_t digits_end = 0;
+  while (digits_end < text.size() &&
+         ((text[digits_end] >= '0' && text[digits_end] <= '9') || text[digits_end] == '.')) {
+    ++digits_end;
+  }
+  const std::string_view number = text.substr(0, digits_end);
+  const std::string_view suffix = text.substr(digits_end);
+  const unit* u = nullptr;
+  for (const auto& candidate : units) {
+    if (candidate.suffix == suffix) u = &candidate;
+  }
+  if (u == nullptr || number.empty()) return std::nullopt;
+  const std::size_t dot = number.find('.');
+  const std::string_view whole = number.substr(0, dot);
+  const std::string_view frac =
+      dot == std::string_view::npos ? std::string_view{} : number.substr(dot + 1);
+  if (whole.empty()) return std::nullopt;  // ".5s"
+  if (dot != std::string_view::npos && (frac.empty() || frac.find('.') != std::string_view::npos)) {
+    return std::nullopt;  // "1.s", "1.2.3s"
+  }
+  if (whole.size() > 19 || frac.size() > 18) return std::nullopt;
+  // value = (whole · 10^k + frac) · unit / 10^k, exact in 128 bits.
+  i128 scale = 1;
+  i128 mantissa = 0;
+  for (char c : whole) mantissa = mantissa * 10 + static_cast<unsigned>(c - '0');
+  for (char c : frac) {
+    mantissa = mantissa * 10 + static_cast<unsigned>(c - '0');
+    scale *= 10;
+  }
+  const i128 product = mantissa * static_cast<i128>(u->ns);
+  if (product % scale != 0) return std::nullopt;  // a fraction of a nanosecond
+  const i128 ns = product / scale;
+  if (ns > static_cast<i128>(std::numeric_limits<std::int64_t>::max())) return std::nullopt;
+  return duration(static_cast<std::int64_t>(ns));
+}
+
+std::string format_duration(duration d) {
+  struct unit {
+    std::int64_t ns;
+    int decimals;
+    const char* suffix;
+  };
+  static constexpr unit units[] = {
+      {1'000'000'000, 9, "s"}, {1'000'000, 6, "ms"}, {1'000, 3, "us"}, {1, 0, "ns"}};
+  const std::int64_t count = d.count();
+  if (count == 0) return "0s";
+  // The magnitude as unsigned, so that duration::min() works too.
+  const std::uint64_t magnitude =
+      count < 0 ? 0 - static_cast<std::uint64_t>(count) : static_cast<std::uint64_t>(count);
+  for (const unit& u : units) {
+    const auto per = static_cast<std::uint64_t>(u.ns);
+    if (magnitude < per) continue;
+    std::string text = (count < 0 ? "-" : "") + std::to_string(magnitude / per);
+    std::string fraction = std::to_string(magnitude % per);
+    if (u.decimals > 0 && magnitude % per != 0) {
+      fraction.insert(0, static_cast<std::size_t>(u.decimals) - fraction.size(), '0');
+      while (fraction.back() == '0') fraction.pop_back();
+      text += "." + fraction;
+    }
+    return text + u.suffix;
+  }
+  return "0s";  // unreachable: magnitude >= 1 ns
+}
+
+std::optional<scenario_error> validate(const scenario& s) {
+  auto error = [](std::string field, const std::string& problem) {
+    std::string message = field + ": " + problem;
+    return scenario_error{std::move(field), std::move(message)};
+  };
+  if (s.name.empty()) return error("name", "must not be empty");
+  if (s.length <= duration::zero() || s.length > std::chrono::hours(1)) {
+    return error("duration", "must be > 0 and <= 1h, got " + quote_duration(s.length));
+  }
+  if (!std::isfinite(s.requests_per_second) || s.requests_per_second <= 0.0) {
+    return error("requests_per_second",
+                 "must be a number > 0, got " + detail::format_double(s.requests_per_second));
+  }
+  const double expected_requests =
+      s.requests_per_second * std::chrono::duration<double>(s.length).count();
+  if (expected_requests > static_cast<double>(k_max_requests)) {
+    return error("requests_per_second", "times duration must be at most " +
+                                            std::to_string(k_max_requests) + " requests, got " +
+                                            detail::format_double(s.requests_per_second) +
+                                            " req/s x " + format_duration(s.length));
+  }
+  if (s.clients < 1 || s.clients > k_max_clients) {
+    return error("clients", "must be an integer in [1, " + std::to_string(k_max_clients) +
+                                "], got " + std::to_string(s.clients));
+  }
+  if (s.timeout <= duration::zero()) {
+    return error("timeout", "must be > 0, got " + quote_duration(s.timeout));
+  }
+  if (s.workers < 1 || s.workers > k_max_workers) {
+    return error("server.workers", "must be an integer in [1, " + std::to_string(k_max_workers) +
+                                       "], got " + std::to_string(s.workers));
+  }
+  if (s.queue_limit < 0 || s.queue_limit > k_max_queue_limit) {
+    return error("server.queue_limit", "must be an integer in [0, " +
+                                           std::to_string(k_max_queue_limit) + "], got " +
+                                           std::to_string(s.queue_limit));
+  }
+  if (s.service_time <= duration::zero()) {
+    return error("server.service_time", "must be > 0, got " + quote_duration(s.service_time));
+  }
+  if (s.distribution != service_distribution::fixed &&
+      s.distribution != service_distribution::exponential) {
+    return error("server.service_distribution", "must be \"fixed\" or \"exponential\"");
+  }
+  if (s.incident) {
+    const incident& inc = *s.incident;
+    if (inc.start < duration::zero() || inc.start >= s.length) {
+      return error("incident.start", "must be >= 0 and before duration (" +
+                                         format_duration(s.length) + "), got " +
+                                         quote_duration(inc.start));
+    }
+    if (inc.end <= inc.start) {
+      return error("incident.end", "must be after incident.start (" + format_duration(inc.start) +
+                                       "), got " + quote_duration(inc.end));
+    }
+    if (inc.service_time <= duration::zero()) {
+      return error("incident.service_time", "must be > 0, got " + quote_duration(inc.service_time));
+    }
+  }
+  return std::nullopt;
+}
+
+scenario_result parse_scenario(std::string_view json_text) {
+  duplicate_key_check check;
+  json doc;
+  try {
+    doc = json::parse(json_text.begin(), json_text.end(), std::ref(check),
+                      /*allow_exceptions=*/true, /*ignore_comments=*/false);
+  } catch (const json::exception& e) {
+    // what() is "[json.exception.parse_error.101] parse error at line L, column C: ...".
+    std::string what = e.what();
+    if (auto close = what.find("] "); close != std::string::npos) what.erase(0, close + 2);
+    return failure{scenario_error{"", "invalid JSON: " + what}};
+  }
+  if (!check.duplicate.empty()) {
+    return failure{
+        scenario_error{check.duplicate, check.duplicate + ": the field appears more than once"}};
+  }
+  try {
+    return read_scenario(doc);
+  } catch (const parse_failure& f) {
+    return failure{f.error};
+  } catch (const json::exception& e) {  // not expected: every access is checked first
+    return failure{scenario_error{"", std::string("invalid scenario: ") + e.what()}};
+  }
+}
+
+scenario_result load_scenario(const std::filesystem::path& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    return failure{scenario_error{"", path.string() + ": is a directory, not a scenario file"}};
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    const int error = errno;
+    return failure{scenario_error{
+        "", path.string() + ": cannot open the scenario file (" + std::strerror(error) + ")"}};
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) {
+    return failure{scenario_error{"", path.string() + ": cannot read the scenario file"}};
+  }
+  auto result = parse_scenario(text.str());
+  if (!result) result.error().message = path.string() + ": " + result.error().message;
+  return result;
+}
+
+scenario friday_night() {
+  using namespace std::chrono_literals;
+  scenario s;
+  s.name = "friday-night";
+  s.description =
+      "The seed's Friday-night incident: the backend slows from 20 ms to 1.5 s per request "
+      "for 10 s while 20 clients keep sending 2,000 req/s.";
+  s.seed = 42;
+  s.length = 60s;
+  s.requests_per_second = 2000.0;
+  s.clients = 20;
+  s.timeout = 1s;
+  s.workers = 100;
+  s.queue_limit = 20'000;
+  s.service_time = 20ms;
+  s.distribution = service_distribution::fixed;
+  s.incident = incident{10s, 20s, 1500ms};
+  return s;
+}
+
+std::string to_json(const scenario& s) {
+  nlohmann::ordered_json doc;
+  doc["name"] = s.name;
+  doc["description"] = s.description;
+  doc["seed"] = s.seed;
+  doc["duration"] = format_duration(s.length);
+  doc["requests_per_second"] = s.requests_per_second;
+  doc["clients"] = s.clients;
+  doc["timeout"] = format_duration(s.timeout);
+  doc["server"]["workers"] = s.workers;
+  doc["server"]["queue_limit"] = s.queue_limit;
+  doc["server"]["service_time"] = format_duration(s.service_time);
+  doc["server"]["service_distribution"] = std::string(to_string(s.distribution));
+  if (s.incident) {
+    doc["incident"]["start"] = format_duration(s.incident->start);
+    doc["incident"]["end"] = format_duration(s.incident->end);
+    doc["incident"]["service_time"] = format_duration(s.incident->service_time);
+  } else {
+    doc["incident"] = nullptr;
+  }
+  return doc.dump(2) + "\n";
+}
+
+}  // namespace stormguard::sim

@@ -1,0 +1,437 @@
+#include "stormguard/backoff.hpp"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <climits>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "stormguard/random.hpp"
+#include "stormguard/testing/scripted_random.hpp"
+
+namespace {
+
+using namespace std::chrono_literals;
+using stormguard::backoff;
+using stormguard::backoff_options;
+using stormguard::duration;
+using stormguard::jitter;
+using stormguard::random_generator;
+using stormguard::testing::fraction;
+using stormguard::testing::scripted_random;
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+
+constexpr std::uint64_t k_max_draw = std::numeric_limits<std::uint64_t>::max();
+
+backoff make(jitter j, duration base = 100ms, duration cap = 3s, double multiplier = 2.0) {
+  return backoff(backoff_options{.base = base, .cap = cap, .multiplier = multiplier, .jitter = j});
+}
+
+// Runs `f` and returns the message of the std::invalid_argument it throws ("" and a failure if
+// it throws nothing).
+template <class F>
+std::string invalid_argument_message(F&& f) {
+  try {
+    f();
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "expected std::invalid_argument";
+  return {};
+}
+
+// ---------------------------------------------------------------------------------------------
+// Exact delays with a scripted generator. fraction(0) draws the bottom of the range, fraction(1)
+// the top, fraction(0.5) floor((span + 1) / 2) and fraction(0.25) floor((span + 1) / 4).
+// ---------------------------------------------------------------------------------------------
+
+TEST(NoJitter, DelayIsExactlyTheCeilingAndDrawsNothing) {
+  const backoff b = make(jitter::none);
+  scripted_random g{};
+  EXPECT_EQ(b.delay(1, g), 100ms);
+  EXPECT_EQ(b.delay(2, g), 200ms);
+  EXPECT_EQ(b.delay(3, g), 400ms);
+  EXPECT_EQ(b.delay(5, g), 1600ms);
+  EXPECT_EQ(b.delay(6, g), 3s);  // 3.2 s capped
+  EXPECT_EQ(b.delay(100, g), 3s);
+  EXPECT_EQ(g.drawn(), 0U);
+}
+
+TEST(FullJitter, ExactDelaysFromScriptedDraws) {
+  const backoff b = make(jitter::full);
+  scripted_random g{fraction(0.0),  fraction(1.0), fraction(0.5),
+                    fraction(0.25), fraction(1.0), fraction(0.5)};
+  EXPECT_EQ(b.delay(1, g), 0ns);
+  EXPECT_EQ(b.delay(1, g), 100ms);
+  EXPECT_EQ(b.delay(1, g), 50ms);   // floor((100'000'000 + 1) / 2) ns
+  EXPECT_EQ(b.delay(3, g), 100ms);  // ceiling 400 ms, a quarter of the way
+  EXPECT_EQ(b.delay(7, g), 3s);     // capped ceiling, top of the range
+  EXPECT_EQ(b.delay(7, g), 1500ms);
+  EXPECT_EQ(g.drawn(), 6U);
+}
+
+TEST(EqualJitter, ExactDelaysFromScriptedDraws) {
+  const backoff b = make(jitter::equal);
+  scripted_random g{fraction(0.0), fraction(1.0), fraction(0.5), fraction(0.0), fraction(1.0)};
+  EXPECT_EQ(b.delay(1, g), 50ms);   // ceiling/2 + 0
+  EXPECT_EQ(b.delay(1, g), 100ms);  // ceiling/2 + ceiling/2
+  EXPECT_EQ(b.delay(1, g), 75ms);   // 50 ms + floor((50'000'000 + 1) / 2) ns
+  EXPECT_EQ(b.delay(4, g), 400ms);  // ceiling 800 ms
+  EXPECT_EQ(b.delay(9, g), 3s);
+  EXPECT_EQ(g.drawn(), 5U);
+}
+
+TEST(EqualJitter, OddCeilingReachesTheCeilingExactly) {
+  const backoff b = make(jitter::equal, 101ns, 101ns, 1.0);
+  scripted_random g{fraction(0.0), fraction(1.0)};
+  EXPECT_EQ(b.delay(1, g), 50ns);  // floor(101 / 2)
+  EXPECT_EQ(b.delay(1, g), 101ns);
+}
+
+TEST(DecorrelatedJitter, ExactDelaysFromScriptedDraws) {
+  const backoff b = make(jitter::decorrelated);
+  scripted_random g{fraction(0.0), fraction(1.0),  fraction(0.5), fraction(0.5),
+                    fraction(1.0), fraction(0.25), fraction(0.5)};
+  // Retry 1, no previous delay: U(base, 3 · base) = U(100 ms, 300 ms).
+  EXPECT_EQ(b.delay(1, g), 100ms);
+  EXPECT_EQ(b.delay(1, g), 300ms);
+  EXPECT_EQ(b.delay(1, g), 200ms);
+  // `previous` sets the top of the range: U(100 ms, 600 ms) halfway is 100 + 250 ms.
+  EXPECT_EQ(b.delay(2, g, 200ms), 350ms);
+  // U(100 ms, 6 s) at the top is 6 s, capped to 3 s.
+  EXPECT_EQ(b.delay(3, g, 2s), 3s);
+  // U(100 ms, 6 s) a quarter of the way: 100 ms + floor((5.9e9 + 1) / 4) ns, below cap.
+  EXPECT_EQ(b.delay(3, g, 2s), 1575ms);
+  // A zero or negative previous means "start from base".
+  EXPECT_EQ(b.delay(2, g, -5s), 200ms);
+  EXPECT_EQ(g.drawn(), 7U);
+}
+
+TEST(DecorrelatedJitter, ChainsThroughPreviousDelay) {
+  // The delay sequence a caller gets by feeding each delay back in as `previous`.
+  const backoff b = make(jitter::decorrelated, 10ms, 1h);
+  scripted_random g{fraction(1.0), fraction(1.0), fraction(1.0), fraction(0.0), fraction(1.0)};
+  duration previous{};
+  std::vector<duration> delays;
+  for (int retry = 1; retry <= 5; ++retry) {
+    previous = b.delay(retry, g, previous);
+    delays.push_back(previous);
+  }
+  EXPECT_EQ(delays, (std::vector<duration>{30ms, 90ms, 270ms, 10ms, 30ms}));
+}
+
+TEST(DecorrelatedJitter, PreviousBelowBaseGivesBase) {
+  // 3 · previous < base: the range is empty and the draw returns base (and still draws once).
+  const backoff b = make(jitter::decorrelated);
+  scripted_random g{fraction(1.0)};
+  EXPECT_EQ(b.delay(2, g, 1ms), 100ms);
+  EXPECT_EQ(g.drawn(), 1U);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Ceilings.
+// ---------------------------------------------------------------------------------------------
+
+TEST(Ceiling, DoublesFromBaseUpToCapWithMultiplierTwo) {
+  const backoff b = make(jitter::full, 100ms, 1h, 2.0);
+  std::int64_t expected = std::chrono::nanoseconds(100ms).count();
+  const std::int64_t cap = std::chrono::nanoseconds(1h).count();
+  for (int retry = 1; retry <= 80; ++retry) {
+    ASSERT_EQ(b.ceiling(retry).count(), std::min(expected, cap)) << "retry " << retry;
+    expected = expected > cap ? expected : expected * 2;
+  }
+}
+
+TEST(Ceiling, NonIntegerMultiplierIsNotTruncated) {
+  const backoff b = make(jitter::full, 100ms, 1h, 1.5);
+  EXPECT_EQ(b.ceiling(1), 100ms);
+  EXPECT_EQ(b.ceiling(2), 150ms);  // a multiplier truncated to 1 would give 100 ms
+  EXPECT_EQ(b.ceiling(3), 225ms);
+  EXPECT_EQ(b.ceiling(4), 337500us);
+  // Exactly: floor(10^8 · 3^k / 2^k) ns with k = retry - 1. Up to k = 8 the value is an integer
+  // and must match to the nanosecond; past that it is a fraction that std::pow may round either
+  // way, so allow 1 ns.
+  const std::int64_t cap = std::chrono::nanoseconds(1h).count();
+  for (int retry = 1; retry <= 60; ++retry) {
+    const int k = retry - 1;
+    stormguard::detail::uint128 num = 100'000'000;
+    stormguard::detail::uint128 den = 1;
+    bool capped = false;
+    for (int i = 0; i < k && !capped; ++i) {
+      num *= 3;
+      den *= 2;
+      capped = num / den >= static_cast<stormguard::detail::uint128>(cap);
+    }
+    const std::int64_t expected = capped ? cap : static_cast<std::int64_t>(num / den);
+    const std::int64_t actual = b.ceiling(retry).count();
+    if (k <= 8 || expected == cap) {
+      ASSERT_EQ(actual, expected) << "retry " << retry;
+    } else {
+      ASSERT_LE(std::llabs(actual - expected), 1) << "retry " << retry;
+    }
+  }
+}
+
+TEST(Ceiling, MultiplierOneIsConstant) {
+  const backoff b = make(jitter::none, 250ms, 3s, 1.0);
+  for (int retry : {1, 2, 31, 32, 33, 1000, INT_MAX}) EXPECT_EQ(b.ceiling(retry), 250ms);
+}
+
+TEST(Ceiling, ConstantBackoffReturnsItsDelayEveryTime) {
+  const backoff b = backoff::constant(750ms);
+  scripted_random g{};
+  for (int retry : {1, 2, 10, 64, INT_MAX}) EXPECT_EQ(b.delay(retry, g), 750ms);
+  EXPECT_EQ(b.options().jitter, jitter::none);
+  EXPECT_EQ(backoff::constant(1s, jitter::full).options().jitter, jitter::full);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Range and distribution properties over 10^5 seeded draws.
+// ---------------------------------------------------------------------------------------------
+
+constexpr int k_draws = 100'000;
+
+TEST(FullJitter, NeverExceedsCeiling) {
+  const backoff b = make(jitter::full);
+  random_generator g(1);
+  for (int i = 0; i < k_draws; ++i) {
+    const int retry = 1 + i % 8;
+    const duration d = b.delay(retry, g);
+    ASSERT_GE(d, 0ns);
+    ASSERT_LE(d, b.ceiling(retry));
+  }
+}
+
+TEST(EqualJitter, StaysBetweenHalfCeilingAndCeiling) {
+  const backoff b = make(jitter::equal);
+  random_generator g(2);
+  for (int i = 0; i < k_draws; ++i) {
+    const int retry = 1 + i % 8;
+    const duration c = b.ceiling(retry);
+    const duration d = b.delay(retry, g);
+    ASSERT_GE(d, c / 2);
+    ASSERT_LE(d, c);
+  }
+}
+
+TEST(DecorrelatedJitter, StaysBetweenBaseAndMinOfCapAndThreeTimesPrevious) {
+  const backoff b = make(jitter::decorrelated);
+  random_generator g(3);
+  duration previous{};
+  for (int i = 0; i < k_draws; ++i) {
+    const int retry = 1 + i % 8;
+    if (retry == 1) previous = duration::zero();
+    const duration from = previous > duration::zero() ? previous : b.options().base;
+    const duration d = b.delay(retry, g, previous);
+    ASSERT_GE(d, b.options().base);
+    ASSERT_LE(d, std::min(b.options().cap, 3 * from));
+    previous = d;
+  }
+}
+
+// The mean of full jitter must be c/2; 2 % of c/2 is ~11 standard errors of the mean over 10^5
+// draws (sd of U(0, c) is c/√12), so a correct formula passes with a fixed seed every time.
+bool mean_is_half_of_ceiling(const std::vector<duration>& draws, duration c) {
+  long double sum = 0;
+  for (duration d : draws) sum += static_cast<long double>(d.count());
+  const long double mean = sum / static_cast<long double>(draws.size());
+  const long double half = static_cast<long double>(c.count()) / 2;
+  return std::fabs(static_cast<double>(mean - half)) <= 0.02 * static_cast<double>(half);
+}
+
+TEST(FullJitter, MeanIsHalfTheCeiling) {
+  const backoff b = make(jitter::full);
+  const duration c = b.ceiling(4);  // 800 ms
+  random_generator g(4);
+  std::vector<duration> draws;
+  draws.reserve(k_draws);
+  for (int i = 0; i < k_draws; ++i) draws.push_back(b.delay(4, g));
+  EXPECT_TRUE(mean_is_half_of_ceiling(draws, c));
+}
+
+TEST(FullJitter, MeanCheckRejectsBrokenFormulas) {
+  // The same check fails for U(0, c/2) (mean c/4) and for U(c/2, c) (equal jitter, mean 3c/4).
+  const duration c = 800ms;
+  random_generator g(4);
+  std::vector<duration> low;
+  std::vector<duration> high;
+  for (int i = 0; i < k_draws; ++i) {
+    low.push_back(stormguard::uniform_duration(g, c / 2));
+    high.push_back(c / 2 + stormguard::uniform_duration(g, c / 2));
+  }
+  EXPECT_FALSE(mean_is_half_of_ceiling(low, c));
+  EXPECT_FALSE(mean_is_half_of_ceiling(high, c));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Overflow: any retry number, huge base and cap, huge multipliers.
+// ---------------------------------------------------------------------------------------------
+
+TEST(Backoff, NeverOverflowsNegativeOrAboveCapForAnyRetryNumber) {
+  const std::vector<int> retries{1,    2,       3,           31,          32,     33,   62,
+                                 63,   64,      65,          127,         128,    1023, 1024,
+                                 1025, 100'000, INT_MAX / 2, INT_MAX - 1, INT_MAX};
+  const std::vector<duration> bases{0ns, 1ns, 100ms, 1h};
+  const std::vector<duration> caps{3s, 1h, std::chrono::hours(24 * 365 * 100), duration::max()};
+  const std::vector<double> multipliers{1.0, 1.000001, 1.5, 2.0, 10.0, 1e300};
+  const std::vector<duration> previous{
+      0ns, 1ns, 100ms, 1h, duration::max() / 3 + 1ns, duration::max()};
+  random_generator g(5);
+  for (jitter j : {jitter::none, jitter::equal, jitter::full, jitter::decorrelated}) {
+    for (duration base : bases) {
+      if (j == jitter::decorrelated && base == 0ns) continue;
+      for (duration cap : caps) {
+        if (cap < base) continue;
+        for (double m : multipliers) {
+          const backoff b = make(j, base, cap, m);
+          duration last_ceiling = base;
+          for (int retry : retries) {
+            const duration c = b.ceiling(retry);
+            ASSERT_GE(c, base) << to_string(j) << " retry " << retry << " m " << m;
+            ASSERT_LE(c, cap) << to_string(j) << " retry " << retry << " m " << m;
+            ASSERT_GE(c, last_ceiling) << "ceiling must not shrink; retry " << retry;
+            last_ceiling = c;
+            for (duration prev : previous) {
+              const duration d = b.delay(retry, g, prev);
+              ASSERT_GE(d, j == jitter::decorrelated ? base : 0ns) << to_string(j);
+              ASSERT_LE(d, cap) << to_string(j) << " retry " << retry;
+              if (j == jitter::none) {
+                ASSERT_EQ(d, c);
+              }
+              if (j == jitter::equal) {
+                ASSERT_GE(d, c / 2);
+              }
+              if (j == jitter::full || j == jitter::equal) {
+                ASSERT_LE(d, c);
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(Backoff, HugeRetryNumbersReachTheCapExactly) {
+  const backoff b = make(jitter::none, 1h, duration::max(), 2.0);
+  scripted_random g{};
+  for (int retry : {63, 64, 65, 1023, 1024, INT_MAX}) {
+    EXPECT_EQ(b.delay(retry, g), duration::max()) << retry;
+  }
+  // 1 h · 2^21 ≈ 7.6e18 ns still fits below 2^63 ≈ 9.2e18 ns; 2^22 does not.
+  EXPECT_EQ(b.ceiling(22), std::chrono::duration_cast<duration>(1h) * (1LL << 21));
+  EXPECT_EQ(b.ceiling(23), duration::max());
+}
+
+TEST(FullJitter, TopDrawAtMaximumCapIsTheCap) {
+  const backoff b = make(jitter::full, 1h, duration::max());
+  scripted_random g{k_max_draw, k_max_draw};
+  EXPECT_EQ(b.delay(INT_MAX, g), duration::max());
+  const backoff e = make(jitter::equal, 1h, duration::max());
+  EXPECT_EQ(e.delay(INT_MAX, g), duration::max());
+}
+
+// ---------------------------------------------------------------------------------------------
+// Validation: every invalid setting is rejected with a message naming the field and the value.
+// ---------------------------------------------------------------------------------------------
+
+TEST(BackoffValidation, RejectsNegativeBase) {
+  EXPECT_THAT(invalid_argument_message([] { (void)make(jitter::full, -1ms, 3s); }),
+              AllOf(HasSubstr("base"), HasSubstr("-1ms")));
+  EXPECT_THAT(invalid_argument_message([] { (void)backoff::constant(-2s); }),
+              AllOf(HasSubstr("delay"), HasSubstr("-2s")));
+}
+
+TEST(BackoffValidation, RejectsCapBelowBase) {
+  EXPECT_THAT(invalid_argument_message([] { (void)make(jitter::full, 100ms, 50ms); }),
+              AllOf(HasSubstr("cap"), HasSubstr("50ms")));
+}
+
+TEST(BackoffValidation, RejectsMultiplierBelowOne) {
+  EXPECT_THAT(invalid_argument_message([] { (void)make(jitter::full, 100ms, 3s, 0.5); }),
+              AllOf(HasSubstr("multiplier"), HasSubstr("0.5")));
+  EXPECT_THAT(invalid_argument_message([] { (void)make(jitter::full, 100ms, 3s, -2.0); }),
+              AllOf(HasSubstr("multiplier"), HasSubstr("-2")));
+}
+
+TEST(BackoffValidation, RejectsNaNAndInfiniteMultiplier) {
+  EXPECT_THAT(invalid_argument_message([] {
+                (void)make(jitter::full, 100ms, 3s, std::numeric_limits<double>::quiet_NaN());
+              }),
+              AllOf(HasSubstr("multiplier"), HasSubstr("nan")));
+  EXPECT_THAT(invalid_argument_message([] {
+                (void)make(jitter::full, 100ms, 3s, std::numeric_limits<double>::infinity());
+              }),
+              AllOf(HasSubstr("multiplier"), HasSubstr("inf")));
+  EXPECT_THAT(invalid_argument_message([] {
+                (void)make(jitter::full, 100ms, 3s, -std::numeric_limits<double>::infinity());
+              }),
+              AllOf(HasSubstr("multiplier"), HasSubstr("-inf")));
+}
+
+TEST(BackoffValidation, RejectsJitterOutsideTheEnum) {
+  EXPECT_THAT(invalid_argument_message([] { (void)make(static_cast<jitter>(42)); }),
+              AllOf(HasSubstr("jitter"), HasSubstr("42")));
+  EXPECT_THAT(invalid_argument_message([] { (void)make(static_cast<jitter>(-1)); }),
+              AllOf(HasSubstr("jitter"), HasSubstr("-1")));
+}
+
+TEST(BackoffValidation, RejectsDecorrelatedWithZeroBase) {
+  EXPECT_THAT(invalid_argument_message([] { (void)make(jitter::decorrelated, 0ns, 3s); }),
+              AllOf(HasSubstr("decorrelated"), HasSubstr("base"), HasSubstr("0s")));
+  // Base 0 is allowed with the other jitters (the retry-at-once anti-pattern, for simulations).
+  EXPECT_NO_THROW((void)make(jitter::full, 0ns, 3s));
+}
+
+TEST(BackoffValidation, RejectsRetryBelowOneForEveryJitter) {
+  for (jitter j : {jitter::none, jitter::equal, jitter::full, jitter::decorrelated}) {
+    const backoff b = make(j);
+    random_generator g(6);
+    for (int retry : {0, -5, INT_MIN}) {
+      EXPECT_THAT(invalid_argument_message([&] { (void)b.delay(retry, g); }),
+                  AllOf(HasSubstr("retry"), HasSubstr(std::to_string(retry))))
+          << to_string(j);
+      EXPECT_THAT(invalid_argument_message([&] { (void)b.ceiling(retry); }),
+                  AllOf(HasSubstr("retry"), HasSubstr(std::to_string(retry))));
+    }
+  }
+}
+
+TEST(BackoffValidation, AcceptsTheBoundaries) {
+  EXPECT_NO_THROW((void)make(jitter::none, 0ns, 0ns, 1.0));
+  EXPECT_NO_THROW((void)make(jitter::full, 1h, duration::max(), 1.0));
+  EXPECT_NO_THROW((void)make(jitter::decorrelated, 1ns, 1ns, 1.0));
+  EXPECT_NO_THROW((void)make(jitter::full, 100ms, 3s, std::numeric_limits<double>::max()));
+  EXPECT_EQ(backoff().options(), backoff_options{});
+}
+
+// ---------------------------------------------------------------------------------------------
+// Names.
+// ---------------------------------------------------------------------------------------------
+
+TEST(JitterNames, ToStringAndParseRoundTrip) {
+  for (jitter j : {jitter::none, jitter::equal, jitter::full, jitter::decorrelated}) {
+    const auto parsed = stormguard::parse_jitter(stormguard::to_string(j));
+    ASSERT_TRUE(parsed.has_value()) << stormguard::to_string(j);
+    EXPECT_EQ(*parsed, j);
+  }
+  EXPECT_EQ(stormguard::to_string(jitter::full), "full");
+  EXPECT_EQ(stormguard::to_string(jitter::decorrelated), "decorrelated");
+}
+
+TEST(JitterNames, ParseRejectsAnythingElse) {
+  for (const char* text :
+       {"", "Full", "FULL", " full", "full ", "decorrelate", "unknown", "jitter"}) {
+    EXPECT_FALSE(stormguard::parse_jitter(text).has_value()) << '"' << text << '"';
+  }
+  EXPECT_EQ(stormguard::to_string(static_cast<jitter>(99)), "unknown");
+}
+
+}  // namespace

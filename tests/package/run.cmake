@@ -1,0 +1,56 @@
+# cmake -P script run by the ctest test `package.consumer` (see tests/CMakeLists.txt):
+# installs the stormguard build in STORMGUARD_BINARY_DIR into WORK_DIR/prefix, then configures,
+# builds and runs the consumer project in CONSUMER_SOURCE_DIR against that prefix.
+cmake_minimum_required(VERSION 3.25)
+
+foreach(var STORMGUARD_BINARY_DIR CONSUMER_SOURCE_DIR WORK_DIR EXPECTED_VERSION)
+  if(NOT DEFINED ${var})
+    message(FATAL_ERROR "run.cmake: -D${var}=... is required")
+  endif()
+endforeach()
+if(NOT CONFIG)
+  set(CONFIG Release)
+endif()
+
+set(prefix "${WORK_DIR}/prefix")
+set(build "${WORK_DIR}/build")
+file(REMOVE_RECURSE "${WORK_DIR}")
+
+message(STATUS "package.consumer: installing into ${prefix}")
+execute_process(
+  COMMAND "${CMAKE_COMMAND}" --install "${STORMGUARD_BINARY_DIR}" --prefix "${prefix}" --config "${CONFIG}"
+  OUTPUT_QUIET
+  COMMAND_ERROR_IS_FATAL ANY)
+
+set(configure_args
+  -S "${CONSUMER_SOURCE_DIR}" -B "${build}"
+  "-DCMAKE_PREFIX_PATH=${prefix}"
+  "-DCMAKE_BUILD_TYPE=${CONFIG}")
+if(GENERATOR)
+  list(APPEND configure_args -G "${GENERATOR}")
+endif()
+if(CXX_COMPILER)
+  list(APPEND configure_args "-DCMAKE_CXX_COMPILER=${CXX_COMPILER}")
+endif()
+# A sanitizer build of the library needs the same flags in the consumer to link.
+list(APPEND configure_args "-DCMAKE_CXX_FLAGS=${CXX_FLAGS}" "-DCMAKE_EXE_LINKER_FLAGS=${EXE_LINKER_FLAGS}")
+
+message(STATUS "package.consumer: configuring ${CONSUMER_SOURCE_DIR}")
+execute_process(COMMAND "${CMAKE_COMMAND}" ${configure_args} COMMAND_ERROR_IS_FATAL ANY)
+
+message(STATUS "package.consumer: building")
+execute_process(COMMAND "${CMAKE_COMMAND}" --build "${build}" --config "${CONFIG}"
+  COMMAND_ERROR_IS_FATAL ANY)
+
+set(exe "${build}/consumer")
+if(NOT EXISTS "${exe}" AND EXISTS "${build}/${CONFIG}/consumer${CMAKE_EXECUTABLE_SUFFIX}")
+  set(exe "${build}/${CONFIG}/consumer${CMAKE_EXECUTABLE_SUFFIX}")
+endif()
+execute_process(COMMAND "${exe}"
+  OUTPUT_VARIABLE output
+  OUTPUT_STRIP_TRAILING_WHITESPACE
+  COMMAND_ERROR_IS_FATAL ANY)
+message(STATUS "package.consumer: ${exe} printed: ${output}")
+if(NOT output STREQUAL "stormguard ${EXPECTED_VERSION}")
+  message(FATAL_ERROR "package.consumer: expected \"stormguard ${EXPECTED_VERSION}\", got \"${output}\"")
+endif()

@@ -1,0 +1,84 @@
+// The README's code blocks must be excerpts of example programs that the tests build and run.
+// A block whose first line is a comment naming a file (`// examples/x.cpp ...`) is checked here:
+// every non-blank line of the block, without its indentation, must appear in that file, in order.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  EXPECT_TRUE(in.good()) << "cannot open " << path;
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+std::string trim(const std::string& line) {
+  const auto first = line.find_first_not_of(" \t");
+  if (first == std::string::npos) return "";
+  const auto last = line.find_last_not_of(" \t\r");
+  return line.substr(first, last - first + 1);
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+struct snippet {
+  std::string file;                 // the example it claims to come from
+  std::vector<std::string> lines;   // trimmed, non-blank
+};
+
+std::vector<snippet> cpp_snippets(const std::string& readme) {
+  std::vector<snippet> found;
+  const auto lines = lines_of(readme);
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    if (trim(lines[i]) != "```cpp" || i + 1 >= lines.size()) continue;
+    const std::string header = trim(lines[i + 1]);
+    snippet s;
+    if (header.rfind("// examples/", 0) == 0) {
+      s.file = header.substr(3, header.find(' ', 3) - 3);
+    }
+    std::size_t j = i + 2;
+    for (; j < lines.size() && trim(lines[j]) != "```"; ++j) {
+      if (!trim(lines[j]).empty()) s.lines.push_back(trim(lines[j]));
+    }
+    found.push_back(s);
+    i = j;
+  }
+  return found;
+}
+
+TEST(ReadmeSnippets, EveryCppBlockNamesAnExample) {
+  const auto snippets = cpp_snippets(read_file(STORMGUARD_SOURCE_DIR "/README.md"));
+  ASSERT_FALSE(snippets.empty()) << "the README should open with a code example";
+  for (const auto& s : snippets) {
+    EXPECT_FALSE(s.file.empty()) << "a ```cpp block must start with // examples/<file>.cpp";
+  }
+}
+
+TEST(ReadmeSnippets, AreVerbatimExcerptsOfTheirExamples) {
+  for (const auto& s : cpp_snippets(read_file(STORMGUARD_SOURCE_DIR "/README.md"))) {
+    if (s.file.empty()) continue;
+    std::vector<std::string> example;
+    for (const auto& line : lines_of(read_file(STORMGUARD_SOURCE_DIR "/" + s.file))) {
+      example.push_back(trim(line));
+    }
+    std::size_t at = 0;
+    for (const auto& line : s.lines) {
+      while (at < example.size() && example[at] != line) ++at;
+      ASSERT_LT(at, example.size()) << s.file << " has no line (in README order): " << line;
+      ++at;
+    }
+  }
+}
+
+}  // namespace

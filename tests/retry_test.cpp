@@ -1,0 +1,519 @@
+#include "stormguard/retry.hpp"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <memory>
+#include <numeric>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "stormguard/budget.hpp"
+#include "stormguard/random.hpp"
+#include "stormguard/testing/manual_clock.hpp"
+#include "stormguard/testing/scripted_random.hpp"
+
+namespace {
+
+using namespace std::chrono_literals;
+using stormguard::attempt_context;
+using stormguard::backoff_options;
+using stormguard::classification;
+using stormguard::duration;
+using stormguard::end_reason;
+using stormguard::failure;
+using stormguard::jitter;
+using stormguard::outcome;
+using stormguard::random_generator;
+using stormguard::retrier;
+using stormguard::retry_decision;
+using stormguard::retry_options;
+using stormguard::retry_policy;
+using stormguard::time_point;
+using stormguard::testing::fraction;
+using stormguard::testing::manual_clock;
+using stormguard::testing::scripted_random;
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+
+template <class F>
+std::string invalid_argument_message(F&& f) {
+  try {
+    f();
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "expected std::invalid_argument";
+  return {};
+}
+
+retry_policy policy_with(int max_retries, jitter j = jitter::full, duration base = 100ms,
+                         duration cap = 3s) {
+  return retry_policy(retry_options{
+      .max_retries = max_retries,
+      .backoff = backoff_options{.base = base, .cap = cap, .multiplier = 2.0, .jitter = j}});
+}
+
+// A budget that counts calls and grants while `grants_left` > 0.
+struct counting_budget {
+  explicit counting_budget(int grants = 1'000'000) : grants_left(grants) {}
+
+  int deposits = 0;
+  int withdrawals = 0;  // attempts to withdraw, granted or not
+  int grants_left;
+  std::vector<time_point> deposit_times;
+
+  void deposit(time_point now) {
+    ++deposits;
+    deposit_times.push_back(now);
+  }
+  bool try_withdraw(time_point) {
+    ++withdrawals;
+    if (grants_left == 0) return false;
+    --grants_left;
+    return true;
+  }
+};
+static_assert(stormguard::retry_budget<counting_budget>);
+
+// An operation that fails `failures` times (errors 1, 2, …), then returns `value`.
+struct flaky {
+  explicit flaky(int failures_before_success, int success_value = 42)
+      : failures(failures_before_success), value(success_value) {}
+
+  int failures;
+  int value;
+  int calls = 0;
+  std::vector<int> attempts_seen;
+
+  outcome<int, int> operator()(const attempt_context& ctx) {
+    ++calls;
+    attempts_seen.push_back(ctx.attempt);
+    if (calls <= failures) return failure{calls};
+    return value;
+  }
+};
+
+// ---------------------------------------------------------------------------------------------
+// Attempts and end reasons.
+// ---------------------------------------------------------------------------------------------
+
+TEST(Retrier, NeverMoreThanMaxRetriesPlusOneAttempts) {
+  for (int max_retries : {0, 1, 2, 3, 7, 50}) {
+    manual_clock clock;
+    random_generator rng(1);
+    retrier retry(policy_with(max_retries), clock, rng);
+    flaky op{1'000'000};
+    const auto result = retry(op);
+    EXPECT_FALSE(result.ok());
+    EXPECT_EQ(result.reason, end_reason::attempts_exhausted) << max_retries;
+    EXPECT_EQ(result.attempts, max_retries + 1);
+    EXPECT_EQ(op.calls, max_retries + 1);
+    EXPECT_EQ(clock.sleeps().size(), static_cast<std::size_t>(max_retries));
+    std::vector<int> numbered(static_cast<std::size_t>(max_retries + 1));
+    std::iota(numbered.begin(), numbered.end(), 1);
+    EXPECT_EQ(op.attempts_seen, numbered);  // attempts are numbered from 1
+  }
+}
+
+TEST(Retrier, SuccessAfterKFailuresReturnsTheValue) {
+  for (int k : {0, 1, 2, 3}) {
+    manual_clock clock;
+    random_generator rng(2);
+    retrier retry(policy_with(3), clock, rng);
+    flaky op{k, 7};
+    const auto result = retry(op);
+    ASSERT_TRUE(result.ok()) << k;
+    EXPECT_TRUE(static_cast<bool>(result));
+    EXPECT_EQ(result.reason, end_reason::success);
+    ASSERT_TRUE(result.value.has_value());
+    EXPECT_EQ(*result.value, 7);
+    EXPECT_EQ(result.attempts, k + 1);
+    EXPECT_FALSE(result.last_error.has_value());
+    EXPECT_EQ(clock.sleeps().size(), static_cast<std::size_t>(k));
+  }
+}
+
+TEST(Retrier, LastErrorHoldsTheLastAttemptsError) {
+  manual_clock clock;
+  random_generator rng(3);
+  retrier retry(policy_with(2), clock, rng);
+  flaky op{100};
+  const auto result = retry(op);
+  EXPECT_EQ(result.reason, end_reason::attempts_exhausted);
+  ASSERT_TRUE(result.last_error.has_value());
+  EXPECT_EQ(*result.last_error, 3);  // errors 1, 2, 3: the third attempt's
+  EXPECT_FALSE(result.value.has_value());
+}
+
+TEST(Retrier, StopVerdictMeansExactlyOneAttempt) {
+  manual_clock clock;
+  random_generator rng(4);
+  retrier retry(policy_with(5), clock, rng);
+  flaky op{100};
+  const auto result = retry(op, [](int) { return classification::stop(); });
+  EXPECT_EQ(result.reason, end_reason::not_retryable);
+  EXPECT_EQ(result.attempts, 1);
+  EXPECT_EQ(op.calls, 1);
+  EXPECT_EQ(result.last_error, 1);
+  EXPECT_TRUE(clock.sleeps().empty());
+}
+
+TEST(Retrier, BoolClassifierTrueRetriesFalseStops) {
+  manual_clock clock;
+  random_generator rng(5);
+  retrier retry(policy_with(5), clock, rng);
+  // Errors 1 and 2 are transient, 3 is not.
+  flaky op{100};
+  const auto result = retry(op, [](int error) { return error < 3; });
+  EXPECT_EQ(result.reason, end_reason::not_retryable);
+  EXPECT_EQ(result.attempts, 3);
+  EXPECT_EQ(result.last_error, 3);
+  EXPECT_EQ(clock.sleeps().size(), 2U);
+}
+
+TEST(Retrier, ClassifierSeesEachError) {
+  manual_clock clock;
+  random_generator rng(6);
+  retrier retry(policy_with(3), clock, rng);
+  std::vector<int> seen;
+  flaky op{2};
+  const auto result = retry(op, [&](const int& error) {
+    seen.push_back(error);
+    return classification::retry();
+  });
+  EXPECT_TRUE(result.ok());
+  EXPECT_EQ(seen, (std::vector<int>{1, 2}));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Sleeps: exactly the backoff's delays.
+// ---------------------------------------------------------------------------------------------
+
+TEST(Retrier, SleepsAreExactlyTheBackoffDelays) {
+  manual_clock clock;
+  // Full jitter, base 100 ms ×2: ceilings 100, 200, 400 ms.
+  scripted_random rng{fraction(0.5), fraction(0.25), fraction(1.0)};
+  retrier retry(policy_with(3), clock, rng);
+  flaky op{100};
+  const auto result = retry(op);
+  EXPECT_EQ(clock.sleeps(), (std::vector<duration>{50ms, 50ms, 400ms}));
+  EXPECT_EQ(result.slept, 500ms);
+  EXPECT_EQ(clock.now(), time_point{} + 500ms);
+  EXPECT_EQ(rng.drawn(), 3U);  // one draw per retry, none for the last failure
+}
+
+TEST(Retrier, SleepsMatchTheBackoffForEveryJitter) {
+  const std::vector<std::uint64_t> script{fraction(0.9), fraction(0.1), fraction(0.33),
+                                          fraction(0.7), fraction(0.0), fraction(1.0)};
+  for (jitter j : {jitter::none, jitter::equal, jitter::full, jitter::decorrelated}) {
+    const retry_policy policy = policy_with(6, j, 10ms, 2s);
+    manual_clock clock;
+    scripted_random rng(script);
+    retrier retry(policy, clock, rng);
+    flaky op{100};
+    const auto result = retry(op);
+
+    // The same draws through the backoff directly, each delay fed back in as `previous`.
+    scripted_random expected_rng(script);
+    std::vector<duration> expected;
+    duration previous{};
+    for (int n = 1; n <= 6; ++n) {
+      previous = policy.backoff().delay(n, expected_rng, previous);
+      expected.push_back(previous);
+    }
+    EXPECT_EQ(clock.sleeps(), expected) << to_string(j);
+    EXPECT_EQ(result.slept, std::accumulate(expected.begin(), expected.end(), duration{}));
+  }
+}
+
+TEST(Retrier, DecorrelatedJitterIsGivenThePreviousDelay) {
+  manual_clock clock;
+  scripted_random rng{fraction(0.5), fraction(0.5), fraction(1.0)};
+  retrier retry(policy_with(3, jitter::decorrelated), clock, rng);
+  flaky op{100};
+  (void)retry(op);
+  // U(100, 300) → 200; U(100, 600) → 350; U(100, 1050) → 1050 (ms).
+  EXPECT_EQ(clock.sleeps(), (std::vector<duration>{200ms, 350ms, 1050ms}));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Retry-After.
+// ---------------------------------------------------------------------------------------------
+
+TEST(Retrier, RetryAfterRaisesTheDelayToAtLeastIt) {
+  manual_clock clock;
+  // The backoff draws 0 and then its ceiling (200 ms), against Retry-After 2 s and 10 ms.
+  scripted_random rng{fraction(0.0), fraction(1.0)};
+  retrier retry(policy_with(2), clock, rng);
+  flaky op{2};
+  int call = 0;
+  const auto result = retry(op, [&](int) {
+    return ++call == 1 ? classification::retry_after(2s) : classification::retry_after(10ms);
+  });
+  EXPECT_TRUE(result.ok());
+  EXPECT_EQ(clock.sleeps(), (std::vector<duration>{2s, 200ms}));
+  EXPECT_EQ(result.slept, 2200ms);
+}
+
+TEST(Retrier, RetryAfterAboveMaximumEndsWithoutSleeping) {
+  manual_clock clock;
+  scripted_random rng{};  // nothing may be drawn either
+  counting_budget budget;
+  retrier retry(retry_policy(retry_options{.max_retries = 3, .max_retry_after = 30s}), clock, rng,
+                budget);
+  flaky op{100};
+  const auto result = retry(op, [](int) { return classification::retry_after(31s); });
+  EXPECT_EQ(result.reason, end_reason::retry_after_too_long);
+  EXPECT_EQ(result.attempts, 1);
+  EXPECT_TRUE(clock.sleeps().empty());
+  EXPECT_EQ(budget.withdrawals, 0);  // the budget is not charged for a retry never made
+}
+
+TEST(Retrier, RetryAfterEqualToMaximumIsHonoured) {
+  manual_clock clock;
+  scripted_random rng{fraction(0.0)};
+  retrier retry(retry_policy(retry_options{.max_retries = 1, .max_retry_after = 30s}), clock, rng);
+  flaky op{1};
+  const auto result = retry(op, [](int) { return classification::retry_after(30s); });
+  EXPECT_TRUE(result.ok());
+  EXPECT_EQ(clock.sleeps(), (std::vector<duration>{30s}));
+}
+
+TEST(Classification, NegativeRetryAfterCountsAsZero) {
+  EXPECT_EQ(classification::retry_after(-5s).delay(), 0ns);
+  EXPECT_EQ(classification::retry_after(-5s).verdict(), classification::kind::retry_after);
+  EXPECT_EQ(classification::retry().delay(), 0ns);
+  EXPECT_NE(classification::retry(), classification::stop());
+}
+
+// ---------------------------------------------------------------------------------------------
+// Budget.
+// ---------------------------------------------------------------------------------------------
+
+TEST(Retrier, BudgetDenialEndsTheCallWithoutSleeping) {
+  manual_clock clock;
+  random_generator rng(7);
+  counting_budget budget(2);
+  retrier retry(policy_with(5), clock, rng, budget);
+  flaky op{100};
+  const auto result = retry(op);
+  EXPECT_EQ(result.reason, end_reason::budget_exhausted);
+  EXPECT_EQ(result.attempts, 3);  // two granted retries, the third denied
+  EXPECT_EQ(clock.sleeps().size(), 2U);
+  EXPECT_EQ(result.last_error, 3);
+}
+
+TEST(Retrier, RatioBudgetDenialIsFailFast) {
+  manual_clock clock;
+  random_generator rng(8);
+  // One retry per second of reserve over 1 s, nothing from the ratio.
+  stormguard::ratio_budget budget({.ratio = 0.0, .ttl = 1s, .min_retries_per_second = 1});
+  retrier retry(policy_with(3), clock, rng, budget);
+  flaky first{100};
+  const auto a = retry(first);
+  EXPECT_EQ(a.reason, end_reason::budget_exhausted);
+  EXPECT_EQ(a.attempts, 2);
+  EXPECT_EQ(clock.sleeps().size(), 1U);
+  // The next call within the window is denied its first retry: one attempt, no sleep.
+  flaky second{100};
+  const auto b = retry(second);
+  EXPECT_EQ(b.reason, end_reason::budget_exhausted);
+  EXPECT_EQ(b.attempts, 1);
+  EXPECT_EQ(clock.sleeps().size(), 1U);
+}
+
+TEST(Retrier, DepositsOncePerCallAndWithdrawsOncePerRetry) {
+  manual_clock clock(time_point{} + 5s);
+  random_generator rng(9);
+  counting_budget budget;
+  retrier retry(policy_with(3), clock, rng, budget);
+
+  flaky succeeds{0};
+  EXPECT_TRUE(retry(succeeds).ok());
+  EXPECT_EQ(budget.deposits, 1);
+  EXPECT_EQ(budget.withdrawals, 0);
+
+  flaky fails{100};
+  EXPECT_EQ(retry(fails).reason, end_reason::attempts_exhausted);
+  EXPECT_EQ(budget.deposits, 2);
+  EXPECT_EQ(budget.withdrawals, 3);
+
+  flaky stops{100};
+  (void)retry(stops, [](int) { return false; });
+  EXPECT_EQ(budget.deposits, 3);
+  EXPECT_EQ(budget.withdrawals, 3);
+  EXPECT_EQ(budget.deposit_times.front(), time_point{} + 5s);  // at the clock's now
+}
+
+// ---------------------------------------------------------------------------------------------
+// Value and result types.
+// ---------------------------------------------------------------------------------------------
+
+TEST(Retrier, MoveOnlyValueAndErrorTypesWork) {
+  manual_clock clock;
+  random_generator rng(10);
+  retrier retry(policy_with(3), clock, rng);
+  int calls = 0;
+  const auto result =
+      retry([&](const attempt_context&) -> outcome<std::unique_ptr<int>, std::unique_ptr<int>> {
+        if (++calls < 3) return failure{std::make_unique<int>(calls)};
+        return std::make_unique<int>(99);
+      });
+  ASSERT_TRUE(result.ok());
+  ASSERT_NE(*result.value, nullptr);
+  EXPECT_EQ(**result.value, 99);
+
+  const auto failed =
+      retry([](const attempt_context& ctx) -> outcome<std::unique_ptr<int>, std::unique_ptr<int>> {
+        return failure{std::make_unique<int>(ctx.attempt)};
+      });
+  ASSERT_TRUE(failed.last_error.has_value());
+  EXPECT_EQ(**failed.last_error, 4);
+}
+
+// A user's own expected-like type (what std::expected looks like to the retrier).
+template <class T, class E>
+class my_expected {
+ public:
+  static my_expected ok(T v) { return my_expected(true, std::move(v), E{}); }
+  static my_expected err(E e) { return my_expected(false, T{}, std::move(e)); }
+  bool has_value() const { return ok_; }
+  T& operator*() & { return value_; }
+  T&& operator*() && { return std::move(value_); }
+  E& error() & { return error_; }
+  const E& error() const& { return error_; }
+  E&& error() && { return std::move(error_); }
+
+ private:
+  my_expected(bool ok, T v, E e) : ok_(ok), value_(std::move(v)), error_(std::move(e)) {}
+  bool ok_;
+  T value_;
+  E error_;
+};
+static_assert(stormguard::expected_like<my_expected<std::string, std::string>>);
+
+TEST(Retrier, AcceptsAUserExpectedLikeType) {
+  manual_clock clock;
+  random_generator rng(11);
+  retrier retry(policy_with(3), clock, rng);
+  const auto result = retry(
+      [](const attempt_context& ctx) {
+        using result_type = my_expected<std::string, std::string>;
+        if (ctx.attempt < 3) return result_type::err("busy " + std::to_string(ctx.attempt));
+        return result_type::ok("payload");
+      },
+      [](const std::string& error) { return error.starts_with("busy"); });
+  ASSERT_TRUE(result.ok());
+  EXPECT_EQ(*result.value, "payload");
+  EXPECT_EQ(result.attempts, 3);
+
+  const auto failed = retry(
+      [](const attempt_context&) { return my_expected<std::string, std::string>::err("fatal"); },
+      [](const std::string& error) { return error.starts_with("busy"); });
+  EXPECT_EQ(failed.reason, end_reason::not_retryable);
+  EXPECT_EQ(failed.last_error, "fatal");
+}
+
+TEST(Retrier, ExceptionsFromTheOperationPropagate) {
+  manual_clock clock;
+  random_generator rng(12);
+  retrier retry(policy_with(3), clock, rng);
+  EXPECT_THROW((void)retry([](const attempt_context&) -> outcome<int, int> {
+                 throw std::runtime_error("boom");
+               }),
+               std::runtime_error);
+}
+
+// ---------------------------------------------------------------------------------------------
+// retry_policy::decide, the pure decision.
+// ---------------------------------------------------------------------------------------------
+
+TEST(RetryPolicyDecide, ChecksInTheDocumentedOrder) {
+  const retry_policy policy(retry_options{.max_retries = 2, .max_retry_after = 10s});
+  scripted_random g{fraction(1.0), fraction(0.0)};
+  counting_budget budget;
+  const time_point now{};
+
+  // stop wins over everything, and touches neither the generator nor the budget.
+  EXPECT_EQ(policy.decide(5, classification::stop(), 0ns, g, budget, now).reason,
+            end_reason::not_retryable);
+  // attempt > max_retries.
+  EXPECT_EQ(policy.decide(3, classification::retry(), 0ns, g, budget, now).reason,
+            end_reason::attempts_exhausted);
+  EXPECT_EQ(policy.decide(3, classification::retry_after(1h), 0ns, g, budget, now).reason,
+            end_reason::attempts_exhausted);
+  // Retry-After too long.
+  EXPECT_EQ(policy.decide(1, classification::retry_after(11s), 0ns, g, budget, now).reason,
+            end_reason::retry_after_too_long);
+  EXPECT_EQ(g.drawn(), 0U);
+  EXPECT_EQ(budget.withdrawals, 0);
+
+  // A retry: one draw, one withdrawal.
+  EXPECT_EQ(policy.decide(2, classification::retry(), 0ns, g, budget, now),
+            (retry_decision{true, 200ms, end_reason::success}));
+  EXPECT_EQ(policy.decide(1, classification::retry_after(3s), 0ns, g, budget, now),
+            (retry_decision{true, 3s, end_reason::success}));
+  EXPECT_EQ(g.drawn(), 2U);
+  EXPECT_EQ(budget.withdrawals, 2);
+
+  // Budget denial.
+  budget.grants_left = 0;
+  scripted_random g2{fraction(0.5)};
+  const retry_decision denied = policy.decide(1, classification::retry(), 0ns, g2, budget, now);
+  EXPECT_FALSE(denied.retry);
+  EXPECT_EQ(denied.reason, end_reason::budget_exhausted);
+  EXPECT_EQ(denied.delay, 0ns);
+}
+
+// ---------------------------------------------------------------------------------------------
+// retry_policy validation.
+// ---------------------------------------------------------------------------------------------
+
+TEST(RetryPolicyValidation, RejectsMaxRetriesOutOfRange) {
+  EXPECT_THAT(invalid_argument_message([] { retry_policy p(retry_options{.max_retries = -1}); }),
+              AllOf(HasSubstr("max_retries"), HasSubstr("-1")));
+  EXPECT_THAT(
+      invalid_argument_message([] { retry_policy p(retry_options{.max_retries = 1'000'001}); }),
+      AllOf(HasSubstr("max_retries"), HasSubstr("1000001")));
+  EXPECT_NO_THROW(retry_policy(retry_options{.max_retries = 0}));
+  EXPECT_NO_THROW(retry_policy(retry_options{.max_retries = 1'000'000}));
+}
+
+TEST(RetryPolicyValidation, RejectsNonPositiveMaxRetryAfter) {
+  EXPECT_THAT(
+      invalid_argument_message([] { retry_policy p(retry_options{.max_retry_after = 0ns}); }),
+      AllOf(HasSubstr("max_retry_after"), HasSubstr("0s")));
+  EXPECT_THAT(
+      invalid_argument_message([] { retry_policy p(retry_options{.max_retry_after = -2s}); }),
+      AllOf(HasSubstr("max_retry_after"), HasSubstr("-2s")));
+}
+
+TEST(RetryPolicyValidation, RejectsAnInvalidBackoff) {
+  EXPECT_THAT(invalid_argument_message(
+                  [] { retry_policy p(retry_options{.backoff = {.base = 5s, .cap = 1s}}); }),
+              AllOf(HasSubstr("cap"), HasSubstr("1s")));
+}
+
+TEST(RetryPolicy, DefaultsAreTheSeeds) {
+  const retry_policy policy;
+  EXPECT_EQ(policy.max_retries(), 3);
+  EXPECT_EQ(policy.options().backoff.base, 100ms);
+  EXPECT_EQ(policy.options().backoff.cap, 3s);
+  EXPECT_EQ(policy.options().backoff.jitter, jitter::full);
+  EXPECT_EQ(policy.options().max_retry_after, 60s);
+}
+
+TEST(EndReason, Names) {
+  EXPECT_EQ(to_string(end_reason::success), "success");
+  EXPECT_EQ(to_string(end_reason::not_retryable), "not_retryable");
+  EXPECT_EQ(to_string(end_reason::attempts_exhausted), "attempts_exhausted");
+  EXPECT_EQ(to_string(end_reason::budget_exhausted), "budget_exhausted");
+  EXPECT_EQ(to_string(end_reason::retry_after_too_long), "retry_after_too_long");
+  EXPECT_EQ(to_string(static_cast<end_reason>(77)), "unknown");
+}
+
+}  // namespace

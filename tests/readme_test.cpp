@@ -3,6 +3,7 @@
 // every non-blank line of the block, without its indentation, must appear in that file, in order.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -33,8 +34,8 @@ std::vector<std::string> lines_of(const std::string& text) {
 }
 
 struct snippet {
-  std::string file;                 // the example it claims to come from
-  std::vector<std::string> lines;   // trimmed, non-blank
+  std::string file;                // the example it claims to come from
+  std::vector<std::string> lines;  // trimmed, non-blank
 };
 
 std::vector<snippet> cpp_snippets(const std::string& readme) {
@@ -80,5 +81,25 @@ TEST(ReadmeSnippets, AreVerbatimExcerptsOfTheirExamples) {
     }
   }
 }
+
+#ifdef STORMGUARD_CLI_PATH
+// The README shows what `make run` prints; the block after the line that says so must be exactly
+// what `stormguard simulate` prints today (the simulator is deterministic for its default seed).
+TEST(ReadmeExcerpt, IsWhatSimulatePrints) {
+  const auto readme = lines_of(read_file(STORMGUARD_SOURCE_DIR "/README.md"));
+  std::size_t at = 0;
+  while (at < readme.size() && readme[at].rfind("friday-night:", 0) != 0) ++at;
+  ASSERT_LT(at, readme.size()) << "README has no `stormguard simulate` excerpt";
+  std::string excerpt;
+  for (; at < readme.size() && trim(readme[at]) != "```"; ++at) excerpt += readme[at] + "\n";
+
+  const std::string out_path = ::testing::TempDir() + "readme_simulate.txt";
+  const std::string command =
+      std::string("\"") + STORMGUARD_CLI_PATH + "\" simulate > \"" + out_path + "\"";
+  ASSERT_EQ(std::system(command.c_str()), 0) << command;
+  EXPECT_EQ(excerpt, read_file(out_path))
+      << "update the README block with the output of build/bin/stormguard simulate";
+}
+#endif
 
 }  // namespace

@@ -36,16 +36,16 @@ struct strategy {
   budget_config budget;
 };
 
-/// The built-in strategies, in report order:
+/// The built-in strategies, in report order (all with base 100 ms, cap 3 s, multiplier 2 unless
+/// said otherwise):
 ///
-/// | name         | max_retries | backoff                          | jitter       | budget | | none
-/// | 0           | (unused)                         | -            | none              | | naive |
-/// 3           | constant 100 ms                  | none         | none              | |
-/// exponential  | 3           | 100 ms × 2^(n-1), cap 3 s        | none         | none | | equal |
-/// 3           | 100 ms × 2^(n-1), cap 3 s        | equal        | none              | | full | 3
-/// | 100 ms × 2^(n-1), cap 3 s        | full         | none              | | decorrelated | 3 |
-/// base 100 ms, cap 3 s             | decorrelated | none              | | full+budget  | 3 | 100
-/// ms × 2^(n-1), cap 3 s        | full         | ratio 10 %/10 s, floor 10/s per client |
+/// - `none`: max_retries 0 (one attempt, no budget).
+/// - `naive`: 3 retries, constant 100 ms, no jitter, no budget.
+/// - `exponential`: 3 retries, 100 ms · 2^(n-1) capped at 3 s, no jitter, no budget.
+/// - `equal`: as exponential, with equal jitter.
+/// - `full`: as exponential, with full jitter.
+/// - `decorrelated`: 3 retries, decorrelated jitter from base 100 ms, cap 3 s, no budget.
+/// - `full+budget`: as full, plus a ratio_budget per client (10 % over 10 s, floor 10/s).
 ///
 /// `naive` is the seed's anti-pattern (a loop with a fixed 100 ms sleep). Thread-safe (a static
 /// table built once).

@@ -20,9 +20,9 @@ stormguard::outcome<int, std::error_code> fetch_answer(const stormguard::attempt
 int main() {
   // 3 retries; delays drawn uniformly from [0, min(50 ms, 5 ms · 2^(n-1))] (full jitter).
   stormguard::retry_policy policy({.max_retries = 3, .backoff = {.base = 5ms, .cap = 50ms}});
-  stormguard::ratio_budget budget;     // retries <= 10 % of requests over 10 s, + 10/s floor
-  stormguard::real_clock clock;        // steady_clock; tests pass testing::manual_clock
-  stormguard::random_generator rng;    // seeded from the OS: no two processes in lockstep
+  stormguard::ratio_budget budget;   // retries <= 10 % of requests over 10 s, + 10/s floor
+  stormguard::real_clock clock;      // steady_clock; tests pass testing::manual_clock
+  stormguard::random_generator rng;  // seeded from the OS: no two processes in lockstep
   stormguard::retrier retry(policy, clock, rng, budget);
 
   auto result = retry(fetch_answer, [](const std::error_code& ec) {
@@ -30,8 +30,8 @@ int main() {
   });
   if (!result) {
     const std::string_view reason = to_string(result.reason);
-    std::printf("gave up: %.*s after %d attempts\n", static_cast<int>(reason.size()),
-                reason.data(), result.attempts);
+    std::printf("gave up: %.*s after %d attempts\n", static_cast<int>(reason.size()), reason.data(),
+                result.attempts);
     return 1;
   }
   std::printf("answer %d after %d attempts, %lld ms of backoff\n", *result.value, result.attempts,

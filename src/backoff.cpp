@@ -82,8 +82,9 @@ backoff backoff::constant(duration delay, stormguard::jitter j) {
 }
 
 void backoff::throw_bad_retry(int retry) {
-  throw std::invalid_argument("stormguard::backoff: retry must be >= 1 (the first retry is 1), got " +
-                              std::to_string(retry));
+  throw std::invalid_argument(
+      "stormguard::backoff: retry must be >= 1 (the first retry is 1), got " +
+      std::to_string(retry));
 }
 
 duration backoff::ceiling_slow(int retry) const noexcept {

@@ -27,8 +27,9 @@ namespace {
 
 const retry_options& validated(const retry_options& options) {
   if (options.max_retries < 0 || options.max_retries > 1'000'000) {
-    throw std::invalid_argument("stormguard::retry_policy: max_retries must be in [0, 1000000], got " +
-                                std::to_string(options.max_retries));
+    throw std::invalid_argument(
+        "stormguard::retry_policy: max_retries must be in [0, 1000000], got " +
+        std::to_string(options.max_retries));
   }
   if (options.max_retry_after <= duration::zero()) {
     throw std::invalid_argument("stormguard::retry_policy: max_retry_after must be > 0, got " +

@@ -129,7 +129,8 @@ template <bit_generator G>
   }
   // hi - lo cannot overflow as unsigned; it may exceed INT64_MAX only if lo < 0 < hi with huge
   // magnitudes, which stormguard's validated settings never produce. Saturate to be safe.
-  const std::uint64_t span = static_cast<std::uint64_t>(hi.count()) - static_cast<std::uint64_t>(lo.count());
+  const std::uint64_t span =
+      static_cast<std::uint64_t>(hi.count()) - static_cast<std::uint64_t>(lo.count());
   const std::int64_t bounded =
       span > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())
           ? std::numeric_limits<std::int64_t>::max()

@@ -125,9 +125,8 @@ class retry_policy {
   /// and only then is one retry withdrawn from `budget` at `now` (denied ⇒ budget_exhausted).
   /// `previous_delay` is the delay waited before this attempt (zero before the first retry).
   template <bit_generator G, retry_budget B>
-  [[nodiscard]] retry_decision decide(int attempt, classification verdict,
-                                      duration previous_delay, G& g, B& budget,
-                                      time_point now) const {
+  [[nodiscard]] retry_decision decide(int attempt, classification verdict, duration previous_delay,
+                                      G& g, B& budget, time_point now) const {
     if (verdict.verdict() == classification::kind::stop) return stop(end_reason::not_retryable);
     if (attempt > options_.max_retries) return stop(end_reason::attempts_exhausted);
     if (verdict.verdict() == classification::kind::retry_after &&
@@ -173,7 +172,7 @@ class outcome {
   constexpr outcome(T value) : state_(std::in_place_index<0>, std::move(value)) {}
   /// A failed outcome holding `f.error`.
   template <class F>
-    requires std::constructible_from<E, F>
+  requires std::constructible_from<E, F>
   constexpr outcome(failure<F> f) : state_(std::in_place_index<1>, std::move(f.error)) {}
 
   [[nodiscard]] constexpr bool has_value() const noexcept { return state_.index() == 0; }
@@ -181,7 +180,9 @@ class outcome {
   /// The value. Precondition: has_value().
   [[nodiscard]] constexpr T& operator*() & noexcept { return *std::get_if<0>(&state_); }
   [[nodiscard]] constexpr const T& operator*() const& noexcept { return *std::get_if<0>(&state_); }
-  [[nodiscard]] constexpr T&& operator*() && noexcept { return std::move(*std::get_if<0>(&state_)); }
+  [[nodiscard]] constexpr T&& operator*() && noexcept {
+    return std::move(*std::get_if<0>(&state_));
+  }
   /// The error. Precondition: !has_value().
   [[nodiscard]] constexpr E& error() & noexcept { return *std::get_if<1>(&state_); }
   [[nodiscard]] constexpr const E& error() const& noexcept { return *std::get_if<1>(&state_); }
@@ -215,8 +216,8 @@ struct [[nodiscard]] retry_result {
   std::optional<T> value;       ///< set when reason == success
   std::optional<E> last_error;  ///< the last attempt's error, set when reason != success
   end_reason reason = end_reason::success;
-  int attempts = 0;             ///< attempts made, >= 1
-  duration slept{};             ///< the total of the backoff delays waited
+  int attempts = 0;  ///< attempts made, >= 1
+  duration slept{};  ///< the total of the backoff delays waited
 
   [[nodiscard]] bool ok() const noexcept { return reason == end_reason::success; }
   explicit operator bool() const noexcept { return ok(); }
@@ -234,8 +235,7 @@ template <bit_generator G = random_generator, retry_budget B = no_budget>
 class retrier {
  public:
   /// A retrier without a retry budget.
-  retrier(retry_policy policy, clock& clk, G& random)
-    requires std::same_as<B, no_budget>
+  retrier(retry_policy policy, clock& clk, G& random) requires std::same_as<B, no_budget>
       : policy_(std::move(policy)), clock_(&clk), random_(&random), budget_(nullptr) {}
 
   /// A retrier that spends retries from `budget`.
@@ -249,8 +249,8 @@ class retrier {
   /// returns an expected_like type; `classify(error)` returns a classification (or a bool: true
   /// = retry). Exceptions thrown by `op` or `classify` propagate (the retry is abandoned).
   template <class Op, class Classifier = retry_any_error>
-    requires std::invocable<Op&, const attempt_context&> &&
-             expected_like<std::invoke_result_t<Op&, const attempt_context&>>
+  requires std::invocable<Op&, const attempt_context&> &&
+      expected_like<std::invoke_result_t<Op&, const attempt_context&>>
   auto operator()(Op&& op, Classifier&& classify = {}) {
     using attempt_result = std::invoke_result_t<Op&, const attempt_context&>;
     using value_type = std::remove_cvref_t<decltype(*std::declval<attempt_result>())>;

@@ -18,9 +18,9 @@ inline std::string format_duration(duration d) {
     std::int64_t ns;
     const char* suffix;
   };
-  static constexpr unit units[] = {{3'600'000'000'000, "h"}, {60'000'000'000, "min"},
-                                   {1'000'000'000, "s"},     {1'000'000, "ms"},
-                                   {1'000, "us"},            {1, "ns"}};
+  static constexpr unit units[] = {
+      {3'600'000'000'000, "h"}, {60'000'000'000, "min"}, {1'000'000'000, "s"},
+      {1'000'000, "ms"},        {1'000, "us"},           {1, "ns"}};
   const std::int64_t count = d.count();
   for (const auto& u : units) {
     if (count != 0 && count % u.ns == 0) return std::to_string(count / u.ns) + u.suffix;

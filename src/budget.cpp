@@ -42,6 +42,11 @@ ratio_budget::ratio_budget(ratio_budget_options options) : options_(options) {
            std::to_string(options_.min_retries_per_second));
   }
   deposit_amount_ = std::llround(options_.ratio * static_cast<double>(k_scale));
+  if (options_.ratio > 0.0 && deposit_amount_ == 0) {
+    // Not a silent clamp to 0: a ratio this small cannot be represented at all.
+    reject("ratio must be 0 or at least 0.0000005 (it is resolved to 1e-6), got " +
+           detail::format_double(options_.ratio));
+  }
   // reserve = floor/s · ttl(s) · scale = floor · ttl(ns) / 1000; exact for whole microseconds.
   reserve_ = options_.min_retries_per_second * (options_.ttl.count() / 1000);
   // Rounded up, so that k_slices whole slices span at least ttl (a retry counts for >= ttl).

@@ -410,3 +410,20 @@ TEST(RatioBudget, ConcurrentUseWithAdvancingTimeStaysConsistent) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(RatioBudgetValidation, RejectsANonZeroRatioThatWouldRoundToZero) {
+  EXPECT_THAT(invalid_argument_message([] { ratio_budget b({.ratio = 1e-7}); }),
+              AllOf(HasSubstr("ratio"), HasSubstr("1e-07")));
+  ratio_budget smallest({.ratio = 1e-6, .min_retries_per_second = 0});  // representable: accepted
+  for (int i = 0; i < 1'000'000; ++i) smallest.deposit(t0);
+  EXPECT_EQ(smallest.balance(t0), 1);  // a million requests at 1e-6 earn exactly one retry
+}
+
+TEST(RatioBudgetValidation, MessagesPrintLargeRatiosInFull) {
+  EXPECT_THAT(invalid_argument_message([] { ratio_budget b({.ratio = 2000}); }),
+              HasSubstr("got 2000"));
+}
+
+}  // namespace

@@ -517,3 +517,22 @@ TEST(EndReason, Names) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(Retrier, SleptTotalSaturatesInsteadOfOverflowing) {
+  // Delays of duration::max() / 4 .. duration::max(): their sum is far past duration::max().
+  const retry_policy policy(retry_options{
+      .max_retries = 8,
+      .backoff = backoff_options{
+          .base = duration::max() / 4, .cap = duration::max(), .jitter = jitter::none}});
+  manual_clock clock;
+  random_generator rng{1};
+  retrier retry(policy, clock, rng);
+  const auto result = retry([](const attempt_context&) -> outcome<int, int> { return failure{1}; });
+  EXPECT_EQ(result.attempts, 9);
+  EXPECT_EQ(result.slept, duration::max());
+  EXPECT_EQ(clock.now(), time_point::max());
+}
+
+}  // namespace

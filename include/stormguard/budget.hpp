@@ -46,7 +46,8 @@ struct no_budget {
 /// (a floor of 10 retries per second).
 struct ratio_budget_options {
   /// Retries allowed per logical request, over the window: 0.1 = 10 %. In [0, 1000] (Finagle's
-  /// range); resolved to 1e-6 (a deposit is round(ratio · 10^6) micro-retries).
+  /// range); resolved to 1e-6 (a deposit is round(ratio · 10^6) micro-retries). A non-zero ratio
+  /// that rounds to 0 (below 5e-7) is rejected rather than treated as 0.
   double ratio = 0.1;
   /// The sliding window over which deposits and withdrawals count. In [1 s, 60 s] (Finagle's
   /// range); kept as slices of ttl/10, so the window moves in steps of ttl/10 (see ratio_budget).
@@ -93,8 +94,8 @@ class ratio_budget {
   static constexpr int k_ring = k_slices + 1;
 
   /// Validates `options`; throws std::invalid_argument naming the field and the value when
-  /// ratio is NaN or outside [0, 1000], ttl is outside [1 s, 60 s], or min_retries_per_second
-  /// is outside [0, 1,000,000].
+  /// ratio is NaN, outside [0, 1000] or non-zero but below 5e-7, ttl is outside [1 s, 60 s], or
+  /// min_retries_per_second is outside [0, 1,000,000].
   explicit ratio_budget(ratio_budget_options options = {});
 
   ratio_budget(const ratio_budget&) = delete;

@@ -33,6 +33,7 @@
 #include "stormguard/backoff.hpp"
 #include "stormguard/budget.hpp"
 #include "stormguard/clock.hpp"
+#include "stormguard/detail/saturate.hpp"
 #include "stormguard/random.hpp"
 
 namespace stormguard {
@@ -217,7 +218,7 @@ struct [[nodiscard]] retry_result {
   std::optional<E> last_error;  ///< the last attempt's error, set when reason != success
   end_reason reason = end_reason::success;
   int attempts = 0;  ///< attempts made, >= 1
-  duration slept{};  ///< the total of the backoff delays waited
+  duration slept{};  ///< the total of the backoff delays waited (saturates at duration::max())
 
   [[nodiscard]] bool ok() const noexcept { return reason == end_reason::success; }
   explicit operator bool() const noexcept { return ok(); }
@@ -275,7 +276,7 @@ class retrier {
         return result;
       }
       clock_->sleep_for(next.delay, std::stop_token{});
-      result.slept += next.delay;
+      result.slept = detail::saturating_add(result.slept, next.delay);
       previous = next.delay;
     }
   }

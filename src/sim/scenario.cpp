@@ -3,12 +3,11 @@
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <set>
-#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -21,10 +20,15 @@ namespace {
 
 using json = nlohmann::json;
 
-constexpr std::int64_t k_max_requests = 50'000'000;
+constexpr std::int64_t k_max_requests = 10'000'000;
 constexpr int k_max_clients = 100'000;
 constexpr int k_max_workers = 1'000'000;
 constexpr std::int64_t k_max_queue_limit = 100'000'000;
+constexpr duration k_max_length = std::chrono::hours(1);
+constexpr duration k_max_timeout = std::chrono::hours(1);
+constexpr duration k_max_service_time = std::chrono::hours(1);
+constexpr std::size_t k_max_file_bytes = 1024 * 1024;
+constexpr int k_max_depth = 64;
 
 // Thrown inside the parser only; parse_scenario turns it into a scenario_error.
 struct parse_failure {
@@ -36,12 +40,18 @@ struct parse_failure {
   throw parse_failure{scenario_error{std::move(field), std::move(message)}};
 }
 
-// The value as JSON text, shortened so that an error message stays one line.
+// The value for an error message: scalars as JSON text shortened to one line, arrays and objects
+// by their type only (dumping them whole could be huge, and dump() recurses once per level).
 std::string quote(const json& value) {
-  std::string text = value.dump();
+  if (value.is_array()) return value.empty() ? "an empty array" : "an array";
+  if (value.is_object()) return value.empty() ? "an empty object" : "an object";
+  std::string text = value.dump(-1, ' ', false, json::error_handler_t::replace);
   if (text.size() > 60) text = text.substr(0, 57) + "...";
   return text;
 }
+
+// A string as the user wrote it, in double quotes, shortened to one line.
+std::string quote_text(const std::string& text) { return quote(json(text)); }
 
 std::string quote_duration(duration d) { return "\"" + format_duration(d) + "\""; }
 
@@ -84,19 +94,28 @@ class object_reader {
     return v.get<std::string>();
   }
 
-  [[nodiscard]] duration time(std::string_view key) const {
-    static constexpr std::string_view expected =
-        "a duration string with a unit, such as \"20ms\" or \"1.5s\"";
+  // A duration string whose value satisfies `in_range`, which `range` describes ("in (0, 1h]").
+  // Every error states the field's real range and quotes the text the user wrote.
+  template <class InRange>
+  [[nodiscard]] duration time(std::string_view key, const std::string& range,
+                              InRange in_range) const {
+    const std::string expected =
+        "a duration string with a unit (ns, us, ms, s, min, h) " + range + ", such as \"20ms\"";
     const json& v = required(key, expected);
-    if (!v.is_string()) fail(field(key), "must be " + std::string(expected) + ", got " + quote(v));
-    auto d = parse_duration(v.get_ref<const std::string&>());
+    if (!v.is_string()) fail(field(key), "must be " + expected + ", got " + quote(v));
+    const auto& text = v.get_ref<const std::string&>();
+    auto d = parse_duration(text);
     if (!d) {
-      fail(field(key),
-           "must be a non-negative duration with a unit (ns, us, ms, s, min, h), in whole "
-           "nanoseconds and at most 292 years, such as \"20ms\" or \"1.5s\", got " +
-               quote(v));
+      fail(field(key), "must be " + expected + " in whole nanoseconds, got " + quote_text(text));
     }
+    if (!in_range(*d)) fail(field(key), "must be " + range + ", got " + quote_text(text));
     return *d;
+  }
+
+  // A duration in (0, max].
+  [[nodiscard]] duration positive_time(std::string_view key, duration max) const {
+    return time(key, "in (0, " + format_duration(max) + "]",
+                [max](duration d) { return d > duration::zero() && d <= max; });
   }
 
   [[nodiscard]] std::int64_t integer(std::string_view key, std::int64_t lo, std::int64_t hi) const {
@@ -143,16 +162,16 @@ scenario read_scenario(const json& doc) {
   s.name = top.string("name");
   if (top.has("description")) s.description = top.string("description");
   s.seed = top.seed("seed");
-  s.length = top.time("duration");
+  s.length = top.positive_time("duration", k_max_length);
   s.requests_per_second = top.number("requests_per_second");
   s.clients = static_cast<int>(top.integer("clients", 1, k_max_clients));
-  s.timeout = top.time("timeout");
+  s.timeout = top.positive_time("timeout", k_max_timeout);
 
   object_reader server(top.required("server", "an object"), "server",
                        {"workers", "queue_limit", "service_time", "service_distribution"});
   s.workers = static_cast<int>(server.integer("workers", 1, k_max_workers));
   s.queue_limit = server.integer("queue_limit", 0, k_max_queue_limit);
-  s.service_time = server.time("service_time");
+  s.service_time = server.positive_time("service_time", k_max_service_time);
   if (server.has("service_distribution")) {
     const std::string d = server.string("service_distribution");
     if (d == "fixed") {
@@ -168,8 +187,15 @@ scenario read_scenario(const json& doc) {
   const json& inc = top.required("incident", "an object or null");
   if (!inc.is_null()) {
     object_reader incident_reader(inc, "incident", {"start", "end", "service_time"});
-    s.incident = incident{incident_reader.time("start"), incident_reader.time("end"),
-                          incident_reader.time("service_time")};
+    const duration length = s.length;
+    const duration start = incident_reader.time(
+        "start", "in [0, duration) = [0, " + format_duration(length) + ")",
+        [length](duration d) { return d >= duration::zero() && d < length; });
+    const duration end = incident_reader.time(
+        "end", "after incident.start (" + format_duration(start) + ")",
+        [start](duration d) { return d > start; });
+    s.incident = incident{start, end,
+                          incident_reader.positive_time("service_time", k_max_service_time)};
   }
 
   if (auto problem = validate(s)) throw parse_failure{*std::move(problem)};
@@ -201,6 +227,43 @@ struct duplicate_key_check {
     return true;
   }
 };
+
+// The deepest nesting of arrays and objects in `text` (strings skipped), and the line and column
+// of the bracket that first exceeds `limit`. Runs before the parser so that no later step (the
+// parser, an error message) ever meets a pathologically deep document.
+struct depth_violation {
+  std::size_t line;
+  std::size_t column;
+};
+std::optional<depth_violation> find_excess_depth(std::string_view text, int limit) {
+  int depth = 0;
+  bool in_string = false;
+  std::size_t line = 1;
+  std::size_t column = 0;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    ++column;
+    if (c == '\n') {
+      ++line;
+      column = 0;
+    }
+    if (in_string) {
+      if (c == '\\') {
+        ++i;  // skip the escaped character (never a newline in valid JSON)
+        ++column;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > limit) return depth_violation{line, column};
+    } else if (c == ']' || c == '}') {
+      depth = std::max(0, depth - 1);
+    }
+  }
+  return std::nullopt;
+}
 
 }  // namespace
 
@@ -296,8 +359,9 @@ std::optional<scenario_error> validate(const scenario& s) {
     return scenario_error{std::move(field), std::move(message)};
   };
   if (s.name.empty()) return error("name", "must not be empty");
-  if (s.length <= duration::zero() || s.length > std::chrono::hours(1)) {
-    return error("duration", "must be > 0 and <= 1h, got " + quote_duration(s.length));
+  if (s.length <= duration::zero() || s.length > k_max_length) {
+    return error("duration", "must be in (0, " + format_duration(k_max_length) + "], got " +
+                                 quote_duration(s.length));
   }
   if (!std::isfinite(s.requests_per_second) || s.requests_per_second <= 0.0) {
     return error("requests_per_second",
@@ -306,17 +370,22 @@ std::optional<scenario_error> validate(const scenario& s) {
   const double expected_requests =
       s.requests_per_second * std::chrono::duration<double>(s.length).count();
   if (expected_requests > static_cast<double>(k_max_requests)) {
-    return error("requests_per_second", "times duration must be at most " +
-                                            std::to_string(k_max_requests) + " requests, got " +
-                                            detail::format_double(s.requests_per_second) +
-                                            " req/s x " + format_duration(s.length));
+    // About 100 bytes of simulator memory per logical request: 1 GB at the limit.
+    return error("requests_per_second",
+                 "requests_per_second x duration must be at most " +
+                     std::to_string(k_max_requests) +
+                     " logical requests (the simulator needs about 100 bytes each), got " +
+                     detail::format_double(s.requests_per_second) + " x " +
+                     format_duration(s.length) + " = " +
+                     std::to_string(std::llround(expected_requests)));
   }
   if (s.clients < 1 || s.clients > k_max_clients) {
     return error("clients", "must be an integer in [1, " + std::to_string(k_max_clients) +
                                 "], got " + std::to_string(s.clients));
   }
-  if (s.timeout <= duration::zero()) {
-    return error("timeout", "must be > 0, got " + quote_duration(s.timeout));
+  if (s.timeout <= duration::zero() || s.timeout > k_max_timeout) {
+    return error("timeout", "must be in (0, " + format_duration(k_max_timeout) + "], got " +
+                                quote_duration(s.timeout));
   }
   if (s.workers < 1 || s.workers > k_max_workers) {
     return error("server.workers", "must be an integer in [1, " + std::to_string(k_max_workers) +
@@ -327,8 +396,9 @@ std::optional<scenario_error> validate(const scenario& s) {
                                            std::to_string(k_max_queue_limit) + "], got " +
                                            std::to_string(s.queue_limit));
   }
-  if (s.service_time <= duration::zero()) {
-    return error("server.service_time", "must be > 0, got " + quote_duration(s.service_time));
+  if (s.service_time <= duration::zero() || s.service_time > k_max_service_time) {
+    return error("server.service_time", "must be in (0, " + format_duration(k_max_service_time) +
+                                            "], got " + quote_duration(s.service_time));
   }
   if (s.distribution != service_distribution::fixed &&
       s.distribution != service_distribution::exponential) {
@@ -345,14 +415,22 @@ std::optional<scenario_error> validate(const scenario& s) {
       return error("incident.end", "must be after incident.start (" + format_duration(inc.start) +
                                        "), got " + quote_duration(inc.end));
     }
-    if (inc.service_time <= duration::zero()) {
-      return error("incident.service_time", "must be > 0, got " + quote_duration(inc.service_time));
+    if (inc.service_time <= duration::zero() || inc.service_time > k_max_service_time) {
+      return error("incident.service_time", "must be in (0, " +
+                                                format_duration(k_max_service_time) + "], got " +
+                                                quote_duration(inc.service_time));
     }
   }
   return std::nullopt;
 }
 
 scenario_result parse_scenario(std::string_view json_text) {
+  if (auto deep = find_excess_depth(json_text, k_max_depth)) {
+    return failure{scenario_error{
+        "", "invalid scenario: arrays and objects nested more than " +
+                std::to_string(k_max_depth) + " levels deep at line " + std::to_string(deep->line) +
+                ", column " + std::to_string(deep->column) + " (a scenario needs 2)"}};
+  }
   duplicate_key_check check;
   json doc;
   try {
@@ -382,18 +460,37 @@ scenario_result load_scenario(const std::filesystem::path& path) {
   if (std::filesystem::is_directory(path, ec)) {
     return failure{scenario_error{"", path.string() + ": is a directory, not a scenario file"}};
   }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
+  // C stdio rather than iostreams: fopen and fread report why they failed in errno.
+  errno = 0;
+  std::FILE* file = std::fopen(path.string().c_str(), "rb");
+  if (file == nullptr) {
     const int error = errno;
     return failure{scenario_error{
         "", path.string() + ": cannot open the scenario file (" + std::strerror(error) + ")"}};
   }
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) {
-    return failure{scenario_error{"", path.string() + ": cannot read the scenario file"}};
+  // Read at most one byte more than the limit: enough to tell that a file (or /dev/zero) is too
+  // large without reading it all.
+  std::string text(k_max_file_bytes + 1, '\0');
+  std::size_t size = 0;
+  while (size < text.size()) {
+    const std::size_t n = std::fread(text.data() + size, 1, text.size() - size, file);
+    size += n;
+    if (n == 0) break;
   }
-  auto result = parse_scenario(text.str());
+  const bool read_error = std::ferror(file) != 0;
+  const int error = errno;
+  std::fclose(file);
+  if (read_error) {
+    return failure{scenario_error{"", path.string() + ": cannot read the scenario file (" +
+                                          std::strerror(error) + ")"}};
+  }
+  if (size > k_max_file_bytes) {
+    return failure{scenario_error{"", path.string() + ": the scenario file is larger than " +
+                                          std::to_string(k_max_file_bytes) +
+                                          " bytes (1 MiB), the limit for a scenario"}};
+  }
+  text.resize(size);
+  auto result = parse_scenario(text);
   if (!result) result.error().message = path.string() + ": " + result.error().message;
   return result;
 }

@@ -3,10 +3,11 @@
 #ifndef STORMGUARD_DETAIL_FORMAT_HPP
 #define STORMGUARD_DETAIL_FORMAT_HPP
 
+#include <charconv>
 #include <cmath>
 #include <cstdint>
-#include <sstream>
 #include <string>
+#include <system_error>
 
 #include "stormguard/clock.hpp"
 
@@ -28,21 +29,14 @@ inline std::string format_duration(duration d) {
   return count == 0 ? std::string("0s") : std::to_string(count) + "ns";
 }
 
-/// A double as the shortest text that reads back to the same value ("2", "1.5", "nan", "inf").
+/// A double as the shortest text that reads back to the same value ("2000", "1.5", "1e-07",
+/// "nan", "inf").
 inline std::string format_double(double x) {
   if (std::isnan(x)) return "nan";
   if (std::isinf(x)) return x > 0 ? "inf" : "-inf";
-  std::ostringstream out;
-  out.precision(17);
-  out << x;
-  std::string text = out.str();
-  for (int precision = 1; precision < 17; ++precision) {
-    std::ostringstream shorter;
-    shorter.precision(precision);
-    shorter << x;
-    if (std::stod(shorter.str()) == x) return shorter.str();
-  }
-  return text;
+  char buffer[64];
+  const auto [end, ec] = std::to_chars(buffer, buffer + sizeof buffer, x);
+  return ec == std::errc{} ? std::string(buffer, end) : std::string("?");
 }
 
 }  // namespace stormguard::detail

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "stormguard/clock.hpp"
+#include "stormguard/detail/saturate.hpp"
 
 namespace stormguard::testing {
 
@@ -32,24 +33,25 @@ class manual_clock final : public stormguard::clock {
     return now_;
   }
 
-  /// Records the request, then advances time by `d` (when positive) unless a stop was already
+  /// Records the request, then advances time by `d` (when positive; saturating at
+  /// time_point::max()) unless a stop was already
   /// requested, in which case it returns false without advancing. Never blocks.
   bool sleep_for(duration d, const std::stop_token& stop) override {
     std::lock_guard lock(mutex_);
     sleeps_.push_back(d);
     if (stop.stop_requested()) return false;
-    if (d > duration::zero()) now_ += d;
+    if (d > duration::zero()) now_ = detail::saturating_add(now_, d);
     return true;
   }
 
-  /// Moves time forward by `d`. Throws std::invalid_argument for a negative `d` (time is
-  /// monotonic).
+  /// Moves time forward by `d` (saturating at time_point::max()). Throws std::invalid_argument for
+  /// a negative `d` (time is monotonic).
   void advance(duration d) {
     if (d < duration::zero()) {
       throw std::invalid_argument("manual_clock::advance: d must be >= 0");
     }
     std::lock_guard lock(mutex_);
-    now_ += d;
+    now_ = detail::saturating_add(now_, d);
   }
 
   /// Every duration passed to sleep_for, in call order.

@@ -14,6 +14,7 @@
 
 #include "stormguard/random.hpp"
 #include "stormguard/testing/scripted_random.hpp"
+#include "test_util.hpp"
 
 namespace {
 
@@ -34,18 +35,7 @@ backoff make(jitter j, duration base = 100ms, duration cap = 3s, double multipli
   return backoff(backoff_options{.base = base, .cap = cap, .multiplier = multiplier, .jitter = j});
 }
 
-// Runs `f` and returns the message of the std::invalid_argument it throws ("" and a failure if
-// it throws nothing).
-template <class F>
-std::string invalid_argument_message(F&& f) {
-  try {
-    f();
-  } catch (const std::invalid_argument& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "expected std::invalid_argument";
-  return {};
-}
+using stormguard::test_util::invalid_argument_message;
 
 // ---------------------------------------------------------------------------------------------
 // Exact delays with a scripted generator. fraction(0) draws the bottom of the range, fraction(1)

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "stormguard/random.hpp"
+#include "test_util.hpp"
 
 namespace {
 
@@ -28,16 +29,7 @@ using ::testing::HasSubstr;
 
 constexpr time_point t0{};
 
-template <class F>
-std::string invalid_argument_message(F&& f) {
-  try {
-    f();
-  } catch (const std::invalid_argument& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "expected std::invalid_argument";
-  return {};
-}
+using stormguard::test_util::invalid_argument_message;
 
 double seconds(duration d) { return std::chrono::duration<double>(d).count(); }
 

@@ -15,6 +15,7 @@
 #include "stormguard/random.hpp"
 #include "stormguard/testing/manual_clock.hpp"
 #include "stormguard/testing/scripted_random.hpp"
+#include "test_util.hpp"
 
 namespace {
 
@@ -39,16 +40,7 @@ using stormguard::testing::scripted_random;
 using ::testing::AllOf;
 using ::testing::HasSubstr;
 
-template <class F>
-std::string invalid_argument_message(F&& f) {
-  try {
-    f();
-  } catch (const std::invalid_argument& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "expected std::invalid_argument";
-  return {};
-}
+using stormguard::test_util::invalid_argument_message;
 
 retry_policy policy_with(int max_retries, jitter j = jitter::full, duration base = 100ms,
                          duration cap = 3s) {

@@ -6,7 +6,10 @@
 
 #include <chrono>
 #include <cstdint>
+#include <queue>
+#include <vector>
 
+#include "stormguard/random.hpp"
 #include "stormguard/sim/scenario.hpp"
 #include "stormguard/sim/simulator.hpp"
 #include "stormguard/sim/strategy.hpp"
@@ -51,5 +54,39 @@ void BM_SimulateSmallStorm(benchmark::State& state) {
   run(state, s);
 }
 BENCHMARK(BM_SimulateSmallStorm)->Arg(1)->Arg(6)->Unit(benchmark::kMicrosecond);
+
+// Baseline: the floor of any discrete-event simulator, a binary heap of 24-byte events ordered by
+// (time, sequence), each popped event pushing one successor at a random later time. The
+// simulator's ns/event divided by this one's is the cost of its model (server, clients, policy,
+// budget and statistics) over the bare event queue. Arg = the number of events pending, about what
+// the simulator holds in friday-night.
+struct bare_event {
+  std::int64_t time;
+  std::uint64_t seq;
+  std::uint64_t payload;
+};
+struct bare_later {
+  bool operator()(const bare_event& a, const bare_event& b) const noexcept {
+    return a.time != b.time ? a.time > b.time : a.seq > b.seq;
+  }
+};
+void BM_BaselineEventQueue(benchmark::State& state) {
+  stormguard::random_generator rng{42};
+  std::vector<bare_event> storage;
+  storage.reserve(static_cast<std::size_t>(state.range(0)) * 2);
+  std::priority_queue<bare_event, std::vector<bare_event>, bare_later> heap(bare_later{},
+                                                                            std::move(storage));
+  std::uint64_t seq = 0;
+  for (std::int64_t i = 0; i < state.range(0); ++i) {
+    heap.push({stormguard::uniform_int(rng, 1'000'000'000), seq++, 0});
+  }
+  for (auto _ : state) {
+    const bare_event e = heap.top();
+    heap.pop();
+    heap.push({e.time + stormguard::uniform_int(rng, 1'000'000'000), seq++, e.payload + 1});
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_BaselineEventQueue)->Arg(1'000)->Arg(20'000);
 
 }  // namespace

@@ -3,10 +3,13 @@
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
+#include <cerrno>
 #include <cstdint>
+#include <cstdio>
+#include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <memory>
+#include <new>
 #include <optional>
 #include <string>
 #include <vector>
@@ -28,11 +31,22 @@ struct simulate_options {
   CLI::Option* seed_option = nullptr;  // to tell "--seed ''" from no --seed
   bool json = false;
   std::string csv_dir;
+  CLI::Option* csv_option = nullptr;  // to tell "--csv ''" from no --csv
 };
 
 void print_error(const std::string& message) {
   fmt::print(stderr, "stormguard simulate: error: {}\n", message);
 }
+
+// Writes `text` to `file` and flushes it; false (with errno set) if any of it could not be written.
+bool write_all(std::FILE* file, const std::string& text) {
+  errno = 0;
+  const std::size_t written = std::fwrite(text.data(), 1, text.size(), file);
+  const bool flushed = std::fflush(file) == 0;
+  return written == text.size() && flushed && std::ferror(file) == 0;
+}
+
+std::string errno_text(int error) { return error != 0 ? std::strerror(error) : "unknown error"; }
 
 // A decimal integer in [0, 2^64 - 1], digits only (no sign, no spaces, no hex).
 std::optional<std::uint64_t> parse_seed(const std::string& text) {
@@ -50,16 +64,33 @@ std::optional<std::uint64_t> parse_seed(const std::string& text) {
 int run_simulate(const simulate_options& options) {
   // Usage errors first (exit 2), before any work.
   std::vector<sim::strategy> chosen;
-  for (const std::string& name : options.strategies) {
-    const sim::strategy* s = sim::find_strategy(name);
-    if (s == nullptr) {
-      print_error(
-          fmt::format("unknown strategy '{}'; valid strategies: {}", name, sim::strategy_names()));
-      return exit_usage;
+  for (const std::string& value : options.strategies) {
+    // Each --strategy value is a comma-separated list; every item must name a strategy.
+    std::size_t from = 0;
+    while (true) {
+      const std::size_t comma = value.find(',', from);
+      const std::string name = value.substr(from, comma - from);
+      if (name.empty()) {
+        print_error(fmt::format("empty strategy name in --strategy '{}'; valid strategies: {}",
+                                value, sim::strategy_names()));
+        return exit_usage;
+      }
+      const sim::strategy* s = sim::find_strategy(name);
+      if (s == nullptr) {
+        print_error(fmt::format("unknown strategy '{}'; valid strategies: {}", name,
+                                sim::strategy_names()));
+        return exit_usage;
+      }
+      for (const auto& c : chosen) {
+        if (c.name == s->name) {
+          print_error(fmt::format("strategy '{}' is given more than once", name));
+          return exit_usage;
+        }
+      }
+      chosen.push_back(*s);
+      if (comma == std::string::npos) break;
+      from = comma + 1;
     }
-    bool duplicate = false;
-    for (const auto& c : chosen) duplicate = duplicate || c.name == s->name;
-    if (!duplicate) chosen.push_back(*s);
   }
   if (chosen.empty()) {
     const auto all = sim::builtin_strategies();
@@ -74,6 +105,11 @@ int run_simulate(const simulate_options& options) {
           options.seed));
       return exit_usage;
     }
+  }
+
+  if (options.csv_option != nullptr && options.csv_option->count() > 0 && options.csv_dir.empty()) {
+    print_error("--csv needs a directory, got ''");
+    return exit_usage;
   }
 
   // The scenario (exit 1 when the file is bad).
@@ -98,25 +134,40 @@ int run_simulate(const simulate_options& options) {
     }
   }
 
-  const sim::simulation_report report = sim::simulate(scenario, chosen);
+  sim::simulation_report report;
+  try {
+    report = sim::simulate(scenario, chosen);
+  } catch (const std::bad_alloc&) {
+    print_error(fmt::format("out of memory while simulating '{}' ({} req/s x {})", scenario.name,
+                            scenario.requests_per_second, sim::format_duration(scenario.length)));
+    return exit_failure;
+  }
 
   if (!options.csv_dir.empty()) {
     for (const auto& r : report.strategies) {
       const std::filesystem::path path = std::filesystem::path(options.csv_dir) / (r.name + ".csv");
-      std::ofstream out(path, std::ios::binary | std::ios::trunc);
-      out << sim::to_csv(r);
-      out.close();
-      if (!out) {
-        print_error(fmt::format("cannot write '{}'", path.string()));
+      errno = 0;
+      std::FILE* file = std::fopen(path.string().c_str(), "wb");
+      if (file == nullptr) {
+        print_error(fmt::format("cannot write '{}': {}", path.string(), errno_text(errno)));
+        return exit_failure;
+      }
+      bool ok = write_all(file, sim::to_csv(r));
+      int error = errno;
+      if (std::fclose(file) != 0 && ok) {
+        ok = false;
+        error = errno;
+      }
+      if (!ok) {
+        print_error(fmt::format("cannot write '{}': {}", path.string(), errno_text(error)));
         return exit_failure;
       }
     }
   }
 
-  if (options.json) {
-    fmt::print("{}", sim::to_json(report));
-  } else {
-    fmt::print("{}", sim::format_table(report));
+  if (!write_all(stdout, options.json ? sim::to_json(report) : sim::format_table(report))) {
+    print_error(fmt::format("cannot write to standard output: {}", errno_text(errno)));
+    return exit_failure;
   }
   return exit_success;
 }
@@ -130,19 +181,21 @@ command add_simulate_command(CLI::App& parent) {
       "Simulate a retry storm on virtual time and compare retry strategies side by side");
   sub->add_option("scenario", options->scenario_file,
                   "Scenario JSON file (default: the built-in friday-night scenario)");
+  // Commas are split by run_simulate, not by CLI11, so that an empty name ("-s ,") gets a clear
+  // message.
   sub->add_option(
-         "--strategy,-s", options->strategies,
-         "Strategy to run; repeat or separate with commas (default: all): " + sim::strategy_names())
-      ->delimiter(',');
+      "--strategy,-s", options->strategies,
+      "Strategy to run; repeat or separate with commas (default: all): " + sim::strategy_names());
   options->seed_option = sub->add_option(
       "--seed", options->seed,
       "Seed of the simulation's generators, overriding the scenario's (0 to 2^64-1)");
   sub->add_flag("--json", options->json,
                 "Print one JSON object instead of the table (byte-identical for a given seed)");
-  sub->add_option("--csv", options->csv_dir,
-                  "Also write one CSV time series (1-s bins) per strategy into DIR, created if "
-                  "missing")
-      ->type_name("DIR");
+  options->csv_option =
+      sub->add_option("--csv", options->csv_dir,
+                      "Also write one CSV time series (1-s bins) per strategy into DIR, created if "
+                      "missing")
+          ->type_name("DIR");
   return command{sub, [options] { return run_simulate(*options); }};
 }
 

@@ -3,6 +3,11 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -106,6 +111,10 @@ struct bad_input {
   std::string in_message;  // expected to appear in the message
 };
 
+// GoogleTest prints the parameter into the test's name as CTest lists it ("# GetParam() = ...");
+// without this it dumps the object's bytes, hundreds of characters long.
+void PrintTo(const bad_input& input, std::ostream* os) { *os << input.label; }
+
 class ScenarioParserRejects : public ::testing::TestWithParam<bad_input> {};
 
 TEST_P(ScenarioParserRejects, WithAnErrorNamingTheFieldAndValue) {
@@ -162,13 +171,127 @@ INSTANTIATE_TEST_SUITE_P(
         bad_input{"not an object", "[1, 2]", "", "JSON object"},
         bad_input{"bad JSON with its line", "{\n  \"name\": \"x\",\n  \"seed\": 42,,\n}", "",
                   "line 3"},
-        bad_input{"empty input", "", "", "invalid JSON"}),
+        bad_input{"empty input", "", "", "invalid JSON"},
+        bad_input{"zero duration as written",
+                  friday_with("\"timeout\": \"1s\"", "\"timeout\": \"0ms\""), "timeout",
+                  "must be in (0, 1h], got \"0ms\""},
+        bad_input{"timeout above one hour",
+                  friday_with("\"timeout\": \"1s\"", "\"timeout\": \"9223372036854775807ns\""),
+                  "timeout", "must be in (0, 1h], got \"9223372036854775807ns\""},
+        bad_input{"unparsable duration range",
+                  friday_with("\"timeout\": \"1s\"", "\"timeout\": \"5000000h\""), "timeout",
+                  "in (0, 1h]"},
+        bad_input{"service time above one hour",
+                  friday_with("\"service_time\": \"20ms\"", "\"service_time\": \"2h\""),
+                  "server.service_time", "got \"2h\""},
+        bad_input{"incident service above 1h",
+                  friday_with("\"service_time\": \"1.5s\"", "\"service_time\": \"61min\""),
+                  "incident.service_time", "got \"61min\""},
+        bad_input{"incident start at the end",
+                  friday_with("\"start\": \"10s\"", "\"start\": \"1min\""), "incident.start",
+                  "[0, 60s), got \"1min\""},
+        bad_input{"more than ten million requests",
+                  friday_with("\"requests_per_second\": 2000.0", "\"requests_per_second\": 200000"),
+                  "requests_per_second", "requests_per_second x duration must be at most 10000000"},
+        bad_input{"array described by type",
+                  friday_with("\"name\": \"friday-night\"", "\"name\": [[1, 2], [3]]"), "name",
+                  "got an array"},
+        bad_input{"object described by type",
+                  friday_with("\"name\": \"friday-night\"", "\"name\": {\"a\": [1]}"), "name",
+                  "got an object"},
+        bad_input{"deeply nested arrays",
+                  friday_with("\"name\": \"friday-night\"",
+                              "\"name\": " + std::string(100'000, '[') + std::string(100'000, ']')),
+                  "", "nested more than 64 levels deep at line 2, column 74"},
+        bad_input{"deeply nested document", std::string(100'000, '[') + std::string(100'000, ']'),
+                  "", "nested more than 64 levels"}),
     [](const ::testing::TestParamInfo<bad_input>& param_info) {
       std::string name;
       for (char c : param_info.param.label)
         name += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
       return name;
     });
+
+TEST(ScenarioParser, IgnoresBracketsInsideStringsWhenCheckingTheDepth) {
+  const std::string brackets = std::string(100, '[') + "\\\"" + std::string(100, '{');
+  auto parsed =
+      sim::parse_scenario(friday_with("\"description\": \"", "\"description\": \"" + brackets));
+  ASSERT_TRUE(parsed) << parsed.error().message;
+  EXPECT_EQ((*parsed).description.substr(0, 101), std::string(100, '[') + "\"");
+}
+
+TEST(ScenarioValidate, RejectsTimeoutAndServiceTimesAboveOneHour) {
+  sim::scenario s = small_storm();
+  s.timeout = 1h + 1ns;
+  ASSERT_TRUE(sim::validate(s));
+  EXPECT_EQ(sim::validate(s)->field, "timeout");
+  s = small_storm();
+  s.service_time = stormguard::duration::max();
+  ASSERT_TRUE(sim::validate(s));
+  EXPECT_EQ(sim::validate(s)->field, "server.service_time");
+  s = small_storm();
+  s.incident->service_time = 2h;
+  ASSERT_TRUE(sim::validate(s));
+  EXPECT_EQ(sim::validate(s)->field, "incident.service_time");
+  s = small_storm();
+  s.timeout = 1h;
+  s.service_time = 1h;
+  s.incident->service_time = 1h;
+  EXPECT_FALSE(sim::validate(s));
+}
+
+TEST(ScenarioValidate, BoundsTheLogicalRequestsToTenMillion) {
+  sim::scenario s = small_storm();
+  s.length = 1h;
+  s.requests_per_second = 10'000'000.0 / 3600.0;
+  EXPECT_FALSE(sim::validate(s));
+  s.requests_per_second = 2778;
+  const auto problem = sim::validate(s);
+  ASSERT_TRUE(problem);
+  EXPECT_EQ(problem->field, "requests_per_second");
+  EXPECT_NE(problem->message.find("2778 x 3600s"), std::string::npos) << problem->message;
+}
+
+// A scratch file removed at the end of the test.
+struct temp_file {
+  explicit temp_file(const std::string& name)
+      : path(std::filesystem::temp_directory_path() /
+             ("stormguard-sim-test-" +
+              std::to_string(::testing::UnitTest::GetInstance()->random_seed()) + "-" + name)) {}
+  ~temp_file() { std::filesystem::remove(path); }
+  std::filesystem::path path;
+};
+
+TEST(ScenarioFile, LargerThanOneMebibyteIsRejectedNamingTheLimit) {
+  temp_file file("large.json");
+  {
+    std::ofstream out(file.path, std::ios::binary);
+    out << std::string(1024 * 1024, ' ') << sim::to_json(sim::friday_night());
+  }
+  auto parsed = sim::load_scenario(file.path);
+  ASSERT_FALSE(parsed);
+  EXPECT_NE(parsed.error().message.find(file.path.string()), std::string::npos);
+  EXPECT_NE(parsed.error().message.find("larger than 1048576 bytes (1 MiB)"), std::string::npos)
+      << parsed.error().message;
+}
+
+TEST(ScenarioFile, AnEndlessFileIsRejectedAtTheSizeLimit) {
+  if (!std::filesystem::exists("/dev/zero")) GTEST_SKIP() << "no /dev/zero";
+  auto parsed = sim::load_scenario("/dev/zero");
+  ASSERT_FALSE(parsed);
+  EXPECT_NE(parsed.error().message.find("1 MiB"), std::string::npos) << parsed.error().message;
+}
+
+TEST(ScenarioFile, ReadErrorIsReportedWithTheSystemReasonNotAsInvalidJson) {
+  // Reading /proc/self/mem from offset 0 fails with EIO on Linux.
+  if (!std::filesystem::exists("/proc/self/mem")) GTEST_SKIP() << "no /proc/self/mem";
+  auto parsed = sim::load_scenario("/proc/self/mem");
+  ASSERT_FALSE(parsed);
+  EXPECT_NE(parsed.error().message.find("cannot read the scenario file ("), std::string::npos)
+      << parsed.error().message;
+  EXPECT_EQ(parsed.error().message.find("invalid JSON"), std::string::npos)
+      << parsed.error().message;
+}
 
 TEST(ParseDuration, AcceptsUnitsAndExactDecimals) {
   EXPECT_EQ(sim::parse_duration("20ms"), std::optional<stormguard::duration>(20ms));
@@ -258,12 +381,14 @@ TEST(Simulate, WithoutAnIncidentNoStrategyRetries) {
   for (const auto& strat : sim::builtin_strategies()) {
     const auto r = sim::simulate(small_calm(), strat);
     EXPECT_EQ(r.attempts, r.logical_requests) << r.name;
-    EXPECT_DOUBLE_EQ(r.amplification, 1.0) << r.name;
+    ASSERT_TRUE(r.amplification) << r.name;
+    EXPECT_DOUBLE_EQ(*r.amplification, 1.0) << r.name;
     EXPECT_EQ(r.failures, 0) << r.name;
     EXPECT_EQ(r.timeouts, 0) << r.name;
     EXPECT_EQ(r.successes + r.requests_in_flight, r.logical_requests) << r.name;
     // Only the requests still being served when the simulation stops have not succeeded.
-    EXPECT_GE(r.success_ratio, 0.99) << r.name;
+    ASSERT_TRUE(r.success_ratio) << r.name;
+    EXPECT_GE(*r.success_ratio, 0.99) << r.name;
     EXPECT_FALSE(r.recovery_s) << r.name;
     EXPECT_FALSE(r.incident_amplification) << r.name;
     ASSERT_TRUE(r.p99_latency_ms) << r.name;
@@ -337,7 +462,7 @@ TEST(Simulate, BudgetBoundsIncidentAttemptsByRatioPlusFloor) {
 TEST(Simulate, NaiveAmplifiesMoreThanFullWithBudget) {
   const auto naive = sim::simulate(small_storm(), strategy_named("naive"));
   const auto budget = sim::simulate(small_storm(), strategy_named("full+budget"));
-  EXPECT_GT(naive.amplification, budget.amplification);
+  EXPECT_GT(naive.amplification.value_or(0), budget.amplification.value_or(0));
   ASSERT_TRUE(naive.incident_amplification && budget.incident_amplification);
   EXPECT_GT(*naive.incident_amplification, 3.0);
   EXPECT_LT(*budget.incident_amplification, 1.5);
@@ -351,6 +476,83 @@ TEST(Simulate, WithoutRetriesTheServerRecoversAfterTheIncident) {
   EXPECT_LE(*none.recovery_s, 20.0 - 8.0 - 5.0);  // a 5-s run must fit before the end
   EXPECT_EQ(none.attempts, none.logical_requests);
   EXPECT_GT(none.wasted_work, 0);  // the server served attempts whose clients had given up
+}
+
+// A scenario in which no logical request arrives at all.
+sim::scenario no_arrivals(double rate) {
+  sim::scenario s = small_storm();
+  s.requests_per_second = rate;
+  return s;
+}
+
+TEST(Simulate, TinyRateSchedulesNoArrivalInsteadOfOverflowing) {
+  for (double rate : {1e-10, 3.2e-10, 1e-300, std::numeric_limits<double>::denorm_min()}) {
+    for (const auto& strat : sim::builtin_strategies()) {
+      const auto r = sim::simulate(no_arrivals(rate), strat);
+      EXPECT_EQ(r.logical_requests, 0) << rate;
+      EXPECT_EQ(r.attempts, 0) << rate;
+      EXPECT_EQ(r.series.size(), 20u) << rate;
+    }
+  }
+}
+
+TEST(Simulate, ZeroRequestsLeaveTheRatiosUndefinedNotZero) {
+  const auto r = sim::simulate(no_arrivals(1e-10), strategy_named("naive"));
+  EXPECT_FALSE(r.amplification);
+  EXPECT_FALSE(r.success_ratio);
+  EXPECT_FALSE(r.incident_amplification);
+  EXPECT_FALSE(r.recovery_s);  // was 0 s: empty bins used to count as recovered
+  EXPECT_FALSE(r.p99_latency_ms);
+}
+
+TEST(Simulate, IncidentAmplificationIsUndefinedWithoutRequestsInTheIncident) {
+  // 1 request/s with a 1-us incident: almost surely no arrival inside it.
+  sim::scenario s = small_storm();
+  s.requests_per_second = 1;
+  s.incident = sim::incident{2s, 2s + 1us, 1500ms};
+  const auto r = sim::simulate(s, strategy_named("none"));
+  ASSERT_EQ(r.incident_logical_requests, 0);
+  EXPECT_FALSE(r.incident_amplification);
+  EXPECT_TRUE(r.amplification);
+}
+
+TEST(Simulate, RecoveryIgnoresBinsWithoutDemand) {
+  // A server that answers at once (1 ns) and a low rate: every bin with demand is fully served,
+  // so recovery starts at the first bin with demand after the incident, not at an empty one.
+  sim::scenario s = small_storm();
+  s.requests_per_second = 0.5;
+  s.service_time = 1ns;
+  s.incident = sim::incident{2s, 3s, 1ns};
+  bool found = false;
+  for (std::uint64_t seed = 1; seed < 200 && !found; ++seed) {
+    s.seed = seed;
+    const auto r = sim::simulate(s, strategy_named("none"));
+    if (r.series[3].logical_requests != 0) continue;  // want an empty bin right after the end
+    found = true;
+    std::size_t first = 3;
+    while (r.series[first].logical_requests == 0) ++first;
+    ASSERT_TRUE(r.recovery_s) << "seed " << seed;
+    EXPECT_DOUBLE_EQ(*r.recovery_s, static_cast<double>(first) - 3.0) << "seed " << seed;
+    EXPECT_GT(*r.recovery_s, 0.0) << "seed " << seed;
+  }
+  EXPECT_TRUE(found);
+}
+
+TEST(Simulate, TimesAtTheirMaximaDoNotOverflow) {
+  // Every duration at its documented maximum, and an incident that never ends.
+  sim::scenario s = small_storm();
+  s.length = 1h;
+  s.requests_per_second = 1;
+  s.timeout = 1h;
+  s.service_time = 1h;
+  s.distribution = sim::service_distribution::exponential;
+  s.incident = sim::incident{1s, stormguard::duration::max(), 1h};
+  for (const auto& strat : sim::builtin_strategies()) {
+    const auto r = sim::simulate(s, strat);
+    EXPECT_EQ(r.attempts, r.successes + r.failures + r.timeouts + r.in_flight_attempts) << r.name;
+    EXPECT_EQ(r.series.size(), 3600u);
+    EXPECT_FALSE(r.recovery_s);
+  }
 }
 
 TEST(Simulate, RejectsAnInvalidScenario) {
@@ -380,6 +582,86 @@ TEST(ToJson, HasEveryMetricWithNullForMissingValues) {
         "\"recovery_s\":null", "\"incident_amplification\":null", "\"budget_exhausted\":0"}) {
     EXPECT_NE(json.find(key), std::string::npos) << key << " in " << json;
   }
+}
+
+TEST(ToJson, UndefinedRatiosAreNull) {
+  const auto json =
+      sim::to_json(sim::simulate(no_arrivals(1e-10), std::span(&strategy_named("naive"), 1)));
+  for (const char* key : {"\"amplification\":null", "\"incident_amplification\":null",
+                          "\"success_ratio\":null", "\"recovery_s\":null"}) {
+    EXPECT_NE(json.find(key), std::string::npos) << key << " in " << json;
+  }
+}
+
+TEST(FormatTable, ZeroRequestsPrintNotApplicableInsteadOfZero) {
+  const auto table =
+      sim::format_table(sim::simulate(no_arrivals(1e-10), sim::builtin_strategies()));
+  EXPECT_EQ(table.find("0.00x"), std::string::npos) << table;
+  EXPECT_EQ(table.find("0.0%"), std::string::npos) << table;
+  EXPECT_EQ(table.find(" 0 s"), std::string::npos) << table;
+  EXPECT_NE(table.find("\nnaive                 0         0     n/a       n/a   0.0x      n/a"),
+            std::string::npos)
+      << table;
+  EXPECT_NE(table.find("No logical request arrived"), std::string::npos) << table;
+}
+
+TEST(FormatTable, LatencyColumnSaysSuccessfulOnlyAndALegendExplainsTheColumns) {
+  const auto table = sim::format_table(sim::simulate(small_storm(), sim::builtin_strategies()));
+  EXPECT_NE(table.find(" p99 ok ms "), std::string::npos) << table;
+  EXPECT_EQ(table.find(" p99 ms "), std::string::npos) << table;
+  for (const char* column :
+       {"ampl. = ", "incident = ", "peak = ", "success = ", "p99 ok ms = ", "recovery = "}) {
+    EXPECT_NE(table.find(column), std::string::npos) << column << " in " << table;
+  }
+}
+
+// A report built by hand: three strategies with the given success ratios, no incident.
+sim::simulation_report report_with_success(
+    const std::vector<std::pair<std::string, double>>& rows) {
+  sim::simulation_report report{small_calm(), {}};
+  for (const auto& [name, success] : rows) {
+    sim::strategy_result r;
+    r.name = name;
+    r.logical_requests = 100;
+    r.attempts = 100;
+    r.amplification = 1.0;
+    r.success_ratio = success;
+    r.series.resize(5);
+    report.strategies.push_back(r);
+  }
+  return report;
+}
+
+TEST(FormatTable, ListsEveryStrategyTiedForBestOrWorst) {
+  const auto table = sim::format_table(
+      report_with_success({{"a", 0.9}, {"b", 0.2}, {"c", 0.2}, {"d", 0.5}, {"e", 0.9}}));
+  EXPECT_NE(table.find("Success ratio: best a and e (90.0%), worst b and c (20.0%).\n"),
+            std::string::npos)
+      << table;
+}
+
+TEST(FormatTable, AdaptsTheProseToASingleStrategy) {
+  const auto table =
+      sim::format_table(sim::simulate(small_storm(), std::span(&strategy_named("none"), 1)));
+  EXPECT_EQ(table.find("ranged from"), std::string::npos) << table;
+  EXPECT_EQ(table.find("Every strategy"), std::string::npos) << table;
+  EXPECT_NE(table.find("During the incident none sent 1.00x attempts per logical request"),
+            std::string::npos)
+      << table;
+  EXPECT_NE(table.find("Success ratio of none: "), std::string::npos) << table;
+}
+
+TEST(Describe, PrintsSmallCapacitiesWithSignificantDigits) {
+  sim::scenario s = sim::friday_night();
+  s.service_time = 1h;
+  s.incident->service_time = 400s;
+  const std::string text = sim::describe(s);
+  EXPECT_NE(text.find("100 workers x 3600s = 0.028 req/s capacity (1.4e-05x demand)"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("(0.25 req/s capacity)"), std::string::npos) << text;
+  EXPECT_NE(sim::describe(sim::friday_night()).find("= 5,000 req/s capacity (2.5x demand)"),
+            std::string::npos);
 }
 
 TEST(FormatTable, HasOneRowPerStrategyAndNamesTheScenario) {

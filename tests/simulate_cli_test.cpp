@@ -24,10 +24,8 @@ struct run_result {
   std::string output;  // stdout, then stderr
 };
 
-// Runs the CLI with `args` (already shell-quoted) and captures stdout and stderr.
-run_result run_cli(const std::string& args, bool with_stderr = true) {
-  const std::string command = std::string("'") + STORMGUARD_CLI_PATH + "' " + args +
-                              (with_stderr ? " 2>&1" : " 2>/dev/null");
+// Runs a shell command and captures its stdout.
+run_result run_shell(const std::string& command) {
   run_result result;
   FILE* pipe = ::popen(command.c_str(), "r");
   if (pipe == nullptr) return result;
@@ -37,6 +35,13 @@ run_result run_cli(const std::string& args, bool with_stderr = true) {
   const int status = ::pclose(pipe);
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return result;
+}
+
+const std::string k_cli = std::string("'") + STORMGUARD_CLI_PATH + "'";
+
+// Runs the CLI with `args` (already shell-quoted) and captures stdout and stderr.
+run_result run_cli(const std::string& args, bool with_stderr = true) {
+  return run_shell(k_cli + " " + args + (with_stderr ? " 2>&1" : " 2>/dev/null"));
 }
 
 // A scratch directory per test, removed afterwards.
@@ -154,6 +159,103 @@ TEST_F(SimulateCli, CsvIntoAnUncreatableDirectoryIsAClearError) {
   const auto r = run_cli("simulate " + path("storm.json") + " -s none --csv " + path("file/sub"));
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.output.find("CSV directory"), std::string::npos) << r.output;
+}
+
+TEST_F(SimulateCli, UnknownSubcommandIsAUsageErrorNamingIt) {
+  for (const char* word : {"frobnicate", "help"}) {
+    const auto r = run_cli(word);
+    EXPECT_EQ(r.exit_code, 2) << word;
+    EXPECT_NE(r.output.find(std::string("unknown subcommand '") + word + "'"), std::string::npos)
+        << r.output;
+  }
+  const auto none = run_cli("");
+  EXPECT_EQ(none.exit_code, 2);
+  EXPECT_NE(none.output.find("a subcommand is required"), std::string::npos) << none.output;
+}
+
+TEST_F(SimulateCli, WriteErrorOnStandardOutputExitsOne) {
+  if (!fs::exists("/dev/full")) GTEST_SKIP() << "no /dev/full";
+  const auto r = run_shell(k_cli + " simulate " + path("storm.json") + " -s none 2>&1 >/dev/full");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("cannot write to standard output"), std::string::npos) << r.output;
+}
+
+TEST_F(SimulateCli, EmptyCsvDirectoryIsAUsageError) {
+  const auto r = run_cli("simulate " + path("storm.json") + " -s none --csv ''");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("--csv"), std::string::npos) << r.output;
+}
+
+TEST_F(SimulateCli, CsvWriteErrorIncludesTheSystemReason) {
+  if (!fs::is_directory("/proc/self")) GTEST_SKIP() << "no /proc";
+  const auto r = run_cli("simulate " + path("storm.json") + " -s none --csv /proc/self");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("cannot write '/proc/self/none.csv': "), std::string::npos) << r.output;
+}
+
+TEST_F(SimulateCli, DuplicateStrategyIsAUsageErrorNamingIt) {
+  for (const char* args : {"-s none,none", "-s none -s none", "-s full,naive,full"}) {
+    const auto r = run_cli("simulate " + path("storm.json") + " " + args);
+    EXPECT_EQ(r.exit_code, 2) << args << ": " << r.output;
+    EXPECT_NE(r.output.find("is given more than once"), std::string::npos) << r.output;
+  }
+}
+
+TEST_F(SimulateCli, EmptyStrategyNameIsAClearUsageError) {
+  for (const char* args : {"-s ,", "-s ''", "-s none,"}) {
+    const auto r = run_cli("simulate " + path("storm.json") + " " + args);
+    EXPECT_EQ(r.exit_code, 2) << args << ": " << r.output;
+    EXPECT_NE(r.output.find("empty strategy name"), std::string::npos) << r.output;
+  }
+}
+
+TEST_F(SimulateCli, OversizedScenarioFileIsRejectedNamingTheLimit) {
+  const auto r =
+      run_cli("simulate '" + write("big.json", std::string(2 * 1024 * 1024, ' ') + "{}") + "'");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("big.json: the scenario file is larger than 1048576 bytes (1 MiB)"),
+            std::string::npos)
+      << r.output;
+}
+
+TEST_F(SimulateCli, DurationErrorsQuoteTheTextAsWritten) {
+  std::string text = stormguard::sim::to_json(stormguard::sim::friday_night());
+  text.replace(text.find("\"timeout\": \"1s\""), 15, "\"timeout\": \"0ms\"");
+  const auto r = run_cli("simulate '" + write("zero.json", text) + "'");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("timeout: must be in (0, 1h], got \"0ms\""), std::string::npos)
+      << r.output;
+}
+
+TEST_F(SimulateCli, SingleStrategyProseDoesNotCompareItWithItself) {
+  const auto r = run_cli("simulate " + path("storm.json") + " -s none");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output.find("ranged from"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("Every strategy"), std::string::npos) << r.output;
+}
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define STORMGUARD_TEST_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define STORMGUARD_TEST_SANITIZED 1
+#endif
+#endif
+
+TEST_F(SimulateCli, OutOfMemoryIsACleanErrorNotAnAbort) {
+#ifdef STORMGUARD_TEST_SANITIZED
+  GTEST_SKIP() << "sanitizers reserve more address space than the limit below";
+#else
+  // The largest valid scenario (10,000,000 requests) under a 200 MB address-space limit.
+  stormguard::sim::scenario s = stormguard::sim::friday_night();
+  s.length = 1h;
+  s.requests_per_second = 2777;
+  const std::string file = write("huge.json", stormguard::sim::to_json(s));
+  const auto r =
+      run_shell("ulimit -v 200000 && " + k_cli + " simulate '" + file + "' -s none 2>&1");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("out of memory"), std::string::npos) << r.output;
+#endif
 }
 
 TEST_F(SimulateCli, ShippedScenarioFilesRun) {

@@ -46,6 +46,36 @@ double capacity(const scenario& s, duration service) {
   return static_cast<double>(s.workers) / seconds(service);
 }
 
+// A rate in req/s for prose: whole and grouped from 10 up ("5,000", "67"), two significant digits
+// below, so that a small capacity does not print as 0 ("0.028", "2.5").
+std::string rate_estimate(double rate) {
+  if (rate >= 9.5) return grouped(std::llround(rate));
+  return fmt::format("{:.2g}", rate);
+}
+
+// A ratio such as capacity ÷ demand: one decimal in the usual range, two significant digits
+// (possibly in exponent notation) when it is tiny or huge.
+std::string ratio_estimate(double ratio) {
+  if (ratio >= 0.095 && ratio < 1e6) return fmt::format("{:.1f}", ratio);
+  return fmt::format("{:.2g}", ratio);
+}
+
+// The ratio as a percentage with one decimal, as the table prints it.
+std::string percent(double ratio) { return fmt::format("{:.1f}%", 100.0 * ratio); }
+
+// Recovery is measurable when the incident ends within the simulated time and some logical
+// requests arrived in the whole bins after it (arrivals are common to every strategy).
+bool recovery_measurable(const scenario& s, const strategy_result& r) {
+  if (!s.incident || s.incident->end >= s.length) return false;
+  const auto whole_bins = static_cast<std::size_t>(s.length / std::chrono::seconds(1));
+  const auto first = static_cast<std::size_t>(
+      (s.incident->end + std::chrono::seconds(1) - duration(1)) / std::chrono::seconds(1));
+  for (std::size_t k = first; k < whole_bins && k < r.series.size(); ++k) {
+    if (r.series[k].logical_requests > 0) return true;
+  }
+  return false;
+}
+
 std::string join(const std::vector<std::string>& items) {
   std::string out;
   for (std::size_t i = 0; i < items.size(); ++i) {
@@ -67,21 +97,32 @@ std::optional<double> mean_attempt_rate(const strategy_result& r, const scenario
   return static_cast<double>(total) / static_cast<double>(whole_bins - first);
 }
 
+// The names of the results whose `value` prints as `text` (ties at the printed precision).
+template <class Text>
+std::string names_printing_as(const std::vector<strategy_result>& results, const std::string& text,
+                              Text value_text) {
+  std::vector<std::string> names;
+  for (const auto& r : results) {
+    if (value_text(r) == text) names.push_back(r.name);
+  }
+  return join(names);
+}
+
 }  // namespace
 
 std::string describe(const scenario& s) {
   std::string text = fmt::format(
-      "{}: {} logical req/s from {} clients; {} workers x {} = {} req/s capacity ({:.1f}x "
+      "{}: {} logical req/s from {} clients; {} workers x {} = {} req/s capacity ({}x "
       "demand), queue limit {}; timeout {}",
       s.name, rate_text(s.requests_per_second), s.clients, s.workers,
-      format_duration(s.service_time), grouped(std::llround(capacity(s, s.service_time))),
-      capacity(s, s.service_time) / s.requests_per_second, grouped(s.queue_limit),
+      format_duration(s.service_time), rate_estimate(capacity(s, s.service_time)),
+      ratio_estimate(capacity(s, s.service_time) / s.requests_per_second), grouped(s.queue_limit),
       format_duration(s.timeout));
   if (s.incident) {
     text += fmt::format("; incident {}-{} at {} per request ({} req/s capacity)",
                         format_duration(s.incident->start), format_duration(s.incident->end),
                         format_duration(s.incident->service_time),
-                        grouped(std::llround(capacity(s, s.incident->service_time))));
+                        rate_estimate(capacity(s, s.incident->service_time)));
   } else {
     text += "; no incident";
   }
@@ -128,52 +169,87 @@ std::string to_csv(const strategy_result& result) {
 std::string format_table(const simulation_report& report) {
   const scenario& s = report.scenario;
   std::string out = describe(s) + fmt::format("; seed {}\n\n", s.seed);
-  out += fmt::format("{:<13} {:>9} {:>9} {:>7} {:>9} {:>6} {:>8} {:>8} {:>9}\n", "strategy",
-                     "requests", "attempts", "ampl.", "incident", "peak", "success", "p99 ms",
-                     "recovery");
+  constexpr const char* row = "{:<13} {:>9} {:>9} {:>7} {:>9} {:>6} {:>8} {:>10} {:>9}\n";
+  out += fmt::format(row, "strategy", "requests", "attempts", "ampl.", "incident", "peak",
+                     "success", "p99 ok ms", "recovery");
   for (const strategy_result& r : report.strategies) {
-    const std::string incident =
-        r.incident_amplification ? fmt::format("{:.2f}x", *r.incident_amplification) : "-";
+    const auto times = [](std::optional<double> x) {
+      return x ? fmt::format("{:.2f}x", *x) : std::string("n/a");
+    };
+    const std::string incident = s.incident ? times(r.incident_amplification) : "-";
+    const std::string success = r.success_ratio ? percent(*r.success_ratio) : "n/a";
     const std::string p99 = r.p99_latency_ms ? fmt::format("{:.1f}", *r.p99_latency_ms) : "-";
-    const std::string recovery = !s.incident    ? "-"
+    const std::string recovery = !s.incident                  ? "-"
+                                 : !recovery_measurable(s, r) ? "n/a"
                                  : r.recovery_s ? fmt::format("{:.0f} s", *r.recovery_s)
                                                 : "never";
-    out += fmt::format("{:<13} {:>9} {:>9} {:>7} {:>9} {:>6} {:>8} {:>8} {:>9}\n", r.name,
-                       grouped(r.logical_requests), grouped(r.attempts),
-                       fmt::format("{:.2f}x", r.amplification), incident,
-                       fmt::format("{:.1f}x", r.peak_load_ratio),
-                       fmt::format("{:.1f}%", 100.0 * r.success_ratio), p99, recovery);
+    out += fmt::format(row, r.name, grouped(r.logical_requests), grouped(r.attempts),
+                       times(r.amplification), incident, fmt::format("{:.1f}x", r.peak_load_ratio),
+                       success, p99, recovery);
   }
+  out +=
+      "ampl. = attempts per logical request; incident = ampl. during the incident; peak = the "
+      "busiest second's attempts / demand; success = logical requests that succeeded; p99 ok ms "
+      "= p99 latency of successful requests only; recovery = incident end to 5 s of >= 95 % "
+      "goodput\n";
   if (report.strategies.empty()) return out;
 
   // Interpretation, computed from the numbers above.
   out += '\n';
   const auto& results = report.strategies;
+  const bool single = results.size() == 1;
   if (s.incident) {
-    auto by_incident = [](const strategy_result& a, const strategy_result& b) {
+    const std::string capacity_clause = fmt::format(
+        "while the server could complete {} req/s against a demand of {}",
+        rate_estimate(capacity(s, s.incident->service_time)), rate_text(s.requests_per_second));
+    // Arrivals are common to every strategy: either all have an incident amplification or none.
+    const auto incident_text = [](const strategy_result& r) {
+      return r.incident_amplification ? fmt::format("{:.2f}x", *r.incident_amplification)
+                                      : std::string("n/a");
+    };
+    const auto by_incident = [](const strategy_result& a, const strategy_result& b) {
       return a.incident_amplification.value_or(0) < b.incident_amplification.value_or(0);
     };
     const auto [lo, hi] = std::minmax_element(results.begin(), results.end(), by_incident);
-    out += fmt::format(
-        "During the incident the attempts per logical request ranged from {:.2f}x ({}) to "
-        "{:.2f}x ({}), while the server could complete {} req/s against a demand of {}.\n",
-        lo->incident_amplification.value_or(0), lo->name, hi->incident_amplification.value_or(0),
-        hi->name, grouped(std::llround(capacity(s, s.incident->service_time))),
-        rate_text(s.requests_per_second));
+    if (!lo->incident_amplification) {
+      out +=
+          "No logical request arrived during the incident: no attempts per logical request "
+          "to compare.\n";
+    } else if (single) {
+      out += fmt::format("During the incident {} sent {} attempts per logical request, {}.\n",
+                         lo->name, incident_text(*lo), capacity_clause);
+    } else if (incident_text(*lo) == incident_text(*hi)) {
+      out += fmt::format(
+          "During the incident every strategy sent {} attempts per logical request, {}.\n",
+          incident_text(*lo), capacity_clause);
+    } else {
+      out += fmt::format(
+          "During the incident the attempts per logical request ranged from {} ({}) to {} ({}), "
+          "{}.\n",
+          incident_text(*lo), names_printing_as(results, incident_text(*lo), incident_text),
+          incident_text(*hi), names_printing_as(results, incident_text(*hi), incident_text),
+          capacity_clause);
+    }
 
     std::vector<std::string> recovered;
     std::vector<std::string> down;
     std::vector<const strategy_result*> down_results;
+    bool measurable = true;
     for (const auto& r : results) {
       if (r.recovery_s) {
         recovered.push_back(fmt::format("{} after {:.0f} s", r.name, *r.recovery_s));
-      } else {
+      } else if (recovery_measurable(s, r)) {
         down.push_back(r.name);
         down_results.push_back(&r);
+      } else {
+        measurable = false;
       }
     }
+    if (!measurable && s.incident->end < s.length) {
+      out += "Recovery cannot be measured: no logical request arrived after the incident.\n";
+    }
     if (!recovered.empty()) out += "Recovered: " + join(recovered) + ".\n";
-    if (!down.empty() && s.incident->end < s.length) {
+    if (!down.empty()) {
       double lowest = 0;
       double highest = 0;
       bool any = false;
@@ -188,27 +264,39 @@ std::string format_table(const simulation_report& report) {
                          join(down));
       if (any) {
         const double cap = capacity(s, s.service_time);
+        const std::string sending = rate_estimate(lowest) == rate_estimate(highest)
+                                        ? rate_estimate(lowest)
+                                        : rate_estimate(lowest) + " to " + rate_estimate(highest);
         out += fmt::format(
-            ". After the trigger ended they kept sending {} to {} attempts/s against a capacity "
-            "of {} req/s{}",
-            grouped(std::llround(lowest)), grouped(std::llround(highest)),
-            grouped(std::llround(cap)),
+            ". After the trigger ended {} sending {} attempts/s against a capacity of {} "
+            "req/s{}",
+            down.size() == 1 ? "it kept" : "they kept", sending, rate_estimate(cap),
             lowest > cap ? ": the retries alone keep the server overloaded (a metastable failure)"
                          : "");
       }
       out += ".\n";
     }
   }
-  const auto [worst, best] = std::minmax_element(
-      results.begin(), results.end(),
-      [](const auto& a, const auto& b) { return a.success_ratio < b.success_ratio; });
-  if (fmt::format("{:.1f}", 100.0 * best->success_ratio) ==
-      fmt::format("{:.1f}", 100.0 * worst->success_ratio)) {
-    out += fmt::format("Every strategy had the same success ratio ({:.1f}%).\n",
-                       100.0 * best->success_ratio);
+
+  // Arrivals are common to every strategy: either all have a success ratio or none.
+  const auto success_text = [](const strategy_result& r) {
+    return r.success_ratio ? percent(*r.success_ratio) : std::string("n/a");
+  };
+  const auto [worst, best] =
+      std::minmax_element(results.begin(), results.end(), [](const auto& a, const auto& b) {
+        return a.success_ratio.value_or(0) < b.success_ratio.value_or(0);
+      });
+  if (!best->success_ratio) {
+    out += "No logical request arrived: there is no success ratio.\n";
+  } else if (single) {
+    out += fmt::format("Success ratio of {}: {}.\n", best->name, success_text(*best));
+  } else if (success_text(*best) == success_text(*worst)) {
+    out += fmt::format("Every strategy had the same success ratio ({}).\n", success_text(*best));
   } else {
-    out += fmt::format("Success ratio: best {} ({:.1f}%), worst {} ({:.1f}%).\n", best->name,
-                       100.0 * best->success_ratio, worst->name, 100.0 * worst->success_ratio);
+    out += fmt::format(
+        "Success ratio: best {} ({}), worst {} ({}).\n",
+        names_printing_as(results, success_text(*best), success_text), success_text(*best),
+        names_printing_as(results, success_text(*worst), success_text), success_text(*worst));
   }
   return out;
 }

@@ -55,6 +55,14 @@ std::string quote_text(const std::string& text) { return quote(json(text)); }
 
 std::string quote_duration(duration d) { return "\"" + format_duration(d) + "\""; }
 
+// A limit for a message: "1h" rather than format_duration's "3600s".
+std::string limit_text(duration d) {
+  if (d % std::chrono::hours(1) == duration::zero()) {
+    return std::to_string(d / std::chrono::hours(1)) + "h";
+  }
+  return format_duration(d);
+}
+
 std::string join_path(const std::string& prefix, std::string_view key) {
   return prefix.empty() ? std::string(key) : prefix + "." + std::string(key);
 }
@@ -106,7 +114,10 @@ class object_reader {
     const auto& text = v.get_ref<const std::string&>();
     auto d = parse_duration(text);
     if (!d) {
-      fail(field(key), "must be " + expected + " in whole nanoseconds, got " + quote_text(text));
+      fail(field(key),
+           "must be a duration string: a whole number of nanoseconds with a unit (ns, "
+           "us, ms, s, min, h), " +
+               range + ", such as \"20ms\" or \"1.5s\"; got " + quote_text(text));
     }
     if (!in_range(*d)) fail(field(key), "must be " + range + ", got " + quote_text(text));
     return *d;
@@ -114,7 +125,7 @@ class object_reader {
 
   // A duration in (0, max].
   [[nodiscard]] duration positive_time(std::string_view key, duration max) const {
-    return time(key, "in (0, " + format_duration(max) + "]",
+    return time(key, "in (0, " + limit_text(max) + "]",
                 [max](duration d) { return d > duration::zero() && d <= max; });
   }
 
@@ -188,14 +199,14 @@ scenario read_scenario(const json& doc) {
   if (!inc.is_null()) {
     object_reader incident_reader(inc, "incident", {"start", "end", "service_time"});
     const duration length = s.length;
-    const duration start = incident_reader.time(
-        "start", "in [0, duration) = [0, " + format_duration(length) + ")",
-        [length](duration d) { return d >= duration::zero() && d < length; });
-    const duration end = incident_reader.time(
-        "end", "after incident.start (" + format_duration(start) + ")",
-        [start](duration d) { return d > start; });
-    s.incident = incident{start, end,
-                          incident_reader.positive_time("service_time", k_max_service_time)};
+    const duration start =
+        incident_reader.time("start", "in [0, duration) = [0, " + format_duration(length) + ")",
+                             [length](duration d) { return d >= duration::zero() && d < length; });
+    const duration end =
+        incident_reader.time("end", "after incident.start (" + format_duration(start) + ")",
+                             [start](duration d) { return d > start; });
+    s.incident =
+        incident{start, end, incident_reader.positive_time("service_time", k_max_service_time)};
   }
 
   if (auto problem = validate(s)) throw parse_failure{*std::move(problem)};
@@ -360,7 +371,7 @@ std::optional<scenario_error> validate(const scenario& s) {
   };
   if (s.name.empty()) return error("name", "must not be empty");
   if (s.length <= duration::zero() || s.length > k_max_length) {
-    return error("duration", "must be in (0, " + format_duration(k_max_length) + "], got " +
+    return error("duration", "must be in (0, " + limit_text(k_max_length) + "], got " +
                                  quote_duration(s.length));
   }
   if (!std::isfinite(s.requests_per_second) || s.requests_per_second <= 0.0) {
@@ -370,21 +381,20 @@ std::optional<scenario_error> validate(const scenario& s) {
   const double expected_requests =
       s.requests_per_second * std::chrono::duration<double>(s.length).count();
   if (expected_requests > static_cast<double>(k_max_requests)) {
-    // About 100 bytes of simulator memory per logical request: 1 GB at the limit.
+    // The simulator keeps 30-40 bytes per logical request: at most about 400 MB at the limit.
     return error("requests_per_second",
                  "requests_per_second x duration must be at most " +
                      std::to_string(k_max_requests) +
-                     " logical requests (the simulator needs about 100 bytes each), got " +
+                     " logical requests (a memory bound: about 400 MB at the limit), got " +
                      detail::format_double(s.requests_per_second) + " x " +
-                     format_duration(s.length) + " = " +
-                     std::to_string(std::llround(expected_requests)));
+                     format_duration(s.length) + " = " + detail::format_double(expected_requests));
   }
   if (s.clients < 1 || s.clients > k_max_clients) {
     return error("clients", "must be an integer in [1, " + std::to_string(k_max_clients) +
                                 "], got " + std::to_string(s.clients));
   }
   if (s.timeout <= duration::zero() || s.timeout > k_max_timeout) {
-    return error("timeout", "must be in (0, " + format_duration(k_max_timeout) + "], got " +
+    return error("timeout", "must be in (0, " + limit_text(k_max_timeout) + "], got " +
                                 quote_duration(s.timeout));
   }
   if (s.workers < 1 || s.workers > k_max_workers) {
@@ -397,7 +407,7 @@ std::optional<scenario_error> validate(const scenario& s) {
                                            std::to_string(s.queue_limit));
   }
   if (s.service_time <= duration::zero() || s.service_time > k_max_service_time) {
-    return error("server.service_time", "must be in (0, " + format_duration(k_max_service_time) +
+    return error("server.service_time", "must be in (0, " + limit_text(k_max_service_time) +
                                             "], got " + quote_duration(s.service_time));
   }
   if (s.distribution != service_distribution::fixed &&
@@ -416,9 +426,8 @@ std::optional<scenario_error> validate(const scenario& s) {
                                        "), got " + quote_duration(inc.end));
     }
     if (inc.service_time <= duration::zero() || inc.service_time > k_max_service_time) {
-      return error("incident.service_time", "must be in (0, " +
-                                                format_duration(k_max_service_time) + "], got " +
-                                                quote_duration(inc.service_time));
+      return error("incident.service_time", "must be in (0, " + limit_text(k_max_service_time) +
+                                                "], got " + quote_duration(inc.service_time));
     }
   }
   return std::nullopt;
@@ -426,10 +435,10 @@ std::optional<scenario_error> validate(const scenario& s) {
 
 scenario_result parse_scenario(std::string_view json_text) {
   if (auto deep = find_excess_depth(json_text, k_max_depth)) {
-    return failure{scenario_error{
-        "", "invalid scenario: arrays and objects nested more than " +
-                std::to_string(k_max_depth) + " levels deep at line " + std::to_string(deep->line) +
-                ", column " + std::to_string(deep->column) + " (a scenario needs 2)"}};
+    return failure{scenario_error{"", "invalid scenario: arrays and objects nested more than " +
+                                          std::to_string(k_max_depth) + " levels deep at line " +
+                                          std::to_string(deep->line) + ", column " +
+                                          std::to_string(deep->column) + " (a scenario needs 2)"}};
   }
   duplicate_key_check check;
   json doc;
@@ -481,8 +490,8 @@ scenario_result load_scenario(const std::filesystem::path& path) {
   const int error = errno;
   std::fclose(file);
   if (read_error) {
-    return failure{scenario_error{"", path.string() + ": cannot read the scenario file (" +
-                                          std::strerror(error) + ")"}};
+    return failure{scenario_error{
+        "", path.string() + ": cannot read the scenario file (" + std::strerror(error) + ")"}};
   }
   if (size > k_max_file_bytes) {
     return failure{scenario_error{"", path.string() + ": the scenario file is larger than " +

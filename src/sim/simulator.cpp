@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdint>
 #include <deque>
+#include <limits>
 #include <queue>
 #include <stdexcept>
 #include <type_traits>
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "stormguard/budget.hpp"
+#include "stormguard/detail/saturate.hpp"
 #include "stormguard/random.hpp"
 #include "stormguard/retry.hpp"
 
@@ -19,6 +21,14 @@ namespace stormguard::sim {
 namespace {
 
 constexpr std::int64_t k_bin_ns = 1'000'000'000;  // the 1-second bins of the time series
+
+// now + delay in ns, saturating at the largest time instead of overflowing. The engine never
+// processes an event at or after the end of the run, so a saturated time simply means "never".
+constexpr std::int64_t add_saturated(std::int64_t now, std::int64_t delay) noexcept {
+  return detail::saturating_add(duration(now), duration(delay)).count();
+}
+static_assert(add_saturated(std::numeric_limits<std::int64_t>::max() - 1, 5) ==
+              std::numeric_limits<std::int64_t>::max());
 
 // The budget class a budget_config alternative stands for. A new kind of budget (a strategy such
 // as full+throttle) adds its options type to budget_config and a specialisation here.
@@ -158,7 +168,10 @@ class engine {
   }
 
  private:
+  // Schedules an event. One at or after the end of the run would never be processed: it is not
+  // stored at all (dropping it changes no order, as sequence numbers only break ties).
   void push(std::int64_t time, event_kind kind, std::uint32_t request_id, std::int32_t attempt) {
+    if (time >= end_) return;
     heap_.push(event{time, next_seq_++, request_id, attempt, kind});
   }
 
@@ -166,7 +179,10 @@ class engine {
     return t >= incident_start_ && t < incident_end_;
   }
 
-  [[nodiscard]] time_bin& bin(std::int64_t t) noexcept {
+  // The bin of time t. Every processed event lies in [0, end_), so the index is always in range;
+  // the check makes a bug a clear exception rather than a write out of bounds.
+  [[nodiscard]] time_bin& bin(std::int64_t t) {
+    if (t < 0 || t >= end_) throw std::logic_error("stormguard::sim: event time out of range");
     return result_.series[static_cast<std::size_t>(t / k_bin_ns)];
   }
 
@@ -181,15 +197,18 @@ class engine {
   void schedule_next_arrival(std::int64_t now) {
     // Exponential inter-arrival time of a Poisson process: -ln(1 - u) / rate.
     const double u = uniform_unit(arrivals_rng_);
+    // In double, and compared with the time left before rounding: for a tiny rate the gap can be
+    // far beyond the int64 range (even infinite), and then there is simply no next arrival.
     const double gap_ns = -std::log1p(-u) / s_.requests_per_second * 1e9;
-    const std::int64_t next = now + static_cast<std::int64_t>(std::llround(gap_ns));
-    if (next < end_) push(next, event_kind::arrival, 0, 0);
+    if (!(gap_ns < static_cast<double>(end_ - now))) return;
+    push(now + static_cast<std::int64_t>(std::llround(gap_ns)), event_kind::arrival, 0, 0);
   }
 
   [[nodiscard]] std::int64_t service_time(std::int64_t now) {
     const std::int64_t mean = in_incident(now) ? incident_service_ : s_.service_time.count();
     if (s_.distribution == service_distribution::fixed) return mean;
     const double u = uniform_unit(service_rng_);
+    // -ln(1 - u) <= 37.5 for u < 1, and validate() bounds mean by 1 h: no overflow.
     return std::max<std::int64_t>(1, std::llround(-std::log1p(-u) * static_cast<double>(mean)));
   }
 
@@ -224,10 +243,10 @@ class engine {
     }
     // The timeout is pushed before the service completion so that, at equal times, the timeout
     // comes first: a response at exactly the deadline is late.
-    push(now + timeout_, event_kind::timeout, id, attempt);
+    push(add_saturated(now, timeout_), event_kind::timeout, id, attempt);
     if (start_now) {
       ++busy_;
-      push(now + service_time(now), event_kind::service_done, id, attempt);
+      push(add_saturated(now, service_time(now)), event_kind::service_done, id, attempt);
     } else {
       queue_.push_back(queued_attempt{id, attempt});
     }
@@ -239,7 +258,8 @@ class engine {
       const queued_attempt next = queue_.front();
       queue_.pop_front();
       ++busy_;
-      push(now + service_time(now), event_kind::service_done, next.request, next.attempt);
+      push(add_saturated(now, service_time(now)), event_kind::service_done, next.request,
+           next.attempt);
     }
     request& r = requests_[id];
     if (r.state == request_state::awaiting && r.attempt == attempt) {
@@ -271,7 +291,8 @@ class engine {
     if (next.retry) {
       r.state = request_state::backing_off;
       r.previous_delay = next.delay.count();
-      push(now + next.delay.count(), event_kind::attempt_start, id, r.attempt + 1);
+      push(add_saturated(now, std::max<std::int64_t>(0, next.delay.count())),
+           event_kind::attempt_start, id, r.attempt + 1);
       return;
     }
     r.state = request_state::ended;
@@ -288,13 +309,16 @@ class engine {
       if (r.state == request_state::awaiting) ++m.in_flight_attempts;
       if (r.state != request_state::ended) ++m.requests_in_flight;
     }
-    const auto ratio = [](std::int64_t a, std::int64_t b) {
-      return b == 0 ? 0.0 : static_cast<double>(a) / static_cast<double>(b);
+    // a ÷ b, undefined (nullopt) when b is 0: no requests means no ratio, not a ratio of 0.
+    const auto ratio = [](std::int64_t a, std::int64_t b) -> std::optional<double> {
+      if (b == 0) return std::nullopt;
+      return static_cast<double>(a) / static_cast<double>(b);
     };
     m.amplification = ratio(m.attempts, m.logical_requests);
     m.success_ratio = ratio(m.successes, m.logical_requests);
-    if (s_.incident)
+    if (s_.incident) {
       m.incident_amplification = ratio(m.incident_attempts, m.incident_logical_requests);
+    }
     std::int64_t peak = 0;
     for (const time_bin& b : m.series) peak = std::max(peak, b.attempts);
     m.peak_load_ratio = static_cast<double>(peak) / s_.requests_per_second;
@@ -314,14 +338,22 @@ class engine {
     const auto& series = result_.series;
     const auto first = static_cast<std::size_t>((incident_end_ + k_bin_ns - 1) / k_bin_ns);
     const auto whole_bins = static_cast<std::size_t>(end_ / k_bin_ns);
+    // A bin without demand says nothing about recovery: it neither counts towards the run nor
+    // breaks it. The run starts at its first bin with demand.
     int run = 0;
+    std::size_t run_start = 0;
     for (std::size_t k = first; k < whole_bins; ++k) {
       const time_bin& b = series[k];
+      if (b.logical_requests == 0) continue;
       const bool good =
           static_cast<double>(b.successes) >= 0.95 * static_cast<double>(b.logical_requests);
-      run = good ? run + 1 : 0;
+      if (!good) {
+        run = 0;
+        continue;
+      }
+      if (run++ == 0) run_start = k;
       if (run == k_run) {
-        const std::int64_t start = static_cast<std::int64_t>(k + 1 - k_run) * k_bin_ns;
+        const std::int64_t start = static_cast<std::int64_t>(run_start) * k_bin_ns;
         return static_cast<double>(start - incident_end_) / 1e9;
       }
     }

@@ -25,7 +25,7 @@
 //
 //   auto result = stormguard::sim::simulate(stormguard::sim::friday_night(),
 //                                           *stormguard::sim::find_strategy("naive"));
-//   std::cout << result.amplification << '\n';
+//   if (result.amplification) std::cout << *result.amplification << '\n';
 #ifndef STORMGUARD_SIM_SIMULATOR_HPP
 #define STORMGUARD_SIM_SIMULATOR_HPP
 
@@ -79,19 +79,26 @@ struct strategy_result {
   std::int64_t incident_logical_requests = 0;  ///< logical requests that arrived in it
   std::int64_t incident_attempts = 0;          ///< attempts sent in it
 
-  double amplification = 0.0;  ///< attempts ÷ logical_requests (0 when there were none)
-  /// incident_attempts ÷ incident_logical_requests; nullopt without an incident.
+  /// attempts ÷ logical_requests; nullopt when no logical request arrived (0/0 is undefined).
+  std::optional<double> amplification;
+  /// incident_attempts ÷ incident_logical_requests; nullopt without an incident or when no
+  /// logical request arrived during it.
   std::optional<double> incident_amplification;
   /// The largest attempts count of any 1-s bin ÷ requests_per_second (1.0 ≈ the demand).
   double peak_load_ratio = 0.0;
-  double success_ratio = 0.0;  ///< successes ÷ logical_requests (in-flight requests count as not)
+  /// successes ÷ logical_requests (in-flight requests count as not successful); nullopt when no
+  /// logical request arrived.
+  std::optional<double> success_ratio;
   /// The 99th percentile (nearest rank) of the latency of successful logical requests, from the
   /// start of the first attempt to the success, in milliseconds; nullopt when none succeeded.
   std::optional<double> p99_latency_ms;
   /// Seconds from the end of the incident until the start of the first run of 5 consecutive
-  /// whole 1-s bins, each starting at or after the end of the incident, whose goodput (successes)
-  /// is >= 95 % of the logical requests that arrived in the same bin. nullopt when there is no
-  /// incident or when no such run fits in the simulated time (never recovered).
+  /// whole 1-s bins with demand, each starting at or after the end of the incident, whose goodput
+  /// (successes) is >= 95 % of the logical requests that arrived in the same bin (> 0). Bins
+  /// without demand neither count towards the run nor break it; the run starts at its first bin.
+  /// nullopt when there is no incident, when no logical request arrived in the whole bins after
+  /// it (undefined: "n/a" in the table), or when no such run fits in the simulated time (never
+  /// recovered).
   std::optional<double> recovery_s;
 
   std::int64_t events = 0;       ///< events processed (for performance measurements)
@@ -105,8 +112,10 @@ struct simulation_report {
 };
 
 /// Runs `strat` through `s`. Throws std::invalid_argument (with validate()'s message) for an
-/// invalid scenario. Deterministic: the same arguments always give the same result. Thread-safe
-/// (no shared state); independent runs may go in parallel.
+/// invalid scenario, and std::bad_alloc if memory runs out (validate() bounds the logical
+/// requests to 10,000,000: about 400 MB). Times saturate instead of overflowing. Deterministic: the
+/// same arguments always give the same result. Thread-safe (no shared state); independent runs may
+/// go in parallel.
 [[nodiscard]] strategy_result simulate(const scenario& s, const strategy& strat);
 
 /// Runs every strategy in `strategies` through `s`, in order.

@@ -33,7 +33,7 @@ struct operation {
 void BM_Baseline_DirectCall(benchmark::State& state) {
   operation op;
   for (auto _ : state) {
-    auto r = op(attempt_context{1});
+    auto r = op(attempt_context{.attempt = 1});
     int value = r.has_value() ? *r : -1;
     benchmark::DoNotOptimize(value);
   }

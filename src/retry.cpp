@@ -19,6 +19,10 @@ std::string_view to_string(end_reason r) noexcept {
       return "budget_exhausted";
     case end_reason::retry_after_too_long:
       return "retry_after_too_long";
+    case end_reason::deadline_exceeded:
+      return "deadline_exceeded";
+    case end_reason::cancelled:
+      return "cancelled";
   }
   return "unknown";
 }

@@ -75,10 +75,13 @@ enum class end_reason {
   attempts_exhausted,    ///< max_retries retries were made and the last attempt failed too
   budget_exhausted,      ///< the retry budget denied the next retry (fail fast)
   retry_after_too_long,  ///< the server's Retry-After exceeded max_retry_after
+  deadline_exceeded,     ///< the next attempt could not start before the deadline
+  cancelled,             ///< a stop was requested (std::stop_token)
 };
 
 /// "success", "not_retryable", "attempts_exhausted", "budget_exhausted",
-/// "retry_after_too_long"; "unknown" for a value outside the enum.
+/// "retry_after_too_long", "deadline_exceeded", "cancelled"; "unknown" for a value outside the
+/// enum.
 [[nodiscard]] std::string_view to_string(end_reason r) noexcept;
 
 /// The settings of a retry_policy. Defaults from the seed's DefaultRetryConfig.
@@ -122,12 +125,15 @@ class retry_policy {
   /// Decides what follows failed attempt number `attempt` (from 1), classified as `verdict`.
   /// In this order: stop ⇒ not_retryable; attempt > max_retries ⇒ attempts_exhausted; a
   /// Retry-After above max_retry_after ⇒ retry_after_too_long; otherwise the delay is
-  /// backoff().delay(attempt, g, previous_delay), raised to the Retry-After when there is one,
-  /// and only then is one retry withdrawn from `budget` at `now` (denied ⇒ budget_exhausted).
-  /// `previous_delay` is the delay waited before this attempt (zero before the first retry).
+  /// backoff().delay(attempt, g, previous_delay), raised to the Retry-After when there is one;
+  /// if now + delay would pass `deadline` ⇒ deadline_exceeded (no pointless last sleep, never an
+  /// early retry); and only then is one retry withdrawn from `budget` at `now` (denied ⇒
+  /// budget_exhausted). `previous_delay` is the delay waited before this attempt (zero before the
+  /// first retry). `deadline` is an instant of the caller's clock; time_point::max() = none.
   template <bit_generator G, retry_budget B>
   [[nodiscard]] retry_decision decide(int attempt, classification verdict, duration previous_delay,
-                                      G& g, B& budget, time_point now) const {
+                                      G& g, B& budget, time_point now,
+                                      time_point deadline = time_point::max()) const {
     if (verdict.verdict() == classification::kind::stop) return stop(end_reason::not_retryable);
     if (attempt > options_.max_retries) return stop(end_reason::attempts_exhausted);
     if (verdict.verdict() == classification::kind::retry_after &&
@@ -137,6 +143,9 @@ class retry_policy {
     duration delay = backoff_.delay(attempt, g, previous_delay);
     if (verdict.verdict() == classification::kind::retry_after) {
       delay = std::max(delay, verdict.delay());
+    }
+    if (deadline != time_point::max() && detail::saturating_add(now, delay) >= deadline) {
+      return stop(end_reason::deadline_exceeded);
     }
     if (!budget.try_withdraw(now)) return stop(end_reason::budget_exhausted);
     return retry_decision{true, delay, end_reason::success};
@@ -152,7 +161,20 @@ class retry_policy {
 
 /// What an operation is told about the attempt it is making.
 struct attempt_context {
-  int attempt = 1;  ///< 1 for the first attempt, 2 for the first retry, …
+  int attempt = 1;       ///< 1 for the first attempt, 2 for the first retry, …
+  std::stop_token stop;  ///< the call's stop token: abandon the attempt when it is stopped
+  duration time_left = duration::max();  ///< until the call's deadline; max() = no deadline
+};
+
+/// Per-call settings of a retrier: cancellation and an overall deadline.
+struct call_options {
+  /// A stop request interrupts a backoff sleep at once and no attempt starts after it (the call
+  /// ends with end_reason::cancelled).
+  std::stop_token stop{};
+  /// An instant of the retrier's clock after which no attempt starts and no sleep ends;
+  /// time_point::max() = none. A retry whose delay would end at or past it is not made
+  /// (end_reason::deadline_exceeded).
+  time_point deadline = time_point::max();
 };
 
 /// Wraps an error so that it converts to an outcome<T, E> holding the error.
@@ -215,9 +237,9 @@ struct retry_any_error {
 template <class T, class E>
 struct [[nodiscard]] retry_result {
   std::optional<T> value;       ///< set when reason == success
-  std::optional<E> last_error;  ///< the last attempt's error, set when reason != success
+  std::optional<E> last_error;  ///< the last attempt's error, when one failed and the call failed
   end_reason reason = end_reason::success;
-  int attempts = 0;  ///< attempts made, >= 1
+  int attempts = 0;  ///< attempts made (0 only if cancelled or past the deadline at the start)
   duration slept{};  ///< the total of the backoff delays waited (saturates at duration::max())
 
   [[nodiscard]] bool ok() const noexcept { return reason == end_reason::success; }
@@ -249,19 +271,37 @@ class retrier {
   /// Calls `op(const attempt_context&)` until it returns a value or the policy stops. `op`
   /// returns an expected_like type; `classify(error)` returns a classification (or a bool: true
   /// = retry). Exceptions thrown by `op` or `classify` propagate (the retry is abandoned).
+  /// `call` adds cancellation and a deadline: a stop request (or a deadline already passed)
+  /// before an attempt ends the call without that attempt (attempts may then be 0 and
+  /// last_error empty); a stop request during a backoff sleep wakes it at once and ends the
+  /// call with end_reason::cancelled.
   template <class Op, class Classifier = retry_any_error>
   requires std::invocable<Op&, const attempt_context&> &&
       expected_like<std::invoke_result_t<Op&, const attempt_context&>>
-  auto operator()(Op&& op, Classifier&& classify = {}) {
+  auto operator()(Op&& op, Classifier&& classify = {}, const call_options& call = {}) {
     using attempt_result = std::invoke_result_t<Op&, const attempt_context&>;
     using value_type = std::remove_cvref_t<decltype(*std::declval<attempt_result>())>;
     using error_type = std::remove_cvref_t<decltype(std::declval<attempt_result>().error())>;
     retry_result<value_type, error_type> result;
 
+    const bool has_deadline = call.deadline != time_point::max();
     if constexpr (!std::same_as<B, no_budget>) budget_->deposit(clock_->now());
     duration previous{};
     for (int attempt = 1;; ++attempt) {
-      attempt_result r = op(attempt_context{attempt});
+      if (call.stop.stop_requested()) {
+        result.reason = end_reason::cancelled;
+        return result;
+      }
+      attempt_context context{attempt, call.stop, duration::max()};
+      if (has_deadline) {
+        const time_point now = clock_->now();
+        if (now >= call.deadline) {
+          result.reason = end_reason::deadline_exceeded;
+          return result;
+        }
+        context.time_left = call.deadline - now;
+      }
+      attempt_result r = op(std::as_const(context));
       result.attempts = attempt;
       if (r.has_value()) {
         result.value.emplace(*std::move(r));
@@ -269,13 +309,20 @@ class retrier {
         return result;
       }
       const classification verdict = to_classification(classify, std::as_const(r).error());
-      const retry_decision next = decide(attempt, verdict, previous);
+      const time_point before = clock_->now();
+      const retry_decision next = policy_decide(attempt, verdict, previous, before, call.deadline);
       if (!next.retry) {
         result.last_error.emplace(std::move(r).error());
         result.reason = next.reason;
         return result;
       }
-      clock_->sleep_for(next.delay, std::stop_token{});
+      if (!clock_->sleep_for(next.delay, call.stop)) {
+        // Interrupted: count the time actually slept, then end without another attempt.
+        result.slept = detail::saturating_add(result.slept, clock_->now() - before);
+        result.last_error.emplace(std::move(r).error());
+        result.reason = end_reason::cancelled;
+        return result;
+      }
       result.slept = detail::saturating_add(result.slept, next.delay);
       previous = next.delay;
     }
@@ -292,12 +339,13 @@ class retrier {
     }
   }
 
-  retry_decision decide(int attempt, classification verdict, duration previous) {
+  retry_decision policy_decide(int attempt, classification verdict, duration previous,
+                               time_point now, time_point deadline) {
     if constexpr (std::same_as<B, no_budget>) {
       no_budget none;
-      return policy_.decide(attempt, verdict, previous, *random_, none, time_point{});
+      return policy_.decide(attempt, verdict, previous, *random_, none, now, deadline);
     } else {
-      return policy_.decide(attempt, verdict, previous, *random_, *budget_, clock_->now());
+      return policy_.decide(attempt, verdict, previous, *random_, *budget_, now, deadline);
     }
   }
 

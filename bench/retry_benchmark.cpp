@@ -3,12 +3,25 @@
 //   BM_Baseline_DirectCall             op(ctx), result checked
 //   BM_Retrier_SuccessPath             retrier without a budget (the overhead should be a few ns)
 //   BM_Retrier_SuccessPath_RatioBudget retrier with a ratio_budget: adds clock.now() + a deposit
+//   BM_Retrier_SuccessPath_ErrorCode   the operation returns std::error_code
+//   BM_Retrier_SuccessPath_Throwing    the operation returns a plain int (a try block around it)
+//   BM_Retrier_SuccessPath_Hooks       on_retry + on_give_up set, a stop token and a deadline
 //   BM_RetryPolicy_Decide              the pure decision after a failed attempt (draw + budget)
+//   BM_RetryPolicy_Decide_RetryAfter   the same with a Retry-After verdict (one more draw)
+//   BM_RealClock_StopWakeLatency       from request_stop() to the sleeping thread running again
+//
+// Every success-path row reports allocs/op, counted by the replaced operator new below: 0.
 //
 // Reproduce: build/bench/retry_benchmark (see docs/performance.md).
 #include <benchmark/benchmark.h>
 
+#include <atomic>
 #include <chrono>
+#include <cstdlib>
+#include <new>
+#include <stop_token>
+#include <system_error>
+#include <thread>
 
 #include "stormguard/budget.hpp"
 #include "stormguard/clock.hpp"
@@ -16,8 +29,35 @@
 #include "stormguard/retry.hpp"
 
 namespace {
+std::atomic<long> g_allocations{0};
+}  // namespace
+
+// GCC's -Wmismatched-new-delete does not know that this operator new is malloc-based and warns
+// on the free() below once both are inlined into a caller (a false positive).
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+#endif
+
+void* operator new(std::size_t size) {
+  g_allocations.fetch_add(1, std::memory_order_relaxed);
+  if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
+  throw std::bad_alloc();
+}
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+
+namespace {
 
 using namespace std::chrono_literals;
+
+// Runs the benchmark loop `body` and reports the heap allocations per iteration.
+template <class Body>
+void run_counting_allocations(benchmark::State& state, Body body) {
+  const long before = g_allocations.load();
+  for (auto _ : state) body();
+  state.counters["allocs/op"] = benchmark::Counter(
+      static_cast<double>(g_allocations.load() - before), benchmark::Counter::kAvgIterations);
+}
 using stormguard::attempt_context;
 using stormguard::outcome;
 
@@ -46,13 +86,64 @@ void BM_Retrier_SuccessPath(benchmark::State& state) {
   stormguard::random_generator rng(1);
   stormguard::retrier retry(stormguard::retry_policy{}, clock, rng);
   operation op;
-  for (auto _ : state) {
+  run_counting_allocations(state, [&] {
     auto result = retry(op);
     int value = result.ok() ? *result.value : -1;
     benchmark::DoNotOptimize(value);
-  }
+  });
 }
 BENCHMARK(BM_Retrier_SuccessPath);
+
+void BM_Retrier_SuccessPath_ErrorCode(benchmark::State& state) {
+  stormguard::real_clock clock;
+  stormguard::random_generator rng(1);
+  stormguard::retrier retry(stormguard::retry_policy{}, clock, rng);
+  int seed = 0;
+  run_counting_allocations(state, [&] {
+    auto result = retry([&](const attempt_context&) {
+      benchmark::DoNotOptimize(seed);
+      return std::error_code{};
+    });
+    bool ok = result.ok();
+    benchmark::DoNotOptimize(ok);
+  });
+}
+BENCHMARK(BM_Retrier_SuccessPath_ErrorCode);
+
+void BM_Retrier_SuccessPath_Throwing(benchmark::State& state) {
+  stormguard::real_clock clock;
+  stormguard::random_generator rng(1);
+  stormguard::retrier retry(stormguard::retry_policy{}, clock, rng);
+  int seed = 1;
+  run_counting_allocations(state, [&] {
+    auto result = retry([&](const attempt_context& ctx) {
+      benchmark::DoNotOptimize(seed);
+      return seed + ctx.attempt;
+    });
+    int value = result.ok() ? *result.value : -1;
+    benchmark::DoNotOptimize(value);
+  });
+}
+BENCHMARK(BM_Retrier_SuccessPath_Throwing);
+
+void BM_Retrier_SuccessPath_Hooks(benchmark::State& state) {
+  stormguard::real_clock clock;
+  stormguard::random_generator rng(1);
+  int retries = 0;
+  int give_ups = 0;
+  auto retry = stormguard::retrier(stormguard::retry_policy{}, clock, rng)
+                   .on_retry([&](int, const int&, stormguard::duration) { ++retries; })
+                   .on_give_up([&](const auto&) { ++give_ups; });
+  std::stop_source stop;
+  const stormguard::call_options call{.stop = stop.get_token(), .deadline = clock.now() + 1h};
+  operation op;
+  run_counting_allocations(state, [&] {
+    auto result = retry(op, {}, call);
+    int value = result.ok() ? *result.value : -1;
+    benchmark::DoNotOptimize(value);
+  });
+}
+BENCHMARK(BM_Retrier_SuccessPath_Hooks);
 
 void BM_Retrier_SuccessPath_RatioBudget(benchmark::State& state) {
   stormguard::real_clock clock;
@@ -81,5 +172,43 @@ void BM_RetryPolicy_Decide(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_RetryPolicy_Decide);
+
+void BM_RetryPolicy_Decide_RetryAfter(benchmark::State& state) {
+  const stormguard::retry_policy policy;
+  stormguard::random_generator rng(1);
+  stormguard::no_budget budget;
+  for (auto _ : state) {
+    auto decision = policy.decide(1, stormguard::classification::retry_after(2s),
+                                  stormguard::duration::zero(), rng, budget, {});
+    benchmark::DoNotOptimize(decision);
+  }
+}
+BENCHMARK(BM_RetryPolicy_Decide_RetryAfter);
+
+// A thread sleeps 10 s on real_clock; the time from request_stop() to that thread running again
+// (manual time: only that interval is measured).
+void BM_RealClock_StopWakeLatency(benchmark::State& state) {
+  stormguard::real_clock clock;
+  for (auto _ : state) {
+    std::stop_source stop;
+    std::atomic<bool> started{false};
+    std::chrono::steady_clock::time_point woke;
+    std::thread sleeper([&] {
+      started = true;
+      (void)clock.sleep_for(10s, stop.get_token());
+      woke = std::chrono::steady_clock::now();
+    });
+    while (!started) std::this_thread::yield();
+    std::this_thread::sleep_for(1ms);  // let it reach the wait
+    const auto requested = std::chrono::steady_clock::now();
+    stop.request_stop();
+    sleeper.join();
+    state.SetIterationTime(std::chrono::duration<double>(woke - requested).count());
+  }
+}
+BENCHMARK(BM_RealClock_StopWakeLatency)
+    ->UseManualTime()
+    ->Iterations(200)
+    ->Unit(benchmark::kMicrosecond);
 
 }  // namespace

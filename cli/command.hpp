@@ -26,6 +26,14 @@ struct command {
 /// `stormguard simulate [SCENARIO_FILE] [--strategy NAME]... [--seed N] [--json] [--csv DIR]`.
 command add_simulate_command(CLI::App& parent);
 
+/// `stormguard exec [policy flags] [--attempt-timeout D] [--deadline D] [--retry-on-exit CODES |
+/// --stop-on-exit CODES] [--quiet] -- CMD [ARGS...]`.
+command add_exec_command(CLI::App& parent);
+
+/// `stormguard plan [--base D] [--cap D] [--multiplier X] [--jitter NAME] [--retries N]
+/// [--samples N] [--seed N] [--json]`: the delays a policy would wait, sampled.
+command add_plan_command(CLI::App& parent);
+
 }  // namespace stormguard::cli
 
 #endif  // STORMGUARD_CLI_COMMAND_HPP

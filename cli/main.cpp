@@ -1,5 +1,6 @@
 // stormguard: the command-line tool. main() only builds the CLI11 app, registers the subcommands
-// (one file each, see command.hpp), maps parse errors to exit code 2 and turns any escaping
+// (one file each, see command.hpp), maps parse errors (also those a subcommand throws as
+// CLI::ParseError after parsing, such as a bad --base) to exit code 2 and turns any escaping
 // exception (std::bad_alloc included) into a one-line error and exit code 1.
 #include <CLI/CLI.hpp>
 #include <cstdio>
@@ -27,6 +28,8 @@ int run(int argc, char** argv) {
 
   std::vector<cli::command> commands;
   commands.push_back(cli::add_simulate_command(app));
+  commands.push_back(cli::add_exec_command(app));
+  commands.push_back(cli::add_plan_command(app));
   // Unknown words reach app.remaining() instead of failing as "A subcommand is required", so
   // that the error can name them. Subcommands keep rejecting their own unknown options.
   app.allow_extras();
@@ -58,7 +61,13 @@ int run(int argc, char** argv) {
                  chosen->app->get_name().c_str(), extras.front().c_str());
     return cli::exit_usage;
   }
-  return chosen->run();
+  try {
+    return chosen->run();
+  } catch (const CLI::ParseError& e) {
+    // A flag whose value is checked after parsing (policy_flags.hpp): a usage error too.
+    std::fprintf(stderr, "stormguard %s: error: %s\n", chosen->app->get_name().c_str(), e.what());
+    return cli::exit_usage;
+  }
 }
 
 }  // namespace

@@ -238,8 +238,9 @@ TEST(Retrier, DecorrelatedJitterIsGivenThePreviousDelay) {
 
 TEST(Retrier, RetryAfterRaisesTheDelayToAtLeastIt) {
   manual_clock clock;
-  // The backoff draws 0 and then its ceiling (200 ms), against Retry-After 2 s and 10 ms.
-  scripted_random rng{fraction(0.0), fraction(1.0)};
+  // Retry-After 2 s: the backoff draws 0, the spread U(0, 1 s) draws its middle (500 ms).
+  // Retry-After 10 ms: the backoff draws its ceiling (200 ms), the spread U(0, 5 ms) draws 0.
+  scripted_random rng{fraction(0.0), fraction(0.5), fraction(1.0), fraction(0.0)};
   retrier retry(policy_with(2), clock, rng);
   flaky op{2};
   int call = 0;
@@ -247,8 +248,8 @@ TEST(Retrier, RetryAfterRaisesTheDelayToAtLeastIt) {
     return ++call == 1 ? classification::retry_after(2s) : classification::retry_after(10ms);
   });
   EXPECT_TRUE(result.ok());
-  EXPECT_EQ(clock.sleeps(), (std::vector<duration>{2s, 200ms}));
-  EXPECT_EQ(result.slept, 2200ms);
+  EXPECT_EQ(clock.sleeps(), (std::vector<duration>{2500ms, 200ms}));
+  EXPECT_EQ(result.slept, 2700ms);
 }
 
 TEST(Retrier, RetryAfterAboveMaximumEndsWithoutSleeping) {
@@ -267,12 +268,13 @@ TEST(Retrier, RetryAfterAboveMaximumEndsWithoutSleeping) {
 
 TEST(Retrier, RetryAfterEqualToMaximumIsHonoured) {
   manual_clock clock;
-  scripted_random rng{fraction(0.0)};
+  // The backoff draws 0; the spread U(0, 15 s) draws its top: 30 s + 15 s.
+  scripted_random rng{fraction(0.0), fraction(1.0)};
   retrier retry(retry_policy(retry_options{.max_retries = 1, .max_retry_after = 30s}), clock, rng);
   flaky op{1};
   const auto result = retry(op, [](int) { return classification::retry_after(30s); });
   EXPECT_TRUE(result.ok());
-  EXPECT_EQ(clock.sleeps(), (std::vector<duration>{30s}));
+  EXPECT_EQ(clock.sleeps(), (std::vector<duration>{45s}));
 }
 
 TEST(Classification, NegativeRetryAfterCountsAsZero) {
@@ -426,7 +428,7 @@ TEST(Retrier, ExceptionsFromTheOperationPropagate) {
 
 TEST(RetryPolicyDecide, ChecksInTheDocumentedOrder) {
   const retry_policy policy(retry_options{.max_retries = 2, .max_retry_after = 10s});
-  scripted_random g{fraction(1.0), fraction(0.0)};
+  scripted_random g{fraction(1.0), fraction(0.0), fraction(0.0)};
   counting_budget budget;
   const time_point now{};
 
@@ -444,12 +446,12 @@ TEST(RetryPolicyDecide, ChecksInTheDocumentedOrder) {
   EXPECT_EQ(g.drawn(), 0U);
   EXPECT_EQ(budget.withdrawals, 0);
 
-  // A retry: one draw, one withdrawal.
+  // A retry: one draw (two with Retry-After: backoff and spread), one withdrawal.
   EXPECT_EQ(policy.decide(2, classification::retry(), 0ns, g, budget, now),
             (retry_decision{true, 200ms, end_reason::success}));
   EXPECT_EQ(policy.decide(1, classification::retry_after(3s), 0ns, g, budget, now),
             (retry_decision{true, 3s, end_reason::success}));
-  EXPECT_EQ(g.drawn(), 2U);
+  EXPECT_EQ(g.drawn(), 3U);
   EXPECT_EQ(budget.withdrawals, 2);
 
   // Budget denial.
@@ -459,6 +461,55 @@ TEST(RetryPolicyDecide, ChecksInTheDocumentedOrder) {
   EXPECT_FALSE(denied.retry);
   EXPECT_EQ(denied.reason, end_reason::budget_exhausted);
   EXPECT_EQ(denied.delay, 0ns);
+}
+
+TEST(RetryPolicyDecide, RetryAfterIsSpreadOverDToOneAndAHalfD) {
+  const retry_policy policy(retry_options{.max_retries = 3});  // backoff ceiling 100 ms at n = 1
+  stormguard::no_budget budget;
+  // Backoff draws 0 (below d): the delay is d + U(0, d / 2), at both ends and in the middle.
+  scripted_random g{fraction(0.0), fraction(0.0), fraction(0.0),
+                    fraction(1.0), fraction(0.0), fraction(0.5)};
+  EXPECT_EQ(policy.decide(1, classification::retry_after(2s), 0ns, g, budget, {}).delay, 2s);
+  EXPECT_EQ(policy.decide(1, classification::retry_after(2s), 0ns, g, budget, {}).delay, 3s);
+  EXPECT_EQ(policy.decide(1, classification::retry_after(2s), 0ns, g, budget, {}).delay, 2500ms);
+  // A backoff above d is kept, and the spread is still added on top of it.
+  scripted_random g2{fraction(1.0), fraction(1.0)};
+  EXPECT_EQ(policy.decide(1, classification::retry_after(40ms), 0ns, g2, budget, {}).delay, 120ms);
+  // Retry-After 0 (a date in the past) adds nothing but still draws once.
+  scripted_random g3{fraction(1.0), fraction(1.0)};
+  EXPECT_EQ(policy.decide(1, classification::retry_after(0ns), 0ns, g3, budget, {}).delay, 100ms);
+  EXPECT_EQ(g3.drawn(), 2U);
+}
+
+TEST(RetryPolicyDecide, RetryAfterSpreadNeverBelowDNorAboveOneAndAHalfD) {
+  const retry_policy policy(retry_options{.backoff = {.base = 1ms, .cap = 1ms}});
+  stormguard::no_budget budget;
+  random_generator g(99);
+  for (int i = 0; i < 10'000; ++i) {
+    const duration d = std::chrono::milliseconds(1 + i % 60'000);
+    const duration delay =
+        policy.decide(1, classification::retry_after(d), 0ns, g, budget, {}).delay;
+    ASSERT_GE(delay, d);
+    ASSERT_LE(delay, d + d / 2);
+  }
+}
+
+TEST(RetryPolicyDecide, DeadlineExceededWhenTheDelayWouldEndAtOrPastIt) {
+  const retry_policy policy(
+      retry_options{.max_retries = 3, .backoff = {.base = 1s, .cap = 1s, .jitter = jitter::none}});
+  counting_budget budget;
+  random_generator g(1);
+  const time_point now = time_point{} + 10s;
+  EXPECT_EQ(policy.decide(1, classification::retry(), 0ns, g, budget, now, now + 1s).reason,
+            end_reason::deadline_exceeded);
+  EXPECT_EQ(policy.decide(1, classification::retry(), 0ns, g, budget, now, now + 1s + 1ns),
+            (retry_decision{true, 1s, end_reason::success}));
+  // A Retry-After that fits but whose spread does not: the whole delay must fit.
+  scripted_random top{fraction(1.0), fraction(1.0)};  // the spread draws its top: 3 s
+  EXPECT_EQ(
+      policy.decide(1, classification::retry_after(2s), 0ns, top, budget, now, now + 2500ms).reason,
+      end_reason::deadline_exceeded);
+  EXPECT_EQ(budget.withdrawals, 1);  // only the retry that was made was charged
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -505,6 +556,8 @@ TEST(EndReason, Names) {
   EXPECT_EQ(to_string(end_reason::attempts_exhausted), "attempts_exhausted");
   EXPECT_EQ(to_string(end_reason::budget_exhausted), "budget_exhausted");
   EXPECT_EQ(to_string(end_reason::retry_after_too_long), "retry_after_too_long");
+  EXPECT_EQ(to_string(end_reason::deadline_exceeded), "deadline_exceeded");
+  EXPECT_EQ(to_string(end_reason::cancelled), "cancelled");
   EXPECT_EQ(to_string(static_cast<end_reason>(77)), "unknown");
 }
 

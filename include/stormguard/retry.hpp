@@ -17,56 +17,44 @@
 //     return fetch_user(ctx.attempt);                // a value, or stormguard::failure{ec}
 //   });
 //   if (result) use(*result.value); else log(to_string(result.reason), result.attempts);
+//
+// The operation may also return a std::error_code, a std::pair<T, std::error_code>, or a plain
+// value and throw on failure; the classifier (classify.hpp) says which errors are worth another
+// attempt; hooks observe retries and give-ups; call_options add a stop_token and a deadline:
+//
+//   auto logged = retry.on_retry([](int attempt, const std::error_code& ec, stormguard::duration d)
+//   {
+//     log("attempt", attempt, "failed:", ec.message(), "retrying in", d);
+//   });
+//   std::stop_source stop;
+//   auto sent = logged([&](const stormguard::attempt_context& ctx) { return send(ctx.time_left); },
+//                      stormguard::retry_only(std::errc::timed_out),
+//                      {.stop = stop.get_token(), .deadline = clock.now() + 2s});
 #ifndef STORMGUARD_RETRY_HPP
 #define STORMGUARD_RETRY_HPP
 
 #include <algorithm>
 #include <chrono>
 #include <concepts>
+#include <cstddef>
+#include <exception>
 #include <optional>
 #include <stop_token>
 #include <string_view>
+#include <system_error>
 #include <type_traits>
 #include <utility>
 #include <variant>
+#include <vector>
 
 #include "stormguard/backoff.hpp"
 #include "stormguard/budget.hpp"
+#include "stormguard/classify.hpp"
 #include "stormguard/clock.hpp"
 #include "stormguard/detail/saturate.hpp"
 #include "stormguard/random.hpp"
 
 namespace stormguard {
-
-/// The verdict on one failed attempt: retry (with the policy's backoff), retry no sooner than a
-/// delay the server asked for (Retry-After), or stop (the failure is not worth another attempt).
-class classification {
- public:
-  /// What the verdict says.
-  enum class kind { retry, retry_after, stop };
-
-  /// Retry after the policy's backoff.
-  [[nodiscard]] static constexpr classification retry() noexcept { return {kind::retry, {}}; }
-  /// Retry no sooner than `delay` from now (a Retry-After the server sent; RFC 9110 §10.2.3).
-  /// The policy waits max(backoff, delay); a negative delay counts as 0 (a date in the past).
-  [[nodiscard]] static constexpr classification retry_after(duration delay) noexcept {
-    return {kind::retry_after, std::max(delay, duration::zero())};
-  }
-  /// Do not retry this failure.
-  [[nodiscard]] static constexpr classification stop() noexcept { return {kind::stop, {}}; }
-
-  /// The verdict.
-  [[nodiscard]] constexpr kind verdict() const noexcept { return kind_; }
-  /// The server's minimum delay for retry_after; zero otherwise.
-  [[nodiscard]] constexpr duration delay() const noexcept { return delay_; }
-
-  friend constexpr bool operator==(const classification&, const classification&) = default;
-
- private:
-  constexpr classification(kind k, duration d) noexcept : kind_(k), delay_(d) {}
-  kind kind_;
-  duration delay_;
-};
 
 /// Why a call ended.
 enum class end_reason {
@@ -123,13 +111,22 @@ class retry_policy {
   [[nodiscard]] int max_retries() const noexcept { return options_.max_retries; }
 
   /// Decides what follows failed attempt number `attempt` (from 1), classified as `verdict`.
-  /// In this order: stop ⇒ not_retryable; attempt > max_retries ⇒ attempts_exhausted; a
-  /// Retry-After above max_retry_after ⇒ retry_after_too_long; otherwise the delay is
-  /// backoff().delay(attempt, g, previous_delay), raised to the Retry-After when there is one;
-  /// if now + delay would pass `deadline` ⇒ deadline_exceeded (no pointless last sleep, never an
-  /// early retry); and only then is one retry withdrawn from `budget` at `now` (denied ⇒
-  /// budget_exhausted). `previous_delay` is the delay waited before this attempt (zero before the
-  /// first retry). `deadline` is an instant of the caller's clock; time_point::max() = none.
+  /// In this order:
+  ///  1. stop ⇒ not_retryable;
+  ///  2. attempt > max_retries ⇒ attempts_exhausted;
+  ///  3. retry_after(d) with d > max_retry_after ⇒ retry_after_too_long (never an early retry);
+  ///  4. delay = backoff().delay(attempt, g, previous_delay); with retry_after(d) it becomes
+  ///     max(delay, d) + U(0, d / 2) (one more draw from `g`): never earlier than the server
+  ///     asked (RFC 9110 §10.2.3), and spread upward over up to half of d so that clients told
+  ///     the same instant do not come back in lockstep (Envoy spreads Retry-After over
+  ///     [d, 1.5 d) in the same way; with a backoff below d the range is exactly [d, 1.5 d]);
+  ///  5. now + delay at or past `deadline` ⇒ deadline_exceeded (no pointless last sleep; the
+  ///     spread counts: a Retry-After that fits but whose spread does not also ends the call);
+  ///  6. only then is one retry withdrawn from `budget` at `now` (denied ⇒ budget_exhausted).
+  /// A call that stops before step 4 draws nothing; before step 6 it spends no budget.
+  /// `previous_delay` is the delay waited before this attempt (zero before the first retry).
+  /// `deadline` is an instant of the caller's clock; time_point::max() = none. All arithmetic
+  /// saturates. Thread-safe for distinct `g` (the policy is immutable; `budget` is the budget's).
   template <bit_generator G, retry_budget B>
   [[nodiscard]] retry_decision decide(int attempt, classification verdict, duration previous_delay,
                                       G& g, B& budget, time_point now,
@@ -142,7 +139,8 @@ class retry_policy {
     }
     duration delay = backoff_.delay(attempt, g, previous_delay);
     if (verdict.verdict() == classification::kind::retry_after) {
-      delay = std::max(delay, verdict.delay());
+      const duration d = verdict.delay();
+      delay = detail::saturating_add(std::max(delay, d), uniform_duration(g, d / 2));
     }
     if (deadline != time_point::max() && detail::saturating_add(now, delay) >= deadline) {
       return stop(end_reason::deadline_exceeded);
@@ -223,27 +221,108 @@ concept expected_like = requires(R r) {
   std::move(r).error();
 };
 
-/// The default classifier: every error is worth a retry (the caller's max_retries, backoff and
-/// budget still bound the retries). Pass your own to say which errors are transient.
-struct retry_any_error {
-  template <class E>
-  constexpr classification operator()(const E&) const noexcept {
-    return classification::retry();
+/// The value of a successful call whose operation returns no value (a std::error_code, void, or
+/// an expected-like type of void): retry_result<done_t, E>::value holds `done`.
+struct done_t {
+  friend constexpr bool operator==(done_t, done_t) noexcept = default;
+};
+/// The only done_t value.
+inline constexpr done_t done{};
+
+namespace detail {
+
+template <class R>
+struct is_error_code_pair : std::false_type {};
+template <class T>
+struct is_error_code_pair<std::pair<T, std::error_code>> : std::true_type {};
+
+// Makes one attempt and returns its outcome as an expected-like value, whatever the shape of the
+// operation (see retrier::operator()).
+template <class Op>
+auto invoke_attempt(Op& op, const attempt_context& ctx) {
+  using R = std::invoke_result_t<Op&, const attempt_context&>;
+  using plain = std::remove_cvref_t<R>;
+  if constexpr (expected_like<R>) {
+    if constexpr (std::is_void_v<decltype(*std::declval<R>())>) {
+      using E = std::remove_cvref_t<decltype(std::declval<R>().error())>;
+      R r = op(ctx);
+      if (r.has_value()) return outcome<done_t, E>(done);
+      return outcome<done_t, E>(failure<E>{std::move(r).error()});
+    } else {
+      return plain(op(ctx));
+    }
+  } else if constexpr (std::same_as<plain, std::error_code>) {
+    const std::error_code ec = op(ctx);
+    if (!ec) return outcome<done_t, std::error_code>(done);
+    return outcome<done_t, std::error_code>(failure<std::error_code>{ec});
+  } else if constexpr (is_error_code_pair<plain>::value) {
+    plain p = op(ctx);
+    using T = typename plain::first_type;
+    if (!p.second) return outcome<T, std::error_code>(std::move(p.first));
+    return outcome<T, std::error_code>(failure<std::error_code>{p.second});
+  } else if constexpr (std::is_void_v<R>) {
+    try {
+      op(ctx);
+      return outcome<done_t, std::exception_ptr>(done);
+    } catch (...) {
+      return outcome<done_t, std::exception_ptr>(
+          failure<std::exception_ptr>{std::current_exception()});
+    }
+  } else {
+    try {
+      return outcome<plain, std::exception_ptr>(op(ctx));
+    } catch (...) {
+      return outcome<plain, std::exception_ptr>(
+          failure<std::exception_ptr>{std::current_exception()});
+    }
   }
+}
+
+}  // namespace detail
+
+/// The value and error types of a call through a retrier with operation type Op.
+template <class Op>
+using attempt_outcome_t =
+    decltype(detail::invoke_attempt(std::declval<Op&>(), std::declval<const attempt_context&>()));
+
+/// A hook that does nothing: the retrier's default for on_retry and on_give_up. A retrier whose
+/// hook is no_hook does not even form the call. Stateless; thread-safe.
+struct no_hook {
+  template <class... A>
+  constexpr void operator()(A&&...) const noexcept {}
 };
 
 /// The result of a call through a retrier: the value on success, otherwise the last attempt's
-/// error, and in every case why the call ended, the attempts made and the time slept.
+/// error, and in every case why the call ended, the attempts made, every failed attempt's error
+/// and the time slept.
+///
+/// Every failed attempt's error, in attempt order, is previous_errors followed by last_error (as
+/// Go's errors.Join in the seed; for_each_error visits them in that order). last_error is held
+/// inline: a call whose only failure is its last attempt never allocates; previous_errors
+/// allocates from the second failed attempt on (and on success after failures, which moves the
+/// last failure there). A plain value type, not thread-safe.
 template <class T, class E>
 struct [[nodiscard]] retry_result {
-  std::optional<T> value;       ///< set when reason == success
-  std::optional<E> last_error;  ///< the last attempt's error, when one failed and the call failed
+  std::optional<T> value;          ///< set when reason == success
+  std::optional<E> last_error;     ///< the last attempt's error, when it failed and the call failed
+  std::vector<E> previous_errors;  ///< the errors of the other failed attempts, oldest first
   end_reason reason = end_reason::success;
   int attempts = 0;  ///< attempts made (0 only if cancelled or past the deadline at the start)
   duration slept{};  ///< the total of the backoff delays waited (saturates at duration::max())
 
   [[nodiscard]] bool ok() const noexcept { return reason == end_reason::success; }
   explicit operator bool() const noexcept { return ok(); }
+
+  /// How many attempts failed: previous_errors.size() plus one if last_error is set.
+  [[nodiscard]] std::size_t error_count() const noexcept {
+    return previous_errors.size() + (last_error ? 1U : 0U);
+  }
+  /// Calls f(const E&) on every failed attempt's error, oldest first.
+  template <class F>
+  void for_each_error(F&& f) const {
+    for (const E& e : previous_errors) f(e);
+    if (last_error) f(*last_error);
+  }
 };
 
 /// The synchronous retry executor: calls an operation until it succeeds or the policy says
@@ -251,10 +330,16 @@ struct [[nodiscard]] retry_result {
 /// generator and spending retries from the budget (one deposit per call, one withdrawal per
 /// retry).
 ///
+/// Hooks (see on_retry and on_give_up) are template parameters defaulting to no_hook, so a
+/// retrier without them pays nothing. The success path of a call (the first attempt succeeds,
+/// no deadline, no budget) performs no heap allocation and no virtual call
+/// (tests/retry_alloc_test.cpp, bench/retry_benchmark.cpp).
+///
 /// Holds references: the clock, generator and budget must outlive it. Not thread-safe, because
 /// the generator is not: give each thread its own retrier and generator; the budget (and the
 /// clock) may be shared between them.
-template <bit_generator G = random_generator, retry_budget B = no_budget>
+template <bit_generator G = random_generator, retry_budget B = no_budget, class OnRetry = no_hook,
+          class OnGiveUp = no_hook>
 class retrier {
  public:
   /// A retrier without a retry budget.
@@ -268,59 +353,104 @@ class retrier {
   /// The policy applied.
   [[nodiscard]] const retry_policy& policy() const noexcept { return policy_; }
 
-  /// Calls `op(const attempt_context&)` until it returns a value or the policy stops. `op`
-  /// returns an expected_like type; `classify(error)` returns a classification (or a bool: true
-  /// = retry). Exceptions thrown by `op` or `classify` propagate (the retry is abandoned).
+  /// A copy of this retrier that calls `hook(attempt, error, delay)` after each failed attempt
+  /// that will be retried, before the sleep: `attempt` (int) is the failed attempt's number,
+  /// `error` (const E&) its error, `delay` (duration) the sleep about to start. Replaces any
+  /// previous on_retry hook. An exception from the hook propagates out of the call.
+  ///
+  ///   auto logged = retry.on_retry([](int n, const std::error_code& ec, duration d) { … });
+  template <class F>
+  [[nodiscard]] auto on_retry(F&& hook) const {
+    return retrier<G, B, std::decay_t<F>, OnGiveUp>(policy_, clock_, random_, budget_,
+                                                    std::forward<F>(hook), on_give_up_);
+  }
+
+  /// A copy of this retrier that calls `hook(result)` (a const retry_result<T, E>&) once when a
+  /// call ends without success, whatever the reason, just before returning it. Replaces any
+  /// previous on_give_up hook. An exception from the hook propagates out of the call.
+  template <class F>
+  [[nodiscard]] auto on_give_up(F&& hook) const {
+    return retrier<G, B, OnRetry, std::decay_t<F>>(policy_, clock_, random_, budget_, on_retry_,
+                                                   std::forward<F>(hook));
+  }
+
+  /// Calls `op(const attempt_context&)` until an attempt succeeds or the policy stops, and says
+  /// why it ended. `op` may have any of these shapes (checked in this order):
+  ///  - returns an expected_like type R (outcome, std::expected, …): success = has_value();
+  ///    the value type is *r's (done_t for void), the error type is r.error()'s; an exception
+  ///    thrown by `op` propagates (the call is abandoned);
+  ///  - returns std::error_code: success = !ec; value done_t, error std::error_code;
+  ///  - returns std::pair<T, std::error_code>: success = !second; value T (first), error
+  ///    std::error_code;
+  ///  - returns anything else, or void (done_t): success = no exception; an exception thrown
+  ///    by `op` is the attempt's error, as std::exception_ptr (classified like any error).
+  /// `classify(const E&)` returns a classification or a bool (true = retry); the default,
+  /// default_classifier, retries transient std::error_codes and system_errors (classify.hpp).
+  /// An exception thrown by `classify` or a hook propagates.
+  ///
   /// `call` adds cancellation and a deadline: a stop request (or a deadline already passed)
   /// before an attempt ends the call without that attempt (attempts may then be 0 and
-  /// last_error empty); a stop request during a backoff sleep wakes it at once and ends the
-  /// call with end_reason::cancelled.
-  template <class Op, class Classifier = retry_any_error>
-  requires std::invocable<Op&, const attempt_context&> &&
-      expected_like<std::invoke_result_t<Op&, const attempt_context&>>
+  /// last_error empty); a stop request during a backoff sleep wakes it at once (real_clock: a
+  /// condition variable, no polling) and ends the call with end_reason::cancelled; a retry whose
+  /// delay would end at or past the deadline is not made (deadline_exceeded, without sleeping).
+  /// The operation sees the attempt number, the stop token and the time left in attempt_context.
+  template <class Op, class Classifier = default_classifier>
+  requires std::invocable<Op&, const attempt_context&>
   auto operator()(Op&& op, Classifier&& classify = {}, const call_options& call = {}) {
-    using attempt_result = std::invoke_result_t<Op&, const attempt_context&>;
+    using attempt_result = attempt_outcome_t<Op>;
     using value_type = std::remove_cvref_t<decltype(*std::declval<attempt_result>())>;
     using error_type = std::remove_cvref_t<decltype(std::declval<attempt_result>().error())>;
-    retry_result<value_type, error_type> result;
+    using result_type = retry_result<value_type, error_type>;
+    result_type result;
+    const auto give_up = [&](end_reason reason) {
+      result.reason = reason;
+      if constexpr (!std::same_as<OnGiveUp, no_hook>) on_give_up_(std::as_const(result));
+    };
 
     const bool has_deadline = call.deadline != time_point::max();
     if constexpr (!std::same_as<B, no_budget>) budget_->deposit(clock_->now());
     duration previous{};
     for (int attempt = 1;; ++attempt) {
       if (call.stop.stop_requested()) {
-        result.reason = end_reason::cancelled;
+        give_up(end_reason::cancelled);
         return result;
       }
       attempt_context context{attempt, call.stop, duration::max()};
       if (has_deadline) {
         const time_point now = clock_->now();
         if (now >= call.deadline) {
-          result.reason = end_reason::deadline_exceeded;
+          give_up(end_reason::deadline_exceeded);
           return result;
         }
         context.time_left = call.deadline - now;
       }
-      attempt_result r = op(std::as_const(context));
+      attempt_result r = detail::invoke_attempt(op, std::as_const(context));
       result.attempts = attempt;
       if (r.has_value()) {
+        if (result.last_error) {
+          result.previous_errors.push_back(std::move(*result.last_error));
+          result.last_error.reset();
+        }
         result.value.emplace(*std::move(r));
         result.reason = end_reason::success;
         return result;
       }
-      const classification verdict = to_classification(classify, std::as_const(r).error());
+      if (result.last_error) result.previous_errors.push_back(std::move(*result.last_error));
+      result.last_error.emplace(std::move(r).error());
+      const classification verdict = to_classification(classify, std::as_const(*result.last_error));
       const time_point before = clock_->now();
       const retry_decision next = policy_decide(attempt, verdict, previous, before, call.deadline);
       if (!next.retry) {
-        result.last_error.emplace(std::move(r).error());
-        result.reason = next.reason;
+        give_up(next.reason);
         return result;
+      }
+      if constexpr (!std::same_as<OnRetry, no_hook>) {
+        on_retry_(attempt, std::as_const(*result.last_error), next.delay);
       }
       if (!clock_->sleep_for(next.delay, call.stop)) {
         // Interrupted: count the time actually slept, then end without another attempt.
         result.slept = detail::saturating_add(result.slept, clock_->now() - before);
-        result.last_error.emplace(std::move(r).error());
-        result.reason = end_reason::cancelled;
+        give_up(end_reason::cancelled);
         return result;
       }
       result.slept = detail::saturating_add(result.slept, next.delay);
@@ -329,6 +459,19 @@ class retrier {
   }
 
  private:
+  template <bit_generator, retry_budget, class, class>
+  friend class retrier;
+
+  template <class R, class U>
+  retrier(const retry_policy& policy, clock* clk, G* random, B* budget, R&& on_retry_hook,
+          U&& on_give_up_hook)
+      : policy_(policy),
+        clock_(clk),
+        random_(random),
+        budget_(budget),
+        on_retry_(std::forward<R>(on_retry_hook)),
+        on_give_up_(std::forward<U>(on_give_up_hook)) {}
+
   template <class Classifier, class E>
   static classification to_classification(Classifier& classify, const E& error) {
     using verdict_type = std::invoke_result_t<Classifier&, const E&>;
@@ -353,6 +496,8 @@ class retrier {
   clock* clock_;
   G* random_;
   B* budget_;
+  [[no_unique_address]] OnRetry on_retry_{};
+  [[no_unique_address]] OnGiveUp on_give_up_{};
 };
 
 template <class G>

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "stormguard/detail/format.hpp"
+#include "stormguard/duration_text.hpp"
 
 namespace stormguard::sim {
 
@@ -288,81 +289,12 @@ std::string_view to_string(service_distribution d) noexcept {
   return "unknown";
 }
 
+// One duration grammar for files and command lines: the core's (stormguard/duration_text.hpp).
 std::optional<duration> parse_duration(std::string_view text) noexcept {
-  using i128 = detail::uint128;
-  struct unit {
-    std::string_view suffix;
-    std::int64_t ns;
-  };
-  static constexpr unit units[] = {{"ns", 1},
-                                   {"us", 1'000},
-                                   {"ms", 1'000'000},
-                                   {"min", 60'000'000'000},
-                                   {"s", 1'000'000'000},
-                                   {"h", 3'600'000'000'000}};
-  std::size_t digits_end = 0;
-  while (digits_end < text.size() &&
-         ((text[digits_end] >= '0' && text[digits_end] <= '9') || text[digits_end] == '.')) {
-    ++digits_end;
-  }
-  const std::string_view number = text.substr(0, digits_end);
-  const std::string_view suffix = text.substr(digits_end);
-  const unit* u = nullptr;
-  for (const auto& candidate : units) {
-    if (candidate.suffix == suffix) u = &candidate;
-  }
-  if (u == nullptr || number.empty()) return std::nullopt;
-  const std::size_t dot = number.find('.');
-  const std::string_view whole = number.substr(0, dot);
-  const std::string_view frac =
-      dot == std::string_view::npos ? std::string_view{} : number.substr(dot + 1);
-  if (whole.empty()) return std::nullopt;  // ".5s"
-  if (dot != std::string_view::npos && (frac.empty() || frac.find('.') != std::string_view::npos)) {
-    return std::nullopt;  // "1.s", "1.2.3s"
-  }
-  if (whole.size() > 19 || frac.size() > 18) return std::nullopt;
-  // value = (whole · 10^k + frac) · unit / 10^k, exact in 128 bits.
-  i128 scale = 1;
-  i128 mantissa = 0;
-  for (char c : whole) mantissa = mantissa * 10 + static_cast<unsigned>(c - '0');
-  for (char c : frac) {
-    mantissa = mantissa * 10 + static_cast<unsigned>(c - '0');
-    scale *= 10;
-  }
-  const i128 product = mantissa * static_cast<i128>(u->ns);
-  if (product % scale != 0) return std::nullopt;  // a fraction of a nanosecond
-  const i128 ns = product / scale;
-  if (ns > static_cast<i128>(std::numeric_limits<std::int64_t>::max())) return std::nullopt;
-  return duration(static_cast<std::int64_t>(ns));
+  return stormguard::parse_duration(text);
 }
 
-std::string format_duration(duration d) {
-  struct unit {
-    std::int64_t ns;
-    int decimals;
-    const char* suffix;
-  };
-  static constexpr unit units[] = {
-      {1'000'000'000, 9, "s"}, {1'000'000, 6, "ms"}, {1'000, 3, "us"}, {1, 0, "ns"}};
-  const std::int64_t count = d.count();
-  if (count == 0) return "0s";
-  // The magnitude as unsigned, so that duration::min() works too.
-  const std::uint64_t magnitude =
-      count < 0 ? 0 - static_cast<std::uint64_t>(count) : static_cast<std::uint64_t>(count);
-  for (const unit& u : units) {
-    const auto per = static_cast<std::uint64_t>(u.ns);
-    if (magnitude < per) continue;
-    std::string text = (count < 0 ? "-" : "") + std::to_string(magnitude / per);
-    std::string fraction = std::to_string(magnitude % per);
-    if (u.decimals > 0 && magnitude % per != 0) {
-      fraction.insert(0, static_cast<std::size_t>(u.decimals) - fraction.size(), '0');
-      while (fraction.back() == '0') fraction.pop_back();
-      text += "." + fraction;
-    }
-    return text + u.suffix;
-  }
-  return "0s";  // unreachable: magnitude >= 1 ns
-}
+std::string format_duration(duration d) { return stormguard::format_duration(d); }
 
 std::optional<scenario_error> validate(const scenario& s) {
   auto error = [](std::string field, const std::string& problem) {

@@ -1,0 +1,281 @@
+// `stormguard exec`: runs a command with retries (instead of the `for i in 1 2 3; do … && break;
+// sleep 5; done` loops of CI scripts). The retries go through the library's retrier: the
+// operation runs the command once (cli/process.hpp), a classifier maps its exit status to
+// retry/stop, and call_options carries the stop token (SIGINT/SIGTERM) and the --deadline.
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
+#include <bitset>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "command.hpp"
+#include "policy_flags.hpp"
+#include "process.hpp"
+#include "stormguard/clock.hpp"
+#include "stormguard/detail/saturate.hpp"
+#include "stormguard/duration_text.hpp"
+#include "stormguard/random.hpp"
+#include "stormguard/retry.hpp"
+
+namespace stormguard::cli {
+
+namespace {
+
+/// SIGTERM to SIGKILL, when an attempt runs past its time limit.
+constexpr duration k_kill_grace = std::chrono::seconds(2);
+
+using exit_codes = std::bitset<256>;
+
+struct exec_options {
+  policy_flags policy;
+  std::string attempt_timeout;
+  std::string deadline;
+  std::string retry_on_exit;
+  std::string stop_on_exit;
+  bool quiet = false;
+  std::vector<std::string> command;
+  CLI::Option* attempt_timeout_option = nullptr;
+  CLI::Option* deadline_option = nullptr;
+  CLI::Option* retry_on_option = nullptr;
+  CLI::Option* stop_on_option = nullptr;
+};
+
+void print_error(const std::string& message) {
+  fmt::print(stderr, "stormguard exec: error: {}\n", message);
+}
+
+// "75,111" → {75, 111}; each item a decimal exit status in 1..255. Throws CLI::ValidationError
+// naming the flag and the text.
+exit_codes parse_codes(std::string_view flag, const std::string& text) {
+  exit_codes codes;
+  const auto bad = [&](const std::string& why) {
+    return CLI::ValidationError(std::string(flag), why + " in '" + text +
+                                                       "' (use a comma-separated list of exit "
+                                                       "statuses 1..255, e.g. 75,111)");
+  };
+  std::size_t from = 0;
+  while (true) {
+    const std::size_t comma = text.find(',', from);
+    const std::string item = text.substr(from, comma - from);
+    if (item.empty()) throw bad("empty exit status");
+    int value = 0;
+    for (char c : item) {
+      if (c < '0' || c > '9' || value > 255) throw bad("not an exit status 1..255: '" + item + "'");
+      value = value * 10 + (c - '0');
+    }
+    if (value < 1 || value > 255) throw bad("not an exit status 1..255: '" + item + "'");
+    codes.set(static_cast<std::size_t>(value));
+    if (comma == std::string::npos) break;
+    from = comma + 1;
+  }
+  return codes;
+}
+
+// A positive duration flag; duration::max() when the flag was not given.
+duration parse_limit(const CLI::Option* option, std::string_view flag, const std::string& text) {
+  if (option == nullptr || option->count() == 0) return duration::max();
+  const duration d = parse_duration_flag(flag, text);
+  if (d <= duration::zero()) {
+    throw CLI::ValidationError(std::string(flag), "must be > 0, got '" + text + "'");
+  }
+  return d;
+}
+
+// The delay as a log shows it: rounded down to microseconds ("3.141ms", not "3.141592653ms").
+std::string log_duration(duration d) {
+  return format_duration(std::chrono::floor<std::chrono::microseconds>(d));
+}
+
+// The real clock, telling `on_sleep` each backoff delay the retrier is about to wait: the only
+// place where the delay the policy chose is visible without re-implementing the decision.
+class logging_clock final : public clock {
+ public:
+  explicit logging_clock(std::function<void(duration)> on_sleep) : on_sleep_(std::move(on_sleep)) {}
+  [[nodiscard]] time_point now() const noexcept override { return real_.now(); }
+  bool sleep_for(duration d, const std::stop_token& stop) override {
+    on_sleep_(d);
+    return real_.sleep_for(d, stop);
+  }
+
+ private:
+  real_clock real_;
+  std::function<void(duration)> on_sleep_;
+};
+
+// The process exit status for how the call ended (the table in the --help text).
+int exit_status_for(end_reason reason, const std::optional<child_status>& last, int signal) {
+  if (reason == end_reason::success) return exit_success;
+  if (signal != 0) return 128 + signal;
+  if (reason == end_reason::deadline_exceeded) return k_exit_timed_out;
+  if (last) return last->exit_status();
+  return exit_failure;
+}
+
+int run_exec(const exec_options& options) {
+  // Usage errors (exit 2) before anything runs.
+  retry_options policy_options;
+  duration attempt_timeout = duration::max();
+  duration deadline = duration::max();
+  exit_codes retry_on;
+  exit_codes stop_on;
+  const bool only_listed = options.retry_on_option->count() > 0;
+  try {
+    policy_options = to_retry_options(options.policy);
+    attempt_timeout =
+        parse_limit(options.attempt_timeout_option, "--attempt-timeout", options.attempt_timeout);
+    deadline = parse_limit(options.deadline_option, "--deadline", options.deadline);
+    if (only_listed) retry_on = parse_codes("--retry-on-exit", options.retry_on_exit);
+    if (options.stop_on_option->count() > 0) {
+      stop_on = parse_codes("--stop-on-exit", options.stop_on_exit);
+    }
+  } catch (const CLI::Error& e) {
+    print_error(e.what());
+    return exit_usage;
+  }
+  if (options.command.empty()) {
+    print_error("no command to run (use: stormguard exec [options] -- CMD [ARGS...])");
+    return exit_usage;
+  }
+
+  // An inherited SIG_IGN for SIGCHLD would make the kernel reap the command before its status
+  // can be read.
+  (void)std::signal(SIGCHLD, SIG_DFL);
+  interrupt_forwarder forwarder;
+  const std::string& name = options.command.front();
+  int attempt = 0;
+  std::optional<child_status> last;
+  logging_clock clock([&](duration delay) {
+    if (!options.quiet && last) {
+      fmt::print(stderr, "stormguard exec: attempt {} {}; retrying in {}\n", attempt,
+                 last->describe(), log_duration(delay));
+    }
+  });
+  random_generator random;
+  retrier retry(retry_policy(policy_options), clock, random);
+
+  const auto run_once = [&](const attempt_context& context) -> outcome<int, child_status> {
+    attempt = context.attempt;
+    const duration limit = std::min(attempt_timeout, context.time_left);
+    last = run_process(options.command, limit, k_kill_grace, forwarder);
+    if (last->how == child_status::kind::exited && last->value == 0) return 0;
+    return failure{*last};
+  };
+  const auto classify = [&](const child_status& s) {
+    switch (s.how) {
+      case child_status::kind::spawn_failed:
+        return classification::stop();
+      case child_status::kind::timed_out:
+        return classification::retry();
+      case child_status::kind::exited:
+      case child_status::kind::signaled:
+        break;
+    }
+    const auto code = static_cast<std::size_t>(s.exit_status() & 0xff);
+    if (only_listed) return retry_on.test(code) ? classification::retry() : classification::stop();
+    return stop_on.test(code) ? classification::stop() : classification::retry();
+  };
+  call_options call;
+  call.stop = forwarder.token();
+  if (deadline != duration::max()) call.deadline = detail::saturating_add(clock.now(), deadline);
+
+  const auto result = retry(run_once, classify, call);
+  const int signal = forwarder.received();
+  const int status = exit_status_for(result.reason, last, signal);
+
+  if (last && last->how == child_status::kind::spawn_failed) {
+    print_error(fmt::format("cannot run '{}': {}", name, std::strerror(last->value)));
+  } else if (!options.quiet && !result.ok()) {
+    std::string why;
+    switch (result.reason) {
+      case end_reason::cancelled:
+        why = fmt::format("stopped by signal {}", signal);
+        break;
+      case end_reason::deadline_exceeded:
+        why = fmt::format("the --deadline of {} ran out", format_duration(deadline));
+        break;
+      case end_reason::not_retryable:
+        why = "exit status not retried";
+        break;
+      case end_reason::attempts_exhausted:
+        why = fmt::format("no retries left (--retries {})", policy_options.max_retries);
+        break;
+      default:
+        why = std::string(to_string(result.reason));
+        break;
+    }
+    const std::string what = last ? fmt::format("attempt {} {}", attempt, last->describe())
+                                  : std::string("no attempt made");
+    fmt::print(stderr, "stormguard exec: {}; giving up: {}; exit status {}\n", what, why, status);
+  }
+  return status;
+}
+
+constexpr const char* k_description =
+    "Run a command (after --), retrying it with backoff when it fails.\n"
+    "\n"
+    "Any non-zero exit is retried unless --retry-on-exit or --stop-on-exit says otherwise; a\n"
+    "command killed by signal N counts as exit status 128+N. An attempt that runs past\n"
+    "--attempt-timeout (or past the --deadline) gets SIGTERM, then SIGKILL 2s later; the command\n"
+    "runs in its own process group and the signals go to the whole group. A time-out is always\n"
+    "retried. SIGINT/SIGTERM sent to stormguard are forwarded to the command and no further\n"
+    "attempt starts. stdin, stdout and stderr are the command's; stormguard logs one line per\n"
+    "retry to stderr (--quiet silences it).";
+
+constexpr const char* k_exit_statuses =
+    "Exit status:\n"
+    "  0        an attempt succeeded\n"
+    "  N        the last attempt's exit status (retries exhausted, or a status not retried)\n"
+    "  128+N    the last attempt was killed by signal N\n"
+    "  124      the last attempt timed out (--attempt-timeout), or the --deadline ran out (also\n"
+    "           when the next retry's delay would end past it)\n"
+    "  127      the command could not be found or executed (never retried)\n"
+    "  130/143  stormguard received SIGINT/SIGTERM (128 + the signal), unless an attempt then\n"
+    "           succeeded (0)\n"
+    "  2        bad command line\n"
+    "\n"
+    "Example: stormguard exec --retries 5 --attempt-timeout 30s --stop-on-exit 2 -- make deploy";
+
+}  // namespace
+
+command add_exec_command(CLI::App& parent) {
+  auto options = std::make_shared<exec_options>();
+  CLI::App* sub = parent.add_subcommand("exec", "Run a command with retries (exec -- CMD ARGS...)");
+  sub->description(k_description);
+  sub->footer(k_exit_statuses);
+  add_policy_flags(*sub, options->policy);
+  options->attempt_timeout_option =
+      sub->add_option("--attempt-timeout", options->attempt_timeout,
+                      "Time limit of each attempt (default: none); then SIGTERM, SIGKILL 2s later")
+          ->type_name("D");
+  options->deadline_option =
+      sub->add_option("--deadline", options->deadline,
+                      "Time limit of the whole call, attempts and delays (default: none); exit 124 "
+                      "when it runs out")
+          ->type_name("D");
+  options->retry_on_option =
+      sub->add_option("--retry-on-exit", options->retry_on_exit,
+                      "Retry only these exit statuses (comma-separated, 1..255)")
+          ->type_name("CODES");
+  options->stop_on_option =
+      sub->add_option("--stop-on-exit", options->stop_on_exit,
+                      "Never retry these exit statuses (comma-separated, 1..255)")
+          ->type_name("CODES")
+          ->excludes(options->retry_on_option);
+  sub->add_flag("--quiet,-q", options->quiet, "Do not log the retries on stderr");
+  sub->add_option("command", options->command, "The command and its arguments, after --")
+      ->type_name("CMD [ARGS...]")
+      ->required();
+  return command{sub, [options] { return run_exec(*options); }};
+}
+
+}  // namespace stormguard::cli

@@ -1,0 +1,93 @@
+#include "policy_flags.hpp"
+
+#include <stdexcept>
+#include <string>
+
+#include "stormguard/backoff.hpp"
+#include "stormguard/duration_text.hpp"
+
+namespace stormguard::cli {
+
+namespace {
+
+bool starts_with(std::string_view text, std::string_view prefix) {
+  return text.substr(0, prefix.size()) == prefix;
+}
+
+// The library's message without its "stormguard::backoff: " prefix, and the flag it is about
+// (the library names fields: base, cap, multiplier, jitter, max_retries).
+CLI::ValidationError library_error(const std::invalid_argument& e) {
+  std::string_view message = e.what();
+  if (starts_with(message, "stormguard::")) {
+    const std::size_t colon = message.find(": ");
+    if (colon != std::string_view::npos) message.remove_prefix(colon + 2);
+  }
+  std::string flag = "policy";
+  if (starts_with(message, "base") || starts_with(message, "decorrelated jitter needs base")) {
+    flag = "--base";
+  } else if (starts_with(message, "cap")) {
+    flag = "--cap";
+  } else if (starts_with(message, "multiplier")) {
+    flag = "--multiplier";
+  } else if (starts_with(message, "jitter")) {
+    flag = "--jitter";
+  } else if (starts_with(message, "max_retries")) {
+    flag = "--retries";
+  }
+  return CLI::ValidationError(flag, std::string(message));
+}
+
+}  // namespace
+
+void add_policy_flags(CLI::App& app, policy_flags& flags) {
+  app.add_option("--base", flags.base,
+                 "Ceiling of the first retry's delay, a duration with a unit (ns us ms s m h)")
+      ->type_name("D")
+      ->capture_default_str();
+  app.add_option("--cap", flags.cap, "Largest delay ever waited, a duration >= --base")
+      ->type_name("D")
+      ->capture_default_str();
+  app.add_option("--multiplier", flags.multiplier,
+                 "Growth of the ceiling per retry: ceiling(n) = min(cap, base * X^(n-1)), X >= 1")
+      ->type_name("X")
+      ->capture_default_str();
+  app.add_option("--jitter", flags.jitter,
+                 "Spread of each delay below its ceiling: none, equal, full or decorrelated")
+      ->type_name("NAME")
+      ->capture_default_str();
+  app.add_option("--retries", flags.retries, "Retries after the first attempt")
+      ->type_name("N")
+      ->capture_default_str();
+}
+
+duration parse_duration_flag(std::string_view flag, std::string_view text) {
+  const std::optional<duration> d = parse_duration(text);
+  if (!d) {
+    throw CLI::ValidationError(std::string(flag),
+                               "not a duration: '" + std::string(text) +
+                                   "' (use a number and one of ns us ms s m h, e.g. 250ms)");
+  }
+  return *d;
+}
+
+retry_options to_retry_options(const policy_flags& flags) {
+  retry_options options;
+  options.max_retries = flags.retries;
+  options.backoff.base = parse_duration_flag("--base", flags.base);
+  options.backoff.cap = parse_duration_flag("--cap", flags.cap);
+  options.backoff.multiplier = flags.multiplier;
+  const std::optional<stormguard::jitter> j = parse_jitter(flags.jitter);
+  if (!j) {
+    throw CLI::ValidationError("--jitter", "unknown jitter '" + flags.jitter +
+                                               "' (use none, equal, full or decorrelated)");
+  }
+  options.backoff.jitter = *j;
+  try {
+    (void)retry_policy(options);  // the library's own validation, one source of truth
+  } catch (const std::invalid_argument& e) {
+    throw library_error(e);
+  }
+  return options;
+}
+
+}  // namespace stormguard::cli

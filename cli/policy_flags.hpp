@@ -1,0 +1,50 @@
+// The retry-policy flags shared by the subcommands that build a policy (`stormguard plan`,
+// `stormguard exec`): --base --cap --multiplier --jitter --retries, with the library's defaults.
+//
+//   stormguard::cli::policy_flags flags;
+//   stormguard::cli::add_policy_flags(*sub, flags);
+//   ...  // after parsing:
+//   const stormguard::retry_options options = stormguard::cli::to_retry_options(flags);
+//
+// Errors are CLI::ValidationError whose message names the flag and the text the user wrote;
+// main.cpp turns a CLI::ParseError escaping a subcommand's run() into exit code 2.
+#ifndef STORMGUARD_CLI_POLICY_FLAGS_HPP
+#define STORMGUARD_CLI_POLICY_FLAGS_HPP
+
+#include <CLI/CLI.hpp>
+#include <string>
+#include <string_view>
+
+#include "stormguard/clock.hpp"
+#include "stormguard/retry.hpp"
+
+namespace stormguard::cli {
+
+/// The flags as the user wrote them (durations and the jitter as text, converted later by
+/// to_retry_options so that errors can quote them). Defaults are those of retry_options.
+struct policy_flags {
+  std::string base = "100ms";
+  std::string cap = "3s";
+  double multiplier = 2.0;
+  std::string jitter = "full";
+  int retries = 3;
+};
+
+/// Adds --base D, --cap D, --multiplier X, --jitter NAME and --retries N to `app`, storing into
+/// `flags` (which must outlive parsing). The help shows each default.
+void add_policy_flags(CLI::App& app, policy_flags& flags);
+
+/// Converts and validates the flags (with the library's own checks, stormguard::retry_policy).
+/// Throws CLI::ValidationError naming the flag and the text, e.g. "--base: not a duration: '5 ms'
+/// (use a number and one of ns us ms s m h, e.g. 250ms)" or "--cap: cap must be >= base (1s),
+/// got 500ms".
+[[nodiscard]] stormguard::retry_options to_retry_options(const policy_flags& flags);
+
+/// Parses the value of a duration flag (stormguard::parse_duration). Throws CLI::ValidationError
+/// "<flag>: not a duration: '<text>' (use a number and one of ns us ms s m h, e.g. 250ms)".
+[[nodiscard]] stormguard::duration parse_duration_flag(std::string_view flag,
+                                                       std::string_view text);
+
+}  // namespace stormguard::cli
+
+#endif  // STORMGUARD_CLI_POLICY_FLAGS_HPP

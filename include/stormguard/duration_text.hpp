@@ -1,0 +1,47 @@
+// stormguard/duration_text.hpp: durations as text, the one grammar shared by the command line
+// ("--base 250ms"), scenario files ("service_time": "1.5s") and messages.
+//
+// A duration is a non-negative decimal number immediately followed by one unit:
+//
+//   ns us ms s m min h        ("m" and "min" are both minutes)
+//
+//   stormguard::parse_duration("250ms");   // 250 ms
+//   stormguard::parse_duration("1.5s");    // 1500 ms
+//   stormguard::parse_duration("0.25h");   // 15 min
+//   stormguard::parse_duration("5 ms");    // nullopt: no spaces
+//   stormguard::format_duration(std::chrono::milliseconds(1500));  // "1.5s"
+//
+// The parse is exact: integer arithmetic only (no double), so "0.1s" is exactly 100,000,000 ns.
+#ifndef STORMGUARD_DURATION_TEXT_HPP
+#define STORMGUARD_DURATION_TEXT_HPP
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "stormguard/clock.hpp"
+
+namespace stormguard {
+
+/// Parses a duration: one or more decimal digits, optionally a '.' and one or more digits, then
+/// one unit of ns, us, ms, s, m (minutes), min (minutes) or h, with nothing before, between or
+/// after (no sign, no spaces, no exponent, no hex, no ".5s" or "1.s"). Leading zeros and trailing
+/// zeros in the fraction are allowed ("007ms", "1.50s").
+///
+/// Returns nullopt for anything else, for a value above duration::max() (never wraps), and for a
+/// value that is not a whole number of nanoseconds ("0.5ns", "1.0000000001s"): such a value is
+/// rejected rather than rounded, because a rounded value silently differs from what was written
+/// and no real delay needs sub-nanosecond precision.
+///
+/// Exact: the value is computed in 128-bit integers. Thread-safe (no state); never throws.
+[[nodiscard]] std::optional<duration> parse_duration(std::string_view text) noexcept;
+
+/// Formats a duration exactly, in the largest of s, ms, us, ns that keeps the number >= 1, with
+/// only the decimals needed: "1.5s", "60s", "20ms", "0s". A negative duration gets a leading '-'
+/// (which parse_duration rejects). parse_duration(format_duration(d)) == d for every d >= 0.
+/// Thread-safe. Throws std::bad_alloc only.
+[[nodiscard]] std::string format_duration(duration d);
+
+}  // namespace stormguard
+
+#endif  // STORMGUARD_DURATION_TEXT_HPP

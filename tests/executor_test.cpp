@@ -1,0 +1,571 @@
+// The retrier as an executor: operation shapes, end reasons, the result's error list, hooks,
+// cancellation and deadlines, and a property test over random policies and outcomes.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <exception>
+#include <stdexcept>
+#include <stop_token>
+#include <string>
+#include <system_error>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "stormguard/classify.hpp"
+#include "stormguard/random.hpp"
+#include "stormguard/retry.hpp"
+#include "stormguard/testing/manual_clock.hpp"
+
+namespace {
+
+using namespace std::chrono_literals;
+using stormguard::attempt_context;
+using stormguard::backoff_options;
+using stormguard::call_options;
+using stormguard::classification;
+using stormguard::done;
+using stormguard::done_t;
+using stormguard::duration;
+using stormguard::end_reason;
+using stormguard::failure;
+using stormguard::jitter;
+using stormguard::outcome;
+using stormguard::random_generator;
+using stormguard::retrier;
+using stormguard::retry_options;
+using stormguard::retry_policy;
+using stormguard::time_point;
+using stormguard::testing::manual_clock;
+
+std::error_code err(std::errc c) { return std::make_error_code(c); }
+
+retry_policy fixed_delays(int max_retries, duration delay) {
+  return retry_policy(retry_options{
+      .max_retries = max_retries,
+      .backoff = backoff_options{.base = delay, .cap = delay, .jitter = jitter::none}});
+}
+
+// A budget that grants `grants` withdrawals.
+struct counting_budget {
+  int grants = 1'000'000;
+  int withdrawals = 0;
+  void deposit(time_point) {}
+  bool try_withdraw(time_point) {
+    ++withdrawals;
+    if (grants == 0) return false;
+    --grants;
+    return true;
+  }
+};
+
+// A stateless hook that is not no_hook.
+struct empty_hook {
+  void operator()(auto&&...) const {}
+};
+
+// ---------------------------------------------------------------------------------------------
+// Operation shapes.
+// ---------------------------------------------------------------------------------------------
+
+TEST(OperationShape, ErrorCodeSuccessIsDoneAndFailureIsClassifiedByDefault) {
+  manual_clock clock;
+  random_generator rng(1);
+  retrier retry(fixed_delays(3, 10ms), clock, rng);
+  int calls = 0;
+  const auto ok = retry([&](const attempt_context&) {
+    return ++calls < 3 ? err(std::errc::connection_reset) : std::error_code{};
+  });
+  static_assert(std::same_as<decltype(ok.value), std::optional<done_t>>);
+  static_assert(std::same_as<decltype(ok.last_error), std::optional<std::error_code>>);
+  ASSERT_TRUE(ok.ok());
+  EXPECT_EQ(*ok.value, done);
+  EXPECT_EQ(ok.attempts, 3);
+
+  const auto denied =
+      retry([](const attempt_context&) { return err(std::errc::permission_denied); });
+  EXPECT_EQ(denied.reason, end_reason::not_retryable);
+  EXPECT_EQ(denied.attempts, 1);
+  EXPECT_EQ(denied.last_error, err(std::errc::permission_denied));
+
+  const auto cancelled =
+      retry([](const attempt_context&) { return err(std::errc::operation_canceled); });
+  EXPECT_EQ(cancelled.reason, end_reason::not_retryable);
+  EXPECT_EQ(cancelled.attempts, 1);
+}
+
+TEST(OperationShape, ValueErrorCodePair) {
+  manual_clock clock;
+  random_generator rng(2);
+  retrier retry(fixed_delays(3, 10ms), clock, rng);
+  int calls = 0;
+  const auto result = retry([&](const attempt_context&) -> std::pair<std::string, std::error_code> {
+    if (++calls == 1) return {"", err(std::errc::timed_out)};
+    return {"body", {}};
+  });
+  ASSERT_TRUE(result.ok());
+  EXPECT_EQ(*result.value, "body");
+  EXPECT_EQ(result.attempts, 2);
+  ASSERT_EQ(result.previous_errors.size(), 1U);
+  EXPECT_EQ(result.previous_errors[0], err(std::errc::timed_out));
+}
+
+TEST(OperationShape, ThrowingOperationRetriesTransientSystemErrors) {
+  manual_clock clock;
+  random_generator rng(3);
+  retrier retry(fixed_delays(3, 10ms), clock, rng);
+  int calls = 0;
+  const auto result = retry([&](const attempt_context&) {
+    if (++calls < 3) throw std::system_error(err(std::errc::connection_refused), "connect");
+    return 5;
+  });
+  static_assert(std::same_as<decltype(result.last_error), std::optional<std::exception_ptr>>);
+  ASSERT_TRUE(result.ok());
+  EXPECT_EQ(*result.value, 5);
+  EXPECT_EQ(result.attempts, 3);
+  EXPECT_EQ(result.error_count(), 2U);
+}
+
+TEST(OperationShape, ThrowingOperationStopsOnOtherExceptionsAndKeepsThem) {
+  manual_clock clock;
+  random_generator rng(4);
+  retrier retry(fixed_delays(3, 10ms), clock, rng);
+  const auto result =
+      retry([](const attempt_context&) -> int { throw std::invalid_argument("bad request"); });
+  EXPECT_EQ(result.reason, end_reason::not_retryable);
+  EXPECT_EQ(result.attempts, 1);
+  ASSERT_TRUE(result.last_error.has_value());
+  EXPECT_THROW(std::rethrow_exception(*result.last_error), std::invalid_argument);
+  EXPECT_TRUE(clock.sleeps().empty());
+}
+
+TEST(OperationShape, VoidOperationThatThrows) {
+  manual_clock clock;
+  random_generator rng(5);
+  retrier retry(fixed_delays(1, 10ms), clock, rng);
+  int calls = 0;
+  const auto result = retry([&](const attempt_context&) {
+    if (++calls == 1) throw std::system_error(err(std::errc::interrupted));
+  });
+  ASSERT_TRUE(result.ok());
+  EXPECT_EQ(*result.value, done);
+  EXPECT_EQ(result.attempts, 2);
+}
+
+TEST(OperationShape, ExpectedLikeOfVoidGivesDone) {
+  struct void_expected {
+    std::error_code ec;
+    bool has_value() const { return !ec; }
+    void operator*() && {}
+    std::error_code error() && { return ec; }
+  };
+  manual_clock clock;
+  random_generator rng(6);
+  retrier retry(fixed_delays(1, 10ms), clock, rng);
+  int calls = 0;
+  const auto result = retry([&](const attempt_context&) {
+    return void_expected{++calls == 1 ? err(std::errc::timed_out) : std::error_code{}};
+  });
+  ASSERT_TRUE(result.ok());
+  EXPECT_EQ(*result.value, done);
+}
+
+TEST(AttemptContext, CarriesAttemptStopTokenAndTimeLeft) {
+  manual_clock clock;
+  random_generator rng(7);
+  retrier retry(fixed_delays(2, 100ms), clock, rng);
+  std::stop_source stop;
+  std::vector<attempt_context> seen;
+  const auto result = retry(
+      [&](const attempt_context& ctx) -> outcome<int, int> {
+        seen.push_back(ctx);
+        return failure{1};
+      },
+      {}, call_options{.stop = stop.get_token(), .deadline = time_point{} + 1s});
+  EXPECT_EQ(result.reason, end_reason::attempts_exhausted);
+  ASSERT_EQ(seen.size(), 3U);
+  EXPECT_EQ(seen[0].attempt, 1);
+  EXPECT_EQ(seen[2].attempt, 3);
+  EXPECT_EQ(seen[0].time_left, 1s);
+  EXPECT_EQ(seen[1].time_left, 900ms);
+  EXPECT_EQ(seen[2].time_left, 800ms);
+  EXPECT_FALSE(seen[0].stop.stop_requested());
+  stop.request_stop();
+  EXPECT_TRUE(seen[0].stop.stop_requested());  // the call's own token
+
+  std::vector<duration> no_deadline;
+  (void)retry([&](const attempt_context& ctx) -> outcome<int, int> {
+    no_deadline.push_back(ctx.time_left);
+    return 1;
+  });
+  EXPECT_EQ(no_deadline, (std::vector<duration>{duration::max()}));
+}
+
+// ---------------------------------------------------------------------------------------------
+// End reasons.
+// ---------------------------------------------------------------------------------------------
+
+TEST(EndReasons, CancelledBeforeTheFirstAttemptMakesNone) {
+  manual_clock clock;
+  random_generator rng(8);
+  retrier retry(fixed_delays(3, 10ms), clock, rng);
+  std::stop_source stop;
+  stop.request_stop();
+  int calls = 0;
+  const auto result = retry([&](const attempt_context&) { return ++calls, std::error_code{}; }, {},
+                            {.stop = stop.get_token()});
+  EXPECT_EQ(result.reason, end_reason::cancelled);
+  EXPECT_EQ(result.attempts, 0);
+  EXPECT_EQ(calls, 0);
+  EXPECT_EQ(result.error_count(), 0U);
+}
+
+TEST(EndReasons, CancelledDuringTheSleepEndsWithoutAnotherAttempt) {
+  manual_clock clock;
+  random_generator rng(9);
+  std::stop_source stop;
+  // The hook runs just before the sleep: a stop requested there interrupts the sleep.
+  auto retry = retrier(fixed_delays(5, 10ms), clock, rng).on_retry([&](int attempt, auto&&, auto) {
+    if (attempt == 2) stop.request_stop();
+  });
+  int calls = 0;
+  const auto result =
+      retry([&](const attempt_context&) { return ++calls, err(std::errc::timed_out); }, {},
+            {.stop = stop.get_token()});
+  EXPECT_EQ(result.reason, end_reason::cancelled);
+  EXPECT_EQ(result.attempts, 2);
+  EXPECT_EQ(calls, 2);
+  EXPECT_EQ(result.slept, 10ms);  // the interrupted sleep took no virtual time
+  EXPECT_EQ(result.error_count(), 2U);
+}
+
+TEST(EndReasons, StopRequestedByTheOperationPreventsTheNextAttempt) {
+  manual_clock clock;
+  random_generator rng(10);
+  retrier retry(fixed_delays(5, 10ms), clock, rng);
+  std::stop_source stop;
+  int calls = 0;
+  const auto result = retry(
+      [&](const attempt_context&) {
+        if (++calls == 3) stop.request_stop();
+        return err(std::errc::timed_out);
+      },
+      {}, {.stop = stop.get_token()});
+  EXPECT_EQ(result.reason, end_reason::cancelled);
+  EXPECT_EQ(calls, 3);
+}
+
+TEST(EndReasons, DeadlinePassedAtTheStartMakesNoAttempt) {
+  manual_clock clock(time_point{} + 5s);
+  random_generator rng(11);
+  retrier retry(fixed_delays(3, 10ms), clock, rng);
+  int calls = 0;
+  const auto result = retry([&](const attempt_context&) { return ++calls, std::error_code{}; }, {},
+                            {.deadline = time_point{} + 5s});
+  EXPECT_EQ(result.reason, end_reason::deadline_exceeded);
+  EXPECT_EQ(result.attempts, 0);
+  EXPECT_EQ(calls, 0);
+}
+
+TEST(EndReasons, DeadlineEndsAtOnceWithoutAPointlessLastSleep) {
+  manual_clock clock;
+  random_generator rng(12);
+  counting_budget budget;
+  retrier retry(fixed_delays(10, 400ms), clock, rng, budget);
+  const auto result = retry([](const attempt_context&) { return err(std::errc::timed_out); }, {},
+                            {.deadline = time_point{} + 1s});
+  // Attempts at 0 and 400 ms; a third at 800 ms; a sleep to 1.2 s would pass the deadline.
+  EXPECT_EQ(result.reason, end_reason::deadline_exceeded);
+  EXPECT_EQ(result.attempts, 3);
+  EXPECT_EQ(clock.sleeps(), (std::vector<duration>{400ms, 400ms}));
+  EXPECT_EQ(clock.now(), time_point{} + 800ms);
+  EXPECT_EQ(budget.withdrawals, 2);  // no retry is charged for the sleep not taken
+}
+
+TEST(EndReasons, DelayEndingExactlyAtTheDeadlineIsNotMade) {
+  manual_clock clock;
+  random_generator rng(13);
+  retrier retry(fixed_delays(10, 500ms), clock, rng);
+  const auto result = retry([](const attempt_context&) { return err(std::errc::timed_out); }, {},
+                            {.deadline = time_point{} + 1s});
+  EXPECT_EQ(result.reason, end_reason::deadline_exceeded);
+  EXPECT_EQ(result.attempts, 2);
+  EXPECT_EQ(clock.sleeps(), (std::vector<duration>{500ms}));
+}
+
+TEST(EndReasons, RetryAfterPastTheDeadlineEndsAtOnce) {
+  manual_clock clock;
+  random_generator rng(14);
+  retrier retry(fixed_delays(3, 1ms), clock, rng);
+  const auto result =
+      retry([](const attempt_context&) -> outcome<int, int> { return failure{503}; },
+            [](int) { return classification::retry_after(5s); }, {.deadline = time_point{} + 4s});
+  EXPECT_EQ(result.reason, end_reason::deadline_exceeded);
+  EXPECT_EQ(result.attempts, 1);
+  EXPECT_TRUE(clock.sleeps().empty());
+}
+
+TEST(EndReasons, RetryAfterTooLong) {
+  manual_clock clock;
+  random_generator rng(15);
+  retrier retry(retry_policy(retry_options{.max_retry_after = 10s}), clock, rng);
+  const auto result =
+      retry([](const attempt_context&) -> outcome<int, int> { return failure{429}; },
+            [](int) { return classification::retry_after(11s); });
+  EXPECT_EQ(result.reason, end_reason::retry_after_too_long);
+  EXPECT_EQ(result.attempts, 1);
+  EXPECT_TRUE(clock.sleeps().empty());
+}
+
+TEST(EndReasons, BudgetExhaustedAndAttemptsExhausted) {
+  manual_clock clock;
+  random_generator rng(16);
+  counting_budget budget{.grants = 1};
+  retrier with_budget(fixed_delays(5, 1ms), clock, rng, budget);
+  const auto denied = with_budget([](const attempt_context&) { return err(std::errc::timed_out); });
+  EXPECT_EQ(denied.reason, end_reason::budget_exhausted);
+  EXPECT_EQ(denied.attempts, 2);
+
+  retrier retry(fixed_delays(2, 1ms), clock, rng);
+  const auto exhausted = retry([](const attempt_context&) { return err(std::errc::timed_out); });
+  EXPECT_EQ(exhausted.reason, end_reason::attempts_exhausted);
+  EXPECT_EQ(exhausted.attempts, 3);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The result: every attempt's error.
+// ---------------------------------------------------------------------------------------------
+
+TEST(RetryResult, KeepsEveryAttemptsErrorInOrder) {
+  manual_clock clock;
+  random_generator rng(17);
+  retrier retry(fixed_delays(3, 1ms), clock, rng);
+  int calls = 0;
+  const auto result =
+      retry([&](const attempt_context&) -> outcome<int, int> { return failure{++calls}; });
+  EXPECT_EQ(result.previous_errors, (std::vector<int>{1, 2, 3}));
+  EXPECT_EQ(result.last_error, 4);
+  EXPECT_EQ(result.error_count(), 4U);
+  std::vector<int> all;
+  result.for_each_error([&](int e) { all.push_back(e); });
+  EXPECT_EQ(all, (std::vector<int>{1, 2, 3, 4}));
+}
+
+TEST(RetryResult, SingleFailureIsInlineOnly) {
+  manual_clock clock;
+  random_generator rng(18);
+  retrier retry(fixed_delays(0, 1ms), clock, rng);
+  const auto result = retry([](const attempt_context&) -> outcome<int, int> { return failure{9}; });
+  EXPECT_EQ(result.last_error, 9);
+  EXPECT_TRUE(result.previous_errors.empty());
+  EXPECT_EQ(result.previous_errors.capacity(), 0U);  // nothing was allocated
+}
+
+TEST(RetryResult, SuccessAfterFailuresKeepsTheirErrors) {
+  manual_clock clock;
+  random_generator rng(19);
+  retrier retry(fixed_delays(3, 1ms), clock, rng);
+  int calls = 0;
+  const auto result = retry([&](const attempt_context&) -> outcome<int, int> {
+    if (++calls < 3) return failure{calls};
+    return 30;
+  });
+  ASSERT_TRUE(result.ok());
+  EXPECT_FALSE(result.last_error.has_value());
+  EXPECT_EQ(result.previous_errors, (std::vector<int>{1, 2}));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Hooks.
+// ---------------------------------------------------------------------------------------------
+
+TEST(Hooks, OnRetrySeesEachRetriedFailureAndItsDelay) {
+  manual_clock clock;
+  random_generator rng(20);
+  struct call {
+    int attempt;
+    std::error_code error;
+    duration delay;
+  };
+  std::vector<call> calls;
+  int gave_up = 0;
+  auto retry = retrier(retry_policy{}, clock, rng)
+                   .on_give_up([&](const auto&) { ++gave_up; })
+                   .on_retry([&](int attempt, const std::error_code& ec, duration d) {
+                     calls.push_back({attempt, ec, d});
+                   });
+  int n = 0;
+  const auto result = retry([&](const attempt_context&) {
+    return ++n < 3 ? err(std::errc::timed_out) : std::error_code{};
+  });
+  ASSERT_TRUE(result.ok());
+  ASSERT_EQ(calls.size(), 2U);
+  EXPECT_EQ(calls[0].attempt, 1);
+  EXPECT_EQ(calls[1].attempt, 2);
+  EXPECT_EQ(calls[0].error, err(std::errc::timed_out));
+  EXPECT_EQ(clock.sleeps(), (std::vector<duration>{calls[0].delay, calls[1].delay}));
+  EXPECT_EQ(gave_up, 0);  // not called on success
+}
+
+TEST(Hooks, OnGiveUpSeesTheFinalResultOnceForEveryFailure) {
+  manual_clock clock;
+  random_generator rng(21);
+  std::vector<end_reason> reasons;
+  std::vector<int> attempts;
+  auto retry = retrier(fixed_delays(2, 1ms), clock, rng).on_give_up([&](const auto& result) {
+    reasons.push_back(result.reason);
+    attempts.push_back(result.attempts);
+  });
+  (void)retry([](const attempt_context&) { return err(std::errc::timed_out); });
+  (void)retry([](const attempt_context&) { return err(std::errc::permission_denied); });
+  std::stop_source stop;
+  stop.request_stop();
+  (void)retry([](const attempt_context&) { return std::error_code{}; }, {},
+              {.stop = stop.get_token()});
+  EXPECT_EQ(reasons, (std::vector<end_reason>{end_reason::attempts_exhausted,
+                                              end_reason::not_retryable, end_reason::cancelled}));
+  EXPECT_EQ(attempts, (std::vector<int>{3, 1, 0}));
+}
+
+TEST(Hooks, UnsetHooksTakeNoSpace) {
+  using plain = retrier<random_generator>;
+  static_assert(std::same_as<plain, retrier<random_generator, stormguard::no_budget,
+                                            stormguard::no_hook, stormguard::no_hook>>);
+  EXPECT_EQ(sizeof(plain),
+            sizeof(retrier<random_generator, stormguard::no_budget, empty_hook, empty_hook>));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Real time: the one real sleep in the unit tests.
+// ---------------------------------------------------------------------------------------------
+
+TEST(RealClock, StopRequestWakesASleepingRetrierWithin50Ms) {
+  stormguard::real_clock clock;
+  random_generator rng(22);
+  retrier retry(fixed_delays(1, 10s), clock, rng);
+  std::stop_source stop;
+  std::atomic<bool> sleeping{false};
+  auto hooked = retry.on_retry([&](int, const auto&, duration) { sleeping = true; });
+  std::chrono::steady_clock::time_point requested;
+  std::thread stopper([&] {
+    while (!sleeping) std::this_thread::yield();
+    std::this_thread::sleep_for(5ms);  // let the retrier reach the wait
+    requested = std::chrono::steady_clock::now();
+    stop.request_stop();
+  });
+  const auto result = hooked([](const attempt_context&) { return err(std::errc::timed_out); }, {},
+                             {.stop = stop.get_token()});
+  const auto woke = std::chrono::steady_clock::now();
+  stopper.join();
+  EXPECT_EQ(result.reason, end_reason::cancelled);
+  EXPECT_EQ(result.attempts, 1);
+  EXPECT_LT(woke - requested, 50ms);
+  EXPECT_LT(result.slept, 1s);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Property test over random policies and outcomes.
+// ---------------------------------------------------------------------------------------------
+
+TEST(RetrierProperty, BoundsHoldForRandomPoliciesAndOutcomes) {
+  random_generator g(20261130);
+  const auto pick = [&](std::int64_t lo, std::int64_t hi) {
+    return lo + stormguard::uniform_int(g, hi - lo);
+  };
+  const jitter jitters[] = {jitter::none, jitter::equal, jitter::full, jitter::decorrelated};
+  std::vector<int> reasons_seen(7);
+  for (int run = 0; run < 3000; ++run) {
+    const duration base = std::chrono::milliseconds(pick(1, 500));
+    const duration cap = base + std::chrono::milliseconds(pick(0, 5000));
+    const retry_policy policy(
+        retry_options{.max_retries = static_cast<int>(pick(0, 8)),
+                      .backoff = {.base = base, .cap = cap, .jitter = jitters[pick(0, 3)]},
+                      .max_retry_after = std::chrono::seconds(pick(1, 60))});
+    const bool has_deadline = pick(0, 1) == 1;
+    const time_point deadline = has_deadline
+                                    ? time_point{} + std::chrono::milliseconds(pick(0, 20'000))
+                                    : time_point::max();
+    const int stop_after = static_cast<int>(pick(1, 12));  // stop requested during this attempt
+    const bool use_stop = pick(0, 3) == 0;
+
+    manual_clock clock;
+    random_generator rng(static_cast<std::uint64_t>(run));
+    counting_budget budget{.grants = static_cast<int>(pick(0, 10))};
+    retrier retry(policy, clock, rng, budget);
+    std::stop_source stop;
+
+    // Per attempt: 0 success, 1 retry, 2 stop, 3 retry_after(d).
+    std::vector<classification> verdicts;
+    std::vector<time_point> starts;
+    bool succeeded = false;
+    const auto result = retry(
+        [&](const attempt_context& ctx) -> outcome<int, int> {
+          starts.push_back(clock.now());
+          EXPECT_FALSE(ctx.stop.stop_requested()) << "an attempt after a stop request";
+          if (use_stop && ctx.attempt == stop_after) stop.request_stop();
+          if (pick(0, 9) == 0) {
+            succeeded = true;
+            return ctx.attempt;
+          }
+          return failure{ctx.attempt};
+        },
+        [&](int) {
+          const auto k = pick(0, 9);
+          const classification v =
+              k < 6   ? classification::retry()
+              : k < 7 ? classification::stop()
+                      : classification::retry_after(std::chrono::milliseconds(pick(0, 90'000)));
+          verdicts.push_back(v);
+          return v;
+        },
+        {.stop = stop.get_token(), .deadline = deadline});
+
+    SCOPED_TRACE("run " + std::to_string(run));
+    ++reasons_seen[static_cast<std::size_t>(result.reason)];
+    // Never more attempts than allowed.
+    ASSERT_LE(result.attempts, policy.max_retries() + 1);
+    ASSERT_EQ(static_cast<int>(starts.size()), result.attempts);
+    EXPECT_EQ(result.ok(), succeeded);
+    EXPECT_EQ(result.error_count(), verdicts.size());
+    // Never an attempt after a stop verdict, a too-long Retry-After, or a stop request.
+    for (std::size_t i = 0; i + 1 < verdicts.size(); ++i) {
+      EXPECT_NE(verdicts[i].verdict(), classification::kind::stop);
+      EXPECT_LE(verdicts[i].delay(), policy.options().max_retry_after);
+    }
+    if (use_stop && result.attempts >= stop_after) {
+      EXPECT_EQ(result.attempts, stop_after);
+    }
+    // Never a delay above cap unless raised by Retry-After, then within [d, max(cap, d) + d/2].
+    const std::vector<duration> sleeps = clock.sleeps();
+    ASSERT_LE(sleeps.size(), verdicts.size());
+    duration total{};
+    for (std::size_t i = 0; i < sleeps.size(); ++i) {
+      const classification& v = verdicts[i];
+      if (v.verdict() == classification::kind::retry_after) {
+        EXPECT_GE(sleeps[i], v.delay());
+        EXPECT_LE(sleeps[i], std::max(cap, v.delay()) + v.delay() / 2);
+      } else {
+        EXPECT_LE(sleeps[i], cap);
+      }
+      total += sleeps[i];
+    }
+    if (result.reason != end_reason::cancelled) {
+      EXPECT_EQ(result.slept, total);
+    }
+    // Never past the deadline: every attempt starts before it, and no sleep ends at or after it.
+    for (const time_point t : starts) {
+      EXPECT_LT(t, deadline);
+    }
+    if (has_deadline && result.attempts > 0) {
+      EXPECT_LT(clock.now(), deadline);
+    }
+  }
+  // The generator reached every end reason, so no invariant above held vacuously.
+  for (std::size_t r = 0; r < reasons_seen.size(); ++r) {
+    EXPECT_GT(reasons_seen[r], 0) << to_string(static_cast<end_reason>(r));
+  }
+}
+
+}  // namespace

@@ -1,0 +1,165 @@
+// Tests of `stormguard plan` as a user runs it: the built executable, its output and its exit
+// codes. Skipped when the CLI is not built (STORMGUARD_CLI_PATH undefined).
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+namespace {
+
+#ifdef STORMGUARD_CLI_PATH
+
+struct run_result {
+  int exit_code = -1;
+  std::string output;
+};
+
+run_result run_shell(const std::string& command) {
+  run_result result;
+  FILE* pipe = ::popen(command.c_str(), "r");
+  if (pipe == nullptr) return result;
+  char buffer[4096];
+  std::size_t n = 0;
+  while ((n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) result.output.append(buffer, n);
+  const int status = ::pclose(pipe);
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return result;
+}
+
+// Runs `stormguard plan` with `args` (already shell-quoted); stdout only unless with_stderr.
+run_result run_plan(const std::string& args, bool with_stderr = false) {
+  return run_shell(std::string("'") + STORMGUARD_CLI_PATH + "' plan " + args +
+                   (with_stderr ? " 2>&1" : " 2>/dev/null"));
+}
+
+nlohmann::json plan_json(const std::string& args) {
+  const run_result r = run_plan(args + " --json");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  return nlohmann::json::parse(r.output);
+}
+
+TEST(PlanCli, JsonHasOneObjectPerRetryWithEveryField) {
+  const nlohmann::json doc = plan_json("--retries 4 --samples 1000");
+  ASSERT_TRUE(doc.is_object());
+  ASSERT_EQ(doc.size(), 1u);
+  const nlohmann::json& retries = doc.at("retries");
+  ASSERT_EQ(retries.size(), 4u);
+  for (std::size_t i = 0; i < retries.size(); ++i) {
+    const nlohmann::json& r = retries[i];
+    EXPECT_EQ(r.at("retry"), i + 1);
+    for (const char* key : {"ceiling_ms", "min_ms", "max_ms", "mean_ms", "p50_ms", "p99_ms",
+                            "cumulative_max_ms", "cumulative_mean_ms"}) {
+      ASSERT_TRUE(r.contains(key)) << key;
+      EXPECT_TRUE(r.at(key).is_number()) << key;
+    }
+    EXPECT_EQ(r.size(), 9u);
+    EXPECT_LE(r.at("min_ms").get<double>(), r.at("p50_ms").get<double>());
+    EXPECT_LE(r.at("p99_ms").get<double>(), r.at("max_ms").get<double>());
+    EXPECT_LE(r.at("max_ms").get<double>(), r.at("ceiling_ms").get<double>());
+  }
+}
+
+TEST(PlanCli, SameSeedSameBytesOtherSeedOtherSamples) {
+  const std::string args = "--jitter decorrelated --retries 5 --samples 5000 --json";
+  const run_result a = run_plan(args + " --seed 42");
+  const run_result b = run_plan(args + " --seed 42");
+  const run_result c = run_plan(args + " --seed 43");
+  ASSERT_EQ(a.exit_code, 0);
+  EXPECT_EQ(a.output, b.output);
+  EXPECT_NE(a.output, c.output);
+  const run_result table_a = run_plan("--seed 7");
+  const run_result table_b = run_plan("--seed 7");
+  EXPECT_EQ(table_a.output, table_b.output);
+}
+
+TEST(PlanCli, NoJitterPrintsTheExactCeilings) {
+  const nlohmann::json doc = plan_json("--jitter none --retries 7 --samples 3");
+  const std::vector<double> ceilings{100, 200, 400, 800, 1600, 3000, 3000};
+  double total = 0;
+  ASSERT_EQ(doc.at("retries").size(), ceilings.size());
+  for (std::size_t i = 0; i < ceilings.size(); ++i) {
+    const nlohmann::json& r = doc.at("retries")[i];
+    total += ceilings[i];
+    for (const char* key : {"ceiling_ms", "min_ms", "max_ms", "mean_ms", "p50_ms", "p99_ms"}) {
+      EXPECT_EQ(r.at(key).get<double>(), ceilings[i]) << key << " retry " << i + 1;
+    }
+    EXPECT_EQ(r.at("cumulative_max_ms").get<double>(), total);
+    EXPECT_EQ(r.at("cumulative_mean_ms").get<double>(), total);
+  }
+}
+
+TEST(PlanCli, FullJitterMeanIsHalfTheCeiling) {
+  const nlohmann::json doc = plan_json("--jitter full --retries 4 --samples 200000 --seed 3");
+  for (const nlohmann::json& r : doc.at("retries")) {
+    const double half = r.at("ceiling_ms").get<double>() / 2;
+    EXPECT_NEAR(r.at("mean_ms").get<double>(), half, half * 0.005) << r.dump();
+    EXPECT_NEAR(r.at("p50_ms").get<double>(), half, half * 0.02) << r.dump();
+  }
+}
+
+TEST(PlanCli, DurationsAcceptEveryUnit) {
+  const nlohmann::json doc =
+      plan_json("--jitter none --base 0.25s --cap 1m --multiplier 1.5 --retries 2 --samples 1");
+  EXPECT_EQ(doc.at("retries")[0].at("ceiling_ms").get<double>(), 250);
+  EXPECT_EQ(doc.at("retries")[1].at("ceiling_ms").get<double>(), 375);
+}
+
+TEST(PlanCli, TableShowsRangesAndTotals) {
+  const run_result r = run_plan("--jitter equal --retries 2 --samples 100");
+  ASSERT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.output.find("[50ms, 100ms]"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("[100ms, 200ms]"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("worst total"), std::string::npos) << r.output;
+}
+
+TEST(PlanCli, ZeroRetriesIsAnEmptyPlanWithANote) {
+  const run_result table = run_plan("--retries 0");
+  EXPECT_EQ(table.exit_code, 0);
+  EXPECT_NE(table.output.find("No retries"), std::string::npos) << table.output;
+  EXPECT_EQ(plan_json("--retries 0"), nlohmann::json::parse(R"({"retries": []})"));
+}
+
+// Every usage error: exit code 2, and a message that names the flag and quotes the text.
+void expect_usage_error(const std::string& args, const std::vector<std::string>& needles) {
+  const run_result r = run_plan(args, true);
+  EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.output;
+  for (const std::string& needle : needles) {
+    EXPECT_NE(r.output.find(needle), std::string::npos) << args << "\n" << r.output;
+  }
+}
+
+TEST(PlanCli, BadDurationsNameTheFlagAndTheText) {
+  expect_usage_error("--base '5 ms'", {"--base", "'5 ms'", "ns us ms s m h"});
+  expect_usage_error("--cap 3", {"--cap", "'3'"});
+  expect_usage_error("--base -1s", {"--base", "'-1s'"});
+  expect_usage_error("--cap 1e3ms", {"--cap", "'1e3ms'"});
+  expect_usage_error("--base 0.5ns", {"--base", "'0.5ns'"});
+  expect_usage_error("--cap 99999999999999999999s", {"--cap", "'99999999999999999999s'"});
+}
+
+TEST(PlanCli, InvalidPolicyNamesTheField) {
+  expect_usage_error("--base 1s --cap 500ms", {"--cap", "cap must be >= base (1s)", "500ms"});
+  expect_usage_error("--multiplier 0.5", {"--multiplier", "0.5"});
+  expect_usage_error("--jitter wobbly", {"--jitter", "'wobbly'", "decorrelated"});
+  expect_usage_error("--jitter decorrelated --base 0s", {"--base", "base > 0"});
+}
+
+TEST(PlanCli, BoundsOnRetriesSamplesAndSeed) {
+  expect_usage_error("--retries 1001", {"--retries", "[0, 1000]", "1001"});
+  expect_usage_error("--retries -1", {"--retries", "-1"});
+  expect_usage_error("--samples 0", {"--samples", "[1, 10000000]", "got 0"});
+  expect_usage_error("--samples 10000001", {"--samples", "10000001"});
+  expect_usage_error("--samples 10000000 --retries 1000", {"--samples", "draws"});
+  expect_usage_error("--seed -1", {"--seed", "'-1'"});
+  expect_usage_error("--seed 18446744073709551616", {"--seed", "'18446744073709551616'"});
+  expect_usage_error("--bogus", {"--bogus"});
+}
+
+#else
+TEST(PlanCli, SkippedWithoutTheCli) { GTEST_SKIP() << "the CLI is not built"; }
+#endif
+
+}  // namespace

@@ -8,26 +8,14 @@
 #include <string>
 #include <vector>
 
+#include "test_util.hpp"
+
 namespace {
 
 #ifdef STORMGUARD_CLI_PATH
 
-struct run_result {
-  int exit_code = -1;
-  std::string output;
-};
-
-run_result run_shell(const std::string& command) {
-  run_result result;
-  FILE* pipe = ::popen(command.c_str(), "r");
-  if (pipe == nullptr) return result;
-  char buffer[4096];
-  std::size_t n = 0;
-  while ((n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) result.output.append(buffer, n);
-  const int status = ::pclose(pipe);
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return result;
-}
+using stormguard::test_util::run_result;
+using stormguard::test_util::run_shell;
 
 // Runs `stormguard plan` with `args` (already shell-quoted); stdout only unless with_stderr.
 run_result run_plan(const std::string& args, bool with_stderr = false) {

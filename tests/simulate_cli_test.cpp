@@ -11,6 +11,7 @@
 #include <string>
 
 #include "stormguard/sim/scenario.hpp"
+#include "test_util.hpp"
 
 namespace {
 
@@ -19,23 +20,8 @@ namespace {
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
-struct run_result {
-  int exit_code = -1;
-  std::string output;  // stdout, then stderr
-};
-
-// Runs a shell command and captures its stdout.
-run_result run_shell(const std::string& command) {
-  run_result result;
-  FILE* pipe = ::popen(command.c_str(), "r");
-  if (pipe == nullptr) return result;
-  char buffer[4096];
-  std::size_t n = 0;
-  while ((n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) result.output.append(buffer, n);
-  const int status = ::pclose(pipe);
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return result;
-}
+using stormguard::test_util::run_result;
+using stormguard::test_util::run_shell;
 
 const std::string k_cli = std::string("'") + STORMGUARD_CLI_PATH + "'";
 

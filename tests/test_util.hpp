@@ -3,7 +3,9 @@
 #define STORMGUARD_TESTS_TEST_UTIL_HPP
 
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 
+#include <cstdio>
 #include <stdexcept>
 #include <string>
 
@@ -20,6 +22,25 @@ std::string invalid_argument_message(F&& f) {
   }
   ADD_FAILURE() << "expected std::invalid_argument";
   return {};
+}
+
+// What a shell command printed on its stdout, and its exit status (-1 if it did not exit).
+struct run_result {
+  int exit_code = -1;
+  std::string output;
+};
+
+// Runs `command` with /bin/sh and captures its stdout (redirect 2>&1 in `command` for stderr).
+inline run_result run_shell(const std::string& command) {
+  run_result result;
+  FILE* pipe = ::popen(command.c_str(), "r");
+  if (pipe == nullptr) return result;
+  char buffer[4096];
+  std::size_t n = 0;
+  while ((n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) result.output.append(buffer, n);
+  const int status = ::pclose(pipe);
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return result;
 }
 
 }  // namespace stormguard::test_util

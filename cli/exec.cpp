@@ -146,11 +146,16 @@ int run_exec(const exec_options& options) {
     print_error("no command to run (use: stormguard exec [options] -- CMD [ARGS...])");
     return exit_usage;
   }
+  if (!options.quiet && policy_options.max_retries > 0 &&
+      policy_options.backoff.cap == duration::zero()) {
+    fmt::print(stderr,
+               "stormguard exec: warning: --cap is 0: every retry starts at once, with no delay\n");
+  }
 
   // An inherited SIG_IGN for SIGCHLD would make the kernel reap the command before its status
   // can be read.
   (void)std::signal(SIGCHLD, SIG_DFL);
-  interrupt_forwarder forwarder;
+  interrupt_forwarder forwarder(k_kill_grace);
   const std::string& name = options.command.front();
   int attempt = 0;
   std::optional<child_status> last;
@@ -227,8 +232,11 @@ constexpr const char* k_description =
     "command killed by signal N counts as exit status 128+N. An attempt that runs past\n"
     "--attempt-timeout (or past the --deadline) gets SIGTERM, then SIGKILL 2s later; the command\n"
     "runs in its own process group and the signals go to the whole group. A time-out is always\n"
-    "retried. SIGINT/SIGTERM sent to stormguard are forwarded to the command and no further\n"
-    "attempt starts. stdin, stdout and stderr are the command's; stormguard logs one line per\n"
+    "retried. SIGINT/SIGTERM/SIGHUP/SIGQUIT sent to stormguard are forwarded to the command's\n"
+    "group and no further attempt starts; a second signal, or 2s without the command ending,\n"
+    "sends SIGKILL to the group. Options are read only before CMD: everything from CMD on\n"
+    "(options included) is the command's. stdin, stdout and stderr are the command's; stormguard "
+    "logs one line per\n"
     "retry to stderr (--quiet silences it).";
 
 constexpr const char* k_exit_statuses =
@@ -239,8 +247,8 @@ constexpr const char* k_exit_statuses =
     "  124      the last attempt timed out (--attempt-timeout), or the --deadline ran out (also\n"
     "           when the next retry's delay would end past it)\n"
     "  127      the command could not be found or executed (never retried)\n"
-    "  130/143  stormguard received SIGINT/SIGTERM (128 + the signal), unless an attempt then\n"
-    "           succeeded (0)\n"
+    "  128+S    stormguard received signal S: 130/143 for SIGINT/SIGTERM, 129/131 for\n"
+    "           SIGHUP/SIGQUIT (unless an attempt then succeeded: 0)\n"
     "  2        bad command line\n"
     "\n"
     "Example: stormguard exec --retries 5 --attempt-timeout 30s --stop-on-exit 2 -- make deploy";
@@ -252,6 +260,8 @@ command add_exec_command(CLI::App& parent) {
   CLI::App* sub = parent.add_subcommand("exec", "Run a command with retries (exec -- CMD ARGS...)");
   sub->description(k_description);
   sub->footer(k_exit_statuses);
+  // Options end at CMD: `exec echo hi --retries 9` runs `echo hi --retries 9` (as with `--`).
+  sub->positionals_at_end();
   add_policy_flags(*sub, options->policy);
   options->attempt_timeout_option =
       sub->add_option("--attempt-timeout", options->attempt_timeout,
@@ -272,7 +282,9 @@ command add_exec_command(CLI::App& parent) {
           ->type_name("CODES")
           ->excludes(options->retry_on_option);
   sub->add_flag("--quiet,-q", options->quiet, "Do not log the retries on stderr");
-  sub->add_option("command", options->command, "The command and its arguments, after --")
+  sub->add_option(
+         "command", options->command,
+         "The command and its arguments (everything from CMD on is the command's; -- is optional)")
       ->type_name("CMD [ARGS...]")
       ->required();
   return command{sub, [options] { return run_exec(*options); }};

@@ -37,8 +37,8 @@ extern "C" void on_interrupt(int signal) {
   errno = saved;
 }
 
-constexpr int k_forwarded[] = {SIGINT, SIGTERM};
-struct sigaction g_previous[2];
+constexpr int k_forwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+struct sigaction g_previous[std::size(k_forwarded)];
 
 std::system_error errno_error(const char* what) {
   return std::system_error(errno, std::generic_category(), what);
@@ -112,7 +112,7 @@ std::string child_status::describe() const {
   return "ended";
 }
 
-interrupt_forwarder::interrupt_forwarder() {
+interrupt_forwarder::interrupt_forwarder(duration kill_grace) : kill_grace_(kill_grace) {
   if (::pipe2(pipe_, O_CLOEXEC) != 0) throw errno_error("pipe2");
   // The handler must never block; the reading thread does.
   (void)::fcntl(pipe_[1], F_SETFL, O_NONBLOCK);
@@ -141,17 +141,45 @@ interrupt_forwarder::~interrupt_forwarder() {
 }
 
 void interrupt_forwarder::loop() {
+  // After the first signal: when the group gets SIGKILL if no second signal came before.
+  std::optional<time_point> kill_at;
   while (true) {
+    int timeout_ms = -1;
+    if (kill_at) {
+      const auto left = std::chrono::ceil<std::chrono::milliseconds>(*kill_at - now());
+      timeout_ms = static_cast<int>(std::clamp<std::chrono::milliseconds::rep>(
+          left.count(), 0, std::chrono::milliseconds(std::chrono::hours(1)).count()));
+    }
+    pollfd p{pipe_[0], POLLIN, 0};
+    const int ready = ::poll(&p, 1, timeout_ms);
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready == 0) {
+      if (kill_at && now() >= *kill_at) {
+        kill_at.reset();
+        const std::lock_guard lock(mutex_);
+        killing_ = true;
+        if (pgid_ > 0) (void)::kill(-pgid_, SIGKILL);
+      }
+      continue;
+    }
     unsigned char byte = 0;
     const ssize_t n = ::read(pipe_[0], &byte, 1);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0 || byte == 0) return;
     const int signal = byte;
     int none = 0;
-    (void)received_.compare_exchange_strong(none, signal);
+    const bool first = received_.compare_exchange_strong(none, signal);
     stop_.request_stop();
     const std::lock_guard lock(mutex_);
-    if (pgid_ > 0) (void)::kill(-pgid_, signal);
+    if (first) {
+      kill_at = detail::saturating_add(now(), kill_grace_);
+      if (pgid_ > 0) (void)::kill(-pgid_, signal);
+    } else {
+      // A second signal: the command had its chance to stop.
+      kill_at.reset();
+      killing_ = true;
+      if (pgid_ > 0) (void)::kill(-pgid_, SIGKILL);
+    }
   }
 }
 
@@ -159,7 +187,9 @@ void interrupt_forwarder::attach(pid_t pgid) {
   const std::lock_guard lock(mutex_);
   pgid_ = pgid;
   // A signal that came before attach (between the stop check and the spawn) still reaches it.
-  if (const int signal = received_.load(); signal != 0) (void)::kill(-pgid_, signal);
+  if (const int signal = received_.load(); signal != 0) {
+    (void)::kill(-pgid_, killing_ ? SIGKILL : signal);
+  }
 }
 
 void interrupt_forwarder::detach() {

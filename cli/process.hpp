@@ -1,8 +1,9 @@
 // The POSIX process runner behind `stormguard exec`: runs a command once in its own process
-// group with a time limit (SIGTERM, then SIGKILL after a grace), and forwards SIGINT/SIGTERM
-// received by stormguard to the running command.
+// group with a time limit (SIGTERM, then SIGKILL after a grace), and forwards SIGINT, SIGTERM,
+// SIGHUP and SIGQUIT received by stormguard to the running command (SIGKILL on a second signal or
+// once the grace has passed).
 //
-//   stormguard::cli::interrupt_forwarder forwarder;   // installs the SIGINT/SIGTERM handlers
+//   stormguard::cli::interrupt_forwarder forwarder;   // installs the signal handlers
 //   auto status = stormguard::cli::run_process({"sh", "-c", "exit 3"}, std::chrono::seconds(5),
 //                                              std::chrono::seconds(2), forwarder);
 //   status.exit_status();                             // 3
@@ -48,28 +49,32 @@ inline constexpr int k_exit_timed_out = 124;
 /// Status 127: the command could not be found or executed, as the shells report it.
 inline constexpr int k_exit_cannot_run = 127;
 
-/// Catches SIGINT and SIGTERM while it lives: a signal requests a stop on token() and is
-/// forwarded to the process group of the command being run (if any); later signals are forwarded
-/// too. The handler only writes the signal number to a self-pipe (async-signal-safe); a thread
-/// does the rest. The previous dispositions are restored on destruction.
+/// Catches SIGINT, SIGTERM, SIGHUP and SIGQUIT while it lives: the first signal requests a stop
+/// on token() and is forwarded to the process group of the command being run (if any). Then the
+/// group gets SIGKILL on a second signal, or once `kill_grace` has passed since the first (a
+/// command that ignores the signal cannot keep stormguard running); a group attached after that
+/// gets SIGKILL at once. The handler only writes the signal number to a self-pipe
+/// (async-signal-safe); a thread does the rest. The previous dispositions are restored on
+/// destruction.
 ///
 /// At most one instance per process (the handler's pipe is process-wide state, as signal
 /// dispositions are). attach/detach/received/token are thread-safe.
 class interrupt_forwarder {
  public:
   /// Throws std::system_error when the pipe, the handlers or the thread cannot be set up.
-  interrupt_forwarder();
+  explicit interrupt_forwarder(duration kill_grace = std::chrono::seconds(2));
   ~interrupt_forwarder();
   interrupt_forwarder(const interrupt_forwarder&) = delete;
   interrupt_forwarder& operator=(const interrupt_forwarder&) = delete;
 
-  /// Stopped when SIGINT or SIGTERM arrives.
+  /// Stopped when one of the signals arrives.
   [[nodiscard]] std::stop_token token() const noexcept { return stop_.get_token(); }
-  /// The first signal received (SIGINT or SIGTERM), 0 if none.
+  /// The first signal received (SIGINT, SIGTERM, SIGHUP or SIGQUIT), 0 if none.
   [[nodiscard]] int received() const noexcept { return received_.load(); }
 
   /// From now on, forward signals to process group `pgid`. If a signal already arrived, it is
-  /// sent to the group at once (so a command started just as the signal came still gets it).
+  /// sent to the group at once (SIGKILL if the escalation already happened) (so a command started
+  /// just as the signal came still gets it).
   void attach(pid_t pgid);
   /// Stop forwarding (call before reaping the group's leader, so that its id cannot be reused
   /// by an unrelated group while a signal is being forwarded).
@@ -81,14 +86,16 @@ class interrupt_forwarder {
   int pipe_[2] = {-1, -1};
   std::stop_source stop_;
   std::atomic<int> received_{0};
-  std::mutex mutex_;  // guards pgid_
+  duration kill_grace_;
+  std::mutex mutex_;  // guards pgid_ and killing_
   pid_t pgid_ = 0;
+  bool killing_ = false;  // escalated: the group (and any attached later) gets SIGKILL
   std::thread thread_;
 };
 
 /// Runs `argv` (argv[0] looked up in PATH) with stdin/stdout/stderr inherited, in a new process
-/// group whose id is the child's pid, with SIGINT/SIGTERM at their default dispositions and no
-/// signal blocked. Waits until it exits or `time_limit` passes (duration::max() = no limit);
+/// group whose id is the child's pid, with the forwarded signals at their default dispositions and
+/// no signal blocked. Waits until it exits or `time_limit` passes (duration::max() = no limit);
 /// past the limit the whole group gets SIGTERM, and SIGKILL once `grace` has passed (or at once
 /// when the command leaves earlier, which sweeps up what it left in its group). Returns how the
 /// command ended. Precondition: argv is not empty.

@@ -258,6 +258,75 @@ TEST_F(ExecCli, SigintIsForwardedToTheRunningCommand) {
   EXPECT_EQ(runs(), 1);
 }
 
+TEST_F(ExecCli, SighupIsForwardedToTheRunningCommand) {
+  (void)script("sleep 10; exit 3");
+  const pid_t pid = spawn_cli({"exec", "--base", "1ms", "--", "sh", (dir_ / "script.sh").string()});
+  ASSERT_GT(pid, 0);
+  ASSERT_TRUE(wait_for_first_run());
+  const auto start = steady::now();
+  ASSERT_EQ(::kill(pid, SIGHUP), 0);
+  EXPECT_EQ(wait_exit_code(pid), 128 + SIGHUP);
+  EXPECT_LT(steady::now() - start, 1s);
+  EXPECT_EQ(runs(), 1);
+}
+
+TEST_F(ExecCli, SecondSignalKillsACommandThatIgnoresTheFirst) {
+  // The ignored dispositions are inherited by the sleep: only SIGKILL ends it.
+  (void)script("trap '' INT TERM; sleep 8; exit 3");
+  const pid_t pid = spawn_cli({"exec", "--base", "1ms", "sh", (dir_ / "script.sh").string()});
+  ASSERT_GT(pid, 0);
+  ASSERT_TRUE(wait_for_first_run());
+  const auto start = steady::now();
+  ASSERT_EQ(::kill(pid, SIGTERM), 0);
+  std::this_thread::sleep_for(200ms);
+  ASSERT_EQ(::kill(pid, SIGTERM), 0);
+  EXPECT_EQ(wait_exit_code(pid), 128 + SIGTERM);
+  EXPECT_LT(steady::now() - start, 1500ms);
+  EXPECT_EQ(runs(), 1);
+}
+
+TEST_F(ExecCli, CommandThatIgnoresTheSignalIsKilledAfterTheGrace) {
+  (void)script("trap '' INT TERM; sleep 8; exit 3");
+  const pid_t pid = spawn_cli({"exec", "--base", "1ms", "sh", (dir_ / "script.sh").string()});
+  ASSERT_GT(pid, 0);
+  ASSERT_TRUE(wait_for_first_run());
+  const auto start = steady::now();
+  ASSERT_EQ(::kill(pid, SIGTERM), 0);
+  EXPECT_EQ(wait_exit_code(pid), 128 + SIGTERM);
+  const auto elapsed = steady::now() - start;
+  EXPECT_GT(elapsed, 1500ms);  // the 2 s grace
+  EXPECT_LT(elapsed, 3500ms);
+  EXPECT_EQ(runs(), 1);
+}
+
+TEST_F(ExecCli, OptionsAfterTheCommandAreTheCommands) {
+  const auto r = run_cli("exec " + k_fast + "-q echo hello --retries 9 world");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output, "hello --retries 9 world\n");
+  const auto dashes = run_cli("exec " + k_fast + "-q -- echo hello --retries 9 world");
+  EXPECT_EQ(dashes.exit_code, 0) << dashes.output;
+  EXPECT_EQ(dashes.output, "hello --retries 9 world\n");
+  for (const char* args : {"exec -q echo -- x --help", "exec -q -- echo -- x --help"}) {
+    const auto inner = run_cli(args);
+    EXPECT_EQ(inner.exit_code, 0) << args << ": " << inner.output;
+    EXPECT_EQ(inner.output, "-- x --help\n") << args;
+  }
+  // Options before the command are stormguard's, with or without --.
+  const auto before = run_cli("exec " + k_fast + "--retries 1 -q " + script("exit 5"));
+  EXPECT_EQ(before.exit_code, 5) << before.output;
+  EXPECT_EQ(runs(), 2);
+}
+
+TEST_F(ExecCli, ZeroCapWarnsButRuns) {
+  const auto r = run_cli("exec --base 0s --cap 0s --retries 1 -- " + script("exit 3"));
+  EXPECT_EQ(r.exit_code, 3) << r.output;
+  EXPECT_EQ(runs(), 2);
+  EXPECT_NE(r.output.find("warning: --cap is 0"), std::string::npos) << r.output;
+  const auto quiet = run_cli("exec --base 0s --cap 0s --retries 1 -q -- " + script("exit 3"));
+  EXPECT_EQ(quiet.exit_code, 3) << quiet.output;
+  EXPECT_EQ(quiet.output, "");
+}
+
 TEST_F(ExecCli, QuietSilencesTheAttemptLog) {
   const auto r = run_cli("exec " + k_fast + "--quiet -- " + script("[ \"$n\" -gt 2 ] || exit 1"));
   EXPECT_EQ(r.exit_code, 0) << r.output;

@@ -437,6 +437,11 @@ class retrier {
       }
       if (result.last_error) result.previous_errors.push_back(std::move(*result.last_error));
       result.last_error.emplace(std::move(r).error());
+      if (call.stop.stop_requested()) {
+        // Stopped during the attempt: no verdict, no budget withdrawal, no on_retry.
+        give_up(end_reason::cancelled);
+        return result;
+      }
       const classification verdict = to_classification(classify, std::as_const(*result.last_error));
       const time_point before = clock_->now();
       const retry_decision next = policy_decide(attempt, verdict, previous, before, call.deadline);

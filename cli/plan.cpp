@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "command.hpp"
+#include "output.hpp"
 #include "plan_stats.hpp"
 #include "policy_flags.hpp"
 #include "stormguard/backoff.hpp"
@@ -149,12 +150,9 @@ int run_plan(const plan_options& options) {
   const std::vector<plan_row> rows = make_plan(b, retries, options.samples, seed);
 
   const std::string text = options.json ? to_json(rows) : to_table(policy, options, rows);
-  errno = 0;
-  const bool ok =
-      std::fwrite(text.data(), 1, text.size(), stdout) == text.size() && std::fflush(stdout) == 0;
-  if (!ok) {
+  if (!write_all(stdout, text)) {
     fmt::print(stderr, "stormguard plan: error: cannot write to standard output: {}\n",
-               errno != 0 ? std::strerror(errno) : "unknown error");
+               errno_text(errno));
     return exit_failure;
   }
   return exit_success;

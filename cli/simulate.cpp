@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "command.hpp"
+#include "output.hpp"
 #include "stormguard/sim/report.hpp"
 #include "stormguard/sim/scenario.hpp"
 #include "stormguard/sim/simulator.hpp"
@@ -37,16 +38,6 @@ struct simulate_options {
 void print_error(const std::string& message) {
   fmt::print(stderr, "stormguard simulate: error: {}\n", message);
 }
-
-// Writes `text` to `file` and flushes it; false (with errno set) if any of it could not be written.
-bool write_all(std::FILE* file, const std::string& text) {
-  errno = 0;
-  const std::size_t written = std::fwrite(text.data(), 1, text.size(), file);
-  const bool flushed = std::fflush(file) == 0;
-  return written == text.size() && flushed && std::ferror(file) == 0;
-}
-
-std::string errno_text(int error) { return error != 0 ? std::strerror(error) : "unknown error"; }
 
 // A decimal integer in [0, 2^64 - 1], digits only (no sign, no spaces, no hex).
 std::optional<std::uint64_t> parse_seed(const std::string& text) {

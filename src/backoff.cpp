@@ -35,11 +35,14 @@ void reject(const std::string& message) {
   throw std::invalid_argument("stormguard::backoff: " + message);
 }
 
-// min(cap, base · multiplier^(retry-1)) in double, saturating at cap. Powers of two scale a
-// double exactly, so with multiplier 2 every ceiling below 2^63 ns is exact.
+// min(cap, base · multiplier^(retry-1)) (or ^retry with ceiling_exponent::retry) in double,
+// saturating at cap. Powers of two scale a double exactly, so with multiplier 2 every ceiling
+// below 2^63 ns is exact.
 duration compute_ceiling(const backoff_options& o, int retry) noexcept {
-  if (o.multiplier == 1.0 || retry == 1) return o.base;
-  const double exponent = static_cast<double>(retry - 1);
+  // In double: retry may be INT_MAX, and retry - 1 + 1 must not overflow an int.
+  const double exponent =
+      static_cast<double>(retry) - (o.exponent == ceiling_exponent::retry ? 0.0 : 1.0);
+  if (o.multiplier == 1.0 || exponent == 0.0) return o.base;
   const double value = static_cast<double>(o.base.count()) * std::pow(o.multiplier, exponent);
   // 2^63 is exactly representable; anything at or above it (or inf) saturates.
   if (!(value < 0x1.0p63)) return o.cap;
@@ -65,6 +68,11 @@ backoff::backoff(backoff_options options) : options_(options) {
   const auto j = static_cast<int>(options_.jitter);
   if (j < static_cast<int>(jitter::none) || j > static_cast<int>(jitter::decorrelated)) {
     reject("jitter must be one of none, equal, full, decorrelated, got " + std::to_string(j));
+  }
+  const auto e = static_cast<int>(options_.exponent);
+  if (e < static_cast<int>(ceiling_exponent::retry_minus_one) ||
+      e > static_cast<int>(ceiling_exponent::retry)) {
+    reject("exponent must be retry_minus_one or retry, got " + std::to_string(e));
   }
   if (options_.jitter == jitter::decorrelated && options_.base == duration::zero()) {
     reject("decorrelated jitter needs base > 0 (every delay would be U(0, 0) = 0), got base 0s");

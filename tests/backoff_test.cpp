@@ -403,6 +403,89 @@ TEST(BackoffValidation, AcceptsTheBoundaries) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// ceiling_exponent::retry: the convention of Brooker's published code (base · 2^n, n from 1).
+// ---------------------------------------------------------------------------------------------
+
+backoff brooker(jitter j) {
+  return backoff(backoff_options{.base = 5ms,
+                                 .cap = 2000ms,
+                                 .multiplier = 2.0,
+                                 .jitter = j,
+                                 .exponent = stormguard::ceiling_exponent::retry});
+}
+
+TEST(CeilingExponent, DefaultIsRetryMinusOne) {
+  EXPECT_EQ(backoff_options{}.exponent, stormguard::ceiling_exponent::retry_minus_one);
+  EXPECT_EQ(make(jitter::none, 5ms, 2000ms).ceiling(1), 5ms);
+}
+
+TEST(CeilingExponent, RetryGivesBaseTimesTwoToTheNCappedAsInBrookersCode) {
+  const backoff b = brooker(jitter::none);
+  // min(2000, 5 · 2^n): 10, 20, 40, ..., 1280, then capped at 2000 from n = 9 (2560).
+  for (int n = 1; n <= 8; ++n) {
+    EXPECT_EQ(b.ceiling(n), 5ms * (std::int64_t{1} << n)) << n;
+  }
+  EXPECT_EQ(b.ceiling(9), 2000ms);
+  EXPECT_EQ(b.ceiling(40), 2000ms);  // past the precomputed table
+  EXPECT_EQ(b.ceiling(INT_MAX), 2000ms);
+  scripted_random g{};
+  EXPECT_EQ(b.delay(1, g), 10ms);  // no jitter: exactly the ceiling, no draw
+  EXPECT_EQ(g.drawn(), 0U);
+}
+
+TEST(CeilingExponent, FullAndEqualJitterDrawUnderTheShiftedCeiling) {
+  scripted_random g{fraction(1.0), fraction(0.0), fraction(1.0), fraction(0.0)};
+  const backoff full = brooker(jitter::full);
+  EXPECT_EQ(full.delay(1, g), 10ms);  // U(0, 10): the top
+  EXPECT_EQ(full.delay(3, g), 0ms);   // U(0, 40): the bottom
+  const backoff equal = brooker(jitter::equal);
+  EXPECT_EQ(equal.delay(2, g), 20ms);  // 10 + U(0, 10): the top
+  EXPECT_EQ(equal.delay(2, g), 10ms);  // the bottom
+}
+
+TEST(CeilingExponent, DecorrelatedIsUnchangedByTheExponent) {
+  // Brooker's decorrelated jitter starts from sleep = base: U(base, 3 · base), then
+  // U(base, 3 · previous sleep), capped.
+  backoff_options with_default{.base = 5ms, .cap = 2000ms, .jitter = jitter::decorrelated};
+  backoff_options with_retry = with_default;
+  with_retry.exponent = stormguard::ceiling_exponent::retry;
+  random_generator a(3), b(3);
+  duration previous_a{}, previous_b{};
+  for (int n = 1; n <= 20; ++n) {
+    previous_a = backoff(with_default).delay(n, a, previous_a);
+    previous_b = backoff(with_retry).delay(n, b, previous_b);
+    EXPECT_EQ(previous_a, previous_b) << n;
+  }
+  scripted_random g{fraction(1.0)};
+  EXPECT_EQ(backoff(with_retry).delay(1, g), 15ms);  // U(5, 3 · 5): the top
+}
+
+TEST(CeilingExponent, NeverAboveCapNorOverflowingForAnyRetryNumber) {
+  for (jitter j : {jitter::none, jitter::equal, jitter::full}) {
+    const backoff b(backoff_options{.base = 1ns,
+                                    .cap = duration::max(),
+                                    .multiplier = 3.0,
+                                    .jitter = j,
+                                    .exponent = stormguard::ceiling_exponent::retry});
+    random_generator g(5);
+    for (int n : {1, 2, 39, 40, 41, 1000, INT_MAX}) {
+      const duration d = b.delay(n, g);
+      EXPECT_GE(d, 0ns) << n;
+      EXPECT_GE(b.ceiling(n), b.ceiling(1)) << n;
+    }
+    EXPECT_EQ(b.ceiling(1), 3ns);
+    EXPECT_EQ(b.ceiling(INT_MAX), duration::max());
+  }
+}
+
+TEST(BackoffValidation, RejectsExponentOutsideTheEnum) {
+  backoff_options o;
+  o.exponent = static_cast<stormguard::ceiling_exponent>(7);
+  EXPECT_THAT(invalid_argument_message([&] { (void)backoff(o); }),
+              AllOf(HasSubstr("exponent"), HasSubstr("7")));
+}
+
+// ---------------------------------------------------------------------------------------------
 // Names.
 // ---------------------------------------------------------------------------------------------
 

@@ -5,11 +5,19 @@
 // clock; the retry executor and the storm simulator do that. The formulas are those of Marc
 // Brooker, "Exponential Backoff And Jitter" (AWS Architecture Blog, 2015):
 //
-//   ceiling(n)    = min(cap, base · multiplier^(n-1))
+//   ceiling(n)    = min(cap, base · multiplier^(n-1))          (the default: retry 1 waits <= base)
+//                 = min(cap, base · multiplier^n)              (ceiling_exponent::retry: Brooker's
+//                 code)
 //   none          : delay = ceiling(n)
 //   equal         : delay = ceiling(n)/2 + U(0, ceiling(n)/2)          ∈ [ceiling/2, ceiling]
 //   full (default): delay = U(0, ceiling(n))                            ∈ [0, ceiling]
 //   decorrelated  : delay = min(cap, U(base, 3 · previous delay)),      previous of retry 1 = base
+//
+// The decorrelated formula is the blog's code as published (`sleep = min(cap, random_between(base,
+// sleep * 3))`, starting from sleep = base). The blog's code computes the ceiling of the n-th retry
+// as base · 2^n with n from 1 (its first retry's ceiling is 2 · base); the option
+// backoff_options::exponent = ceiling_exponent::retry selects that convention, for reproducing
+// the blog's experiment exactly (the simulator's brooker-occ scenario does).
 //
 // U(a, b) is uniform over the closed range at nanosecond resolution (stormguard::uniform_duration).
 // All arithmetic saturates: any n up to INT_MAX and any base <= cap give a delay in [0, cap].
@@ -50,6 +58,19 @@ enum class jitter {
 /// exact and case-sensitive).
 [[nodiscard]] std::optional<jitter> parse_jitter(std::string_view text) noexcept;
 
+/// Which power of the multiplier the ceiling of retry n uses.
+enum class ceiling_exponent {
+  /// ceiling(n) = min(cap, base · multiplier^(n-1)): the first retry's ceiling is base (the
+  /// default, and DESIGN.md's vocabulary: "base is the first ceiling").
+  retry_minus_one,
+  /// ceiling(n) = min(cap, base · multiplier^n): the first retry's ceiling is base · multiplier.
+  /// The convention of the code behind Brooker's "Exponential Backoff And Jitter" (AWS
+  /// Architecture Blog, 2015; github.com/aws-samples/aws-arch-backoff-simulator), whose ceiling
+  /// is `min(cap, base * 2 ** attempt)` with attempt counted from 1 (base 5, cap 2000: the first
+  /// retry's ceiling is 10).
+  retry,
+};
+
 /// The settings of a backoff. Defaults are the seed's DefaultRetryConfig and Brooker's advice.
 struct backoff_options {
   /// The first ceiling: the largest delay before retry 1. >= 0; 0 means retry at once (the
@@ -63,6 +84,9 @@ struct backoff_options {
   double multiplier = 2.0;
   /// The jitter applied under the ceiling.
   stormguard::jitter jitter = stormguard::jitter::full;
+  /// The exponent of the ceiling: retry - 1 (the default) or retry (Brooker's published code).
+  /// Decorrelated jitter has no ceiling and ignores it.
+  ceiling_exponent exponent = ceiling_exponent::retry_minus_one;
 
   friend bool operator==(const backoff_options&, const backoff_options&) = default;
 };
@@ -75,7 +99,7 @@ class backoff {
  public:
   /// Validates `options` and precomputes the first ceilings. Throws std::invalid_argument naming
   /// the field and the value when base < 0, cap < base, multiplier is NaN, infinite or < 1,
-  /// jitter is not one of the enumerators, or jitter is decorrelated with base == 0.
+  /// jitter or exponent is not one of the enumerators, or jitter is decorrelated with base == 0.
   explicit backoff(backoff_options options = {});
 
   /// A constant backoff: every ceiling is `delay` (base = cap = delay, multiplier 1), with the
@@ -86,8 +110,9 @@ class backoff {
   /// The validated settings.
   [[nodiscard]] const backoff_options& options() const noexcept { return options_; }
 
-  /// The ceiling of retry `retry`: min(cap, base · multiplier^(retry-1)), saturating, in [base,
-  /// cap]. `retry` counts from 1; a value < 1 throws std::invalid_argument.
+  /// The ceiling of retry `retry`: min(cap, base · multiplier^(retry-1)), or
+  /// min(cap, base · multiplier^retry) with ceiling_exponent::retry; saturating, in [base, cap].
+  /// `retry` counts from 1; a value < 1 throws std::invalid_argument.
   [[nodiscard]] duration ceiling(int retry) const {
     if (retry < 1) throw_bad_retry(retry);
     if (retry <= k_table_size) return table_[static_cast<std::size_t>(retry - 1)];

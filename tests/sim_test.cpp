@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "stormguard/sim/occ.hpp"
+#include "stormguard/sim/parallel.hpp"
 #include "stormguard/sim/report.hpp"
 #include "stormguard/sim/scenario.hpp"
 #include "stormguard/sim/simulator.hpp"
@@ -670,6 +672,162 @@ TEST(FormatTable, HasOneRowPerStrategyAndNamesTheScenario) {
   for (const auto& s : sim::builtin_strategies()) {
     EXPECT_NE(table.find("\n" + s.name + " "), std::string::npos) << s.name;
   }
+}
+
+// ---------------------------------------------------------------------------------------------
+// brooker-occ
+// ---------------------------------------------------------------------------------------------
+
+sim::occ_options small_occ() {
+  sim::occ_options o;
+  o.clients_from = 10;
+  o.clients_to = 30;
+  o.clients_step = 10;
+  o.trials = 8;
+  return o;
+}
+
+TEST(OccAlgorithms, AreBrookersFiveWithTheLibrarysBackoffInItsPublishedConvention) {
+  const auto algorithms = sim::occ_algorithms(sim::occ_options{});
+  std::vector<std::string> names;
+  for (const auto& a : algorithms) names.push_back(a.name);
+  EXPECT_EQ(names,
+            (std::vector<std::string>{"none", "exponential", "equal", "full", "decorrelated"}));
+  EXPECT_EQ(algorithms[0].retry.backoff.cap, 0ns);  // none: retry at once
+  for (std::size_t i = 1; i < algorithms.size(); ++i) {
+    const auto& b = algorithms[i].retry.backoff;
+    EXPECT_EQ(b.base, 5ms);
+    EXPECT_EQ(b.cap, 2000ms);
+    EXPECT_EQ(b.exponent, stormguard::ceiling_exponent::retry);
+    // The first retry's ceiling is 10 time units, as in the blog's code (5 · 2^1).
+    EXPECT_EQ(stormguard::backoff(b).ceiling(1), 10ms) << algorithms[i].name;
+  }
+}
+
+TEST(OccTrial, OneClientWritesOnceAfterFourNetworkDelays) {
+  // One client never conflicts: one write, and the time is the sum of four |Normal(10, 2)|
+  // delays: mean 40, standard deviation 4 (2 · sqrt(4)).
+  const auto algorithms = sim::occ_algorithms(sim::occ_options{});
+  constexpr int k_trials = 4000;
+  double sum = 0.0;
+  double sum_sq = 0.0;
+  for (int t = 0; t < k_trials; ++t) {
+    const auto r = sim::simulate_occ_trial(1, algorithms[3], static_cast<std::uint64_t>(t),
+                                           sim::occ_options{});
+    EXPECT_EQ(r.calls, 1);
+    const double units = std::chrono::duration<double, std::milli>(r.time).count();
+    sum += units;
+    sum_sq += units * units;
+  }
+  const double mean = sum / k_trials;
+  const double sd = std::sqrt(sum_sq / k_trials - mean * mean);
+  // Standard error of the mean: 4 / sqrt(4000) = 0.063; a delay of Normal(10, 1) or (11, 2) fails.
+  EXPECT_NEAR(mean, 40.0, 0.3);
+  EXPECT_NEAR(sd, 4.0, 0.3);
+}
+
+TEST(OccTrial, EveryClientWritesAtLeastOnceAndFailsAtMostOncePerOtherSuccess) {
+  const auto algorithms = sim::occ_algorithms(sim::occ_options{});
+  for (const auto& a : algorithms) {
+    for (int n : {2, 17, 60}) {
+      const auto r = sim::simulate_occ_trial(n, a, 9, sim::occ_options{});
+      EXPECT_GE(r.calls, n) << a.name;
+      // A failed write needs a success between its read and its write, and a client's rounds do
+      // not overlap: at most n - 1 failures per client.
+      EXPECT_LE(r.calls, static_cast<std::int64_t>(n) * n) << a.name;
+      EXPECT_GT(r.time, 0ns);
+    }
+  }
+}
+
+TEST(OccSweep, IsIdenticalForOneAndTwoThreads) {
+  sim::occ_options one = small_occ();
+  one.threads = 1;
+  sim::occ_options two = small_occ();
+  two.threads = 2;
+  const auto a = sim::simulate_occ(one);
+  const auto b = sim::simulate_occ(two);
+  EXPECT_EQ(a.sweep, b.sweep);
+  EXPECT_EQ(sim::to_json(a), sim::to_json(b));
+  EXPECT_EQ(a.sweep.size(), 3u * 5u);
+  sim::occ_options other = small_occ();
+  other.seed = 43;
+  EXPECT_NE(sim::to_json(sim::simulate_occ(other)), sim::to_json(a));
+}
+
+TEST(OccSweep, NoJitterExponentialDoesMoreWorkThanFullJitter) {
+  // The blog's finding at 50 clients: no-jitter exponential makes about twice the calls of full
+  // jitter (the model: 625 vs 334 over 100 trials); 20 trials keep the test fast and the margin
+  // wide.
+  sim::occ_options o;
+  o.clients_from = o.clients_to = 50;
+  o.trials = 20;
+  const auto r = sim::simulate_occ(o);
+  ASSERT_EQ(r.sweep.size(), 5u);
+  const auto& exponential = r.sweep[1];
+  const auto& full = r.sweep[3];
+  ASSERT_EQ(exponential.algorithm, "exponential");
+  ASSERT_EQ(full.algorithm, "full");
+  EXPECT_GT(exponential.calls, 1.4 * full.calls);
+  EXPECT_GT(exponential.time, full.time);
+}
+
+TEST(OccSweep, ReportsProgressUpToTheTotal) {
+  std::size_t last_done = 0;
+  std::size_t total = 0;
+  int calls = 0;
+  (void)sim::simulate_occ(small_occ(), [&](std::size_t done, std::size_t of) {
+    EXPECT_GE(done, last_done);
+    last_done = done;
+    total = of;
+    ++calls;
+  });
+  EXPECT_EQ(total, 3u * 5u * 8u);
+  EXPECT_EQ(last_done, total);
+  EXPECT_GT(calls, 1);
+}
+
+TEST(OccSweep, RejectsBadOptionsNamingTheField) {
+  sim::occ_options o = small_occ();
+  o.trials = 0;
+  EXPECT_NE(sim::validate(o).value_or("").find("trials"), std::string::npos);
+  EXPECT_THROW((void)sim::simulate_occ(o), std::invalid_argument);
+  o = small_occ();
+  o.clients_to = 5;
+  EXPECT_NE(sim::validate(o).value_or("").find("clients_to"), std::string::npos);
+  o = small_occ();
+  o.cap = 1ms;
+  EXPECT_NE(sim::validate(o).value_or("").find("cap"), std::string::npos);
+}
+
+TEST(OccReport, JsonCsvAndTableHaveTheDocumentedShape) {
+  const auto r = sim::simulate_occ(small_occ());
+  const std::string json = sim::to_json(r);
+  EXPECT_EQ(json.rfind("{\"scenario\":\"brooker-occ\",\"seed\":42,\"trials\":8,\"sweep\":[{"
+                       "\"clients\":10,\"algorithm\":\"none\",\"calls\":",
+                       0),
+            0u)
+      << json;
+  EXPECT_NE(json.find("{\"clients\":30,\"algorithm\":\"decorrelated\",\"calls\":"),
+            std::string::npos);
+  const std::string csv = sim::to_csv(r);
+  EXPECT_EQ(csv.rfind("clients,algorithm,calls,time\n10,none,", 0), 0u) << csv;
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 1 + 15);
+  const std::string table = sim::format_table(r);
+  EXPECT_NE(table.find("At 30 clients, calls from fewest: "), std::string::npos) << table;
+}
+
+TEST(ParallelFor, RunsEveryIndexOnceAndRethrowsATasksException) {
+  std::vector<int> hits(1000, 0);
+  sim::parallel_for(hits.size(), 2, [&](std::size_t i) { ++hits[i]; });
+  EXPECT_EQ(std::count(hits.begin(), hits.end(), 1), 1000);
+  EXPECT_THROW(sim::parallel_for(100, 2,
+                                 [](std::size_t i) {
+                                   if (i == 37) throw std::runtime_error("task 37");
+                                 }),
+               std::runtime_error);
+  EXPECT_EQ(sim::resolve_threads(8, 3), 3u);
+  EXPECT_GE(sim::resolve_threads(0, 100), 1u);
 }
 
 }  // namespace

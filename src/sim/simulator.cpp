@@ -11,6 +11,7 @@
 #include <variant>
 #include <vector>
 
+#include "sim/seed.hpp"
 #include "stormguard/budget.hpp"
 #include "stormguard/detail/saturate.hpp"
 #include "stormguard/random.hpp"
@@ -43,24 +44,8 @@ struct budget_for<ratio_budget_options> {
   using type = ratio_budget;
 };
 
-// SplitMix64's finaliser (Steele, Lea and Flood 2014), used to derive independent seeds.
-constexpr std::uint64_t mix(std::uint64_t x) noexcept {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
-constexpr std::uint64_t mix(std::uint64_t a, std::uint64_t b) noexcept { return mix(a ^ mix(b)); }
-
-// FNV-1a: a stable hash of the strategy name (std::hash differs between standard libraries).
-constexpr std::uint64_t fnv1a(std::string_view text) noexcept {
-  std::uint64_t h = 0xcbf29ce484222325ULL;
-  for (char c : text) {
-    h ^= static_cast<unsigned char>(c);
-    h *= 0x100000001b3ULL;
-  }
-  return h;
-}
+using seeds::fnv1a;
+using seeds::mix;
 
 // Domain tags so that the streams derived from one scenario seed never coincide.
 constexpr std::uint64_t k_tag_arrivals = 0x6172726976616c73ULL;  // "arrivals"

@@ -1,11 +1,17 @@
 // `stormguard simulate`: runs the storm simulator on a scenario (the built-in friday-night by
-// default) for the chosen strategies (all by default) and prints a table, JSON or CSV files.
+// default, another built-in by name, or a scenario file) for the chosen strategies (all by
+// default) and prints a table or JSON, and optionally writes CSV files and a plot. The models
+// brooker-occ and layers have their own reports; `--sweep load=LO:HI:STEP` sweeps the load of a
+// time-series scenario.
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <cerrno>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <memory>
@@ -16,10 +22,15 @@
 
 #include "command.hpp"
 #include "output.hpp"
+#include "stormguard/sim/layers.hpp"
+#include "stormguard/sim/occ.hpp"
+#include "stormguard/sim/parallel.hpp"
+#include "stormguard/sim/plot.hpp"
 #include "stormguard/sim/report.hpp"
 #include "stormguard/sim/scenario.hpp"
 #include "stormguard/sim/simulator.hpp"
 #include "stormguard/sim/strategy.hpp"
+#include "stormguard/sim/sweep.hpp"
 
 namespace stormguard::cli {
 
@@ -28,12 +39,25 @@ namespace {
 struct simulate_options {
   std::string scenario_file;
   std::vector<std::string> strategies;
+  CLI::Option* strategy_option = nullptr;
   std::string seed;
   CLI::Option* seed_option = nullptr;  // to tell "--seed ''" from no --seed
   bool json = false;
   std::string csv_dir;
   CLI::Option* csv_option = nullptr;  // to tell "--csv ''" from no --csv
+  std::string plot;
+  CLI::Option* plot_option = nullptr;
+  std::string sweep;
+  CLI::Option* sweep_option = nullptr;
+  std::string threads;
+  CLI::Option* threads_option = nullptr;
+  std::string trials;
+  CLI::Option* trials_option = nullptr;
+  std::string layers;
+  CLI::Option* layers_option = nullptr;
 };
+
+bool given(const CLI::Option* option) { return option != nullptr && option->count() > 0; }
 
 void print_error(const std::string& message) {
   fmt::print(stderr, "stormguard simulate: error: {}\n", message);
@@ -52,8 +76,116 @@ std::optional<std::uint64_t> parse_seed(const std::string& text) {
   return value;
 }
 
-int run_simulate(const simulate_options& options) {
-  // Usage errors first (exit 2), before any work.
+// A decimal integer in [lo, hi], digits only.
+std::optional<std::int64_t> parse_count(const std::string& text, std::int64_t lo, std::int64_t hi) {
+  const auto value = parse_seed(text);
+  if (!value || *value > static_cast<std::uint64_t>(hi) || static_cast<std::int64_t>(*value) < lo) {
+    return std::nullopt;
+  }
+  return static_cast<std::int64_t>(*value);
+}
+
+// A finite decimal number, the whole text (strtod's grammar without inf/nan/hex).
+std::optional<double> parse_number(const std::string& text) {
+  if (text.empty() || text.find_first_not_of("0123456789.eE+-") != std::string::npos) {
+    return std::nullopt;
+  }
+  char* end = nullptr;
+  errno = 0;
+  const double value = std::strtod(text.c_str(), &end);
+  if (end != text.c_str() + text.size() || errno != 0 || !std::isfinite(value)) {
+    return std::nullopt;
+  }
+  return value;
+}
+
+// `--sweep KEY=LO:HI:STEP`.
+struct sweep_spec {
+  std::string key;
+  double from = 0.0;
+  double to = 0.0;
+  double step = 0.0;
+};
+std::optional<sweep_spec> parse_sweep(const std::string& text) {
+  const auto eq = text.find('=');
+  if (eq == std::string::npos) return std::nullopt;
+  sweep_spec spec;
+  spec.key = text.substr(0, eq);
+  const std::string rest = text.substr(eq + 1);
+  const auto c1 = rest.find(':');
+  const auto c2 = c1 == std::string::npos ? c1 : rest.find(':', c1 + 1);
+  if (c2 == std::string::npos || rest.find(':', c2 + 1) != std::string::npos) return std::nullopt;
+  const auto from = parse_number(rest.substr(0, c1));
+  const auto to = parse_number(rest.substr(c1 + 1, c2 - c1 - 1));
+  const auto step = parse_number(rest.substr(c2 + 1));
+  if (!from || !to || !step) return std::nullopt;
+  spec.from = *from;
+  spec.to = *to;
+  spec.step = *step;
+  return spec;
+}
+
+// A progress bar on stderr, drawn only when stderr is a terminal: "\r[#####    ]  42% label".
+// Cleared when the work is done, so that nothing of it stays on the screen.
+class progress_bar {
+ public:
+  explicit progress_bar(std::string label)
+      : label_(std::move(label)), enabled_(::isatty(STDERR_FILENO) == 1) {}
+
+  [[nodiscard]] sim::progress_callback callback() {
+    if (!enabled_) return {};
+    return [this](std::size_t done, std::size_t total) { draw(done, total); };
+  }
+
+ private:
+  void draw(std::size_t done, std::size_t total) {
+    constexpr std::size_t k_width = 30;
+    const std::size_t filled = total == 0 ? k_width : done * k_width / total;
+    if (done >= total) {
+      fmt::print(stderr, "\r{:{}}\r", "", k_width + 12 + label_.size());
+    } else {
+      fmt::print(stderr, "\r[{}{}] {:3}% {}", std::string(filled, '#'),
+                 std::string(k_width - filled, ' '), total == 0 ? 100 : done * 100 / total, label_);
+    }
+    std::fflush(stderr);
+  }
+
+  std::string label_;
+  bool enabled_;
+};
+
+// Writes `text` into `path`; false after printing the system's reason.
+bool write_file(const std::filesystem::path& path, const std::string& text) {
+  errno = 0;
+  std::FILE* file = std::fopen(path.string().c_str(), "wb");
+  if (file == nullptr) {
+    print_error(fmt::format("cannot write '{}': {}", path.string(), errno_text(errno)));
+    return false;
+  }
+  bool ok = write_all(file, text);
+  int error = errno;
+  if (std::fclose(file) != 0 && ok) {
+    ok = false;
+    error = errno;
+  }
+  if (!ok) print_error(fmt::format("cannot write '{}': {}", path.string(), errno_text(error)));
+  return ok;
+}
+
+// Draws the plot; false after printing why not. Says where it is on stderr.
+template <class Report>
+bool write_plot(const Report& report, const std::string& file) {
+  const auto format = sim::plot_format_for(file);
+  if (auto error = sim::run_gnuplot(sim::gnuplot_script(report, *format, file))) {
+    print_error(fmt::format("cannot draw the plot '{}': {}", file, *error));
+    return false;
+  }
+  fmt::print(stderr, "stormguard simulate: wrote the plot {}\n", file);
+  return true;
+}
+
+// The strategies named on the command line (all by default); nullopt after a usage error.
+std::optional<std::vector<sim::strategy>> chosen_strategies(const simulate_options& options) {
   std::vector<sim::strategy> chosen;
   for (const std::string& value : options.strategies) {
     // Each --strategy value is a comma-separated list; every item must name a strategy.
@@ -64,18 +196,18 @@ int run_simulate(const simulate_options& options) {
       if (name.empty()) {
         print_error(fmt::format("empty strategy name in --strategy '{}'; valid strategies: {}",
                                 value, sim::strategy_names()));
-        return exit_usage;
+        return std::nullopt;
       }
       const sim::strategy* s = sim::find_strategy(name);
       if (s == nullptr) {
         print_error(fmt::format("unknown strategy '{}'; valid strategies: {}", name,
                                 sim::strategy_names()));
-        return exit_usage;
+        return std::nullopt;
       }
       for (const auto& c : chosen) {
         if (c.name == s->name) {
           print_error(fmt::format("strategy '{}' is given more than once", name));
-          return exit_usage;
+          return std::nullopt;
         }
       }
       chosen.push_back(*s);
@@ -87,8 +219,43 @@ int run_simulate(const simulate_options& options) {
     const auto all = sim::builtin_strategies();
     chosen.assign(all.begin(), all.end());
   }
+  return chosen;
+}
+
+enum class model { server, occ, layers };
+
+int run_simulate(const simulate_options& options) {
+  // Usage errors first (exit 2), before any work.
+  const model kind = options.scenario_file == "brooker-occ" ? model::occ
+                     : options.scenario_file == "layers"    ? model::layers
+                                                            : model::server;
+  const auto only_for = [&](const CLI::Option* option, const char* flag, const char* scenarios) {
+    if (!given(option)) return true;
+    print_error(fmt::format("{} applies only to {}", flag, scenarios));
+    return false;
+  };
+  if (kind == model::occ &&
+      !only_for(options.strategy_option, "--strategy",
+                "time-series scenarios and layers (brooker-occ always compares none, "
+                "exponential, equal, full and decorrelated)")) {
+    return exit_usage;
+  }
+  if (kind != model::occ && !only_for(options.trials_option, "--trials", "brooker-occ")) {
+    return exit_usage;
+  }
+  if (kind != model::layers && !only_for(options.layers_option, "--layers", "layers")) {
+    return exit_usage;
+  }
+  if (kind == model::layers && !only_for(options.sweep_option, "--sweep",
+                                         "brooker-occ (clients=) and time-series "
+                                         "scenarios (load=)")) {
+    return exit_usage;
+  }
+  const auto strategies = chosen_strategies(options);
+  if (!strategies) return exit_usage;
+
   std::optional<std::uint64_t> seed;
-  if (options.seed_option != nullptr && options.seed_option->count() > 0) {
+  if (given(options.seed_option)) {
     seed = parse_seed(options.seed);
     if (!seed) {
       print_error(fmt::format(
@@ -97,23 +264,44 @@ int run_simulate(const simulate_options& options) {
       return exit_usage;
     }
   }
-
-  if (options.csv_option != nullptr && options.csv_option->count() > 0 && options.csv_dir.empty()) {
+  unsigned threads = 0;
+  if (given(options.threads_option)) {
+    const auto n = parse_count(options.threads, 1, 256);
+    if (!n) {
+      print_error(
+          fmt::format("--threads must be an integer in [1, 256], got '{}'", options.threads));
+      return exit_usage;
+    }
+    threads = static_cast<unsigned>(*n);
+  }
+  if (given(options.csv_option) && options.csv_dir.empty()) {
     print_error("--csv needs a directory, got ''");
     return exit_usage;
   }
-
-  // The scenario (exit 1 when the file is bad).
-  sim::scenario scenario = sim::friday_night();
-  if (!options.scenario_file.empty()) {
-    auto loaded = sim::load_scenario(options.scenario_file);
-    if (!loaded) {
-      print_error(loaded.error().message);
+  if (given(options.plot_option)) {
+    if (!sim::plot_format_for(options.plot)) {
+      print_error(
+          fmt::format("--plot needs a file name ending in .png or .svg, got '{}'", options.plot));
+      return exit_usage;
+    }
+    const auto parent = std::filesystem::path(options.plot).parent_path();
+    std::error_code ec;
+    if (!parent.empty() && !std::filesystem::is_directory(parent, ec)) {
+      print_error(fmt::format("cannot write the plot '{}': the directory '{}' does not exist",
+                              options.plot, parent.string()));
       return exit_failure;
     }
-    scenario = *std::move(loaded);
   }
-  if (seed) scenario.seed = *seed;
+  std::optional<sweep_spec> sweep;
+  if (given(options.sweep_option)) {
+    sweep = parse_sweep(options.sweep);
+    const char* expected = kind == model::occ ? "clients" : "load";
+    if (!sweep || sweep->key != expected) {
+      print_error(fmt::format("--sweep must be {}=LO:HI:STEP for this scenario, got '{}'", expected,
+                              options.sweep));
+      return exit_usage;
+    }
+  }
 
   if (!options.csv_dir.empty()) {
     std::error_code ec;
@@ -124,10 +312,119 @@ int run_simulate(const simulate_options& options) {
       return exit_failure;
     }
   }
+  const std::filesystem::path csv_dir(options.csv_dir);
+  const auto print = [&](const std::string& text) {
+    if (!write_all(stdout, text)) {
+      print_error(fmt::format("cannot write to standard output: {}", errno_text(errno)));
+      return exit_failure;
+    }
+    return exit_success;
+  };
+
+  if (kind == model::occ) {
+    sim::occ_options o;
+    if (seed) o.seed = *seed;
+    o.threads = threads;
+    if (given(options.trials_option)) {
+      const auto n = parse_count(options.trials, 1, 100'000);
+      if (!n) {
+        print_error(
+            fmt::format("--trials must be an integer in [1, 100000], got '{}'", options.trials));
+        return exit_usage;
+      }
+      o.trials = static_cast<int>(*n);
+    }
+    if (sweep) {
+      const auto whole = [](double x) { return x == std::floor(x) && x >= 1 && x <= 10'000; };
+      if (!whole(sweep->from) || !whole(sweep->to) || !whole(sweep->step) ||
+          sweep->to < sweep->from) {
+        print_error(fmt::format(
+            "--sweep clients=LO:HI:STEP needs integers with 1 <= LO <= HI <= 10000 and STEP >= "
+            "1, got '{}'",
+            options.sweep));
+        return exit_usage;
+      }
+      o.clients_from = static_cast<int>(sweep->from);
+      o.clients_to = static_cast<int>(sweep->to);
+      o.clients_step = static_cast<int>(sweep->step);
+    }
+    progress_bar bar("brooker-occ");
+    const sim::occ_report report = sim::simulate_occ(o, bar.callback());
+    if (!options.csv_dir.empty() && !write_file(csv_dir / "brooker-occ.csv", sim::to_csv(report))) {
+      return exit_failure;
+    }
+    if (given(options.plot_option) && !write_plot(report, options.plot)) return exit_failure;
+    return print(options.json ? sim::to_json(report) : sim::format_table(report));
+  }
+
+  if (kind == model::layers) {
+    sim::layers_options o;
+    if (seed) o.seed = *seed;
+    if (given(options.layers_option)) {
+      const auto n = parse_count(options.layers, 1, 8);
+      if (!n) {
+        print_error(fmt::format("--layers must be an integer in [1, 8], got '{}'", options.layers));
+        return exit_usage;
+      }
+      o.layers = static_cast<int>(*n);
+    }
+    const sim::layers_report report = sim::simulate_layers(o, *strategies);
+    if (!options.csv_dir.empty() && !write_file(csv_dir / "layers.csv", sim::to_csv(report))) {
+      return exit_failure;
+    }
+    if (given(options.plot_option) && !write_plot(report, options.plot)) return exit_failure;
+    return print(options.json ? sim::to_json(report) : sim::format_table(report));
+  }
+
+  // A time-series scenario: built in (by name) or a file (exit 1 when the file is bad).
+  sim::scenario scenario = sim::friday_night();
+  if (!options.scenario_file.empty()) {
+    if (auto builtin = sim::builtin_scenario(options.scenario_file)) {
+      scenario = *std::move(builtin);
+    } else {
+      auto loaded = sim::load_scenario(options.scenario_file);
+      if (!loaded) {
+        print_error(loaded.error().message);
+        return exit_failure;
+      }
+      scenario = *std::move(loaded);
+    }
+  }
+  if (seed) scenario.seed = *seed;
+
+  if (sweep) {
+    const sim::load_range range{sweep->from, sweep->to, sweep->step};
+    if (auto problem = sim::validate(range)) {
+      print_error("--sweep: " + *problem);
+      return exit_usage;
+    }
+    if (!scenario.incident || scenario.incident->end >= scenario.length) {
+      print_error(fmt::format(
+          "--sweep load= needs a scenario whose incident ends within its duration (recovery is "
+          "measured after it); '{}' has none",
+          scenario.name));
+      return exit_failure;
+    }
+    progress_bar bar(scenario.name + " load sweep");
+    sim::load_sweep_report report;
+    try {
+      report = sim::sweep_load(scenario, *strategies, range, threads, bar.callback());
+    } catch (const std::invalid_argument& e) {
+      print_error(e.what());
+      return exit_failure;
+    }
+    if (!options.csv_dir.empty() &&
+        !write_file(csv_dir / (scenario.name + "-sweep.csv"), sim::to_csv(report))) {
+      return exit_failure;
+    }
+    if (given(options.plot_option) && !write_plot(report, options.plot)) return exit_failure;
+    return print(options.json ? sim::to_json(report) : sim::format_table(report));
+  }
 
   sim::simulation_report report;
   try {
-    report = sim::simulate(scenario, chosen);
+    progress_bar bar(scenario.name);
+    report = sim::simulate(scenario, *strategies, threads, bar.callback());
   } catch (const std::bad_alloc&) {
     print_error(fmt::format("out of memory while simulating '{}' ({} req/s x {})", scenario.name,
                             scenario.requests_per_second, sim::format_duration(scenario.length)));
@@ -136,31 +433,11 @@ int run_simulate(const simulate_options& options) {
 
   if (!options.csv_dir.empty()) {
     for (const auto& r : report.strategies) {
-      const std::filesystem::path path = std::filesystem::path(options.csv_dir) / (r.name + ".csv");
-      errno = 0;
-      std::FILE* file = std::fopen(path.string().c_str(), "wb");
-      if (file == nullptr) {
-        print_error(fmt::format("cannot write '{}': {}", path.string(), errno_text(errno)));
-        return exit_failure;
-      }
-      bool ok = write_all(file, sim::to_csv(r));
-      int error = errno;
-      if (std::fclose(file) != 0 && ok) {
-        ok = false;
-        error = errno;
-      }
-      if (!ok) {
-        print_error(fmt::format("cannot write '{}': {}", path.string(), errno_text(error)));
-        return exit_failure;
-      }
+      if (!write_file(csv_dir / (r.name + ".csv"), sim::to_csv(r))) return exit_failure;
     }
   }
-
-  if (!write_all(stdout, options.json ? sim::to_json(report) : sim::format_table(report))) {
-    print_error(fmt::format("cannot write to standard output: {}", errno_text(errno)));
-    return exit_failure;
-  }
-  return exit_success;
+  if (given(options.plot_option) && !write_plot(report, options.plot)) return exit_failure;
+  return print(options.json ? sim::to_json(report) : sim::format_table(report));
 }
 
 }  // namespace
@@ -171,10 +448,12 @@ command add_simulate_command(CLI::App& parent) {
       "simulate",
       "Simulate a retry storm on virtual time and compare retry strategies side by side");
   sub->add_option("scenario", options->scenario_file,
-                  "Scenario JSON file (default: the built-in friday-night scenario)");
+                  "A built-in scenario (" + sim::builtin_scenario_names() +
+                      ", brooker-occ, layers) or a scenario JSON file (default: friday-night); "
+                      "write ./NAME for a file called like a built-in");
   // Commas are split by run_simulate, not by CLI11, so that an empty name ("-s ,") gets a clear
   // message.
-  sub->add_option(
+  options->strategy_option = sub->add_option(
       "--strategy,-s", options->strategies,
       "Strategy to run; repeat or separate with commas (default: all): " + sim::strategy_names());
   options->seed_option = sub->add_option(
@@ -184,9 +463,31 @@ command add_simulate_command(CLI::App& parent) {
                 "Print one JSON object instead of the table (byte-identical for a given seed)");
   options->csv_option =
       sub->add_option("--csv", options->csv_dir,
-                      "Also write one CSV time series (1-s bins) per strategy into DIR, created if "
-                      "missing")
+                      "Also write CSV files into DIR, created if missing: one time series (1-s "
+                      "bins) per strategy, or the sweep or layers table")
           ->type_name("DIR");
+  options->plot_option =
+      sub->add_option("--plot", options->plot,
+                      "Also draw the results with gnuplot into FILE (.png or .svg)")
+          ->type_name("FILE");
+  options->sweep_option =
+      sub->add_option("--sweep", options->sweep,
+                      "load=LO:HI:STEP: rerun a time-series scenario at each load (req/s) and "
+                      "report where each strategy stops recovering; brooker-occ: "
+                      "clients=LO:HI:STEP (default 10:190:10)")
+          ->type_name("KEY=LO:HI:STEP");
+  options->threads_option =
+      sub->add_option("--threads", options->threads,
+                      "Threads for sweeps and strategies (default: one per core); results do not "
+                      "depend on it")
+          ->type_name("N");
+  options->trials_option =
+      sub->add_option("--trials", options->trials, "brooker-occ: trials per point (default 100)")
+          ->type_name("N");
+  options->layers_option =
+      sub->add_option("--layers", options->layers,
+                      "layers: retrying layers above the bottom service (default 3)")
+          ->type_name("N");
   return command{sub, [options] { return run_simulate(*options); }};
 }
 

@@ -430,35 +430,56 @@ TEST(Simulate, ConservesAttemptsAndLogicalRequestsForEveryStrategy) {
   }
 }
 
+// ratio_budget guarantees, per client, that the retries granted in any span of ttl are at most
+// ratio · (the requests in (t - ttl - ttl/10, t], t the last of those retries) +
+// min_retries_per_second · ttl. Summed over the clients, for a span ending at `span_end` (a whole
+// second), from the 1-s bins of the run.
+double ratio_budget_bound(const sim::strategy_result& r, const sim::scenario& s,
+                          const stormguard::ratio_budget_options& options,
+                          stormguard::duration span_end) {
+  const auto window_start =
+      std::max(stormguard::duration::zero(), span_end - options.ttl - options.ttl / 10);
+  std::int64_t deposits = 0;
+  for (auto k = window_start / 1s; k < span_end / 1s && k < std::ssize(r.series); ++k) {
+    deposits += r.series[static_cast<std::size_t>(k)].logical_requests;
+  }
+  const double ttl_s = std::chrono::duration<double>(options.ttl).count();
+  return options.ratio * static_cast<double>(deposits) +
+         static_cast<double>(s.clients * options.min_retries_per_second) * ttl_s;
+}
+
+// Retries sent in [from, to) (whole seconds): attempts minus first attempts, from the bins.
+std::int64_t retries_sent(const sim::strategy_result& r, stormguard::duration from,
+                          stormguard::duration to) {
+  std::int64_t retries = 0;
+  for (auto k = from / 1s; k < to / 1s; ++k) {
+    const auto& b = r.series[static_cast<std::size_t>(k)];
+    retries += b.attempts - b.logical_requests;
+  }
+  return retries;
+}
+
 TEST(Simulate, BudgetBoundsIncidentAttemptsByRatioPlusFloor) {
-  // ratio_budget guarantees, per client, that the retries granted in any span of ttl are at most
-  // ratio · (the requests in (t - ttl - ttl/10, t], t the last of those retries) +
-  // min_retries_per_second · ttl. The incident [2 s, 8 s) is shorter than ttl, so all its retries
-  // are bounded by the requests of [max(0, 8 s - ttl - ttl/10), 8 s), summed over the clients.
+  // No attempt fails before the incident [2 s, 8 s), so the retries sent in it were granted in
+  // it: a span shorter than ttl, bounded by ratio_budget_bound at its end.
   const sim::scenario s = small_storm();
   const auto& strat = strategy_named("full+budget");
   const auto options = std::get<stormguard::ratio_budget_options>(strat.budget);
   ASSERT_LE(s.incident->end - s.incident->start, options.ttl);
   const auto r = sim::simulate(s, strat);
 
-  const auto window_start =
-      std::max(stormguard::duration::zero(), s.incident->end - options.ttl - options.ttl / 10);
-  std::int64_t deposits = 0;
-  for (auto k = window_start / 1s; k < s.incident->end / 1s; ++k) {
-    deposits += r.series[static_cast<std::size_t>(k)].logical_requests;
-  }
-  const double ttl_s = std::chrono::duration<double>(options.ttl).count();
-  const double max_retries =
-      options.ratio * static_cast<double>(deposits) +
-      static_cast<double>(s.clients * options.min_retries_per_second) * ttl_s;
-  const std::int64_t retries_in_incident = r.incident_attempts - r.incident_logical_requests;
+  const double max_retries = ratio_budget_bound(r, s, options, s.incident->end);
+  const std::int64_t retries_in_incident = retries_sent(r, s.incident->start, s.incident->end);
   EXPECT_LE(static_cast<double>(retries_in_incident), max_retries);
   // The storm is heavy enough that the budget, not the policy, is what stopped the retries.
   EXPECT_GT(r.budget_exhausted, 0);
   EXPECT_GT(static_cast<double>(retries_in_incident), 0.5 * max_retries);
+  // The retries of the logical requests started in the incident were granted in [2 s, 20 s):
+  // two spans of at most ttl, [2 s, 12 s) and [12 s, 20 s).
   ASSERT_TRUE(r.incident_amplification);
+  const double bound = ratio_budget_bound(r, s, options, 12s) + ratio_budget_bound(r, s, options, 20s);
   EXPECT_LE(*r.incident_amplification,
-            1.0 + max_retries / static_cast<double>(r.incident_logical_requests));
+            1.0 + bound / static_cast<double>(r.incident_logical_requests));
 }
 
 TEST(Simulate, NaiveAmplifiesMoreThanFullWithBudget) {

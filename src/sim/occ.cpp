@@ -216,8 +216,15 @@ std::vector<occ_algorithm> occ_algorithms(const occ_options& o) {
           {"decorrelated", with(jitter::decorrelated)}};
 }
 
+std::uint64_t occ_trial_seed(std::uint64_t seed, int clients, std::size_t algorithm,
+                             std::size_t trial) noexcept {
+  return mix(
+      mix(mix(seed, static_cast<std::uint64_t>(clients)), static_cast<std::uint64_t>(algorithm)),
+      static_cast<std::uint64_t>(trial));
+}
+
 occ_trial simulate_occ_trial(int clients, const occ_algorithm& algorithm, std::uint64_t seed,
-                             const occ_options& o) {
+                             const occ_options& o, std::vector<duration>* write_times) {
   if (clients < 1 || clients > k_max_clients) {
     throw std::invalid_argument(
         fmt::format("stormguard::sim::simulate_occ_trial: clients must be in [1, {}], got {}",
@@ -267,6 +274,7 @@ occ_trial simulate_occ_trial(int clients, const occ_algorithm& algorithm, std::u
     if (now == tournament::k_never) break;
     ++out.events;
     ++out.calls;
+    if (write_times != nullptr) write_times->push_back(duration(now));
     occ_client& client = state[c];
     const std::int64_t response = now + network();
     if (last_success < client.read_at) {
@@ -308,10 +316,7 @@ occ_report simulate_occ(const occ_options& o, const progress_callback& progress)
         const std::size_t trial = i % per_point;
         const int n = counts[point / algorithms.size()];
         const std::size_t a = point % algorithms.size();
-        const std::uint64_t seed =
-            mix(mix(mix(o.seed, static_cast<std::uint64_t>(n)), static_cast<std::uint64_t>(a)),
-                static_cast<std::uint64_t>(trial));
-        trials[i] = simulate_occ_trial(n, algorithms[a], seed, o);
+        trials[i] = simulate_occ_trial(n, algorithms[a], occ_trial_seed(o.seed, n, a, trial), o);
       },
       progress);
 

@@ -60,6 +60,9 @@ std::string ratio_estimate(double ratio) {
   return fmt::format("{:.2g}", ratio);
 }
 
+// A fraction as a percentage with only the decimals needed: 0.8 -> "80%", 0.125 -> "12.5%".
+std::string whole_percent(double fraction) { return fmt::format("{:g}%", 100.0 * fraction); }
+
 // The ratio as a percentage with one decimal, as the table prints it.
 std::string percent(double ratio) { return fmt::format("{:.1f}%", 100.0 * ratio); }
 
@@ -112,19 +115,42 @@ std::string names_printing_as(const std::vector<strategy_result>& results, const
 
 std::string describe(const scenario& s) {
   std::string text = fmt::format(
-      "{}: {} logical req/s from {} clients; {} workers x {} = {} req/s capacity ({}x "
+      "{}: {} logical req/s from {} client{}; {} workers x {} = {} req/s capacity ({}x "
       "demand), queue limit {}; timeout {}",
-      s.name, rate_text(s.requests_per_second), s.clients, s.workers,
-      format_duration(s.service_time), rate_estimate(capacity(s, s.service_time)),
+      s.name, rate_text(s.requests_per_second), grouped(s.clients), s.clients == 1 ? "" : "s",
+      s.workers, format_duration(s.service_time), rate_estimate(capacity(s, s.service_time)),
       ratio_estimate(capacity(s, s.service_time) / s.requests_per_second), grouped(s.queue_limit),
       format_duration(s.timeout));
+  if (s.overload) {
+    text +=
+        fmt::format("; above {} attempts/s {} per request ({} req/s capacity)",
+                    rate_text(s.overload->above_rate), format_duration(s.overload->service_time),
+                    rate_estimate(capacity(s, s.overload->service_time)));
+  }
   if (s.incident) {
-    text += fmt::format("; incident {}-{} at {} per request ({} req/s capacity)",
-                        format_duration(s.incident->start), format_duration(s.incident->end),
-                        format_duration(s.incident->service_time),
-                        rate_estimate(capacity(s, s.incident->service_time)));
+    text += fmt::format("; incident {}-{}", format_duration(s.incident->start),
+                        format_duration(s.incident->end));
+    std::vector<std::string> effects;
+    if (s.incident->service_time) {
+      text += fmt::format(" at {} per request ({} req/s capacity)",
+                          format_duration(*s.incident->service_time),
+                          rate_estimate(capacity(s, *s.incident->service_time)));
+    }
+    if (s.incident->loss_rate > 0) {
+      effects.push_back(fmt::format("{} of attempts lost (never answered)",
+                                    whole_percent(s.incident->loss_rate)));
+    }
+    if (s.incident->error_rate > 0) {
+      effects.push_back(fmt::format("{} of attempts fail at once with a 503",
+                                    whole_percent(s.incident->error_rate)));
+    }
+    if (!effects.empty()) text += (s.incident->service_time ? ", " : ": ") + join(effects);
   } else {
     text += "; no incident";
+  }
+  if (s.max_retries) {
+    text += fmt::format("; max {} retr{} per logical request", *s.max_retries,
+                        *s.max_retries == 1 ? "y" : "ies");
   }
   text += fmt::format("; {} simulated", format_duration(s.length));
   return text;
@@ -147,10 +173,11 @@ std::string to_json(const simulation_report& report) {
     out += fmt::format(
         "\"successes\":{},\"failures\":{},\"timeouts\":{},\"in_flight_attempts\":{},"
         "\"attempts_exhausted\":{},\"budget_exhausted\":{},\"requests_in_flight\":{},"
-        "\"wasted_work\":{},\"incident_logical_requests\":{},\"incident_attempts\":{}}}",
+        "\"wasted_work\":{},\"incident_logical_requests\":{},\"incident_attempts\":{},"
+        "\"lost\":{}}}",
         r.successes, r.failures, r.timeouts, r.in_flight_attempts, r.attempts_exhausted,
         r.budget_exhausted, r.requests_in_flight, r.wasted_work, r.incident_logical_requests,
-        r.incident_attempts);
+        r.incident_attempts, r.lost);
   }
   out += "]}\n";
   return out;
@@ -199,9 +226,24 @@ std::string format_table(const simulation_report& report) {
   const auto& results = report.strategies;
   const bool single = results.size() == 1;
   if (s.incident) {
-    const std::string capacity_clause = fmt::format(
-        "while the server could complete {} req/s against a demand of {}",
-        rate_estimate(capacity(s, s.incident->service_time)), rate_text(s.requests_per_second));
+    // What the incident did, for the sentence on attempts per logical request.
+    std::vector<std::string> conditions;
+    if (s.incident->service_time) {
+      conditions.push_back(fmt::format("the server could complete {} req/s against a demand of {}",
+                                       rate_estimate(capacity(s, *s.incident->service_time)),
+                                       rate_text(s.requests_per_second)));
+    }
+    if (s.incident->loss_rate > 0) {
+      conditions.push_back(
+          fmt::format("the network lost {} of attempts", whole_percent(s.incident->loss_rate)));
+    }
+    if (s.incident->error_rate > 0) {
+      conditions.push_back(fmt::format("{} of attempts failed at once with a 503",
+                                       whole_percent(s.incident->error_rate)));
+    }
+    const std::string capacity_clause = conditions.empty()
+                                            ? std::string("while the server was unchanged")
+                                            : "while " + join(conditions);
     // Arrivals are common to every strategy: either all have an incident amplification or none.
     const auto incident_text = [](const strategy_result& r) {
       return r.incident_amplification ? fmt::format("{:.2f}x", *r.incident_amplification)
@@ -263,7 +305,10 @@ std::string format_table(const simulation_report& report) {
       out += fmt::format("Never recovered within the {} simulated: {}", format_duration(s.length),
                          join(down));
       if (any) {
-        const double cap = capacity(s, s.service_time);
+        // Above server.overload's threshold the server runs at its overload capacity.
+        const double cap = s.overload && lowest > s.overload->above_rate
+                               ? capacity(s, s.overload->service_time)
+                               : capacity(s, s.service_time);
         const std::string sending = rate_estimate(lowest) == rate_estimate(highest)
                                         ? rate_estimate(lowest)
                                         : rate_estimate(lowest) + " to " + rate_estimate(highest);

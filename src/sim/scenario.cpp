@@ -30,6 +30,7 @@ constexpr duration k_max_timeout = std::chrono::hours(1);
 constexpr duration k_max_service_time = std::chrono::hours(1);
 constexpr std::size_t k_max_file_bytes = 1024 * 1024;
 constexpr int k_max_depth = 64;
+constexpr int k_max_retries = 1000;
 
 // Thrown inside the parser only; parse_scenario turns it into a scenario_error.
 struct parse_failure {
@@ -169,7 +170,7 @@ scenario read_scenario(const json& doc) {
   if (!doc.is_object()) fail("", "a scenario must be a JSON object, got " + quote(doc));
   object_reader top(doc, "",
                     {"name", "description", "seed", "duration", "requests_per_second", "clients",
-                     "timeout", "server", "incident"});
+                     "timeout", "server", "incident", "max_retries"});
   scenario s;
   s.name = top.string("name");
   if (top.has("description")) s.description = top.string("description");
@@ -179,8 +180,9 @@ scenario read_scenario(const json& doc) {
   s.clients = static_cast<int>(top.integer("clients", 1, k_max_clients));
   s.timeout = top.positive_time("timeout", k_max_timeout);
 
-  object_reader server(top.required("server", "an object"), "server",
-                       {"workers", "queue_limit", "service_time", "service_distribution"});
+  object_reader server(
+      top.required("server", "an object"), "server",
+      {"workers", "queue_limit", "service_time", "service_distribution", "overload"});
   s.workers = static_cast<int>(server.integer("workers", 1, k_max_workers));
   s.queue_limit = server.integer("queue_limit", 0, k_max_queue_limit);
   s.service_time = server.positive_time("service_time", k_max_service_time);
@@ -196,9 +198,23 @@ scenario read_scenario(const json& doc) {
     }
   }
 
+  if (server.has("overload") && !doc["server"]["overload"].is_null()) {
+    object_reader overload_reader(doc["server"]["overload"], "server.overload",
+                                  {"above_rate", "service_time"});
+    overload o;
+    o.above_rate = overload_reader.number("above_rate");
+    if (!std::isfinite(o.above_rate) || o.above_rate <= 0.0) {
+      fail("server.overload.above_rate", "must be a number > 0 (attempts per second), got " +
+                                             quote(doc["server"]["overload"]["above_rate"]));
+    }
+    o.service_time = overload_reader.positive_time("service_time", k_max_service_time);
+    s.overload = o;
+  }
+
   const json& inc = top.required("incident", "an object or null");
   if (!inc.is_null()) {
-    object_reader incident_reader(inc, "incident", {"start", "end", "service_time"});
+    object_reader incident_reader(inc, "incident",
+                                  {"start", "end", "service_time", "error_rate", "loss_rate"});
     const duration length = s.length;
     const duration start =
         incident_reader.time("start", "in [0, duration) = [0, " + format_duration(length) + ")",
@@ -206,8 +222,25 @@ scenario read_scenario(const json& doc) {
     const duration end =
         incident_reader.time("end", "after incident.start (" + format_duration(start) + ")",
                              [start](duration d) { return d > start; });
-    s.incident =
-        incident{start, end, incident_reader.positive_time("service_time", k_max_service_time)};
+    incident i{start, end, std::nullopt, 0.0, 0.0};
+    if (incident_reader.has("service_time")) {
+      i.service_time = incident_reader.positive_time("service_time", k_max_service_time);
+    }
+    const auto fraction = [&](std::string_view key) {
+      const double value = incident_reader.number(key);
+      if (!(value >= 0.0 && value <= 1.0)) {
+        fail(incident_reader.field(key),
+             "must be a number in [0, 1], got " + quote(inc[std::string(key)]));
+      }
+      return value;
+    };
+    if (incident_reader.has("error_rate")) i.error_rate = fraction("error_rate");
+    if (incident_reader.has("loss_rate")) i.loss_rate = fraction("loss_rate");
+    s.incident = i;
+  }
+
+  if (top.has("max_retries")) {
+    s.max_retries = static_cast<int>(top.integer("max_retries", 1, k_max_retries));
   }
 
   if (auto problem = validate(s)) throw parse_failure{*std::move(problem)};
@@ -357,10 +390,40 @@ std::optional<scenario_error> validate(const scenario& s) {
       return error("incident.end", "must be after incident.start (" + format_duration(inc.start) +
                                        "), got " + quote_duration(inc.end));
     }
-    if (inc.service_time <= duration::zero() || inc.service_time > k_max_service_time) {
+    if (inc.service_time &&
+        (*inc.service_time <= duration::zero() || *inc.service_time > k_max_service_time)) {
       return error("incident.service_time", "must be in (0, " + limit_text(k_max_service_time) +
-                                                "], got " + quote_duration(inc.service_time));
+                                                "], got " + quote_duration(*inc.service_time));
     }
+    if (!(inc.error_rate >= 0.0 && inc.error_rate <= 1.0)) {
+      return error("incident.error_rate",
+                   "must be a number in [0, 1], got " + detail::format_double(inc.error_rate));
+    }
+    if (!(inc.loss_rate >= 0.0 && inc.loss_rate <= 1.0)) {
+      return error("incident.loss_rate",
+                   "must be a number in [0, 1], got " + detail::format_double(inc.loss_rate));
+    }
+    if (inc.error_rate + inc.loss_rate > 1.0) {
+      return error("incident.loss_rate", "error_rate + loss_rate must be at most 1, got " +
+                                             detail::format_double(inc.error_rate) + " + " +
+                                             detail::format_double(inc.loss_rate));
+    }
+  }
+  if (s.overload) {
+    if (!std::isfinite(s.overload->above_rate) || s.overload->above_rate <= 0.0) {
+      return error("server.overload.above_rate",
+                   "must be a number > 0, got " + detail::format_double(s.overload->above_rate));
+    }
+    if (s.overload->service_time <= duration::zero() ||
+        s.overload->service_time > k_max_service_time) {
+      return error("server.overload.service_time", "must be in (0, " +
+                                                       limit_text(k_max_service_time) + "], got " +
+                                                       quote_duration(s.overload->service_time));
+    }
+  }
+  if (s.max_retries && (*s.max_retries < 1 || *s.max_retries > k_max_retries)) {
+    return error("max_retries", "must be an integer in [1, " + std::to_string(k_max_retries) +
+                                    "], got " + std::to_string(*s.max_retries));
   }
   return std::nullopt;
 }
@@ -452,8 +515,83 @@ scenario friday_night() {
   s.queue_limit = 20'000;
   s.service_time = 20ms;
   s.distribution = service_distribution::fixed;
-  s.incident = incident{10s, 20s, 1500ms};
+  s.incident = incident{10s, 20s, 1500ms, 0.0, 0.0};
   return s;
+}
+
+scenario metastable() {
+  using namespace std::chrono_literals;
+  scenario s;
+  s.name = "metastable";
+  s.description =
+      "Bronson et al. (HotOS 2021): an application sends 280 queries/s and one retry after a 1 s "
+      "timeout to a database that answers in 50 ms below 300 attempts/s and in 500 ms above; a "
+      "10 s network outage loses every attempt.";
+  s.seed = 42;
+  s.length = 60s;
+  s.requests_per_second = 280.0;
+  s.clients = 1;
+  s.timeout = 1s;
+  s.workers = 100;
+  s.queue_limit = 10'000;
+  s.service_time = 50ms;
+  s.distribution = service_distribution::fixed;
+  s.overload = overload{300.0, 500ms};
+  s.incident = incident{10s, 20s, std::nullopt, 0.0, 1.0};
+  s.max_retries = 1;
+  return s;
+}
+
+scenario outage_80() {
+  using namespace std::chrono_literals;
+  scenario s;
+  s.name = "outage-80";
+  s.description =
+      "The seed's section 5: 2,000 logical req/s from 20 clients; for 30 s, 80 % of attempts "
+      "fail at once with a 503 while the server is otherwise healthy; 3 retries.";
+  s.seed = 42;
+  s.length = 90s;
+  s.requests_per_second = 2000.0;
+  s.clients = 20;
+  s.timeout = 1s;
+  s.workers = 100;
+  s.queue_limit = 20'000;
+  s.service_time = 20ms;
+  s.distribution = service_distribution::fixed;
+  s.incident = incident{30s, 60s, std::nullopt, 0.8, 0.0};
+  return s;
+}
+
+scenario outage_80_fleet() {
+  scenario s = outage_80();
+  s.name = "outage-80-fleet";
+  s.description =
+      "outage-80 from a fleet of 1,000 clients (2 req/s each): each client's ratio budget has "
+      "its own floor of 10 retries/s, 10,000 retries/s for the fleet against 2,000 req/s of "
+      "demand.";
+  s.clients = 1000;
+  return s;
+}
+
+std::optional<scenario> builtin_scenario(std::string_view name) {
+  if (name == "friday-night") return friday_night();
+  if (name == "no-incident") {
+    scenario s = friday_night();
+    s.name = "no-incident";
+    s.description =
+        "friday-night without the incident: 2,000 req/s from 20 clients against 5,000 req/s of "
+        "capacity, all the time.";
+    s.incident.reset();
+    return s;
+  }
+  if (name == "metastable") return metastable();
+  if (name == "outage-80") return outage_80();
+  if (name == "outage-80-fleet") return outage_80_fleet();
+  return std::nullopt;
+}
+
+std::string builtin_scenario_names() {
+  return "friday-night, no-incident, metastable, outage-80, outage-80-fleet";
 }
 
 std::string to_json(const scenario& s) {
@@ -469,13 +607,22 @@ std::string to_json(const scenario& s) {
   doc["server"]["queue_limit"] = s.queue_limit;
   doc["server"]["service_time"] = format_duration(s.service_time);
   doc["server"]["service_distribution"] = std::string(to_string(s.distribution));
+  if (s.overload) {
+    doc["server"]["overload"]["above_rate"] = s.overload->above_rate;
+    doc["server"]["overload"]["service_time"] = format_duration(s.overload->service_time);
+  }
   if (s.incident) {
     doc["incident"]["start"] = format_duration(s.incident->start);
     doc["incident"]["end"] = format_duration(s.incident->end);
-    doc["incident"]["service_time"] = format_duration(s.incident->service_time);
+    if (s.incident->service_time) {
+      doc["incident"]["service_time"] = format_duration(*s.incident->service_time);
+    }
+    if (s.incident->error_rate != 0.0) doc["incident"]["error_rate"] = s.incident->error_rate;
+    if (s.incident->loss_rate != 0.0) doc["incident"]["loss_rate"] = s.incident->loss_rate;
   } else {
     doc["incident"] = nullptr;
   }
+  if (s.max_retries) doc["max_retries"] = *s.max_retries;
   return doc.dump(2) + "\n";
 }
 

@@ -1,6 +1,7 @@
 #include "stormguard/sim/simulator.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <deque>
@@ -21,7 +22,8 @@ namespace stormguard::sim {
 
 namespace {
 
-constexpr std::int64_t k_bin_ns = 1'000'000'000;  // the 1-second bins of the time series
+constexpr std::int64_t k_bin_ns = 1'000'000'000;            // the 1-second bins of the time series
+constexpr std::int64_t k_fine_bin_ns = k_fine_bin.count();  // the plots' bins
 
 // now + delay in ns, saturating at the largest time instead of overflowing. The engine never
 // processes an event at or after the end of the run, so a saturated time simply means "never".
@@ -51,6 +53,10 @@ using seeds::mix;
 constexpr std::uint64_t k_tag_arrivals = 0x6172726976616c73ULL;  // "arrivals"
 constexpr std::uint64_t k_tag_service = 0x73657276696365ULL;     // "service"
 constexpr std::uint64_t k_tag_client = 0x636c69656e74ULL;        // "client"
+constexpr std::uint64_t k_tag_incident = 0x696e636964656e74ULL;  // "incident"
+
+constexpr std::int64_t k_load_slice_ns = 100'000'000;  // the overload window's slices: 100 ms
+constexpr std::size_t k_load_slices = 10;              // 10 slices: a 1-s window
 
 enum class event_kind : std::uint8_t { arrival, attempt_start, timeout, service_done };
 
@@ -78,6 +84,7 @@ struct request {
   std::uint32_t client;
   std::int32_t attempt;  // the current (latest) attempt number
   request_state state;
+  bool in_incident;  // started inside the incident window: its attempts count for the incident
 };
 
 struct queued_attempt {
@@ -101,7 +108,8 @@ class engine {
         end_(s.length.count()),
         timeout_(s.timeout.count()),
         arrivals_rng_(mix(s.seed, k_tag_arrivals)),
-        service_rng_(mix(s.seed, k_tag_service)) {
+        service_rng_(mix(s.seed, k_tag_service)),
+        incident_rng_(mix(s.seed, k_tag_incident)) {
     result_.name = strat.name;
     const std::uint64_t strategy_hash = fnv1a(strat.name);
     for (int i = 0; i < s.clients; ++i) {
@@ -112,10 +120,14 @@ class engine {
     if (s.incident) {
       incident_start_ = s.incident->start.count();
       incident_end_ = s.incident->end.count();
-      incident_service_ = s.incident->service_time.count();
+      incident_service_ = s.incident->service_time.value_or(duration::zero()).count();
+      loss_rate_ = s.incident->loss_rate;
+      error_or_loss_rate_ = s.incident->loss_rate + s.incident->error_rate;
     }
     const auto bins = static_cast<std::size_t>((end_ + k_bin_ns - 1) / k_bin_ns);
     result_.series.assign(bins, time_bin{});
+    const auto fine_bins = static_cast<std::size_t>((end_ + k_fine_bin_ns - 1) / k_fine_bin_ns);
+    result_.fine_series.assign(fine_bins, fine_bin{});
     const double expected = s.requests_per_second * std::chrono::duration<double>(s.length).count();
     requests_.reserve(static_cast<std::size_t>(expected * 1.05) + 16);
     latencies_.reserve(static_cast<std::size_t>(expected * 1.05) + 16);
@@ -171,6 +183,10 @@ class engine {
     return result_.series[static_cast<std::size_t>(t / k_bin_ns)];
   }
 
+  [[nodiscard]] fine_bin& fine_bin_at(std::int64_t t) {
+    return result_.fine_series[static_cast<std::size_t>(t / k_fine_bin_ns)];
+  }
+
   // The queue length at the end of every bin that ends at or before `t`.
   void sample_queue_until(std::int64_t t) {
     while (next_sample_bin_ < result_.series.size() &&
@@ -189,8 +205,36 @@ class engine {
     push(now + static_cast<std::int64_t>(std::llround(gap_ns)), event_kind::arrival, 0, 0);
   }
 
+  // Attempts that reached the server in the 1-s window ending now (10 slices of 100 ms, the
+  // current one included): the load that server.overload compares with its threshold.
+  void count_load(std::int64_t now) {
+    const std::int64_t slice = now / k_load_slice_ns;
+    advance_load(slice);
+    ++load_[static_cast<std::size_t>(slice) % k_load_slices];
+    ++load_total_;
+  }
+  void advance_load(std::int64_t slice) {
+    // Clears the slices that left the window since the newest one seen.
+    for (std::int64_t k = load_slice_ + 1; k <= slice && k <= load_slice_ + 10; ++k) {
+      auto& slot = load_[static_cast<std::size_t>(k) % k_load_slices];
+      load_total_ -= slot;
+      slot = 0;
+    }
+    load_slice_ = std::max(load_slice_, slice);
+  }
+  [[nodiscard]] bool overloaded(std::int64_t now) {
+    if (!s_.overload) return false;
+    advance_load(now / k_load_slice_ns);
+    return static_cast<double>(load_total_) > s_.overload->above_rate;
+  }
+
   [[nodiscard]] std::int64_t service_time(std::int64_t now) {
-    const std::int64_t mean = in_incident(now) ? incident_service_ : s_.service_time.count();
+    std::int64_t mean = s_.service_time.count();
+    if (incident_service_ != 0 && in_incident(now)) {
+      mean = incident_service_;
+    } else if (overloaded(now)) {
+      mean = s_.overload->service_time.count();
+    }
     if (s_.distribution == service_distribution::fixed) return mean;
     const double u = uniform_unit(service_rng_);
     // -ln(1 - u) <= 37.5 for u < 1, and validate() bounds mean by 1 h: no overflow.
@@ -201,10 +245,11 @@ class engine {
     const auto id = static_cast<std::uint32_t>(requests_.size());
     const auto client_index =
         static_cast<std::uint32_t>(requests_.size() % static_cast<std::size_t>(s_.clients));
-    requests_.push_back(request{now, 0, client_index, 0, request_state::awaiting});
+    const bool incident = in_incident(now);
+    requests_.push_back(request{now, 0, client_index, 0, request_state::awaiting, incident});
     ++result_.logical_requests;
     ++bin(now).logical_requests;
-    if (in_incident(now)) ++result_.incident_logical_requests;
+    if (incident) ++result_.incident_logical_requests;
     clients_[client_index].budget.deposit(time_point(duration(now)));
     start_attempt(id, 1, now);
     schedule_next_arrival(now);
@@ -216,8 +261,26 @@ class engine {
     r.state = request_state::awaiting;
     ++result_.attempts;
     ++bin(now).attempts;
-    if (in_incident(now)) ++result_.incident_attempts;
+    ++fine_bin_at(now).attempts;
+    if (r.in_incident) ++result_.incident_attempts;
 
+    if (error_or_loss_rate_ > 0.0 && in_incident(now)) {
+      // One draw decides: lost with probability loss_rate, else a 503 with error_rate.
+      const double u = uniform_unit(incident_rng_);
+      if (u < loss_rate_) {
+        ++result_.lost;
+        push(add_saturated(now, timeout_), event_kind::timeout, id, attempt);
+        return;
+      }
+      if (u < error_or_loss_rate_) {
+        ++result_.failures;
+        ++bin(now).failures;
+        on_failure(id, now);
+        return;
+      }
+    }
+
+    if (s_.overload) count_load(now);
     const bool start_now = busy_ < s_.workers;
     if (!start_now && static_cast<std::int64_t>(queue_.size()) >= s_.queue_limit) {
       // Queue full: an immediate 503, a retryable failure.
@@ -251,6 +314,7 @@ class engine {
       r.state = request_state::ended;
       ++result_.successes;
       ++bin(now).successes;
+      ++fine_bin_at(now).successes;
       latencies_.push_back(now - r.start);
     } else {
       ++result_.wasted_work;  // the client gave up on this attempt: the answer is ignored
@@ -350,11 +414,17 @@ class engine {
   std::int64_t end_;
   std::int64_t timeout_;
   std::int64_t incident_start_ = 0;
-  std::int64_t incident_end_ = 0;  // [0, 0): no incident
-  std::int64_t incident_service_ = 0;
+  std::int64_t incident_end_ = 0;      // [0, 0): no incident
+  std::int64_t incident_service_ = 0;  // 0: the incident leaves the service time alone
+  double loss_rate_ = 0.0;
+  double error_or_loss_rate_ = 0.0;
+  std::array<std::int64_t, k_load_slices> load_{};
+  std::int64_t load_total_ = 0;
+  std::int64_t load_slice_ = 0;
 
   random_generator arrivals_rng_;
   random_generator service_rng_;
+  random_generator incident_rng_;
   std::deque<client<B>> clients_;  // a deque: budgets are neither copyable nor movable
 
   std::priority_queue<event, std::vector<event>, later> heap_;
@@ -374,19 +444,34 @@ strategy_result simulate(const scenario& s, const strategy& strat) {
   if (auto problem = validate(s)) {
     throw std::invalid_argument("stormguard::sim::simulate: invalid scenario: " + problem->message);
   }
+  strategy applied = strat;
+  if (s.max_retries && applied.retry.max_retries > 0) applied.retry.max_retries = *s.max_retries;
   return std::visit(
       [&](const auto& config) {
         using config_type = std::decay_t<decltype(config)>;
         using budget_type = typename budget_for<config_type>::type;
-        return engine<budget_type, config_type>(s, strat, config).run();
+        return engine<budget_type, config_type>(s, applied, config).run();
       },
-      strat.budget);
+      applied.budget);
 }
 
 simulation_report simulate(const scenario& s, std::span<const strategy> strategies) {
   simulation_report report{s, {}};
   report.strategies.reserve(strategies.size());
   for (const strategy& strat : strategies) report.strategies.push_back(simulate(s, strat));
+  return report;
+}
+
+simulation_report simulate(const scenario& s, std::span<const strategy> strategies,
+                           unsigned threads, const progress_callback& progress) {
+  if (auto problem = validate(s)) {
+    throw std::invalid_argument("stormguard::sim::simulate: invalid scenario: " + problem->message);
+  }
+  simulation_report report{s, {}};
+  report.strategies.resize(strategies.size());
+  parallel_for(
+      strategies.size(), threads,
+      [&](std::size_t i) { report.strategies[i] = simulate(s, strategies[i]); }, progress);
   return report;
 }
 

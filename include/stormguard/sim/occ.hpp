@@ -76,10 +76,17 @@ struct occ_trial {
 };
 
 /// Runs one trial of `clients` clients with `algorithm`, its generators seeded from `seed`.
-/// Deterministic. Throws std::invalid_argument for clients outside [1, 10,000] or invalid
-/// network settings.
+/// Deterministic. When `write_times` is not null, the instant each write reached the server is
+/// appended to it (in time order), for plots. Throws std::invalid_argument for clients outside
+/// [1, 10,000] or invalid options (validate()).
 [[nodiscard]] occ_trial simulate_occ_trial(int clients, const occ_algorithm& algorithm,
-                                           std::uint64_t seed, const occ_options& o);
+                                           std::uint64_t seed, const occ_options& o,
+                                           std::vector<duration>* write_times = nullptr);
+
+/// The seed of trial `trial` of the point (clients, algorithm index) in simulate_occ: the same
+/// trial can be rerun on its own (with write_times, for the plot of writes over time).
+[[nodiscard]] std::uint64_t occ_trial_seed(std::uint64_t seed, int clients, std::size_t algorithm,
+                                           std::size_t trial) noexcept;
 
 /// The mean of one point of the sweep.
 struct occ_point {

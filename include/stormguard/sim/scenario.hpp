@@ -33,14 +33,42 @@ enum class service_distribution {
 /// "fixed" or "exponential"; "unknown" for a value outside the enum.
 [[nodiscard]] std::string_view to_string(service_distribution d) noexcept;
 
-/// A period during which the server is slow: every attempt whose service *starts* in
-/// [start, end) takes `service_time` (the incident phase) instead of the normal service time.
+/// A period of trouble: for attempts in [start, end), the server may be slow (`service_time`),
+/// a fraction of attempts may fail at once with a 503 (`error_rate`), and a fraction may be lost
+/// by the network (`loss_rate`). Any combination; the defaults change nothing.
 struct incident {
-  duration start{};         ///< from the start of the simulation; >= 0 and < the scenario length
-  duration end{};           ///< > start; may exceed the scenario length (the incident never ends)
-  duration service_time{};  ///< the service time during the incident; in (0, 1 h]
+  duration start{};  ///< [incident.start] from the start of the simulation; in [0, length)
+  duration end{};    ///< [incident.end] > start; may exceed the length (the incident never ends)
+  /// [incident.service_time] optional: the service time of every attempt whose service *starts*
+  /// in [start, end), instead of the server's (overload included); in (0, 1 h]. nullopt (the
+  /// field absent): the server's service time is unchanged.
+  std::optional<duration> service_time;
+  /// [incident.error_rate] optional, default 0: the fraction of the attempts *sent* in
+  /// [start, end) that fail at once with a 503 (a retryable failure) without reaching the server,
+  /// which is otherwise healthy. In [0, 1]; each attempt draws independently.
+  double error_rate = 0.0;
+  /// [incident.loss_rate] optional, default 0: the fraction of the attempts sent in [start, end)
+  /// that the network loses: they never reach the server and are never answered, so they end at
+  /// their timeout. In [0, 1], and error_rate + loss_rate <= 1 (one draw decides: lost with
+  /// probability loss_rate, else a 503 with probability error_rate).
+  double loss_rate = 0.0;
 
   friend bool operator==(const incident&, const incident&) = default;
+};
+
+/// A server whose service time depends on its load (a database that answers in 50 ms below 300
+/// queries per second and ten times slower above, as in Bronson et al., "Metastable Failures in
+/// Distributed Systems", HotOS 2021). The load is the number of attempts that reached the server
+/// in the last second (a sliding window kept as 10 slices of 100 ms, the current one included),
+/// rejected ones included.
+struct overload {
+  /// [server.overload.above_rate] attempts per second above which the server is slow; > 0.
+  double above_rate = 0.0;
+  /// [server.overload.service_time] the service time of an attempt whose service starts while
+  /// the load is above `above_rate`; in (0, 1 h].
+  duration service_time{};
+
+  friend bool operator==(const overload&, const overload&) = default;
 };
 
 /// One simulation setup. Times are virtual: the simulation starts at time_point{} (the epoch).
@@ -65,7 +93,13 @@ struct scenario {
   duration service_time{};
   /// [server.service_distribution] "fixed" or "exponential"; optional (default "fixed").
   service_distribution distribution = service_distribution::fixed;
+  /// [server.overload] optional (absent or null: the service time does not depend on the load).
+  std::optional<sim::overload> overload;
   std::optional<sim::incident> incident;  ///< [incident] an object, or null for none
+  /// [max_retries] optional: replaces the max_retries of every strategy that retries (max_retries
+  /// > 0), for a scenario whose application retries a fixed number of times (metastable: once).
+  /// In [1, 1000]. nullopt (absent): each strategy's own.
+  std::optional<int> max_retries;
 
   friend bool operator==(const scenario&, const scenario&) = default;
 };
@@ -106,6 +140,30 @@ using scenario_result = stormguard::outcome<scenario, scenario_error>;
 /// 2.5× demand), queue limit 20,000, per-attempt timeout 1 s, service time 1.5 s from t = 10 s to
 /// t = 20 s, 60 s simulated, seed 42.
 [[nodiscard]] scenario friday_night();
+
+/// The scenario of the file scenarios/metastable.json (equal to it): the example of Bronson et
+/// al., "Metastable Failures in Distributed Systems" (HotOS 2021). One application sends 280
+/// queries/s to a database of 100 workers that answers in 50 ms (2,000/s) while it receives at
+/// most 300 attempts/s, and in 500 ms (200/s) above; timeout 1 s, one retry (max_retries 1);
+/// from t = 10 s to 20 s the network loses every attempt; 60 s simulated, seed 42.
+[[nodiscard]] scenario metastable();
+
+/// The scenario of scenarios/outage-80.json: 2,000 logical req/s from 20 clients against a
+/// healthy server (100 workers × 20 ms); from t = 30 s to 60 s, 80 % of attempts fail at once
+/// with a 503; 3 retries; 90 s simulated, seed 42 (the seed's §5 and issue 4).
+[[nodiscard]] scenario outage_80();
+
+/// The scenario of scenarios/outage-80-fleet.json: outage_80() with the same load from 1,000
+/// clients (2 req/s each), to show that a ratio budget's per-client floor multiplies with the
+/// fleet.
+[[nodiscard]] scenario outage_80_fleet();
+
+/// The built-in scenario called `name`: "friday-night", "no-incident", "metastable",
+/// "outage-80" or "outage-80-fleet" (each equal to scenarios/<name>.json); nullopt otherwise.
+[[nodiscard]] std::optional<scenario> builtin_scenario(std::string_view name);
+
+/// The names builtin_scenario knows, joined by ", ".
+[[nodiscard]] std::string builtin_scenario_names();
 
 /// The scenario as JSON text in the file format (fields in documented order, durations
 /// formatted as "<integer><unit>"); parse_scenario(to_json(s)) == s for every valid scenario.

@@ -17,6 +17,12 @@
 //   - Timeouts: an attempt not answered within `timeout` is abandoned by its client; a later
 //     response is ignored (counted as wasted work). A response at exactly the deadline is late.
 //     The network adds no delay.
+//   - Incident: during [start, end) the service time may change (service that starts in it), and
+//     each attempt sent in it may be lost by the network (never answered: a timeout) or fail at
+//     once with a 503, drawn from its own generator. With server.overload, the service time of
+//     an attempt is the overload's while more than above_rate attempts reached the server in the
+//     last second.
+//   - A scenario's max_retries replaces the strategies' (those that retry).
 //
 // The run is deterministic: events are ordered by (time, sequence number), the arrival process
 // has its own generator seeded from the scenario seed (so every strategy sees the same arrivals),
@@ -35,6 +41,7 @@
 #include <string>
 #include <vector>
 
+#include "stormguard/sim/parallel.hpp"
 #include "stormguard/sim/scenario.hpp"
 #include "stormguard/sim/strategy.hpp"
 
@@ -51,6 +58,18 @@ struct time_bin {
   std::int64_t queue_length = 0;      ///< attempts waiting in the server's queue at the bin's end
 
   friend bool operator==(const time_bin&, const time_bin&) = default;
+};
+
+/// The width of the bins of strategy_result::fine_series: 100 ms.
+inline constexpr duration k_fine_bin = std::chrono::milliseconds(100);
+
+/// What happened in one bin of k_fine_bin (100 ms): enough to see the waves of synchronised
+/// retries that 1-s bins smooth away. Counted as in time_bin.
+struct fine_bin {
+  std::int64_t attempts = 0;   ///< attempts sent
+  std::int64_t successes = 0;  ///< attempts answered in time (goodput)
+
+  friend bool operator==(const fine_bin&, const fine_bin&) = default;
 };
 
 /// The metrics of one strategy on one scenario. Per-attempt counters satisfy
@@ -72,16 +91,20 @@ struct strategy_result {
   std::int64_t failures = 0;            ///< attempts rejected with a 503 (queue full)
   std::int64_t timeouts = 0;            ///< attempts abandoned at their timeout
   std::int64_t in_flight_attempts = 0;  ///< attempts still awaiting an answer at the end
+  /// Attempts the network lost (incident.loss_rate): they end as timeouts (or in flight).
+  std::int64_t lost = 0;
   /// Abandoned attempts that the server nevertheless served to completion (its wasted work).
   std::int64_t wasted_work = 0;
 
-  // During the incident [start, end) clipped to the simulated time; zero without an incident.
+  // The logical requests that started inside the incident [start, end) (clipped to the simulated
+  // time) and all their attempts, wherever those fall; zero without an incident.
   std::int64_t incident_logical_requests = 0;  ///< logical requests that arrived in it
-  std::int64_t incident_attempts = 0;          ///< attempts sent in it
+  std::int64_t incident_attempts = 0;          ///< all the attempts of those logical requests
 
   /// attempts ÷ logical_requests; nullopt when no logical request arrived (0/0 is undefined).
   std::optional<double> amplification;
-  /// incident_attempts ÷ incident_logical_requests; nullopt without an incident or when no
+  /// incident_attempts ÷ incident_logical_requests: the attempts per logical request started in
+  /// the incident (their retries after its end included); nullopt without an incident or when no
   /// logical request arrived during it.
   std::optional<double> incident_amplification;
   /// The largest attempts count of any 1-s bin ÷ requests_per_second (1.0 ≈ the demand).
@@ -101,8 +124,9 @@ struct strategy_result {
   /// recovered).
   std::optional<double> recovery_s;
 
-  std::int64_t events = 0;       ///< events processed (for performance measurements)
-  std::vector<time_bin> series;  ///< one bin per started second of simulated time
+  std::int64_t events = 0;            ///< events processed (for performance measurements)
+  std::vector<time_bin> series;       ///< one bin per started second of simulated time
+  std::vector<fine_bin> fine_series;  ///< one bin per started 100 ms (k_fine_bin), for plots
 };
 
 /// The results of several strategies on one scenario, in the order they were given.
@@ -118,8 +142,14 @@ struct simulation_report {
 /// go in parallel.
 [[nodiscard]] strategy_result simulate(const scenario& s, const strategy& strat);
 
-/// Runs every strategy in `strategies` through `s`, in order.
+/// Runs every strategy in `strategies` through `s`; the report lists them in the given order.
 [[nodiscard]] simulation_report simulate(const scenario& s, std::span<const strategy> strategies);
+
+/// The same, with the strategies run on `threads` threads (0 = one per hardware thread; see
+/// parallel_for) and `progress` told as each one finishes. The report is identical to the
+/// sequential one.
+[[nodiscard]] simulation_report simulate(const scenario& s, std::span<const strategy> strategies,
+                                         unsigned threads, const progress_callback& progress = {});
 
 }  // namespace stormguard::sim
 

@@ -1,0 +1,104 @@
+// stormguard/sim/sweep.hpp: the load sweep, which finds for each strategy the demand above which a
+// system no longer recovers from its incident (the metastable region of Bronson et al.,
+// "Metastable Failures in Distributed Systems", HotOS 2021).
+//
+// The sweep runs the scenario once per load (requests_per_second = LO, LO + STEP, …, HI) and
+// strategy, in parallel (parallel.hpp), and records whether goodput recovered after the incident
+// (strategy_result::recovery_s). A strategy's stable region is the loads up to the last one from
+// which every lower load of the sweep recovered.
+//
+//   auto report = stormguard::sim::sweep_load(stormguard::sim::metastable(),
+//                                             stormguard::sim::builtin_strategies(),
+//                                             {50, 350, 10});
+//   std::cout << stormguard::sim::format_table(report);
+#ifndef STORMGUARD_SIM_SWEEP_HPP
+#define STORMGUARD_SIM_SWEEP_HPP
+
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "stormguard/sim/parallel.hpp"
+#include "stormguard/sim/scenario.hpp"
+#include "stormguard/sim/simulator.hpp"
+#include "stormguard/sim/strategy.hpp"
+
+namespace stormguard::sim {
+
+/// The loads of a sweep, in logical requests per second: from, from + step, … up to and including
+/// `to` (within a relative 1e-9, so 0.1 steps reach their end despite rounding).
+struct load_range {
+  double from = 0.0;  ///< > 0
+  double to = 0.0;    ///< >= from
+  double step = 0.0;  ///< > 0; at most 10,000 loads in all
+};
+
+/// The range's problem as a sentence naming the part and the value ("load sweep step must be
+/// > 0, got 0"), or nullopt.
+[[nodiscard]] std::optional<std::string> validate(const load_range& range);
+
+/// The loads of `range`, ascending. Precondition: validate(range) is nullopt.
+[[nodiscard]] std::vector<double> loads_of(const load_range& range);
+
+/// One run of the sweep.
+struct load_point {
+  double load = 0.0;                             ///< requests_per_second of the run
+  std::string strategy;                          ///< the strategy's name
+  std::optional<double> recovery_s;              ///< as strategy_result::recovery_s
+  std::optional<double> success_ratio;           ///< as strategy_result::success_ratio
+  std::optional<double> incident_amplification;  ///< as strategy_result::incident_amplification
+  double after_attempt_rate = 0.0;  ///< mean attempts/s over the whole seconds after the incident
+
+  [[nodiscard]] bool recovered() const noexcept { return recovery_s.has_value(); }
+  friend bool operator==(const load_point&, const load_point&) = default;
+};
+
+/// Where a strategy stops recovering.
+struct stability_limit {
+  std::string strategy;
+  /// The highest swept load at and below which every swept load recovered; nullopt when even
+  /// the lowest did not.
+  std::optional<double> highest_stable;
+  /// The lowest swept load that did not recover; nullopt when every load recovered.
+  std::optional<double> lowest_unstable;
+
+  friend bool operator==(const stability_limit&, const stability_limit&) = default;
+};
+
+/// The whole sweep: points ordered by load, then strategy (in the order given), and one limit
+/// per strategy.
+struct load_sweep_report {
+  sim::scenario scenario;  ///< the scenario as given (its own requests_per_second is not used)
+  load_range range;
+  std::vector<std::string> strategies;
+  std::vector<load_point> points;
+  std::vector<stability_limit> limits;
+};
+
+/// Runs `s` at every load of `range` with every strategy, on `threads` threads (0 = one per
+/// hardware thread); the report does not depend on the thread count (each run is a pure function
+/// of the scenario, seed included, and the strategy). Throws std::invalid_argument when the range
+/// is invalid, the scenario has no incident that ends within the simulated time (recovery is then
+/// undefined), or the scenario is invalid at some load (the message names the load).
+[[nodiscard]] load_sweep_report sweep_load(const scenario& s, std::span<const strategy> strategies,
+                                           const load_range& range, unsigned threads = 0,
+                                           const progress_callback& progress = {});
+
+/// {"scenario":NAME,"seed":S,"sweep":[{"load":L,"strategy":NAME,"recovered":true,
+/// "recovery_s":X|null,"success_ratio":X|null,"incident_amplification":X|null,
+/// "after_attempt_rate":X},…],"limits":[{"strategy":NAME,"highest_stable_load":X|null,
+/// "lowest_unstable_load":X|null},…]}. Ends with a newline.
+[[nodiscard]] std::string to_json(const load_sweep_report& report);
+
+/// `load,strategy,recovered,recovery_s,success_ratio,incident_amplification,after_attempt_rate`,
+/// one row per point (empty cells for undefined values).
+[[nodiscard]] std::string to_csv(const load_sweep_report& report);
+
+/// The scenario, a table of loads × strategies (recovery time or "never"), each strategy's
+/// stable region, and how much each "X+…" strategy widens it compared with X.
+[[nodiscard]] std::string format_table(const load_sweep_report& report);
+
+}  // namespace stormguard::sim
+
+#endif  // STORMGUARD_SIM_SWEEP_HPP

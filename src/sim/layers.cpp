@@ -1,0 +1,337 @@
+#include "stormguard/sim/layers.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <deque>
+#include <queue>
+#include <stdexcept>
+#include <type_traits>
+#include <variant>
+
+#include "sim/seed.hpp"
+#include "stormguard/budget.hpp"
+#include "stormguard/detail/format.hpp"
+#include "stormguard/detail/saturate.hpp"
+#include "stormguard/random.hpp"
+#include "stormguard/retry.hpp"
+
+namespace stormguard::sim {
+
+namespace {
+
+using seeds::fnv1a;
+using seeds::mix;
+
+constexpr int k_max_layers = 8;
+constexpr double k_max_requests = 1'000'000;
+constexpr std::uint64_t k_tag_arrivals = 0x6172726976616c73ULL;  // "arrivals"
+constexpr std::uint64_t k_tag_layer = 0x6c61796572ULL;           // "layer"
+
+template <class Config>
+struct layer_budget_for;
+template <>
+struct layer_budget_for<no_budget> {
+  using type = no_budget;
+};
+template <>
+struct layer_budget_for<ratio_budget_options> {
+  using type = ratio_budget;
+};
+
+template <class B>
+struct layer {
+  layer(std::uint64_t seed, const auto& config, const retry_options& options)
+      : rng(seed), budget(config), policy(options) {}
+  random_generator rng;
+  B budget;
+  retry_policy policy;
+};
+
+struct call {
+  std::int64_t previous_delay;  // ns
+  std::uint32_t parent;         // the call one layer up; k_none for a top-level call
+  std::uint32_t top;            // the top-level call it serves
+  std::int32_t attempt;         // the current attempt (from 1)
+  std::int32_t depth;           // 0 = the top layer
+  bool counted;                 // its top-level request started during the incident
+};
+constexpr std::uint32_t k_none = 0xffffffffU;
+
+struct retry_event {
+  std::int64_t time;
+  std::uint64_t seq;
+  std::uint32_t call;
+};
+struct later {
+  bool operator()(const retry_event& a, const retry_event& b) const noexcept {
+    return a.time != b.time ? a.time > b.time : a.seq > b.seq;
+  }
+};
+
+template <class B, class Config>
+class layers_engine {
+ public:
+  layers_engine(const layers_options& o, const strategy& strat, const Config& config, bool top_only)
+      : o_(o), arrivals_rng_(mix(o.seed, k_tag_arrivals)) {
+    retry_options inner = strat.retry;
+    if (top_only) inner.max_retries = 0;
+    for (int k = 0; k < o.layers; ++k) {
+      const std::uint64_t seed =
+          mix(mix(mix(o.seed, k_tag_layer), static_cast<std::uint64_t>(k)), fnv1a(strat.name));
+      layers_.emplace_back(seed, config, k == 0 ? strat.retry : inner);
+    }
+    row_.name = strat.name;
+    row_.top_only = top_only;
+    row_.layer_attempts.assign(static_cast<std::size_t>(o.layers), 0);
+    end_ = o.length.count();
+    const double expected = o.requests_per_second * std::chrono::duration<double>(o.length).count();
+    calls_.reserve(static_cast<std::size_t>(expected * 1.05) + 16);
+  }
+
+  layers_row run() {
+    // Arrivals first (they do not depend on the strategy), then the calls they start, in time
+    // order with the retries.
+    std::int64_t next_arrival = next_gap(0);
+    while (true) {
+      const bool have_retry = !heap_.empty();
+      if (next_arrival >= end_ && !have_retry) break;
+      ++row_.events;
+      if (next_arrival < end_ && (!have_retry || next_arrival <= heap_.top().time)) {
+        const std::int64_t now = next_arrival;
+        const bool counted = incident_at(now);
+        const auto id = new_call(k_none, 0, 0, counted, now);
+        if (counted) ++row_.top_requests;
+        start_attempt(id, now);
+        next_arrival = next_gap(now);
+        continue;
+      }
+      const retry_event e = heap_.top();
+      heap_.pop();
+      ++calls_[e.call].attempt;
+      start_attempt(e.call, e.time);
+    }
+    row_.bottom_attempts = row_.layer_attempts.back();
+    if (row_.top_requests > 0) {
+      row_.bottom_amplification =
+          static_cast<double>(row_.bottom_attempts) / static_cast<double>(row_.top_requests);
+    }
+    return std::move(row_);
+  }
+
+ private:
+  [[nodiscard]] bool incident_at(std::int64_t t) const noexcept {
+    return t >= o_.incident_start.count() && t < o_.incident_end.count();
+  }
+
+  std::int64_t next_gap(std::int64_t now) {
+    const double u = uniform_unit(arrivals_rng_);
+    const double gap_ns = -std::log1p(-u) / o_.requests_per_second * 1e9;
+    if (!(gap_ns < static_cast<double>(end_ - now))) return end_;
+    return now + static_cast<std::int64_t>(std::llround(gap_ns));
+  }
+
+  // A call starts at layer `depth`: a logical request for that layer's service, which deposits
+  // into its budget.
+  std::uint32_t new_call(std::uint32_t parent, std::int32_t depth, std::uint32_t top, bool counted,
+                         std::int64_t now) {
+    layers_[static_cast<std::size_t>(depth)].budget.deposit(time_point(duration(now)));
+    const auto id = static_cast<std::uint32_t>(calls_.size());
+    calls_.push_back(call{0, parent, parent == k_none ? id : top, 1, depth, counted});
+    return id;
+  }
+
+  // The current attempt of call `id` starts now: on the bottom (the last layer) it succeeds or
+  // fails at once; above, it is a call one layer down.
+  void start_attempt(std::uint32_t id, std::int64_t now) {
+    const call c = calls_[id];  // a copy: new_call may move the pool
+    if (c.counted) ++row_.layer_attempts[static_cast<std::size_t>(c.depth)];
+    if (c.depth + 1 == o_.layers) {
+      attempt_done(id, !incident_at(now), now);
+      return;
+    }
+    const std::uint32_t child = new_call(id, c.depth + 1, c.top, c.counted, now);
+    start_attempt(child, now);
+  }
+
+  // The current attempt of call `id` ended (ok: it succeeded). Decides the retry, or ends the
+  // call and reports to the caller one layer up.
+  void attempt_done(std::uint32_t id, bool ok, std::int64_t now) {
+    if (!ok) {
+      auto& l = layers_[static_cast<std::size_t>(calls_[id].depth)];
+      call& c = calls_[id];
+      const retry_decision next =
+          l.policy.decide(c.attempt, classification::retry(), duration(c.previous_delay), l.rng,
+                          l.budget, time_point(duration(now)));
+      if (next.retry) {
+        c.previous_delay = next.delay.count();
+        heap_.push(
+            retry_event{detail::saturating_add(duration(now), next.delay).count(), seq_++, id});
+        return;
+      }
+      if (next.reason == end_reason::budget_exhausted) ++row_.budget_exhausted;
+    }
+    const std::uint32_t parent = calls_[id].parent;
+    if (parent != k_none) attempt_done(parent, ok, now);
+  }
+
+  const layers_options& o_;
+  std::int64_t end_ = 0;
+  random_generator arrivals_rng_;
+  std::deque<layer<B>> layers_;  // a deque: budgets are neither copyable nor movable
+  std::vector<call> calls_;
+  std::priority_queue<retry_event, std::vector<retry_event>, later> heap_;
+  std::uint64_t seq_ = 0;
+  layers_row row_;
+};
+
+std::string fixed(std::optional<double> value, int decimals) {
+  if (!value) return "null";
+  return fmt::format("{:.{}f}", *value, decimals);
+}
+
+// 120000 -> "120,000".
+std::string grouped(std::int64_t n) {
+  std::string digits = std::to_string(n);
+  std::string out;
+  for (std::size_t i = 0; i < digits.size(); ++i) {
+    if (i != 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
+}
+
+}  // namespace
+
+std::optional<std::string> validate(const layers_options& o) {
+  if (o.layers < 1 || o.layers > k_max_layers) {
+    return fmt::format("layers: must be an integer in [1, {}], got {}", k_max_layers, o.layers);
+  }
+  if (!std::isfinite(o.requests_per_second) || o.requests_per_second <= 0.0) {
+    return "requests_per_second: must be a number > 0, got " +
+           detail::format_double(o.requests_per_second);
+  }
+  if (o.length <= duration::zero() || o.length > std::chrono::hours(1)) {
+    return "duration: must be in (0, 1h], got " + detail::format_duration(o.length);
+  }
+  const double requests = o.requests_per_second * std::chrono::duration<double>(o.length).count();
+  if (requests > k_max_requests) {
+    return fmt::format(
+        "requests_per_second: requests_per_second x duration must be at most {} top-level "
+        "requests, got {}",
+        k_max_requests, detail::format_double(requests));
+  }
+  if (o.incident_start < duration::zero()) {
+    return "incident_start: must be >= 0, got " + detail::format_duration(o.incident_start);
+  }
+  if (o.incident_end <= o.incident_start) {
+    return "incident_end: must be after incident_start, got " +
+           detail::format_duration(o.incident_end);
+  }
+  return std::nullopt;
+}
+
+layers_report simulate_layers(const layers_options& o, std::span<const strategy> strategies) {
+  if (auto problem = validate(o)) {
+    throw std::invalid_argument("stormguard::sim::simulate_layers: " + *problem);
+  }
+  layers_report report{o, {}};
+  for (const strategy& strat : strategies) {
+    for (const bool top_only : {false, true}) {
+      if (top_only && strat.retry.max_retries == 0) continue;  // the same as every layer
+      report.rows.push_back(std::visit(
+          [&](const auto& config) {
+            using config_type = std::decay_t<decltype(config)>;
+            using budget_type = typename layer_budget_for<config_type>::type;
+            return layers_engine<budget_type, config_type>(o, strat, config, top_only).run();
+          },
+          strat.budget));
+    }
+  }
+  return report;
+}
+
+std::string to_json(const layers_report& report) {
+  std::string out =
+      fmt::format("{{\"scenario\":\"layers\",\"seed\":{},\"layers\":{},\"strategies\":[",
+                  report.options.seed, report.options.layers);
+  bool first = true;
+  for (const layers_row& r : report.rows) {
+    std::string per_layer;
+    for (std::size_t k = 0; k < r.layer_attempts.size(); ++k) {
+      per_layer += (k == 0 ? "" : ",") + std::to_string(r.layer_attempts[k]);
+    }
+    out += fmt::format(
+        "{}{{\"name\":\"{}\",\"retries_at\":\"{}\",\"top_requests\":{},\"bottom_attempts\":{},"
+        "\"bottom_amplification\":{},\"layer_attempts\":[{}],\"budget_exhausted\":{}}}",
+        first ? "" : ",", r.name, r.top_only ? "top layer" : "every layer", r.top_requests,
+        r.bottom_attempts, fixed(r.bottom_amplification, 4), per_layer, r.budget_exhausted);
+    first = false;
+  }
+  return out + "]}\n";
+}
+
+std::string to_csv(const layers_report& report) {
+  std::string out = "strategy,retries_at,top_requests,bottom_attempts,bottom_amplification";
+  for (int k = 1; k <= report.options.layers; ++k) out += fmt::format(",layer_{}", k);
+  out += '\n';
+  for (const layers_row& r : report.rows) {
+    out += fmt::format(
+        "{},{},{},{},{}", r.name, r.top_only ? "top layer" : "every layer", r.top_requests,
+        r.bottom_attempts,
+        r.bottom_amplification ? fmt::format("{:.4f}", *r.bottom_amplification) : std::string());
+    for (std::int64_t a : r.layer_attempts) out += fmt::format(",{}", a);
+    out += '\n';
+  }
+  return out;
+}
+
+std::string format_table(const layers_report& report) {
+  const layers_options& o = report.options;
+  const std::string incident =
+      o.incident_start == duration::zero() && o.incident_end == duration::max()
+          ? std::string("for the whole run")
+          : fmt::format("from {} to {}", detail::format_duration(o.incident_start),
+                        o.incident_end == duration::max()
+                            ? std::string("the end")
+                            : detail::format_duration(o.incident_end));
+  std::string out = fmt::format(
+      "layers: {} retrying layer{} above a bottom service that fails every attempt {}; {} "
+      "top-level req/s for {}; no network delay (only backoffs take time); one service "
+      "instance (generator and budget) per layer; seed {}\n\n",
+      o.layers, o.layers == 1 ? "" : "s", incident,
+      o.requests_per_second == std::floor(o.requests_per_second) && o.requests_per_second < 1e15
+          ? grouped(static_cast<std::int64_t>(o.requests_per_second))
+          : detail::format_double(o.requests_per_second),
+      detail::format_duration(o.length), o.seed);
+  out += fmt::format("{:<13} {:<12} {:>9} {:>10} {:>8}  {}\n", "strategy", "retries at", "requests",
+                     "bottom", "ampl.", "attempts per request at each layer");
+  for (const layers_row& r : report.rows) {
+    std::string per_layer;
+    for (std::int64_t a : r.layer_attempts) {
+      per_layer += fmt::format(
+          "{:>8}",
+          r.top_requests > 0
+              ? fmt::format("{:.2f}x", static_cast<double>(a) / static_cast<double>(r.top_requests))
+              : std::string("n/a"));
+    }
+    out += fmt::format("{:<13} {:<12} {:>9} {:>10} {:>8}  {}\n", r.name,
+                       r.top_only ? "top layer" : "every layer", grouped(r.top_requests),
+                       grouped(r.bottom_attempts),
+                       r.bottom_amplification ? fmt::format("{:.2f}x", *r.bottom_amplification)
+                                              : std::string("n/a"),
+                       per_layer);
+  }
+  out +=
+      "requests = top-level requests started during the incident; bottom = their attempts that "
+      "reached the bottom service; ampl. = bottom / requests\n";
+  double book = 1.0;
+  for (int k = 0; k < o.layers; ++k) book *= 4.0;
+  out += fmt::format(
+      "\nWith 3 retries (4 attempts) at each of {} layers the SRE book expects {} attempts at the "
+      "bottom per top-level request (4^{}).\n",
+      o.layers, detail::format_double(book), o.layers);
+  return out;
+}
+
+}  // namespace stormguard::sim

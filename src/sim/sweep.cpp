@@ -1,0 +1,220 @@
+#include "stormguard/sim/sweep.hpp"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cmath>
+#include <stdexcept>
+
+#include "stormguard/detail/format.hpp"
+#include "stormguard/sim/report.hpp"
+
+namespace stormguard::sim {
+
+namespace {
+
+constexpr std::size_t k_max_loads = 10'000;
+
+std::string number(double x) { return detail::format_double(x); }
+
+std::string fixed(std::optional<double> value, int decimals) {
+  if (!value) return "null";
+  return fmt::format("{:.{}f}", *value, decimals);
+}
+
+std::string cell(std::optional<double> value, int decimals) {
+  if (!value) return "";
+  return fmt::format("{:.{}f}", *value, decimals);
+}
+
+// Mean attempts per second over the whole seconds from `from` to the end of the run.
+double mean_rate_after(const strategy_result& r, duration from, duration length) {
+  const auto first = static_cast<std::size_t>((from + std::chrono::seconds(1) - duration(1)) /
+                                              std::chrono::seconds(1));
+  const auto whole = static_cast<std::size_t>(length / std::chrono::seconds(1));
+  if (first >= whole || whole > r.series.size()) return 0.0;
+  std::int64_t total = 0;
+  for (std::size_t k = first; k < whole; ++k) total += r.series[k].attempts;
+  return static_cast<double>(total) / static_cast<double>(whole - first);
+}
+
+}  // namespace
+
+std::optional<std::string> validate(const load_range& range) {
+  if (!std::isfinite(range.from) || range.from <= 0.0) {
+    return "load sweep start must be a number > 0, got " + number(range.from);
+  }
+  if (!std::isfinite(range.to) || range.to < range.from) {
+    return "load sweep end must be a number >= the start (" + number(range.from) + "), got " +
+           number(range.to);
+  }
+  if (!std::isfinite(range.step) || range.step <= 0.0) {
+    return "load sweep step must be a number > 0, got " + number(range.step);
+  }
+  const double count = std::floor((range.to - range.from) / range.step * (1 + 1e-9)) + 1;
+  if (count > static_cast<double>(k_max_loads)) {
+    return fmt::format("load sweep has {} loads; at most {} are allowed", number(count),
+                       k_max_loads);
+  }
+  return std::nullopt;
+}
+
+std::vector<double> loads_of(const load_range& range) {
+  std::vector<double> loads;
+  const auto count =
+      static_cast<std::size_t>(std::floor((range.to - range.from) / range.step * (1 + 1e-9)) + 1);
+  // from + k · step rather than repeated additions: no accumulated rounding.
+  for (std::size_t k = 0; k < count; ++k) {
+    loads.push_back(range.from + static_cast<double>(k) * range.step);
+  }
+  return loads;
+}
+
+load_sweep_report sweep_load(const scenario& s, std::span<const strategy> strategies,
+                             const load_range& range, unsigned threads,
+                             const progress_callback& progress) {
+  if (auto problem = validate(range)) {
+    throw std::invalid_argument("stormguard::sim::sweep_load: " + *problem);
+  }
+  if (!s.incident || s.incident->end >= s.length) {
+    throw std::invalid_argument(
+        "stormguard::sim::sweep_load: the scenario '" + s.name +
+        "' has no incident that ends within its duration, so recovery is undefined");
+  }
+  load_sweep_report report;
+  report.scenario = s;
+  report.range = range;
+  for (const auto& strat : strategies) report.strategies.push_back(strat.name);
+  const std::vector<double> loads = loads_of(range);
+  for (double load : loads) {
+    scenario at = s;
+    at.requests_per_second = load;
+    if (auto problem = sim::validate(at)) {
+      throw std::invalid_argument("stormguard::sim::sweep_load: at load " + number(load) + ": " +
+                                  problem->message);
+    }
+  }
+  const std::size_t k = strategies.size();
+  report.points.resize(loads.size() * k);
+  parallel_for(
+      report.points.size(), threads,
+      [&](std::size_t i) {
+        scenario at = s;
+        at.requests_per_second = loads[i / k];
+        const strategy_result r = simulate(at, strategies[i % k]);
+        report.points[i] = load_point{at.requests_per_second,
+                                      r.name,
+                                      r.recovery_s,
+                                      r.success_ratio,
+                                      r.incident_amplification,
+                                      mean_rate_after(r, s.incident->end, s.length)};
+      },
+      progress);
+
+  for (std::size_t a = 0; a < k; ++a) {
+    stability_limit limit{strategies[a].name, std::nullopt, std::nullopt};
+    for (std::size_t l = 0; l < loads.size(); ++l) {
+      const load_point& p = report.points[l * k + a];
+      if (!p.recovered()) {
+        limit.lowest_unstable = p.load;
+        break;
+      }
+      limit.highest_stable = p.load;
+    }
+    report.limits.push_back(limit);
+  }
+  return report;
+}
+
+std::string to_json(const load_sweep_report& report) {
+  std::string out = fmt::format("{{\"scenario\":\"{}\",\"seed\":{},\"sweep\":[",
+                                report.scenario.name, report.scenario.seed);
+  bool first = true;
+  for (const load_point& p : report.points) {
+    out += fmt::format(
+        "{}{{\"load\":{},\"strategy\":\"{}\",\"recovered\":{},\"recovery_s\":{},"
+        "\"success_ratio\":{},\"incident_amplification\":{},\"after_attempt_rate\":{:.1f}}}",
+        first ? "" : ",", number(p.load), p.strategy, p.recovered() ? "true" : "false",
+        fixed(p.recovery_s, 1), fixed(p.success_ratio, 4), fixed(p.incident_amplification, 4),
+        p.after_attempt_rate);
+    first = false;
+  }
+  out += "],\"limits\":[";
+  first = true;
+  for (const stability_limit& l : report.limits) {
+    out += fmt::format(
+        "{}{{\"strategy\":\"{}\",\"highest_stable_load\":{},\"lowest_unstable_load\":{}}}",
+        first ? "" : ",", l.strategy, l.highest_stable ? number(*l.highest_stable) : "null",
+        l.lowest_unstable ? number(*l.lowest_unstable) : "null");
+    first = false;
+  }
+  return out + "]}\n";
+}
+
+std::string to_csv(const load_sweep_report& report) {
+  std::string out =
+      "load,strategy,recovered,recovery_s,success_ratio,incident_amplification,"
+      "after_attempt_rate\n";
+  for (const load_point& p : report.points) {
+    out += fmt::format("{},{},{},{},{},{},{:.1f}\n", number(p.load), p.strategy,
+                       p.recovered() ? 1 : 0, cell(p.recovery_s, 1), cell(p.success_ratio, 4),
+                       cell(p.incident_amplification, 4), p.after_attempt_rate);
+  }
+  return out;
+}
+
+std::string format_table(const load_sweep_report& report) {
+  std::string out = describe(report.scenario);
+  out += fmt::format(
+      "; seed {}\nload sweep: requests_per_second = {} to {} step {}; each cell is the recovery "
+      "time after the incident, or never\n\n",
+      report.scenario.seed, number(report.range.from), number(report.range.to),
+      number(report.range.step));
+  const std::size_t k = report.strategies.size();
+  if (k == 0) return out;
+  out += fmt::format("{:>8}", "req/s");
+  for (const auto& name : report.strategies) out += fmt::format(" {:>13}", name);
+  out += '\n';
+  for (std::size_t row = 0; row * k < report.points.size(); ++row) {
+    out += fmt::format("{:>8}", number(report.points[row * k].load));
+    for (std::size_t a = 0; a < k; ++a) {
+      const load_point& p = report.points[row * k + a];
+      out += fmt::format(
+          " {:>13}", p.recovery_s ? fmt::format("{:.0f} s", *p.recovery_s) : std::string("never"));
+    }
+    out += '\n';
+  }
+  out += '\n';
+  for (const stability_limit& l : report.limits) {
+    if (!l.highest_stable) {
+      out += fmt::format("{}: did not recover even at {} req/s.\n", l.strategy,
+                         number(report.range.from));
+    } else if (!l.lowest_unstable) {
+      out += fmt::format("{}: recovered at every load up to {} req/s.\n", l.strategy,
+                         number(*l.highest_stable));
+    } else {
+      out += fmt::format("{}: recovers up to {} req/s; no longer recovers from {} req/s.\n",
+                         l.strategy, number(*l.highest_stable), number(*l.lowest_unstable));
+    }
+  }
+  // "X+budget" against "X": how much the addition widens the stable region.
+  for (const stability_limit& with : report.limits) {
+    const auto plus = with.strategy.find('+');
+    if (plus == std::string::npos) continue;
+    const std::string base = with.strategy.substr(0, plus);
+    for (const stability_limit& without : report.limits) {
+      if (without.strategy != base) continue;
+      const double a = with.highest_stable.value_or(0.0);
+      const double b = without.highest_stable.value_or(0.0);
+      if (!with.lowest_unstable && !without.lowest_unstable) continue;
+      const std::string bound = with.lowest_unstable ? "" : " (at least: it never failed)";
+      out += fmt::format("{} widens the stable region of {} from {} to {} req/s{}: {} req/s{}.\n",
+                         with.strategy, base, number(b), number(a), bound,
+                         a >= b ? "+" + number(a - b) : "-" + number(b - a),
+                         b > 0 ? fmt::format(" ({:.2f}x)", a / b) : std::string());
+    }
+  }
+  return out;
+}
+
+}  // namespace stormguard::sim

@@ -2,7 +2,7 @@
 # scripts/bootstrap, which installs missing Debian packages and is silent when none are missing.
 #
 #   make build         configure + build the release preset into build/
-#   make run           build, then ./build/bin/stormguard simulate
+#   make run           build, then ./build/bin/stormguard simulate (also plots build/friday-night.png)
 #   make test          build, then run every test (ctest --preset release, 2 in parallel)
 #   make bench         build, then run every build/bench/*_benchmark (BENCH_ARGS=... to pass flags)
 #   make format        clang-format -i over our sources
@@ -26,7 +26,7 @@ build: bootstrap
 	cmake --build --preset release
 
 run: build
-	./build/bin/stormguard simulate
+	./build/bin/stormguard simulate --plot build/friday-night.png
 
 test: build
 	ctest --preset release -j2

@@ -11,12 +11,15 @@
 #include <string>
 #include <vector>
 
+#include "stormguard/sim/layers.hpp"
 #include "stormguard/sim/occ.hpp"
 #include "stormguard/sim/parallel.hpp"
+#include "stormguard/sim/plot.hpp"
 #include "stormguard/sim/report.hpp"
 #include "stormguard/sim/scenario.hpp"
 #include "stormguard/sim/simulator.hpp"
 #include "stormguard/sim/strategy.hpp"
+#include "stormguard/sim/sweep.hpp"
 
 namespace {
 
@@ -477,7 +480,8 @@ TEST(Simulate, BudgetBoundsIncidentAttemptsByRatioPlusFloor) {
   // The retries of the logical requests started in the incident were granted in [2 s, 20 s):
   // two spans of at most ttl, [2 s, 12 s) and [12 s, 20 s).
   ASSERT_TRUE(r.incident_amplification);
-  const double bound = ratio_budget_bound(r, s, options, 12s) + ratio_budget_bound(r, s, options, 20s);
+  const double bound =
+      ratio_budget_bound(r, s, options, 12s) + ratio_budget_bound(r, s, options, 20s);
   EXPECT_LE(*r.incident_amplification,
             1.0 + bound / static_cast<double>(r.incident_logical_requests));
 }
@@ -849,6 +853,407 @@ TEST(ParallelFor, RunsEveryIndexOnceAndRethrowsATasksException) {
                std::runtime_error);
   EXPECT_EQ(sim::resolve_threads(8, 3), 3u);
   EXPECT_GE(sim::resolve_threads(0, 100), 1u);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Generalised incidents, overload, max_retries; the built-in scenarios of issues 4 and 6
+// ---------------------------------------------------------------------------------------------
+
+TEST(ScenarioFile, BuiltInScenariosEqualTheirFiles) {
+  for (const char* name :
+       {"friday-night", "no-incident", "metastable", "outage-80", "outage-80-fleet"}) {
+    auto parsed = sim::load_scenario(k_scenarios + name + ".json");
+    ASSERT_TRUE(parsed) << parsed.error().message;
+    const auto builtin = sim::builtin_scenario(name);
+    ASSERT_TRUE(builtin) << name;
+    EXPECT_EQ(*parsed, *builtin) << name;
+  }
+  EXPECT_FALSE(sim::builtin_scenario("brooker-occ"));
+  EXPECT_FALSE(sim::builtin_scenario("Friday-night"));
+}
+
+TEST(ScenarioParser, RoundTripsTheNewFields) {
+  sim::scenario s = small_storm();
+  s.incident = sim::incident{2s, 8s, std::nullopt, 0.25, 0.5};
+  s.overload = sim::overload{300.5, 400ms};
+  s.max_retries = 2;
+  auto parsed = sim::parse_scenario(sim::to_json(s));
+  ASSERT_TRUE(parsed) << parsed.error().message;
+  EXPECT_EQ(*parsed, s);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    NewFields, ScenarioParserRejects,
+    ::testing::Values(
+        bad_input{"error rate above one",
+                  friday_with("\"service_time\": \"1.5s\"",
+                              "\"service_time\": \"1.5s\", \"error_rate\": 1.5"),
+                  "incident.error_rate", "[0, 1], got 1.5"},
+        bad_input{"loss rate as string",
+                  friday_with("\"service_time\": \"1.5s\"",
+                              "\"service_time\": \"1.5s\", \"loss_rate\": \"all\""),
+                  "incident.loss_rate", "\"all\""},
+        bad_input{"rates adding up to more than one",
+                  friday_with("\"service_time\": \"1.5s\"",
+                              "\"service_time\": \"1.5s\", \"error_rate\": 0.6, \"loss_rate\": "
+                              "0.6"),
+                  "incident.loss_rate", "at most 1"},
+        bad_input{"overload threshold zero",
+                  friday_with("\"service_distribution\": \"fixed\"",
+                              "\"service_distribution\": \"fixed\", \"overload\": "
+                              "{\"above_rate\": 0, \"service_time\": \"1s\"}"),
+                  "server.overload.above_rate", "got 0"},
+        bad_input{"overload without service time",
+                  friday_with("\"service_distribution\": \"fixed\"",
+                              "\"service_distribution\": \"fixed\", \"overload\": "
+                              "{\"above_rate\": 10}"),
+                  "server.overload.service_time", "missing"},
+        bad_input{"max retries zero",
+                  friday_with("\"clients\": 20,", "\"clients\": 20, \"max_retries\": 0,"),
+                  "max_retries", "[1, 1000], got 0"}),
+    [](const ::testing::TestParamInfo<bad_input>& param_info) {
+      std::string name;
+      for (char c : param_info.param.label)
+        name += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+      return name;
+    });
+
+TEST(Incident, ErrorRateOneFailsEveryAttemptSentInItAtOnce) {
+  sim::scenario s = small_storm();
+  s.incident = sim::incident{2s, 8s, std::nullopt, 1.0, 0.0};
+  const auto r = sim::simulate(s, strategy_named("none"));
+  // Without retries, the attempts sent in the incident are its logical requests: all 503s, and
+  // nothing else fails (the server is healthy).
+  EXPECT_EQ(r.failures, r.incident_logical_requests);
+  EXPECT_EQ(r.timeouts, 0);
+  EXPECT_EQ(r.lost, 0);
+  // (Bin 2 still has the answers of attempts sent just before 2 s.)
+  for (std::size_t k = 3; k < 8; ++k) EXPECT_EQ(r.series[k].successes, 0) << k;
+  EXPECT_GT(r.series[9].successes, 0);
+}
+
+TEST(Incident, LossRateOneLosesEveryAttemptWhichThenTimesOut) {
+  sim::scenario s = small_storm();
+  s.incident = sim::incident{2s, 8s, std::nullopt, 0.0, 1.0};
+  const auto r = sim::simulate(s, strategy_named("none"));
+  EXPECT_EQ(r.lost, r.incident_logical_requests);
+  EXPECT_EQ(r.timeouts, r.lost);  // each lost attempt ends at its timeout
+  EXPECT_EQ(r.failures, 0);
+  EXPECT_EQ(r.wasted_work, 0);  // the server never saw them
+}
+
+TEST(Incident, RatesDrawIndependentlyWithTheGivenProbability) {
+  sim::scenario s = small_storm();
+  s.incident = sim::incident{2s, 8s, std::nullopt, 0.3, 0.2};
+  const auto r = sim::simulate(s, strategy_named("none"));
+  const auto n = static_cast<double>(r.incident_logical_requests);  // ~3,000 attempts
+  const double sd_lost = std::sqrt(n * 0.2 * 0.8);
+  const double sd_failed = std::sqrt(n * 0.3 * 0.7);
+  EXPECT_NEAR(static_cast<double>(r.lost), 0.2 * n, 5 * sd_lost);
+  EXPECT_NEAR(static_cast<double>(r.failures), 0.3 * n, 5 * sd_failed);
+}
+
+TEST(Incident, WithoutServiceTimeTheServerKeepsItsOwn) {
+  sim::scenario s = small_storm();
+  s.incident = sim::incident{2s, 8s, std::nullopt, 0.0, 0.0};
+  const auto r = sim::simulate(s, strategy_named("naive"));
+  EXPECT_EQ(r.attempts, r.logical_requests);  // nothing failed: an incident that does nothing
+  ASSERT_TRUE(r.p99_latency_ms);
+  EXPECT_DOUBLE_EQ(*r.p99_latency_ms, 20.0);
+}
+
+TEST(Overload, AboveTheRateTheServiceTimeIsTheOverloads) {
+  sim::scenario s = small_calm();  // 500 req/s
+  s.overload = sim::overload{400.0, 30ms};
+  const auto slow = sim::simulate(s, strategy_named("none"));
+  ASSERT_TRUE(slow.p99_latency_ms);
+  EXPECT_DOUBLE_EQ(*slow.p99_latency_ms, 30.0);
+  s.overload = sim::overload{600.0, 30ms};  // above the load: never slow
+  const auto fast = sim::simulate(s, strategy_named("none"));
+  EXPECT_DOUBLE_EQ(fast.p99_latency_ms.value_or(0), 20.0);
+}
+
+TEST(MaxRetries, TheScenarioOverridesRetryingStrategiesOnly) {
+  sim::scenario s = small_storm();
+  s.max_retries = 1;
+  for (const char* name : {"naive", "full"}) {
+    const auto r = sim::simulate(s, strategy_named(name));
+    EXPECT_LE(r.attempts, 2 * r.logical_requests) << name;
+    EXPECT_GT(r.attempts, r.logical_requests) << name;
+  }
+  const auto none = sim::simulate(s, strategy_named("none"));
+  EXPECT_EQ(none.attempts, none.logical_requests);
+}
+
+TEST(IncidentAmplification, CountsAllAttemptsOfTheRequestsStartedInTheIncident) {
+  // Every attempt of a request started in the incident counts, even a retry after its end.
+  sim::scenario s = small_storm();
+  s.incident = sim::incident{2s, 8s, std::nullopt, 1.0, 0.0};
+  const auto r = sim::simulate(s, strategy_named("naive"));
+  // naive retries after 100 ms: a request started in the last 0.3 s of the incident makes some
+  // retries after it, which succeed; every other one makes 4 attempts.
+  EXPECT_GT(r.incident_attempts, 4 * r.incident_logical_requests * 9 / 10);
+  EXPECT_LE(r.incident_attempts, 4 * r.incident_logical_requests);
+}
+
+// outage-80 with its incident moved to [5 s, 35 s) and 37 s simulated: the same 30-s incident,
+// without the calm minutes around it, to keep the test fast.
+sim::scenario outage_80_short() {
+  sim::scenario s = sim::outage_80();
+  s.length = 37s;
+  s.incident->start = 5s;
+  s.incident->end = 35s;
+  return s;
+}
+
+TEST(Outage80, WithoutABudgetAmplificationIsTheGeometricSum) {
+  const sim::scenario s = outage_80_short();
+  const auto& full = strategy_named("full");
+  const double p = s.incident->error_rate;
+  const int retries = full.retry.max_retries;
+  // Attempts per logical request A = min(G, retries + 1), G geometric with failure p:
+  // E[A] = sum p^k (k = 0..retries), E[A^2] = sum (2k + 1) p^k.
+  double mean = 0.0;
+  double square = 0.0;
+  for (int k = 0; k <= retries; ++k) {
+    mean += std::pow(p, k);
+    square += (2.0 * k + 1.0) * std::pow(p, k);
+  }
+  ASSERT_NEAR(mean, 2.952, 1e-9);  // 1 + 0.8 + 0.8^2 + 0.8^3
+  const auto r = sim::simulate(s, full);
+  ASSERT_TRUE(r.incident_amplification);
+  const double n = static_cast<double>(r.incident_logical_requests);
+  const double se = std::sqrt((square - mean * mean) / n);
+  // Retries after the incident succeed: requests started in its last 0.7 s (the longest full
+  // jitter wait, 0.1 + 0.2 + 0.4 s) may stop early, at most (mean - 1) attempts each.
+  const double window = std::chrono::duration<double>(s.incident->end - s.incident->start).count();
+  const double edge = 0.7 / window * (mean - 1.0);
+  EXPECT_LE(*r.incident_amplification, mean + 5 * se);
+  EXPECT_GE(*r.incident_amplification, mean - edge - 5 * se);
+}
+
+TEST(Outage80, TheRatioBudgetHoldsAmplificationToItsRatioPlusTheFloorsShare) {
+  const sim::scenario s = outage_80_short();
+  const auto& strat = strategy_named("full+budget");
+  const auto options = std::get<stormguard::ratio_budget_options>(strat.budget);
+  const auto r = sim::simulate(s, strat);
+  ASSERT_TRUE(r.incident_amplification);
+  const double n = static_cast<double>(r.incident_logical_requests);
+  // The rigorous bound: the retries of the incident's requests were granted in [5 s, 36 s):
+  // spans of ttl ending at 15, 25, 35 and 37 s.
+  double granted = 0.0;
+  for (auto end : {15s, 25s, 35s, 37s}) granted += ratio_budget_bound(r, s, options, end);
+  EXPECT_LE(*r.incident_amplification, 1.0 + granted / n);
+  // From the parameters: 1 + ratio + the floor's share (clients x floor / rate = 0.1 here),
+  // plus what the budget saved up before the incident (ratio x rate x 1.1 ttl + the reserve),
+  // spent at its start, spread over the incident's requests.
+  const double rate = s.requests_per_second;
+  const double ttl_s = std::chrono::duration<double>(options.ttl).count();
+  const double floor_share = static_cast<double>(s.clients * options.min_retries_per_second) / rate;
+  ASSERT_DOUBLE_EQ(floor_share, 0.1);
+  const double saved = options.ratio * rate * 1.1 * ttl_s +
+                       static_cast<double>(s.clients * options.min_retries_per_second) * ttl_s;
+  EXPECT_LE(*r.incident_amplification, 1.0 + options.ratio + floor_share + saved / n);
+  EXPECT_GE(*r.incident_amplification, 1.0 + options.ratio);  // the budget was spent
+}
+
+TEST(Outage80Fleet, ThePerClientFloorMultipliesWithTheFleet) {
+  // 1,000 clients x 10 retries/s = 10,000 retries/s of floor against 2,000 req/s x 1.95 retries
+  // wanted per request: the budget never binds, and full+budget amplifies like full.
+  sim::scenario s = sim::outage_80_fleet();
+  s.length = 37s;
+  s.incident->start = 5s;
+  s.incident->end = 35s;
+  const auto& strat = strategy_named("full+budget");
+  const auto options = std::get<stormguard::ratio_budget_options>(strat.budget);
+  ASSERT_GT(static_cast<double>(s.clients * options.min_retries_per_second),
+            s.requests_per_second * 1.952);
+  const auto budget = sim::simulate(s, strat);
+  const auto full = sim::simulate(s, strategy_named("full"));
+  ASSERT_TRUE(budget.incident_amplification && full.incident_amplification);
+  EXPECT_NEAR(*budget.incident_amplification, *full.incident_amplification, 0.05);
+  EXPECT_GT(*budget.incident_amplification, 2.5);
+}
+
+TEST(Metastable, AtTheirLoadRetriesKeepTheDatabaseOverloadedAfterTheOutage) {
+  const sim::scenario s = sim::metastable();
+  const auto naive = sim::simulate(s, strategy_named("naive"));
+  EXPECT_FALSE(naive.recovery_s);  // stuck
+  // After the outage every logical request sends its attempt and its one retry: about 2 x 280.
+  std::int64_t attempts = 0;
+  std::int64_t goodput = 0;
+  for (std::size_t k = 25; k < 60; ++k) {
+    attempts += naive.series[k].attempts;
+    goodput += naive.series[k].successes;
+  }
+  EXPECT_NEAR(static_cast<double>(attempts) / 35.0, 2 * s.requests_per_second,
+              0.1 * 2 * s.requests_per_second);
+  EXPECT_EQ(goodput, 0);
+  const auto none = sim::simulate(s, strategy_named("none"));
+  EXPECT_TRUE(none.recovery_s);
+  const auto budget = sim::simulate(s, strategy_named("full+budget"));
+  EXPECT_TRUE(budget.recovery_s);
+}
+
+TEST(LoadSweep, IsIdenticalForOneAndTwoThreadsAndFindsTheLimits) {
+  const std::vector<sim::strategy> strategies{strategy_named("full"),
+                                              strategy_named("full+budget")};
+  const sim::load_range range{250, 280, 30};
+  const auto one = sim::sweep_load(sim::metastable(), strategies, range, 1);
+  const auto two = sim::sweep_load(sim::metastable(), strategies, range, 2);
+  EXPECT_EQ(one.points, two.points);
+  EXPECT_EQ(sim::to_json(one), sim::to_json(two));
+  ASSERT_EQ(one.points.size(), 2u * 2u);
+  ASSERT_EQ(one.limits.size(), 2u);
+  // At metastable's own 280 req/s full gets stuck (its retries double the load past the
+  // overload threshold) and full+budget does not.
+  EXPECT_EQ(one.limits[0], (sim::stability_limit{"full", 250.0, 280.0}));
+  EXPECT_EQ(one.limits[1], (sim::stability_limit{"full+budget", 280.0, std::nullopt}));
+  const std::string table = sim::format_table(one);
+  EXPECT_NE(table.find("full+budget widens the stable region of full from 250 to 280 req/s (at "
+                       "least: it never failed): +30 req/s"),
+            std::string::npos)
+      << table;
+}
+
+TEST(LoadSweep, RejectsABadRangeAndAScenarioWithoutAnEndingIncident) {
+  EXPECT_TRUE(sim::validate(sim::load_range{0, 10, 1}));
+  EXPECT_TRUE(sim::validate(sim::load_range{10, 5, 1}));
+  EXPECT_TRUE(sim::validate(sim::load_range{1, 10, 0}));
+  EXPECT_TRUE(sim::validate(sim::load_range{1, 1e9, 1}));
+  EXPECT_FALSE(sim::validate(sim::load_range{0.5, 1.5, 0.1}));
+  EXPECT_EQ(sim::loads_of(sim::load_range{0.5, 1.5, 0.1}).size(), 11u);
+  EXPECT_THROW((void)sim::sweep_load(small_calm(), sim::builtin_strategies(), {1, 2, 1}),
+               std::invalid_argument);
+}
+
+// ---------------------------------------------------------------------------------------------
+// layers
+// ---------------------------------------------------------------------------------------------
+
+sim::layers_options small_layers() {
+  sim::layers_options o;
+  o.requests_per_second = 200;
+  o.length = 5s;
+  return o;
+}
+
+TEST(Layers, RetriesMultiplyToFourToTheLayersAtTheBottom) {
+  const std::vector<sim::strategy> strategies{strategy_named("none"), strategy_named("full")};
+  for (int layers : {1, 2, 3}) {
+    sim::layers_options o = small_layers();
+    o.layers = layers;
+    const auto report = sim::simulate_layers(o, strategies);
+    ASSERT_EQ(report.rows.size(), 3u);  // none; full at every layer; full at the top only
+    const auto& none = report.rows[0];
+    const auto& every = report.rows[1];
+    const auto& top = report.rows[2];
+    ASSERT_GT(every.top_requests, 0);
+    std::int64_t expected = every.top_requests;
+    for (int k = 0; k < layers; ++k) {
+      expected *= 4;  // 4 attempts per call at every layer, the bottom failing them all
+      EXPECT_EQ(every.layer_attempts[static_cast<std::size_t>(k)], expected) << k;
+    }
+    EXPECT_EQ(every.bottom_attempts, expected);
+    EXPECT_EQ(top.bottom_attempts, 4 * top.top_requests);
+    EXPECT_TRUE(top.top_only);
+    EXPECT_EQ(none.bottom_attempts, none.top_requests);
+  }
+}
+
+TEST(Layers, ARatioBudgetAtEachLayerBoundsTheProduct) {
+  const auto report =
+      sim::simulate_layers(small_layers(), std::span(&strategy_named("full+budget"), 1));
+  const auto& row = report.rows[0];
+  const auto options =
+      std::get<stormguard::ratio_budget_options>(strategy_named("full+budget").budget);
+  // Per layer, retries <= ratio x (calls, counted twice: the run spans two windows of ttl) +
+  // the floor over those two windows; the product over the layers bounds the bottom.
+  const double top = static_cast<double>(row.top_requests);
+  double bound = 1.0;
+  double calls = top;
+  for (int k = 0; k < report.options.layers; ++k) {
+    const double per_layer =
+        1.0 + 2.0 * options.ratio +
+        2.0 * static_cast<double>(options.min_retries_per_second) * 10.0 / calls;
+    bound *= per_layer;
+    calls *= per_layer;
+  }
+  ASSERT_TRUE(row.bottom_amplification);
+  EXPECT_LE(*row.bottom_amplification, bound);
+  EXPECT_GT(*row.bottom_amplification, 1.0);
+  EXPECT_GT(row.budget_exhausted, 0);
+}
+
+TEST(Layers, ReportsHaveTheDocumentedShape) {
+  const auto report = sim::simulate_layers(small_layers(), std::span(&strategy_named("full"), 1));
+  const std::string json = sim::to_json(report);
+  EXPECT_EQ(json.rfind("{\"scenario\":\"layers\",\"seed\":42,\"layers\":3,\"strategies\":[{"
+                       "\"name\":\"full\",\"retries_at\":\"every layer\",",
+                       0),
+            0u)
+      << json;
+  EXPECT_NE(json.find("\"bottom_amplification\":64.0000"), std::string::npos) << json;
+  EXPECT_EQ(sim::to_csv(report).rfind(
+                "strategy,retries_at,top_requests,bottom_attempts,bottom_amplification,layer_1,"
+                "layer_2,layer_3\n",
+                0),
+            0u);
+  EXPECT_NE(sim::format_table(report).find("64.00x"), std::string::npos);
+  sim::layers_options bad = small_layers();
+  bad.layers = 0;
+  EXPECT_NE(sim::validate(bad).value_or("").find("layers"), std::string::npos);
+  EXPECT_THROW((void)sim::simulate_layers(bad, sim::builtin_strategies()), std::invalid_argument);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Plots (the scripts; tests/simulate_cli_test.cpp runs gnuplot)
+// ---------------------------------------------------------------------------------------------
+
+TEST(Plot, FormatComesFromTheExtension) {
+  EXPECT_EQ(sim::plot_format_for("a/b.png"), std::optional(sim::plot_format::png));
+  EXPECT_EQ(sim::plot_format_for("B.SVG"), std::optional(sim::plot_format::svg));
+  EXPECT_FALSE(sim::plot_format_for("b.pdf"));
+  EXPECT_FALSE(sim::plot_format_for("png"));
+}
+
+TEST(Plot, TimeSeriesScriptShadesTheIncidentAndHasOneLinePerStrategy) {
+  const auto report = sim::simulate(small_storm(), sim::builtin_strategies());
+  const std::string script = sim::gnuplot_script(report, sim::plot_format::svg, "/tmp/it's.svg");
+  EXPECT_NE(script.find("set terminal svg"), std::string::npos);
+  EXPECT_NE(script.find("set output '/tmp/it''s.svg'"), std::string::npos) << script.substr(0, 300);
+  EXPECT_NE(script.find("set object 1 rect from 2, graph 0 to 8, graph 1"), std::string::npos);
+  // 100-ms bins: 200 data rows per strategy for 20 s.
+  const auto first = script.find("$d0 << EOD\n");
+  const auto end = script.find("EOD\n", first + 11);
+  ASSERT_NE(first, std::string::npos);
+  EXPECT_EQ(std::count(script.begin() + static_cast<std::ptrdiff_t>(first) + 11,
+                       script.begin() + static_cast<std::ptrdiff_t>(end), '\n'),
+            200);
+  for (const auto& s : sim::builtin_strategies()) {
+    EXPECT_NE(script.find("title '" + s.name + "'"), std::string::npos) << s.name;
+  }
+}
+
+TEST(FineSeries, AddsUpToTheOneSecondSeries) {
+  const auto r = sim::simulate(small_storm(), strategy_named("exponential"));
+  ASSERT_EQ(r.fine_series.size(), 10 * r.series.size());
+  for (std::size_t k = 0; k < r.series.size(); ++k) {
+    std::int64_t attempts = 0;
+    std::int64_t successes = 0;
+    for (std::size_t f = 10 * k; f < 10 * k + 10; ++f) {
+      attempts += r.fine_series[f].attempts;
+      successes += r.fine_series[f].successes;
+    }
+    EXPECT_EQ(attempts, r.series[k].attempts) << k;
+    EXPECT_EQ(successes, r.series[k].successes) << k;
+  }
+}
+
+TEST(Simulate, ParallelStrategiesGiveTheSequentialReport) {
+  const auto sequential = sim::simulate(small_storm(), sim::builtin_strategies());
+  const auto parallel = sim::simulate(small_storm(), sim::builtin_strategies(), 2);
+  EXPECT_EQ(sim::to_json(sequential), sim::to_json(parallel));
 }
 
 }  // namespace

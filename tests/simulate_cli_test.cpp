@@ -252,6 +252,109 @@ TEST_F(SimulateCli, ShippedScenarioFilesRun) {
   EXPECT_NE(r.output.find("\"amplification\":1.0000"), std::string::npos) << r.output;
 }
 
+TEST_F(SimulateCli, BuiltInScenariosRunByName) {
+  const auto r = run_cli("simulate outage-80 -s none --json", false);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output.rfind("{\"scenario\":\"outage-80\",\"seed\":42,\"strategies\":[", 0), 0u)
+      << r.output;
+  EXPECT_NE(r.output.find("\"incident_amplification\":1.0000"), std::string::npos) << r.output;
+}
+
+TEST_F(SimulateCli, BrookerOccSweepIsTheSameForOneAndTwoThreads) {
+  const std::string args = "simulate brooker-occ --trials 3 --sweep clients=10:20:10 --json";
+  const auto one = run_cli(args + " --threads 1", false);
+  const auto two = run_cli(args + " --threads 2", false);
+  ASSERT_EQ(one.exit_code, 0) << one.output;
+  EXPECT_EQ(one.output, two.output);
+  EXPECT_EQ(one.output.rfind("{\"scenario\":\"brooker-occ\",\"seed\":42,\"trials\":3,\"sweep\":[{"
+                             "\"clients\":10,\"algorithm\":\"none\",\"calls\":",
+                             0),
+            0u)
+      << one.output;
+  EXPECT_NE(one.output.find("{\"clients\":20,\"algorithm\":\"decorrelated\""), std::string::npos);
+}
+
+TEST_F(SimulateCli, OptionsThatDoNotApplyAreUsageErrors) {
+  for (const char* args :
+       {"brooker-occ -s full", "brooker-occ --sweep load=1:2:1", "brooker-occ --trials 0",
+        "brooker-occ --layers 2", "--trials 5", "layers --sweep load=1:2:1", "layers --layers 9",
+        "--sweep clients=1:2:1", "--sweep load=1:2:0", "--sweep load=5", "--threads 0",
+        "--plot out.pdf"}) {
+    const auto r = run_cli(std::string("simulate ") + args);
+    EXPECT_EQ(r.exit_code, 2) << args << ": " << r.output;
+    EXPECT_NE(r.output.find("error:"), std::string::npos) << args << ": " << r.output;
+  }
+}
+
+TEST_F(SimulateCli, LayersPrintsTheBottomAmplification) {
+  const auto r = run_cli("simulate layers --layers 2 -s full --json --csv " + path("out"), false);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output.rfind("{\"scenario\":\"layers\",\"seed\":42,\"layers\":2,", 0), 0u)
+      << r.output;
+  EXPECT_NE(r.output.find("\"retries_at\":\"every layer\""), std::string::npos);
+  EXPECT_NE(r.output.find("\"bottom_amplification\":16.0000"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("\"bottom_amplification\":4.0000"), std::string::npos) << r.output;
+  EXPECT_TRUE(fs::exists(dir_ / "out" / "layers.csv"));
+}
+
+TEST_F(SimulateCli, LoadSweepReportsWhereEachStrategyStopsRecovering) {
+  const auto r = run_cli("simulate metastable -s full,full+budget --sweep load=250:280:30 --csv " +
+                         path("out"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("full: recovers up to 250 req/s; no longer recovers from 280 req/s."),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("full+budget widens the stable region of full"), std::string::npos);
+  EXPECT_TRUE(fs::exists(dir_ / "out" / "metastable-sweep.csv"));
+  const auto calm = run_cli("simulate no-incident --sweep load=100:200:100");
+  EXPECT_EQ(calm.exit_code, 1) << calm.output;
+  EXPECT_NE(calm.output.find("incident"), std::string::npos) << calm.output;
+}
+
+bool have_gnuplot() { return run_shell("command -v gnuplot >/dev/null 2>&1").exit_code == 0; }
+
+TEST_F(SimulateCli, PlotWritesAnImageAndSaysWhere) {
+  if (!have_gnuplot()) GTEST_SKIP() << "gnuplot is not installed (scripts/bootstrap)";
+  const auto r =
+      run_cli("simulate " + path("storm.json") + " -s naive,full --plot " + path("storm.svg"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("wrote the plot " + (dir_ / "storm.svg").string()), std::string::npos)
+      << r.output;
+  std::ifstream in(dir_ / "storm.svg");
+  std::stringstream svg;
+  svg << in.rdbuf();
+  EXPECT_NE(svg.str().find("<svg"), std::string::npos);
+  const auto png = run_cli("simulate layers --layers 1 -s none --plot " + path("layers.png"));
+  ASSERT_EQ(png.exit_code, 0) << png.output;
+  std::ifstream image(dir_ / "layers.png", std::ios::binary);
+  char magic[4] = {};
+  image.read(magic, 4);
+  EXPECT_EQ(std::string(magic + 1, 3), "PNG");
+}
+
+TEST_F(SimulateCli, PlotIntoAMissingDirectoryFailsBeforeSimulating) {
+  const auto r = run_cli("simulate -s none --plot " + path("missing/storm.png"));
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("does not exist"), std::string::npos) << r.output;
+}
+
+TEST_F(SimulateCli, ProgressBarOnlyWhenStderrIsATerminal) {
+  const std::string args = "simulate brooker-occ --trials 2 --sweep clients=10:30:10";
+  const auto piped = run_cli(args);  // stderr into the pipe: not a terminal
+  ASSERT_EQ(piped.exit_code, 0) << piped.output;
+  EXPECT_EQ(piped.output.find('\r'), std::string::npos);
+  EXPECT_EQ(piped.output.find("%"), std::string::npos);
+  if (run_shell("command -v script >/dev/null 2>&1").exit_code != 0) {
+    GTEST_SKIP() << "no script(1) to provide a terminal";
+  }
+  // script(1) runs the command on a pseudo-terminal; stdout goes to a file, stderr to the
+  // terminal, whose output script copies to our pipe.
+  const auto tty = run_shell("script -qec \"" + k_cli + " " + args + " >" +
+                             (dir_ / "table.txt").string() + "\" /dev/null");
+  EXPECT_NE(tty.output.find("% brooker-occ"), std::string::npos) << tty.output;
+  EXPECT_NE(tty.output.find('\r'), std::string::npos);
+}
+
 #else
 
 TEST(SimulateCli, SkippedWithoutTheCli) { GTEST_SKIP() << "STORMGUARD_CLI_PATH is not defined"; }

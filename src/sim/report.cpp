@@ -215,7 +215,8 @@ std::string format_table(const simulation_report& report) {
                        success, p99, recovery);
   }
   out +=
-      "ampl. = attempts per logical request; incident = ampl. during the incident; peak = the "
+      "ampl. = attempts per logical request; incident = ampl. of the logical requests started "
+      "during the incident; peak = the "
       "busiest second's attempts / demand; success = logical requests that succeeded; p99 ok ms "
       "= p99 latency of successful requests only; recovery = incident end to 5 s of >= 95 % "
       "goodput\n";

@@ -341,6 +341,23 @@ TEST(RetryAfterImfFixdate, ExtremeNowsNeitherOverflowNorWrap) {
             duration::zero());
 }
 
+// Regression (found by the fuzzer, corpus file asctime_two_digit_day): with now at
+// system_clock::time_point::min(), floor<seconds>(now) lies below the clock's range and
+// converting it back to nanoseconds overflowed (signed overflow, reported by UBSan). The same
+// held for floor<days>(now) in the two-digit-year rule. Checked for every form at both ends.
+TEST(RetryAfterRegression, NowAtEitherEndOfTheClockDoesNotOverflow) {
+  const auto earliest = system_clock::time_point::min();
+  const auto latest = system_clock::time_point::max();
+  EXPECT_EQ(parse("Sun Nov 06 08:49:37 1994", earliest), duration::max());
+  EXPECT_EQ(parse("Sun, 06 Nov 1994 08:49:37 GMT", earliest), duration::max());
+  EXPECT_EQ(parse("Sun Nov 06 08:49:37 1994", latest), duration::zero());
+  // From 1677 (earliest) "94" is 1694: before 1900, rejected. From 2262 (latest) it is 2294
+  // (32 years ahead), a Tuesday.
+  EXPECT_EQ(parse("Saturday, 06-Nov-94 08:49:37 GMT", earliest), std::nullopt);
+  EXPECT_EQ(parse_http_date("Tuesday, 06-Nov-94 08:49:37 GMT", latest),
+            at(2294y / November / 6, 8h + 49min + 37s));
+}
+
 // ---------------------------------------------------------------------------------------------
 // Obsolete RFC 850 dates and the two-digit-year rule
 // ---------------------------------------------------------------------------------------------

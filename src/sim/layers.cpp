@@ -9,7 +9,7 @@
 #include <type_traits>
 #include <variant>
 
-#include "sim/seed.hpp"
+#include "sim/common.hpp"
 #include "stormguard/budget.hpp"
 #include "stormguard/detail/format.hpp"
 #include "stormguard/detail/saturate.hpp"
@@ -28,17 +28,6 @@ constexpr double k_max_requests = 1'000'000;
 constexpr std::uint64_t k_tag_arrivals = 0x6172726976616c73ULL;  // "arrivals"
 constexpr std::uint64_t k_tag_layer = 0x6c61796572ULL;           // "layer"
 
-template <class Config>
-struct layer_budget_for;
-template <>
-struct layer_budget_for<no_budget> {
-  using type = no_budget;
-};
-template <>
-struct layer_budget_for<ratio_budget_options> {
-  using type = ratio_budget;
-};
-
 template <class B>
 struct layer {
   layer(std::uint64_t seed, const auto& config, const retry_options& options)
@@ -55,6 +44,7 @@ struct call {
   std::int32_t attempt;         // the current attempt (from 1)
   std::int32_t depth;           // 0 = the top layer
   bool counted;                 // its top-level request started during the incident
+  attempt_status retried;       // how the attempt before the current one ended (budgets see it)
 };
 constexpr std::uint32_t k_none = 0xffffffffU;
 
@@ -100,9 +90,9 @@ class layers_engine {
       if (next_arrival < end_ && (!have_retry || next_arrival <= heap_.top().time)) {
         const std::int64_t now = next_arrival;
         const bool counted = incident_at(now);
-        const auto id = new_call(k_none, 0, 0, counted, now);
+        const auto id = new_call(k_none, 0, 0, counted);
         if (counted) ++row_.top_requests;
-        start_attempt(id, now);
+        if (admit(id, now)) start_attempt(id, now);
         next_arrival = next_gap(now);
         continue;
       }
@@ -131,14 +121,24 @@ class layers_engine {
     return now + static_cast<std::int64_t>(std::llround(gap_ns));
   }
 
-  // A call starts at layer `depth`: a logical request for that layer's service, which deposits
-  // into its budget.
-  std::uint32_t new_call(std::uint32_t parent, std::int32_t depth, std::uint32_t top, bool counted,
-                         std::int64_t now) {
-    layers_[static_cast<std::size_t>(depth)].budget.deposit(time_point(duration(now)));
+  // A call starts at layer `depth`: a logical request for that layer's service.
+  std::uint32_t new_call(std::uint32_t parent, std::int32_t depth, std::uint32_t top,
+                         bool counted) {
     const auto id = static_cast<std::uint32_t>(calls_.size());
-    calls_.push_back(call{0, parent, parent == k_none ? id : top, 1, depth, counted});
+    calls_.push_back(
+        call{0, parent, parent == k_none ? id : top, 1, depth, counted, attempt_status::success});
     return id;
+  }
+
+  // Asks the layer's budget to admit a new call (adaptive throttling may reject it locally: the
+  // call then fails at once without an attempt).
+  bool admit(std::uint32_t id, std::int64_t now) {
+    auto& l = layers_[static_cast<std::size_t>(calls_[id].depth)];
+    if (l.budget.try_admit(time_point(duration(now)), l.rng)) return true;
+    ++row_.throttled;
+    const std::uint32_t parent = calls_[id].parent;
+    if (parent != k_none) attempt_done(parent, false, now);
+    return false;
   }
 
   // The current attempt of call `id` starts now: on the bottom (the last layer) it succeeds or
@@ -150,19 +150,22 @@ class layers_engine {
       attempt_done(id, !incident_at(now), now);
       return;
     }
-    const std::uint32_t child = new_call(id, c.depth + 1, c.top, c.counted, now);
-    start_attempt(child, now);
+    const std::uint32_t child = new_call(id, c.depth + 1, c.top, c.counted);
+    if (admit(child, now)) start_attempt(child, now);
   }
 
   // The current attempt of call `id` ended (ok: it succeeded). Decides the retry, or ends the
   // call and reports to the caller one layer up.
   void attempt_done(std::uint32_t id, bool ok, std::int64_t now) {
+    auto& l = layers_[static_cast<std::size_t>(calls_[id].depth)];
+    call& c = calls_[id];
+    const attempt_status status = ok ? attempt_status::success : attempt_status::failure;
+    l.budget.record(time_point(duration(now)), attempt_report{status, c.attempt, c.retried});
     if (!ok) {
-      auto& l = layers_[static_cast<std::size_t>(calls_[id].depth)];
-      call& c = calls_[id];
       const retry_decision next =
           l.policy.decide(c.attempt, classification::retry(), duration(c.previous_delay), l.rng,
                           l.budget, time_point(duration(now)));
+      c.retried = status;
       if (next.retry) {
         c.previous_delay = next.delay.count();
         heap_.push(
@@ -242,7 +245,7 @@ layers_report simulate_layers(const layers_options& o, std::span<const strategy>
       report.rows.push_back(std::visit(
           [&](const auto& config) {
             using config_type = std::decay_t<decltype(config)>;
-            using budget_type = typename layer_budget_for<config_type>::type;
+            using budget_type = typename budget_for<config_type>::type;
             return layers_engine<budget_type, config_type>(o, strat, config, top_only).run();
           },
           strat.budget));
@@ -263,9 +266,11 @@ std::string to_json(const layers_report& report) {
     }
     out += fmt::format(
         "{}{{\"name\":\"{}\",\"retries_at\":\"{}\",\"top_requests\":{},\"bottom_attempts\":{},"
-        "\"bottom_amplification\":{},\"layer_attempts\":[{}],\"budget_exhausted\":{}}}",
+        "\"bottom_amplification\":{},\"layer_attempts\":[{}],\"budget_exhausted\":{},"
+        "\"throttled\":{}}}",
         first ? "" : ",", r.name, r.top_only ? "top layer" : "every layer", r.top_requests,
-        r.bottom_attempts, fixed(r.bottom_amplification, 4), per_layer, r.budget_exhausted);
+        r.bottom_attempts, fixed(r.bottom_amplification, 4), per_layer, r.budget_exhausted,
+        r.throttled);
     first = false;
   }
   return out + "]}\n";

@@ -8,7 +8,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "sim/seed.hpp"
+#include "sim/common.hpp"
 #include "stormguard/backoff.hpp"
 #include "stormguard/budget.hpp"
 #include "stormguard/detail/saturate.hpp"

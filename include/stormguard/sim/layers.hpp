@@ -64,7 +64,10 @@ struct layers_row {
   /// (layer_attempts.back() == bottom_attempts).
   std::vector<std::int64_t> layer_attempts;
   std::int64_t budget_exhausted = 0;  ///< calls (at any layer) that a budget ended
-  std::int64_t events = 0;            ///< events processed (arrivals and retries)
+  /// Calls (at any layer) that the layer's budget rejected before their first attempt
+  /// (adaptive_throttle); zero for the other budgets.
+  std::int64_t throttled = 0;
+  std::int64_t events = 0;  ///< events processed (arrivals and retries)
 
   friend bool operator==(const layers_row&, const layers_row&) = default;
 };
@@ -83,7 +86,8 @@ struct layers_report {
 
 /// {"scenario":"layers","seed":S,"layers":L,"strategies":[{"name":…,"retries_at":"every layer"
 /// or "top layer","top_requests":…,"bottom_attempts":…,"bottom_amplification":X|null,
-/// "layer_attempts":[…],"budget_exhausted":…},…]}; ratios with 4 decimals. Ends with a newline.
+/// "layer_attempts":[…],"budget_exhausted":…,"throttled":…},…]}; ratios with 4 decimals. Ends
+/// with a newline.
 [[nodiscard]] std::string to_json(const layers_report& report);
 
 /// `strategy,retries_at,top_requests,bottom_attempts,bottom_amplification,layer_1,…,layer_L`.

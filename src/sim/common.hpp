@@ -1,0 +1,63 @@
+// What the simulator's models share (private to stormguard::sim): seed derivation and the
+// budget class behind each kind of budget_config.
+#ifndef STORMGUARD_SRC_SIM_COMMON_HPP
+#define STORMGUARD_SRC_SIM_COMMON_HPP
+
+#include <cstdint>
+#include <string_view>
+
+#include "stormguard/budget.hpp"
+
+namespace stormguard::sim::seeds {
+
+// SplitMix64's finaliser (Steele, Lea and Flood 2014), used to derive independent seeds.
+constexpr std::uint64_t mix(std::uint64_t x) noexcept {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+constexpr std::uint64_t mix(std::uint64_t a, std::uint64_t b) noexcept { return mix(a ^ mix(b)); }
+
+// FNV-1a: a stable hash of a name (std::hash differs between standard libraries).
+constexpr std::uint64_t fnv1a(std::string_view text) noexcept {
+  std::uint64_t h = 0xcbf29ce484222325ULL;
+  for (char c : text) {
+    h ^= static_cast<unsigned char>(c);
+    h *= 0x100000001b3ULL;
+  }
+  return h;
+}
+
+}  // namespace stormguard::sim::seeds
+
+namespace stormguard::sim {
+
+// The budget class a budget_config alternative stands for. A new kind of budget (a strategy such
+// as full+throttle) adds its options type to budget_config and a specialisation here.
+template <class Config>
+struct budget_for;
+template <>
+struct budget_for<no_budget> {
+  using type = no_budget;
+};
+template <>
+struct budget_for<ratio_budget_options> {
+  using type = ratio_budget;
+};
+template <>
+struct budget_for<token_bucket_throttle_options> {
+  using type = token_bucket_throttle;
+};
+template <>
+struct budget_for<retry_quota_options> {
+  using type = retry_quota;
+};
+template <>
+struct budget_for<adaptive_throttle_options> {
+  using type = adaptive_throttle;
+};
+
+}  // namespace stormguard::sim
+
+#endif  // STORMGUARD_SRC_SIM_COMMON_HPP

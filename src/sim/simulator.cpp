@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <deque>
@@ -48,18 +49,24 @@ constexpr std::size_t k_load_slices = 10;              // 10 slices: a 1-s windo
 enum class event_kind : std::uint8_t { arrival, attempt_start, timeout, service_done };
 
 // A small POD event; the heap orders events by (time, seq).
+// A 24-byte POD event; its kind is the queue it waits in (see engine::push).
 struct event {
   std::int64_t time;  // ns since the epoch
   std::uint64_t seq;  // insertion order: breaks ties deterministically
   std::uint32_t request;
   std::int32_t attempt;
+};
+static_assert(std::is_trivially_copyable_v<event> && sizeof(event) == 24);
+
+struct next_event {
+  event e;
   event_kind kind;
 };
-static_assert(std::is_trivially_copyable_v<event>);
 
-struct later {
+// (time, seq) order: the earlier event first.
+struct earlier {
   bool operator()(const event& a, const event& b) const noexcept {
-    return a.time != b.time ? a.time > b.time : a.seq > b.seq;
+    return a.time != b.time ? a.time < b.time : a.seq < b.seq;
   }
 };
 
@@ -73,6 +80,117 @@ struct request {
   request_state state;
   attempt_status retried;  // how the attempt before the current one ended (budgets see it)
   bool in_incident;  // started inside the incident window: its attempts count for the incident
+};
+
+// A FIFO in a power-of-two ring buffer that doubles when full and never shrinks: after warm-up,
+// pushing and popping never allocate (std::deque allocates and frees a block every few hundred
+// elements as it slides).
+template <class T>
+class ring {
+ public:
+  ring() : buffer_(1024), mask_(1023) {}
+  [[nodiscard]] bool empty() const noexcept { return head_ == tail_; }
+  [[nodiscard]] std::size_t size() const noexcept { return tail_ - head_; }
+  [[nodiscard]] const T& front() const noexcept { return buffer_[head_ & mask_]; }
+  [[nodiscard]] const T& back() const noexcept { return buffer_[(tail_ - 1) & mask_]; }
+  void pop_front() noexcept { ++head_; }
+  void push_back(const T& value) {
+    if (size() == buffer_.size()) grow();
+    buffer_[tail_++ & mask_] = value;
+  }
+
+ private:
+  void grow() {
+    std::vector<T> bigger(buffer_.size() * 2);
+    for (std::size_t i = 0; i < size(); ++i) bigger[i] = buffer_[(head_ + i) & mask_];
+    tail_ = size();
+    head_ = 0;
+    buffer_.swap(bigger);
+    mask_ = buffer_.size() - 1;
+  }
+
+  std::vector<T> buffer_;
+  std::size_t mask_;
+  std::size_t head_ = 0;
+  std::size_t tail_ = 0;
+};
+
+// A radix heap (R. K. Ahuja, K. Mehlhorn, J. B. Orlin and R. E. Tarjan, "Faster algorithms for
+// the shortest path problem", JACM 37(2), 1990) of events keyed by time: a monotone priority
+// queue, valid because no event is ever scheduled before the last one taken out (a retry or a
+// service completion is due at or after now). Bucket i > 0 holds the events whose time differs
+// from the last time taken in bit i - 1 at the highest; bucket 0 those equal to it. A push is
+// O(1); taking the minimum empties the first non-empty bucket into lower ones, so an event moves
+// at most 64 times and in practice once or twice. Ties on time go by sequence number. The
+// buckets keep their capacity: no allocation once warm. (Two to three times faster here than
+// std::priority_queue, whose pop was the simulator's hot spot.)
+class radix_heap {
+ public:
+  [[nodiscard]] bool empty() const noexcept { return size_ == 0; }
+
+  // Precondition: e.time >= the time of every event popped so far.
+  void push(const event& e) {
+    const std::size_t b = bucket_of(e.time);
+    buckets_[b].push_back(e);
+    ++size_;
+    if (cached_ && earlier{}(e, top_)) {
+      top_ = e;
+      top_bucket_ = b;
+      top_index_ = buckets_[b].size() - 1;
+    }
+  }
+
+  // The earliest event by (time, seq). Precondition: !empty(). Does not change the heap (the
+  // simulator looks at the heads of all its queues before taking one).
+  [[nodiscard]] const event& top() {
+    if (!cached_) find_top();
+    return top_;
+  }
+
+  // Removes top(). Precondition: !empty().
+  void pop() {
+    if (!cached_) find_top();
+    auto& from = buckets_[top_bucket_];
+    from[top_index_] = from.back();
+    from.pop_back();
+    --size_;
+    cached_ = false;
+    if (top_bucket_ != 0) {
+      // The minimum left bucket i: the rest of that bucket moves to lower buckets, relative to
+      // the new last time (all of it does: they agree with it above bit i - 1).
+      last_ = top_.time;
+      for (const event& e : from) buckets_[bucket_of(e.time)].push_back(e);
+      from.clear();
+    }
+  }
+
+ private:
+  [[nodiscard]] std::size_t bucket_of(std::int64_t time) const noexcept {
+    const auto x = static_cast<std::uint64_t>(time) ^ static_cast<std::uint64_t>(last_);
+    return x == 0 ? 0 : static_cast<std::size_t>(64 - std::countl_zero(x));
+  }
+
+  void find_top() {
+    std::size_t b = 0;
+    while (buckets_[b].empty()) ++b;
+    const auto& bucket = buckets_[b];
+    std::size_t best = 0;
+    for (std::size_t i = 1; i < bucket.size(); ++i) {
+      if (earlier{}(bucket[i], bucket[best])) best = i;
+    }
+    top_ = bucket[best];
+    top_bucket_ = b;
+    top_index_ = best;
+    cached_ = true;
+  }
+
+  std::array<std::vector<event>, 65> buckets_;
+  std::int64_t last_ = 0;  // the time of the last event popped from a bucket > 0
+  std::size_t size_ = 0;
+  bool cached_ = false;  // top_ (at top_bucket_[top_index_]) is the minimum
+  event top_{};
+  std::size_t top_bucket_ = 0;
+  std::size_t top_index_ = 0;
 };
 
 struct queued_attempt {
@@ -119,20 +237,17 @@ class engine {
     const double expected = s.requests_per_second * std::chrono::duration<double>(s.length).count();
     requests_.reserve(static_cast<std::size_t>(expected * 1.05) + 16);
     latencies_.reserve(static_cast<std::size_t>(expected * 1.05) + 16);
-    std::vector<event> storage;
-    storage.reserve(4096);
-    heap_ = std::priority_queue<event, std::vector<event>, later>(later{}, std::move(storage));
+    arrival_.time = end_;  // none yet
   }
 
   strategy_result run() {
     schedule_next_arrival(0);
-    while (!heap_.empty()) {
-      const event e = heap_.top();
-      if (e.time >= end_) break;
-      heap_.pop();
+    while (true) {
+      const auto [e, kind] = pop_next();
+      if (e.time >= end_) break;  // also the "no event left" sentinel
       sample_queue_until(e.time);
       ++result_.events;
-      switch (e.kind) {
+      switch (kind) {
         case event_kind::arrival:
           on_arrival(e.time);
           break;
@@ -155,9 +270,94 @@ class engine {
  private:
   // Schedules an event. One at or after the end of the run would never be processed: it is not
   // stored at all (dropping it changes no order, as sequence numbers only break ties).
+  //
+  // The events are kept in queues by kind whose heads are merged by (time, sequence number):
+  // exactly the order of one priority queue of all events, at a fraction of its cost. There is
+  // at most one pending arrival. Timeouts are due `timeout` after the instant they are scheduled,
+  // which never decreases, so they form a FIFO (a ring buffer: O(1), and most of the pending
+  // events). With fixed service times, a completion is due a constant after its start, one
+  // constant per phase (normal, incident, overload), so each phase's completions form a FIFO
+  // too; exponential service times go to a radix heap. Retries (one per request backing off) are
+  // a radix heap. Every container grows by doubling and is reused: no allocation per event.
   void push(std::int64_t time, event_kind kind, std::uint32_t request_id, std::int32_t attempt) {
     if (time >= end_) return;
-    heap_.push(event{time, next_seq_++, request_id, attempt, kind});
+    const event e{time, next_seq_++, request_id, attempt};
+    switch (kind) {
+      case event_kind::arrival:
+        arrival_ = e;
+        break;
+      case event_kind::timeout:
+        if (!timeouts_.empty() && timeouts_.back().time > time) {
+          throw std::logic_error("stormguard::sim: timeouts scheduled out of order");
+        }
+        timeouts_.push_back(e);
+        break;
+      case event_kind::service_done:
+        if (s_.distribution == service_distribution::fixed) {
+          lanes_[service_lane_].push_back(e);  // monotone: a constant after a later start
+        } else {
+          services_.push(e);
+        }
+        break;
+      case event_kind::attempt_start:
+        retries_.push(e);
+        break;
+    }
+  }
+
+  // Removes and returns the earliest pending event; one with time end_ when none is left.
+  next_event pop_next() {
+    const event sentinel{end_, ~std::uint64_t{0}, 0, 0};
+    const event* best = &sentinel;
+    enum class source : std::uint8_t {
+      none,
+      arrival,
+      timeout,
+      service,
+      lane0,
+      lane1,
+      lane2,
+      retry
+    } from = source::none;
+    const auto consider = [&](const event& e, source s) {
+      if (e.time < best->time || (e.time == best->time && e.seq < best->seq)) {
+        best = &e;
+        from = s;
+      }
+    };
+    if (arrival_.time < end_) consider(arrival_, source::arrival);
+    if (!timeouts_.empty()) consider(timeouts_.front(), source::timeout);
+    if (!services_.empty()) consider(services_.top(), source::service);
+    if (!lanes_[0].empty()) consider(lanes_[0].front(), source::lane0);
+    if (!lanes_[1].empty()) consider(lanes_[1].front(), source::lane1);
+    if (!lanes_[2].empty()) consider(lanes_[2].front(), source::lane2);
+    if (!retries_.empty()) consider(retries_.top(), source::retry);
+    const event e = *best;
+    switch (from) {
+      case source::none:
+      case source::arrival:
+        arrival_.time = end_;
+        return {e, event_kind::arrival};
+      case source::timeout:
+        timeouts_.pop_front();
+        return {e, event_kind::timeout};
+      case source::service:
+        services_.pop();
+        return {e, event_kind::service_done};
+      case source::lane0:
+        lanes_[0].pop_front();
+        return {e, event_kind::service_done};
+      case source::lane1:
+        lanes_[1].pop_front();
+        return {e, event_kind::service_done};
+      case source::lane2:
+        lanes_[2].pop_front();
+        return {e, event_kind::service_done};
+      case source::retry:
+        retries_.pop();
+        return {e, event_kind::attempt_start};
+    }
+    return {e, event_kind::arrival};
   }
 
   [[nodiscard]] bool in_incident(std::int64_t t) const noexcept {
@@ -216,12 +416,17 @@ class engine {
     return static_cast<double>(load_total_) > s_.overload->above_rate;
   }
 
+  // The service time of an attempt whose service starts now; sets service_lane_ to its phase
+  // (0 normal, 1 incident, 2 overload), the FIFO its completion goes to.
   [[nodiscard]] std::int64_t service_time(std::int64_t now) {
     std::int64_t mean = s_.service_time.count();
+    service_lane_ = 0;
     if (incident_service_ != 0 && in_incident(now)) {
       mean = incident_service_;
+      service_lane_ = 1;
     } else if (overloaded(now)) {
       mean = s_.overload->service_time.count();
+      service_lane_ = 2;
     }
     if (s_.distribution == service_distribution::fixed) return mean;
     const double u = uniform_unit(service_rng_);
@@ -299,7 +504,7 @@ class engine {
   void on_service_done(std::uint32_t id, std::int32_t attempt, std::int64_t now) {
     --busy_;
     if (!queue_.empty()) {
-      const queued_attempt next = queue_.front();
+      const queued_attempt next = queue_.front();  // copied before pop_front reuses the slot
       queue_.pop_front();
       ++busy_;
       push(add_saturated(now, service_time(now)), event_kind::service_done, next.request,
@@ -432,9 +637,14 @@ class engine {
   random_generator incident_rng_;
   std::deque<client<B>> clients_;  // a deque: budgets are neither copyable nor movable
 
-  std::priority_queue<event, std::vector<event>, later> heap_;
+  event arrival_{};  // the next arrival; time end_ (or more) when none
+  ring<event> timeouts_;
+  std::array<ring<event>, 3> lanes_;  // fixed service: completions per phase
+  std::size_t service_lane_ = 0;
+  radix_heap services_;  // exponential service: completions
+  radix_heap retries_;
   std::uint64_t next_seq_ = 0;
-  std::deque<queued_attempt> queue_;
+  ring<queued_attempt> queue_;
   int busy_ = 0;
 
   std::vector<request> requests_;

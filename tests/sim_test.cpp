@@ -928,8 +928,8 @@ TEST(ParallelFor, RunsEveryIndexOnceAndRethrowsATasksException) {
 // ---------------------------------------------------------------------------------------------
 
 TEST(ScenarioFile, BuiltInScenariosEqualTheirFiles) {
-  for (const char* name :
-       {"friday-night", "no-incident", "metastable", "outage-80", "outage-80-fleet"}) {
+  for (const char* name : {"friday-night", "no-incident", "metastable", "metastable-slowdown",
+                           "outage-80", "outage-80-fleet"}) {
     auto parsed = sim::load_scenario(k_scenarios + name + ".json");
     ASSERT_TRUE(parsed) << parsed.error().message;
     const auto builtin = sim::builtin_scenario(name);

@@ -542,6 +542,17 @@ scenario metastable() {
   return s;
 }
 
+scenario metastable_slowdown() {
+  using namespace std::chrono_literals;
+  scenario s = metastable();
+  s.name = "metastable-slowdown";
+  s.description =
+      "metastable with a stronger trigger: for 10 s the database takes 1 s per query (as long "
+      "as the timeout) instead of the network losing every attempt.";
+  s.incident = incident{10s, 20s, 1s, 0.0, 0.0};
+  return s;
+}
+
 scenario outage_80() {
   using namespace std::chrono_literals;
   scenario s;
@@ -585,13 +596,14 @@ std::optional<scenario> builtin_scenario(std::string_view name) {
     return s;
   }
   if (name == "metastable") return metastable();
+  if (name == "metastable-slowdown") return metastable_slowdown();
   if (name == "outage-80") return outage_80();
   if (name == "outage-80-fleet") return outage_80_fleet();
   return std::nullopt;
 }
 
 std::string builtin_scenario_names() {
-  return "friday-night, no-incident, metastable, outage-80, outage-80-fleet";
+  return "friday-night, no-incident, metastable, metastable-slowdown, outage-80, outage-80-fleet";
 }
 
 std::string to_json(const scenario& s) {

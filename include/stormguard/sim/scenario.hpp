@@ -148,6 +148,13 @@ using scenario_result = stormguard::outcome<scenario, scenario_error>;
 /// from t = 10 s to 20 s the network loses every attempt; 60 s simulated, seed 42.
 [[nodiscard]] scenario metastable();
 
+/// The scenario of scenarios/metastable-slowdown.json: metastable() with a stronger trigger,
+/// a 10-s slowdown in which the database takes 1 s per query (as long as the timeout, so every
+/// attempt in it times out and is retried) instead of the network outage. It reaches the stuck
+/// state at every load whose doubled load exceeds the overload threshold, so a load sweep finds
+/// the boundary of the stable region (about 150 queries/s in the paper).
+[[nodiscard]] scenario metastable_slowdown();
+
 /// The scenario of scenarios/outage-80.json: 2,000 logical req/s from 20 clients against a
 /// healthy server (100 workers × 20 ms); from t = 30 s to 60 s, 80 % of attempts fail at once
 /// with a 503; 3 retries; 90 s simulated, seed 42 (the seed's §5 and issue 4).
@@ -159,7 +166,8 @@ using scenario_result = stormguard::outcome<scenario, scenario_error>;
 [[nodiscard]] scenario outage_80_fleet();
 
 /// The built-in scenario called `name`: "friday-night", "no-incident", "metastable",
-/// "outage-80" or "outage-80-fleet" (each equal to scenarios/<name>.json); nullopt otherwise.
+/// "metastable-slowdown", "outage-80" or "outage-80-fleet" (each equal to
+/// scenarios/<name>.json); nullopt otherwise.
 [[nodiscard]] std::optional<scenario> builtin_scenario(std::string_view name);
 
 /// The names builtin_scenario knows, joined by ", ".

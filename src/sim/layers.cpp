@@ -309,8 +309,9 @@ std::string format_table(const layers_report& report) {
           ? grouped(static_cast<std::int64_t>(o.requests_per_second))
           : detail::format_double(o.requests_per_second),
       detail::format_duration(o.length), o.seed);
-  out += fmt::format("{:<13} {:<12} {:>9} {:>10} {:>8}  {}\n", "strategy", "retries at", "requests",
-                     "bottom", "ampl.", "attempts per request at each layer");
+  out +=
+      fmt::format("{:<13} {:<12} {:>9} {:>10} {:>8} {:>9}  {}\n", "strategy", "retries at",
+                  "requests", "bottom", "ampl.", "throttled", "attempts per request at each layer");
   for (const layers_row& r : report.rows) {
     std::string per_layer;
     for (std::int64_t a : r.layer_attempts) {
@@ -320,16 +321,17 @@ std::string format_table(const layers_report& report) {
               ? fmt::format("{:.2f}x", static_cast<double>(a) / static_cast<double>(r.top_requests))
               : std::string("n/a"));
     }
-    out += fmt::format("{:<13} {:<12} {:>9} {:>10} {:>8}  {}\n", r.name,
+    out += fmt::format("{:<13} {:<12} {:>9} {:>10} {:>8} {:>9}  {}\n", r.name,
                        r.top_only ? "top layer" : "every layer", grouped(r.top_requests),
                        grouped(r.bottom_attempts),
                        r.bottom_amplification ? fmt::format("{:.2f}x", *r.bottom_amplification)
                                               : std::string("n/a"),
-                       per_layer);
+                       grouped(r.throttled), per_layer);
   }
   out +=
       "requests = top-level requests started during the incident; bottom = their attempts that "
-      "reached the bottom service; ampl. = bottom / requests\n";
+      "reached the bottom service; ampl. = bottom / requests; throttled = calls a layer's budget "
+      "rejected before their first attempt (adaptive throttling)\n";
   double book = 1.0;
   for (int k = 0; k < o.layers; ++k) book *= 4.0;
   out += fmt::format(

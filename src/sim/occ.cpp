@@ -395,8 +395,11 @@ std::string format_table(const occ_report& report) {
   for (std::size_t a = 0; a < k; ++a) at_last.push_back(&report.sweep[last + a]);
   const auto ranking = [&](auto value) {
     auto sorted = at_last;
-    std::stable_sort(sorted.begin(), sorted.end(),
-                     [&](const occ_point* x, const occ_point* y) { return value(*x) < value(*y); });
+    // Ties keep report order (the pointers are in it). std::sort with the tie-break rather than
+    // std::stable_sort, whose libstdc++ 12 implementation warns under Clang 19.
+    std::sort(sorted.begin(), sorted.end(), [&](const occ_point* x, const occ_point* y) {
+      return value(*x) != value(*y) ? value(*x) < value(*y) : x < y;
+    });
     std::string text;
     for (const occ_point* p : sorted) {
       text += fmt::format("{}{} {:.1f}", text.empty() ? "" : ", ", p->algorithm, value(*p));

@@ -44,8 +44,8 @@ struct scripted_response {
   };
   int status = 200;
   /// Extra response headers, e.g. {"Retry-After", "1"}. Content-Length is always added.
-  std::vector<std::pair<std::string, std::string>> headers;
-  std::string body;
+  std::vector<std::pair<std::string, std::string>> headers{};
+  std::string body{};
   /// A wait before answering (or closing). It ends early when the client hangs up.
   std::chrono::milliseconds delay{0};
   action what = action::respond;

@@ -53,8 +53,8 @@ namespace stormguard::http {
 /// One header field: name and value, as sent or received (names keep their case; compare them
 /// case-insensitively, RFC 9110 §5.1).
 struct header {
-  std::string name;
-  std::string value;
+  std::string name{};
+  std::string value{};
 
   friend bool operator==(const header&, const header&) = default;
 };
@@ -96,13 +96,13 @@ struct request {
   /// The method, case-sensitive (RFC 9110 §9.1): an RFC 9110 token such as GET, POST, PUT.
   std::string method = "GET";
   /// An absolute http:// or https:// URL.
-  std::string url;
+  std::string url{};
   /// Extra header fields, sent in order. A field named Idempotency-Key is rejected: use
   /// `idempotency`. The client adds User-Agent (stormguard/<version>) unless one is given, and
   /// "Expect:" (empty: no 100-continue wait) unless an Expect field is given.
-  std::vector<header> headers;
+  std::vector<header> headers{};
   /// The body (sent with Content-Length when non-empty, or for POST, PUT and PATCH).
-  std::string body;
+  std::string body{};
   /// The Idempotency-Key option.
   key idempotency = key::none();
 };
@@ -110,8 +110,8 @@ struct request {
 /// A response: a plain value type.
 struct response {
   int status = 0;               ///< the status code, 100..599
-  std::vector<header> headers;  ///< the fields of the final response, in order
-  std::string body;             ///< the body, as received (no content decoding)
+  std::vector<header> headers{};  ///< the fields of the final response, in order
+  std::string body{};             ///< the body, as received (no content decoding)
 
   /// The value of the first header named `name` (case-insensitive), if any.
   [[nodiscard]] std::optional<std::string_view> header_value(std::string_view name) const noexcept {
@@ -125,28 +125,28 @@ struct transport_error {
   /// client's header does not include it).
   int curl_code = 0;
   /// libcurl's message for the failure (its error buffer, or curl_easy_strerror).
-  std::string message;
+  std::string message{};
   /// Where it happened relative to sending the request, from the client's CURLcode table
   /// (docs/http.md); empty for a failure that is not a transport failure and is never retried
   /// (a bad URL, an unsupported protocol, a certificate problem, out of memory, a body above
   /// max_body_bytes, an aborted transfer, ...).
-  std::optional<transport_phase> phase;
+  std::optional<transport_phase> phase{};
 };
 
 /// A description of one attempt, given to client_options::on_attempt after the decision about
 /// it was made (so that the delay chosen is known).
 struct attempt_report {
   int attempt = 1;                         ///< from 1
-  std::optional<int> status;               ///< the response's status, when one was received
-  std::optional<transport_error> error;    ///< otherwise the transport failure
-  std::optional<std::string> retry_after;  ///< the Retry-After field as received, if any
+  std::optional<int> status{};               ///< the response's status, when one was received
+  std::optional<transport_error> error{};    ///< otherwise the transport failure
+  std::optional<std::string> retry_after{};  ///< the Retry-After field as received, if any
   /// The Retry-After as parsed (stormguard::parse_retry_after); empty when absent or
   /// unparsable (then the policy's own backoff applies, never an immediate retry).
-  std::optional<duration> retry_after_delay;
-  std::optional<duration> delay;  ///< the wait before the next attempt, when one follows
+  std::optional<duration> retry_after_delay{};
+  std::optional<duration> delay{};  ///< the wait before the next attempt, when one follows
   /// Why the call ended after this attempt, when no attempt follows.
-  std::optional<end_reason> reason;
-  std::optional<std::string> idempotency_key;  ///< the Idempotency-Key field value sent, if any
+  std::optional<end_reason> reason{};
+  std::optional<std::string> idempotency_key{};  ///< the Idempotency-Key field value sent, if any
 };
 
 /// Retry budgets per host ("scheme://host:port", lowercase), created on first use with the same
@@ -181,7 +181,7 @@ struct client_options {
   /// The retry budget per host (default: 10 % of requests over 10 s, plus 10 retries/s).
   ratio_budget_options budget{};
   /// Budgets shared with other clients; when null the client makes its own (from `budget`).
-  std::shared_ptr<host_budgets> shared_budgets;
+  std::shared_ptr<host_budgets> shared_budgets{};
   /// Time limit of one attempt (connect, send, wait, receive), steady time; > 0. Shortened to
   /// the time left before the call's deadline. Default 30 s; duration::max() = none.
   duration attempt_timeout = std::chrono::seconds(30);
@@ -196,7 +196,7 @@ struct client_options {
   std::size_t max_body_bytes = std::size_t{64} << 20;
   /// Called on the calling thread after each attempt, once its outcome is decided (see
   /// attempt_report). An exception from it propagates out of perform(). Empty = no call.
-  std::function<void(const attempt_report&)> on_attempt;
+  std::function<void(const attempt_report&)> on_attempt{};
 };
 
 /// How a call ended.
@@ -208,11 +208,11 @@ struct result {
   /// Attempts made (0 when the call was cancelled or past its deadline before the first).
   int attempts = 0;
   /// The response of the last attempt, when it got one (the success, or the last HTTP error).
-  std::optional<http::response> response;
+  std::optional<http::response> response{};
   /// The last attempt's transport failure, when it got no response.
-  std::optional<transport_error> error;
+  std::optional<transport_error> error{};
   /// The Idempotency-Key field value sent on every attempt, if any.
-  std::optional<std::string> idempotency_key;
+  std::optional<std::string> idempotency_key{};
   /// Total backoff waited (steady time).
   duration slept{};
 

@@ -292,6 +292,7 @@ struct client::impl {
   // The attempt in progress (the callbacks write here).
   std::string body;
   std::vector<header> headers;
+  std::string status_line;
   bool body_too_large = false;
   std::stop_token stop;
   char error_buffer[CURL_ERROR_SIZE] = {};
@@ -352,6 +353,7 @@ struct client::impl {
     const std::string_view line(data, n);
     if (line.substr(0, 5) == "HTTP/") {
       self.headers.clear();  // a new response (after an interim 1xx): keep the final one's only
+      self.status_line = std::string(trim(line));
     } else if (!line.empty() && (line.front() == ' ' || line.front() == '\t')) {
       // Obsolete line folding (RFC 9112 §5.2): part of the previous field's value.
       if (!self.headers.empty()) {
@@ -385,6 +387,7 @@ struct client::impl {
     curl_easy_reset(easy);  // options only: connections, DNS and TLS session caches stay
     body.clear();
     headers.clear();
+    status_line.clear();
     body_too_large = false;
     stop = ctx.stop;
     error_buffer[0] = '\0';
@@ -461,7 +464,8 @@ struct client::impl {
     if (code == CURLE_OK) {
       long status = 0;
       (void)curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &status);
-      return response{static_cast<int>(status), std::move(headers), std::move(body)};
+      return response{static_cast<int>(status), std::move(status_line), std::move(headers),
+                      std::move(body)};
     }
     long request_size = 0;
     (void)curl_easy_getinfo(easy, CURLINFO_REQUEST_SIZE, &request_size);

@@ -110,6 +110,7 @@ struct request {
 /// A response: a plain value type.
 struct response {
   int status = 0;               ///< the status code, 100..599
+  std::string status_line{};    ///< the status line as received, e.g. "HTTP/1.1 404 Not Found"
   std::vector<header> headers{};  ///< the fields of the final response, in order
   std::string body{};             ///< the body, as received (no content decoding)
 

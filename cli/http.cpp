@@ -108,8 +108,9 @@ http::header parse_header_line(const std::string& line) {
   }
   if (iequals_ascii(name, idempotency_key_header)) {
     throw CLI::ValidationError(
-        "-H", "'" + line + "': use --idempotency-key auto|KEY, so that stormguard knows the "
-                           "request carries a key (and may retry it)");
+        "-H", "'" + line +
+                  "': use --idempotency-key auto|KEY, so that stormguard knows the "
+                  "request carries a key (and may retry it)");
   }
   return http::header{std::string(name), std::string(value)};
 }
@@ -190,7 +191,8 @@ int run_http(const http_options& o) {
   std::optional<duration> deadline;
   try {
     client_options.retry = to_retry_options(o.policy);
-    client_options.retry.max_retry_after = positive_duration("--max-retry-after", o.max_retry_after);
+    client_options.retry.max_retry_after =
+        positive_duration("--max-retry-after", o.max_retry_after);
     client_options.attempt_timeout = positive_duration("--attempt-timeout", o.attempt_timeout);
     client_options.connect_timeout = positive_duration("--connect-timeout", o.connect_timeout);
     if (o.deadline_option->count() > 0) deadline = positive_duration("--deadline", o.deadline);
@@ -272,10 +274,10 @@ int run_http(const http_options& o) {
   }
   const int status = exit_status_for(r, interrupts.received());
   if (!r.ok()) {
-    const std::string last = r.response ? fmt::format("HTTP {}", r.response->status)
-                             : r.error  ? fmt::format("transport error {} ({})", r.error->curl_code,
-                                                      r.error->message)
-                                        : std::string("no attempt made");
+    const std::string last =
+        r.response ? fmt::format("HTTP {}", r.response->status)
+        : r.error  ? fmt::format("transport error {} ({})", r.error->curl_code, r.error->message)
+                   : std::string("no attempt made");
     fmt::print(stderr, "stormguard http: {} after {} attempt{}: {}; exit status {}\n", last,
                r.attempts, r.attempts == 1 ? "" : "s", to_string(r.reason), status);
   }

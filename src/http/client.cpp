@@ -33,9 +33,9 @@ namespace {
 // ------------------------------------------------------------------------------------------------
 
 enum class phase_rule {
-  not_sent,        // the request cannot have reached the server
-  maybe_sent,      // it may have reached the server and been processed
-  if_bytes_sent,   // not_sent if libcurl wrote no byte of the request, else maybe_sent
+  not_sent,       // the request cannot have reached the server
+  maybe_sent,     // it may have reached the server and been processed
+  if_bytes_sent,  // not_sent if libcurl wrote no byte of the request, else maybe_sent
 };
 
 struct phase_row {
@@ -116,7 +116,8 @@ bool is_tchar(char c) noexcept {
 }
 
 bool is_token(std::string_view s) noexcept {
-  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c != 0 && is_tchar(c); });
+  return !s.empty() &&
+         std::all_of(s.begin(), s.end(), [](char c) { return c != 0 && is_tchar(c); });
 }
 
 // Quotes `text` for an error message, shortened to 80 characters.
@@ -138,8 +139,8 @@ std::string quoted(std::string_view text) {
 
 std::string_view trim(std::string_view s) noexcept {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r' ||
-                        s.back() == '\n')) {
+  while (!s.empty() &&
+         (s.back() == ' ' || s.back() == '\t' || s.back() == '\r' || s.back() == '\n')) {
     s.remove_suffix(1);
   }
   return s;
@@ -200,12 +201,13 @@ void validate_request(const request& req) {
       bad_request("header name: not an RFC 9110 token: " + quoted(h.name));
     }
     if (h.value.find_first_of(std::string_view("\r\n\0", 3)) != std::string::npos) {
-      bad_request("header " + quoted(h.name) + ": the value contains CR, LF or NUL: " +
-                  quoted(h.value));
+      bad_request("header " + quoted(h.name) +
+                  ": the value contains CR, LF or NUL: " + quoted(h.value));
     }
     if (iequals(h.name, idempotency_key_header)) {
-      bad_request("header 'Idempotency-Key': set request::idempotency (key::use) instead, so that "
-                  "the client knows the request carries a key");
+      bad_request(
+          "header 'Idempotency-Key': set request::idempotency (key::use) instead, so that "
+          "the client knows the request carries a key");
     }
   }
 }
@@ -479,7 +481,8 @@ struct client::impl {
     } else {
       error.message = error_buffer[0] != '\0' ? error_buffer : curl_easy_strerror(code);
     }
-    error.phase = body_too_large ? std::nullopt : transport_phase_of(error.curl_code, request_size > 0);
+    error.phase =
+        body_too_large ? std::nullopt : transport_phase_of(error.curl_code, request_size > 0);
     return failure{std::move(error)};
   }
 };

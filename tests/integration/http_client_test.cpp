@@ -2,8 +2,6 @@
 // sequences, Retry-After, idempotency keys, resets, time-outs, refused connections, cancellation,
 // deadlines and connection reuse. Backoff is 1 ms .. 5 ms, so the file runs in a few seconds; the
 // only long wait is the Retry-After: 1 test (1 s to 1.5 s, as RFC 9110 requires).
-#include "stormguard/http/client.hpp"
-
 #include <curl/curl.h>
 #include <gtest/gtest.h>
 
@@ -14,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "stormguard/http/client.hpp"
 #include "stormguard/http_classify.hpp"
 #include "stormguard/testing/manual_clock.hpp"
 #include "support/http_test_server.hpp"
@@ -188,8 +187,8 @@ TEST(HttpClient, RetryAfterAboveTheLimitEndsAtOnceAfterOneAttempt) {
 TEST(HttpClient, RetryAfterIsAMinimumAndAnUnparsableOneFallsBackToBackoff) {
   // On a manual clock: the sleeps are recorded, not waited.
   http_test_server server;
-  server.script({status_with(503, "Retry-After", "2"), status_with(503, "Retry-After", "soon"),
-                 status(200)});
+  server.script(
+      {status_with(503, "Retry-After", "2"), status_with(503, "Retry-After", "soon"), status(200)});
   stormguard::testing::manual_clock clock;
   stormguard::random_generator random(7);
   std::vector<stormguard::http::attempt_report> reports;
@@ -200,9 +199,9 @@ TEST(HttpClient, RetryAfterIsAMinimumAndAnUnparsableOneFallsBackToBackoff) {
   EXPECT_EQ(r.reason, end_reason::success);
   const auto sleeps = clock.sleeps();
   ASSERT_EQ(sleeps.size(), 2U);
-  EXPECT_GE(sleeps[0], 2s);     // never earlier than the server asked
-  EXPECT_LE(sleeps[0], 3s);     // spread over at most d/2
-  EXPECT_LE(sleeps[1], 5ms);    // "soon" is not a Retry-After: the policy's own backoff (cap 5 ms)
+  EXPECT_GE(sleeps[0], 2s);   // never earlier than the server asked
+  EXPECT_LE(sleeps[0], 3s);   // spread over at most d/2
+  EXPECT_LE(sleeps[1], 5ms);  // "soon" is not a Retry-After: the policy's own backoff (cap 5 ms)
   ASSERT_EQ(reports.size(), 3U);
   EXPECT_EQ(reports[0].retry_after, "2");
   EXPECT_EQ(reports[0].retry_after_delay, stormguard::duration(2s));

@@ -154,8 +154,9 @@ std::vector<recorded_request> http_test_server::requests() const {
 
 std::size_t http_test_server::count(std::string_view method) const {
   std::lock_guard lock(mutex_);
-  return static_cast<std::size_t>(std::count_if(
-      requests_.begin(), requests_.end(), [&](const recorded_request& r) { return r.method == method; }));
+  return static_cast<std::size_t>(
+      std::count_if(requests_.begin(), requests_.end(),
+                    [&](const recorded_request& r) { return r.method == method; }));
 }
 
 scripted_response http_test_server::next_response() {
@@ -212,8 +213,9 @@ bool http_test_server::on_readable(connection& c) {
     const std::size_t end = c.buffer.find("\r\n\r\n");
     if (end == std::string::npos) {
       if (c.buffer.size() > k_max_head) {
-        (void)send_all(c.fd, "HTTP/1.1 431 Request Header Fields Too Large\r\n"
-                             "Content-Length: 0\r\nConnection: close\r\n\r\n");
+        (void)send_all(c.fd,
+                       "HTTP/1.1 431 Request Header Fields Too Large\r\n"
+                       "Content-Length: 0\r\nConnection: close\r\n\r\n");
         return false;
       }
       return true;  // wait for the rest of the head
@@ -232,8 +234,9 @@ bool http_test_server::on_readable(connection& c) {
         if (iequals(name, "Content-Length")) {
           if (value.empty() || value.find_first_not_of("0123456789") != std::string_view::npos ||
               value.size() > 9) {
-            (void)send_all(c.fd, "HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n"
-                                 "Connection: close\r\n\r\n");
+            (void)send_all(c.fd,
+                           "HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n"
+                           "Connection: close\r\n\r\n");
             return false;
           }
           content_length = std::stoul(std::string(value));
@@ -243,8 +246,9 @@ bool http_test_server::on_readable(connection& c) {
       at = eol + 2;
     }
     if (chunked) {
-      (void)send_all(c.fd, "HTTP/1.1 501 Not Implemented\r\nContent-Length: 0\r\n"
-                           "Connection: close\r\n\r\n");
+      (void)send_all(c.fd,
+                     "HTTP/1.1 501 Not Implemented\r\nContent-Length: 0\r\n"
+                     "Connection: close\r\n\r\n");
       return false;
     }
     if (c.buffer.size() < end + 4 + content_length) return true;  // wait for the body
@@ -303,8 +307,8 @@ bool http_test_server::handle(connection& c, const std::string& head, std::strin
     case scripted_response::action::respond:
       break;
   }
-  std::string out = "HTTP/1.1 " + std::to_string(response.status) + " " +
-                    reason_phrase(response.status) + "\r\n";
+  std::string out =
+      "HTTP/1.1 " + std::to_string(response.status) + " " + reason_phrase(response.status) + "\r\n";
   for (const auto& [name, value] : response.headers) out += name + ": " + value + "\r\n";
   out += "Content-Length: " + std::to_string(response.body.size()) + "\r\n";
   if (close_after) out += "Connection: close\r\n";

@@ -1,8 +1,8 @@
 // A test-only HTTP/1.1 server on 127.0.0.1 for the integration tests of stormguard::http and
 // `stormguard http`: real sockets, a real port, scripted per-request behaviour.
 //
-//   stormguard::test_support::http_test_server server;           // 127.0.0.1, port chosen by the OS
-//   server.script({{.status = 503}, {.status = 503}, {.status = 200, .body = "ok"}});
+//   stormguard::test_support::http_test_server server;           // 127.0.0.1, port chosen by the
+//   OS server.script({{.status = 503}, {.status = 503}, {.status = 200, .body = "ok"}});
 //   ... client.perform({.url = server.url("/x")}) ...
 //   EXPECT_EQ(server.requests().size(), 3U);
 //
@@ -54,7 +54,7 @@ struct scripted_response {
 /// One request as the server read it.
 struct recorded_request {
   std::string method;
-  std::string target;  ///< the request target, e.g. "/x?y=1"
+  std::string target;                                        ///< the request target, e.g. "/x?y=1"
   std::vector<std::pair<std::string, std::string>> headers;  ///< in order, names as sent
   std::string body;
   int connection = 0;  ///< 1 for the first connection accepted, 2 for the next, ...

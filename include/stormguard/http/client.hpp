@@ -18,7 +18,8 @@
 //   stormguard::http::result r = client.perform({.method = "POST",
 //                                                 .url = "https://api.example.com/charges",
 //                                                 .body = R"({"amount": 100})",
-//                                                 .idempotency = stormguard::http::key::generate()});
+//                                                 .idempotency =
+//                                                 stormguard::http::key::generate()});
 //   if (r.ok()) use(r.response->body);
 //   else log(to_string(r.reason), r.attempts, r.response ? r.response->status : 0,
 //            r.error ? r.error->message : "");
@@ -109,8 +110,8 @@ struct request {
 
 /// A response: a plain value type.
 struct response {
-  int status = 0;               ///< the status code, 100..599
-  std::string status_line{};    ///< the status line as received, e.g. "HTTP/1.1 404 Not Found"
+  int status = 0;                 ///< the status code, 100..599
+  std::string status_line{};      ///< the status line as received, e.g. "HTTP/1.1 404 Not Found"
   std::vector<header> headers{};  ///< the fields of the final response, in order
   std::string body{};             ///< the body, as received (no content decoding)
 
@@ -137,7 +138,7 @@ struct transport_error {
 /// A description of one attempt, given to client_options::on_attempt after the decision about
 /// it was made (so that the delay chosen is known).
 struct attempt_report {
-  int attempt = 1;                         ///< from 1
+  int attempt = 1;                           ///< from 1
   std::optional<int> status{};               ///< the response's status, when one was received
   std::optional<transport_error> error{};    ///< otherwise the transport failure
   std::optional<std::string> retry_after{};  ///< the Retry-After field as received, if any

@@ -5,16 +5,19 @@
 #   make run           build, then ./build/bin/stormguard simulate
 #   make test          build, then run every test (ctest --preset release, 2 in parallel)
 #   make bench         build, then run every build/bench/*_benchmark (BENCH_ARGS=... to pass flags)
+#   make fuzz          build the libFuzzer targets (clang++-19, ASan+UBSan, build-fuzz/) and fuzz
+#                      the Retry-After parser for FUZZ_SECONDS (default 60) from fuzz/corpus/
 #   make format        clang-format -i over our sources
 #   make format-check  fail if any source is not clang-formatted
 #   make clean         remove the build directories of all presets
 
 CLANG_FORMAT ?= clang-format
 BENCH_ARGS ?=
+FUZZ_SECONDS ?= 60
 FORMAT_DIRS := include src cli sim tests bench examples fuzz
 FORMAT_FILES = $(shell find $(wildcard $(FORMAT_DIRS)) -type f \( -name '*.hpp' -o -name '*.cpp' \) | sort)
 
-.PHONY: all bootstrap build run test bench format format-check clean
+.PHONY: all bootstrap build run test bench fuzz format format-check clean
 
 all: build
 
@@ -39,6 +42,17 @@ bench: build
 	done; \
 	[ "$$found" = 1 ] || echo "make bench: no benchmark programs (bench/*_benchmark.cpp) yet"
 
+# New inputs the fuzzer finds go to build-fuzz/corpus/retry_after (fuzz/corpus/retry_after is only
+# read); crashes to build-fuzz/crash-*. Copy a crash into fuzz/corpus/retry_after to keep it as a
+# regression test (tests/retry_after_test.cpp checks every corpus file).
+fuzz: bootstrap
+	cmake --preset fuzz
+	cmake --build --preset fuzz --target retry_after_fuzz
+	mkdir -p build-fuzz/corpus/retry_after
+	build-fuzz/fuzz/retry_after_fuzz -max_total_time=$(FUZZ_SECONDS) -max_len=512 \
+	  -dict=fuzz/retry_after.dict -artifact_prefix=build-fuzz/ -print_final_stats=1 \
+	  build-fuzz/corpus/retry_after fuzz/corpus/retry_after
+
 format: bootstrap
 	@files="$(FORMAT_FILES)"; [ -z "$$files" ] || $(CLANG_FORMAT) -i $$files
 
@@ -47,4 +61,4 @@ format-check: bootstrap
 	@echo "format-check: all sources are clang-formatted"
 
 clean:
-	rm -rf build build-debug build-asan build-tsan build-clang
+	rm -rf build build-debug build-asan build-tsan build-clang build-fuzz

@@ -155,6 +155,32 @@ bool parse_asctime_rest(cursor& c, date_fields& f) noexcept {
   return c.done();
 }
 
+constexpr std::int64_t floor_div(std::int64_t a, std::int64_t b) noexcept {
+  return a / b - ((a % b != 0 && (a < 0) != (b < 0)) ? 1 : 0);
+}
+
+// An instant as whole seconds (rounded down) and the nanoseconds after them, computed on the
+// tick count: std::chrono::floor<seconds>(now) is not representable in nanoseconds near
+// system_clock::time_point::min(), and converting it back overflowed (found by the fuzzer).
+struct split_instant {
+  std::int64_t seconds;      // floor(now / 1 s)
+  std::int64_t fraction_ns;  // in [0, 1e9)
+};
+
+constexpr split_instant split_now(system_clock::time_point now) noexcept {
+  // Works on the clock's own ticks (nanoseconds in libstdc++, microseconds in libc++), so that
+  // no conversion can overflow at either end of the clock.
+  using period = system_clock::period;
+  static_assert(period::num == 1 && period::den <= k_ns_per_s && k_ns_per_s % period::den == 0,
+                "system_clock ticks must divide a nanosecond-resolution second");
+  constexpr std::int64_t ticks_per_s = period::den;
+  const std::int64_t ticks = now.time_since_epoch().count();
+  const std::int64_t seconds = floor_div(ticks, ticks_per_s);
+  std::int64_t fraction = ticks % ticks_per_s;
+  if (fraction < 0) fraction += ticks_per_s;
+  return {seconds, fraction * (k_ns_per_s / ticks_per_s)};
+}
+
 // Seconds since midnight of the written time; 86400 for the leap second 23:59:60.
 constexpr std::int64_t second_of_day(const date_fields& f) noexcept {
   return std::int64_t{f.hour} * 3600 + std::int64_t{f.minute} * 60 + f.second;
@@ -177,9 +203,11 @@ bool later_than(int year, const date_fields& f, const std::chrono::year_month_da
 // "the most recent year in the past that had the same last two digits". So the year is the
 // latest one ending in `yy` whose timestamp is not more than 50 years after `now`.
 int resolve_two_digit_year(const date_fields& f, system_clock::time_point now) noexcept {
-  const auto today = std::chrono::floor<days>(now);
-  const std::chrono::year_month_day now_date{today};
-  const auto time_of_day = now - today;
+  const split_instant split = split_now(now);
+  const std::int64_t day_number = floor_div(split.seconds, 86400);
+  const std::chrono::year_month_day now_date{sys_days(days(day_number))};
+  const std::chrono::nanoseconds time_of_day((split.seconds - day_number * 86400) * k_ns_per_s +
+                                             split.fraction_ns);
   // now + 50 years: the same month, day and time of day 50 years later. Feb 29 + 50 years may not
   // exist; the field-by-field comparison handles it (a Feb 29 limit is between Feb 28 and Mar 1).
   const std::chrono::year_month_day limit_date{now_date.year() + std::chrono::years(50),
@@ -254,19 +282,14 @@ std::optional<duration> parse_delay_seconds(std::string_view text) noexcept {
 
 // date - now, 0 when the date is at or before now, saturated at duration::max().
 duration delay_until(sys_seconds date, system_clock::time_point now) noexcept {
-  const auto now_seconds = std::chrono::floor<std::chrono::seconds>(now);
-  // In [0, 1 s): the part of now after its whole second.
-  const std::int64_t now_fraction_ns =
-      std::chrono::duration_cast<std::chrono::nanoseconds>(now - now_seconds).count();
+  const split_instant split = split_now(now);
   // Both are within a few hundred billion seconds of the epoch: no overflow.
-  const std::int64_t whole =
-      date.time_since_epoch().count() -
-      std::chrono::duration_cast<std::chrono::seconds>(now_seconds.time_since_epoch()).count();
+  const std::int64_t whole = date.time_since_epoch().count() - split.seconds;
   if (whole <= 0) return duration::zero();  // date <= now_seconds <= now
   if (whole - 1 > k_max_whole_seconds) return duration::max();
   // (whole - 1) s + (1 s - fraction), each part in range; their sum may not be.
   const std::int64_t head = (whole - 1) * k_ns_per_s;
-  const std::int64_t tail = k_ns_per_s - now_fraction_ns;  // in (0, 1e9]
+  const std::int64_t tail = k_ns_per_s - split.fraction_ns;  // in (0, 1e9]
   if (tail > k_max_ns - head) return duration::max();
   return duration(head + tail);
 }

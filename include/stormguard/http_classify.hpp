@@ -44,7 +44,8 @@ class retryable_statuses {
 
   /// {429, 502, 503, 504}.
   retryable_statuses();
-  /// Exactly `statuses` (duplicates are harmless; an empty list retries no status).
+  /// Exactly `statuses` (duplicates are harmless). Note that `retryable_statuses{}` is the
+  /// default set (empty braces value-initialise); for an empty set pass an empty span.
   /// Throws std::invalid_argument naming the status when one is outside [100, 599].
   explicit retryable_statuses(std::initializer_list<int> statuses);
   /// Same as the initializer_list constructor.

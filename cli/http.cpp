@@ -36,7 +36,7 @@ namespace {
 enum http_exit : int {
   exit_http_error = 3,       ///< the final response is an HTTP error (not 2xx/3xx)
   exit_transport_error = 4,  ///< no response: the last attempt failed in transport
-  exit_budget = 5,           ///< the retry budget denied a retry
+  exit_budget = 5,           ///< the retry budget denied a retry (or throttled the request)
   exit_out_of_time = 6,      ///< the --deadline ran out, or a Retry-After exceeded the limit
 };
 
@@ -144,7 +144,7 @@ std::string log_duration(duration d) {
   return format_duration(std::chrono::floor<std::chrono::microseconds>(d));
 }
 
-std::string describe_attempt(const http::attempt_report& a) {
+std::string describe_attempt(const http::attempt_info& a) {
   std::string text = fmt::format("attempt {}: ", a.attempt);
   if (a.status) {
     text += fmt::format("HTTP {}", *a.status);
@@ -173,7 +173,8 @@ int exit_status_for(const http::result& r, int signal) {
     case end_reason::cancelled:
       return 128 + (signal != 0 ? signal : 2);
     case end_reason::budget_exhausted:
-      return exit_budget;
+    case end_reason::throttled:  // only with a throttling budget; the client's ratio_budget never
+      return exit_budget;        // rejects a first attempt
     case end_reason::deadline_exceeded:
     case end_reason::retry_after_too_long:
       return exit_out_of_time;
@@ -232,7 +233,7 @@ int run_http(const http_options& o) {
   }
 
   if (o.verbose) {
-    client_options.on_attempt = [](const http::attempt_report& a) {
+    client_options.on_attempt = [](const http::attempt_info& a) {
       fmt::print(stderr, "stormguard http: {}\n", describe_attempt(a));
     };
   }
@@ -299,7 +300,7 @@ constexpr const char* k_exit_statuses =
     "  0    the final response is 2xx or 3xx\n"
     "  3    the final response is an HTTP error (4xx, 5xx): not retryable, or retries ran out\n"
     "  4    no response: the last attempt failed in transport (refused, reset, time-out, ...)\n"
-    "  5    the retry budget denied a retry (fail fast)\n"
+    "  5    the retry budget denied a retry (fail fast), or throttled the request\n"
     "  6    the --deadline ran out (also when the next retry's delay would end past it), or a\n"
     "       Retry-After exceeded --max-retry-after\n"
     "  130  interrupted by SIGINT (143 SIGTERM): the transfer or the backoff is stopped at once\n"

@@ -23,6 +23,8 @@ std::string_view to_string(end_reason r) noexcept {
       return "deadline_exceeded";
     case end_reason::cancelled:
       return "cancelled";
+    case end_reason::throttled:
+      return "throttled";
   }
   return "unknown";
 }

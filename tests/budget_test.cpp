@@ -15,15 +15,27 @@
 #include <vector>
 
 #include "stormguard/random.hpp"
+#include "stormguard/testing/scripted_random.hpp"
 #include "test_util.hpp"
 
 namespace {
 
 using namespace std::chrono_literals;
+using stormguard::adaptive_throttle;
+using stormguard::adaptive_throttle_options;
+using stormguard::attempt_report;
+using stormguard::attempt_status;
 using stormguard::duration;
+using stormguard::random_generator;
 using stormguard::ratio_budget;
 using stormguard::ratio_budget_options;
+using stormguard::retry_quota;
+using stormguard::retry_quota_options;
 using stormguard::time_point;
+using stormguard::token_bucket_throttle;
+using stormguard::token_bucket_throttle_options;
+using stormguard::testing::fraction;
+using stormguard::testing::scripted_random;
 using ::testing::AllOf;
 using ::testing::HasSubstr;
 
@@ -416,6 +428,366 @@ TEST(RatioBudgetValidation, RejectsANonZeroRatioThatWouldRoundToZero) {
 TEST(RatioBudgetValidation, MessagesPrintLargeRatiosInFull) {
   EXPECT_THAT(invalid_argument_message([] { ratio_budget b({.ratio = 2000}); }),
               HasSubstr("got 2000"));
+}
+
+// ---------------------------------------------------------------------------------------------
+// The retry_budget interface of ratio_budget.
+// ---------------------------------------------------------------------------------------------
+
+static_assert(stormguard::retry_budget<stormguard::no_budget>);
+static_assert(stormguard::retry_budget<ratio_budget>);
+static_assert(stormguard::retry_budget<token_bucket_throttle>);
+static_assert(stormguard::retry_budget<retry_quota>);
+static_assert(stormguard::retry_budget<adaptive_throttle>);
+static_assert(stormguard::retry_budget<adaptive_throttle, scripted_random>);
+
+constexpr attempt_report failed_first{attempt_status::failure, 1, attempt_status::success};
+constexpr attempt_report succeeded_first{attempt_status::success, 1, attempt_status::success};
+
+TEST(RatioBudget, TryAdmitDepositsAndRecordChangesNothing) {
+  ratio_budget b({.ratio = 0.5, .min_retries_per_second = 0});
+  random_generator g(1);
+  EXPECT_TRUE(b.try_admit(t0, g));
+  EXPECT_TRUE(b.try_admit(t0, g));
+  b.record(t0, succeeded_first);
+  b.record(t0, failed_first);
+  EXPECT_EQ(b.balance(t0), 1);  // two deposits of 0.5
+  EXPECT_TRUE(b.try_withdraw(t0, attempt_status::timeout, g));
+  EXPECT_FALSE(b.try_withdraw(t0, attempt_status::failure, g));
+}
+
+// ---------------------------------------------------------------------------------------------
+// token_bucket_throttle (gRFC A6).
+// ---------------------------------------------------------------------------------------------
+
+// Records failures from a full bucket, asking for a retry after each, until one is denied.
+std::int64_t retries_while_everything_fails(token_bucket_throttle& b) {
+  random_generator g(1);
+  std::int64_t granted = 0;
+  for (int i = 0; i < 10'000; ++i) {
+    b.record(t0, failed_first);
+    if (!b.try_withdraw(t0, attempt_status::failure, g)) break;
+    ++granted;
+  }
+  return granted;
+}
+
+TEST(TokenBucketThrottle, AllFailingGrantsRetriesOnlyWhileAboveHalf) {
+  for (const double max : {10.0, 3.0, 1.0, 0.5, 7.5, 100.0, 1000.0, 2.001}) {
+    token_bucket_throttle b({.max_tokens = max, .token_ratio = 0.1});
+    // After the n-th failure the bucket holds max - n; a retry needs max - n > max / 2.
+    std::int64_t expected = 0;
+    for (std::int64_t n = 1; static_cast<double>(n) < max / 2.0; ++n) expected = n;
+    EXPECT_EQ(retries_while_everything_fails(b), expected) << "max_tokens " << max;
+    EXPECT_FALSE(b.retry_allowed());
+  }
+}
+
+TEST(TokenBucketThrottle, StartsFullAndFirstAttemptsAreNeverThrottled) {
+  token_bucket_throttle b({.max_tokens = 4, .token_ratio = 0.5});
+  EXPECT_EQ(b.milli_tokens(), 4000);
+  EXPECT_DOUBLE_EQ(b.tokens(), 4.0);
+  random_generator g(1);
+  for (int i = 0; i < 10; ++i) b.record(t0, failed_first);
+  EXPECT_EQ(b.milli_tokens(), 0);  // never below zero
+  EXPECT_TRUE(b.try_admit(t0, g));
+}
+
+TEST(TokenBucketThrottle, SuccessesRefillAboveHalfThenRetriesResume) {
+  const token_bucket_throttle_options o{.max_tokens = 10, .token_ratio = 0.3};
+  token_bucket_throttle b(o);
+  for (int i = 0; i < 20; ++i) b.record(t0, failed_first);
+  ASSERT_EQ(b.milli_tokens(), 0);
+  // Successes needed: the smallest k with k · ratio > max / 2.
+  int needed = 0;
+  while (static_cast<double>(needed) * o.token_ratio <= o.max_tokens / 2.0 + 1e-9) ++needed;
+  for (int k = 1; k <= needed; ++k) {
+    b.record(t0, succeeded_first);
+    EXPECT_EQ(b.retry_allowed(), k == needed) << "after " << k << " successes";
+  }
+  EXPECT_EQ(b.milli_tokens(), needed * 300);
+}
+
+TEST(TokenBucketThrottle, NeverAboveMaxAndNotRetryableChangesNothing) {
+  token_bucket_throttle b({.max_tokens = 2, .token_ratio = 0.7});
+  b.record(t0, succeeded_first);
+  EXPECT_EQ(b.milli_tokens(), 2000);
+  b.record(t0, failed_first);
+  b.record(t0, {attempt_status::timeout, 2, attempt_status::failure});
+  EXPECT_EQ(b.milli_tokens(), 0);
+  b.record(t0, {attempt_status::not_retryable, 1, attempt_status::success});
+  EXPECT_EQ(b.milli_tokens(), 0);
+}
+
+TEST(TokenBucketThrottle, RandomSequencesKeepTokensInRange) {
+  token_bucket_throttle b({.max_tokens = 5.5, .token_ratio = 0.25});
+  random_generator g(7);
+  std::int64_t model = 5500;  // the expected milli-tokens, computed independently
+  for (int i = 0; i < 20'000; ++i) {
+    const bool success = stormguard::uniform_unit(g) < 0.5;
+    b.record(t0, success ? succeeded_first : failed_first);
+    model = success ? std::min<std::int64_t>(5500, model + 250)
+                    : std::max<std::int64_t>(0, model - 1000);
+    ASSERT_EQ(b.milli_tokens(), model) << "step " << i;
+    ASSERT_EQ(b.retry_allowed(), 2 * model > 5500);
+  }
+}
+
+TEST(TokenBucketThrottle, ConcurrentRecordsAddUp) {
+  // 1000 tokens; 4 threads record 200 failures each (800 tokens, never reaching 0), then 4
+  // threads record 1000 successes of 0.2 each (800 tokens, never passing the maximum).
+  token_bucket_throttle b({.max_tokens = 1000, .token_ratio = 0.2});
+  const auto run = [&](const attempt_report& r, int n) {
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 4; ++t) {
+      threads.emplace_back([&] {
+        for (int i = 0; i < n; ++i) b.record(t0, r);
+      });
+    }
+    for (auto& th : threads) th.join();
+  };
+  run(failed_first, 200);
+  EXPECT_EQ(b.milli_tokens(), 200'000);
+  run(succeeded_first, 1000);
+  EXPECT_EQ(b.milli_tokens(), 1'000'000);
+}
+
+TEST(TokenBucketThrottleValidation, RejectsOutOfRangeAndOverPreciseSettings) {
+  const auto message = [](token_bucket_throttle_options o) {
+    return invalid_argument_message([&] { token_bucket_throttle b(o); });
+  };
+  EXPECT_THAT(message({.max_tokens = 0}), AllOf(HasSubstr("max_tokens"), HasSubstr("got 0")));
+  EXPECT_THAT(message({.max_tokens = -1}), HasSubstr("got -1"));
+  EXPECT_THAT(message({.max_tokens = 1000.5}), HasSubstr("got 1000.5"));
+  EXPECT_THAT(message({.max_tokens = std::nan("")}), HasSubstr("max_tokens"));
+  EXPECT_THAT(message({.max_tokens = 10.0005}),
+              AllOf(HasSubstr("max_tokens"), HasSubstr("3 decimal places")));
+  EXPECT_THAT(message({.token_ratio = 0}), AllOf(HasSubstr("token_ratio"), HasSubstr("got 0")));
+  EXPECT_THAT(message({.token_ratio = 0.0001}),
+              AllOf(HasSubstr("token_ratio"), HasSubstr("3 decimal places")));
+  EXPECT_THAT(message({.token_ratio = std::numeric_limits<double>::infinity()}),
+              HasSubstr("token_ratio"));
+  EXPECT_NO_THROW(token_bucket_throttle({.max_tokens = 0.001, .token_ratio = 0.001}));
+  EXPECT_NO_THROW(token_bucket_throttle({.max_tokens = 999.999, .token_ratio = 1000}));
+  EXPECT_EQ(token_bucket_throttle({.max_tokens = 0.1, .token_ratio = 0.1}).max_milli_tokens(), 100);
+}
+
+// ---------------------------------------------------------------------------------------------
+// retry_quota (AWS SDK standard retry mode).
+// ---------------------------------------------------------------------------------------------
+
+TEST(RetryQuota, AllFailingGrantsFloorOfCapacityOverCost) {
+  for (const retry_quota_options o :
+       {retry_quota_options{}, retry_quota_options{.max_tokens = 37, .retry_cost = 4},
+        retry_quota_options{.max_tokens = 13, .retry_cost = 5, .timeout_cost = 6}}) {
+    for (const attempt_status s : {attempt_status::failure, attempt_status::timeout}) {
+      retry_quota q(o);
+      random_generator g(1);
+      std::int64_t granted = 0;
+      while (granted < 100'000 && q.try_withdraw(t0, s, g)) ++granted;
+      const std::int64_t cost = s == attempt_status::timeout ? o.timeout_cost : o.retry_cost;
+      EXPECT_EQ(granted, o.max_tokens / cost) << o.max_tokens << " / " << cost;
+      EXPECT_EQ(q.available(), o.max_tokens % cost);  // a denied retry costs nothing
+    }
+  }
+}
+
+TEST(RetryQuota, SuccessReturnsTheIncrementOrTheCostOfItsRetry) {
+  retry_quota q;  // 500, 5, 10, 1
+  random_generator g(1);
+  ASSERT_TRUE(q.try_withdraw(t0, attempt_status::timeout, g));
+  ASSERT_TRUE(q.try_withdraw(t0, attempt_status::failure, g));
+  EXPECT_EQ(q.available(), 485);
+  q.record(t0, {attempt_status::success, 2, attempt_status::timeout});
+  EXPECT_EQ(q.available(), 495);
+  q.record(t0, {attempt_status::success, 3, attempt_status::failure});
+  EXPECT_EQ(q.available(), 500);
+  q.record(t0, succeeded_first);  // capped at the maximum
+  EXPECT_EQ(q.available(), 500);
+  ASSERT_TRUE(q.try_withdraw(t0, attempt_status::failure, g));
+  q.record(t0, succeeded_first);
+  EXPECT_EQ(q.available(), 496);
+  for (const attempt_status s :
+       {attempt_status::failure, attempt_status::timeout, attempt_status::not_retryable}) {
+    q.record(t0, {s, 2, attempt_status::failure});
+  }
+  EXPECT_EQ(q.available(), 496);  // failures return nothing
+  EXPECT_TRUE(q.try_admit(t0, g));
+}
+
+TEST(RetryQuota, RandomSequencesKeepTokensInRange) {
+  retry_quota q({.max_tokens = 60});
+  random_generator g(11);
+  std::int64_t model = 60;
+  for (int i = 0; i < 20'000; ++i) {
+    const double u = stormguard::uniform_unit(g);
+    if (u < 0.4) {
+      const attempt_status s = u < 0.1 ? attempt_status::timeout : attempt_status::failure;
+      const std::int64_t cost = s == attempt_status::timeout ? 10 : 5;
+      ASSERT_EQ(q.try_withdraw(t0, s, g), model >= cost);
+      if (model >= cost) model -= cost;
+    } else {
+      const int attempt = u < 0.7 ? 1 : 2;
+      q.record(t0, {attempt_status::success, attempt, attempt_status::failure});
+      model = std::min<std::int64_t>(60, model + (attempt == 1 ? 1 : 5));
+    }
+    ASSERT_EQ(q.available(), model) << "step " << i;
+  }
+}
+
+TEST(RetryQuota, ConcurrentWithdrawalsNeverOverspend) {
+  retry_quota q;  // 500 tokens: exactly 100 retries of 5, however the threads interleave
+  std::atomic<int> granted{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      random_generator g(static_cast<std::uint64_t>(t));
+      for (int i = 0; i < 1000; ++i) {
+        if (q.try_withdraw(t0, attempt_status::failure, g)) granted.fetch_add(1);
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(granted.load(), 100);
+  EXPECT_EQ(q.available(), 0);
+}
+
+TEST(RetryQuotaValidation, NamesTheFieldAndTheValue) {
+  const auto message = [](retry_quota_options o) {
+    return invalid_argument_message([&] { retry_quota q(o); });
+  };
+  EXPECT_THAT(message({.max_tokens = 0}), AllOf(HasSubstr("max_tokens"), HasSubstr("got 0")));
+  EXPECT_THAT(message({.max_tokens = 2'000'000'000}), HasSubstr("got 2000000000"));
+  EXPECT_THAT(message({.retry_cost = -1}), AllOf(HasSubstr("retry_cost"), HasSubstr("got -1")));
+  EXPECT_THAT(message({.max_tokens = 8, .retry_cost = 5, .timeout_cost = 9}),
+              AllOf(HasSubstr("timeout_cost"), HasSubstr("max_tokens = 8"), HasSubstr("got 9")));
+  EXPECT_THAT(message({.no_retry_increment = 501}),
+              AllOf(HasSubstr("no_retry_increment"), HasSubstr("got 501")));
+}
+
+// ---------------------------------------------------------------------------------------------
+// adaptive_throttle (SRE book, "Handling Overload").
+// ---------------------------------------------------------------------------------------------
+
+TEST(AdaptiveThrottle, ProbabilityAtHandComputedPoints) {
+  EXPECT_DOUBLE_EQ(adaptive_throttle::probability(0, 0, 2.0), 0.0);
+  EXPECT_DOUBLE_EQ(adaptive_throttle::probability(10, 0, 2.0), 10.0 / 11.0);
+  EXPECT_DOUBLE_EQ(adaptive_throttle::probability(10, 5, 2.0), 0.0);  // requests = K · accepts
+  EXPECT_DOUBLE_EQ(adaptive_throttle::probability(100, 40, 2.0), 20.0 / 101.0);
+  EXPECT_DOUBLE_EQ(adaptive_throttle::probability(100, 10, 1.1), 89.0 / 101.0);
+  EXPECT_DOUBLE_EQ(adaptive_throttle::probability(100, 90, 1.0), 10.0 / 101.0);
+  EXPECT_DOUBLE_EQ(adaptive_throttle::probability(5, 100, 2.0), 0.0);  // never negative
+  EXPECT_DOUBLE_EQ(adaptive_throttle::probability(1, 0, 2.0), 0.5);    // the cold start
+  EXPECT_DOUBLE_EQ(adaptive_throttle::probability(1, 0, 2.0, 8.0), 1.0 / 9.0);
+  EXPECT_DOUBLE_EQ(adaptive_throttle::probability(40, 10, 2.0, 8.0), 20.0 / 48.0);
+}
+
+TEST(AdaptiveThrottle, PaddingDampsTheColdStart) {
+  adaptive_throttle book;
+  adaptive_throttle padded({.requests_padding = 8});
+  random_generator g(4);
+  (void)book.try_admit(t0, g);
+  (void)padded.try_admit(t0, g);
+  EXPECT_DOUBLE_EQ(book.rejection_probability(t0), 0.5);
+  EXPECT_DOUBLE_EQ(padded.rejection_probability(t0), 1.0 / 9.0);
+}
+
+TEST(AdaptiveThrottle, CountsEveryRequestAndOnlyAcceptedOutcomes) {
+  adaptive_throttle a;
+  random_generator g(3);
+  for (int i = 0; i < 30; ++i) (void)a.try_admit(t0, g);
+  (void)a.try_withdraw(t0, attempt_status::failure, g);  // a retry is a request too
+  a.record(t0, succeeded_first);
+  a.record(t0, {attempt_status::not_retryable, 1, attempt_status::success});
+  a.record(t0, failed_first);
+  a.record(t0, {attempt_status::timeout, 2, attempt_status::failure});
+  EXPECT_EQ(a.requests(t0), 31);  // including any it rejected
+  EXPECT_EQ(a.accepts(t0), 2);
+  EXPECT_DOUBLE_EQ(a.rejection_probability(t0), (31.0 - 2.0 * 2.0) / 32.0);
+}
+
+TEST(AdaptiveThrottle, RejectsExactlyWhenTheDrawFallsBelowTheProbability) {
+  adaptive_throttle a;
+  random_generator g(5);
+  for (int i = 0; i < 9; ++i) (void)a.try_admit(t0, g);
+  a.record(t0, succeeded_first);
+  // Before the next request: p = (9 − 2) / 10 = 0.7.
+  ASSERT_DOUBLE_EQ(a.rejection_probability(t0), 0.7);
+  scripted_random below{fraction(0.69)};
+  EXPECT_FALSE(a.try_admit(t0, below));
+  // Now requests = 10: p = (10 − 2) / 11.
+  scripted_random above{fraction(8.0 / 11.0 + 0.01)};
+  EXPECT_TRUE(a.try_admit(t0, above));
+}
+
+TEST(AdaptiveThrottle, DrawsNothingWhileTheProbabilityIsZero) {
+  adaptive_throttle a;
+  scripted_random none{};  // throws if drawn
+  for (int i = 0; i < 50; ++i) {
+    ASSERT_TRUE(a.try_admit(t0, none));
+    a.record(t0, succeeded_first);
+  }
+  EXPECT_EQ(none.drawn(), 0U);
+}
+
+TEST(AdaptiveThrottle, RejectionRateMatchesTheFormulaWhenEverythingFails) {
+  // With no accepts, request i (counted from 0) is rejected with probability i / (i + 1). The
+  // expected number of rejections and its variance come from the formula; a rejection rule that
+  // ignored p, inverted it, or dropped the +1 lands far outside 5 standard deviations.
+  adaptive_throttle a;
+  random_generator g(2024);
+  const int n = 20'000;
+  int rejected = 0;
+  double mean = 0.0;
+  double variance = 0.0;
+  for (int i = 0; i < n; ++i) {
+    const double p = adaptive_throttle::probability(i, 0, 2.0);
+    mean += p;
+    variance += p * (1.0 - p);
+    if (!a.try_admit(t0, g)) ++rejected;
+  }
+  EXPECT_NEAR(rejected, mean, 5.0 * std::sqrt(variance));
+  EXPECT_GT(rejected, n - 200);  // sanity: almost all rejected once the window is full of failures
+}
+
+TEST(AdaptiveThrottle, ForgetsRequestsAfterTheWindow) {
+  adaptive_throttle a({.window = 60s});
+  random_generator g(1);
+  for (int i = 0; i < 100; ++i) (void)a.try_admit(t0, g);
+  EXPECT_GT(a.rejection_probability(t0 + 59s), 0.9);
+  // A request counts for at least the window and at most one slice (1 s) more.
+  EXPECT_EQ(a.requests(t0 + 60s), 100);
+  EXPECT_EQ(a.requests(t0 + 61s), 0);
+  EXPECT_DOUBLE_EQ(a.rejection_probability(t0 + 61s), 0.0);
+}
+
+TEST(AdaptiveThrottle, ConcurrentCountsAddUp) {
+  adaptive_throttle a;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      random_generator g(static_cast<std::uint64_t>(t));
+      for (int i = 0; i < 2000; ++i) {
+        (void)a.try_admit(t0 + std::chrono::milliseconds(i), g);
+        a.record(t0 + std::chrono::milliseconds(i), succeeded_first);
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(a.requests(t0 + 2s), 8000);
+  EXPECT_EQ(a.accepts(t0 + 2s), 8000);
+}
+
+TEST(AdaptiveThrottleValidation, NamesTheFieldAndTheValue) {
+  const auto message = [](adaptive_throttle_options o) {
+    return invalid_argument_message([&] { adaptive_throttle a(o); });
+  };
+  EXPECT_THAT(message({.window = 0s}), AllOf(HasSubstr("window"), HasSubstr("got 0")));
+  EXPECT_THAT(message({.window = 2h}), AllOf(HasSubstr("window"), HasSubstr("[1s, 1h]")));
+  EXPECT_THAT(message({.k = 0.5}), AllOf(HasSubstr("k must be"), HasSubstr("got 0.5")));
+  EXPECT_THAT(message({.k = std::nan("")}), HasSubstr("k must be"));
+  EXPECT_THAT(message({.requests_padding = 0}),
+              AllOf(HasSubstr("requests_padding"), HasSubstr("got 0")));
 }
 
 }  // namespace

@@ -70,11 +70,22 @@ TEST(IsTransient, FalseForEverythingElseIncludingCancellationAndSuccess) {
 TEST(DefaultClassifier, RetriesTransientErrorCodesAndStopsOnTheRest) {
   const default_classifier classify;
   for (const std::errc c : k_transient) {
-    EXPECT_EQ(classify(std::make_error_code(c)), classification::retry());
+    const classification expected =
+        c == std::errc::timed_out ? classification::retry().as_timeout() : classification::retry();
+    EXPECT_EQ(classify(std::make_error_code(c)), expected) << std::make_error_code(c).message();
   }
   for (const std::errc c : k_not_transient) {
     EXPECT_EQ(classify(std::make_error_code(c)), classification::stop());
   }
+}
+
+TEST(DefaultClassifier, MarksOnlyATimeoutAsATimeout) {
+  const default_classifier classify;
+  EXPECT_TRUE(classify(std::make_error_code(std::errc::timed_out)).timeout());
+  EXPECT_TRUE(classify(std::error_code(ETIMEDOUT, std::system_category())).timeout());
+  EXPECT_TRUE(classify(thrown_system_error(std::errc::timed_out)).timeout());
+  EXPECT_FALSE(classify(std::make_error_code(std::errc::connection_reset)).timeout());
+  EXPECT_FALSE(classify(std::make_error_code(std::errc::permission_denied)).timeout());
 }
 
 TEST(DefaultClassifier, ExceptionsRetryOnlyTransientSystemErrors) {
@@ -102,11 +113,12 @@ TEST(ErrorCodeOf, ExtractsTheCodeOfASystemErrorOnly) {
 
 TEST(RetryOnly, RetriesExactlyTheListedConditions) {
   constexpr auto classify = retry_only(std::errc::timed_out, std::errc::permission_denied);
-  EXPECT_EQ(classify(std::make_error_code(std::errc::timed_out)), classification::retry());
+  const classification timeout = classification::retry().as_timeout();
+  EXPECT_EQ(classify(std::make_error_code(std::errc::timed_out)), timeout);
   EXPECT_EQ(classify(std::make_error_code(std::errc::permission_denied)), classification::retry());
   EXPECT_EQ(classify(std::make_error_code(std::errc::connection_reset)), classification::stop());
-  EXPECT_EQ(classify(std::error_code(ETIMEDOUT, std::system_category())), classification::retry());
-  EXPECT_EQ(classify(thrown_system_error(std::errc::timed_out)), classification::retry());
+  EXPECT_EQ(classify(std::error_code(ETIMEDOUT, std::system_category())), timeout);
+  EXPECT_EQ(classify(thrown_system_error(std::errc::timed_out)), timeout);
   EXPECT_EQ(classify(std::make_exception_ptr(std::runtime_error("x"))), classification::stop());
 }
 
@@ -120,7 +132,8 @@ TEST(NeverRetry, StopsOnTheListedConditionsAndRetriesTheRest) {
   const auto classify = never_retry(std::errc::permission_denied);
   EXPECT_EQ(classify(std::make_error_code(std::errc::permission_denied)), classification::stop());
   EXPECT_EQ(classify(std::make_error_code(std::errc::invalid_argument)), classification::retry());
-  EXPECT_EQ(classify(std::make_error_code(std::errc::timed_out)), classification::retry());
+  EXPECT_EQ(classify(std::make_error_code(std::errc::timed_out)),
+            classification::retry().as_timeout());
   EXPECT_EQ(classify(std::make_error_code(std::errc::operation_canceled)), classification::stop());
   EXPECT_EQ(classify(std::make_exception_ptr(std::runtime_error("x"))), classification::stop());
   EXPECT_EQ(classify(thrown_system_error(std::errc::invalid_argument)), classification::retry());
@@ -136,6 +149,15 @@ TEST(Classification, RetryAfterKeepsItsDelay) {
   EXPECT_EQ(classification::retry_after(3s).delay(), 3s);
   EXPECT_EQ(classification::retry_after(3s).verdict(), classification::kind::retry_after);
   EXPECT_EQ(classification::stop().verdict(), classification::kind::stop);
+}
+
+TEST(Classification, AsTimeoutKeepsTheVerdictAndTheDelay) {
+  EXPECT_FALSE(classification::retry().timeout());
+  const classification c = classification::retry_after(3s).as_timeout();
+  EXPECT_TRUE(c.timeout());
+  EXPECT_EQ(c.verdict(), classification::kind::retry_after);
+  EXPECT_EQ(c.delay(), 3s);
+  EXPECT_NE(c, classification::retry_after(3s));
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "counting_budget.hpp"
 #include "stormguard/budget.hpp"
 #include "stormguard/classify.hpp"
 #include "stormguard/random.hpp"
@@ -24,6 +25,8 @@ namespace {
 
 using namespace std::chrono_literals;
 using stormguard::attempt_context;
+using stormguard::attempt_report;
+using stormguard::attempt_status;
 using stormguard::backoff_options;
 using stormguard::call_options;
 using stormguard::classification;
@@ -39,6 +42,7 @@ using stormguard::retrier;
 using stormguard::retry_options;
 using stormguard::retry_policy;
 using stormguard::time_point;
+using stormguard::test_util::counting_budget;
 using stormguard::testing::manual_clock;
 
 std::error_code err(std::errc c) { return std::make_error_code(c); }
@@ -48,19 +52,6 @@ retry_policy fixed_delays(int max_retries, duration delay) {
       .max_retries = max_retries,
       .backoff = backoff_options{.base = delay, .cap = delay, .jitter = jitter::none}});
 }
-
-// A budget that grants `grants` withdrawals.
-struct counting_budget {
-  int grants = 1'000'000;
-  int withdrawals = 0;
-  void deposit(time_point) {}
-  bool try_withdraw(time_point) {
-    ++withdrawals;
-    if (grants == 0) return false;
-    --grants;
-    return true;
-  }
-};
 
 // A stateless hook that is not no_hook.
 struct empty_hook {
@@ -345,7 +336,7 @@ TEST(EndReasons, RetryAfterTooLong) {
 TEST(EndReasons, BudgetExhaustedAndAttemptsExhausted) {
   manual_clock clock;
   random_generator rng(16);
-  counting_budget budget{.grants = 1};
+  counting_budget budget(1);
   retrier with_budget(fixed_delays(5, 1ms), clock, rng, budget);
   const auto denied = with_budget([](const attempt_context&) { return err(std::errc::timed_out); });
   EXPECT_EQ(denied.reason, end_reason::budget_exhausted);
@@ -355,6 +346,142 @@ TEST(EndReasons, BudgetExhaustedAndAttemptsExhausted) {
   const auto exhausted = retry([](const attempt_context&) { return err(std::errc::timed_out); });
   EXPECT_EQ(exhausted.reason, end_reason::attempts_exhausted);
   EXPECT_EQ(exhausted.attempts, 3);
+}
+
+// ---------------------------------------------------------------------------------------------
+// What the budget is told: admission, every attempt's outcome, every retry's cause.
+// ---------------------------------------------------------------------------------------------
+
+TEST(BudgetCalls, RejectedAdmissionEndsThrottledWithoutAnAttempt) {
+  manual_clock clock;
+  random_generator rng(31);
+  counting_budget budget;
+  budget.admit = false;
+  int calls = 0;
+  int give_ups = 0;
+  auto retry = retrier(fixed_delays(3, 1ms), clock, rng, budget).on_give_up([&](const auto& r) {
+    ++give_ups;
+    EXPECT_EQ(r.reason, end_reason::throttled);
+  });
+  const auto result = retry([&](const attempt_context&) {
+    ++calls;
+    return std::error_code{};
+  });
+  EXPECT_EQ(result.reason, end_reason::throttled);
+  EXPECT_EQ(stormguard::to_string(result.reason), "throttled");
+  EXPECT_EQ(result.attempts, 0);
+  EXPECT_EQ(calls, 0);
+  EXPECT_EQ(give_ups, 1);
+  EXPECT_FALSE(result.last_error);
+  EXPECT_TRUE(budget.records.empty());
+}
+
+TEST(BudgetCalls, EveryAttemptIsRecordedWithItsStatusAndTheCauseOfItsRetry) {
+  manual_clock clock;
+  random_generator rng(32);
+  counting_budget budget;
+  retrier retry(fixed_delays(5, 1ms), clock, rng, budget);
+  int calls = 0;
+  const auto result = retry([&](const attempt_context&) {
+    switch (++calls) {
+      case 1:
+        return err(std::errc::timed_out);
+      case 2:
+        return err(std::errc::connection_reset);
+      default:
+        return std::error_code{};
+    }
+  });
+  ASSERT_TRUE(result.ok());
+  EXPECT_EQ(budget.admits, 1);
+  EXPECT_EQ(budget.records,
+            (std::vector<attempt_report>{{attempt_status::timeout, 1, attempt_status::success},
+                                         {attempt_status::failure, 2, attempt_status::timeout},
+                                         {attempt_status::success, 3, attempt_status::failure}}));
+  EXPECT_EQ(budget.withdrawal_statuses,
+            (std::vector<attempt_status>{attempt_status::timeout, attempt_status::failure}));
+}
+
+TEST(BudgetCalls, ANotRetryableFailureIsRecordedAndWithdrawsNothing) {
+  manual_clock clock;
+  random_generator rng(33);
+  counting_budget budget;
+  retrier retry(fixed_delays(5, 1ms), clock, rng, budget);
+  const auto result =
+      retry([](const attempt_context&) { return err(std::errc::permission_denied); });
+  EXPECT_EQ(result.reason, end_reason::not_retryable);
+  EXPECT_EQ(
+      budget.records,
+      (std::vector<attempt_report>{{attempt_status::not_retryable, 1, attempt_status::success}}));
+  EXPECT_EQ(budget.withdrawals, 0);
+}
+
+TEST(BudgetCalls, AStopDuringAnAttemptIsNotRecorded) {
+  manual_clock clock;
+  random_generator rng(34);
+  counting_budget budget;
+  retrier retry(fixed_delays(5, 1ms), clock, rng, budget);
+  std::stop_source stop;
+  const auto result = retry(
+      [&](const attempt_context&) {
+        stop.request_stop();
+        return err(std::errc::timed_out);
+      },
+      {}, {.stop = stop.get_token()});
+  EXPECT_EQ(result.reason, end_reason::cancelled);
+  EXPECT_EQ(budget.admits, 1);
+  EXPECT_TRUE(budget.records.empty());
+}
+
+TEST(BudgetCalls, RetryQuotaChargesTimeoutsDoubleThroughTheRetrier) {
+  manual_clock clock;
+  random_generator rng(35);
+  stormguard::retry_quota quota({.max_tokens = 30});  // 5 per retry, 10 after a timeout
+  retrier retry(fixed_delays(100, 1ms), clock, rng, quota);
+  const auto timeouts = retry([](const attempt_context&) { return err(std::errc::timed_out); });
+  EXPECT_EQ(timeouts.reason, end_reason::budget_exhausted);
+  EXPECT_EQ(timeouts.attempts, 4);  // 3 retries of 10
+  EXPECT_EQ(quota.available(), 0);
+  int calls = 0;
+  const auto recovered = retry([&](const attempt_context&) {
+    return ++calls == 1 ? err(std::errc::connection_reset) : std::error_code{};
+  });
+  EXPECT_EQ(recovered.reason, end_reason::budget_exhausted);  // 0 < 5: no retry to recover with
+  EXPECT_EQ(quota.available(), 0);
+}
+
+TEST(BudgetCalls, TokenBucketStopsRetriesOnceHalfEmpty) {
+  manual_clock clock;
+  random_generator rng(36);
+  stormguard::token_bucket_throttle bucket({.max_tokens = 10, .token_ratio = 0.1});
+  retrier retry(fixed_delays(100, 1ms), clock, rng, bucket);
+  const auto result =
+      retry([](const attempt_context&) { return err(std::errc::connection_reset); });
+  EXPECT_EQ(result.reason, end_reason::budget_exhausted);
+  EXPECT_EQ(result.attempts, 5);  // 4 retries: after the 5th failure 5 tokens are not > 10 / 2
+  EXPECT_EQ(bucket.milli_tokens(), 5000);
+}
+
+TEST(BudgetCalls, AdaptiveThrottleEventuallyRejectsFirstAttemptsLocally) {
+  manual_clock clock;
+  random_generator rng(37);
+  stormguard::adaptive_throttle throttle;
+  retrier retry(fixed_delays(0, 1ms), clock, rng, throttle);
+  int sent = 0;
+  int throttled = 0;
+  for (int i = 0; i < 1000; ++i) {
+    const auto r = retry([&](const attempt_context&) {
+      ++sent;
+      return err(std::errc::connection_refused);
+    });
+    if (r.reason == end_reason::throttled) {
+      ++throttled;
+      EXPECT_EQ(r.attempts, 0);
+    }
+  }
+  EXPECT_EQ(sent + throttled, 1000);
+  EXPECT_GT(throttled, 900);  // p = i / (i + 1) with no accepts: ~ all but a few dozen
+  EXPECT_EQ(throttle.requests(clock.now()), 1000);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -515,7 +642,7 @@ TEST(RetrierProperty, BoundsHoldForRandomPoliciesAndOutcomes) {
 
     manual_clock clock;
     random_generator rng(static_cast<std::uint64_t>(run));
-    counting_budget budget{.grants = static_cast<int>(pick(0, 10))};
+    counting_budget budget(static_cast<int>(pick(0, 10)));
     retrier retry(policy, clock, rng, budget);
     std::stop_source stop;
 

@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "counting_budget.hpp"
 #include "stormguard/budget.hpp"
 #include "stormguard/random.hpp"
 #include "stormguard/testing/manual_clock.hpp"
@@ -34,6 +35,7 @@ using stormguard::retry_decision;
 using stormguard::retry_options;
 using stormguard::retry_policy;
 using stormguard::time_point;
+using stormguard::test_util::counting_budget;
 using stormguard::testing::fraction;
 using stormguard::testing::manual_clock;
 using stormguard::testing::scripted_random;
@@ -48,28 +50,6 @@ retry_policy policy_with(int max_retries, jitter j = jitter::full, duration base
       .max_retries = max_retries,
       .backoff = backoff_options{.base = base, .cap = cap, .multiplier = 2.0, .jitter = j}});
 }
-
-// A budget that counts calls and grants while `grants_left` > 0.
-struct counting_budget {
-  explicit counting_budget(int grants = 1'000'000) : grants_left(grants) {}
-
-  int deposits = 0;
-  int withdrawals = 0;  // attempts to withdraw, granted or not
-  int grants_left;
-  std::vector<time_point> deposit_times;
-
-  void deposit(time_point now) {
-    ++deposits;
-    deposit_times.push_back(now);
-  }
-  bool try_withdraw(time_point) {
-    ++withdrawals;
-    if (grants_left == 0) return false;
-    --grants_left;
-    return true;
-  }
-};
-static_assert(stormguard::retry_budget<counting_budget>);
 
 // An operation that fails `failures` times (errors 1, 2, …), then returns `value`.
 struct flaky {
@@ -328,19 +308,19 @@ TEST(Retrier, DepositsOncePerCallAndWithdrawsOncePerRetry) {
 
   flaky succeeds{0};
   EXPECT_TRUE(retry(succeeds).ok());
-  EXPECT_EQ(budget.deposits, 1);
+  EXPECT_EQ(budget.admits, 1);
   EXPECT_EQ(budget.withdrawals, 0);
 
   flaky fails{100};
   EXPECT_EQ(retry(fails).reason, end_reason::attempts_exhausted);
-  EXPECT_EQ(budget.deposits, 2);
+  EXPECT_EQ(budget.admits, 2);
   EXPECT_EQ(budget.withdrawals, 3);
 
   flaky stops{100};
   (void)retry(stops, [](int) { return false; });
-  EXPECT_EQ(budget.deposits, 3);
+  EXPECT_EQ(budget.admits, 3);
   EXPECT_EQ(budget.withdrawals, 3);
-  EXPECT_EQ(budget.deposit_times.front(), time_point{} + 5s);  // at the clock's now
+  EXPECT_EQ(budget.admit_times.front(), time_point{} + 5s);  // at the clock's now
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -329,7 +329,8 @@ TEST(BuiltinStrategies, AreTheDocumentedTableInOrder) {
   std::vector<std::string> names;
   for (const auto& s : sim::builtin_strategies()) names.push_back(s.name);
   EXPECT_EQ(names, (std::vector<std::string>{"none", "naive", "exponential", "equal", "full",
-                                             "decorrelated", "full+budget"}));
+                                             "decorrelated", "full+budget", "full+throttle",
+                                             "full+quota", "full+adaptive"}));
   EXPECT_EQ(strategy_named("none").retry.max_retries, 0);
   const auto& naive = strategy_named("naive").retry;
   EXPECT_EQ(naive.max_retries, 3);
@@ -380,15 +381,27 @@ TEST(Simulate, EveryStrategySeesTheSameArrivals) {
 TEST(Simulate, WithoutAnIncidentNoStrategyRetries) {
   for (const auto& strat : sim::builtin_strategies()) {
     const auto r = sim::simulate(small_calm(), strat);
-    EXPECT_EQ(r.attempts, r.logical_requests) << r.name;
+    // Adaptive throttling (the SRE book's formula) rejects a few requests at its cold start,
+    // while each client's first requests are still in flight and none is accepted yet; every
+    // other strategy admits every request.
+    if (strat.name == "full+adaptive") {
+      EXPECT_GT(r.throttled, 0);
+      EXPECT_LT(r.throttled, r.logical_requests / 100);
+    } else {
+      EXPECT_EQ(r.throttled, 0) << r.name;
+    }
+    EXPECT_EQ(r.attempts + r.throttled, r.logical_requests) << r.name;  // no retries
     ASSERT_TRUE(r.amplification) << r.name;
-    EXPECT_DOUBLE_EQ(*r.amplification, 1.0) << r.name;
+    EXPECT_DOUBLE_EQ(*r.amplification,
+                     static_cast<double>(r.attempts) / static_cast<double>(r.logical_requests))
+        << r.name;
     EXPECT_EQ(r.failures, 0) << r.name;
     EXPECT_EQ(r.timeouts, 0) << r.name;
-    EXPECT_EQ(r.successes + r.requests_in_flight, r.logical_requests) << r.name;
-    // Only the requests still being served when the simulation stops have not succeeded.
+    EXPECT_EQ(r.successes + r.requests_in_flight + r.throttled, r.logical_requests) << r.name;
+    // Only the requests still being served when the simulation stops (and the cold-start
+    // rejections) have not succeeded.
     ASSERT_TRUE(r.success_ratio) << r.name;
-    EXPECT_GE(*r.success_ratio, 0.99) << r.name;
+    EXPECT_GE(*r.success_ratio, 0.98) << r.name;
     EXPECT_FALSE(r.recovery_s) << r.name;
     EXPECT_FALSE(r.incident_amplification) << r.name;
     ASSERT_TRUE(r.p99_latency_ms) << r.name;
@@ -403,8 +416,8 @@ TEST(Simulate, ConservesAttemptsAndLogicalRequestsForEveryStrategy) {
     for (const auto& strat : sim::builtin_strategies()) {
       const auto r = sim::simulate(s, strat);
       EXPECT_EQ(r.attempts, r.successes + r.failures + r.timeouts + r.in_flight_attempts) << r.name;
-      EXPECT_EQ(r.logical_requests,
-                r.successes + r.attempts_exhausted + r.budget_exhausted + r.requests_in_flight)
+      EXPECT_EQ(r.logical_requests, r.successes + r.attempts_exhausted + r.budget_exhausted +
+                                        r.throttled + r.requests_in_flight)
           << r.name;
       std::int64_t attempts = 0, successes = 0, failures = 0, timeouts = 0, logical = 0;
       for (const auto& b : r.series) {
@@ -457,6 +470,61 @@ TEST(Simulate, BudgetBoundsIncidentAttemptsByRatioPlusFloor) {
   ASSERT_TRUE(r.incident_amplification);
   EXPECT_LE(*r.incident_amplification,
             1.0 + max_retries / static_cast<double>(r.incident_logical_requests));
+}
+
+// Retries started during the incident, and the successes of its whole seconds. In small_storm
+// no attempt fails before the incident, so every retry started in it was granted in it.
+struct incident_counts {
+  std::int64_t retries = 0;
+  std::int64_t successes = 0;
+};
+incident_counts count_incident(const sim::scenario& s, const sim::strategy_result& r) {
+  incident_counts c;
+  c.retries = r.incident_attempts - r.incident_logical_requests;
+  for (auto k = s.incident->start / 1s; k < s.incident->end / 1s; ++k) {
+    c.successes += r.series[static_cast<std::size_t>(k)].successes;
+  }
+  return c;
+}
+
+TEST(Simulate, TokenBucketBoundsIncidentRetriesByItsFormula) {
+  // gRFC A6: a retry is granted only while tokens > max / 2 after its failure took one token,
+  // and tokens <= max − failures + ratio · successes. So per client the retries granted in a
+  // span are < max / 2 + ratio · (successes in it).
+  const sim::scenario s = small_storm();
+  const auto& strat = strategy_named("full+throttle");
+  const auto o = std::get<stormguard::token_bucket_throttle_options>(strat.budget);
+  const auto r = sim::simulate(s, strat);
+  const auto c = count_incident(s, r);
+  const double bound = s.clients * o.max_tokens / 2.0 + o.token_ratio * c.successes;
+  EXPECT_LT(static_cast<double>(c.retries), bound);
+  EXPECT_GT(c.retries, 0);
+  EXPECT_GT(r.budget_exhausted, 0);
+}
+
+TEST(Simulate, RetryQuotaBoundsIncidentRetriesByItsFormula) {
+  // AWS standard mode: each retry costs at least retry_cost; the quota holds max_tokens and a
+  // success returns at most max(no_retry_increment, timeout_cost). Per client the retries
+  // granted in a span are <= (max_tokens + successes · timeout_cost) / retry_cost.
+  const sim::scenario s = small_storm();
+  const auto& strat = strategy_named("full+quota");
+  const auto o = std::get<stormguard::retry_quota_options>(strat.budget);
+  const auto r = sim::simulate(s, strat);
+  const auto c = count_incident(s, r);
+  const auto refund = std::max(o.no_retry_increment, o.timeout_cost);
+  const std::int64_t bound = (s.clients * o.max_tokens + c.successes * refund) / o.retry_cost;
+  EXPECT_LE(c.retries, bound);
+  EXPECT_GT(c.retries, 0);
+  EXPECT_GT(r.budget_exhausted, 0);
+}
+
+TEST(Simulate, AdaptiveThrottleRejectsFirstAttemptsDuringTheStorm) {
+  const auto r = sim::simulate(small_storm(), strategy_named("full+adaptive"));
+  const auto full = sim::simulate(small_storm(), strategy_named("full"));
+  EXPECT_GT(r.throttled, r.incident_logical_requests / 2);
+  EXPECT_LT(r.attempts, full.attempts);
+  EXPECT_EQ(r.logical_requests, r.successes + r.attempts_exhausted + r.budget_exhausted +
+                                    r.throttled + r.requests_in_flight);
 }
 
 TEST(Simulate, NaiveAmplifiesMoreThanFullWithBudget) {

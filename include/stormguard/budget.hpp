@@ -1,45 +1,103 @@
-// stormguard/budget.hpp: retry budgets, the ceiling on how much extra load retries may add.
+// stormguard/budget.hpp: retry budgets and throttles, the ceiling on how much extra load retries
+// (and, for adaptive throttling, first attempts) may add.
 //
-// A retry budget is shared by every call a client (or a proxy) makes. Each logical request
-// deposits into it; each retry must withdraw from it first, and when it cannot, the call fails
-// fast instead of retrying (the seed's rule 1). The retry executor and the storm simulator talk to
-// a budget through the `stormguard::retry_budget` concept:
+// A budget is shared by every call a client (or a proxy) makes. The seed's rule 1: the share of
+// retries in all traffic has a hard ceiling; beyond it a call fails fast instead of retrying.
+// The retry executor (retry.hpp) and the storm simulator talk to every budget through the
+// `stormguard::retry_budget` concept, three calls per logical request:
 //
-//   b.deposit(now)            a logical request started (its first attempt)
-//   b.try_withdraw(now)       may one retry be sent now? true spends it; false means fail fast
+//   b.try_admit(now, g)              before the first attempt; false = rejected locally (only
+//                                    adaptive_throttle ever says false; the call ends with
+//                                    end_reason::throttled and no attempt)
+//   b.try_withdraw(now, status, g)   before each retry; false = fail fast (budget_exhausted)
+//   b.record(now, report)            after each attempt, with how it ended
 //
-// Time is passed in (read from the caller's stormguard::clock), so a budget never reads a clock.
+// Four algorithms, each as published:
+//
+//   ratio_budget           Finagle's RetryBudget (Linkerd): retries <= ratio · requests over a
+//                          sliding window, plus a floor per second. The default.
+//   token_bucket_throttle  gRPC retry throttling (gRFC A6): failures drain a bucket, successes
+//                          refill it; no retries while it is half empty or less.
+//   retry_quota            the AWS SDKs' "standard" retry mode: a retry costs 5 tokens (10 after
+//                          a timeout) out of 500; a success pays back.
+//   adaptive_throttle      Google SRE book, "Handling Overload": rejects requests (first attempts
+//                          too) locally with probability max(0, (requests - K·accepts) /
+//                          (requests + 1)) over the last 2 minutes.
+//
+// Time is passed in (read from the caller's stormguard::clock), so a budget never reads a clock;
+// randomness (adaptive_throttle only) comes from the caller's generator. Every budget here is
+// thread-safe (atomics or one short critical section) and exposes its state for observability.
 //
 //   stormguard::ratio_budget budget;                 // 10 % of requests over 10 s, floor 10/s
-//   stormguard::real_clock clock;
-//   budget.deposit(clock.now());
-//   if (budget.try_withdraw(clock.now())) { /* retry */ } else { /* fail fast */ }
+//   stormguard::retrier retry(policy, clock, rng, budget);
 #ifndef STORMGUARD_BUDGET_HPP
 #define STORMGUARD_BUDGET_HPP
 
-#include <array>
+#include <atomic>
 #include <chrono>
 #include <concepts>
 #include <cstdint>
-#include <limits>
 #include <mutex>
+#include <string_view>
 
 #include "stormguard/clock.hpp"
+#include "stormguard/detail/sliding_window.hpp"
+#include "stormguard/random.hpp"
 
 namespace stormguard {
 
-/// What the executor and the simulator require of a retry budget. Both calls must be
-/// thread-safe when the budget is shared between threads.
-template <class B>
-concept retry_budget = requires(B& b, time_point now) {
-  b.deposit(now);
-  { b.try_withdraw(now) } -> std::same_as<bool>;
+/// How one attempt ended, as a budget sees it. The retrier derives it from the attempt's result
+/// and the classifier's verdict (classify.hpp); the simulator from its model.
+enum class attempt_status : unsigned char {
+  success,        ///< the attempt succeeded
+  failure,        ///< it failed with an error the classifier retries, other than a timeout
+  timeout,        ///< it failed with a timeout the classifier retries (classification::timeout())
+  not_retryable,  ///< it failed with an error the classifier does not retry (verdict stop): the
+                  ///< server answered, but not with success (a 404, a validation error)
 };
 
-/// The absent budget: deposits nothing and grants every retry. Free: both calls inline to nothing.
+/// "success", "failure", "timeout", "not_retryable"; "unknown" outside the enum.
+[[nodiscard]] std::string_view to_string(attempt_status s) noexcept;
+
+/// What a budget is told after each attempt (retry_budget::record).
+struct attempt_report {
+  attempt_status status = attempt_status::success;  ///< how the attempt ended
+  int attempt = 1;  ///< its number within the logical request: 1 = first attempt, 2 = first retry
+  /// For a retry (attempt > 1): how the attempt it retries ended (failure or timeout), which is
+  /// what the retry was charged for (retry_quota refunds that cost on success). success for the
+  /// first attempt.
+  attempt_status retried = attempt_status::success;
+
+  friend constexpr bool operator==(const attempt_report&, const attempt_report&) = default;
+};
+
+/// What the executor and the simulator require of a retry budget used with generator type G.
+/// Every call must be thread-safe when the budget is shared between threads.
+///  - try_admit(now, g): a logical request asks to send its first attempt. false = rejected
+///    locally, no attempt is sent. Counts the request (ratio_budget deposits here).
+///  - try_withdraw(now, status, g): may one retry be sent now, after a failed attempt that ended
+///    with `status` (failure or timeout)? true spends it; false means fail fast.
+///  - record(now, report): an attempt ended (every attempt, first or retry).
+template <class B, class G = random_generator>
+concept retry_budget = bit_generator<G> &&
+    requires(B& b, time_point now, G& g, attempt_status s, const attempt_report& report) {
+  { b.try_admit(now, g) } -> std::same_as<bool>;
+  { b.try_withdraw(now, s, g) } -> std::same_as<bool>;
+  b.record(now, report);
+};
+
+/// The absent budget: admits every request and grants every retry. Free: every call inlines to
+/// nothing.
 struct no_budget {
-  constexpr void deposit(time_point) noexcept {}
-  [[nodiscard]] constexpr bool try_withdraw(time_point) noexcept { return true; }
+  template <class G>
+  [[nodiscard]] constexpr bool try_admit(time_point, G&) noexcept {
+    return true;
+  }
+  template <class G>
+  [[nodiscard]] constexpr bool try_withdraw(time_point, attempt_status, G&) noexcept {
+    return true;
+  }
+  constexpr void record(time_point, const attempt_report&) noexcept {}
 };
 
 /// The settings of a ratio_budget. Defaults: the seed (10 % over 10 s) and Finagle/Linkerd
@@ -108,6 +166,20 @@ class ratio_budget {
   /// least one; returns false (and changes nothing) otherwise.
   [[nodiscard]] bool try_withdraw(time_point now) noexcept;
 
+  /// retry_budget: deposit(now), then true (a ratio budget never rejects a first attempt).
+  template <class G>
+  [[nodiscard]] bool try_admit(time_point now, G&) noexcept {
+    deposit(now);
+    return true;
+  }
+  /// retry_budget: try_withdraw(now); the status and the generator play no part.
+  template <class G>
+  [[nodiscard]] bool try_withdraw(time_point now, attempt_status, G&) noexcept {
+    return try_withdraw(now);
+  }
+  /// retry_budget: nothing (Finagle's budget counts requests and retries, not their outcomes).
+  void record(time_point, const attempt_report&) noexcept {}
+
   /// The whole retries that try_withdraw would grant at `now`, if nothing else happened
   /// (floor(balance / 10^6), never negative). For observability; thread-safe.
   [[nodiscard]] std::int64_t balance(time_point now) const noexcept;
@@ -116,18 +188,256 @@ class ratio_budget {
   [[nodiscard]] const ratio_budget_options& options() const noexcept { return options_; }
 
  private:
-  // The caller holds mutex_. Moves the ring to `now` and returns the index of its slice.
-  std::size_t advance(time_point now) const noexcept;
-  std::int64_t sum_locked() const noexcept;
-
   ratio_budget_options options_;
   std::int64_t deposit_amount_;
   std::int64_t reserve_;
-  std::int64_t slice_ns_;
 
   mutable std::mutex mutex_;
-  mutable std::array<std::int64_t, k_ring> slice_value_{};
-  mutable std::int64_t newest_epoch_ = std::numeric_limits<std::int64_t>::min();
+  mutable detail::sliding_window<std::int64_t, k_slices> window_;
+};
+
+/// The settings of a token_bucket_throttle: gRPC's retryThrottling service-config object. The
+/// defaults are gRPC's documented example (maxTokens 10, tokenRatio 0.1); gRPC itself has none.
+struct token_bucket_throttle_options {
+  /// The bucket's size; it starts full. In (0, 1000] with at most 3 decimal places (gRFC A6);
+  /// more decimals are an error, not rounded.
+  double max_tokens = 10.0;
+  /// Tokens added by each success. > 0, at most 1000, at most 3 decimal places.
+  double token_ratio = 0.1;
+
+  friend bool operator==(const token_bucket_throttle_options&,
+                         const token_bucket_throttle_options&) = default;
+};
+
+/// gRPC's client-side retry throttling (gRFC A6 "gRPC Retry Design", section "Throttling Retry
+/// Attempts and Hedged RPCs"), per server:
+///
+///   tokens starts at max_tokens and stays in [0, max_tokens]
+///   each failed attempt (failure or timeout)   tokens -= 1
+///   each successful attempt                    tokens += token_ratio
+///   a retry is allowed only while              tokens > max_tokens / 2
+///
+/// As in gRPC, a failure the classifier does not retry (not_retryable) changes nothing, the
+/// failure is recorded before the retry is asked for (record, then try_withdraw), and a retry
+/// consumes nothing by itself: it is its failure that drains the bucket. First attempts are
+/// never throttled. With every attempt failing from a full bucket, exactly
+/// ceil(max_tokens / 2) − 1 retries are granted (4 with the defaults), then none until
+/// successes refill the bucket above half.
+///
+/// Kept in integer milli-tokens (gRFC A6's three decimals), in one std::atomic: lock-free,
+/// thread-safe; no clock involved (time plays no part in gRPC's algorithm).
+class token_bucket_throttle {
+ public:
+  /// Validates `options`; throws std::invalid_argument naming the field and the value when
+  /// max_tokens is NaN or outside (0, 1000], token_ratio is NaN or outside (0, 1000], or either
+  /// has more than 3 decimal places.
+  explicit token_bucket_throttle(token_bucket_throttle_options options = {});
+
+  token_bucket_throttle(const token_bucket_throttle&) = delete;
+  token_bucket_throttle& operator=(const token_bucket_throttle&) = delete;
+
+  /// retry_budget: always true (gRPC throttles retries and hedges, never first attempts).
+  template <class G>
+  [[nodiscard]] bool try_admit(time_point, G&) noexcept {
+    return true;
+  }
+  /// retry_budget: true while tokens > max_tokens / 2; changes nothing.
+  template <class G>
+  [[nodiscard]] bool try_withdraw(time_point, attempt_status, G&) noexcept {
+    return retry_allowed();
+  }
+  /// retry_budget: success adds token_ratio (up to max_tokens); failure and timeout take 1 (down
+  /// to 0); not_retryable changes nothing.
+  void record(time_point now, const attempt_report& report) noexcept;
+
+  /// True while tokens > max_tokens / 2.
+  [[nodiscard]] bool retry_allowed() const noexcept;
+  /// The tokens now, in milli-tokens (exact), in [0, max_tokens · 1000].
+  [[nodiscard]] std::int64_t milli_tokens() const noexcept;
+  /// The tokens now (milli_tokens() / 1000).
+  [[nodiscard]] double tokens() const noexcept;
+  /// max_tokens in milli-tokens (exact).
+  [[nodiscard]] std::int64_t max_milli_tokens() const noexcept { return max_milli_; }
+
+  /// The validated settings.
+  [[nodiscard]] const token_bucket_throttle_options& options() const noexcept { return options_; }
+
+ private:
+  token_bucket_throttle_options options_;
+  std::int64_t max_milli_;
+  std::int64_t ratio_milli_;
+  std::atomic<std::int64_t> milli_tokens_;
+};
+
+/// The settings of a retry_quota. Defaults: the AWS SDKs' "standard" retry mode (the AWS SDKs
+/// and Tools Reference Guide, "Retry behavior"; e.g. aws-sdk-go-v2 retry.NewStandard).
+struct retry_quota_options {
+  /// The quota's capacity; it starts full. In [1, 1,000,000,000]. AWS: 500.
+  std::int64_t max_tokens = 500;
+  /// Tokens a retry costs after a failure other than a timeout. In [0, max_tokens]. AWS: 5.
+  std::int64_t retry_cost = 5;
+  /// Tokens a retry costs after a timeout. In [0, max_tokens]. AWS: 10.
+  std::int64_t timeout_cost = 10;
+  /// Tokens a success on the first attempt returns. In [0, max_tokens]. AWS: 1.
+  std::int64_t no_retry_increment = 1;
+
+  friend bool operator==(const retry_quota_options&, const retry_quota_options&) = default;
+};
+
+/// The AWS SDKs' client-side retry quota ("standard" retry mode), per client:
+///
+///   tokens starts at max_tokens and stays in [0, max_tokens]
+///   a retry after a failure      costs retry_cost (5); after a timeout timeout_cost (10);
+///                                denied (fail fast) when tokens < cost, and then costs nothing
+///   a success on a first attempt returns no_retry_increment (1)
+///   a success on a retry         returns what that retry cost (5 or 10)
+///   a failure                    returns nothing
+///
+/// With every attempt failing the quota grants floor(max_tokens / cost) retries in all, then
+/// none until successes pay back. One std::atomic (compare-and-swap): lock-free, thread-safe; no
+/// clock involved (the AWS algorithm has no time in it).
+class retry_quota {
+ public:
+  /// Validates `options`; throws std::invalid_argument naming the field and the value when
+  /// max_tokens is outside [1, 1e9] or a cost or the increment is outside [0, max_tokens].
+  explicit retry_quota(retry_quota_options options = {});
+
+  retry_quota(const retry_quota&) = delete;
+  retry_quota& operator=(const retry_quota&) = delete;
+
+  /// retry_budget: always true (the quota prices retries only).
+  template <class G>
+  [[nodiscard]] bool try_admit(time_point, G&) noexcept {
+    return true;
+  }
+  /// retry_budget: takes the retry's cost (timeout_cost after a timeout, retry_cost otherwise)
+  /// when the quota holds it; otherwise false and nothing changes.
+  template <class G>
+  [[nodiscard]] bool try_withdraw(time_point, attempt_status status, G&) noexcept {
+    return try_acquire(cost_of(status));
+  }
+  /// retry_budget: a success returns no_retry_increment (first attempt) or the cost of the retry
+  /// it came on (report.retried), up to max_tokens; any other status changes nothing.
+  void record(time_point now, const attempt_report& report) noexcept;
+
+  /// What a retry after a failed attempt with `status` costs: timeout_cost for timeout,
+  /// retry_cost otherwise.
+  [[nodiscard]] std::int64_t cost_of(attempt_status status) const noexcept {
+    return status == attempt_status::timeout ? options_.timeout_cost : options_.retry_cost;
+  }
+  /// The tokens now, in [0, max_tokens].
+  [[nodiscard]] std::int64_t available() const noexcept;
+
+  /// The validated settings.
+  [[nodiscard]] const retry_quota_options& options() const noexcept { return options_; }
+
+ private:
+  bool try_acquire(std::int64_t cost) noexcept;
+  retry_quota_options options_;
+  std::atomic<std::int64_t> tokens_;
+};
+
+/// The settings of an adaptive_throttle. Defaults: the SRE book's (2 minutes, K = 2).
+struct adaptive_throttle_options {
+  /// The window over which requests and accepts count. In [1 s, 1 h]; kept as 60 slices of
+  /// window/60, so it moves in steps of window/60 (2 s by default). SRE book: 2 minutes.
+  duration window = std::chrono::minutes(2);
+  /// The multiplier K: the throttle starts rejecting once requests exceed K · accepts. In
+  /// [1, 1000] (below 1 it would reject even when every request is accepted). SRE book: 2;
+  /// lower is more aggressive.
+  double k = 2.0;
+  /// The term added to requests in the denominator. In [1, 1,000,000]. SRE book: 1. A larger
+  /// padding damps rejections while the window holds few requests — at a cold start, when the
+  /// first requests are still in flight (not yet accepted), the book's formula already rejects
+  /// the second request with probability 1/2. gRPC's RLS client (grpc-go
+  /// balancer/rls/internal/adaptive) uses 8.
+  double requests_padding = 1.0;
+
+  friend bool operator==(const adaptive_throttle_options&,
+                         const adaptive_throttle_options&) = default;
+};
+
+/// Adaptive client-side throttling, Google SRE book (Beyer et al., 2016), chapter 21 "Handling
+/// Overload", section "Client-side throttling". Over the last `window`:
+///
+///   requests  = attempts this client tried to send (first attempts and retries, including the
+///               ones it then rejected locally)
+///   accepts   = attempts the backend accepted: success, and not_retryable (the backend answered;
+///               only failures the classifier retries, and timeouts, count as not accepted)
+///   p         = max(0, (requests − K · accepts) / (requests + requests_padding))
+///
+/// (requests_padding = 1 in the book; see adaptive_throttle_options for the cold-start effect.)
+///
+/// Every new attempt (try_admit for a first attempt, try_withdraw for a retry) is counted as a
+/// request, then rejected locally with probability p (one draw of uniform_unit(g) when p > 0; no
+/// draw at all when p = 0). A rejected first attempt ends the call with end_reason::throttled,
+/// a rejected retry with budget_exhausted. p is computed from the counts before this request.
+///
+/// Thread-safe: one short critical section (a mutex around a 61-slot ring with running totals);
+/// the draw happens outside it.
+class adaptive_throttle {
+ public:
+  /// The number of slices the window is kept as.
+  static constexpr int k_slices = 60;
+
+  /// Validates `options`; throws std::invalid_argument naming the field and the value when the
+  /// window is outside [1 s, 1 h], k is NaN or outside [1, 1000], or requests_padding is NaN or
+  /// outside [1, 1,000,000].
+  explicit adaptive_throttle(adaptive_throttle_options options = {});
+
+  adaptive_throttle(const adaptive_throttle&) = delete;
+  adaptive_throttle& operator=(const adaptive_throttle&) = delete;
+
+  /// retry_budget: counts a request; rejects it with probability p (see the class).
+  template <bit_generator G>
+  [[nodiscard]] bool try_admit(time_point now, G& g) {
+    const double p = count_request(now);
+    return p <= 0.0 || uniform_unit(g) >= p;
+  }
+  /// retry_budget: the same as try_admit (a retry is a request too); the status plays no part.
+  template <bit_generator G>
+  [[nodiscard]] bool try_withdraw(time_point now, attempt_status, G& g) {
+    return try_admit(now, g);
+  }
+  /// retry_budget: success and not_retryable count an accept; failure and timeout nothing.
+  void record(time_point now, const attempt_report& report) noexcept;
+
+  /// The probability that a request sent at `now` is rejected, in [0, 1).
+  [[nodiscard]] double rejection_probability(time_point now) const noexcept;
+  /// The requests counted in the window at `now`.
+  [[nodiscard]] std::int64_t requests(time_point now) const noexcept;
+  /// The accepts counted in the window at `now`.
+  [[nodiscard]] std::int64_t accepts(time_point now) const noexcept;
+
+  /// The validated settings.
+  [[nodiscard]] const adaptive_throttle_options& options() const noexcept { return options_; }
+
+  /// max(0, (requests − k · accepts) / (requests + padding)): the SRE book's formula, in one
+  /// place.
+  [[nodiscard]] static double probability(std::int64_t requests, std::int64_t accepts, double k,
+                                          double padding = 1.0) noexcept;
+
+ private:
+  struct counts {
+    std::int64_t requests = 0;
+    std::int64_t accepts = 0;
+    counts& operator+=(const counts& o) noexcept {
+      requests += o.requests;
+      accepts += o.accepts;
+      return *this;
+    }
+    counts& operator-=(const counts& o) noexcept {
+      requests -= o.requests;
+      accepts -= o.accepts;
+      return *this;
+    }
+  };
+  // Counts one request at `now` and returns the rejection probability before it.
+  double count_request(time_point now) noexcept;
+
+  adaptive_throttle_options options_;
+  mutable std::mutex mutex_;
+  mutable detail::sliding_window<counts, k_slices> window_;
 };
 
 }  // namespace stormguard

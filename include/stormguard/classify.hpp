@@ -43,10 +43,22 @@ class classification {
   /// Do not retry this failure.
   [[nodiscard]] static constexpr classification stop() noexcept { return {kind::stop, {}}; }
 
+  /// This verdict, marked as the verdict on a timeout (the attempt got no answer in time).
+  /// Budgets that price a retry after a timeout differently see it (retry_quota charges
+  /// timeout_cost instead of retry_cost); the retry decision itself is unchanged. The default
+  /// classifiers mark std::errc::timed_out.
+  [[nodiscard]] constexpr classification as_timeout() const noexcept {
+    classification c = *this;
+    c.timeout_ = true;
+    return c;
+  }
+
   /// The verdict.
   [[nodiscard]] constexpr kind verdict() const noexcept { return kind_; }
   /// The server's minimum delay for retry_after; zero otherwise.
   [[nodiscard]] constexpr duration delay() const noexcept { return delay_; }
+  /// True when the failure was a timeout (see as_timeout).
+  [[nodiscard]] constexpr bool timeout() const noexcept { return timeout_; }
 
   friend constexpr bool operator==(const classification&, const classification&) = default;
 
@@ -54,6 +66,7 @@ class classification {
   constexpr classification(kind k, duration d) noexcept : kind_(k), delay_(d) {}
   kind kind_;
   duration delay_;
+  bool timeout_ = false;
 };
 
 /// True for the transient I/O errors that the seed retries: std::errc::connection_refused,
@@ -71,9 +84,10 @@ class classification {
 
 /// The retrier's default classifier.
 ///
-/// - std::error_code: retry when is_transient(ec); stop for everything else, including
-///   operation_canceled (the caller cancelled: never retried), every other errc, every code of a
-///   non-generic category that maps to none of the transient conditions, and ec == 0.
+/// - std::error_code: retry when is_transient(ec) (marked as_timeout() for timed_out); stop for
+///   everything else, including operation_canceled (the caller cancelled: never retried), every
+///   other errc, every code of a non-generic category that maps to none of the transient
+///   conditions, and ec == 0.
 /// - std::exception_ptr (the error of an operation that throws): the same rule applied to
 ///   error_code_of(e), so a std::system_error with a transient code is retried and every other
 ///   exception (std::bad_alloc, std::logic_error, a user type, …) stops the call at once with
@@ -86,7 +100,9 @@ class classification {
 /// Stateless; thread-safe.
 struct default_classifier {
   [[nodiscard]] classification operator()(const std::error_code& ec) const noexcept {
-    return is_transient(ec) ? classification::retry() : classification::stop();
+    if (!is_transient(ec)) return classification::stop();
+    return ec == std::errc::timed_out ? classification::retry().as_timeout()
+                                      : classification::retry();
   }
   [[nodiscard]] classification operator()(const std::exception_ptr& e) const noexcept {
     return (*this)(error_code_of(e));
@@ -110,8 +126,8 @@ struct retry_any_error {
 /// from a list of std::errc: with `listed_retry` true it retries exactly the listed conditions;
 /// with false it retries everything except the listed conditions. In both modes
 /// std::errc::operation_canceled, ec == 0 and an exception that is not a std::system_error
-/// stop the call (cancellation is never retried). Made by retry_only and never_retry.
-/// Stateless after construction; thread-safe.
+/// stop the call (cancellation is never retried). A retried timed_out is marked as_timeout().
+/// Made by retry_only and never_retry. Stateless after construction; thread-safe.
 template <std::size_t N, bool listed_retry>
 class errc_classifier {
  public:
@@ -121,7 +137,9 @@ class errc_classifier {
     if (!ec || ec == std::errc::operation_canceled) return classification::stop();
     const bool listed =
         std::any_of(codes_.begin(), codes_.end(), [&](std::errc c) { return ec == c; });
-    return listed == listed_retry ? classification::retry() : classification::stop();
+    if (listed != listed_retry) return classification::stop();
+    return ec == std::errc::timed_out ? classification::retry().as_timeout()
+                                      : classification::retry();
   }
   [[nodiscard]] classification operator()(const std::exception_ptr& e) const noexcept {
     return (*this)(error_code_of(e));

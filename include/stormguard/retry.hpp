@@ -65,11 +65,12 @@ enum class end_reason {
   retry_after_too_long,  ///< the server's Retry-After exceeded max_retry_after
   deadline_exceeded,     ///< the next attempt could not start before the deadline
   cancelled,             ///< a stop was requested (std::stop_token)
+  throttled,  ///< the budget rejected the first attempt locally (adaptive_throttle); no attempt
 };
 
 /// "success", "not_retryable", "attempts_exhausted", "budget_exhausted",
-/// "retry_after_too_long", "deadline_exceeded", "cancelled"; "unknown" for a value outside the
-/// enum.
+/// "retry_after_too_long", "deadline_exceeded", "cancelled", "throttled"; "unknown" for a value
+/// outside the enum.
 [[nodiscard]] std::string_view to_string(end_reason r) noexcept;
 
 /// The settings of a retry_policy. Defaults from the seed's DefaultRetryConfig.
@@ -122,12 +123,14 @@ class retry_policy {
   ///     [d, 1.5 d) in the same way; with a backoff below d the range is exactly [d, 1.5 d]);
   ///  5. now + delay at or past `deadline` ⇒ deadline_exceeded (no pointless last sleep; the
   ///     spread counts: a Retry-After that fits but whose spread does not also ends the call);
-  ///  6. only then is one retry withdrawn from `budget` at `now` (denied ⇒ budget_exhausted).
+  ///  6. only then is one retry withdrawn from `budget` at `now`, as
+  ///     budget.try_withdraw(now, status, g) with status timeout when verdict.timeout(), failure
+  ///     otherwise (denied ⇒ budget_exhausted).
   /// A call that stops before step 4 draws nothing; before step 6 it spends no budget.
   /// `previous_delay` is the delay waited before this attempt (zero before the first retry).
   /// `deadline` is an instant of the caller's clock; time_point::max() = none. All arithmetic
   /// saturates. Thread-safe for distinct `g` (the policy is immutable; `budget` is the budget's).
-  template <bit_generator G, retry_budget B>
+  template <bit_generator G, retry_budget<G> B>
   [[nodiscard]] retry_decision decide(int attempt, classification verdict, duration previous_delay,
                                       G& g, B& budget, time_point now,
                                       time_point deadline = time_point::max()) const {
@@ -145,8 +148,17 @@ class retry_policy {
     if (deadline != time_point::max() && detail::saturating_add(now, delay) >= deadline) {
       return stop(end_reason::deadline_exceeded);
     }
-    if (!budget.try_withdraw(now)) return stop(end_reason::budget_exhausted);
+    if (!budget.try_withdraw(now, status_of(verdict), g)) {
+      return stop(end_reason::budget_exhausted);
+    }
     return retry_decision{true, delay, end_reason::success};
+  }
+
+  /// How a failed attempt with this verdict ended, as a budget sees it: not_retryable for stop,
+  /// timeout when verdict.timeout(), failure otherwise.
+  [[nodiscard]] static constexpr attempt_status status_of(classification verdict) noexcept {
+    if (verdict.verdict() == classification::kind::stop) return attempt_status::not_retryable;
+    return verdict.timeout() ? attempt_status::timeout : attempt_status::failure;
   }
 
  private:
@@ -327,8 +339,11 @@ struct [[nodiscard]] retry_result {
 
 /// The synchronous retry executor: calls an operation until it succeeds or the policy says
 /// stop, sleeping between attempts through the injected clock, drawing jitter from the injected
-/// generator and spending retries from the budget (one deposit per call, one withdrawal per
-/// retry).
+/// generator and spending retries from the budget: budget.try_admit before the first attempt (a
+/// rejection ends the call with end_reason::throttled and no attempt), budget.record after every
+/// attempt (success, failure, timeout or not_retryable, from the classifier's verdict; an attempt
+/// during which a stop was requested is not recorded), and one withdrawal per retry in
+/// retry_policy::decide.
 ///
 /// Hooks (see on_retry and on_give_up) are template parameters defaulting to no_hook, so a
 /// retrier without them pays nothing. The success path of a call (the first attempt succeeds,
@@ -338,8 +353,8 @@ struct [[nodiscard]] retry_result {
 /// Holds references: the clock, generator and budget must outlive it. Not thread-safe, because
 /// the generator is not: give each thread its own retrier and generator; the budget (and the
 /// clock) may be shared between them.
-template <bit_generator G = random_generator, retry_budget B = no_budget, class OnRetry = no_hook,
-          class OnGiveUp = no_hook>
+template <bit_generator G = random_generator, retry_budget<G> B = no_budget,
+          class OnRetry = no_hook, class OnGiveUp = no_hook>
 class retrier {
  public:
   /// A retrier without a retry budget.
@@ -408,8 +423,8 @@ class retrier {
     };
 
     const bool has_deadline = call.deadline != time_point::max();
-    if constexpr (!std::same_as<B, no_budget>) budget_->deposit(clock_->now());
     duration previous{};
+    attempt_status retried = attempt_status::success;  // how the attempt being retried ended
     for (int attempt = 1;; ++attempt) {
       if (call.stop.stop_requested()) {
         give_up(end_reason::cancelled);
@@ -424,9 +439,16 @@ class retrier {
         }
         context.time_left = call.deadline - now;
       }
+      if constexpr (!std::same_as<B, no_budget>) {
+        if (attempt == 1 && !budget_->try_admit(clock_->now(), *random_)) {
+          give_up(end_reason::throttled);
+          return result;
+        }
+      }
       attempt_result r = detail::invoke_attempt(op, std::as_const(context));
       result.attempts = attempt;
       if (r.has_value()) {
+        record(attempt_status::success, attempt, retried);
         if (result.last_error) {
           result.previous_errors.push_back(std::move(*result.last_error));
           result.last_error.reset();
@@ -443,6 +465,8 @@ class retrier {
         return result;
       }
       const classification verdict = to_classification(classify, std::as_const(*result.last_error));
+      const attempt_status status = retry_policy::status_of(verdict);
+      record(status, attempt, retried);
       const time_point before = clock_->now();
       const retry_decision next = policy_decide(attempt, verdict, previous, before, call.deadline);
       if (!next.retry) {
@@ -460,11 +484,12 @@ class retrier {
       }
       result.slept = detail::saturating_add(result.slept, next.delay);
       previous = next.delay;
+      retried = status;
     }
   }
 
  private:
-  template <bit_generator, retry_budget, class, class>
+  template <bit_generator G2, retry_budget<G2>, class, class>
   friend class retrier;
 
   template <class R, class U>
@@ -484,6 +509,12 @@ class retrier {
       return classify(error) ? classification::retry() : classification::stop();
     } else {
       return classify(error);
+    }
+  }
+
+  void record(attempt_status status, int attempt, attempt_status retried) {
+    if constexpr (!std::same_as<B, no_budget>) {
+      budget_->record(clock_->now(), attempt_report{status, attempt, retried});
     }
   }
 

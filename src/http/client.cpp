@@ -536,8 +536,8 @@ result client::perform(const request& req, const call_options& call) {
 
   ratio_budget& budget = self.budgets->for_host(host);
 
-  std::optional<attempt_report> pending;
-  const auto report = [&](attempt_report& r) {
+  std::optional<attempt_info> pending;
+  const auto report = [&](attempt_info& r) {
     if (self.options.on_attempt) self.options.on_attempt(std::as_const(r));
   };
 
@@ -570,7 +570,9 @@ result client::perform(const request& req, const call_options& call) {
                                   self.options.statuses);
     }
     if (!f.error->phase) return classification::stop();
-    return classify_transport_failure(*f.error->phase, req.method, has_key);
+    const classification verdict = classify_transport_failure(*f.error->phase, req.method, has_key);
+    // An attempt that got no answer in time: budgets that price timeouts (retry_quota) see it.
+    return f.error->curl_code == CURLE_OPERATION_TIMEDOUT ? verdict.as_timeout() : verdict;
   };
 
   auto retry = retrier(self.policy, *self.clk, *self.random, budget)

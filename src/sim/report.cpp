@@ -146,11 +146,12 @@ std::string to_json(const simulation_report& report) {
         fixed(r.p99_latency_ms, 1), fixed(r.recovery_s, 1));
     out += fmt::format(
         "\"successes\":{},\"failures\":{},\"timeouts\":{},\"in_flight_attempts\":{},"
-        "\"attempts_exhausted\":{},\"budget_exhausted\":{},\"requests_in_flight\":{},"
+        "\"attempts_exhausted\":{},\"budget_exhausted\":{},\"throttled\":{},"
+        "\"requests_in_flight\":{},"
         "\"wasted_work\":{},\"incident_logical_requests\":{},\"incident_attempts\":{}}}",
         r.successes, r.failures, r.timeouts, r.in_flight_attempts, r.attempts_exhausted,
-        r.budget_exhausted, r.requests_in_flight, r.wasted_work, r.incident_logical_requests,
-        r.incident_attempts);
+        r.budget_exhausted, r.throttled, r.requests_in_flight, r.wasted_work,
+        r.incident_logical_requests, r.incident_attempts);
   }
   out += "]}\n";
   return out;
@@ -250,31 +251,63 @@ std::string format_table(const simulation_report& report) {
     }
     if (!recovered.empty()) out += "Recovered: " + join(recovered) + ".\n";
     if (!down.empty()) {
-      double lowest = 0;
-      double highest = 0;
-      bool any = false;
-      for (const auto* r : down_results) {
-        if (auto rate = mean_attempt_rate(*r, s, s.incident->end)) {
-          lowest = any ? std::min(lowest, *rate) : *rate;
-          highest = any ? std::max(highest, *rate) : *rate;
-          any = true;
+      // Split the strategies that never recovered into those still overloading the server
+      // after the trigger (a metastable failure) and those below capacity (throttling
+      // themselves, or too few successes for another reason).
+      const double cap = capacity(s, s.service_time);
+      const auto describe = [&](const std::vector<const strategy_result*>& group, bool first) {
+        std::vector<std::string> names;
+        double lowest = 0;
+        double highest = 0;
+        bool any = false;
+        std::int64_t throttled = 0;
+        for (const auto* r : group) {
+          names.push_back(r->name);
+          throttled += r->throttled;
+          if (auto rate = mean_attempt_rate(*r, s, s.incident->end)) {
+            lowest = any ? std::min(lowest, *rate) : *rate;
+            highest = any ? std::max(highest, *rate) : *rate;
+            any = true;
+          }
         }
+        std::string text = first ? fmt::format("Never recovered within the {} simulated: {}",
+                                               format_duration(s.length), join(names))
+                                 : fmt::format("Never recovered either: {}", join(names));
+        if (any) {
+          const std::string sending = rate_estimate(lowest) == rate_estimate(highest)
+                                          ? rate_estimate(lowest)
+                                          : rate_estimate(lowest) + " to " + rate_estimate(highest);
+          if (highest <= cap && throttled > 0) {
+            text += fmt::format(
+                ". After the trigger ended {} {} attempts/s, below the capacity of {} req/s: "
+                "the client-side throttle still remembered the incident and rejected requests "
+                "locally ({} in all)",
+                group.size() == 1 ? "it sent" : "they sent", sending, rate_estimate(cap),
+                grouped(throttled));
+          } else {
+            text += fmt::format(
+                ". After the trigger ended {} sending {} attempts/s against a capacity of {} "
+                "req/s",
+                group.size() == 1 ? "it kept" : "they kept", sending, rate_estimate(cap));
+            if (lowest > cap) {
+              text += ": the retries alone keep the server overloaded (a metastable failure)";
+            }
+          }
+        }
+        return text + ".\n";
+      };
+      std::vector<const strategy_result*> overloaded;
+      std::vector<const strategy_result*> below;
+      for (const auto* r : down_results) {
+        const auto rate = mean_attempt_rate(*r, s, s.incident->end);
+        (rate && *rate > cap ? overloaded : below).push_back(r);
       }
-      out += fmt::format("Never recovered within the {} simulated: {}", format_duration(s.length),
-                         join(down));
-      if (any) {
-        const double cap = capacity(s, s.service_time);
-        const std::string sending = rate_estimate(lowest) == rate_estimate(highest)
-                                        ? rate_estimate(lowest)
-                                        : rate_estimate(lowest) + " to " + rate_estimate(highest);
-        out += fmt::format(
-            ". After the trigger ended {} sending {} attempts/s against a capacity of {} "
-            "req/s{}",
-            down.size() == 1 ? "it kept" : "they kept", sending, rate_estimate(cap),
-            lowest > cap ? ": the retries alone keep the server overloaded (a metastable failure)"
-                         : "");
+      if (overloaded.empty() || below.empty()) {
+        out += describe(down_results, true);
+      } else {
+        out += describe(overloaded, true);
+        out += describe(below, false);
       }
-      out += ".\n";
     }
   }
 

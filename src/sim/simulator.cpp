@@ -42,6 +42,18 @@ template <>
 struct budget_for<ratio_budget_options> {
   using type = ratio_budget;
 };
+template <>
+struct budget_for<token_bucket_throttle_options> {
+  using type = token_bucket_throttle;
+};
+template <>
+struct budget_for<retry_quota_options> {
+  using type = retry_quota;
+};
+template <>
+struct budget_for<adaptive_throttle_options> {
+  using type = adaptive_throttle;
+};
 
 // SplitMix64's finaliser (Steele, Lea and Flood 2014), used to derive independent seeds.
 constexpr std::uint64_t mix(std::uint64_t x) noexcept {
@@ -93,6 +105,7 @@ struct request {
   std::uint32_t client;
   std::int32_t attempt;  // the current (latest) attempt number
   request_state state;
+  attempt_status retried;  // how the attempt before the current one ended (budgets see it)
 };
 
 struct queued_attempt {
@@ -216,11 +229,19 @@ class engine {
     const auto id = static_cast<std::uint32_t>(requests_.size());
     const auto client_index =
         static_cast<std::uint32_t>(requests_.size() % static_cast<std::size_t>(s_.clients));
-    requests_.push_back(request{now, 0, client_index, 0, request_state::awaiting});
+    requests_.push_back(
+        request{now, 0, client_index, 0, request_state::awaiting, attempt_status::success});
     ++result_.logical_requests;
     ++bin(now).logical_requests;
     if (in_incident(now)) ++result_.incident_logical_requests;
-    clients_[client_index].budget.deposit(time_point(duration(now)));
+    auto& c = clients_[client_index];
+    if (!c.budget.try_admit(time_point(duration(now)), c.rng)) {
+      // Rejected locally before its first attempt (adaptive throttling): no attempt is sent.
+      requests_.back().state = request_state::ended;
+      ++result_.throttled;
+      schedule_next_arrival(now);
+      return;
+    }
     start_attempt(id, 1, now);
     schedule_next_arrival(now);
   }
@@ -238,7 +259,7 @@ class engine {
       // Queue full: an immediate 503, a retryable failure.
       ++result_.failures;
       ++bin(now).failures;
-      on_failure(id, now);
+      on_failure(id, now, classification::retry());
       return;
     }
     // The timeout is pushed before the service completion so that, at equal times, the timeout
@@ -266,6 +287,7 @@ class engine {
       r.state = request_state::ended;
       ++result_.successes;
       ++bin(now).successes;
+      record(r, attempt_status::success, now);
       latencies_.push_back(now - r.start);
     } else {
       ++result_.wasted_work;  // the client gave up on this attempt: the answer is ignored
@@ -277,17 +299,25 @@ class engine {
     if (r.state != request_state::awaiting || r.attempt != attempt) return;  // answered in time
     ++result_.timeouts;
     ++bin(now).timeouts;
-    on_failure(id, now);
+    on_failure(id, now, classification::retry().as_timeout());
+  }
+
+  // Tells the request's client budget how its current attempt ended.
+  void record(request& r, attempt_status status, std::int64_t now) {
+    clients_[r.client].budget.record(time_point(duration(now)),
+                                     attempt_report{status, r.attempt, r.retried});
   }
 
   // The one place where a retry is decided: the library's retry_policy with this client's
-  // generator and budget.
-  void on_failure(std::uint32_t id, std::int64_t now) {
+  // generator and budget. `verdict` is retry() for a 503 and retry().as_timeout() for a timeout.
+  void on_failure(std::uint32_t id, std::int64_t now, classification verdict) {
     request& r = requests_[id];
     auto& c = clients_[r.client];
-    const retry_decision next =
-        policy_.decide(r.attempt, classification::retry(), duration(r.previous_delay), c.rng,
-                       c.budget, time_point(duration(now)));
+    const attempt_status status = retry_policy::status_of(verdict);
+    record(r, status, now);
+    const retry_decision next = policy_.decide(r.attempt, verdict, duration(r.previous_delay),
+                                               c.rng, c.budget, time_point(duration(now)));
+    r.retried = status;
     if (next.retry) {
       r.state = request_state::backing_off;
       r.previous_delay = next.delay.count();

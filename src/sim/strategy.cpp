@@ -44,6 +44,18 @@ std::vector<strategy> make_table() {
   table.push_back({"full+budget",
                    "full, plus a ratio retry budget per client (10 % over 10 s, floor 10/s)",
                    exponential_with(jitter::full), ratio_budget_options{}});
+  table.push_back({"full+throttle",
+                   "full, plus gRPC retry throttling per client (token bucket: 10 tokens, "
+                   "0.1 per success; no retry at half or below)",
+                   exponential_with(jitter::full), token_bucket_throttle_options{}});
+  table.push_back({"full+quota",
+                   "full, plus the AWS SDK retry quota per client (500 tokens; a retry costs 5, "
+                   "10 after a timeout; a success pays back)",
+                   exponential_with(jitter::full), retry_quota_options{}});
+  table.push_back({"full+adaptive",
+                   "full, plus SRE adaptive throttling per client (rejects requests locally "
+                   "once requests > 2 x accepts over 2 min)",
+                   exponential_with(jitter::full), adaptive_throttle_options{}});
   return table;
 }
 

@@ -191,9 +191,9 @@ TEST(HttpClient, RetryAfterIsAMinimumAndAnUnparsableOneFallsBackToBackoff) {
       {status_with(503, "Retry-After", "2"), status_with(503, "Retry-After", "soon"), status(200)});
   stormguard::testing::manual_clock clock;
   stormguard::random_generator random(7);
-  std::vector<stormguard::http::attempt_report> reports;
+  std::vector<stormguard::http::attempt_info> reports;
   client_options o = fast_options();
-  o.on_attempt = [&](const stormguard::http::attempt_report& a) { reports.push_back(a); };
+  o.on_attempt = [&](const stormguard::http::attempt_info& a) { reports.push_back(a); };
   client c(o, clock, random);
   const auto r = c.perform(get(server));
   EXPECT_EQ(r.reason, end_reason::success);

@@ -137,7 +137,7 @@ struct transport_error {
 
 /// A description of one attempt, given to client_options::on_attempt after the decision about
 /// it was made (so that the delay chosen is known).
-struct attempt_report {
+struct attempt_info {
   int attempt = 1;                           ///< from 1
   std::optional<int> status{};               ///< the response's status, when one was received
   std::optional<transport_error> error{};    ///< otherwise the transport failure
@@ -197,8 +197,8 @@ struct client_options {
   /// with CURLE_WRITE_ERROR, not retried). > 0. Default 64 MiB.
   std::size_t max_body_bytes = std::size_t{64} << 20;
   /// Called on the calling thread after each attempt, once its outcome is decided (see
-  /// attempt_report). An exception from it propagates out of perform(). Empty = no call.
-  std::function<void(const attempt_report&)> on_attempt{};
+  /// attempt_info). An exception from it propagates out of perform(). Empty = no call.
+  std::function<void(const attempt_info&)> on_attempt{};
 };
 
 /// How a call ended.

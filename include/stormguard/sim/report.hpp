@@ -18,9 +18,9 @@ namespace stormguard::sim {
 /// One JSON object, keys in this order: "scenario" (the name), "seed", "strategies" (an array of
 /// objects: name, logical_requests, attempts, amplification, incident_amplification,
 /// peak_load_ratio, success_ratio, p99_latency_ms, recovery_s, successes, failures, timeouts,
-/// in_flight_attempts, attempts_exhausted, budget_exhausted, requests_in_flight, wasted_work,
-/// incident_logical_requests, incident_attempts). Ratios have 4 decimals, milliseconds and
-/// seconds 1 decimal; a metric without a value is null. Ends with a newline.
+/// in_flight_attempts, attempts_exhausted, budget_exhausted, throttled, requests_in_flight,
+/// wasted_work, incident_logical_requests, incident_attempts). Ratios have 4 decimals,
+/// milliseconds and seconds 1 decimal; a metric without a value is null. Ends with a newline.
 [[nodiscard]] std::string to_json(const simulation_report& report);
 
 /// The strategy's time series as CSV with a header line:

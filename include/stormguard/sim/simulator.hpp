@@ -56,7 +56,8 @@ struct time_bin {
 /// The metrics of one strategy on one scenario. Per-attempt counters satisfy
 ///   attempts = successes + failures + timeouts + in_flight_attempts
 /// and per-logical-request counters satisfy
-///   logical_requests = successes + attempts_exhausted + budget_exhausted + requests_in_flight.
+///   logical_requests = successes + attempts_exhausted + budget_exhausted + throttled +
+///                      requests_in_flight.
 struct strategy_result {
   std::string name;  ///< the strategy's name
 
@@ -64,6 +65,8 @@ struct strategy_result {
   std::int64_t logical_requests = 0;    ///< logical requests started within the simulated time
   std::int64_t attempts_exhausted = 0;  ///< ended after max_retries retries all failed
   std::int64_t budget_exhausted = 0;    ///< ended because the budget denied a retry (fail fast)
+  /// rejected locally before their first attempt (adaptive_throttle; zero for other budgets)
+  std::int64_t throttled = 0;
   std::int64_t requests_in_flight = 0;  ///< not ended when the simulation stopped
 
   // Per attempt.

@@ -26,7 +26,10 @@ namespace stormguard::sim {
 
 /// The retry budget of a strategy, as the options of the budget class each client instance gets
 /// its own copy of: stormguard::no_budget (grants every retry) or a stormguard::ratio_budget.
-using budget_config = std::variant<stormguard::no_budget, stormguard::ratio_budget_options>;
+using budget_config =
+    std::variant<stormguard::no_budget, stormguard::ratio_budget_options,
+                 stormguard::token_bucket_throttle_options, stormguard::retry_quota_options,
+                 stormguard::adaptive_throttle_options>;
 
 /// A named retry strategy: the policy (max retries, backoff, jitter) and the per-client budget.
 struct strategy {
@@ -46,6 +49,10 @@ struct strategy {
 /// - `full`: as exponential, with full jitter.
 /// - `decorrelated`: 3 retries, decorrelated jitter from base 100 ms, cap 3 s, no budget.
 /// - `full+budget`: as full, plus a ratio_budget per client (10 % over 10 s, floor 10/s).
+/// - `full+throttle`: as full, plus gRPC's token_bucket_throttle per client (10 tokens, 0.1).
+/// - `full+quota`: as full, plus the AWS SDKs' retry_quota per client (500 tokens, 5/10, 1).
+/// - `full+adaptive`: as full, plus the SRE book's adaptive_throttle per client (2 min, K = 2),
+///   which may reject first attempts locally (counted as `throttled`).
 ///
 /// `naive` is the seed's anti-pattern (a loop with a fixed 100 ms sleep). Thread-safe (a static
 /// table built once).

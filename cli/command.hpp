@@ -34,6 +34,11 @@ command add_exec_command(CLI::App& parent);
 /// [--samples N] [--seed N] [--json]`: the delays a policy would wait, sampled.
 command add_plan_command(CLI::App& parent);
 
+/// `stormguard http [-X METHOD] [-H 'Name: value']... [-d DATA | -d @FILE] [--idempotency-key
+/// auto|KEY] [policy flags] [--attempt-timeout D] [--deadline D] [-i] [-v] URL`: one HTTP request
+/// with the retry rules of stormguard::http::client.
+command add_http_command(CLI::App& parent);
+
 }  // namespace stormguard::cli
 
 #endif  // STORMGUARD_CLI_COMMAND_HPP

@@ -19,7 +19,7 @@ namespace stormguard::sim {
 /// objects: name, logical_requests, attempts, amplification, incident_amplification,
 /// peak_load_ratio, success_ratio, p99_latency_ms, recovery_s, successes, failures, timeouts,
 /// in_flight_attempts, attempts_exhausted, budget_exhausted, throttled, requests_in_flight,
-/// wasted_work, incident_logical_requests, incident_attempts). Ratios have 4 decimals,
+/// wasted_work, incident_logical_requests, incident_attempts, lost). Ratios have 4 decimals,
 /// milliseconds and seconds 1 decimal; a metric without a value is null. Ends with a newline.
 [[nodiscard]] std::string to_json(const simulation_report& report);
 

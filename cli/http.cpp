@@ -1,0 +1,360 @@
+// `stormguard http`: a curl-like request with the retry rules built in. Thin: the request goes
+// through stormguard::http::client (which retries through the library's retrier); this file
+// parses the command line, prints the response and maps how the call ended to an exit status.
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <iterator>
+#include <memory>
+#include <optional>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "command.hpp"
+#include "output.hpp"
+#include "policy_flags.hpp"
+#include "process.hpp"
+#include "stormguard/clock.hpp"
+#include "stormguard/detail/saturate.hpp"
+#include "stormguard/duration_text.hpp"
+#include "stormguard/http/client.hpp"
+#include "stormguard/idempotency.hpp"
+#include "stormguard/retry.hpp"
+
+namespace stormguard::cli {
+
+namespace {
+
+/// The exit statuses of `stormguard http` beyond 0 (2xx/3xx), 1 (output failed) and 2 (usage).
+enum http_exit : int {
+  exit_http_error = 3,       ///< the final response is an HTTP error (not 2xx/3xx)
+  exit_transport_error = 4,  ///< no response: the last attempt failed in transport
+  exit_budget = 5,           ///< the retry budget denied a retry (or throttled the request)
+  exit_out_of_time = 6,      ///< the --deadline ran out, or a Retry-After exceeded the limit
+};
+
+struct http_options {
+  policy_flags policy;
+  std::string method;
+  std::vector<std::string> headers;
+  std::string data;
+  std::string idempotency_key;
+  std::string key_format = "structured";
+  std::string attempt_timeout = "30s";
+  std::string connect_timeout = "10s";
+  std::string max_retry_after = "60s";
+  std::string deadline;
+  bool include = false;
+  bool verbose = false;
+  std::string url;
+  CLI::Option* method_option = nullptr;
+  CLI::Option* data_option = nullptr;
+  CLI::Option* key_option = nullptr;
+  CLI::Option* deadline_option = nullptr;
+};
+
+void print_error(const std::string& message) {
+  fmt::print(stderr, "stormguard http: error: {}\n", message);
+}
+
+bool is_tchar(char c) {
+  const auto u = static_cast<unsigned char>(c);
+  return (u >= '0' && u <= '9') || (u >= 'a' && u <= 'z') || (u >= 'A' && u <= 'Z') ||
+         std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
+}
+
+bool is_token(std::string_view s) {
+  if (s.empty()) return false;
+  for (char c : s) {
+    if (!is_tchar(c)) return false;
+  }
+  return true;
+}
+
+bool iequals_ascii(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    const auto lower = [](char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c + 32) : c; };
+    if (lower(a[i]) != lower(b[i])) return false;
+  }
+  return true;
+}
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
+// "Name: value" -> header. Throws CLI::ValidationError naming -H and the line.
+http::header parse_header_line(const std::string& line) {
+  const std::size_t colon = line.find(':');
+  const std::string_view name = colon == std::string::npos
+                                    ? std::string_view()
+                                    : trim(std::string_view(line).substr(0, colon));
+  if (colon == std::string::npos || !is_token(name)) {
+    throw CLI::ValidationError("-H", "not a header line 'Name: value': '" + line + "'");
+  }
+  const std::string_view value = trim(std::string_view(line).substr(colon + 1));
+  if (value.find_first_of(std::string_view("\r\n\0", 3)) != std::string_view::npos) {
+    throw CLI::ValidationError("-H", "the value contains CR, LF or NUL: '" + line + "'");
+  }
+  if (iequals_ascii(name, idempotency_key_header)) {
+    throw CLI::ValidationError(
+        "-H", "'" + line +
+                  "': use --idempotency-key auto|KEY, so that stormguard knows the "
+                  "request carries a key (and may retry it)");
+  }
+  return http::header{std::string(name), std::string(value)};
+}
+
+// -d DATA, or -d @FILE (the file's bytes, unchanged). Throws CLI::ValidationError naming -d.
+std::string read_data(const std::string& data) {
+  if (data.empty() || data.front() != '@') return data;
+  const std::string path = data.substr(1);
+  if (path.empty()) throw CLI::ValidationError("-d", "'@' needs a file name (-d @FILE)");
+  errno = 0;
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    throw CLI::ValidationError("-d", "cannot read '" + path + "': " + errno_text(errno));
+  }
+  std::ostringstream contents;
+  contents << in.rdbuf();
+  if (in.bad()) throw CLI::ValidationError("-d", "cannot read '" + path + "'");
+  return std::move(contents).str();
+}
+
+duration positive_duration(std::string_view flag, const std::string& text) {
+  const duration d = parse_duration_flag(flag, text);
+  if (d <= duration::zero()) {
+    throw CLI::ValidationError(std::string(flag), "must be > 0, got '" + text + "'");
+  }
+  return d;
+}
+
+// The delay as a log shows it: rounded down to microseconds.
+std::string log_duration(duration d) {
+  return format_duration(std::chrono::floor<std::chrono::microseconds>(d));
+}
+
+std::string describe_attempt(const http::attempt_info& a) {
+  std::string text = fmt::format("attempt {}: ", a.attempt);
+  if (a.status) {
+    text += fmt::format("HTTP {}", *a.status);
+  } else if (a.error) {
+    text += fmt::format("transport error {} ({})", a.error->curl_code, a.error->message);
+  }
+  if (a.retry_after) {
+    text += a.retry_after_delay
+                ? fmt::format(", Retry-After: {} ({})", *a.retry_after,
+                              log_duration(*a.retry_after_delay))
+                : fmt::format(", Retry-After: {} (unparsable: own backoff)", *a.retry_after);
+  }
+  if (a.idempotency_key) text += fmt::format(", Idempotency-Key: {}", *a.idempotency_key);
+  if (a.delay) {
+    text += fmt::format("; retrying in {}", log_duration(*a.delay));
+  } else if (a.reason) {
+    text += fmt::format("; {}", to_string(*a.reason));
+  }
+  return text;
+}
+
+int exit_status_for(const http::result& r, int signal) {
+  switch (r.reason) {
+    case end_reason::success:
+      return exit_success;
+    case end_reason::cancelled:
+      return 128 + (signal != 0 ? signal : 2);
+    case end_reason::budget_exhausted:
+    case end_reason::throttled:  // only with a throttling budget; the client's ratio_budget never
+      return exit_budget;        // rejects a first attempt
+    case end_reason::deadline_exceeded:
+    case end_reason::retry_after_too_long:
+      return exit_out_of_time;
+    case end_reason::not_retryable:
+    case end_reason::attempts_exhausted:
+      break;
+  }
+  return r.response ? exit_http_error : exit_transport_error;
+}
+
+int run_http(const http_options& o) {
+  // Usage errors (exit 2) before any request.
+  http::client_options client_options;
+  http::request req;
+  std::optional<duration> deadline;
+  try {
+    client_options.retry = to_retry_options(o.policy);
+    client_options.retry.max_retry_after =
+        positive_duration("--max-retry-after", o.max_retry_after);
+    client_options.attempt_timeout = positive_duration("--attempt-timeout", o.attempt_timeout);
+    client_options.connect_timeout = positive_duration("--connect-timeout", o.connect_timeout);
+    if (o.deadline_option->count() > 0) deadline = positive_duration("--deadline", o.deadline);
+    if (o.key_format == "structured") {
+      client_options.key_format = idempotency_key_format::structured;
+    } else if (o.key_format == "bare") {
+      client_options.key_format = idempotency_key_format::bare;
+    } else {
+      throw CLI::ValidationError("--key-format",
+                                 "unknown format '" + o.key_format + "' (use structured or bare)");
+    }
+    for (const std::string& line : o.headers) req.headers.push_back(parse_header_line(line));
+    if (o.data_option->count() > 0) req.body = read_data(o.data);
+    req.method = o.method_option->count() > 0 ? o.method
+                 : o.data_option->count() > 0 ? "POST"
+                                              : "GET";
+    if (!is_token(req.method)) {
+      throw CLI::ValidationError(
+          "-X", "not an HTTP method (a token such as GET or POST): '" + req.method + "'");
+    }
+    if (o.key_option->count() > 0) {
+      if (o.idempotency_key == "auto") {
+        req.idempotency = http::key::generate();
+      } else {
+        try {
+          (void)idempotency_key_field_value(o.idempotency_key, client_options.key_format);
+        } catch (const std::invalid_argument& e) {
+          throw CLI::ValidationError("--idempotency-key", e.what());
+        }
+        req.idempotency = http::key::use(o.idempotency_key);
+      }
+    }
+    req.url = o.url;
+  } catch (const CLI::Error& e) {
+    print_error(e.what());
+    return exit_usage;
+  }
+
+  if (o.verbose) {
+    client_options.on_attempt = [](const http::attempt_info& a) {
+      fmt::print(stderr, "stormguard http: {}\n", describe_attempt(a));
+    };
+  }
+  interrupt_forwarder interrupts;
+  http::client client(client_options);
+  call_options call;
+  call.stop = interrupts.token();
+  if (deadline) {
+    real_clock clock;
+    call.deadline = detail::saturating_add(clock.now(), *deadline);
+  }
+
+  http::result r;
+  try {
+    r = client.perform(req, call);
+  } catch (const std::invalid_argument& e) {
+    // The library's own validation (the URL, above all): a usage error.
+    std::string_view message = e.what();
+    if (message.substr(0, 12) == "stormguard::") {
+      const std::size_t colon = message.find(": ");
+      if (colon != std::string_view::npos) message.remove_prefix(colon + 2);
+    }
+    print_error(std::string(message));
+    return exit_usage;
+  }
+
+  if (r.response) {
+    std::string out;
+    if (o.include) {
+      out += r.response->status_line + "\r\n";
+      for (const auto& h : r.response->headers) out += h.name + ": " + h.value + "\r\n";
+      out += "\r\n";
+    }
+    out += r.response->body;
+    if (!write_all(stdout, out)) {
+      print_error("cannot write the response to stdout: " + errno_text(errno));
+      return exit_failure;
+    }
+  }
+  const int status = exit_status_for(r, interrupts.received());
+  if (!r.ok()) {
+    const std::string last =
+        r.response ? fmt::format("HTTP {}", r.response->status)
+        : r.error  ? fmt::format("transport error {} ({})", r.error->curl_code, r.error->message)
+                   : std::string("no attempt made");
+    fmt::print(stderr, "stormguard http: {} after {} attempt{}: {}; exit status {}\n", last,
+               r.attempts, r.attempts == 1 ? "" : "s", to_string(r.reason), status);
+  }
+  return status;
+}
+
+constexpr const char* k_description =
+    "Send one HTTP request (libcurl), retrying it with backoff and jitter when the failure is\n"
+    "worth another attempt: 429, 502, 503, 504 (honouring Retry-After, RFC 9110 §10.2.3) and\n"
+    "transport errors. A request that may already have reached the server (reset, empty reply,\n"
+    "time-out waiting for the response) is retried only for idempotent methods (GET, HEAD,\n"
+    "OPTIONS, TRACE, PUT, DELETE) or with --idempotency-key; a POST or PATCH without a key is\n"
+    "never retried after it may have been sent. The key is the same on every attempt. Redirects\n"
+    "are not followed; only http:// and https:// URLs. The body goes to stdout (-i adds the\n"
+    "status line and headers); -v logs each attempt to stderr.";
+
+constexpr const char* k_exit_statuses =
+    "Exit status:\n"
+    "  0    the final response is 2xx or 3xx\n"
+    "  3    the final response is an HTTP error (4xx, 5xx): not retryable, or retries ran out\n"
+    "  4    no response: the last attempt failed in transport (refused, reset, time-out, ...)\n"
+    "  5    the retry budget denied a retry (fail fast), or throttled the request\n"
+    "  6    the --deadline ran out (also when the next retry's delay would end past it), or a\n"
+    "       Retry-After exceeded --max-retry-after\n"
+    "  130  interrupted by SIGINT (143 SIGTERM): the transfer or the backoff is stopped at once\n"
+    "  1    the response could not be written to stdout\n"
+    "  2    bad command line (bad method, header, -d @FILE, URL, key, duration)\n"
+    "\n"
+    "Example: stormguard http -X POST -d @order.json --idempotency-key auto -v "
+    "https://api.example.com/orders";
+
+}  // namespace
+
+command add_http_command(CLI::App& parent) {
+  auto options = std::make_shared<http_options>();
+  CLI::App* sub = parent.add_subcommand("http", "Send an HTTP request with retries (http URL)");
+  sub->description(k_description);
+  sub->footer(k_exit_statuses);
+  options->method_option =
+      sub->add_option("-X,--request", options->method,
+                      "The method (default GET, or POST with -d); case-sensitive")
+          ->type_name("METHOD");
+  sub->add_option("-H,--header", options->headers, "A header line 'Name: value' (repeatable)")
+      ->type_name("LINE");
+  options->data_option = sub->add_option("-d,--data", options->data,
+                                         "The body: DATA as is, or @FILE for a file's bytes")
+                             ->type_name("DATA")
+                             ->multi_option_policy(CLI::MultiOptionPolicy::Throw);
+  options->key_option =
+      sub->add_option("--idempotency-key", options->idempotency_key,
+                      "Send an Idempotency-Key: auto (a new UUID v4) or KEY (printable, <= 255)")
+          ->type_name("auto|KEY");
+  sub->add_option("--key-format", options->key_format,
+                  "How the key is written: structured (\"key\", the IETF draft) or bare (Stripe)")
+      ->type_name("FORMAT")
+      ->capture_default_str();
+  add_policy_flags(*sub, options->policy);
+  sub->add_option("--max-retry-after", options->max_retry_after,
+                  "The longest Retry-After honoured; a longer one ends the call (exit 6)")
+      ->type_name("D")
+      ->capture_default_str();
+  sub->add_option("--attempt-timeout", options->attempt_timeout, "Time limit of each attempt")
+      ->type_name("D")
+      ->capture_default_str();
+  sub->add_option("--connect-timeout", options->connect_timeout,
+                  "Time limit of the connect within an attempt")
+      ->type_name("D")
+      ->capture_default_str();
+  options->deadline_option =
+      sub->add_option("--deadline", options->deadline,
+                      "Time limit of the whole call, attempts and delays (default: none); exit 6")
+          ->type_name("D");
+  sub->add_flag("-i,--include", options->include, "Print the status line and headers first");
+  sub->add_flag("-v,--verbose", options->verbose, "Log each attempt to stderr");
+  sub->add_option("url", options->url, "An http:// or https:// URL")->type_name("URL")->required();
+  return command{sub, [options] { return run_http(*options); }};
+}
+
+}  // namespace stormguard::cli

@@ -1,0 +1,294 @@
+// stormguard/http/client.hpp: an HTTP client (libcurl) with stormguard's retry rules built in.
+//
+// One call of client::perform is one logical request: the client sends it, and when the attempt
+// fails in a way worth another attempt it waits (backoff with jitter, or the server's
+// Retry-After), and sends it again, through the library's own executor (stormguard::retrier).
+// What is retried (docs/http.md):
+//  - HTTP statuses 429, 502, 503, 504 (configurable), honouring Retry-After (RFC 9110 §10.2.3,
+//    parsed by stormguard::parse_retry_after, never libcurl's CURLINFO_RETRY_AFTER);
+//  - transport failures where the request certainly did not reach the server (could not resolve,
+//    connect or refused), for every method;
+//  - transport failures after it may have reached the server (reset, empty reply, time-out while
+//    waiting for the response) only for idempotent methods (RFC 9110 §9.2.2) or requests that
+//    carry an Idempotency-Key (draft-ietf-httpapi-idempotency-key-header), which is the same on
+//    every attempt. A POST or PATCH without a key is never retried, whatever the error.
+// Each host has a retry budget (stormguard::ratio_budget) shared by every call of the client.
+//
+//   stormguard::http::client client;                       // real clock, OS-seeded jitter
+//   stormguard::http::result r = client.perform({.method = "POST",
+//                                                 .url = "https://api.example.com/charges",
+//                                                 .body = R"({"amount": 100})",
+//                                                 .idempotency =
+//                                                 stormguard::http::key::generate()});
+//   if (r.ok()) use(r.response->body);
+//   else log(to_string(r.reason), r.attempts, r.response ? r.response->status : 0,
+//            r.error ? r.error->message : "");
+//
+// Thread safety: a client is NOT thread-safe; use one client per thread (it owns one libcurl easy
+// handle, its connections and a random generator). Clients in several threads may share per-host
+// retry budgets through one stormguard::http::host_budgets (thread-safe).
+#ifndef STORMGUARD_HTTP_CLIENT_HPP
+#define STORMGUARD_HTTP_CLIENT_HPP
+
+#include <cstddef>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <stop_token>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "stormguard/budget.hpp"
+#include "stormguard/clock.hpp"
+#include "stormguard/http_classify.hpp"
+#include "stormguard/idempotency.hpp"
+#include "stormguard/random.hpp"
+#include "stormguard/retry.hpp"
+
+namespace stormguard::http {
+
+/// One header field: name and value, as sent or received (names keep their case; compare them
+/// case-insensitively, RFC 9110 §5.1).
+struct header {
+  std::string name{};
+  std::string value{};
+
+  friend bool operator==(const header&, const header&) = default;
+};
+
+/// The value of the first header in `headers` named `name` (ASCII case-insensitive), if any.
+[[nodiscard]] std::optional<std::string_view> find_header(const std::vector<header>& headers,
+                                                          std::string_view name) noexcept;
+
+/// Whether a request carries an Idempotency-Key, and which.
+class key {
+ public:
+  /// No key: a non-idempotent method (POST, PATCH, ...) is then never retried after the request
+  /// may have reached the server. The default.
+  [[nodiscard]] static key none() noexcept { return key(kind::none, {}); }
+  /// A new key (stormguard::make_idempotency_key: a UUID v4 from the OS CSPRNG) generated once
+  /// per call of client::perform, i.e. per logical request, and sent unchanged on every attempt.
+  [[nodiscard]] static key generate() noexcept { return key(kind::generate, {}); }
+  /// The caller's key, sent as is on every attempt (for a logical request that the caller may
+  /// itself repeat, e.g. after a crash). Validated when the request is performed
+  /// (stormguard::validate_idempotency_key: printable ASCII, 1..255 characters).
+  [[nodiscard]] static key use(std::string value) { return key(kind::supplied, std::move(value)); }
+
+  /// What the option says.
+  enum class kind { none, generate, supplied };
+  [[nodiscard]] kind what() const noexcept { return kind_; }
+  /// The caller's key (kind::supplied); empty otherwise.
+  [[nodiscard]] const std::string& value() const noexcept { return value_; }
+
+  friend bool operator==(const key&, const key&) = default;
+
+ private:
+  key(kind k, std::string v) : kind_(k), value_(std::move(v)) {}
+  kind kind_;
+  std::string value_;
+};
+
+/// A request: a plain value type.
+struct request {
+  /// The method, case-sensitive (RFC 9110 §9.1): an RFC 9110 token such as GET, POST, PUT.
+  std::string method = "GET";
+  /// An absolute http:// or https:// URL.
+  std::string url{};
+  /// Extra header fields, sent in order. A field named Idempotency-Key is rejected: use
+  /// `idempotency`. The client adds User-Agent (stormguard/<version>) unless one is given, and
+  /// "Expect:" (empty: no 100-continue wait) unless an Expect field is given.
+  std::vector<header> headers{};
+  /// The body (sent with Content-Length when non-empty, or for POST, PUT and PATCH).
+  std::string body{};
+  /// The Idempotency-Key option.
+  key idempotency = key::none();
+};
+
+/// A response: a plain value type.
+struct response {
+  int status = 0;                 ///< the status code, 100..599
+  std::string status_line{};      ///< the status line as received, e.g. "HTTP/1.1 404 Not Found"
+  std::vector<header> headers{};  ///< the fields of the final response, in order
+  std::string body{};             ///< the body, as received (no content decoding)
+
+  /// The value of the first header named `name` (case-insensitive), if any.
+  [[nodiscard]] std::optional<std::string_view> header_value(std::string_view name) const noexcept {
+    return find_header(headers, name);
+  }
+};
+
+/// A transport failure: no HTTP response was received.
+struct transport_error {
+  /// libcurl's CURLcode, as an int (compare with CURLE_* after including <curl/curl.h>; the
+  /// client's header does not include it).
+  int curl_code = 0;
+  /// libcurl's message for the failure (its error buffer, or curl_easy_strerror).
+  std::string message{};
+  /// Where it happened relative to sending the request, from the client's CURLcode table
+  /// (docs/http.md); empty for a failure that is not a transport failure and is never retried
+  /// (a bad URL, an unsupported protocol, a certificate problem, out of memory, a body above
+  /// max_body_bytes, an aborted transfer, ...).
+  std::optional<transport_phase> phase{};
+};
+
+/// A description of one attempt, given to client_options::on_attempt after the decision about
+/// it was made (so that the delay chosen is known).
+struct attempt_info {
+  int attempt = 1;                           ///< from 1
+  std::optional<int> status{};               ///< the response's status, when one was received
+  std::optional<transport_error> error{};    ///< otherwise the transport failure
+  std::optional<std::string> retry_after{};  ///< the Retry-After field as received, if any
+  /// The Retry-After as parsed (stormguard::parse_retry_after); empty when absent or
+  /// unparsable (then the policy's own backoff applies, never an immediate retry).
+  std::optional<duration> retry_after_delay{};
+  std::optional<duration> delay{};  ///< the wait before the next attempt, when one follows
+  /// Why the call ended after this attempt, when no attempt follows.
+  std::optional<end_reason> reason{};
+  std::optional<std::string> idempotency_key{};  ///< the Idempotency-Key field value sent, if any
+};
+
+/// Retry budgets per host ("scheme://host:port", lowercase), created on first use with the same
+/// options. Thread-safe: clients in several threads may share one instance (then each host's
+/// budget bounds the retries of all of them together).
+class host_budgets {
+ public:
+  /// Validates `options` (as stormguard::ratio_budget: throws std::invalid_argument naming the
+  /// field and the value).
+  explicit host_budgets(ratio_budget_options options = {});
+
+  /// The budget of `host`, created on first use. The reference stays valid as long as this
+  /// object lives.
+  [[nodiscard]] ratio_budget& for_host(const std::string& host);
+
+  /// The hosts that have a budget, sorted.
+  [[nodiscard]] std::vector<std::string> hosts() const;
+
+  [[nodiscard]] const ratio_budget_options& options() const noexcept { return options_; }
+
+ private:
+  ratio_budget_options options_;
+  mutable std::mutex mutex_;
+  std::map<std::string, std::unique_ptr<ratio_budget>, std::less<>> budgets_;
+};
+
+/// The settings of a client.
+struct client_options {
+  /// Retries, backoff and the longest Retry-After honoured (stormguard::retry_options; default
+  /// 3 retries, full jitter 100 ms .. 3 s, Retry-After up to 60 s).
+  retry_options retry{};
+  /// The retry budget per host (default: 10 % of requests over 10 s, plus 10 retries/s).
+  ratio_budget_options budget{};
+  /// Budgets shared with other clients; when null the client makes its own (from `budget`).
+  std::shared_ptr<host_budgets> shared_budgets{};
+  /// Time limit of one attempt (connect, send, wait, receive), steady time; > 0. Shortened to
+  /// the time left before the call's deadline. Default 30 s; duration::max() = none.
+  duration attempt_timeout = std::chrono::seconds(30);
+  /// Time limit of the TCP (and TLS) connect within an attempt; > 0. Default 10 s.
+  duration connect_timeout = std::chrono::seconds(10);
+  /// How the Idempotency-Key field value is written (structured "key" by default, or bare).
+  idempotency_key_format key_format = idempotency_key_format::structured;
+  /// The statuses that may be retried (default 429, 502, 503, 504).
+  retryable_statuses statuses{};
+  /// The largest response body kept, in bytes; a larger one fails the attempt (transport_error
+  /// with CURLE_WRITE_ERROR, not retried). > 0. Default 64 MiB.
+  std::size_t max_body_bytes = std::size_t{64} << 20;
+  /// Called on the calling thread after each attempt, once its outcome is decided (see
+  /// attempt_info). An exception from it propagates out of perform(). Empty = no call.
+  std::function<void(const attempt_info&)> on_attempt{};
+};
+
+/// How a call ended.
+struct result {
+  /// Why the call ended: success for a 2xx or 3xx final response; not_retryable,
+  /// attempts_exhausted, budget_exhausted, retry_after_too_long, deadline_exceeded or
+  /// cancelled otherwise (stormguard::end_reason).
+  end_reason reason = end_reason::success;
+  /// Attempts made (0 when the call was cancelled or past its deadline before the first).
+  int attempts = 0;
+  /// The response of the last attempt, when it got one (the success, or the last HTTP error).
+  std::optional<http::response> response{};
+  /// The last attempt's transport failure, when it got no response.
+  std::optional<transport_error> error{};
+  /// The Idempotency-Key field value sent on every attempt, if any.
+  std::optional<std::string> idempotency_key{};
+  /// Total backoff waited (steady time).
+  duration slept{};
+
+  [[nodiscard]] bool ok() const noexcept { return reason == end_reason::success; }
+  explicit operator bool() const noexcept { return ok(); }
+};
+
+/// The HTTP client. Owns one libcurl easy handle (and a multi handle that keeps its connection
+/// cache), reused for every attempt and every call: connections are kept alive between them.
+/// Options are reset before every attempt, so nothing leaks from one request to the next.
+///
+/// Redirects are NOT followed (libcurl's default): a 3xx is the final response, and ok(). A
+/// redirect could move a POST body, or its Idempotency-Key, to another host; a caller that wants
+/// to follow one sends a new request to its Location.
+///
+/// Only http and https are allowed (CURLOPT_PROTOCOLS_STR), also for any protocol a server
+/// could redirect to. A request that cannot be sent safely again is sent on a fresh connection:
+/// libcurl silently resends a request whose reused connection died before any byte of response
+/// arrived, which must not happen to a POST without a key (docs/http.md).
+///
+/// Not thread-safe: one client per thread. Holds references to the clock and generator given.
+class client {
+ public:
+  /// A client with its own real_clock and OS-seeded random_generator. Validates `options`:
+  /// throws std::invalid_argument naming the field and the value (retry options as
+  /// stormguard::retry_policy, budget options as stormguard::ratio_budget, attempt_timeout,
+  /// connect_timeout or max_body_bytes not > 0). Throws std::runtime_error when libcurl cannot
+  /// be initialised.
+  explicit client(client_options options = {});
+  /// A client that reads time and sleeps through `clk` (its now() is also the time base of
+  /// call_options::deadline and of the budgets) and draws jitter from `random`. Both must outlive
+  /// the client. libcurl's own time-outs still run on real time.
+  client(client_options options, clock& clk, random_generator& random);
+  ~client();
+
+  client(const client&) = delete;
+  client& operator=(const client&) = delete;
+  client(client&&) noexcept;
+  client& operator=(client&&) noexcept;
+
+  /// Performs `req` as one logical request (see the file comment for what is retried).
+  /// `call.stop` aborts a transfer in progress (within a few milliseconds) and a backoff sleep,
+  /// and no attempt starts after it (end_reason::cancelled); `call.deadline` (an instant of the
+  /// client's clock) bounds the whole call: each attempt's time-out is cut to it, and no retry
+  /// is made whose delay would end past it (end_reason::deadline_exceeded).
+  /// Throws std::invalid_argument naming the field and the value for a bad request: a method
+  /// that is not a token, a URL that libcurl cannot parse or whose scheme is not http/https, a
+  /// header name that is not a token or a value with CR, LF or NUL, an Idempotency-Key header,
+  /// or an invalid caller key. Failures of the request itself are results, never exceptions.
+  [[nodiscard]] result perform(const request& req, const call_options& call = {});
+
+  /// The validated settings.
+  [[nodiscard]] const client_options& options() const noexcept;
+  /// The per-host budgets this client spends from.
+  [[nodiscard]] host_budgets& budgets() noexcept;
+
+ private:
+  struct impl;
+  std::unique_ptr<impl> impl_;
+};
+
+/// The client's table from a libcurl CURLcode (as an int) to where the failure happened relative
+/// to sending the request (the one table; each row's reason is in src/http/client.cpp and
+/// docs/http.md): not_sent for resolve and connect failures (the request cannot have reached the
+/// server), maybe_sent for an empty reply, a response cut short or an HTTP/2 stream error. For a
+/// time-out, a send error and a receive error the phase depends on `request_sent` (libcurl had
+/// written at least one byte of the request, CURLINFO_REQUEST_SIZE > 0). Empty for every other
+/// code, success included: not a transport failure, never retried.
+[[nodiscard]] std::optional<transport_phase> transport_phase_of(int curl_code,
+                                                                bool request_sent) noexcept;
+
+/// libcurl's version string, e.g. "libcurl/7.88.1 OpenSSL/3.0.11 ...".
+[[nodiscard]] std::string curl_version_text();
+
+}  // namespace stormguard::http
+
+#endif  // STORMGUARD_HTTP_CLIENT_HPP

@@ -1,0 +1,226 @@
+// Tests of `stormguard http`: the built executable (STORMGUARD_CLI_PATH) against the loopback test
+// server of tests/support/ running in this process. Backoff is 1 ms .. 2 ms, so the file runs in
+// about a second.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "support/http_test_server.hpp"
+
+namespace {
+
+#ifdef STORMGUARD_CLI_PATH
+
+using namespace std::chrono_literals;
+using stormguard::test_support::http_test_server;
+using stormguard::test_support::scripted_response;
+namespace fs = std::filesystem;
+
+struct cli_result {
+  int exit_code = -1;
+  std::string out;  // stdout
+  std::string err;  // stderr
+};
+
+// Runs the CLI with `args` (already shell-quoted); stdout and stderr apart.
+cli_result run_cli(const std::string& args) {
+  cli_result result;
+  const std::string err_path =
+      ::testing::TempDir() + "http_cli_stderr_" + std::to_string(::getpid());
+  const std::string command =
+      std::string("'") + STORMGUARD_CLI_PATH + "' http " + args + " 2>'" + err_path + "'";
+  FILE* pipe = ::popen(command.c_str(), "r");
+  if (pipe == nullptr) return result;
+  char buffer[4096];
+  std::size_t n = 0;
+  while ((n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) result.out.append(buffer, n);
+  const int status = ::pclose(pipe);
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  std::ifstream err(err_path);
+  result.err.assign(std::istreambuf_iterator<char>(err), std::istreambuf_iterator<char>());
+  fs::remove(err_path);
+  return result;
+}
+
+const std::string k_fast = "--base 1ms --cap 2ms ";
+
+scripted_response status(int code, std::string body = "") {
+  scripted_response r;
+  r.status = code;
+  r.body = body.empty() ? "status " + std::to_string(code) : std::move(body);
+  return r;
+}
+
+std::size_t count_of(const std::string& text, const std::string& word) {
+  std::size_t count = 0;
+  for (auto at = text.find(word); at != std::string::npos; at = text.find(word, at + 1)) ++count;
+  return count;
+}
+
+TEST(HttpCli, PrintsTheBodyAndExitsZero) {
+  http_test_server server;
+  server.script({status(200, "hello\n")});
+  const auto r = run_cli(k_fast + "'" + server.url("/greeting") + "'");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "hello\n");
+  EXPECT_EQ(r.err, "");
+  ASSERT_EQ(server.requests().size(), 1U);
+  EXPECT_EQ(server.requests()[0].method, "GET");
+  EXPECT_EQ(server.requests()[0].target, "/greeting");
+}
+
+TEST(HttpCli, IncludePrintsStatusLineAndHeaders) {
+  http_test_server server;
+  scripted_response r = status(201, "made");
+  r.headers = {{"X-Id", "7"}};
+  server.script({r});
+  const auto got = run_cli("-i '" + server.url() + "'");
+  EXPECT_EQ(got.exit_code, 0) << got.err;
+  EXPECT_EQ(got.out.rfind("HTTP/1.1 201 Created\r\n", 0), 0U) << got.out;
+  EXPECT_NE(got.out.find("X-Id: 7\r\n"), std::string::npos) << got.out;
+  EXPECT_NE(got.out.find("\r\n\r\nmade"), std::string::npos) << got.out;
+}
+
+TEST(HttpCli, RetriesAndLogsEachAttemptWithVerbose) {
+  http_test_server server;
+  scripted_response limited = status(429);
+  limited.headers = {{"Retry-After", "0"}};
+  server.script({status(503), limited, status(200, "ok")});
+  const auto r = run_cli(k_fast + "-v '" + server.url() + "'");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "ok");
+  EXPECT_EQ(server.requests().size(), 3U);
+  EXPECT_EQ(count_of(r.err, "stormguard http: attempt "), 3U) << r.err;
+  EXPECT_NE(r.err.find("attempt 1: HTTP 503; retrying in "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("attempt 2: HTTP 429, Retry-After: 0 (0s); retrying in "), std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("attempt 3: HTTP 200; success"), std::string::npos) << r.err;
+}
+
+TEST(HttpCli, FinalHttpErrorExitsThreeWithTheBody) {
+  http_test_server server;
+  server.script({status(404, "no such thing")});
+  const auto r = run_cli(k_fast + "'" + server.url() + "'");
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_EQ(r.out, "no such thing");
+  EXPECT_NE(r.err.find("HTTP 404 after 1 attempt: not_retryable; exit status 3"), std::string::npos)
+      << r.err;
+  EXPECT_EQ(server.requests().size(), 1U);
+}
+
+TEST(HttpCli, PostWithoutKeyIsNotRetriedAndWithAutoKeyIsRetriedWithOneKey) {
+  http_test_server server;
+  server.script({status(503), status(503), status(200)});
+  const auto unkeyed = run_cli(k_fast + "-d 'amount=1' '" + server.url() + "'");
+  EXPECT_EQ(unkeyed.exit_code, 3) << unkeyed.err;
+  EXPECT_EQ(server.count("POST"), 1U);
+
+  const auto keyed =
+      run_cli(k_fast + "-v -d 'amount=1' --idempotency-key auto '" + server.url() + "'");
+  EXPECT_EQ(keyed.exit_code, 0) << keyed.err;
+  const auto requests = server.requests();
+  ASSERT_EQ(requests.size(), 3U);
+  const auto key = requests[1].header("Idempotency-Key");
+  ASSERT_TRUE(key.has_value());
+  EXPECT_EQ(requests[2].header("Idempotency-Key"), key);
+  EXPECT_EQ(requests[2].body, "amount=1");
+  EXPECT_EQ(count_of(keyed.err, "Idempotency-Key: " + *key), 2U) << keyed.err;
+}
+
+TEST(HttpCli, SendsMethodHeadersBodyFromFileAndCallerKey) {
+  http_test_server server;
+  const fs::path file = fs::path(::testing::TempDir()) / "http_cli_body.json";
+  std::ofstream(file, std::ios::binary) << "{\"a\":\n1}";
+  const auto r =
+      run_cli("-X PUT -H 'Content-Type: application/json' -H 'X-A:  b ' -d @'" + file.string() +
+              "' --idempotency-key order-9 --key-format bare '" + server.url("/o") + "'");
+  fs::remove(file);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  const auto requests = server.requests();
+  ASSERT_EQ(requests.size(), 1U);
+  EXPECT_EQ(requests[0].method, "PUT");
+  EXPECT_EQ(requests[0].body, "{\"a\":\n1}");
+  EXPECT_EQ(requests[0].header("Content-Type"), "application/json");
+  EXPECT_EQ(requests[0].header("X-A"), "b");
+  EXPECT_EQ(requests[0].header("Idempotency-Key"), "order-9");
+}
+
+TEST(HttpCli, ConnectionRefusedIsRetriedThenExitsFour) {
+  const auto port = stormguard::test_support::closed_port();
+  const auto r =
+      run_cli(k_fast + "--retries 2 -v 'http://127.0.0.1:" + std::to_string(port) + "/'");
+  EXPECT_EQ(r.exit_code, 4) << r.err;
+  EXPECT_EQ(count_of(r.err, "transport error 7 "), 4U) << r.err;  // 3 attempts + the summary
+  EXPECT_NE(r.err.find("after 3 attempts: attempts_exhausted; exit status 4"), std::string::npos)
+      << r.err;
+}
+
+TEST(HttpCli, BudgetExhaustionExitsFive) {
+  // The default budget's reserve is 10 retries/s over 10 s: 100 retries, then fail fast.
+  http_test_server server;
+  server.set_fallback(status(503));
+  const auto r = run_cli("--base 1us --cap 1us --retries 500 '" + server.url() + "'");
+  EXPECT_EQ(r.exit_code, 5) << r.err;
+  EXPECT_NE(r.err.find("budget_exhausted"), std::string::npos) << r.err;
+  EXPECT_EQ(server.requests().size(), 101U);
+}
+
+TEST(HttpCli, RetryAfterTooLongAndDeadlineExitSix) {
+  http_test_server server;
+  scripted_response later = status(503);
+  later.headers = {{"Retry-After", "120"}};
+  server.script({later});
+  const auto too_long = run_cli(k_fast + "--max-retry-after 10s '" + server.url() + "'");
+  EXPECT_EQ(too_long.exit_code, 6) << too_long.err;
+  EXPECT_NE(too_long.err.find("retry_after_too_long"), std::string::npos) << too_long.err;
+  EXPECT_EQ(server.requests().size(), 1U);
+
+  scripted_response slow = status(200);
+  slow.delay = 5s;
+  server.set_fallback(slow);
+  const auto start = std::chrono::steady_clock::now();
+  const auto late = run_cli(k_fast + "--deadline 300ms '" + server.url() + "'");
+  EXPECT_EQ(late.exit_code, 6) << late.err;
+  EXPECT_NE(late.err.find("deadline_exceeded"), std::string::npos) << late.err;
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 2s);
+}
+
+TEST(HttpCli, BadInputIsAUsageErrorNamingTheOptionAndValue) {
+  struct bad_case {
+    std::string args;
+    std::string message;
+  };
+  const bad_case cases[] = {
+      {"-X 'GE T' http://127.0.0.1/",
+       "-X: not an HTTP method (a token such as GET or POST): 'GE T'"},
+      {"-H 'NoColon' http://127.0.0.1/", "-H: not a header line 'Name: value': 'NoColon'"},
+      {"-H 'Idempotency-Key: x' http://127.0.0.1/",
+       "-H: 'Idempotency-Key: x': use --idempotency-key"},
+      {"-d @/nonexistent/body http://127.0.0.1/",
+       "-d: cannot read '/nonexistent/body': No such file or directory"},
+      {"ftp://127.0.0.1/f", "url: the scheme must be http or https, got 'ftp'"},
+      {"--idempotency-key 'caf\xc3\xa9' http://127.0.0.1/", "--idempotency-key: "},
+      {"--key-format fancy http://127.0.0.1/", "--key-format: unknown format 'fancy'"},
+      {"--attempt-timeout 0s http://127.0.0.1/", "--attempt-timeout: must be > 0, got '0s'"},
+      {"--deadline soon http://127.0.0.1/", "--deadline: not a duration: 'soon'"},
+      {"--base 5s --cap 1s http://127.0.0.1/", "--cap: "},
+  };
+  for (const auto& c : cases) {
+    const auto r = run_cli(c.args);
+    EXPECT_EQ(r.exit_code, 2) << c.args << "\n" << r.err;
+    EXPECT_NE(r.err.find("stormguard http: error: " + c.message), std::string::npos)
+        << c.args << "\n"
+        << r.err;
+    EXPECT_EQ(r.out, "") << c.args;
+  }
+}
+
+#endif  // STORMGUARD_CLI_PATH
+
+}  // namespace

@@ -20,6 +20,8 @@ namespace stormguard::sim {
 
 namespace {
 
+constexpr int k_colours = 12;
+
 // A gnuplot string literal: single quotes, in which a single quote is written twice.
 std::string quoted(const std::string& text) {
   std::string out = "'";
@@ -42,10 +44,11 @@ std::string preamble(plot_format format, const std::string& output, int width, i
              : fmt::format("set terminal svg size {},{} dynamic font ',10'\n", width, height);
   out += "set output " + quoted(output) + "\n";
   out += "set grid lc rgb '#dddddd'\nset key outside right top\nset border 3\nset tics nomirror\n";
-  // A palette that tells seven lines apart.
-  const char* colours[] = {"#555555", "#d62728", "#ff7f0e", "#bcbd22",
-                           "#1f77b4", "#9467bd", "#2ca02c", "#17becf"};
-  for (int i = 0; i < 8; ++i) {
+  // A palette that tells the built-in strategies apart (k_colours lines, then it repeats).
+  const char* colours[k_colours] = {"#555555", "#d62728", "#ff7f0e", "#bcbd22",
+                                    "#1f77b4", "#9467bd", "#2ca02c", "#17becf",
+                                    "#8c564b", "#e377c2", "#000000", "#7f7f7f"};
+  for (int i = 0; i < k_colours; ++i) {
     out += fmt::format("set linetype {} lc rgb '{}' lw 1.5\n", i + 1, colours[i]);
   }
   return out;
@@ -98,7 +101,7 @@ std::string gnuplot_script(const simulation_report& report, plot_format format,
     p += "plot ";
     for (std::size_t i = 0; i < report.strategies.size(); ++i) {
       p += fmt::format("{}$d{} using 1:{} with lines lt {} title {}", i == 0 ? "" : ", ", i, column,
-                       i % 8 + 1, quoted(report.strategies[i].name));
+                       i % k_colours + 1, quoted(report.strategies[i].name));
     }
     return p + "\n";
   };
@@ -163,7 +166,7 @@ std::string gnuplot_script(const occ_report& report, plot_format format,
         fmt::format("set title '{}'\nset xlabel 'clients'\nset ylabel '{}'\nplot ", title, ylabel);
     for (std::size_t a = 0; a < k; ++a) {
       p += fmt::format("{}$a{} using 1:{} with linespoints pt 7 ps 0.5 lt {} title {}",
-                       a == 0 ? "" : ", ", a, column, a % 8 + 1, quoted(report.algorithms[a]));
+                       a == 0 ? "" : ", ", a, column, a % k_colours + 1, quoted(report.algorithms[a]));
     }
     return p + "\n";
   };
@@ -179,7 +182,7 @@ std::string gnuplot_script(const occ_report& report, plot_format format,
       clients);
   for (std::size_t i = 0; i < shown.size(); ++i) {
     out += fmt::format("{}$t{} using 1:2 with steps lt {} title {}", i == 0 ? "" : ", ", shown[i],
-                       shown[i] % 8 + 1, quoted(algorithms[shown[i]].name));
+                       shown[i] % k_colours + 1, quoted(algorithms[shown[i]].name));
   }
   out += "\nunset multiplot\n";
   return out;
@@ -205,7 +208,7 @@ std::string gnuplot_script(const load_sweep_report& report, plot_format format,
     std::string p = fmt::format("set title '{}'\nset ylabel '{}'\nplot ", title, ylabel);
     for (std::size_t a = 0; a < k; ++a) {
       p += fmt::format("{}$s{} using 1:{} with linespoints pt 7 ps 0.5 lt {} title {}",
-                       a == 0 ? "" : ", ", a, column, a % 8 + 1, quoted(report.strategies[a]));
+                       a == 0 ? "" : ", ", a, column, a % k_colours + 1, quoted(report.strategies[a]));
     }
     return p + "\n";
   };

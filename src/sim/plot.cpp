@@ -166,7 +166,8 @@ std::string gnuplot_script(const occ_report& report, plot_format format,
         fmt::format("set title '{}'\nset xlabel 'clients'\nset ylabel '{}'\nplot ", title, ylabel);
     for (std::size_t a = 0; a < k; ++a) {
       p += fmt::format("{}$a{} using 1:{} with linespoints pt 7 ps 0.5 lt {} title {}",
-                       a == 0 ? "" : ", ", a, column, a % k_colours + 1, quoted(report.algorithms[a]));
+                       a == 0 ? "" : ", ", a, column, a % k_colours + 1,
+                       quoted(report.algorithms[a]));
     }
     return p + "\n";
   };
@@ -208,7 +209,8 @@ std::string gnuplot_script(const load_sweep_report& report, plot_format format,
     std::string p = fmt::format("set title '{}'\nset ylabel '{}'\nplot ", title, ylabel);
     for (std::size_t a = 0; a < k; ++a) {
       p += fmt::format("{}$s{} using 1:{} with linespoints pt 7 ps 0.5 lt {} title {}",
-                       a == 0 ? "" : ", ", a, column, a % k_colours + 1, quoted(report.strategies[a]));
+                       a == 0 ? "" : ", ", a, column, a % k_colours + 1,
+                       quoted(report.strategies[a]));
     }
     return p + "\n";
   };

@@ -196,6 +196,11 @@ void validate_request(const request& req) {
     bad_request("method: not an HTTP method (an RFC 9110 token such as GET or POST): " +
                 quoted(req.method));
   }
+  if (req.method == "HEAD" && !req.body.empty()) {
+    // libcurl sends a HEAD only without a body (CURLOPT_NOBODY); dropping it would lose data.
+    bad_request("body: a HEAD request cannot carry a body (" + std::to_string(req.body.size()) +
+                " bytes given)");
+  }
   for (const header& h : req.headers) {
     if (!is_token(h.name)) {
       bad_request("header name: not an RFC 9110 token: " + quoted(h.name));
@@ -412,7 +417,7 @@ struct client::impl {
     set(CURLOPT_TIMEOUT_MS, timeout_ms(std::min(options.attempt_timeout, ctx.time_left)));
     if (fresh_connection) set(CURLOPT_FRESH_CONNECT, 1L);
 
-    if (req.method == "GET") {
+    if (req.method == "GET" && req.body.empty()) {
       set(CURLOPT_HTTPGET, 1L);
     } else if (req.method == "HEAD") {
       set(CURLOPT_NOBODY, 1L);
@@ -526,7 +531,9 @@ result client::perform(const request& req, const call_options& call) {
   bool has_user_agent = false;
   bool has_expect = false;
   for (const header& h : req.headers) {
-    fields.append(h.name + ": " + h.value);
+    // libcurl reads "Name:" (nothing after the colon) as "remove this header" and drops it, or
+    // removes its own (Accept, Host, User-Agent); "Name;" is its syntax for an empty value.
+    fields.append(h.value.empty() ? h.name + ";" : h.name + ": " + h.value);
     has_user_agent = has_user_agent || iequals(h.name, "User-Agent");
     has_expect = has_expect || iequals(h.name, "Expect");
   }

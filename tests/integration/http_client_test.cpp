@@ -513,6 +513,47 @@ TEST(HttpClient, SendsMethodHeadersAndBody) {
   EXPECT_EQ(requests[0].header("User-Agent")->rfind("stormguard/", 0), 0U);
 }
 
+TEST(HttpClient, HeadersWithAnEmptyValueAreSentWithAnEmptyValue) {
+  // libcurl drops "Name:" (and removes its own Accept/User-Agent for it); found by hand:
+  // `stormguard http -H 'X-Empty:'` sent no X-Empty at all.
+  http_test_server server;
+  client c(fast_options());
+  request r = get(server);
+  r.headers = {{"X-Empty", ""}, {"Accept", ""}, {"User-Agent", ""}, {"X-After", "1"}};
+  ASSERT_TRUE(c.perform(r).ok());
+  const auto requests = server.requests();
+  ASSERT_EQ(requests.size(), 1U);
+  EXPECT_EQ(requests[0].header("X-Empty"), "");
+  EXPECT_EQ(requests[0].header("Accept"), "");
+  EXPECT_EQ(requests[0].header("User-Agent"), "");
+  EXPECT_EQ(requests[0].header("X-After"), "1");
+}
+
+TEST(HttpClient, GetWithABodySendsTheBodyAndHeadWithABodyThrows) {
+  // CURLOPT_HTTPGET used to drop a GET's body silently (`stormguard http -X GET -d x`).
+  using stormguard::test_util::invalid_argument_message;
+  http_test_server server;
+  client c(fast_options());
+  request r = get(server, "/search");
+  r.body = R"({"query":"x"})";
+  ASSERT_TRUE(c.perform(r).ok());
+  r.body.clear();
+  ASSERT_TRUE(c.perform(r).ok());
+  const auto requests = server.requests();
+  ASSERT_EQ(requests.size(), 2U);
+  EXPECT_EQ(requests[0].method, "GET");
+  EXPECT_EQ(requests[0].body, R"({"query":"x"})");
+  EXPECT_EQ(requests[0].header("Content-Length"), "13");
+  EXPECT_EQ(requests[1].method, "GET");
+  EXPECT_EQ(requests[1].body, "");
+  EXPECT_FALSE(requests[1].header("Content-Length").has_value());
+  r.method = "HEAD";
+  r.body = "x";
+  const std::string head = invalid_argument_message([&] { (void)c.perform(r); });
+  EXPECT_NE(head.find("body: a HEAD request cannot carry a body"), std::string::npos) << head;
+  EXPECT_EQ(server.requests().size(), 2U);
+}
+
 TEST(HttpClient, BodyAboveTheLimitFailsWithoutRetry) {
   http_test_server server;
   scripted_response big = status(200);

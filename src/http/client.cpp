@@ -209,6 +209,12 @@ void validate_request(const request& req) {
       bad_request("header " + quoted(h.name) +
                   ": the value contains CR, LF or NUL: " + quoted(h.value));
     }
+    if (iequals(h.name, "Content-Length")) {
+      // libcurl sends a caller's Content-Length instead of its own: one that differs from the
+      // body makes the server wait for bytes that never come, or read the rest as a new request.
+      bad_request("header 'Content-Length': set from request::body by the client; got " +
+                  quoted(h.value) + " for a body of " + std::to_string(req.body.size()) + " bytes");
+    }
     if (iequals(h.name, idempotency_key_header)) {
       bad_request(
           "header 'Idempotency-Key': set request::idempotency (key::use) instead, so that "

@@ -594,6 +594,10 @@ TEST(HttpClient, BadRequestsThrowNamingTheFieldAndValue) {
   r.headers = {{"Bad Name", "v"}};
   EXPECT_NE(invalid_argument_message([&] { (void)c.perform(r); }).find("header name"),
             std::string::npos);
+  r.headers = {{"Content-Length", "5"}};  // without a body: the server would wait for 5 bytes
+  const std::string length = invalid_argument_message([&] { (void)c.perform(r); });
+  EXPECT_NE(length.find("header 'Content-Length'"), std::string::npos) << length;
+  EXPECT_NE(length.find("'5'"), std::string::npos) << length;
   r.headers = {{"idempotency-key", "abc"}};
   EXPECT_NE(invalid_argument_message([&] { (void)c.perform(r); }).find("Idempotency-Key"),
             std::string::npos);

@@ -99,8 +99,8 @@ struct request {
   /// An absolute http:// or https:// URL.
   std::string url{};
   /// Extra header fields, sent in order; an empty value is sent as an empty value ("X-A:"),
-  /// never dropped or read as libcurl's "remove this header". A field named Idempotency-Key is
-  /// rejected: use
+  /// never dropped or read as libcurl's "remove this header". Content-Length is rejected (the
+  /// client sets it from `body`). A field named Idempotency-Key is rejected: use
   /// `idempotency`. The client adds User-Agent (stormguard/<version>) unless one is given, and
   /// "Expect:" (empty: no 100-continue wait) unless an Expect field is given.
   std::vector<header> headers{};
@@ -266,7 +266,8 @@ class client {
   /// Throws std::invalid_argument naming the field and the value for a bad request: a method
   /// that is not a token, a URL that libcurl cannot parse or whose scheme is not http/https, a
   /// header name that is not a token or a value with CR, LF or NUL, an Idempotency-Key header,
-  /// a HEAD with a body, or an invalid caller key. Failures of the request itself are results,
+  /// a Content-Length header (the client sets it from the body), a HEAD with a body, or an
+  /// invalid caller key. Failures of the request itself are results,
   /// never exceptions.
   [[nodiscard]] result perform(const request& req, const call_options& call = {});
 

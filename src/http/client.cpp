@@ -163,6 +163,11 @@ struct slist {
 // "scheme://host:port" of an absolute http(s) URL, lowercase: the key of the host's budget.
 // Throws std::invalid_argument naming "url" for anything else.
 std::string host_key(const std::string& url) {
+  // libcurl reads the URL as a C string: a NUL would silently cut it short (another target).
+  if (url.find('\0') != std::string::npos) {
+    bad_request("url: contains a NUL byte at position " + std::to_string(url.find('\0')) + ": " +
+                quoted(url));
+  }
   CURLU* u = curl_url();
   if (u == nullptr) throw std::bad_alloc();
   const auto cleanup = [&] { curl_url_cleanup(u); };

@@ -584,6 +584,9 @@ TEST(HttpClient, BadRequestsThrowNamingTheFieldAndValue) {
   const std::string scheme = invalid_argument_message([&] { (void)c.perform(r); });
   EXPECT_NE(scheme.find("url: "), std::string::npos) << scheme;
   EXPECT_NE(scheme.find("'ftp'"), std::string::npos) << scheme;
+  r.url = server.url("/a") + std::string(1, '\0') + "/b";  // libcurl would request /a
+  const std::string nul = invalid_argument_message([&] { (void)c.perform(r); });
+  EXPECT_NE(nul.find("url: contains a NUL byte at position"), std::string::npos) << nul;
   r.url = "not a url";
   EXPECT_NE(invalid_argument_message([&] { (void)c.perform(r); }).find("'not a url'"),
             std::string::npos);

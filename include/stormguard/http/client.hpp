@@ -264,11 +264,11 @@ class client {
   /// client's clock) bounds the whole call: each attempt's time-out is cut to it, and no retry
   /// is made whose delay would end past it (end_reason::deadline_exceeded).
   /// Throws std::invalid_argument naming the field and the value for a bad request: a method
-  /// that is not a token, a URL that libcurl cannot parse or whose scheme is not http/https, a
-  /// header name that is not a token or a value with CR, LF or NUL, an Idempotency-Key header,
-  /// a Content-Length header (the client sets it from the body), a HEAD with a body, or an
-  /// invalid caller key. Failures of the request itself are results,
-  /// never exceptions.
+  /// that is not a token, a URL that libcurl cannot parse, holds a NUL or whose scheme is not
+  /// http/https, a header name that is not a token or a value with CR, LF or NUL, an
+  /// Idempotency-Key header, a Content-Length header (the client sets it from the body), a HEAD
+  /// with a body, or an invalid caller key. Failures of the request itself are results, never
+  /// exceptions.
   [[nodiscard]] result perform(const request& req, const call_options& call = {});
 
   /// The validated settings.

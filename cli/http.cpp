@@ -240,6 +240,14 @@ int run_http(const http_options& o) {
     if (o.key_option->count() > 0) {
       if (o.idempotency_key == "auto") {
         req.idempotency = http::key::generate();
+      } else if (iequals_ascii(o.idempotency_key, "auto")) {
+        // "AUTO" would be sent as a literal key, the same on every run: the server would
+        // answer every later request with the first one's stored response.
+        throw CLI::ValidationError(
+            "--idempotency-key",
+            "'" + o.idempotency_key +
+                "' would be sent as a literal key, the same for every request; write auto (in "
+                "lowercase) for a new key per request");
       } else {
         try {
           (void)idempotency_key_field_value(o.idempotency_key, client_options.key_format);

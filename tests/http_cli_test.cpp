@@ -247,6 +247,9 @@ TEST(HttpCli, BadInputIsAUsageErrorNamingTheOptionAndValue) {
        "-d: '/dev/zero' holds more than 256 MiB, the largest body -d @FILE sends"},
       {"-H 'Content-Length: 5' http://127.0.0.1/", "header 'Content-Length': set from"},
       {"-X HEAD -d x http://127.0.0.1/", "body: a HEAD request cannot carry a body"},
+      // "AUTO" was sent as the literal key "AUTO", the same on every run.
+      {"--idempotency-key AUTO http://127.0.0.1/",
+       "--idempotency-key: 'AUTO' would be sent as a literal key, the same for every request"},
   };
   for (const auto& c : cases) {
     const auto r = run_cli(c.args);

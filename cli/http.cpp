@@ -8,6 +8,7 @@
 #include <CLI/CLI.hpp>
 #include <cerrno>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <iterator>
 #include <memory>
@@ -272,6 +273,9 @@ int run_http(const http_options& o) {
     };
   }
   interrupt_forwarder interrupts;
+  // A reader that went away (`stormguard http URL | head -c 10`) must give exit 1 and a message,
+  // as documented, not a death by SIGPIPE (141) that looks like a signal sent to stormguard.
+  (void)std::signal(SIGPIPE, SIG_IGN);
   http::client client(client_options);
   call_options call;
   call.stop = interrupts.token();

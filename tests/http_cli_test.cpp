@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -218,6 +219,23 @@ TEST(HttpCli, ZeroBaseWarnsThatEveryRetryStartsAtOnce) {
   const auto fast = run_cli(k_fast + "--retries 1 '" + server.url("/") + "'");
   EXPECT_EQ(fast.exit_code, 0) << fast.err;
   EXPECT_EQ(fast.err.find("warning"), std::string::npos) << fast.err;
+}
+
+TEST(HttpCli, AReaderThatWentAwayExitsOneNotBySigpipe) {
+  // Found by hand: `stormguard http URL | true` died of SIGPIPE (141); the docs say exit 1.
+  http_test_server server;
+  server.script({status(200, std::string(1 << 20, 'x'))});  // more than a pipe buffer
+  const std::string status_path =
+      ::testing::TempDir() + "http_cli_status_" + std::to_string(::getpid());
+  const std::string command = std::string("{ '") + STORMGUARD_CLI_PATH + "' http '" +
+                              server.url("/") + "' 2>/dev/null; echo $? >'" + status_path +
+                              "'; } | true";
+  ASSERT_EQ(std::system(command.c_str()), 0);
+  std::ifstream in(status_path);
+  int exit_code = -1;
+  in >> exit_code;
+  fs::remove(status_path);
+  EXPECT_EQ(exit_code, 1);
 }
 
 TEST(HttpCli, BadInputIsAUsageErrorNamingTheOptionAndValue) {

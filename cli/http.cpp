@@ -107,6 +107,11 @@ http::header parse_header_line(const std::string& line) {
   if (value.find_first_of(std::string_view("\r\n\0", 3)) != std::string_view::npos) {
     throw CLI::ValidationError("-H", "the value contains CR, LF or NUL: '" + line + "'");
   }
+  if (iequals_ascii(name, "Content-Length")) {
+    throw CLI::ValidationError("-H", "'" + line +
+                                         "': Content-Length is computed from the body (-d); "
+                                         "a different one would hang or split the request");
+  }
   if (iequals_ascii(name, idempotency_key_header)) {
     throw CLI::ValidationError(
         "-H", "'" + line +

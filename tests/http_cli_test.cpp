@@ -263,7 +263,8 @@ TEST(HttpCli, BadInputIsAUsageErrorNamingTheOptionAndValue) {
        "-d: cannot read '" + ::testing::TempDir() + "': Is a directory"},
       {"-d @/dev/zero http://127.0.0.1/",
        "-d: '/dev/zero' holds more than 256 MiB, the largest body -d @FILE sends"},
-      {"-H 'Content-Length: 5' http://127.0.0.1/", "header 'Content-Length': set from"},
+      {"-H 'Content-Length: 5' http://127.0.0.1/",
+       "-H: 'Content-Length: 5': Content-Length is computed from the body (-d)"},
       {"-X HEAD -d x http://127.0.0.1/", "body: a HEAD request cannot carry a body"},
       // "AUTO" was sent as the literal key "AUTO", the same on every run.
       {"--idempotency-key AUTO http://127.0.0.1/",

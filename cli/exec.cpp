@@ -146,10 +146,8 @@ int run_exec(const exec_options& options) {
     print_error("no command to run (use: stormguard exec [options] -- CMD [ARGS...])");
     return exit_usage;
   }
-  if (!options.quiet && policy_options.max_retries > 0 &&
-      policy_options.backoff.cap == duration::zero()) {
-    fmt::print(stderr,
-               "stormguard exec: warning: --cap is 0: every retry starts at once, with no delay\n");
+  if (const auto warning = zero_delay_warning(policy_options); warning && !options.quiet) {
+    fmt::print(stderr, "stormguard exec: warning: {}\n", *warning);
   }
 
   // An inherited SIG_IGN for SIGCHLD would make the kernel reap the command before its status

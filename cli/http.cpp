@@ -1,17 +1,18 @@
 // `stormguard http`: a curl-like request with the retry rules built in. Thin: the request goes
 // through stormguard::http::client (which retries through the library's retrier); this file
 // parses the command line, prints the response and maps how the call ended to an exit status.
+#include <fcntl.h>
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <cerrno>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
-#include <fstream>
 #include <iterator>
 #include <memory>
 #include <optional>
-#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -106,6 +107,11 @@ http::header parse_header_line(const std::string& line) {
   if (value.find_first_of(std::string_view("\r\n\0", 3)) != std::string_view::npos) {
     throw CLI::ValidationError("-H", "the value contains CR, LF or NUL: '" + line + "'");
   }
+  if (iequals_ascii(name, "Content-Length")) {
+    throw CLI::ValidationError("-H", "'" + line +
+                                         "': Content-Length is computed from the body (-d); "
+                                         "a different one would hang or split the request");
+  }
   if (iequals_ascii(name, idempotency_key_header)) {
     throw CLI::ValidationError(
         "-H", "'" + line +
@@ -115,20 +121,43 @@ http::header parse_header_line(const std::string& line) {
   return http::header{std::string(name), std::string(value)};
 }
 
-// -d DATA, or -d @FILE (the file's bytes, unchanged). Throws CLI::ValidationError naming -d.
+/// The largest body -d @FILE reads (it is held in memory, and sent again on every attempt): a
+/// larger file, or an endless one (/dev/zero, a pipe that never ends), is a usage error rather
+/// than a process that eats all memory. 4x the client's default response limit.
+constexpr std::size_t k_max_data_bytes = std::size_t{256} << 20;
+
+// -d DATA, or -d @FILE (the file's bytes, unchanged; a pipe or FIFO is read to its end). Throws
+// CLI::ValidationError naming -d and the file when it cannot be opened or read (a directory:
+// EISDIR) or holds more than k_max_data_bytes.
 std::string read_data(const std::string& data) {
   if (data.empty() || data.front() != '@') return data;
   const std::string path = data.substr(1);
   if (path.empty()) throw CLI::ValidationError("-d", "'@' needs a file name (-d @FILE)");
-  errno = 0;
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
     throw CLI::ValidationError("-d", "cannot read '" + path + "': " + errno_text(errno));
   }
-  std::ostringstream contents;
-  contents << in.rdbuf();
-  if (in.bad()) throw CLI::ValidationError("-d", "cannot read '" + path + "'");
-  return std::move(contents).str();
+  std::string contents;
+  char buffer[65536];
+  for (;;) {
+    const ssize_t n = ::read(fd, buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int error = errno;
+      ::close(fd);
+      throw CLI::ValidationError("-d", "cannot read '" + path + "': " + errno_text(error));
+    }
+    if (n == 0) break;
+    if (contents.size() + static_cast<std::size_t>(n) > k_max_data_bytes) {
+      ::close(fd);
+      throw CLI::ValidationError("-d", "'" + path + "' holds more than " +
+                                           std::to_string(k_max_data_bytes >> 20) +
+                                           " MiB, the largest body -d @FILE sends");
+    }
+    contents.append(buffer, static_cast<std::size_t>(n));
+  }
+  ::close(fd);
+  return contents;
 }
 
 duration positive_duration(std::string_view flag, const std::string& text) {
@@ -217,6 +246,14 @@ int run_http(const http_options& o) {
     if (o.key_option->count() > 0) {
       if (o.idempotency_key == "auto") {
         req.idempotency = http::key::generate();
+      } else if (iequals_ascii(o.idempotency_key, "auto")) {
+        // "AUTO" would be sent as a literal key, the same on every run: the server would
+        // answer every later request with the first one's stored response.
+        throw CLI::ValidationError(
+            "--idempotency-key",
+            "'" + o.idempotency_key +
+                "' would be sent as a literal key, the same for every request; write auto (in "
+                "lowercase) for a new key per request");
       } else {
         try {
           (void)idempotency_key_field_value(o.idempotency_key, client_options.key_format);
@@ -232,12 +269,18 @@ int run_http(const http_options& o) {
     return exit_usage;
   }
 
+  if (const auto warning = zero_delay_warning(client_options.retry)) {
+    fmt::print(stderr, "stormguard http: warning: {}\n", *warning);
+  }
   if (o.verbose) {
     client_options.on_attempt = [](const http::attempt_info& a) {
       fmt::print(stderr, "stormguard http: {}\n", describe_attempt(a));
     };
   }
   interrupt_forwarder interrupts;
+  // A reader that went away (`stormguard http URL | head -c 10`) must give exit 1 and a message,
+  // as documented, not a death by SIGPIPE (141) that looks like a signal sent to stormguard.
+  (void)std::signal(SIGPIPE, SIG_IGN);
   http::client client(client_options);
   call_options call;
   call.stop = interrupts.token();

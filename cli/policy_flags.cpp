@@ -60,6 +60,13 @@ void add_policy_flags(CLI::App& app, policy_flags& flags) {
       ->capture_default_str();
 }
 
+std::optional<std::string> zero_delay_warning(const retry_options& options) {
+  if (options.max_retries == 0 || options.backoff.base != duration::zero()) return std::nullopt;
+  return std::string(options.backoff.cap == duration::zero() ? "--base and --cap are 0s"
+                                                             : "--base is 0s") +
+         ": every retry starts at once, with no delay";
+}
+
 duration parse_duration_flag(std::string_view flag, std::string_view text) {
   const std::optional<duration> d = parse_duration(text);
   if (!d) {

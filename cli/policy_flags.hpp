@@ -12,6 +12,7 @@
 #define STORMGUARD_CLI_POLICY_FLAGS_HPP
 
 #include <CLI/CLI.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -39,6 +40,14 @@ void add_policy_flags(CLI::App& app, policy_flags& flags);
 /// (use a number and one of ns us ms s m h, e.g. 250ms)" or "--cap: cap must be >= base (1s),
 /// got 500ms".
 [[nodiscard]] stormguard::retry_options to_retry_options(const policy_flags& flags);
+
+/// The warning to print when `options` make every retry start at once (base 0, hence every
+/// backoff ceiling 0 for every jitter, and cap 0 too since cap >= base): "--base is 0s: every
+/// retry starts at once, with no delay", or std::nullopt when there is a delay (or no retry).
+/// Such a policy is allowed (a test may want it) but it is the retry storm stormguard exists to
+/// prevent, so `exec` and `http` print it to stderr.
+[[nodiscard]] std::optional<std::string> zero_delay_warning(
+    const stormguard::retry_options& options);
 
 /// Parses the value of a duration flag (stormguard::parse_duration). Throws CLI::ValidationError
 /// "<flag>: not a duration: '<text>' (use a number and one of ns us ms s m h, e.g. 250ms)".

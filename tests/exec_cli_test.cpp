@@ -321,10 +321,21 @@ TEST_F(ExecCli, ZeroCapWarnsButRuns) {
   const auto r = run_cli("exec --base 0s --cap 0s --retries 1 -- " + script("exit 3"));
   EXPECT_EQ(r.exit_code, 3) << r.output;
   EXPECT_EQ(runs(), 2);
-  EXPECT_NE(r.output.find("warning: --cap is 0"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("warning: --base and --cap are 0s: every retry starts at once"),
+            std::string::npos)
+      << r.output;
   const auto quiet = run_cli("exec --base 0s --cap 0s --retries 1 -q -- " + script("exit 3"));
   EXPECT_EQ(quiet.exit_code, 3) << quiet.output;
   EXPECT_EQ(quiet.output, "");
+}
+
+TEST_F(ExecCli, ZeroBaseWarnsWhateverTheCap) {
+  // Found by hand: `--base 0s` with the default --cap 3s makes every delay 0 too, silently.
+  const auto r = run_cli("exec --base 0s --retries 1 -- " + script("exit 3"));
+  EXPECT_EQ(r.exit_code, 3) << r.output;
+  EXPECT_EQ(runs(), 2);
+  EXPECT_NE(r.output.find("warning: --base is 0s: every retry starts at once"), std::string::npos)
+      << r.output;
 }
 
 TEST_F(ExecCli, QuietSilencesTheAttemptLog) {

@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -191,6 +192,52 @@ TEST(HttpCli, RetryAfterTooLongAndDeadlineExitSix) {
   EXPECT_LT(std::chrono::steady_clock::now() - start, 2s);
 }
 
+TEST(HttpCli, GetWithDataSendsTheBodyAndAnEmptyHeaderValueIsSent) {
+  // Found by hand: `-X GET -d` dropped the body and `-H 'X-Empty:'` dropped the header.
+  http_test_server server;
+  const auto r = run_cli(k_fast + "-X GET -d 'q=1' -H 'X-Empty:' -H 'Accept:' '" +
+                         server.url("/search") + "'");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  const auto requests = server.requests();
+  ASSERT_EQ(requests.size(), 1U);
+  EXPECT_EQ(requests[0].method, "GET");
+  EXPECT_EQ(requests[0].body, "q=1");
+  EXPECT_EQ(requests[0].header("X-Empty"), "");
+  EXPECT_EQ(requests[0].header("Accept"), "");
+}
+
+TEST(HttpCli, ZeroBaseWarnsThatEveryRetryStartsAtOnce) {
+  // Found by hand: `--base 0s` (any --cap) made every delay 0 without a word.
+  http_test_server server;
+  server.script({status(503), status(200)});
+  const auto zero = run_cli("--base 0s --retries 1 '" + server.url("/") + "'");
+  EXPECT_EQ(zero.exit_code, 0) << zero.err;
+  EXPECT_NE(zero.err.find("stormguard http: warning: --base is 0s: every retry starts at once"),
+            std::string::npos)
+      << zero.err;
+  EXPECT_EQ(server.requests().size(), 2U);
+  const auto fast = run_cli(k_fast + "--retries 1 '" + server.url("/") + "'");
+  EXPECT_EQ(fast.exit_code, 0) << fast.err;
+  EXPECT_EQ(fast.err.find("warning"), std::string::npos) << fast.err;
+}
+
+TEST(HttpCli, AReaderThatWentAwayExitsOneNotBySigpipe) {
+  // Found by hand: `stormguard http URL | true` died of SIGPIPE (141); the docs say exit 1.
+  http_test_server server;
+  server.script({status(200, std::string(1 << 20, 'x'))});  // more than a pipe buffer
+  const std::string status_path =
+      ::testing::TempDir() + "http_cli_status_" + std::to_string(::getpid());
+  const std::string command = std::string("{ '") + STORMGUARD_CLI_PATH + "' http '" +
+                              server.url("/") + "' 2>/dev/null; echo $? >'" + status_path +
+                              "'; } | true";
+  ASSERT_EQ(std::system(command.c_str()), 0);
+  std::ifstream in(status_path);
+  int exit_code = -1;
+  in >> exit_code;
+  fs::remove(status_path);
+  EXPECT_EQ(exit_code, 1);
+}
+
 TEST(HttpCli, BadInputIsAUsageErrorNamingTheOptionAndValue) {
   struct bad_case {
     std::string args;
@@ -210,6 +257,18 @@ TEST(HttpCli, BadInputIsAUsageErrorNamingTheOptionAndValue) {
       {"--attempt-timeout 0s http://127.0.0.1/", "--attempt-timeout: must be > 0, got '0s'"},
       {"--deadline soon http://127.0.0.1/", "--deadline: not a duration: 'soon'"},
       {"--base 5s --cap 1s http://127.0.0.1/", "--cap: "},
+      // Found by hand: a directory was sent as an empty body (exit 0), /dev/zero was read until
+      // memory ran out, and a Content-Length that differs from the body made the server wait.
+      {"-d @'" + ::testing::TempDir() + "' http://127.0.0.1/",
+       "-d: cannot read '" + ::testing::TempDir() + "': Is a directory"},
+      {"-d @/dev/zero http://127.0.0.1/",
+       "-d: '/dev/zero' holds more than 256 MiB, the largest body -d @FILE sends"},
+      {"-H 'Content-Length: 5' http://127.0.0.1/",
+       "-H: 'Content-Length: 5': Content-Length is computed from the body (-d)"},
+      {"-X HEAD -d x http://127.0.0.1/", "body: a HEAD request cannot carry a body"},
+      // "AUTO" was sent as the literal key "AUTO", the same on every run.
+      {"--idempotency-key AUTO http://127.0.0.1/",
+       "--idempotency-key: 'AUTO' would be sent as a literal key, the same for every request"},
   };
   for (const auto& c : cases) {
     const auto r = run_cli(c.args);

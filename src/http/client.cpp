@@ -163,6 +163,11 @@ struct slist {
 // "scheme://host:port" of an absolute http(s) URL, lowercase: the key of the host's budget.
 // Throws std::invalid_argument naming "url" for anything else.
 std::string host_key(const std::string& url) {
+  // libcurl reads the URL as a C string: a NUL would silently cut it short (another target).
+  if (url.find('\0') != std::string::npos) {
+    bad_request("url: contains a NUL byte at position " + std::to_string(url.find('\0')) + ": " +
+                quoted(url));
+  }
   CURLU* u = curl_url();
   if (u == nullptr) throw std::bad_alloc();
   const auto cleanup = [&] { curl_url_cleanup(u); };
@@ -196,6 +201,11 @@ void validate_request(const request& req) {
     bad_request("method: not an HTTP method (an RFC 9110 token such as GET or POST): " +
                 quoted(req.method));
   }
+  if (req.method == "HEAD" && !req.body.empty()) {
+    // libcurl sends a HEAD only without a body (CURLOPT_NOBODY); dropping it would lose data.
+    bad_request("body: a HEAD request cannot carry a body (" + std::to_string(req.body.size()) +
+                " bytes given)");
+  }
   for (const header& h : req.headers) {
     if (!is_token(h.name)) {
       bad_request("header name: not an RFC 9110 token: " + quoted(h.name));
@@ -203,6 +213,12 @@ void validate_request(const request& req) {
     if (h.value.find_first_of(std::string_view("\r\n\0", 3)) != std::string::npos) {
       bad_request("header " + quoted(h.name) +
                   ": the value contains CR, LF or NUL: " + quoted(h.value));
+    }
+    if (iequals(h.name, "Content-Length")) {
+      // libcurl sends a caller's Content-Length instead of its own: one that differs from the
+      // body makes the server wait for bytes that never come, or read the rest as a new request.
+      bad_request("header 'Content-Length': set from request::body by the client; got " +
+                  quoted(h.value) + " for a body of " + std::to_string(req.body.size()) + " bytes");
     }
     if (iequals(h.name, idempotency_key_header)) {
       bad_request(
@@ -412,7 +428,7 @@ struct client::impl {
     set(CURLOPT_TIMEOUT_MS, timeout_ms(std::min(options.attempt_timeout, ctx.time_left)));
     if (fresh_connection) set(CURLOPT_FRESH_CONNECT, 1L);
 
-    if (req.method == "GET") {
+    if (req.method == "GET" && req.body.empty()) {
       set(CURLOPT_HTTPGET, 1L);
     } else if (req.method == "HEAD") {
       set(CURLOPT_NOBODY, 1L);
@@ -526,7 +542,9 @@ result client::perform(const request& req, const call_options& call) {
   bool has_user_agent = false;
   bool has_expect = false;
   for (const header& h : req.headers) {
-    fields.append(h.name + ": " + h.value);
+    // libcurl reads "Name:" (nothing after the colon) as "remove this header" and drops it, or
+    // removes its own (Accept, Host, User-Agent); "Name;" is its syntax for an empty value.
+    fields.append(h.value.empty() ? h.name + ";" : h.name + ": " + h.value);
     has_user_agent = has_user_agent || iequals(h.name, "User-Agent");
     has_expect = has_expect || iequals(h.name, "Expect");
   }

@@ -513,6 +513,47 @@ TEST(HttpClient, SendsMethodHeadersAndBody) {
   EXPECT_EQ(requests[0].header("User-Agent")->rfind("stormguard/", 0), 0U);
 }
 
+TEST(HttpClient, HeadersWithAnEmptyValueAreSentWithAnEmptyValue) {
+  // libcurl drops "Name:" (and removes its own Accept/User-Agent for it); found by hand:
+  // `stormguard http -H 'X-Empty:'` sent no X-Empty at all.
+  http_test_server server;
+  client c(fast_options());
+  request r = get(server);
+  r.headers = {{"X-Empty", ""}, {"Accept", ""}, {"User-Agent", ""}, {"X-After", "1"}};
+  ASSERT_TRUE(c.perform(r).ok());
+  const auto requests = server.requests();
+  ASSERT_EQ(requests.size(), 1U);
+  EXPECT_EQ(requests[0].header("X-Empty"), "");
+  EXPECT_EQ(requests[0].header("Accept"), "");
+  EXPECT_EQ(requests[0].header("User-Agent"), "");
+  EXPECT_EQ(requests[0].header("X-After"), "1");
+}
+
+TEST(HttpClient, GetWithABodySendsTheBodyAndHeadWithABodyThrows) {
+  // CURLOPT_HTTPGET used to drop a GET's body silently (`stormguard http -X GET -d x`).
+  using stormguard::test_util::invalid_argument_message;
+  http_test_server server;
+  client c(fast_options());
+  request r = get(server, "/search");
+  r.body = R"({"query":"x"})";
+  ASSERT_TRUE(c.perform(r).ok());
+  r.body.clear();
+  ASSERT_TRUE(c.perform(r).ok());
+  const auto requests = server.requests();
+  ASSERT_EQ(requests.size(), 2U);
+  EXPECT_EQ(requests[0].method, "GET");
+  EXPECT_EQ(requests[0].body, R"({"query":"x"})");
+  EXPECT_EQ(requests[0].header("Content-Length"), "13");
+  EXPECT_EQ(requests[1].method, "GET");
+  EXPECT_EQ(requests[1].body, "");
+  EXPECT_FALSE(requests[1].header("Content-Length").has_value());
+  r.method = "HEAD";
+  r.body = "x";
+  const std::string head = invalid_argument_message([&] { (void)c.perform(r); });
+  EXPECT_NE(head.find("body: a HEAD request cannot carry a body"), std::string::npos) << head;
+  EXPECT_EQ(server.requests().size(), 2U);
+}
+
 TEST(HttpClient, BodyAboveTheLimitFailsWithoutRetry) {
   http_test_server server;
   scripted_response big = status(200);
@@ -543,6 +584,9 @@ TEST(HttpClient, BadRequestsThrowNamingTheFieldAndValue) {
   const std::string scheme = invalid_argument_message([&] { (void)c.perform(r); });
   EXPECT_NE(scheme.find("url: "), std::string::npos) << scheme;
   EXPECT_NE(scheme.find("'ftp'"), std::string::npos) << scheme;
+  r.url = server.url("/a") + std::string(1, '\0') + "/b";  // libcurl would request /a
+  const std::string nul = invalid_argument_message([&] { (void)c.perform(r); });
+  EXPECT_NE(nul.find("url: contains a NUL byte at position"), std::string::npos) << nul;
   r.url = "not a url";
   EXPECT_NE(invalid_argument_message([&] { (void)c.perform(r); }).find("'not a url'"),
             std::string::npos);
@@ -553,6 +597,10 @@ TEST(HttpClient, BadRequestsThrowNamingTheFieldAndValue) {
   r.headers = {{"Bad Name", "v"}};
   EXPECT_NE(invalid_argument_message([&] { (void)c.perform(r); }).find("header name"),
             std::string::npos);
+  r.headers = {{"Content-Length", "5"}};  // without a body: the server would wait for 5 bytes
+  const std::string length = invalid_argument_message([&] { (void)c.perform(r); });
+  EXPECT_NE(length.find("header 'Content-Length'"), std::string::npos) << length;
+  EXPECT_NE(length.find("'5'"), std::string::npos) << length;
   r.headers = {{"idempotency-key", "abc"}};
   EXPECT_NE(invalid_argument_message([&] { (void)c.perform(r); }).find("Idempotency-Key"),
             std::string::npos);

@@ -98,11 +98,14 @@ struct request {
   std::string method = "GET";
   /// An absolute http:// or https:// URL.
   std::string url{};
-  /// Extra header fields, sent in order. A field named Idempotency-Key is rejected: use
+  /// Extra header fields, sent in order; an empty value is sent as an empty value ("X-A:"),
+  /// never dropped or read as libcurl's "remove this header". Content-Length is rejected (the
+  /// client sets it from `body`). A field named Idempotency-Key is rejected: use
   /// `idempotency`. The client adds User-Agent (stormguard/<version>) unless one is given, and
   /// "Expect:" (empty: no 100-continue wait) unless an Expect field is given.
   std::vector<header> headers{};
-  /// The body (sent with Content-Length when non-empty, or for POST, PUT and PATCH).
+  /// The body (sent with Content-Length when non-empty, for any method including GET, or for
+  /// POST, PUT and PATCH). A HEAD with a body is rejected (libcurl cannot send one).
   std::string body{};
   /// The Idempotency-Key option.
   key idempotency = key::none();
@@ -261,9 +264,11 @@ class client {
   /// client's clock) bounds the whole call: each attempt's time-out is cut to it, and no retry
   /// is made whose delay would end past it (end_reason::deadline_exceeded).
   /// Throws std::invalid_argument naming the field and the value for a bad request: a method
-  /// that is not a token, a URL that libcurl cannot parse or whose scheme is not http/https, a
-  /// header name that is not a token or a value with CR, LF or NUL, an Idempotency-Key header,
-  /// or an invalid caller key. Failures of the request itself are results, never exceptions.
+  /// that is not a token, a URL that libcurl cannot parse, holds a NUL or whose scheme is not
+  /// http/https, a header name that is not a token or a value with CR, LF or NUL, an
+  /// Idempotency-Key header, a Content-Length header (the client sets it from the body), a HEAD
+  /// with a body, or an invalid caller key. Failures of the request itself are results, never
+  /// exceptions.
   [[nodiscard]] result perform(const request& req, const call_options& call = {});
 
   /// The validated settings.

@@ -313,11 +313,15 @@ int run_simulate(const simulate_options& options) {
     }
   }
   const std::filesystem::path csv_dir(options.csv_dir);
-  const auto print = [&](const std::string& text) {
-    if (!write_all(stdout, text)) {
+  // Prints the table (or JSON) first, then draws the plot: a plot that cannot be drawn (no
+  // gnuplot, an unwritable target) must not throw away a run's results.
+  const auto finish = [&](const auto& report) {
+    if (!write_all(stdout, options.json ? sim::to_json(report) : sim::format_table(report))) {
       print_error(fmt::format("cannot write to standard output: {}", errno_text(errno)));
       return exit_failure;
     }
+    std::fflush(stdout);
+    if (given(options.plot_option) && !write_plot(report, options.plot)) return exit_failure;
     return exit_success;
   };
 
@@ -353,17 +357,16 @@ int run_simulate(const simulate_options& options) {
     if (!options.csv_dir.empty() && !write_file(csv_dir / "brooker-occ.csv", sim::to_csv(report))) {
       return exit_failure;
     }
-    if (given(options.plot_option) && !write_plot(report, options.plot)) return exit_failure;
-    return print(options.json ? sim::to_json(report) : sim::format_table(report));
+    return finish(report);
   }
 
   if (kind == model::layers) {
     sim::layers_options o;
     if (seed) o.seed = *seed;
     if (given(options.layers_option)) {
-      const auto n = parse_count(options.layers, 1, 8);
+      const auto n = parse_count(options.layers, 1, 6);
       if (!n) {
-        print_error(fmt::format("--layers must be an integer in [1, 8], got '{}'", options.layers));
+        print_error(fmt::format("--layers must be an integer in [1, 6], got '{}'", options.layers));
         return exit_usage;
       }
       o.layers = static_cast<int>(*n);
@@ -372,8 +375,7 @@ int run_simulate(const simulate_options& options) {
     if (!options.csv_dir.empty() && !write_file(csv_dir / "layers.csv", sim::to_csv(report))) {
       return exit_failure;
     }
-    if (given(options.plot_option) && !write_plot(report, options.plot)) return exit_failure;
-    return print(options.json ? sim::to_json(report) : sim::format_table(report));
+    return finish(report);
   }
 
   // A time-series scenario: built in (by name) or a file (exit 1 when the file is bad).
@@ -417,8 +419,7 @@ int run_simulate(const simulate_options& options) {
         !write_file(csv_dir / (scenario.name + "-sweep.csv"), sim::to_csv(report))) {
       return exit_failure;
     }
-    if (given(options.plot_option) && !write_plot(report, options.plot)) return exit_failure;
-    return print(options.json ? sim::to_json(report) : sim::format_table(report));
+    return finish(report);
   }
 
   sim::simulation_report report;
@@ -436,8 +437,7 @@ int run_simulate(const simulate_options& options) {
       if (!write_file(csv_dir / (r.name + ".csv"), sim::to_csv(r))) return exit_failure;
     }
   }
-  if (given(options.plot_option) && !write_plot(report, options.plot)) return exit_failure;
-  return print(options.json ? sim::to_json(report) : sim::format_table(report));
+  return finish(report);
 }
 
 }  // namespace

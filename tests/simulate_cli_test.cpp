@@ -277,7 +277,7 @@ TEST_F(SimulateCli, BrookerOccSweepIsTheSameForOneAndTwoThreads) {
 TEST_F(SimulateCli, OptionsThatDoNotApplyAreUsageErrors) {
   for (const char* args :
        {"brooker-occ -s full", "brooker-occ --sweep load=1:2:1", "brooker-occ --trials 0",
-        "brooker-occ --layers 2", "--trials 5", "layers --sweep load=1:2:1", "layers --layers 9",
+        "brooker-occ --layers 2", "--trials 5", "layers --sweep load=1:2:1", "layers --layers 7",
         "--sweep clients=1:2:1", "--sweep load=1:2:0", "--sweep load=5", "--threads 0",
         "--plot out.pdf"}) {
     const auto r = run_cli(std::string("simulate ") + args);
@@ -336,6 +336,27 @@ TEST_F(SimulateCli, PlotIntoAMissingDirectoryFailsBeforeSimulating) {
   const auto r = run_cli("simulate -s none --plot " + path("missing/storm.png"));
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_NE(r.output.find("does not exist"), std::string::npos) << r.output;
+}
+
+TEST_F(SimulateCli, APlotThatCannotBeDrawnKeepsTheResults) {
+  // Without gnuplot on the PATH the plot fails after the run: the table must still be printed.
+  const auto r = run_shell("PATH=/nonexistent " + k_cli + " simulate " + path("storm.json") +
+                           " -s none --plot " + path("storm.png") + " 2>/dev/null");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("strategy"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("none"), std::string::npos) << r.output;
+}
+
+TEST_F(SimulateCli, LayersBeyondSixAreRefusedAndWideTablesStaySeparated) {
+  const auto refused = run_cli("simulate layers --layers 7");
+  EXPECT_EQ(refused.exit_code, 2) << refused.output;
+  EXPECT_NE(refused.output.find("--layers must be an integer in [1, 6], got '7'"),
+            std::string::npos)
+      << refused.output;
+  // Per-layer columns are 9 wide, so 6 layers' "1024.00x 4096.00x" keep a space between them.
+  const auto table = run_cli("simulate layers --layers 2 -s naive", false);
+  ASSERT_EQ(table.exit_code, 0) << table.output;
+  EXPECT_NE(table.output.find("    4.00x   16.00x"), std::string::npos) << table.output;
 }
 
 TEST_F(SimulateCli, ProgressBarOnlyWhenStderrIsATerminal) {

@@ -36,7 +36,7 @@ namespace stormguard::sim {
 /// The settings of the layers scenario. Times are virtual, from the start of the run.
 struct layers_options {
   std::uint64_t seed = 42;  ///< seeds the arrivals and every layer's generator
-  int layers = 3;           ///< retrying services above the bottom; in [1, 8]
+  int layers = 3;           ///< retrying services above the bottom; in [1, 6]
   /// Top-level requests per second (Poisson); > 0 and rate · duration <= 1,000,000.
   double requests_per_second = 1000.0;
   duration length = std::chrono::seconds(10);  ///< arrivals stop after it; in (0, 1 h]

@@ -4,7 +4,8 @@
 #   make build         configure + build the release preset into build/
 #   make run           build, then ./build/bin/stormguard simulate (also plots build/friday-night.png)
 #   make test          build, then run every test (ctest --preset release, 2 in parallel)
-#   make bench         build, then run every build/bench/*_benchmark (BENCH_ARGS=... to pass flags)
+#   make bench         build (with the benchmark programs), then run every build/bench/*_benchmark
+#                      (BENCH_ARGS=... to pass flags)
 #   make fuzz          build the libFuzzer targets (clang++-19, ASan+UBSan, build-fuzz/) and fuzz
 #                      the Retry-After parser for FUZZ_SECONDS (default 60) from fuzz/corpus/
 #   make format        clang-format -i over our sources
@@ -35,6 +36,7 @@ test: build
 	ctest --preset release -j2
 
 bench: build
+	cmake --build --preset release --target stormguard_benchmarks
 	@set -e; found=0; \
 	for b in build/bench/*_benchmark; do \
 	  [ -x "$$b" ] || continue; found=1; \

@@ -1191,6 +1191,7 @@ TEST(LoadSweep, RejectsABadRangeAndAScenarioWithoutAnEndingIncident) {
   EXPECT_TRUE(sim::validate(sim::load_range{1, 1e9, 1}));
   EXPECT_FALSE(sim::validate(sim::load_range{0.5, 1.5, 0.1}));
   EXPECT_EQ(sim::loads_of(sim::load_range{0.5, 1.5, 0.1}).size(), 11u);
+  EXPECT_EQ(sim::loads_of(sim::load_range{0.1, 0.3, 0.1}), (std::vector<double>{0.1, 0.2, 0.3}));
   EXPECT_THROW((void)sim::sweep_load(small_calm(), sim::builtin_strategies(), {1, 2, 1}),
                std::invalid_argument);
 }

@@ -139,7 +139,9 @@ struct ratio_budget_options {
 ///
 /// Thread-safe: deposit and try_withdraw take one short critical section (a mutex around the
 /// 11-slot ring). Times passed in may come from several threads slightly out of order; a time
-/// older than the newest seen counts in the newest slice.
+/// older than the newest seen counts in the newest slice. Consequently one time far ahead of the
+/// others (time_point::max(), a clock from another epoch) moves the window there, and nothing
+/// expires until the times passed in catch up: pass times from one steady clock.
 class ratio_budget {
  public:
   /// The scale of the integer arithmetic: one retry = 10^6 micro-retries.
@@ -275,8 +277,9 @@ struct retry_quota_options {
   /// The quota's capacity; it starts full. In [1, 1,000,000,000]. AWS: 500.
   std::int64_t max_tokens = 500;
   /// Tokens a retry costs after a failure other than a timeout. In [0, max_tokens]. AWS: 5.
+  /// 0 makes such retries free: the quota then never denies them.
   std::int64_t retry_cost = 5;
-  /// Tokens a retry costs after a timeout. In [0, max_tokens]. AWS: 10.
+  /// Tokens a retry costs after a timeout. In [0, max_tokens]. AWS: 10. 0 makes them free.
   std::int64_t timeout_cost = 10;
   /// Tokens a success on the first attempt returns. In [0, max_tokens]. AWS: 1.
   std::int64_t no_retry_increment = 1;
@@ -374,7 +377,9 @@ struct adaptive_throttle_options {
 /// a rejected retry with budget_exhausted. p is computed from the counts before this request.
 ///
 /// Thread-safe: one short critical section (a mutex around a 61-slot ring with running totals);
-/// the draw happens outside it.
+/// the draw happens outside it. As with ratio_budget, a time older than the newest seen counts in
+/// the newest slice, so one time far ahead of the others freezes the window until the times
+/// passed in catch up: pass times from one steady clock.
 class adaptive_throttle {
  public:
   /// The number of slices the window is kept as.
@@ -413,7 +418,9 @@ class adaptive_throttle {
   [[nodiscard]] const adaptive_throttle_options& options() const noexcept { return options_; }
 
   /// max(0, (requests − k · accepts) / (requests + padding)): the SRE book's formula, in one
-  /// place.
+  /// place. Expects what the class passes: requests >= 0, accepts >= 0, k >= 1, padding >= 1,
+  /// for which the result is in [0, 1). Other arguments are not checked (the function is on the
+  /// hot path and noexcept); the result is then meaningless (it may exceed 1, or be infinite).
   [[nodiscard]] static double probability(std::int64_t requests, std::int64_t accepts, double k,
                                           double padding = 1.0) noexcept;
 

@@ -63,9 +63,12 @@ std::vector<double> loads_of(const load_range& range) {
   std::vector<double> loads;
   const auto count =
       static_cast<std::size_t>(std::floor((range.to - range.from) / range.step * (1 + 1e-9)) + 1);
-  // from + k · step rather than repeated additions: no accumulated rounding.
+  // from + k · step rather than repeated additions: no accumulated rounding. Then 12 significant
+  // digits: 0.1 + 2 · 0.1 is 0.30000000000000004 in binary, and the load printed must be the 0.3
+  // the user asked for.
   for (std::size_t k = 0; k < count; ++k) {
-    loads.push_back(range.from + static_cast<double>(k) * range.step);
+    const double load = range.from + static_cast<double>(k) * range.step;
+    loads.push_back(std::stod(fmt::format("{:.12g}", load)));
   }
   return loads;
 }

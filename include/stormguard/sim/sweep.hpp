@@ -38,7 +38,9 @@ struct load_range {
 /// > 0, got 0"), or nullopt.
 [[nodiscard]] std::optional<std::string> validate(const load_range& range);
 
-/// The loads of `range`, ascending. Precondition: validate(range) is nullopt.
+/// The loads of `range`, ascending: from + k · step rounded to 12 significant digits (so that
+/// 0.1:0.3:0.1 gives 0.1, 0.2, 0.3 and not 0.30000000000000004). Precondition: validate(range)
+/// is nullopt.
 [[nodiscard]] std::vector<double> loads_of(const load_range& range);
 
 /// One run of the sweep.

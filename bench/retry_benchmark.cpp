@@ -23,28 +23,13 @@
 #include <system_error>
 #include <thread>
 
+#include "counting_allocator.hpp"
 #include "stormguard/budget.hpp"
 #include "stormguard/clock.hpp"
 #include "stormguard/random.hpp"
 #include "stormguard/retry.hpp"
 
-namespace {
-std::atomic<long> g_allocations{0};
-}  // namespace
-
-// GCC's -Wmismatched-new-delete does not know that this operator new is malloc-based and warns
-// on the free() below once both are inlined into a caller (a false positive).
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-#endif
-
-void* operator new(std::size_t size) {
-  g_allocations.fetch_add(1, std::memory_order_relaxed);
-  if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
-  throw std::bad_alloc();
-}
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+using stormguard_bench::g_allocations;
 
 namespace {
 

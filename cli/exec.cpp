@@ -102,6 +102,7 @@ class logging_clock final : public clock {
  public:
   explicit logging_clock(std::function<void(duration)> on_sleep) : on_sleep_(std::move(on_sleep)) {}
   [[nodiscard]] time_point now() const noexcept override { return real_.now(); }
+  [[nodiscard]] wall_time_point wall_now() const noexcept override { return real_.wall_now(); }
   bool sleep_for(duration d, const std::stop_token& stop) override {
     on_sleep_(d);
     return real_.sleep_for(d, stop);

@@ -137,3 +137,40 @@ TEST(RealClock, StopInterruptsSleepOfMaximumDuration) {
 }
 
 }  // namespace
+
+TEST(ManualClock, WallTimeStartsAtTheGivenInstantAndMovesWithSleeps) {
+  const stormguard::wall_time_point wall{std::chrono::seconds(1'700'000'000)};
+  manual_clock clock(time_point{} + std::chrono::seconds(5), wall);
+  EXPECT_EQ(clock.wall_now(), wall);
+  EXPECT_TRUE(clock.sleep_for(std::chrono::milliseconds(1500), {}));
+  EXPECT_EQ(clock.wall_now(), wall + std::chrono::milliseconds(1500));
+  clock.advance(std::chrono::seconds(2));
+  EXPECT_EQ(clock.wall_now(), wall + std::chrono::milliseconds(3500));
+  EXPECT_EQ(manual_clock().wall_now(), manual_clock::default_wall_start);
+}
+
+TEST(ManualClock, SetWallTimeStepsTheWallClockAlone) {
+  manual_clock clock;
+  const time_point before = clock.now();
+  const stormguard::wall_time_point target{std::chrono::seconds(946'684'800)};  // 2000-01-01
+  clock.set_wall_time(target);
+  EXPECT_EQ(clock.wall_now(), target);
+  EXPECT_EQ(clock.now(), before);
+  clock.advance(std::chrono::seconds(1));
+  EXPECT_EQ(clock.wall_now(), target + std::chrono::seconds(1));
+}
+
+TEST(ManualClock, WallTimeSaturatesInsteadOfOverflowing) {
+  manual_clock clock(time_point{}, stormguard::wall_time_point::max());
+  clock.advance(std::chrono::hours(1));
+  EXPECT_EQ(clock.wall_now(), stormguard::wall_time_point::max());
+}
+
+TEST(RealClock, WallTimeIsTheSystemClock) {
+  stormguard::real_clock clock;
+  const auto before = std::chrono::system_clock::now();
+  const auto wall = clock.wall_now();
+  const auto after = std::chrono::system_clock::now();
+  EXPECT_GE(wall, std::chrono::time_point_cast<stormguard::duration>(before));
+  EXPECT_LE(wall, std::chrono::time_point_cast<stormguard::duration>(after));
+}

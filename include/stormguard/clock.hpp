@@ -29,10 +29,16 @@ using duration = std::chrono::nanoseconds;
 /// Virtual clocks (testing::manual_clock, the simulator) use the same type, starting at the epoch.
 using time_point = std::chrono::time_point<std::chrono::steady_clock, duration>;
 
+/// An instant of the wall clock (std::chrono::system_clock, nanosecond ticks): what an HTTP-date
+/// (Retry-After: Fri, 31 Dec 1999 23:59:59 GMT) is compared with. Not monotonic.
+using wall_time_point = std::chrono::time_point<std::chrono::system_clock, duration>;
+
 /// The interface through which stormguard reads time and waits.
 ///
-/// Implementations must be monotonic: now() never goes backwards. Thread-safety is the
-/// implementation's to document; both implementations shipped by stormguard are thread-safe.
+/// Two time sources: now() (monotonic, for every delay, deadline and budget window) and
+/// wall_now() (calendar time, only to turn an absolute HTTP-date into a delay). Implementations
+/// must keep now() monotonic. Thread-safety is the implementation's to document; both
+/// implementations shipped by stormguard are thread-safe.
 class clock {
  public:
   virtual ~clock() = default;
@@ -44,6 +50,11 @@ class clock {
   /// comes first. Returns true when the whole duration elapsed, false when the wait ended early
   /// because a stop was requested (including a stop requested before the call).
   virtual bool sleep_for(duration d, const std::stop_token& stop) = 0;
+
+  /// The current calendar time (system_clock's epoch, 1970-01-01 UTC), used only to resolve an
+  /// HTTP-date Retry-After into a delay (RFC 9110 §10.2.3). May jump (NTP, a user setting the
+  /// clock); never used for delays or deadlines. Never throws.
+  [[nodiscard]] virtual wall_time_point wall_now() const noexcept = 0;
 
  protected:
   clock() = default;
@@ -60,6 +71,11 @@ class real_clock final : public clock {
   /// The steady clock's current instant.
   [[nodiscard]] time_point now() const noexcept override {
     return std::chrono::time_point_cast<duration>(std::chrono::steady_clock::now());
+  }
+
+  /// std::chrono::system_clock::now().
+  [[nodiscard]] wall_time_point wall_now() const noexcept override {
+    return std::chrono::time_point_cast<duration>(std::chrono::system_clock::now());
   }
 
   /// Sleeps `d` of steady time, or less if `stop` is requested (then returns false).

@@ -19,6 +19,16 @@ namespace stormguard::detail {
   return duration(sum);
 }
 
+/// a - b, clamped to [duration::min(), duration::max()] instead of overflowing.
+[[nodiscard]] constexpr duration saturating_sub(duration a, duration b) noexcept {
+  using rep = duration::rep;
+  rep diff{};
+  if (__builtin_sub_overflow(a.count(), b.count(), &diff)) {
+    return b.count() < 0 ? duration::max() : duration::min();
+  }
+  return duration(diff);
+}
+
 /// t + d, clamped to the representable time points instead of overflowing.
 [[nodiscard]] constexpr time_point saturating_add(time_point t, duration d) noexcept {
   return time_point(saturating_add(t.time_since_epoch(), d));

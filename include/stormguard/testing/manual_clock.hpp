@@ -22,10 +22,33 @@
 namespace stormguard::testing {
 
 /// A virtual clock for tests. Thread-safe (one mutex), though tests usually use it from one thread.
+///
+/// Its wall time (wall_now) starts at `wall_start` and moves with now(): sleeps and advance()
+/// move both by the same amount; set_wall_time() moves the wall clock alone (an NTP step).
 class manual_clock final : public stormguard::clock {
  public:
-  /// Starts at `start` (the epoch by default).
-  explicit manual_clock(time_point start = time_point{}) : now_(start) {}
+  /// 2001-09-09 01:46:40 UTC (10^9 s after the Unix epoch): the default wall time of a
+  /// manual_clock, far from both ends of every HTTP-date format.
+  static constexpr wall_time_point default_wall_start{std::chrono::seconds(1'000'000'000)};
+
+  /// Starts at `start` (the epoch by default) with the wall clock at `wall_start`.
+  explicit manual_clock(time_point start = time_point{},
+                        wall_time_point wall_start = default_wall_start)
+      : now_(start), wall_offset_(wall_start.time_since_epoch() - start.time_since_epoch()) {}
+
+  /// The virtual wall time: wall_start + (now() - start), plus any set_wall_time() step
+  /// (saturating at both ends of wall_time_point).
+  [[nodiscard]] wall_time_point wall_now() const noexcept override {
+    std::lock_guard lock(mutex_);
+    return wall_time_point(detail::saturating_add(now_.time_since_epoch(), wall_offset_));
+  }
+
+  /// Sets the wall clock to `t` without moving now() (as an NTP step or a user setting the date
+  /// would); later sleeps move both clocks together again.
+  void set_wall_time(wall_time_point t) noexcept {
+    std::lock_guard lock(mutex_);
+    wall_offset_ = detail::saturating_sub(t.time_since_epoch(), now_.time_since_epoch());
+  }
 
   /// The virtual now.
   [[nodiscard]] time_point now() const noexcept override {
@@ -63,6 +86,7 @@ class manual_clock final : public stormguard::clock {
  private:
   mutable std::mutex mutex_;
   time_point now_;
+  duration wall_offset_;  // wall_now() - now(), as durations since each clock's epoch
   std::vector<duration> sleeps_;
 };
 

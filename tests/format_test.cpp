@@ -1,0 +1,40 @@
+#include "stormguard/detail/format.hpp"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace {
+
+using stormguard::detail::quote_for_message;
+
+TEST(QuoteForMessage, QuotesPlainTextUnchanged) {
+  EXPECT_EQ(quote_for_message("friday-night"), "\"friday-night\"");
+  EXPECT_EQ(quote_for_message(""), "\"\"");
+}
+
+TEST(QuoteForMessage, EscapesControlBytesQuotesAndBackslashes) {
+  EXPECT_EQ(quote_for_message(std::string("a\x1b[31mb", 7)), "\"a\\x1b[31mb\"");
+  EXPECT_EQ(quote_for_message(std::string("x\0y", 3)), "\"x\\x00y\"");
+  EXPECT_EQ(quote_for_message("tab\there\r\n\x7f"), "\"tab\\x09here\\x0d\\x0a\\x7f\"");
+  EXPECT_EQ(quote_for_message("say \"hi\" \\ bye"), "\"say \\\"hi\\\" \\\\ bye\"");
+}
+
+TEST(QuoteForMessage, KeepsUtf8Readable) {
+  EXPECT_EQ(quote_for_message("ex\xc3\xa4mple"), "\"ex\xc3\xa4mple\"");
+}
+
+TEST(QuoteForMessage, TruncatesLongValuesAndGivesTheirLength) {
+  const std::string token(900'000, 'a');
+  const std::string quoted = quote_for_message(token);
+  EXPECT_EQ(quoted, "\"" + std::string(80, 'a') + "\"... (900000 bytes)");
+  EXPECT_EQ(quote_for_message("abcdef", 3), "\"abc\"... (6 bytes)");
+  EXPECT_EQ(quote_for_message("abc", 3), "\"abc\"");
+}
+
+TEST(QuoteForMessage, NeverCutsAUtf8SequenceInTwo) {
+  // "ab" then U+00E4 (2 bytes): a cut after 3 bytes would split it; the cut backs off to 2.
+  EXPECT_EQ(quote_for_message("ab\xc3\xa4zz", 3), "\"ab\"... (6 bytes)");
+}
+
+}  // namespace

@@ -170,6 +170,39 @@ void BM_RetryPolicy_Decide_RetryAfter(benchmark::State& state) {
 }
 BENCHMARK(BM_RetryPolicy_Decide_RetryAfter);
 
+// Building a policy per call (the natural pattern when the options come with the request)
+// against copying one built once: the cost of validation and of the ceiling table.
+void BM_RetryPolicy_Construct(benchmark::State& state) {
+  stormguard::retry_options options;
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(options);
+    stormguard::retry_policy policy(options);
+    benchmark::DoNotOptimize(policy);
+  }
+}
+BENCHMARK(BM_RetryPolicy_Construct);
+
+// Multiplier 1.5: std::pow per ceiling until the cap (9 of them for 100 ms .. 3 s).
+void BM_RetryPolicy_Construct_Multiplier1_5(benchmark::State& state) {
+  stormguard::retry_options options{.backoff = {.multiplier = 1.5}};
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(options);
+    stormguard::retry_policy policy(options);
+    benchmark::DoNotOptimize(policy);
+  }
+}
+BENCHMARK(BM_RetryPolicy_Construct_Multiplier1_5);
+
+void BM_RetryPolicy_Copy(benchmark::State& state) {
+  const stormguard::retry_policy built;
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(&built);
+    stormguard::retry_policy policy(built);
+    benchmark::DoNotOptimize(policy);
+  }
+}
+BENCHMARK(BM_RetryPolicy_Copy);
+
 // A thread sleeps 10 s on real_clock; the time from request_stop() to that thread running again
 // (manual time: only that interval is measured).
 void BM_RealClock_StopWakeLatency(benchmark::State& state) {

@@ -1,5 +1,6 @@
 #include "stormguard/backoff.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 #include <string>
@@ -43,7 +44,11 @@ duration compute_ceiling(const backoff_options& o, int retry) noexcept {
   const double exponent =
       static_cast<double>(retry) - (o.exponent == ceiling_exponent::retry ? 0.0 : 1.0);
   if (o.multiplier == 1.0 || exponent == 0.0) return o.base;
-  const double value = static_cast<double>(o.base.count()) * std::pow(o.multiplier, exponent);
+  // Multiplier 2 (the default): an exact scaling by a power of two, far cheaper than std::pow.
+  const double scale = o.multiplier == 2.0
+                           ? std::ldexp(1.0, static_cast<int>(std::min(exponent, 2000.0)))
+                           : std::pow(o.multiplier, exponent);
+  const double value = static_cast<double>(o.base.count()) * scale;
   // 2^63 is exactly representable; anything at or above it (or inf) saturates.
   if (!(value < 0x1.0p63)) return o.cap;
   const duration ceiling{static_cast<std::int64_t>(value)};
@@ -77,8 +82,16 @@ backoff::backoff(backoff_options options) : options_(options) {
   if (options_.jitter == jitter::decorrelated && options_.base == duration::zero()) {
     reject("decorrelated jitter needs base > 0 (every delay would be U(0, 0) = 0), got base 0s");
   }
-  for (int retry = 1; retry <= k_table_size; ++retry) {
-    table_[static_cast<std::size_t>(retry - 1)] = compute_ceiling(options_, retry);
+  // The ceilings grow until they reach cap and stay there: compute them only up to cap (6
+  // entries for the defaults) and fill the rest, so that building a policy per call is cheap.
+  int retry = 1;
+  for (; retry <= k_table_size; ++retry) {
+    const duration c = compute_ceiling(options_, retry);
+    table_[static_cast<std::size_t>(retry - 1)] = c;
+    if (c == options_.cap) break;
+  }
+  for (++retry; retry <= k_table_size; ++retry) {
+    table_[static_cast<std::size_t>(retry - 1)] = options_.cap;
   }
 }
 

@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <climits>
 #include <cmath>
@@ -508,3 +509,32 @@ TEST(JitterNames, ParseRejectsAnythingElse) {
 }
 
 }  // namespace
+
+// The ceiling table is filled only up to the cap (and with exact power-of-two scaling for
+// multiplier 2): every ceiling must still equal the formula min(cap, base · m^(n-1)) computed
+// independently in long double, on both sides of the table's end (32) and of the cap.
+TEST(Ceiling, TableShortcutMatchesTheFormulaForEveryRetry) {
+  struct param {
+    stormguard::duration base, cap;
+    double multiplier;
+  };
+  const param params[] = {{100ms, 3s, 2.0},  {1ns, 3s, 2.0},
+                          {7ms, 1h, 1.5},    {3ns, stormguard::duration::max(), 2.0},
+                          {1us, 10min, 3.0}, {250ms, 250ms, 2.0},
+                          {1ms, 40s, 1.1}};
+  for (const auto& p : params) {
+    const stormguard::backoff b({.base = p.base, .cap = p.cap, .multiplier = p.multiplier});
+    for (int n = 1; n <= 80; ++n) {
+      const long double exact = static_cast<long double>(p.base.count()) *
+                                std::pow(static_cast<long double>(p.multiplier), n - 1);
+      const long double capped = std::min(exact, static_cast<long double>(p.cap.count()));
+      const auto got = static_cast<long double>(b.ceiling(n).count());
+      // double vs long double rounding: within 1 ns per 2^52 of the value.
+      EXPECT_LE(std::abs(got - capped), 1.0L + capped * 0x1.0p-50L)
+          << "base " << p.base.count() << " m " << p.multiplier << " retry " << n;
+      if (n > 1) {
+        EXPECT_GE(b.ceiling(n), b.ceiling(n - 1)) << "retry " << n;
+      }
+    }
+  }
+}

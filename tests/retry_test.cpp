@@ -246,15 +246,67 @@ TEST(Retrier, RetryAfterAboveMaximumEndsWithoutSleeping) {
   EXPECT_EQ(budget.withdrawals, 0);  // the budget is not charged for a retry never made
 }
 
-TEST(Retrier, RetryAfterEqualToMaximumIsHonoured) {
+TEST(Retrier, RetryAfterEqualToMaximumIsHonouredWithoutSpread) {
   manual_clock clock;
-  // The backoff draws 0; the spread U(0, 15 s) draws its top: 30 s + 15 s.
+  // The backoff draws 0; the spread has no room left under max_retry_after: exactly 30 s.
   scripted_random rng{fraction(0.0), fraction(1.0)};
   retrier retry(retry_policy(retry_options{.max_retries = 1, .max_retry_after = 30s}), clock, rng);
   flaky op{1};
   const auto result = retry(op, [](int) { return classification::retry_after(30s); });
   EXPECT_TRUE(result.ok());
-  EXPECT_EQ(clock.sleeps(), (std::vector<duration>{45s}));
+  EXPECT_EQ(clock.sleeps(), (std::vector<duration>{30s}));
+}
+
+TEST(RetryPolicy, MaxRetryAfterBoundsTheSleepIncludingTheSpread) {
+  // The reported case: --max-retry-after 2s with Retry-After: 2 waited 2.94 s. Now the spread
+  // only uses the room left below max_retry_after.
+  const retry_policy policy(retry_options{.max_retries = 1, .max_retry_after = 2s});
+  stormguard::random_generator rng(7);
+  stormguard::no_budget none;
+  for (const duration d : {duration(2s), duration(1500ms), duration(1s), duration(0ns)}) {
+    duration longest{};
+    for (int i = 0; i < 20'000; ++i) {
+      const auto next = policy.decide(1, classification::retry_after(d), 0ns, rng, none, {});
+      ASSERT_TRUE(next.retry);
+      ASSERT_GE(next.delay, d);
+      ASSERT_LE(next.delay, 2s) << "Retry-After " << d.count();
+      longest = std::max(longest, next.delay);
+    }
+    // The spread is still used where there is room: up to min(d/2, 2 s - d) above d.
+    const duration room = std::min(d / 2, duration(2s) - d);
+    EXPECT_GE(longest, d + room * 99 / 100) << "Retry-After " << d.count();
+  }
+}
+
+TEST(RetryPolicy, RetryAfterSpreadKeepsItsFullRangeBelowTheMaximum) {
+  // Retry-After 2 s, max 60 s: the sleep is spread over [2 s, 3 s] as before.
+  scripted_random rng{fraction(0.0), fraction(1.0)};
+  const retry_policy policy(retry_options{.max_retries = 1});
+  stormguard::no_budget none;
+  const auto next = policy.decide(1, classification::retry_after(2s), 0ns, rng, none, {});
+  EXPECT_EQ(next.delay, 3s);
+}
+
+TEST(RetryPolicy, ABackoffLongerThanMaxRetryAfterIsKeptWithoutSpread) {
+  // Backoff none with base = cap = 5 s, Retry-After 1 s, max_retry_after 2 s: the policy's own
+  // backoff (5 s) is longer than both; the Retry-After adds nothing above it.
+  scripted_random rng{fraction(1.0), fraction(1.0)};
+  const retry_policy policy(
+      retry_options{.max_retries = 1,
+                    .backoff = {.base = 5s, .cap = 5s, .jitter = stormguard::jitter::none},
+                    .max_retry_after = 2s});
+  stormguard::no_budget none;
+  const auto next = policy.decide(1, classification::retry_after(1s), 0ns, rng, none, {});
+  EXPECT_EQ(next.delay, 5s);
+}
+
+TEST(RetryPolicy, EmptyBracesMeanTheDefaults) {
+  const retry_policy policy({});
+  EXPECT_EQ(policy.options(), retry_options{});
+  const stormguard::backoff b({});
+  EXPECT_EQ(b.options(), stormguard::backoff_options{});
+  const retry_policy designated({.max_retries = 5});
+  EXPECT_EQ(designated.max_retries(), 5);
 }
 
 TEST(Classification, NegativeRetryAfterCountsAsZero) {

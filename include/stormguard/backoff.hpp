@@ -34,6 +34,7 @@
 #include <array>
 #include <chrono>
 #include <cstdint>
+#include <initializer_list>
 #include <limits>
 #include <optional>
 #include <string_view>
@@ -42,6 +43,14 @@
 #include "stormguard/random.hpp"
 
 namespace stormguard {
+
+namespace detail {
+/// The element type of the `({})` constructors of backoff and retry_policy: never constructed.
+/// `T({})` could otherwise mean either T(options{}) or a copy of T(), and did not compile.
+struct empty_braces {
+  empty_braces() = delete;
+};
+}  // namespace detail
 
 /// How a delay is spread below its ceiling (Brooker 2015). See the file comment for formulas.
 enum class jitter {
@@ -101,6 +110,9 @@ class backoff {
   /// the field and the value when base < 0, cap < base, multiplier is NaN, infinite or < 1,
   /// jitter or exponent is not one of the enumerators, or jitter is decorrelated with base == 0.
   explicit backoff(backoff_options options = {});
+
+  /// `backoff({})`: the defaults, as backoff().
+  backoff(std::initializer_list<detail::empty_braces>) : backoff(backoff_options{}) {}
 
   /// A constant backoff: every ceiling is `delay` (base = cap = delay, multiplier 1), with the
   /// given jitter (none by default: exactly `delay` each time). Throws std::invalid_argument for

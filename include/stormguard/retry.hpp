@@ -49,125 +49,15 @@
 
 #include "stormguard/backoff.hpp"
 #include "stormguard/budget.hpp"
+#include "stormguard/budget_protocol.hpp"
 #include "stormguard/classify.hpp"
 #include "stormguard/clock.hpp"
 #include "stormguard/detail/saturate.hpp"
+#include "stormguard/outcome.hpp"
 #include "stormguard/random.hpp"
+#include "stormguard/retry_policy.hpp"
 
 namespace stormguard {
-
-/// Why a call ended.
-enum class end_reason {
-  success,               ///< an attempt succeeded
-  not_retryable,         ///< the classifier said stop
-  attempts_exhausted,    ///< max_retries retries were made and the last attempt failed too
-  budget_exhausted,      ///< the retry budget denied the next retry (fail fast)
-  retry_after_too_long,  ///< the server's Retry-After exceeded max_retry_after
-  deadline_exceeded,     ///< the next attempt could not start before the deadline
-  cancelled,             ///< a stop was requested (std::stop_token)
-  throttled,  ///< the budget rejected the first attempt locally (adaptive_throttle); no attempt
-};
-
-/// "success", "not_retryable", "attempts_exhausted", "budget_exhausted",
-/// "retry_after_too_long", "deadline_exceeded", "cancelled", "throttled"; "unknown" for a value
-/// outside the enum.
-[[nodiscard]] std::string_view to_string(end_reason r) noexcept;
-
-/// The settings of a retry_policy. Defaults from the seed's DefaultRetryConfig.
-struct retry_options {
-  /// Retries after the first attempt: 3 means at most 4 attempts. In [0, 1,000,000].
-  int max_retries = 3;
-  /// The backoff between attempts (see backoff.hpp).
-  backoff_options backoff{};
-  /// The longest Retry-After the policy will wait for; a longer one ends the call at once with
-  /// end_reason::retry_after_too_long (never an early retry). > 0. Default 60 s (DESIGN.md).
-  duration max_retry_after = std::chrono::seconds(60);
-
-  friend bool operator==(const retry_options&, const retry_options&) = default;
-};
-
-/// What to do after a failed attempt: retry after `delay`, or stop for `reason`.
-struct retry_decision {
-  bool retry = false;                       ///< true: wait `delay`, then attempt again
-  duration delay{};                         ///< the wait before the next attempt, when retry
-  end_reason reason = end_reason::success;  ///< why the call ends, when !retry
-
-  friend constexpr bool operator==(const retry_decision&, const retry_decision&) = default;
-};
-
-/// A validated set of retry rules: how many retries, which backoff, the longest Retry-After.
-/// Immutable; share one instance between threads freely.
-class retry_policy {
- public:
-  /// Validates `options`: throws std::invalid_argument naming the field and the value when
-  /// max_retries is outside [0, 1,000,000], max_retry_after <= 0, or the backoff is invalid
-  /// (see stormguard::backoff).
-  explicit retry_policy(retry_options options = {});
-
-  /// The validated settings.
-  [[nodiscard]] const retry_options& options() const noexcept { return options_; }
-  /// The backoff built from options().backoff.
-  [[nodiscard]] const stormguard::backoff& backoff() const noexcept { return backoff_; }
-  /// Retries allowed after the first attempt.
-  [[nodiscard]] int max_retries() const noexcept { return options_.max_retries; }
-
-  /// Decides what follows failed attempt number `attempt` (from 1), classified as `verdict`.
-  /// In this order:
-  ///  1. stop ⇒ not_retryable;
-  ///  2. attempt > max_retries ⇒ attempts_exhausted;
-  ///  3. retry_after(d) with d > max_retry_after ⇒ retry_after_too_long (never an early retry);
-  ///  4. delay = backoff().delay(attempt, g, previous_delay); with retry_after(d) it becomes
-  ///     max(delay, d) + U(0, d / 2) (one more draw from `g`): never earlier than the server
-  ///     asked (RFC 9110 §10.2.3), and spread upward over up to half of d so that clients told
-  ///     the same instant do not come back in lockstep (Envoy spreads Retry-After over
-  ///     [d, 1.5 d) in the same way; with a backoff below d the range is exactly [d, 1.5 d]);
-  ///  5. now + delay at or past `deadline` ⇒ deadline_exceeded (no pointless last sleep; the
-  ///     spread counts: a Retry-After that fits but whose spread does not also ends the call);
-  ///  6. only then is one retry withdrawn from `budget` at `now`, as
-  ///     budget.try_withdraw(now, status, g) with status timeout when verdict.timeout(), failure
-  ///     otherwise (denied ⇒ budget_exhausted).
-  /// A call that stops before step 4 draws nothing; before step 6 it spends no budget.
-  /// `previous_delay` is the delay waited before this attempt (zero before the first retry).
-  /// `deadline` is an instant of the caller's clock; time_point::max() = none. All arithmetic
-  /// saturates. Thread-safe for distinct `g` (the policy is immutable; `budget` is the budget's).
-  template <bit_generator G, retry_budget<G> B>
-  [[nodiscard]] retry_decision decide(int attempt, classification verdict, duration previous_delay,
-                                      G& g, B& budget, time_point now,
-                                      time_point deadline = time_point::max()) const {
-    if (verdict.verdict() == classification::kind::stop) return stop(end_reason::not_retryable);
-    if (attempt > options_.max_retries) return stop(end_reason::attempts_exhausted);
-    if (verdict.verdict() == classification::kind::retry_after &&
-        verdict.delay() > options_.max_retry_after) {
-      return stop(end_reason::retry_after_too_long);
-    }
-    duration delay = backoff_.delay(attempt, g, previous_delay);
-    if (verdict.verdict() == classification::kind::retry_after) {
-      const duration d = verdict.delay();
-      delay = detail::saturating_add(std::max(delay, d), uniform_duration(g, d / 2));
-    }
-    if (deadline != time_point::max() && detail::saturating_add(now, delay) >= deadline) {
-      return stop(end_reason::deadline_exceeded);
-    }
-    if (!budget.try_withdraw(now, status_of(verdict), g)) {
-      return stop(end_reason::budget_exhausted);
-    }
-    return retry_decision{true, delay, end_reason::success};
-  }
-
-  /// How a failed attempt with this verdict ended, as a budget sees it: not_retryable for stop,
-  /// timeout when verdict.timeout(), failure otherwise.
-  [[nodiscard]] static constexpr attempt_status status_of(classification verdict) noexcept {
-    if (verdict.verdict() == classification::kind::stop) return attempt_status::not_retryable;
-    return verdict.timeout() ? attempt_status::timeout : attempt_status::failure;
-  }
-
- private:
-  static constexpr retry_decision stop(end_reason r) noexcept {
-    return retry_decision{false, duration::zero(), r};
-  }
-  retry_options options_;
-  stormguard::backoff backoff_;
-};
 
 /// What an operation is told about the attempt it is making.
 struct attempt_context {
@@ -186,60 +76,6 @@ struct call_options {
   /// (end_reason::deadline_exceeded).
   time_point deadline = time_point::max();
 };
-
-/// Wraps an error so that it converts to an outcome<T, E> holding the error.
-template <class E>
-struct failure {
-  E error;
-};
-template <class E>
-failure(E) -> failure<E>;
-
-/// The result of one attempt: a value of type T, or an error of type E. The minimal
-/// expected-like type for C++20 code; an operation may return any type with has_value(),
-/// operator* and error() (std::expected in C++23) instead.
-template <class T, class E>
-class outcome {
- public:
-  /// A successful outcome holding `value`.
-  constexpr outcome(T value) : state_(std::in_place_index<0>, std::move(value)) {}
-  /// A failed outcome holding `f.error`.
-  template <class F>
-  requires std::constructible_from<E, F>
-  constexpr outcome(failure<F> f) : state_(std::in_place_index<1>, std::move(f.error)) {}
-
-  [[nodiscard]] constexpr bool has_value() const noexcept { return state_.index() == 0; }
-  constexpr explicit operator bool() const noexcept { return has_value(); }
-  /// The value. Precondition: has_value().
-  [[nodiscard]] constexpr T& operator*() & noexcept { return *std::get_if<0>(&state_); }
-  [[nodiscard]] constexpr const T& operator*() const& noexcept { return *std::get_if<0>(&state_); }
-  [[nodiscard]] constexpr T&& operator*() && noexcept {
-    return std::move(*std::get_if<0>(&state_));
-  }
-  /// The error. Precondition: !has_value().
-  [[nodiscard]] constexpr E& error() & noexcept { return *std::get_if<1>(&state_); }
-  [[nodiscard]] constexpr const E& error() const& noexcept { return *std::get_if<1>(&state_); }
-  [[nodiscard]] constexpr E&& error() && noexcept { return std::move(*std::get_if<1>(&state_)); }
-
- private:
-  std::variant<T, E> state_;
-};
-
-/// An expected-like type: has_value(), operator* and error().
-template <class R>
-concept expected_like = requires(R r) {
-  { r.has_value() } -> std::convertible_to<bool>;
-  *std::move(r);
-  std::move(r).error();
-};
-
-/// The value of a successful call whose operation returns no value (a std::error_code, void, or
-/// an expected-like type of void): retry_result<done_t, E>::value holds `done`.
-struct done_t {
-  friend constexpr bool operator==(done_t, done_t) noexcept = default;
-};
-/// The only done_t value.
-inline constexpr done_t done{};
 
 namespace detail {
 
@@ -339,11 +175,13 @@ struct [[nodiscard]] retry_result {
 
 /// The synchronous retry executor: calls an operation until it succeeds or the policy says
 /// stop, sleeping between attempts through the injected clock, drawing jitter from the injected
-/// generator and spending retries from the budget: budget.try_admit before the first attempt (a
+/// generator and spending retries from the budget through the one budget protocol
+/// (request_budget, budget_protocol.hpp): budget.try_admit before the first attempt (a
 /// rejection ends the call with end_reason::throttled and no attempt), budget.record after every
 /// attempt (success, failure, timeout or not_retryable, from the classifier's verdict; an attempt
-/// during which a stop was requested is not recorded), and one withdrawal per retry in
-/// retry_policy::decide.
+/// during which a stop was requested is not recorded), one withdrawal per retry in
+/// retry_policy::decide, and, for a budget that hears them, the end of each granted retry and of
+/// the request (also when the operation, the classifier or a hook throws).
 ///
 /// Hooks (see on_retry and on_give_up) are template parameters defaulting to no_hook, so a
 /// retrier without them pays nothing. The success path of a call (the first attempt succeeds,
@@ -422,9 +260,10 @@ class retrier {
       if constexpr (!std::same_as<OnGiveUp, no_hook>) on_give_up_(std::as_const(result));
     };
 
+    request_budget ticket;
+    const end_guard<B> ends{ticket, budget(), *clock_};
     const bool has_deadline = call.deadline != time_point::max();
     duration previous{};
-    attempt_status retried = attempt_status::success;  // how the attempt being retried ended
     for (int attempt = 1;; ++attempt) {
       if (call.stop.stop_requested()) {
         give_up(end_reason::cancelled);
@@ -440,7 +279,7 @@ class retrier {
         context.time_left = call.deadline - now;
       }
       if constexpr (!std::same_as<B, no_budget>) {
-        if (attempt == 1 && !budget_->try_admit(clock_->now(), *random_)) {
+        if (attempt == 1 && !ticket.admit(budget(), clock_->now(), *random_)) {
           give_up(end_reason::throttled);
           return result;
         }
@@ -448,7 +287,8 @@ class retrier {
       attempt_result r = detail::invoke_attempt(op, std::as_const(context));
       result.attempts = attempt;
       if (r.has_value()) {
-        record(attempt_status::success, attempt, retried);
+        if constexpr (!std::same_as<B, no_budget>)
+          ticket.succeeded(budget(), clock_->now(), attempt);
         if (result.last_error) {
           result.previous_errors.push_back(std::move(*result.last_error));
           result.last_error.reset();
@@ -460,15 +300,14 @@ class retrier {
       if (result.last_error) result.previous_errors.push_back(std::move(*result.last_error));
       result.last_error.emplace(std::move(r).error());
       if (call.stop.stop_requested()) {
-        // Stopped during the attempt: no verdict, no budget withdrawal, no on_retry.
+        // Stopped during the attempt: no verdict, no record, no budget withdrawal, no on_retry.
         give_up(end_reason::cancelled);
         return result;
       }
       const classification verdict = to_classification(classify, std::as_const(*result.last_error));
-      const attempt_status status = retry_policy::status_of(verdict);
-      record(status, attempt, retried);
       const time_point before = clock_->now();
-      const retry_decision next = policy_decide(attempt, verdict, previous, before, call.deadline);
+      const retry_decision next = ticket.failed(policy_, budget(), attempt, verdict, previous,
+                                                *random_, before, call.deadline);
       if (!next.retry) {
         give_up(next.reason);
         return result;
@@ -484,7 +323,6 @@ class retrier {
       }
       result.slept = detail::saturating_add(result.slept, next.delay);
       previous = next.delay;
-      retried = status;
     }
   }
 
@@ -512,19 +350,28 @@ class retrier {
     }
   }
 
-  void record(attempt_status status, int attempt, attempt_status retried) {
-    if constexpr (!std::same_as<B, no_budget>) {
-      budget_->record(clock_->now(), attempt_report{status, attempt, retried});
+  // Ends the request's budget protocol (request_budget::end) however the call ends, an
+  // exception from the operation, the classifier or a hook included. Reads the clock only when
+  // the budget hears ends (Envoy's concurrency budget): free for every other budget.
+  template <class Budget>
+  struct end_guard {
+    request_budget& ticket;
+    Budget& budget;
+    clock& clk;
+    end_guard(request_budget& t, Budget& b, clock& c) noexcept : ticket(t), budget(b), clk(c) {}
+    end_guard(const end_guard&) = delete;
+    end_guard& operator=(const end_guard&) = delete;
+    ~end_guard() {
+      if (ticket.has_pending_end<Budget>()) ticket.end(budget, clk.now());
     }
-  }
+  };
 
-  retry_decision policy_decide(int attempt, classification verdict, duration previous,
-                               time_point now, time_point deadline) {
+  // The budget the protocol talks to: the one given, or an empty no_budget.
+  B& budget() noexcept {
     if constexpr (std::same_as<B, no_budget>) {
-      no_budget none;
-      return policy_.decide(attempt, verdict, previous, *random_, none, now, deadline);
+      return none_;
     } else {
-      return policy_.decide(attempt, verdict, previous, *random_, *budget_, now, deadline);
+      return *budget_;
     }
   }
 
@@ -534,6 +381,7 @@ class retrier {
   B* budget_;
   [[no_unique_address]] OnRetry on_retry_{};
   [[no_unique_address]] OnGiveUp on_give_up_{};
+  [[no_unique_address]] no_budget none_{};
 };
 
 template <class G>

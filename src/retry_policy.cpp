@@ -1,4 +1,4 @@
-#include "stormguard/retry.hpp"
+#include "stormguard/retry_policy.hpp"
 
 #include <stdexcept>
 #include <string>

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "stormguard/detail/format.hpp"
+#include "stormguard/duration_text.hpp"
 
 namespace stormguard {
 
@@ -58,7 +59,6 @@ duration compute_ceiling(const backoff_options& o, int retry) noexcept {
 }  // namespace
 
 backoff::backoff(backoff_options options) : options_(options) {
-  using detail::format_duration;
   if (options_.base < duration::zero()) {
     reject("base must be >= 0, got " + format_duration(options_.base));
   }
@@ -97,7 +97,7 @@ backoff::backoff(backoff_options options) : options_(options) {
 
 backoff backoff::constant(duration delay, stormguard::jitter j) {
   if (delay < duration::zero()) {
-    reject("constant delay must be >= 0, got " + detail::format_duration(delay));
+    reject("constant delay must be >= 0, got " + format_duration(delay));
   }
   return backoff(backoff_options{.base = delay, .cap = delay, .multiplier = 1.0, .jitter = j});
 }

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "stormguard/detail/format.hpp"
+#include "stormguard/duration_text.hpp"
 
 namespace stormguard {
 
@@ -65,7 +66,7 @@ const ratio_budget_options& validated(const ratio_budget_options& o) {
     reject("ratio_budget", "ratio must be in [0, 1000], got " + detail::format_double(o.ratio));
   }
   if (o.ttl < std::chrono::seconds(1) || o.ttl > std::chrono::seconds(60)) {
-    reject("ratio_budget", "ttl must be in [1s, 60s], got " + detail::format_duration(o.ttl));
+    reject("ratio_budget", "ttl must be in [1s, 60s], got " + format_duration(o.ttl));
   }
   if (o.min_retries_per_second < 0 || o.min_retries_per_second > 1'000'000) {
     reject("ratio_budget", "min_retries_per_second must be in [0, 1000000], got " +
@@ -217,8 +218,7 @@ namespace {
 
 const adaptive_throttle_options& validated(const adaptive_throttle_options& o) {
   if (o.window < std::chrono::seconds(1) || o.window > std::chrono::hours(1)) {
-    reject("adaptive_throttle",
-           "window must be in [1s, 1h], got " + detail::format_duration(o.window));
+    reject("adaptive_throttle", "window must be in [1s, 1h], got " + format_duration(o.window));
   }
   if (std::isnan(o.k) || o.k < 1.0 || o.k > 1000.0) {
     reject("adaptive_throttle", "k must be in [1, 1000], got " + detail::format_double(o.k));

@@ -3,7 +3,7 @@
 #include <cstdint>
 #include <limits>
 
-#include "stormguard/random.hpp"  // detail::uint128
+#include "stormguard/detail/uint128.hpp"
 
 namespace stormguard {
 

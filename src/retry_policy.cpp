@@ -4,6 +4,7 @@
 #include <string>
 
 #include "stormguard/detail/format.hpp"
+#include "stormguard/duration_text.hpp"
 
 namespace stormguard {
 
@@ -39,7 +40,7 @@ const retry_options& validated(const retry_options& options) {
   }
   if (options.max_retry_after <= duration::zero()) {
     throw std::invalid_argument("stormguard::retry_policy: max_retry_after must be > 0, got " +
-                                detail::format_duration(options.max_retry_after));
+                                format_duration(options.max_retry_after));
   }
   return options;
 }

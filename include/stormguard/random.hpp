@@ -18,12 +18,10 @@
 #include <random>
 
 #include "stormguard/clock.hpp"
+#include "stormguard/detail/splitmix64.hpp"
+#include "stormguard/detail/uint128.hpp"
 
 namespace stormguard {
-
-namespace detail {
-__extension__ typedef unsigned __int128 uint128;  // GCC and Clang; __extension__ quiets -Wpedantic
-}  // namespace detail
 
 /// A uniform random bit generator that yields every 64-bit value: min() == 0 and
 /// max() == UINT64_MAX. stormguard's draws assume it so that results do not depend on the
@@ -62,7 +60,7 @@ class random_generator {
 
   /// Restarts the sequence from `seed_value` (same expansion as the seeding constructor).
   void seed(std::uint64_t seed_value) noexcept {
-    for (auto& word : state_) word = splitmix64(seed_value);
+    for (auto& word : state_) word = detail::splitmix64_next(seed_value);
   }
 
   static constexpr result_type min() noexcept { return 0; }
@@ -87,12 +85,6 @@ class random_generator {
  private:
   static constexpr std::uint64_t rotl(std::uint64_t x, int k) noexcept {
     return (x << k) | (x >> (64 - k));
-  }
-  static constexpr std::uint64_t splitmix64(std::uint64_t& x) noexcept {
-    std::uint64_t z = (x += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
   }
 
   std::uint64_t state_[4]{};

@@ -13,6 +13,7 @@
 #include "stormguard/budget.hpp"
 #include "stormguard/detail/format.hpp"
 #include "stormguard/detail/saturate.hpp"
+#include "stormguard/duration_text.hpp"
 #include "stormguard/random.hpp"
 #include "stormguard/retry.hpp"
 
@@ -217,7 +218,7 @@ std::optional<std::string> validate(const layers_options& o) {
            detail::format_double(o.requests_per_second);
   }
   if (o.length <= duration::zero() || o.length > std::chrono::hours(1)) {
-    return "duration: must be in (0, 1h], got " + detail::format_duration(o.length);
+    return "duration: must be in (0, 1h], got " + format_duration(o.length);
   }
   const double requests = o.requests_per_second * std::chrono::duration<double>(o.length).count();
   if (requests > k_max_requests) {
@@ -227,11 +228,10 @@ std::optional<std::string> validate(const layers_options& o) {
         k_max_requests, detail::format_double(requests));
   }
   if (o.incident_start < duration::zero()) {
-    return "incident_start: must be >= 0, got " + detail::format_duration(o.incident_start);
+    return "incident_start: must be >= 0, got " + format_duration(o.incident_start);
   }
   if (o.incident_end <= o.incident_start) {
-    return "incident_end: must be after incident_start, got " +
-           detail::format_duration(o.incident_end);
+    return "incident_end: must be after incident_start, got " + format_duration(o.incident_end);
   }
   return std::nullopt;
 }
@@ -298,10 +298,9 @@ std::string format_table(const layers_report& report) {
   const std::string incident =
       o.incident_start == duration::zero() && o.incident_end == duration::max()
           ? std::string("for the whole run")
-          : fmt::format("from {} to {}", detail::format_duration(o.incident_start),
-                        o.incident_end == duration::max()
-                            ? std::string("the end")
-                            : detail::format_duration(o.incident_end));
+          : fmt::format("from {} to {}", format_duration(o.incident_start),
+                        o.incident_end == duration::max() ? std::string("the end")
+                                                          : format_duration(o.incident_end));
   std::string out = fmt::format(
       "layers: {} retrying layer{} above a bottom service that fails every attempt {}; {} "
       "top-level req/s for {}; no network delay (only backoffs take time); one service "
@@ -310,7 +309,7 @@ std::string format_table(const layers_report& report) {
       o.requests_per_second == std::floor(o.requests_per_second) && o.requests_per_second < 1e15
           ? grouped(static_cast<std::int64_t>(o.requests_per_second))
           : detail::format_double(o.requests_per_second),
-      detail::format_duration(o.length), o.seed);
+      format_duration(o.length), o.seed);
   out +=
       fmt::format("{:<13} {:<12} {:>9} {:>10} {:>8} {:>9}  {}\n", "strategy", "retries at",
                   "requests", "bottom", "ampl.", "throttled", "attempts per request at each layer");

@@ -65,8 +65,8 @@ const ratio_budget_options& validated(const ratio_budget_options& o) {
   if (std::isnan(o.ratio) || o.ratio < 0.0 || o.ratio > 1000.0) {
     reject("ratio_budget", "ratio must be in [0, 1000], got " + detail::format_double(o.ratio));
   }
-  if (o.ttl < std::chrono::seconds(1) || o.ttl > std::chrono::seconds(60)) {
-    reject("ratio_budget", "ttl must be in [1s, 60s], got " + format_duration(o.ttl));
+  if (o.window < std::chrono::seconds(1) || o.window > std::chrono::seconds(60)) {
+    reject("ratio_budget", "window must be in [1s, 60s], got " + format_duration(o.window));
   }
   if (o.min_retries_per_second < 0 || o.min_retries_per_second > 1'000'000) {
     reject("ratio_budget", "min_retries_per_second must be in [0, 1000000], got " +
@@ -85,10 +85,12 @@ const ratio_budget_options& validated(const ratio_budget_options& o) {
 ratio_budget::ratio_budget(ratio_budget_options options)
     : options_(validated(options)),
       deposit_amount_(std::llround(options_.ratio * static_cast<double>(k_scale))),
-      // reserve = floor/s · ttl(s) · scale = floor · ttl(ns) / 1000; exact for whole microseconds.
-      reserve_(options_.min_retries_per_second * (options_.ttl.count() / 1000)),
-      // Rounded up, so that k_slices whole slices span at least ttl (a retry counts for >= ttl).
-      window_((options_.ttl.count() + k_slices - 1) / k_slices) {}
+      // reserve = floor/s · window(s) · scale = floor · window(ns) / 1000; exact for whole
+      // microseconds.
+      reserve_(options_.min_retries_per_second * (options_.window.count() / 1000)),
+      // Rounded up, so that k_slices whole slices span at least window (a retry counts for >=
+      // window).
+      window_((options_.window.count() + k_slices - 1) / k_slices) {}
 
 void ratio_budget::deposit(time_point now) noexcept {
   std::lock_guard lock(mutex_);
@@ -202,7 +204,7 @@ bool retry_quota::try_acquire(std::int64_t cost) noexcept {
 void retry_quota::record(time_point, const attempt_report& report) noexcept {
   if (report.status != attempt_status::success) return;
   const std::int64_t refund =
-      report.attempt <= 1 ? options_.no_retry_increment : cost_of(report.retried);
+      report.attempt <= 1 ? options_.no_retry_increment : cost_of(report.previous_status);
   add_clamped(tokens_, refund, options_.max_tokens);
 }
 

@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "stormguard/budget_protocol.hpp"
 #include "stormguard/random.hpp"
 #include "stormguard/testing/scripted_random.hpp"
 #include "test_util.hpp"
@@ -45,10 +46,10 @@ using stormguard::test_util::invalid_argument_message;
 
 double seconds(duration d) { return std::chrono::duration<double>(d).count(); }
 
-// The reserve in whole retries: min_retries_per_second · ttl.
+// The reserve in whole retries: min_retries_per_second · window.
 std::int64_t reserve_of(const ratio_budget_options& o) {
   return static_cast<std::int64_t>(
-      std::floor(static_cast<double>(o.min_retries_per_second) * seconds(o.ttl)));
+      std::floor(static_cast<double>(o.min_retries_per_second) * seconds(o.window)));
 }
 
 // Withdraws until denied; returns how many were granted.
@@ -79,12 +80,12 @@ TEST(RatioBudgetValidation, RejectsBadRatioNamingFieldAndValue) {
 }
 
 TEST(RatioBudgetValidation, RejectsTtlOutsideOneToSixtySeconds) {
-  EXPECT_THAT(invalid_argument_message([] { ratio_budget b({.ttl = 500ms}); }),
-              AllOf(HasSubstr("ttl"), HasSubstr("500ms")));
-  EXPECT_THAT(invalid_argument_message([] { ratio_budget b({.ttl = 61s}); }),
-              AllOf(HasSubstr("ttl"), HasSubstr("61s")));
-  EXPECT_THAT(invalid_argument_message([] { ratio_budget b({.ttl = -10s}); }),
-              AllOf(HasSubstr("ttl"), HasSubstr("-10s")));
+  EXPECT_THAT(invalid_argument_message([] { ratio_budget b({.window = 500ms}); }),
+              AllOf(HasSubstr("window"), HasSubstr("500ms")));
+  EXPECT_THAT(invalid_argument_message([] { ratio_budget b({.window = 61s}); }),
+              AllOf(HasSubstr("window"), HasSubstr("61s")));
+  EXPECT_THAT(invalid_argument_message([] { ratio_budget b({.window = -10s}); }),
+              AllOf(HasSubstr("window"), HasSubstr("-10s")));
 }
 
 TEST(RatioBudgetValidation, RejectsBadMinRetriesPerSecond) {
@@ -96,8 +97,9 @@ TEST(RatioBudgetValidation, RejectsBadMinRetriesPerSecond) {
 }
 
 TEST(RatioBudgetValidation, AcceptsTheBoundaries) {
-  EXPECT_NO_THROW(ratio_budget({.ratio = 0.0, .ttl = 1s, .min_retries_per_second = 0}));
-  EXPECT_NO_THROW(ratio_budget({.ratio = 1000.0, .ttl = 60s, .min_retries_per_second = 1'000'000}));
+  EXPECT_NO_THROW(ratio_budget({.ratio = 0.0, .window = 1s, .min_retries_per_second = 0}));
+  EXPECT_NO_THROW(
+      ratio_budget({.ratio = 1000.0, .window = 60s, .min_retries_per_second = 1'000'000}));
   EXPECT_EQ(ratio_budget().options(), ratio_budget_options{});
 }
 
@@ -107,13 +109,13 @@ TEST(RatioBudgetValidation, AcceptsTheBoundaries) {
 
 TEST(RatioBudget, ReserveGrantsExactlyFloorTimesTtlThenDenies) {
   for (const ratio_budget_options o :
-       {ratio_budget_options{}, ratio_budget_options{.ttl = 1s, .min_retries_per_second = 3},
-        ratio_budget_options{.ttl = 60s, .min_retries_per_second = 7},
-        ratio_budget_options{.ttl = 2500ms, .min_retries_per_second = 2}}) {
+       {ratio_budget_options{}, ratio_budget_options{.window = 1s, .min_retries_per_second = 3},
+        ratio_budget_options{.window = 60s, .min_retries_per_second = 7},
+        ratio_budget_options{.window = 2500ms, .min_retries_per_second = 2}}) {
     ratio_budget b(o);
     const time_point now = t0 + 1234ms;
     EXPECT_EQ(b.balance(now), reserve_of(o));
-    EXPECT_EQ(drain(b, now), reserve_of(o)) << "ttl " << seconds(o.ttl);
+    EXPECT_EQ(drain(b, now), reserve_of(o)) << "window " << seconds(o.window);
     EXPECT_FALSE(b.try_withdraw(now));
     EXPECT_EQ(b.balance(now), 0);
   }
@@ -126,23 +128,23 @@ TEST(RatioBudget, NoFloorAndNoDepositsDeniesEverything) {
 }
 
 TEST(RatioBudget, WithdrawalsExpireAfterTtlAndTheBalanceRecovers) {
-  const ratio_budget_options o{.ratio = 0.1, .ttl = 10s, .min_retries_per_second = 10};
-  const duration slice = o.ttl / ratio_budget::k_slices;
+  const ratio_budget_options o{.ratio = 0.1, .window = 10s, .min_retries_per_second = 10};
+  const duration slice = o.window / ratio_budget::k_slices;
   // Spend the reserve at an instant in the middle of a slice, then watch it come back.
   for (const time_point spent_at : {t0 + 500ms, t0 + 3s, t0 + 3s + 999ms, t0 - 7250ms}) {
     ratio_budget b(o);
     ASSERT_EQ(drain(b, spent_at), reserve_of(o));
-    // Still spent for a whole ttl: a retry counts against every window of ttl it falls in.
-    EXPECT_EQ(b.balance(spent_at + o.ttl - 1ns), 0);
-    EXPECT_FALSE(b.try_withdraw(spent_at + o.ttl - 1ns));
+    // Still spent for a whole window: a retry counts against every window of window it falls in.
+    EXPECT_EQ(b.balance(spent_at + o.window - 1ns), 0);
+    EXPECT_FALSE(b.try_withdraw(spent_at + o.window - 1ns));
     // Back in full no later than one slice after that.
-    EXPECT_EQ(b.balance(spent_at + o.ttl + slice), reserve_of(o));
-    EXPECT_EQ(drain(b, spent_at + o.ttl + slice), reserve_of(o));
+    EXPECT_EQ(b.balance(spent_at + o.window + slice), reserve_of(o));
+    EXPECT_EQ(drain(b, spent_at + o.window + slice), reserve_of(o));
   }
 }
 
 TEST(RatioBudget, DepositsExpireToo) {
-  ratio_budget b({.ratio = 1.0, .ttl = 1s, .min_retries_per_second = 0});
+  ratio_budget b({.ratio = 1.0, .window = 1s, .min_retries_per_second = 0});
   for (int i = 0; i < 5; ++i) b.deposit(t0);
   EXPECT_EQ(b.balance(t0 + 500ms), 5);
   EXPECT_EQ(b.balance(t0 + 5s), 0);
@@ -218,24 +220,24 @@ struct bound_check {
   double steady_mean = 0;        // mean of granted / bound over windows inside the traffic
 };
 
-// For every window [w, w + ttl) (w stepping by `step` over the run), compares the retries granted
-// in it with ratio × requests(in the window plus the slice before it) + floor × ttl.
+// For every window [w, w + window) (w stepping by `step` over the run), compares the retries
+// granted in it with ratio × requests(in the window plus the slice before it) + floor × window.
 bound_check check_bound(const ratio_budget_options& o, const greedy_run& run, duration step) {
-  const duration slice = o.ttl / ratio_budget::k_slices;
+  const duration slice = o.window / ratio_budget::k_slices;
   bound_check result;
-  const time_point first = run.requests.front() - o.ttl;
-  const time_point last = run.requests.back() + o.ttl;
+  const time_point first = run.requests.front() - o.window;
+  const time_point last = run.requests.back() + o.window;
   double steady_sum = 0;
   int steady_windows = 0;
   for (time_point w = first; w <= last; w += step) {
-    const auto granted = static_cast<double>(count_in(run.grants, w, w + o.ttl));
+    const auto granted = static_cast<double>(count_in(run.grants, w, w + o.window));
     const double bound =
-        o.ratio * static_cast<double>(count_in(run.requests, w - slice, w + o.ttl)) +
-        static_cast<double>(o.min_retries_per_second) * seconds(o.ttl);
+        o.ratio * static_cast<double>(count_in(run.requests, w - slice, w + o.window)) +
+        static_cast<double>(o.min_retries_per_second) * seconds(o.window);
     result.worst_excess = std::max(result.worst_excess, granted - bound);
     if (bound > 0) result.closest = std::max(result.closest, granted / bound);
     // Steady state: a full slice of traffic before the window, and traffic to its end.
-    if (w - slice >= run.requests.front() + o.ttl && w + o.ttl <= run.requests.back()) {
+    if (w - slice >= run.requests.front() + o.window && w + o.window <= run.requests.back()) {
       steady_sum += granted / bound;
       ++steady_windows;
     }
@@ -256,18 +258,18 @@ TEST(RatioBudget, RetriesInAnyWindowOfTtlStayWithinRatioTimesRequestsPlusFloor) 
       // The defaults (10 %, 10 s, 10/s) at 200 requests/s.
       {{}, 3370ms, 5ms, 60s},
       // A reserve that dominates: 50 requests/s, 20 %, floor 30/s over 4 s.
-      {{.ratio = 0.2, .ttl = 4s, .min_retries_per_second = 30}, 1250ms, 20ms, 30s},
+      {{.ratio = 0.2, .window = 4s, .min_retries_per_second = 30}, 1250ms, 20ms, 30s},
       // No floor, ratio 0.5, short window, starting before the epoch.
-      {{.ratio = 0.5, .ttl = 1s, .min_retries_per_second = 0}, -2730ms, 1ms, 8s},
-      // A ttl that ten slices do not divide evenly, ratio above 1.
-      {{.ratio = 2.5, .ttl = 3s + 7ns, .min_retries_per_second = 1}, 777ms, 10ms, 20s},
+      {{.ratio = 0.5, .window = 1s, .min_retries_per_second = 0}, -2730ms, 1ms, 8s},
+      // A window that ten slices do not divide evenly, ratio above 1.
+      {{.ratio = 2.5, .window = 3s + 7ns, .min_retries_per_second = 1}, 777ms, 10ms, 20s},
   };
   for (const greedy_case& c : cases) {
     const greedy_run run = run_greedy(c.options, t0 + c.start, c.interval, c.length);
     ASSERT_FALSE(run.grants.empty());
     const bound_check check = check_bound(c.options, run, 10ms);
-    SCOPED_TRACE("ratio " + std::to_string(c.options.ratio) + ", ttl " +
-                 std::to_string(seconds(c.options.ttl)) + " s, floor " +
+    SCOPED_TRACE("ratio " + std::to_string(c.options.ratio) + ", window " +
+                 std::to_string(seconds(c.options.window)) + " s, floor " +
                  std::to_string(c.options.min_retries_per_second) + "/s");
     // Never above the bound ...
     EXPECT_LE(check.worst_excess, 1e-9);
@@ -286,7 +288,7 @@ TEST(RatioBudget, LongRunRetryRateApproachesRatioPlusFloor) {
   const duration length = 100s;
   const greedy_run run = run_greedy(o, t0 + 450ms, 10ms, length);
   const double upper = o.ratio * static_cast<double>(run.requests.size()) +
-                       static_cast<double>(o.min_retries_per_second) * seconds(length + o.ttl);
+                       static_cast<double>(o.min_retries_per_second) * seconds(length + o.window);
   const auto granted = static_cast<double>(run.grants.size());
   EXPECT_LE(granted, upper);
   EXPECT_GE(granted, 0.85 * upper);
@@ -297,7 +299,7 @@ TEST(RatioBudget, LongRunRetryRateApproachesRatioPlusFloor) {
 // ---------------------------------------------------------------------------------------------
 
 TEST(RatioBudget, BalanceNeverNegativeAndWithdrawAgreesWithIt) {
-  ratio_budget b({.ratio = 0.3, .ttl = 2s, .min_retries_per_second = 1});
+  ratio_budget b({.ratio = 0.3, .window = 2s, .min_retries_per_second = 1});
   stormguard::random_generator g(77);
   time_point now = t0 - 3s;
   for (int i = 0; i < 100'000; ++i) {
@@ -318,7 +320,7 @@ TEST(RatioBudget, BalanceNeverNegativeAndWithdrawAgreesWithIt) {
 // ---------------------------------------------------------------------------------------------
 
 TEST(RatioBudget, WorksAcrossTheEpoch) {
-  ratio_budget b({.ratio = 1.0, .ttl = 1s, .min_retries_per_second = 0});
+  ratio_budget b({.ratio = 1.0, .window = 1s, .min_retries_per_second = 0});
   b.deposit(t0 - 50ms);
   b.deposit(t0 - 50ms);
   EXPECT_EQ(b.balance(t0 + 20ms), 2);  // the slice boundary at 0 is not a reset
@@ -328,7 +330,7 @@ TEST(RatioBudget, WorksAcrossTheEpoch) {
 }
 
 TEST(RatioBudget, OutOfOrderTimesCountInTheNewestSlice) {
-  ratio_budget b({.ratio = 1.0, .ttl = 1s, .min_retries_per_second = 0});
+  ratio_budget b({.ratio = 1.0, .window = 1s, .min_retries_per_second = 0});
   b.deposit(t0 + 20s);
   b.deposit(t0 + 5s);  // older than the newest seen: counted now, not lost
   EXPECT_EQ(b.balance(t0 + 20s), 2);
@@ -339,7 +341,7 @@ TEST(RatioBudget, OutOfOrderTimesCountInTheNewestSlice) {
 }
 
 TEST(RatioBudget, ExtremeInstantsDoNotBreakIt) {
-  ratio_budget b({.ratio = 1.0, .ttl = 1s, .min_retries_per_second = 2});
+  ratio_budget b({.ratio = 1.0, .window = 1s, .min_retries_per_second = 2});
   for (const time_point now : {time_point::min(), time_point::min() + 1s, t0,
                                time_point::max() - 1s, time_point::max(), time_point::min()}) {
     b.deposit(now);
@@ -355,7 +357,7 @@ TEST(RatioBudget, ExtremeInstantsDoNotBreakIt) {
 // ---------------------------------------------------------------------------------------------
 
 TEST(RatioBudget, ConcurrentDepositsAndWithdrawalsAddUp) {
-  const ratio_budget_options o{.ratio = 0.1, .ttl = 10s, .min_retries_per_second = 10};
+  const ratio_budget_options o{.ratio = 0.1, .window = 10s, .min_retries_per_second = 10};
   ratio_budget b(o);
   constexpr int k_threads = 4;
   constexpr int k_iterations = 20'000;
@@ -385,7 +387,7 @@ TEST(RatioBudget, ConcurrentDepositsAndWithdrawalsAddUp) {
 }
 
 TEST(RatioBudget, ConcurrentUseWithAdvancingTimeStaysConsistent) {
-  const ratio_budget_options o{.ratio = 0.1, .ttl = 1s, .min_retries_per_second = 5};
+  const ratio_budget_options o{.ratio = 0.1, .window = 1s, .min_retries_per_second = 5};
   ratio_budget b(o);
   constexpr int k_threads = 4;
   constexpr int k_iterations = 20'000;
@@ -406,9 +408,9 @@ TEST(RatioBudget, ConcurrentUseWithAdvancingTimeStaysConsistent) {
     });
   }
   for (auto& thread : threads) thread.join();
-  // 8 s of 10 % of 80,000 requests plus at most one reserve per ttl (+1 for the partial window).
+  // 8 s of 10 % of 80,000 requests plus at most one reserve per window (+1 for the partial window).
   const double upper = o.ratio * k_threads * k_iterations +
-                       static_cast<double>(reserve_of(o)) * (8.0 / seconds(o.ttl) + 1);
+                       static_cast<double>(reserve_of(o)) * (8.0 / seconds(o.window) + 1);
   EXPECT_LE(static_cast<double>(granted.load()), upper);
   EXPECT_GE(static_cast<double>(granted.load()), o.ratio * k_threads * k_iterations * 0.9);
 }
@@ -481,6 +483,40 @@ TEST(TokenBucketThrottle, AllFailingGrantsRetriesOnlyWhileAboveHalf) {
     EXPECT_EQ(retries_while_everything_fails(b), expected) << "max_tokens " << max;
     EXPECT_FALSE(b.retry_allowed());
   }
+}
+
+TEST(TokenBucketThrottle, ARequestOutOfRetriesGrantsFewerThanTheBound) {
+  // max_retries 3: the first request takes 3 retries and its 4th failure drains a token without
+  // asking; the next request's first failure leaves the bucket at half. 3 in all, not 4.
+  token_bucket_throttle b({});
+  random_generator g(1);
+  const stormguard::retry_policy policy({.max_retries = 3});
+  std::int64_t granted = 0;
+  for (int request = 0; request < 3; ++request) {
+    stormguard::request_budget ticket;
+    ASSERT_TRUE(ticket.admit(b, t0, g));
+    for (int attempt = 1;; ++attempt) {
+      const auto next =
+          ticket.failed(policy, b, attempt, stormguard::classification::retry(), 0ns, g, t0);
+      if (!next.retry) break;
+      ++granted;
+    }
+    ticket.end(b, t0);
+  }
+  EXPECT_EQ(granted, 3);
+}
+
+TEST(TokenBucketThrottle, FailuresRecordedBeforeAnyAskGrantFewer) {
+  // Six threads' first failures recorded before any of them asks: the bucket is at 4 (below
+  // half) when they do, so none is granted, where one thread alone would have had 4.
+  token_bucket_throttle b({});
+  random_generator g(1);
+  for (int i = 0; i < 6; ++i) b.record(t0, failed_first);
+  std::int64_t granted = 0;
+  for (int i = 0; i < 6; ++i) granted += b.try_withdraw(t0, attempt_status::failure, g) ? 1 : 0;
+  EXPECT_EQ(granted, 0);
+  token_bucket_throttle alone({});
+  EXPECT_EQ(retries_while_everything_fails(alone), 4);
 }
 
 TEST(TokenBucketThrottle, StartsFullAndFirstAttemptsAreNeverThrottled) {
@@ -791,3 +827,10 @@ TEST(AdaptiveThrottleValidation, NamesTheFieldAndTheValue) {
 }
 
 }  // namespace
+
+TEST(BudgetConstruction, EmptyBracesMeanTheDefaults) {
+  EXPECT_EQ(ratio_budget({}).options(), ratio_budget_options{});
+  EXPECT_EQ(token_bucket_throttle({}).options(), token_bucket_throttle_options{});
+  EXPECT_EQ(retry_quota({}).options(), retry_quota_options{});
+  EXPECT_EQ(adaptive_throttle({}).options(), adaptive_throttle_options{});
+}

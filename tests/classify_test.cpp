@@ -147,15 +147,15 @@ TEST(NeverRetry, WithNoCodesRetriesEveryErrorButCancellation) {
 
 TEST(Classification, RetryAfterKeepsItsDelay) {
   EXPECT_EQ(classification::retry_after(3s).delay(), 3s);
-  EXPECT_EQ(classification::retry_after(3s).verdict(), classification::kind::retry_after);
-  EXPECT_EQ(classification::stop().verdict(), classification::kind::stop);
+  EXPECT_EQ(classification::retry_after(3s).action(), classification::kind::retry_after);
+  EXPECT_EQ(classification::stop().action(), classification::kind::stop);
 }
 
 TEST(Classification, AsTimeoutKeepsTheVerdictAndTheDelay) {
   EXPECT_FALSE(classification::retry().timeout());
   const classification c = classification::retry_after(3s).as_timeout();
   EXPECT_TRUE(c.timeout());
-  EXPECT_EQ(c.verdict(), classification::kind::retry_after);
+  EXPECT_EQ(c.action(), classification::kind::retry_after);
   EXPECT_EQ(c.delay(), 3s);
   EXPECT_NE(c, classification::retry_after(3s));
 }

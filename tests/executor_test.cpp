@@ -683,7 +683,7 @@ TEST(RetrierProperty, BoundsHoldForRandomPoliciesAndOutcomes) {
     EXPECT_EQ(result.error_count(), verdicts.size() + (failed_after_stop ? 1U : 0U));
     // Never an attempt after a stop verdict, a too-long Retry-After, or a stop request.
     for (std::size_t i = 0; i + 1 < verdicts.size(); ++i) {
-      EXPECT_NE(verdicts[i].verdict(), classification::kind::stop);
+      EXPECT_NE(verdicts[i].action(), classification::kind::stop);
       EXPECT_LE(verdicts[i].delay(), policy.options().max_retry_after);
     }
     if (use_stop && result.attempts >= stop_after) {
@@ -695,7 +695,7 @@ TEST(RetrierProperty, BoundsHoldForRandomPoliciesAndOutcomes) {
     duration total{};
     for (std::size_t i = 0; i < sleeps.size(); ++i) {
       const classification& v = verdicts[i];
-      if (v.verdict() == classification::kind::retry_after) {
+      if (v.action() == classification::kind::retry_after) {
         EXPECT_GE(sleeps[i], v.delay());
         EXPECT_LE(sleeps[i], std::max(cap, v.delay()) + v.delay() / 2);
       } else {

@@ -158,7 +158,7 @@ TEST(ClassifyHttpStatus, HugeRetryAfterIsPassedOnForThePolicyToJudge) {
 TEST(ClassifyHttpStatus, UnparsableRetryAfterMeansOwnBackoff) {
   // The caller passes nullopt for an unparsable value: retry with backoff, not "at once".
   const auto c = classify_http_status(429, "GET", false, std::nullopt);
-  EXPECT_EQ(c.verdict(), classification::kind::retry);
+  EXPECT_EQ(c.action(), classification::kind::retry);
 }
 
 TEST(ClassifyHttpStatus, PostWithoutKeyIsNeverRetriedWhateverTheStatus) {

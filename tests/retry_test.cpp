@@ -311,7 +311,7 @@ TEST(RetryPolicy, EmptyBracesMeanTheDefaults) {
 
 TEST(Classification, NegativeRetryAfterCountsAsZero) {
   EXPECT_EQ(classification::retry_after(-5s).delay(), 0ns);
-  EXPECT_EQ(classification::retry_after(-5s).verdict(), classification::kind::retry_after);
+  EXPECT_EQ(classification::retry_after(-5s).action(), classification::kind::retry_after);
   EXPECT_EQ(classification::retry().delay(), 0ns);
   EXPECT_NE(classification::retry(), classification::stop());
 }
@@ -337,7 +337,7 @@ TEST(Retrier, RatioBudgetDenialIsFailFast) {
   manual_clock clock;
   random_generator rng(8);
   // One retry per second of reserve over 1 s, nothing from the ratio.
-  stormguard::ratio_budget budget({.ratio = 0.0, .ttl = 1s, .min_retries_per_second = 1});
+  stormguard::ratio_budget budget({.ratio = 0.0, .window = 1s, .min_retries_per_second = 1});
   retrier retry(policy_with(3), clock, rng, budget);
   flaky first{100};
   const auto a = retry(first);

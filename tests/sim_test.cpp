@@ -446,22 +446,22 @@ TEST(Simulate, ConservesAttemptsAndLogicalRequestsForEveryStrategy) {
   }
 }
 
-// ratio_budget guarantees, per client, that the retries granted in any span of ttl are at most
-// ratio · (the requests in (t - ttl - ttl/10, t], t the last of those retries) +
-// min_retries_per_second · ttl. Summed over the clients, for a span ending at `span_end` (a whole
-// second), from the 1-s bins of the run.
+// ratio_budget guarantees, per client, that the retries granted in any span of window are at most
+// ratio · (the requests in (t - window - window/10, t], t the last of those retries) +
+// min_retries_per_second · window. Summed over the clients, for a span ending at `span_end` (a
+// whole second), from the 1-s bins of the run.
 double ratio_budget_bound(const sim::strategy_result& r, const sim::scenario& s,
                           const stormguard::ratio_budget_options& options,
                           stormguard::duration span_end) {
   const auto window_start =
-      std::max(stormguard::duration::zero(), span_end - options.ttl - options.ttl / 10);
+      std::max(stormguard::duration::zero(), span_end - options.window - options.window / 10);
   std::int64_t deposits = 0;
   for (auto k = window_start / 1s; k < span_end / 1s && k < std::ssize(r.series); ++k) {
     deposits += r.series[static_cast<std::size_t>(k)].logical_requests;
   }
-  const double ttl_s = std::chrono::duration<double>(options.ttl).count();
+  const double window_s = std::chrono::duration<double>(options.window).count();
   return options.ratio * static_cast<double>(deposits) +
-         static_cast<double>(s.clients * options.min_retries_per_second) * ttl_s;
+         static_cast<double>(s.clients * options.min_retries_per_second) * window_s;
 }
 
 // Retries sent in [from, to) (whole seconds): attempts minus first attempts, from the bins.
@@ -477,11 +477,11 @@ std::int64_t retries_sent(const sim::strategy_result& r, stormguard::duration fr
 
 TEST(Simulate, BudgetBoundsIncidentAttemptsByRatioPlusFloor) {
   // No attempt fails before the incident [2 s, 8 s), so the retries sent in it were granted in
-  // it: a span shorter than ttl, bounded by ratio_budget_bound at its end.
+  // it: a span shorter than window, bounded by ratio_budget_bound at its end.
   const sim::scenario s = small_storm();
   const auto& strat = strategy_named("full+budget");
   const auto options = std::get<stormguard::ratio_budget_options>(strat.budget);
-  ASSERT_LE(s.incident->end - s.incident->start, options.ttl);
+  ASSERT_LE(s.incident->end - s.incident->start, options.window);
   const auto r = sim::simulate(s, strat);
 
   const double max_retries = ratio_budget_bound(r, s, options, s.incident->end);
@@ -491,7 +491,7 @@ TEST(Simulate, BudgetBoundsIncidentAttemptsByRatioPlusFloor) {
   EXPECT_GT(r.budget_exhausted, 0);
   EXPECT_GT(static_cast<double>(retries_in_incident), 0.5 * max_retries);
   // The retries of the logical requests started in the incident were granted in [2 s, 20 s):
-  // two spans of at most ttl, [2 s, 12 s) and [12 s, 20 s).
+  // two spans of at most window, [2 s, 12 s) and [12 s, 20 s).
   ASSERT_TRUE(r.incident_amplification);
   const double bound =
       ratio_budget_bound(r, s, options, 12s) + ratio_budget_bound(r, s, options, 20s);
@@ -1108,19 +1108,19 @@ TEST(Outage80, TheRatioBudgetHoldsAmplificationToItsRatioPlusTheFloorsShare) {
   ASSERT_TRUE(r.incident_amplification);
   const double n = static_cast<double>(r.incident_logical_requests);
   // The rigorous bound: the retries of the incident's requests were granted in [5 s, 36 s):
-  // spans of ttl ending at 15, 25, 35 and 37 s.
+  // spans of window ending at 15, 25, 35 and 37 s.
   double granted = 0.0;
   for (auto end : {15s, 25s, 35s, 37s}) granted += ratio_budget_bound(r, s, options, end);
   EXPECT_LE(*r.incident_amplification, 1.0 + granted / n);
   // From the parameters: 1 + ratio + the floor's share (clients x floor / rate = 0.1 here),
-  // plus what the budget saved up before the incident (ratio x rate x 1.1 ttl + the reserve),
+  // plus what the budget saved up before the incident (ratio x rate x 1.1 window + the reserve),
   // spent at its start, spread over the incident's requests.
   const double rate = s.requests_per_second;
-  const double ttl_s = std::chrono::duration<double>(options.ttl).count();
+  const double window_s = std::chrono::duration<double>(options.window).count();
   const double floor_share = static_cast<double>(s.clients * options.min_retries_per_second) / rate;
   ASSERT_DOUBLE_EQ(floor_share, 0.1);
-  const double saved = options.ratio * rate * 1.1 * ttl_s +
-                       static_cast<double>(s.clients * options.min_retries_per_second) * ttl_s;
+  const double saved = options.ratio * rate * 1.1 * window_s +
+                       static_cast<double>(s.clients * options.min_retries_per_second) * window_s;
   EXPECT_LE(*r.incident_amplification, 1.0 + options.ratio + floor_share + saved / n);
   EXPECT_GE(*r.incident_amplification, 1.0 + options.ratio);  // the budget was spent
 }
@@ -1236,7 +1236,7 @@ TEST(Layers, ARatioBudgetAtEachLayerBoundsTheProduct) {
   const auto& row = report.rows[0];
   const auto options =
       std::get<stormguard::ratio_budget_options>(strategy_named("full+budget").budget);
-  // Per layer, retries <= ratio x (calls, counted twice: the run spans two windows of ttl) +
+  // Per layer, retries <= ratio x (calls, counted twice: the run spans two windows of window) +
   // the floor over those two windows; the product over the layers bounds the bottom.
   const double top = static_cast<double>(row.top_requests);
   double bound = 1.0;

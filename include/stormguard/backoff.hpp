@@ -40,17 +40,10 @@
 #include <string_view>
 
 #include "stormguard/clock.hpp"
+#include "stormguard/detail/empty_braces.hpp"
 #include "stormguard/random.hpp"
 
 namespace stormguard {
-
-namespace detail {
-/// The element type of the `({})` constructors of backoff and retry_policy: never constructed.
-/// `T({})` could otherwise mean either T(options{}) or a copy of T(), and did not compile.
-struct empty_braces {
-  empty_braces() = delete;
-};
-}  // namespace detail
 
 /// How a delay is spread below its ceiling (Brooker 2015). See the file comment for formulas.
 enum class jitter {

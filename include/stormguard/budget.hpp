@@ -37,10 +37,12 @@
 #include <chrono>
 #include <concepts>
 #include <cstdint>
+#include <initializer_list>
 #include <mutex>
 #include <string_view>
 
 #include "stormguard/clock.hpp"
+#include "stormguard/detail/empty_braces.hpp"
 #include "stormguard/detail/sliding_window.hpp"
 #include "stormguard/random.hpp"
 
@@ -63,10 +65,10 @@ enum class attempt_status : unsigned char {
 struct attempt_report {
   attempt_status status = attempt_status::success;  ///< how the attempt ended
   int attempt = 1;  ///< its number within the logical request: 1 = first attempt, 2 = first retry
-  /// For a retry (attempt > 1): how the attempt it retries ended (failure or timeout), which is
-  /// what the retry was charged for (retry_quota refunds that cost on success). success for the
-  /// first attempt.
-  attempt_status retried = attempt_status::success;
+  /// For a retry (attempt > 1): how the previous attempt, the one this retry retries, ended
+  /// (failure or timeout), which is what the retry was charged for (retry_quota refunds that
+  /// cost on success). success for the first attempt.
+  attempt_status previous_status = attempt_status::success;
 
   friend constexpr bool operator==(const attempt_report&, const attempt_report&) = default;
 };
@@ -78,6 +80,11 @@ struct attempt_report {
 ///  - try_withdraw(now, status, g): may one retry be sent now, after a failed attempt that ended
 ///    with `status` (failure or timeout)? true spends it; false means fail fast.
 ///  - record(now, report): an attempt ended (every attempt, first or retry).
+/// Two more members are optional, for a budget that bounds what is in flight (see
+/// budget_protocol.hpp, which calls them exactly once each): retry_ended(now), when a granted
+/// retry's attempt ends or the request ends before it runs, and request_ended(now), when an
+/// admitted logical request ends, however it ends. Executors never call the budget directly:
+/// they go through stormguard::request_budget, so that every executor calls it in one order.
 template <class B, class G = random_generator>
 concept retry_budget = bit_generator<G> &&
     requires(B& b, time_point now, G& g, attempt_status s, const attempt_report& report) {
@@ -105,14 +112,17 @@ struct no_budget {
 struct ratio_budget_options {
   /// Retries allowed per logical request, over the window: 0.1 = 10 %. In [0, 1000] (Finagle's
   /// range); resolved to 1e-6 (a deposit is round(ratio · 10^6) micro-retries). A non-zero ratio
-  /// that rounds to 0 (below 5e-7) is rejected rather than treated as 0.
+  /// that rounds to 0 (below 5e-7) is rejected rather than treated as 0. ratio 0 is valid and
+  /// means "only the floor": no deposits, so the retries are exactly the reserve of
+  /// min_retries_per_second (with a floor of 0 as well, no retry is ever granted).
   double ratio = 0.1;
   /// The sliding window over which deposits and withdrawals count. In [1 s, 60 s] (Finagle's
-  /// range); kept as slices of ttl/10, so the window moves in steps of ttl/10 (see ratio_budget).
-  duration ttl = std::chrono::seconds(10);
+  /// range); kept as slices of window/10, so the window moves in steps of window/10 (see
+  /// ratio_budget).
+  duration window = std::chrono::seconds(10);
   /// Retries allowed per second even with no deposits (the reserve is min_retries_per_second ·
-  /// ttl per window). >= 0 and <= 1,000,000. Per budget instance: a fleet of N clients, each with
-  /// its own budget, adds up to N · min_retries_per_second retries per second.
+  /// window, in seconds, per window). >= 0 and <= 1,000,000. Per budget instance: a fleet of N
+  /// clients, each with its own budget, adds up to N · min_retries_per_second retries per second.
   std::int64_t min_retries_per_second = 10;
 
   friend bool operator==(const ratio_budget_options&, const ratio_budget_options&) = default;
@@ -120,22 +130,23 @@ struct ratio_budget_options {
 
 /// The retry budget of Finagle (com.twitter.finagle.service.RetryBudget) and Linkerd.
 ///
-/// Over a sliding window of `ttl`, in integer micro-retries:
+/// Over a sliding window of `window`, in integer micro-retries:
 ///
 ///   balance = Σ deposits − Σ withdrawals (both within the window) + reserve
 ///   deposit  = round(ratio · 10^6) per logical request
 ///   withdraw = 10^6 per retry, allowed only while balance >= 10^6
-///   reserve  = min_retries_per_second · ttl(s) · 10^6
+///   reserve  = min_retries_per_second · window(s) · 10^6
 ///
-/// The window is kept as slices of ttl/10 (rounded up to a nanosecond) in a ring of 11: the
+/// The window is kept as slices of window/10 (rounded up to a nanosecond) in a ring of 11: the
 /// current slice and the 10 whole slices before it. A deposit or a withdrawal therefore counts
-/// for at least ttl and at most ttl + ttl/10. Because a withdrawal counts for at least ttl, the
-/// last retry granted in any span of ttl was granted against a balance that included all the
-/// others, so with t the instant of that last retry, the retries granted in the span are at most
+/// for at least window and at most window + window/10. Because a withdrawal counts for at least
+/// window, the last retry granted in any span of window was granted against a balance that included
+/// all the others, so with t the instant of that last retry, the retries granted in the span are at
+/// most
 ///
-///   ratio · (requests in (t − ttl − ttl/10, t]) + min_retries_per_second · ttl
+///   ratio · (requests in (t − window − window/10, t]) + min_retries_per_second · window
 ///
-/// With steady traffic: ratio · (requests in the window and the ttl/10 before it) + the reserve.
+/// With steady traffic: ratio · (requests in the window and the window/10 before it) + the reserve.
 ///
 /// Thread-safe: deposit and try_withdraw take one short critical section (a mutex around the
 /// 11-slot ring). Times passed in may come from several threads slightly out of order; a time
@@ -150,13 +161,17 @@ class ratio_budget {
   static constexpr int k_slices = 10;
   /// The slots of the ring: the current, partly elapsed slice plus k_slices whole ones. With only
   /// k_slices slots a retry granted late in a slice expired up to a slice early, so two
-  /// reserves' worth of retries fitted in less than one ttl (found by budget_test's window bound).
+  /// reserves' worth of retries fitted in less than one window (found by budget_test's window
+  /// bound).
   static constexpr int k_ring = k_slices + 1;
 
   /// Validates `options`; throws std::invalid_argument naming the field and the value when
-  /// ratio is NaN, outside [0, 1000] or non-zero but below 5e-7, ttl is outside [1 s, 60 s], or
+  /// ratio is NaN, outside [0, 1000] or non-zero but below 5e-7, window is outside [1 s, 60 s], or
   /// min_retries_per_second is outside [0, 1,000,000].
   explicit ratio_budget(ratio_budget_options options = {});
+  /// `ratio_budget({})`: the defaults, as ratio_budget().
+  ratio_budget(std::initializer_list<detail::empty_braces>)
+      : ratio_budget(ratio_budget_options{}) {}
 
   ratio_budget(const ratio_budget&) = delete;
   ratio_budget& operator=(const ratio_budget&) = delete;
@@ -234,6 +249,9 @@ class token_bucket_throttle {
   /// max_tokens is NaN or outside (0, 1000], token_ratio is NaN or outside (0, 1000], or either
   /// has more than 3 decimal places.
   explicit token_bucket_throttle(token_bucket_throttle_options options = {});
+  /// `token_bucket_throttle({})`: the defaults, as token_bucket_throttle().
+  token_bucket_throttle(std::initializer_list<detail::empty_braces>)
+      : token_bucket_throttle(token_bucket_throttle_options{}) {}
 
   token_bucket_throttle(const token_bucket_throttle&) = delete;
   token_bucket_throttle& operator=(const token_bucket_throttle&) = delete;
@@ -304,6 +322,8 @@ class retry_quota {
   /// Validates `options`; throws std::invalid_argument naming the field and the value when
   /// max_tokens is outside [1, 1e9] or a cost or the increment is outside [0, max_tokens].
   explicit retry_quota(retry_quota_options options = {});
+  /// `retry_quota({})`: the defaults, as retry_quota().
+  retry_quota(std::initializer_list<detail::empty_braces>) : retry_quota(retry_quota_options{}) {}
 
   retry_quota(const retry_quota&) = delete;
   retry_quota& operator=(const retry_quota&) = delete;
@@ -320,7 +340,7 @@ class retry_quota {
     return try_acquire(cost_of(status));
   }
   /// retry_budget: a success returns no_retry_increment (first attempt) or the cost of the retry
-  /// it came on (report.retried), up to max_tokens; any other status changes nothing.
+  /// it came on (report.previous_status), up to max_tokens; any other status changes nothing.
   void record(time_point now, const attempt_report& report) noexcept;
 
   /// What a retry after a failed attempt with `status` costs: timeout_cost for timeout,
@@ -389,6 +409,9 @@ class adaptive_throttle {
   /// window is outside [1 s, 1 h], k is NaN or outside [1, 1000], or requests_padding is NaN or
   /// outside [1, 1,000,000].
   explicit adaptive_throttle(adaptive_throttle_options options = {});
+  /// `adaptive_throttle({})`: the defaults, as adaptive_throttle().
+  adaptive_throttle(std::initializer_list<detail::empty_braces>)
+      : adaptive_throttle(adaptive_throttle_options{}) {}
 
   adaptive_throttle(const adaptive_throttle&) = delete;
   adaptive_throttle& operator=(const adaptive_throttle&) = delete;

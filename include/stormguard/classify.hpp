@@ -53,8 +53,8 @@ class classification {
     return c;
   }
 
-  /// The verdict.
-  [[nodiscard]] constexpr kind verdict() const noexcept { return kind_; }
+  /// What the verdict says to do: retry, retry_after or stop.
+  [[nodiscard]] constexpr kind action() const noexcept { return kind_; }
   /// The server's minimum delay for retry_after; zero otherwise.
   [[nodiscard]] constexpr duration delay() const noexcept { return delay_; }
   /// True when the failure was a timeout (see as_timeout).

@@ -21,6 +21,7 @@
 #include "stormguard/budget.hpp"
 #include "stormguard/classify.hpp"
 #include "stormguard/clock.hpp"
+#include "stormguard/detail/empty_braces.hpp"
 #include "stormguard/detail/saturate.hpp"
 #include "stormguard/random.hpp"
 
@@ -112,14 +113,14 @@ class retry_policy {
   [[nodiscard]] retry_decision decide(int attempt, classification verdict, duration previous_delay,
                                       G& g, B& budget, time_point now,
                                       time_point deadline = time_point::max()) const {
-    if (verdict.verdict() == classification::kind::stop) return stop(end_reason::not_retryable);
+    if (verdict.action() == classification::kind::stop) return stop(end_reason::not_retryable);
     if (attempt > options_.max_retries) return stop(end_reason::attempts_exhausted);
-    if (verdict.verdict() == classification::kind::retry_after &&
+    if (verdict.action() == classification::kind::retry_after &&
         verdict.delay() > options_.max_retry_after) {
       return stop(end_reason::retry_after_too_long);
     }
     duration delay = backoff_.delay(attempt, g, previous_delay);
-    if (verdict.verdict() == classification::kind::retry_after) {
+    if (verdict.action() == classification::kind::retry_after) {
       const duration at_least = std::max(delay, verdict.delay());
       const duration room = options_.max_retry_after > at_least
                                 ? options_.max_retry_after - at_least
@@ -139,7 +140,7 @@ class retry_policy {
   /// How a failed attempt with this verdict ended, as a budget sees it: not_retryable for stop,
   /// timeout when verdict.timeout(), failure otherwise.
   [[nodiscard]] static constexpr attempt_status status_of(classification verdict) noexcept {
-    if (verdict.verdict() == classification::kind::stop) return attempt_status::not_retryable;
+    if (verdict.action() == classification::kind::stop) return attempt_status::not_retryable;
     return verdict.timeout() ? attempt_status::timeout : attempt_status::failure;
   }
 

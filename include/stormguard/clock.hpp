@@ -1,11 +1,13 @@
 // stormguard/clock.hpp: the time source and sleeper that every stormguard component is given.
 //
-// Nothing in stormguard reads the clock or sleeps by itself: the retry executor asks a
-// `stormguard::clock` for the current time and asks it to sleep. Production code passes
-// `stormguard::real_clock` (std::chrono::steady_clock, real sleeps that a std::stop_token can
-// interrupt); tests and the storm simulator pass `stormguard::testing::manual_clock`, whose sleeps
-// advance virtual time instantly (the design of absl/time/simulated_clock.h and Envoy's
-// SimulatedTimeSystem).
+// Nothing in stormguard reads the clock or sleeps by itself: the retry executor and the HTTP
+// client ask a `stormguard::clock` for the current time (now(); wall_now() only to resolve an
+// HTTP-date) and ask it to sleep. Production code passes `stormguard::real_clock`
+// (std::chrono::steady_clock, real sleeps that a std::stop_token can interrupt); tests pass
+// `stormguard::testing::manual_clock`, whose sleeps advance virtual time instantly (the design
+// of absl/time/simulated_clock.h and Envoy's SimulatedTimeSystem). The storm simulator needs no
+// clock object: it never sleeps, and passes the instants of its own event loop (time_point) to
+// retry_policy::decide and the budgets, which take time as an argument.
 //
 //   stormguard::real_clock clock;
 //   auto t0 = clock.now();

@@ -276,4 +276,43 @@ std::int64_t adaptive_throttle::accepts(time_point now) const noexcept {
   return window_.total(now).accepts;
 }
 
+// ---------------------------------------------------------------------------------------------
+// concurrency_budget
+// ---------------------------------------------------------------------------------------------
+
+namespace {
+
+const concurrency_budget_options& validated(const concurrency_budget_options& o) {
+  if (std::isnan(o.budget_percent) || o.budget_percent < 0.0 || o.budget_percent > 100.0) {
+    reject("concurrency_budget",
+           "budget_percent must be in [0, 100], got " + detail::format_double(o.budget_percent));
+  }
+  if (o.min_retry_concurrency < 0 || o.min_retry_concurrency > 1'000'000) {
+    reject("concurrency_budget", "min_retry_concurrency must be in [0, 1000000], got " +
+                                     std::to_string(o.min_retry_concurrency));
+  }
+  return o;
+}
+
+}  // namespace
+
+concurrency_budget::concurrency_budget(concurrency_budget_options options)
+    : options_(validated(options)) {}
+
+std::int64_t concurrency_budget::limit_for(std::int64_t active) const noexcept {
+  // As Envoy: the share truncated to an integer, never below the floor.
+  const double share =
+      options_.budget_percent / 100.0 * static_cast<double>(std::max<std::int64_t>(active, 0));
+  return std::max(options_.min_retry_concurrency, static_cast<std::int64_t>(share));
+}
+
+bool concurrency_budget::try_acquire() noexcept {
+  const std::int64_t limit = limit_for(active_.load(std::memory_order_relaxed));
+  std::int64_t current = retries_.load(std::memory_order_relaxed);
+  do {
+    if (current >= limit) return false;
+  } while (!retries_.compare_exchange_weak(current, current + 1, std::memory_order_relaxed));
+  return true;
+}
+
 }  // namespace stormguard

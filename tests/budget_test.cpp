@@ -16,6 +16,8 @@
 
 #include "stormguard/budget_protocol.hpp"
 #include "stormguard/random.hpp"
+#include "stormguard/retry.hpp"
+#include "stormguard/testing/manual_clock.hpp"
 #include "stormguard/testing/scripted_random.hpp"
 #include "test_util.hpp"
 
@@ -833,4 +835,120 @@ TEST(BudgetConstruction, EmptyBracesMeanTheDefaults) {
   EXPECT_EQ(token_bucket_throttle({}).options(), token_bucket_throttle_options{});
   EXPECT_EQ(retry_quota({}).options(), retry_quota_options{});
   EXPECT_EQ(adaptive_throttle({}).options(), adaptive_throttle_options{});
+}
+
+// ---------------------------------------------------------------------------------------------
+// concurrency_budget (Envoy's retry budget)
+// ---------------------------------------------------------------------------------------------
+
+using stormguard::concurrency_budget;
+using stormguard::concurrency_budget_options;
+
+TEST(ConcurrencyBudget, LimitIsTheFloorOrTheShareOfActiveRequests) {
+  concurrency_budget b({});
+  EXPECT_EQ(b.limit_for(0), 3);
+  EXPECT_EQ(b.limit_for(19), 3);  // 20 % of 19 = 3.8 -> 3 (truncated, as Envoy)
+  EXPECT_EQ(b.limit_for(20), 4);
+  EXPECT_EQ(b.limit_for(1000), 200);
+  concurrency_budget none({.budget_percent = 0, .min_retry_concurrency = 0});
+  EXPECT_EQ(none.limit_for(1'000'000), 0);
+  concurrency_budget all({.budget_percent = 100, .min_retry_concurrency = 0});
+  EXPECT_EQ(all.limit_for(7), 7);
+}
+
+TEST(ConcurrencyBudget, GrantsOnlyWhileRetriesInFlightAreBelowTheLimit) {
+  concurrency_budget b({});
+  random_generator g(1);
+  for (int i = 0; i < 10; ++i) ASSERT_TRUE(b.try_admit(t0, g));
+  EXPECT_EQ(b.active(), 10);
+  int granted = 0;
+  for (int i = 0; i < 10; ++i) granted += b.try_withdraw(t0, attempt_status::failure, g) ? 1 : 0;
+  EXPECT_EQ(granted, 3);  // max(3, 20 % of 10 = 2)
+  EXPECT_EQ(b.retries_in_flight(), 3);
+  b.retry_ended(t0);  // one retry's attempt ended: a slot is free at once
+  EXPECT_TRUE(b.try_withdraw(t0, attempt_status::timeout, g));
+  EXPECT_FALSE(b.try_withdraw(t0, attempt_status::timeout, g));
+  b.record(t0, attempt_report{attempt_status::success, 2, attempt_status::failure});
+  EXPECT_EQ(b.retries_in_flight(), 3);  // record alone frees nothing
+}
+
+TEST(ConcurrencyBudget, TheShareGrowsWithActiveRequests) {
+  concurrency_budget b({.budget_percent = 20, .min_retry_concurrency = 1});
+  random_generator g(1);
+  for (int i = 0; i < 50; ++i) ASSERT_TRUE(b.try_admit(t0, g));
+  int granted = 0;
+  for (int i = 0; i < 50; ++i) granted += b.try_withdraw(t0, attempt_status::failure, g) ? 1 : 0;
+  EXPECT_EQ(granted, 10);
+  for (int i = 0; i < 50; ++i) b.request_ended(t0);
+  EXPECT_EQ(b.active(), 0);
+  EXPECT_EQ(b.limit(), 1);
+}
+
+TEST(ConcurrencyBudget, ThroughTheProtocolEveryGrantAndAdmissionIsReleased) {
+  // 1,000 logical requests through the retrier, all failing: whatever the interleaving of grants
+  // and ends, the budget is back to zero in flight once every call ended.
+  concurrency_budget b({});
+  stormguard::testing::manual_clock clock;
+  random_generator g(5);
+  stormguard::retrier retry(stormguard::retry_policy({.max_retries = 3}), clock, g, b);
+  for (int i = 0; i < 1000; ++i) {
+    const auto r = retry([](const stormguard::attempt_context&) {
+      return std::make_error_code(std::errc::connection_refused);
+    });
+    ASSERT_EQ(r.reason, stormguard::end_reason::attempts_exhausted);
+    ASSERT_EQ(b.retries_in_flight(), 0);
+    ASSERT_EQ(b.active(), 0);
+  }
+}
+
+TEST(ConcurrencyBudget, NeverMoreRetriesInFlightThanTheLimitUnderThreads) {
+  // The active count is fixed (200 admitted, limit 40); 8 threads grant and end retries as fast
+  // as they can. A grant is counted in `in_flight` before its slot is released, so a grant beyond
+  // the limit would show as in_flight > 40.
+  concurrency_budget b({});
+  random_generator g0(1);
+  for (int i = 0; i < 200; ++i) ASSERT_TRUE(b.try_admit(t0, g0));
+  ASSERT_EQ(b.limit(), 40);
+  std::atomic<std::int64_t> in_flight{0};
+  std::atomic<std::int64_t> highest{0};
+  std::atomic<std::int64_t> grants{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&, t] {
+      random_generator g(static_cast<std::uint64_t>(t));
+      for (int i = 0; i < 20'000; ++i) {
+        if (!b.try_withdraw(t0, attempt_status::failure, g)) continue;
+        ++grants;
+        const std::int64_t now = ++in_flight;
+        std::int64_t seen = highest.load();
+        while (now > seen && !highest.compare_exchange_weak(seen, now)) {
+        }
+        --in_flight;
+        b.retry_ended(t0);
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_LE(highest.load(), 40);
+  EXPECT_GT(grants.load(), 0);
+  EXPECT_EQ(b.retries_in_flight(), 0);
+}
+
+TEST(ConcurrencyBudgetValidation, RejectsOutOfRangeSettingsNamingTheField) {
+  const auto message = [](concurrency_budget_options o) {
+    try {
+      concurrency_budget b(o);
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_THAT(message({.budget_percent = -1}),
+              testing::HasSubstr("budget_percent must be in [0, 100], got -1"));
+  EXPECT_THAT(message({.budget_percent = 100.5}), testing::HasSubstr("budget_percent"));
+  EXPECT_THAT(message({.budget_percent = std::nan("")}), testing::HasSubstr("got nan"));
+  EXPECT_THAT(message({.min_retry_concurrency = -3}),
+              testing::HasSubstr("min_retry_concurrency must be in [0, 1000000], got -3"));
+  EXPECT_EQ(message({.budget_percent = 0, .min_retry_concurrency = 0}), "no error");
+  EXPECT_EQ(message({.budget_percent = 100, .min_retry_concurrency = 1'000'000}), "no error");
 }

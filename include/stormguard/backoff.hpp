@@ -34,7 +34,6 @@
 #include <array>
 #include <chrono>
 #include <cstdint>
-#include <initializer_list>
 #include <limits>
 #include <optional>
 #include <string_view>
@@ -105,7 +104,7 @@ class backoff {
   explicit backoff(backoff_options options = {});
 
   /// `backoff({})`: the defaults, as backoff().
-  backoff(std::initializer_list<detail::empty_braces>) : backoff(backoff_options{}) {}
+  backoff(detail::empty_braces) : backoff(backoff_options{}) {}
 
   /// A constant backoff: every ceiling is `delay` (base = cap = delay, multiplier 1), with the
   /// given jitter (none by default: exactly `delay` each time). Throws std::invalid_argument for

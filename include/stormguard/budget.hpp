@@ -12,7 +12,7 @@
 //   b.try_withdraw(now, status, g)   before each retry; false = fail fast (budget_exhausted)
 //   b.record(now, report)            after each attempt, with how it ended
 //
-// Four algorithms, each as published:
+// Five algorithms, each as published:
 //
 //   ratio_budget           Finagle's RetryBudget (Linkerd): retries <= ratio · requests over a
 //                          sliding window, plus a floor per second. The default.
@@ -23,6 +23,8 @@
 //   adaptive_throttle      Google SRE book, "Handling Overload": rejects requests (first attempts
 //                          too) locally with probability max(0, (requests - K·accepts) /
 //                          (requests + 1)) over the last 2 minutes.
+//   concurrency_budget     Envoy's retry budget: retries in flight <= max(3, 20 % of the
+//                          logical requests in flight).
 //
 // Time is passed in (read from the caller's stormguard::clock), so a budget never reads a clock;
 // randomness (adaptive_throttle only) comes from the caller's generator. Every budget here is
@@ -37,7 +39,6 @@
 #include <chrono>
 #include <concepts>
 #include <cstdint>
-#include <initializer_list>
 #include <mutex>
 #include <string_view>
 
@@ -170,8 +171,7 @@ class ratio_budget {
   /// min_retries_per_second is outside [0, 1,000,000].
   explicit ratio_budget(ratio_budget_options options = {});
   /// `ratio_budget({})`: the defaults, as ratio_budget().
-  ratio_budget(std::initializer_list<detail::empty_braces>)
-      : ratio_budget(ratio_budget_options{}) {}
+  ratio_budget(detail::empty_braces) : ratio_budget(ratio_budget_options{}) {}
 
   ratio_budget(const ratio_budget&) = delete;
   ratio_budget& operator=(const ratio_budget&) = delete;
@@ -250,7 +250,7 @@ class token_bucket_throttle {
   /// has more than 3 decimal places.
   explicit token_bucket_throttle(token_bucket_throttle_options options = {});
   /// `token_bucket_throttle({})`: the defaults, as token_bucket_throttle().
-  token_bucket_throttle(std::initializer_list<detail::empty_braces>)
+  token_bucket_throttle(detail::empty_braces)
       : token_bucket_throttle(token_bucket_throttle_options{}) {}
 
   token_bucket_throttle(const token_bucket_throttle&) = delete;
@@ -323,7 +323,7 @@ class retry_quota {
   /// max_tokens is outside [1, 1e9] or a cost or the increment is outside [0, max_tokens].
   explicit retry_quota(retry_quota_options options = {});
   /// `retry_quota({})`: the defaults, as retry_quota().
-  retry_quota(std::initializer_list<detail::empty_braces>) : retry_quota(retry_quota_options{}) {}
+  retry_quota(detail::empty_braces) : retry_quota(retry_quota_options{}) {}
 
   retry_quota(const retry_quota&) = delete;
   retry_quota& operator=(const retry_quota&) = delete;
@@ -410,8 +410,7 @@ class adaptive_throttle {
   /// outside [1, 1,000,000].
   explicit adaptive_throttle(adaptive_throttle_options options = {});
   /// `adaptive_throttle({})`: the defaults, as adaptive_throttle().
-  adaptive_throttle(std::initializer_list<detail::empty_braces>)
-      : adaptive_throttle(adaptive_throttle_options{}) {}
+  adaptive_throttle(detail::empty_braces) : adaptive_throttle(adaptive_throttle_options{}) {}
 
   adaptive_throttle(const adaptive_throttle&) = delete;
   adaptive_throttle& operator=(const adaptive_throttle&) = delete;
@@ -468,6 +467,93 @@ class adaptive_throttle {
   adaptive_throttle_options options_;
   mutable std::mutex mutex_;
   mutable detail::sliding_window<counts, k_slices> window_;
+};
+
+/// The settings of a concurrency_budget. Defaults: Envoy's (envoy.config.cluster.v3.
+/// CircuitBreakers.Thresholds.RetryBudget: budget_percent 20 %, min_retry_concurrency 3).
+struct concurrency_budget_options {
+  /// Retries in flight allowed, as a percentage of the active logical requests. In [0, 100]
+  /// (Envoy's Percent type). Envoy: 20.
+  double budget_percent = 20.0;
+  /// Retries in flight always allowed, whatever the active requests. In [0, 1,000,000]. Envoy: 3.
+  std::int64_t min_retry_concurrency = 3;
+
+  friend bool operator==(const concurrency_budget_options&,
+                         const concurrency_budget_options&) = default;
+};
+
+/// Envoy's retry budget (envoy.config.cluster.v3.CircuitBreakers.Thresholds.RetryBudget;
+/// Envoy's ResourceManagerImpl::RetryBudgetImpl): a limit on the retries *in flight*, not on a
+/// rate:
+///
+///   limit  = max(min_retry_concurrency, floor(budget_percent / 100 · active))
+///   a retry is granted only while retries in flight < limit
+///
+/// "active" = logical requests admitted (try_admit) and not yet ended (request_ended): Envoy
+/// counts its active plus pending requests. A retry is in flight from its grant (try_withdraw),
+/// through its backoff, until its attempt ends or its request ends before it runs
+/// (retry_ended), as Envoy's retry state holds its `retries` resource. Those two ends come from
+/// the budget protocol (request_budget in budget_protocol.hpp), which every stormguard executor
+/// uses: do not call them by hand.
+///
+/// Unlike the window-based budgets, nothing here depends on time, and a budget does not recover
+/// "later": it frees a slot as soon as a retry ends. With few requests in flight the floor
+/// (3 by default) is what bounds the retries; with many, 20 % of them.
+///
+/// Thread-safe and lock-free: two std::atomic counters; a grant is one compare-and-swap against
+/// the limit computed from the active count read just before (so a grant racing with a request
+/// that ends may exceed the new, lower limit by the number of racing grants, as in Envoy).
+class concurrency_budget {
+ public:
+  /// Validates `options`; throws std::invalid_argument naming the field and the value when
+  /// budget_percent is NaN or outside [0, 100], or min_retry_concurrency is outside
+  /// [0, 1,000,000].
+  explicit concurrency_budget(concurrency_budget_options options = {});
+  /// `concurrency_budget({})`: the defaults, as concurrency_budget().
+  concurrency_budget(detail::empty_braces) : concurrency_budget(concurrency_budget_options{}) {}
+
+  concurrency_budget(const concurrency_budget&) = delete;
+  concurrency_budget& operator=(const concurrency_budget&) = delete;
+
+  /// retry_budget: counts the request as active; always true.
+  template <class G>
+  [[nodiscard]] bool try_admit(time_point, G&) noexcept {
+    active_.fetch_add(1, std::memory_order_relaxed);
+    return true;
+  }
+  /// retry_budget: grants a retry (one more in flight) while fewer than limit() are in flight.
+  template <class G>
+  [[nodiscard]] bool try_withdraw(time_point, attempt_status, G&) noexcept {
+    return try_acquire();
+  }
+  /// retry_budget: nothing (only what is in flight counts).
+  void record(time_point, const attempt_report&) noexcept {}
+  /// budget protocol: a granted retry ended (its attempt ended, or its request ended first).
+  void retry_ended(time_point) noexcept { retries_.fetch_sub(1, std::memory_order_relaxed); }
+  /// budget protocol: an admitted request ended.
+  void request_ended(time_point) noexcept { active_.fetch_sub(1, std::memory_order_relaxed); }
+
+  /// Logical requests admitted and not ended.
+  [[nodiscard]] std::int64_t active() const noexcept {
+    return active_.load(std::memory_order_relaxed);
+  }
+  /// Retries granted and not ended.
+  [[nodiscard]] std::int64_t retries_in_flight() const noexcept {
+    return retries_.load(std::memory_order_relaxed);
+  }
+  /// max(min_retry_concurrency, floor(budget_percent / 100 · active())).
+  [[nodiscard]] std::int64_t limit() const noexcept { return limit_for(active()); }
+  /// The limit for `active` requests (the formula, in one place).
+  [[nodiscard]] std::int64_t limit_for(std::int64_t active) const noexcept;
+
+  /// The validated settings.
+  [[nodiscard]] const concurrency_budget_options& options() const noexcept { return options_; }
+
+ private:
+  bool try_acquire() noexcept;
+  concurrency_budget_options options_;
+  std::atomic<std::int64_t> active_{0};
+  std::atomic<std::int64_t> retries_{0};
 };
 
 }  // namespace stormguard

@@ -14,7 +14,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <initializer_list>
 #include <string_view>
 
 #include "stormguard/backoff.hpp"
@@ -79,7 +78,7 @@ class retry_policy {
 
   /// `retry_policy({})`: the defaults, as retry_policy() (without this overload, `{}` could mean
   /// either retry_options{} or a default retry_policy to copy, and the call did not compile).
-  retry_policy(std::initializer_list<detail::empty_braces>) : retry_policy(retry_options{}) {}
+  retry_policy(detail::empty_braces) : retry_policy(retry_options{}) {}
 
   /// The validated settings.
   [[nodiscard]] const retry_options& options() const noexcept { return options_; }

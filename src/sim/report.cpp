@@ -66,19 +66,6 @@ std::string whole_percent(double fraction) { return fmt::format("{:g}%", 100.0 *
 // The ratio as a percentage with one decimal, as the table prints it.
 std::string percent(double ratio) { return fmt::format("{:.1f}%", 100.0 * ratio); }
 
-// Recovery is measurable when the incident ends within the simulated time and some logical
-// requests arrived in the whole bins after it (arrivals are common to every strategy).
-bool recovery_measurable(const scenario& s, const strategy_result& r) {
-  if (!s.incident || s.incident->end >= s.length) return false;
-  const auto whole_bins = static_cast<std::size_t>(s.length / std::chrono::seconds(1));
-  const auto first = static_cast<std::size_t>(
-      (s.incident->end + std::chrono::seconds(1) - duration(1)) / std::chrono::seconds(1));
-  for (std::size_t k = first; k < whole_bins && k < r.series.size(); ++k) {
-    if (r.series[k].logical_requests > 0) return true;
-  }
-  return false;
-}
-
 std::string join(const std::vector<std::string>& items) {
   std::string out;
   for (std::size_t i = 0; i < items.size(); ++i) {
@@ -86,18 +73,6 @@ std::string join(const std::vector<std::string>& items) {
     out += items[i];
   }
   return out;
-}
-
-// The mean attempts per second over the whole bins from `from` to the end of the simulation.
-std::optional<double> mean_attempt_rate(const strategy_result& r, const scenario& s,
-                                        duration from) {
-  const auto whole_bins = static_cast<std::size_t>(s.length / std::chrono::seconds(1));
-  const auto first = static_cast<std::size_t>((from + std::chrono::seconds(1) - duration(1)) /
-                                              std::chrono::seconds(1));
-  if (first >= whole_bins) return std::nullopt;
-  std::int64_t total = 0;
-  for (std::size_t k = first; k < whole_bins; ++k) total += r.series[k].attempts;
-  return static_cast<double>(total) / static_cast<double>(whole_bins - first);
 }
 
 // The names of the results whose `value` prints as `text` (ties at the printed precision).
@@ -207,10 +182,10 @@ std::string format_table(const simulation_report& report) {
     const std::string incident = s.incident ? times(r.incident_amplification) : "-";
     const std::string success = r.success_ratio ? percent(*r.success_ratio) : "n/a";
     const std::string p99 = r.p99_latency_ms ? fmt::format("{:.1f}", *r.p99_latency_ms) : "-";
-    const std::string recovery = !s.incident                  ? "-"
-                                 : !recovery_measurable(s, r) ? "n/a"
-                                 : r.recovery_s ? fmt::format("{:.0f} s", *r.recovery_s)
-                                                : "never";
+    const std::string recovery = !s.incident              ? "-"
+                                 : !r.recovery_measurable ? "n/a"
+                                 : r.recovery_s           ? fmt::format("{:.0f} s", *r.recovery_s)
+                                                          : "never";
     out += fmt::format(row, r.name, grouped(r.logical_requests), grouped(r.attempts),
                        times(r.amplification), incident, fmt::format("{:.1f}x", r.peak_load_ratio),
                        success, p99, recovery);
@@ -282,7 +257,7 @@ std::string format_table(const simulation_report& report) {
     for (const auto& r : results) {
       if (r.recovery_s) {
         recovered.push_back(fmt::format("{} after {:.0f} s", r.name, *r.recovery_s));
-      } else if (recovery_measurable(s, r)) {
+      } else if (r.recovery_measurable) {
         down.push_back(r.name);
         down_results.push_back(&r);
       } else {
@@ -312,7 +287,7 @@ std::string format_table(const simulation_report& report) {
         for (const auto* r : group) {
           names.push_back(r->name);
           throttled += r->throttled;
-          if (auto rate = mean_attempt_rate(*r, s, s.incident->end)) {
+          if (auto rate = r->after_incident_attempt_rate) {
             lowest = any ? std::min(lowest, *rate) : *rate;
             highest = any ? std::max(highest, *rate) : *rate;
             any = true;
@@ -348,7 +323,7 @@ std::string format_table(const simulation_report& report) {
       std::vector<const strategy_result*> overloaded;
       std::vector<const strategy_result*> below;
       for (const auto* r : down_results) {
-        const auto rate = mean_attempt_rate(*r, s, s.incident->end);
+        const auto rate = r->after_incident_attempt_rate;
         (rate && *rate > cap_at(*rate) ? overloaded : below).push_back(r);
       }
       if (overloaded.empty() || below.empty()) {

@@ -27,17 +27,6 @@ std::string cell(std::optional<double> value, int decimals) {
   return fmt::format("{:.{}f}", *value, decimals);
 }
 
-// Mean attempts per second over the whole seconds from `from` to the end of the run.
-double mean_rate_after(const strategy_result& r, duration from, duration length) {
-  const auto first = static_cast<std::size_t>((from + std::chrono::seconds(1) - duration(1)) /
-                                              std::chrono::seconds(1));
-  const auto whole = static_cast<std::size_t>(length / std::chrono::seconds(1));
-  if (first >= whole || whole > r.series.size()) return 0.0;
-  std::int64_t total = 0;
-  for (std::size_t k = first; k < whole; ++k) total += r.series[k].attempts;
-  return static_cast<double>(total) / static_cast<double>(whole - first);
-}
-
 }  // namespace
 
 std::optional<std::string> validate(const load_range& range) {
@@ -110,7 +99,7 @@ load_sweep_report sweep_load(const scenario& s, std::span<const strategy> strate
                                       r.recovery_s,
                                       r.success_ratio,
                                       r.incident_amplification,
-                                      mean_rate_after(r, s.incident->end, s.length)};
+                                      r.after_incident_attempt_rate.value_or(0.0)};
       },
       progress);
 

@@ -22,6 +22,8 @@
 
 #include "command.hpp"
 #include "output.hpp"
+#include "process.hpp"
+#include "stormguard/detail/format.hpp"
 #include "stormguard/sim/layers.hpp"
 #include "stormguard/sim/occ.hpp"
 #include "stormguard/sim/parallel.hpp"
@@ -172,11 +174,43 @@ bool write_file(const std::filesystem::path& path, const std::string& text) {
   return ok;
 }
 
+// Runs gnuplot (found on PATH) on `script` through a temporary file (rather than a pipe: a gnuplot
+// that exits early cannot raise SIGPIPE here), as a child process (process.hpp). nullopt on
+// success, or why not: gnuplot missing (with the package to install) or its exit status
+// (gnuplot's own messages go to stderr).
+std::optional<std::string> run_gnuplot(const std::string& script) {
+  std::string path = (std::filesystem::temp_directory_path() / "stormguard-plot-XXXXXX").string();
+  std::vector<char> name(path.begin(), path.end());
+  name.push_back('\0');
+  const int fd = ::mkstemp(name.data());
+  if (fd < 0) return "cannot create a temporary file for gnuplot: " + errno_text(errno);
+  path = name.data();
+  std::FILE* file = ::fdopen(fd, "wb");
+  bool ok = file != nullptr && write_all(file, script);
+  if (file != nullptr) ok = std::fclose(file) == 0 && ok;
+  if (!ok) {
+    ::unlink(path.c_str());
+    return "cannot write the gnuplot script to " + path;
+  }
+  interrupt_forwarder forwarder;
+  const child_status status =
+      run_process({"gnuplot", path}, duration::max(), std::chrono::seconds(2), forwarder);
+  ::unlink(path.c_str());
+  if (status.how == child_status::kind::spawn_failed) {
+    return "gnuplot not found on PATH (install the Debian package gnuplot-nox, e.g. with "
+           "scripts/bootstrap)";
+  }
+  if (status.exit_status() != 0) {
+    return fmt::format("gnuplot failed (exit status {})", status.exit_status());
+  }
+  return std::nullopt;
+}
+
 // Draws the plot; false after printing why not. Says where it is on stderr.
 template <class Report>
 bool write_plot(const Report& report, const std::string& file) {
   const auto format = sim::plot_format_for(file);
-  if (auto error = sim::run_gnuplot(sim::gnuplot_script(report, *format, file))) {
+  if (auto error = run_gnuplot(sim::gnuplot_script(report, *format, file))) {
     print_error(fmt::format("cannot draw the plot '{}': {}", file, *error));
     return false;
   }
@@ -371,14 +405,15 @@ int run_simulate(const simulate_options& options) {
       }
       o.layers = static_cast<int>(*n);
     }
-    const sim::layers_report report = sim::simulate_layers(o, *strategies);
+    progress_bar bar("layers");
+    const sim::layers_report report = sim::simulate_layers(o, *strategies, threads, bar.callback());
     if (!options.csv_dir.empty() && !write_file(csv_dir / "layers.csv", sim::to_csv(report))) {
       return exit_failure;
     }
     return finish(report);
   }
 
-  // A time-series scenario: built in (by name) or a file (exit 1 when the file is bad).
+  // A time-series scenario: built in (by name) or a file (a bad file is bad input: exit 2).
   sim::scenario scenario = sim::friday_night();
   if (!options.scenario_file.empty()) {
     if (auto builtin = sim::builtin_scenario(options.scenario_file)) {
@@ -387,12 +422,22 @@ int run_simulate(const simulate_options& options) {
       auto loaded = sim::load_scenario(options.scenario_file);
       if (!loaded) {
         print_error(loaded.error().message);
-        return exit_failure;
+        return exit_usage;
       }
       scenario = *std::move(loaded);
     }
   }
   if (seed) scenario.seed = *seed;
+  // The work bound (bad input: exit 2), before any work; a sweep's largest load is its last.
+  sim::scenario largest = scenario;
+  if (sweep) {
+    const sim::load_range range{sweep->from, sweep->to, sweep->step};
+    if (!sim::validate(range)) largest.requests_per_second = sim::loads_of(range).back();
+  }
+  if (auto problem = sim::check_work(largest, *strategies)) {
+    print_error(problem->message);
+    return exit_usage;
+  }
 
   if (sweep) {
     const sim::load_range range{sweep->from, sweep->to, sweep->step};
@@ -403,8 +448,8 @@ int run_simulate(const simulate_options& options) {
     if (!scenario.incident || scenario.incident->end >= scenario.length) {
       print_error(fmt::format(
           "--sweep load= needs a scenario whose incident ends within its duration (recovery is "
-          "measured after it); '{}' has none",
-          scenario.name));
+          "measured after it); {} has none",
+          detail::quote_for_message(scenario.name)));
       return exit_failure;
     }
     progress_bar bar(scenario.name + " load sweep");

@@ -70,8 +70,8 @@ load_sweep_report sweep_load(const scenario& s, std::span<const strategy> strate
   }
   if (!s.incident || s.incident->end >= s.length) {
     throw std::invalid_argument(
-        "stormguard::sim::sweep_load: the scenario '" + s.name +
-        "' has no incident that ends within its duration, so recovery is undefined");
+        "stormguard::sim::sweep_load: the scenario " + detail::quote_for_message(s.name) +
+        " has no incident that ends within its duration, so recovery is undefined");
   }
   load_sweep_report report;
   report.scenario = s;
@@ -82,6 +82,10 @@ load_sweep_report sweep_load(const scenario& s, std::span<const strategy> strate
     scenario at = s;
     at.requests_per_second = load;
     if (auto problem = sim::validate(at)) {
+      throw std::invalid_argument("stormguard::sim::sweep_load: at load " + number(load) + ": " +
+                                  problem->message);
+    }
+    if (auto problem = check_work(at, strategies)) {
       throw std::invalid_argument("stormguard::sim::sweep_load: at load " + number(load) + ": " +
                                   problem->message);
     }

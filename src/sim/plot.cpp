@@ -289,7 +289,7 @@ std::string gnuplot_script(const occ_report& report, plot_format format,
     const auto& names = report.algorithms;
     const auto a = static_cast<std::size_t>(
         std::find(names.begin(), names.end(), report.timelines[t].algorithm) - names.begin());
-    out += fmt::format("{}$t{} using 1:2 with steps lt {} title {}", t == 0 ? "" : ", ", t,
+    out += fmt::format("{}$t{} using 1:2 with steps lt {} dt 1 title {}", t == 0 ? "" : ", ", t,
                        a % k_colours + 1, quoted(report.timelines[t].algorithm));
   }
   out += "\nunset multiplot\n";
@@ -361,7 +361,7 @@ std::string gnuplot_script(const layers_report& report, plot_format format,
   out += "EOD\n";
   out += fmt::format(
       "set title {}\nset ylabel 'attempts at the bottom per top-level request (log)'\n"
-      "set logscale y\nset yrange [{:.4g}:*]\nset style data histograms\n"
+      "set logscale y\nset format y '%g'\nset yrange [{:.4g}:*]\nset style data histograms\n"
       "set style fill solid 0.7 noborder\nset boxwidth 0.8\nset xtics rotate by -35\n"
       "unset key\nplot $rows using 3:xtic(1) lt 5, '' using 0:3:(sprintf('%.4g', $2)) "
       "with labels offset 0,0.7 notitle\n",

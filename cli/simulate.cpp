@@ -22,6 +22,8 @@
 
 #include "command.hpp"
 #include "output.hpp"
+#include "process.hpp"
+#include "stormguard/detail/format.hpp"
 #include "stormguard/sim/layers.hpp"
 #include "stormguard/sim/occ.hpp"
 #include "stormguard/sim/parallel.hpp"
@@ -172,11 +174,43 @@ bool write_file(const std::filesystem::path& path, const std::string& text) {
   return ok;
 }
 
+// Runs gnuplot (found on PATH) on `script` through a temporary file (rather than a pipe: a gnuplot
+// that exits early cannot raise SIGPIPE here), as a child process (process.hpp). nullopt on
+// success, or why not: gnuplot missing (with the package to install) or its exit status
+// (gnuplot's own messages go to stderr).
+std::optional<std::string> run_gnuplot(const std::string& script) {
+  std::string path = (std::filesystem::temp_directory_path() / "stormguard-plot-XXXXXX").string();
+  std::vector<char> name(path.begin(), path.end());
+  name.push_back('\0');
+  const int fd = ::mkstemp(name.data());
+  if (fd < 0) return "cannot create a temporary file for gnuplot: " + errno_text(errno);
+  path = name.data();
+  std::FILE* file = ::fdopen(fd, "wb");
+  bool ok = file != nullptr && write_all(file, script);
+  if (file != nullptr) ok = std::fclose(file) == 0 && ok;
+  if (!ok) {
+    ::unlink(path.c_str());
+    return "cannot write the gnuplot script to " + path;
+  }
+  interrupt_forwarder forwarder;
+  const child_status status =
+      run_process({"gnuplot", path}, duration::max(), std::chrono::seconds(2), forwarder);
+  ::unlink(path.c_str());
+  if (status.how == child_status::kind::spawn_failed) {
+    return "gnuplot not found on PATH (install the Debian package gnuplot-nox, e.g. with "
+           "scripts/bootstrap)";
+  }
+  if (status.exit_status() != 0) {
+    return fmt::format("gnuplot failed (exit status {})", status.exit_status());
+  }
+  return std::nullopt;
+}
+
 // Draws the plot; false after printing why not. Says where it is on stderr.
 template <class Report>
 bool write_plot(const Report& report, const std::string& file) {
   const auto format = sim::plot_format_for(file);
-  if (auto error = sim::run_gnuplot(sim::gnuplot_script(report, *format, file))) {
+  if (auto error = run_gnuplot(sim::gnuplot_script(report, *format, file))) {
     print_error(fmt::format("cannot draw the plot '{}': {}", file, *error));
     return false;
   }
@@ -224,11 +258,14 @@ std::optional<std::vector<sim::strategy>> chosen_strategies(const simulate_optio
 
 enum class model { server, occ, layers };
 
-int run_simulate(const simulate_options& options) {
-  // Usage errors first (exit 2), before any work.
-  const model kind = options.scenario_file == "brooker-occ" ? model::occ
-                     : options.scenario_file == "layers"    ? model::layers
-                                                            : model::server;
+model model_of(const std::string& scenario_argument) {
+  return scenario_argument == "brooker-occ" ? model::occ
+         : scenario_argument == "layers"    ? model::layers
+                                            : model::server;
+}
+
+// An option given for a model it does not apply to is a usage error.
+bool options_apply(const simulate_options& options, model kind) {
   const auto only_for = [&](const CLI::Option* option, const char* flag, const char* scenarios) {
     if (!given(option)) return true;
     print_error(fmt::format("{} applies only to {}", flag, scenarios));
@@ -238,206 +275,258 @@ int run_simulate(const simulate_options& options) {
       !only_for(options.strategy_option, "--strategy",
                 "time-series scenarios and layers (brooker-occ always compares none, "
                 "exponential, equal, full and decorrelated)")) {
-    return exit_usage;
+    return false;
   }
   if (kind != model::occ && !only_for(options.trials_option, "--trials", "brooker-occ")) {
-    return exit_usage;
+    return false;
   }
   if (kind != model::layers && !only_for(options.layers_option, "--layers", "layers")) {
-    return exit_usage;
+    return false;
   }
-  if (kind == model::layers && !only_for(options.sweep_option, "--sweep",
-                                         "brooker-occ (clients=) and time-series "
-                                         "scenarios (load=)")) {
-    return exit_usage;
-  }
-  const auto strategies = chosen_strategies(options);
-  if (!strategies) return exit_usage;
+  return kind != model::layers || only_for(options.sweep_option, "--sweep",
+                                           "brooker-occ (clients=) and time-series "
+                                           "scenarios (load=)");
+}
 
+// What every model shares, checked before any work.
+struct run_context {
+  const simulate_options& options;
+  std::vector<sim::strategy> strategies;
   std::optional<std::uint64_t> seed;
+  unsigned threads = 0;
+  std::optional<sweep_spec> sweep;
+  std::filesystem::path csv_dir;
+};
+
+// The options' values (usage errors: exit 2) and the output targets; nullopt after printing
+// why not, with the exit status in `status`.
+std::optional<run_context> prepare(const simulate_options& options, model kind, int& status) {
+  status = exit_usage;
+  auto strategies = chosen_strategies(options);
+  if (!strategies) return std::nullopt;
+  run_context context{options, *std::move(strategies), {}, 0, {}, options.csv_dir};
   if (given(options.seed_option)) {
-    seed = parse_seed(options.seed);
-    if (!seed) {
+    context.seed = parse_seed(options.seed);
+    if (!context.seed) {
       print_error(fmt::format(
           "--seed must be a non-negative decimal integer (0 to 18446744073709551615), got '{}'",
           options.seed));
-      return exit_usage;
+      return std::nullopt;
     }
   }
-  unsigned threads = 0;
   if (given(options.threads_option)) {
     const auto n = parse_count(options.threads, 1, 256);
     if (!n) {
       print_error(
           fmt::format("--threads must be an integer in [1, 256], got '{}'", options.threads));
-      return exit_usage;
+      return std::nullopt;
     }
-    threads = static_cast<unsigned>(*n);
+    context.threads = static_cast<unsigned>(*n);
   }
   if (given(options.csv_option) && options.csv_dir.empty()) {
     print_error("--csv needs a directory, got ''");
-    return exit_usage;
+    return std::nullopt;
   }
   if (given(options.plot_option)) {
     if (!sim::plot_format_for(options.plot)) {
       print_error(
           fmt::format("--plot needs a file name ending in .png or .svg, got '{}'", options.plot));
-      return exit_usage;
+      return std::nullopt;
     }
     const auto parent = std::filesystem::path(options.plot).parent_path();
     std::error_code ec;
     if (!parent.empty() && !std::filesystem::is_directory(parent, ec)) {
       print_error(fmt::format("cannot write the plot '{}': the directory '{}' does not exist",
                               options.plot, parent.string()));
-      return exit_failure;
+      status = exit_failure;
+      return std::nullopt;
     }
   }
-  std::optional<sweep_spec> sweep;
   if (given(options.sweep_option)) {
-    sweep = parse_sweep(options.sweep);
+    context.sweep = parse_sweep(options.sweep);
     const char* expected = kind == model::occ ? "clients" : "load";
-    if (!sweep || sweep->key != expected) {
+    if (!context.sweep || context.sweep->key != expected) {
       print_error(fmt::format("--sweep must be {}=LO:HI:STEP for this scenario, got '{}'", expected,
                               options.sweep));
-      return exit_usage;
+      return std::nullopt;
     }
   }
-
   if (!options.csv_dir.empty()) {
     std::error_code ec;
     std::filesystem::create_directories(options.csv_dir, ec);
     if (ec || !std::filesystem::is_directory(options.csv_dir, ec)) {
       print_error(fmt::format("cannot create the CSV directory '{}': {}", options.csv_dir,
                               ec ? ec.message() : "not a directory"));
-      return exit_failure;
+      status = exit_failure;
+      return std::nullopt;
     }
   }
-  const std::filesystem::path csv_dir(options.csv_dir);
-  // Prints the table (or JSON) first, then draws the plot: a plot that cannot be drawn (no
-  // gnuplot, an unwritable target) must not throw away a run's results.
-  const auto finish = [&](const auto& report) {
-    if (!write_all(stdout, options.json ? sim::to_json(report) : sim::format_table(report))) {
-      print_error(fmt::format("cannot write to standard output: {}", errno_text(errno)));
-      return exit_failure;
-    }
-    std::fflush(stdout);
-    if (given(options.plot_option) && !write_plot(report, options.plot)) return exit_failure;
-    return exit_success;
-  };
+  return context;
+}
 
-  if (kind == model::occ) {
-    sim::occ_options o;
-    if (seed) o.seed = *seed;
-    o.threads = threads;
-    if (given(options.trials_option)) {
-      const auto n = parse_count(options.trials, 1, 100'000);
-      if (!n) {
-        print_error(
-            fmt::format("--trials must be an integer in [1, 100000], got '{}'", options.trials));
-        return exit_usage;
-      }
-      o.trials = static_cast<int>(*n);
-    }
-    if (sweep) {
-      const auto whole = [](double x) { return x == std::floor(x) && x >= 1 && x <= 10'000; };
-      if (!whole(sweep->from) || !whole(sweep->to) || !whole(sweep->step) ||
-          sweep->to < sweep->from) {
-        print_error(fmt::format(
-            "--sweep clients=LO:HI:STEP needs integers with 1 <= LO <= HI <= 10000 and STEP >= "
-            "1, got '{}'",
-            options.sweep));
-        return exit_usage;
-      }
-      o.clients_from = static_cast<int>(sweep->from);
-      o.clients_to = static_cast<int>(sweep->to);
-      o.clients_step = static_cast<int>(sweep->step);
-    }
-    progress_bar bar("brooker-occ");
-    const sim::occ_report report = sim::simulate_occ(o, bar.callback());
-    if (!options.csv_dir.empty() && !write_file(csv_dir / "brooker-occ.csv", sim::to_csv(report))) {
-      return exit_failure;
-    }
-    return finish(report);
+// Writes the CSV file (if --csv), prints the table (or JSON), then draws the plot: a plot that
+// cannot be drawn (no gnuplot, an unwritable target) must not throw away a run's results.
+template <class Report>
+int finish(const run_context& context, const Report& report, const std::string& csv_name,
+           const std::string& csv_text) {
+  if (!context.options.csv_dir.empty() && !csv_name.empty() &&
+      !write_file(context.csv_dir / csv_name, csv_text)) {
+    return exit_failure;
   }
-
-  if (kind == model::layers) {
-    sim::layers_options o;
-    if (seed) o.seed = *seed;
-    if (given(options.layers_option)) {
-      const auto n = parse_count(options.layers, 1, 6);
-      if (!n) {
-        print_error(fmt::format("--layers must be an integer in [1, 6], got '{}'", options.layers));
-        return exit_usage;
-      }
-      o.layers = static_cast<int>(*n);
-    }
-    const sim::layers_report report = sim::simulate_layers(o, *strategies);
-    if (!options.csv_dir.empty() && !write_file(csv_dir / "layers.csv", sim::to_csv(report))) {
-      return exit_failure;
-    }
-    return finish(report);
+  if (!write_all(stdout, context.options.json ? sim::to_json(report) : sim::format_table(report))) {
+    print_error(fmt::format("cannot write to standard output: {}", errno_text(errno)));
+    return exit_failure;
   }
+  std::fflush(stdout);
+  if (given(context.options.plot_option) && !write_plot(report, context.options.plot)) {
+    return exit_failure;
+  }
+  return exit_success;
+}
 
-  // A time-series scenario: built in (by name) or a file (exit 1 when the file is bad).
+int run_occ(const run_context& context) {
+  const simulate_options& options = context.options;
+  sim::occ_options o;
+  if (context.seed) o.seed = *context.seed;
+  o.threads = context.threads;
+  if (given(options.trials_option)) {
+    const auto n = parse_count(options.trials, 1, 100'000);
+    if (!n) {
+      print_error(
+          fmt::format("--trials must be an integer in [1, 100000], got '{}'", options.trials));
+      return exit_usage;
+    }
+    o.trials = static_cast<int>(*n);
+  }
+  if (const auto& sweep = context.sweep) {
+    const auto whole = [](double x) { return x == std::floor(x) && x >= 1 && x <= 10'000; };
+    if (!whole(sweep->from) || !whole(sweep->to) || !whole(sweep->step) ||
+        sweep->to < sweep->from) {
+      print_error(fmt::format(
+          "--sweep clients=LO:HI:STEP needs integers with 1 <= LO <= HI <= 10000 and STEP >= "
+          "1, got '{}'",
+          options.sweep));
+      return exit_usage;
+    }
+    o.clients_from = static_cast<int>(sweep->from);
+    o.clients_to = static_cast<int>(sweep->to);
+    o.clients_step = static_cast<int>(sweep->step);
+  }
+  progress_bar bar("brooker-occ");
+  const sim::occ_report report = sim::simulate_occ(o, bar.callback());
+  return finish(context, report, "brooker-occ.csv", sim::to_csv(report));
+}
+
+int run_layers(const run_context& context) {
+  const simulate_options& options = context.options;
+  sim::layers_options o;
+  if (context.seed) o.seed = *context.seed;
+  if (given(options.layers_option)) {
+    const auto n = parse_count(options.layers, 1, 6);
+    if (!n) {
+      print_error(fmt::format("--layers must be an integer in [1, 6], got '{}'", options.layers));
+      return exit_usage;
+    }
+    o.layers = static_cast<int>(*n);
+  }
+  progress_bar bar("layers");
+  const sim::layers_report report =
+      sim::simulate_layers(o, context.strategies, context.threads, bar.callback());
+  return finish(context, report, "layers.csv", sim::to_csv(report));
+}
+
+// A time-series scenario: built in (by name) or a file (a bad file is bad input: exit 2).
+std::optional<sim::scenario> load_time_series(const run_context& context) {
+  const std::string& argument = context.options.scenario_file;
   sim::scenario scenario = sim::friday_night();
-  if (!options.scenario_file.empty()) {
-    if (auto builtin = sim::builtin_scenario(options.scenario_file)) {
+  if (!argument.empty()) {
+    if (auto builtin = sim::builtin_scenario(argument)) {
       scenario = *std::move(builtin);
     } else {
-      auto loaded = sim::load_scenario(options.scenario_file);
+      auto loaded = sim::load_scenario(argument);
       if (!loaded) {
         print_error(loaded.error().message);
-        return exit_failure;
+        return std::nullopt;
       }
       scenario = *std::move(loaded);
     }
   }
-  if (seed) scenario.seed = *seed;
-
-  if (sweep) {
+  if (context.seed) scenario.seed = *context.seed;
+  // The work bound (bad input), before any work; a sweep's largest load is its last.
+  sim::scenario largest = scenario;
+  if (const auto& sweep = context.sweep) {
     const sim::load_range range{sweep->from, sweep->to, sweep->step};
-    if (auto problem = sim::validate(range)) {
-      print_error("--sweep: " + *problem);
-      return exit_usage;
-    }
-    if (!scenario.incident || scenario.incident->end >= scenario.length) {
-      print_error(fmt::format(
-          "--sweep load= needs a scenario whose incident ends within its duration (recovery is "
-          "measured after it); '{}' has none",
-          scenario.name));
-      return exit_failure;
-    }
-    progress_bar bar(scenario.name + " load sweep");
-    sim::load_sweep_report report;
-    try {
-      report = sim::sweep_load(scenario, *strategies, range, threads, bar.callback());
-    } catch (const std::invalid_argument& e) {
-      print_error(e.what());
-      return exit_failure;
-    }
-    if (!options.csv_dir.empty() &&
-        !write_file(csv_dir / (scenario.name + "-sweep.csv"), sim::to_csv(report))) {
-      return exit_failure;
-    }
-    return finish(report);
+    if (!sim::validate(range)) largest.requests_per_second = sim::loads_of(range).back();
   }
+  if (auto problem = sim::check_work(largest, context.strategies)) {
+    print_error(problem->message);
+    return std::nullopt;
+  }
+  return scenario;
+}
 
-  sim::simulation_report report;
-  try {
-    progress_bar bar(scenario.name);
-    report = sim::simulate(scenario, *strategies, threads, bar.callback());
-  } catch (const std::bad_alloc&) {
-    print_error(fmt::format("out of memory while simulating '{}' ({} req/s x {})", scenario.name,
-                            scenario.requests_per_second, sim::format_duration(scenario.length)));
+int run_load_sweep(const run_context& context, const sim::scenario& scenario) {
+  const sim::load_range range{context.sweep->from, context.sweep->to, context.sweep->step};
+  if (auto problem = sim::validate(range)) {
+    print_error("--sweep: " + *problem);
+    return exit_usage;
+  }
+  if (!scenario.incident || scenario.incident->end >= scenario.length) {
+    print_error(fmt::format(
+        "--sweep load= needs a scenario whose incident ends within its duration (recovery is "
+        "measured after it); {} has none",
+        detail::quote_for_message(scenario.name)));
     return exit_failure;
   }
+  progress_bar bar(scenario.name + " load sweep");
+  sim::load_sweep_report report;
+  try {
+    report = sim::sweep_load(scenario, context.strategies, range, context.threads, bar.callback());
+  } catch (const std::invalid_argument& e) {
+    print_error(e.what());
+    return exit_failure;
+  }
+  return finish(context, report, scenario.name + "-sweep.csv", sim::to_csv(report));
+}
 
-  if (!options.csv_dir.empty()) {
+int run_time_series(const run_context& context) {
+  const auto scenario = load_time_series(context);
+  if (!scenario) return exit_usage;
+  if (context.sweep) return run_load_sweep(context, *scenario);
+  sim::simulation_report report;
+  try {
+    progress_bar bar(scenario->name);
+    report = sim::simulate(*scenario, context.strategies, context.threads, bar.callback());
+  } catch (const std::bad_alloc&) {
+    print_error(fmt::format("out of memory while simulating {} ({} req/s x {})",
+                            detail::quote_for_message(scenario->name),
+                            scenario->requests_per_second, sim::format_duration(scenario->length)));
+    return exit_failure;
+  }
+  if (!context.options.csv_dir.empty()) {
     for (const auto& r : report.strategies) {
-      if (!write_file(csv_dir / (r.name + ".csv"), sim::to_csv(r))) return exit_failure;
+      if (!write_file(context.csv_dir / (r.name + ".csv"), sim::to_csv(r))) return exit_failure;
     }
   }
-  return finish(report);
+  return finish(context, report, "", "");
+}
+
+int run_simulate(const simulate_options& options) {
+  // Usage errors first (exit 2), before any work.
+  const model kind = model_of(options.scenario_file);
+  if (!options_apply(options, kind)) return exit_usage;
+  int status = exit_usage;
+  const auto context = prepare(options, kind, status);
+  if (!context) return status;
+  switch (kind) {
+    case model::occ:
+      return run_occ(*context);
+    case model::layers:
+      return run_layers(*context);
+    case model::server:
+      break;
+  }
+  return run_time_series(*context);
 }
 
 }  // namespace

@@ -1330,4 +1330,162 @@ TEST(Simulate, ParallelStrategiesGiveTheSequentialReport) {
   EXPECT_EQ(sim::to_json(sequential), sim::to_json(parallel));
 }
 
+// ---------------------------------------------------------------------------------------------
+// Issue 10: work and memory bounds, plots every reader can read, layers on threads
+// ---------------------------------------------------------------------------------------------
+
+sim::scenario largest_valid() {
+  sim::scenario s = sim::friday_night();
+  s.length = 1h;
+  s.requests_per_second = 2777;  // 9,997,200 logical requests: just inside the 10 M limit
+  return s;
+}
+
+TEST(WorkBound, AcceptsTheLargestValidScenarioWithTheBuiltInStrategies) {
+  EXPECT_FALSE(sim::check_work(largest_valid(), sim::builtin_strategies()));
+}
+
+TEST(WorkBound, RejectsAThousandRetriesForAnHourWithTheEstimateAndTheBound) {
+  sim::scenario s = largest_valid();
+  s.max_retries = 1000;
+  s.incident = sim::incident{0s, 1h, std::nullopt, 1.0, 0.0};
+  const auto problem = sim::check_work(s, sim::builtin_strategies());
+  ASSERT_TRUE(problem);
+  EXPECT_EQ(problem->field, "max_retries");
+  // 9,997,200 requests x 1001 attempts, and the bound.
+  EXPECT_NE(problem->message.find("10,007,197,200 attempts"), std::string::npos)
+      << problem->message;
+  EXPECT_NE(problem->message.find("40,000,000"), std::string::npos) << problem->message;
+  EXPECT_THROW((void)sim::simulate(s, strategy_named("naive")), std::invalid_argument);
+  // A strategy that does not retry is not bound by the scenario's max_retries.
+  EXPECT_FALSE(sim::check_work(s, std::span(&strategy_named("none"), 1)));
+}
+
+TEST(MemoryBound, RunsSideBySideAreCappedByTheScenarioNotTheThreadCount) {
+  // At the largest scenario a run needs ~336 MB: two fit in the bound, whatever --threads says.
+  EXPECT_EQ(sim::parallel_runs(largest_valid(), 10, 10), 2u);
+  EXPECT_EQ(sim::parallel_runs(largest_valid(), 1, 10), 1u);
+  EXPECT_LE(2 * sim::estimated_run_bytes(largest_valid()), sim::k_max_parallel_bytes);
+  // A small scenario runs on every thread asked for.
+  EXPECT_EQ(sim::parallel_runs(small_storm(), 10, 10), 10u);
+}
+
+TEST(Plot, IdenticalSeriesAreNamedInTheKeyAndDrawnDistinctly) {
+  // Without an incident no strategy retries: none and full+throttle give the same series.
+  const std::vector<sim::strategy> strategies{strategy_named("none"),
+                                              strategy_named("full+throttle")};
+  const auto report = sim::simulate(small_calm(), strategies);
+  ASSERT_EQ(report.strategies[0].fine_series, report.strategies[1].fine_series);
+  const std::string script = sim::gnuplot_script(report, sim::plot_format::png, "x.png");
+  EXPECT_NE(script.find("title 'full+throttle (= none)'"), std::string::npos);
+  // Each line has its own dash type and marker, and the markers start at different rows.
+  EXPECT_NE(script.find("set linetype 1 lc rgb '#555555' lw 1.5 dt 1 pt 1"), std::string::npos);
+  EXPECT_NE(script.find("set linetype 2 lc rgb '#d62728' lw 1.5 dt 2 pt 2"), std::string::npos);
+  EXPECT_NE(script.find("$d0 using 1:2 every 40::0 with points"), std::string::npos);
+  EXPECT_NE(script.find("$d1 using 1:2 every 40::3 with points"), std::string::npos);
+}
+
+TEST(Plot, TimeSeriesShowsDemandCapacityAStrategyAtZeroAndAlignedPanels) {
+  const std::vector<sim::strategy> strategies{strategy_named("naive")};
+  const auto report = sim::simulate(small_storm(), strategies);
+  const std::string script = sim::gnuplot_script(report, sim::plot_format::png, "x.png");
+  EXPECT_NE(script.find("$demand << EOD\n"), std::string::npos);
+  EXPECT_NE(script.find("title 'demand (logical req/s)'"), std::string::npos);
+  // 25 workers / 20 ms = 1,250 req/s; 25 / 1.5 s during the incident (2 s to 8 s).
+  EXPECT_NE(script.find("$capacity << EOD\n0 1250\n2 1250\n2 16.6667\n8 16.6667\n8 1250\n20 "
+                        "1250\nEOD\n"),
+            std::string::npos)
+      << script.substr(script.find("$capacity"), 120);
+  // Both panels start below zero (a strategy with no goodput stays visible) ...
+  const auto first = script.find("set yrange [-");
+  ASSERT_NE(first, std::string::npos);
+  EXPECT_NE(script.find("set yrange [-", first + 1), std::string::npos);
+  // ... and share fixed margins, so that their time axes line up.
+  EXPECT_NE(script.find("set lmargin at screen 0.08\nset rmargin at screen 0.80\n"),
+            std::string::npos);
+}
+
+TEST(Plot, OccScriptDrawsTheReportsTimelinesWithoutRerunningTheModel) {
+  sim::occ_options o;
+  o.clients_from = 10;
+  o.clients_to = 20;
+  o.trials = 2;
+  sim::occ_report report = sim::simulate_occ(o);
+  ASSERT_EQ(report.timelines.size(), 2u);
+  EXPECT_EQ(report.timelines[0].algorithm, "exponential");
+  EXPECT_EQ(report.timelines[1].clients, 20);
+  // The script shows what the report carries: here a made-up timeline of 3 writes.
+  report.timelines[1].write_times = {0ms, 5ms, 15ms};
+  const std::string script = sim::gnuplot_script(report, sim::plot_format::png, "x.png");
+  EXPECT_NE(script.find("$t1 << EOD\n0 2\n10 1\nEOD\n"), std::string::npos);
+}
+
+TEST(Plot, LayersKeepsABarForAStrategyNearZero) {
+  sim::layers_report report{small_layers(), {}};
+  report.rows.push_back(sim::layers_row{"full", false, 1000, 64000, 64.0, {4, 16, 64}, 0, 0, 0});
+  report.rows.push_back(
+      sim::layers_row{"full+adaptive", false, 10000, 2, 0.0002, {1, 1, 2}, 0, 9998, 0});
+  const std::string script = sim::gnuplot_script(report, sim::plot_format::png, "x.png");
+  EXPECT_NE(script.find("set yrange [6.667e-05:*]"), std::string::npos) << script;
+}
+
+TEST(Layers, RowsRunOnThreadsWithTheSameReport) {
+  const auto strategies = sim::builtin_strategies();
+  const auto one = sim::simulate_layers(small_layers(), strategies, 1);
+  std::size_t last_total = 0;
+  const auto two = sim::simulate_layers(
+      small_layers(), strategies, 2, [&](std::size_t, std::size_t total) { last_total = total; });
+  EXPECT_EQ(sim::to_json(one), sim::to_json(two));
+  EXPECT_EQ(last_total, one.rows.size());
+}
+
+TEST(ScenarioParser, NestedDuplicateKeyIsNamedByItsFullPath) {
+  std::string text = sim::to_json(sim::friday_night());
+  text.replace(text.find("\"workers\": 100"), 14, "\"workers\": 100, \"workers\": 5");
+  const auto parsed = sim::parse_scenario(text);
+  ASSERT_FALSE(parsed);
+  EXPECT_EQ(parsed.error().field, "server.workers");
+  EXPECT_EQ(parsed.error().message, "server.workers: the field appears more than once");
+}
+
+TEST(ScenarioParser, EchoedValuesAreEscapedAndCut) {
+  std::string text = sim::to_json(sim::friday_night());
+  text.replace(text.find("\"timeout\": \"1s\""), 15,
+               "\"timeout\": \"\\u001b[31m" + std::string(1000, 'x') + "\"");
+  const auto parsed = sim::parse_scenario(text);
+  ASSERT_FALSE(parsed);
+  EXPECT_EQ(parsed.error().message.find('\x1b'), std::string::npos) << parsed.error().message;
+  EXPECT_NE(parsed.error().message.find("\"\\x1b[31mxxx"), std::string::npos)
+      << parsed.error().message;
+  EXPECT_LT(parsed.error().message.size(), 300u);
+}
+
+TEST(SweepLoad, AScenarioNameInAnErrorIsEscaped) {
+  sim::scenario s = small_calm();
+  s.name = std::string("evil\x1b[2J", 8) + std::string(1, '\0');
+  try {
+    (void)sim::sweep_load(s, sim::builtin_strategies(), {100, 200, 100});
+    FAIL() << "no exception";
+  } catch (const std::invalid_argument& e) {
+    const std::string what = e.what();
+    EXPECT_EQ(what.find('\x1b'), std::string::npos) << what;
+    EXPECT_NE(what.find("\"evil\\x1b[2J\\x00\""), std::string::npos) << what;
+  }
+}
+
+TEST(BuiltinScenarios, AreTheScenarioFilesInTheDocumentedOrder) {
+  EXPECT_EQ(sim::builtin_scenario_names(),
+            "friday-night, no-incident, metastable, metastable-slowdown, outage-80, "
+            "outage-80-fleet");
+  std::size_t files = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(STORMGUARD_SCENARIOS_DIR)) {
+    if (entry.path().extension() != ".json") continue;
+    ++files;
+    const auto parsed = sim::load_scenario(entry.path());
+    ASSERT_TRUE(parsed) << entry.path();
+    EXPECT_EQ(sim::builtin_scenario(entry.path().stem().string()), *parsed) << entry.path();
+  }
+  EXPECT_EQ(files, 6u);
+}
+
 }  // namespace

@@ -106,22 +106,45 @@ TEST_F(SimulateCli, UnknownOptionIsAUsageError) {
   EXPECT_EQ(run_cli("simulate --frobnicate").exit_code, 2);
 }
 
-TEST_F(SimulateCli, BrokenScenarioFileExitsOneNamingTheField) {
+TEST_F(SimulateCli, BrokenScenarioFileExitsTwoNamingTheField) {
   const std::string good = stormguard::sim::to_json(stormguard::sim::friday_night());
   std::string bad = good;
   bad.replace(bad.find("\"workers\": 100"), 14, "\"workers\": -3");
   const auto r = run_cli("simulate '" + write("bad.json", bad) + "'");
-  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.output.find("server.workers"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("-3"), std::string::npos) << r.output;
 
   const auto missing = run_cli("simulate " + path("missing.json"));
-  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_EQ(missing.exit_code, 2);
   EXPECT_NE(missing.output.find("missing.json"), std::string::npos) << missing.output;
 
   const auto syntax = run_cli("simulate '" + write("syntax.json", "{\n\"name\": \"x\"\n") + "'");
-  EXPECT_EQ(syntax.exit_code, 1);
+  EXPECT_EQ(syntax.exit_code, 2);
   EXPECT_NE(syntax.output.find("line"), std::string::npos) << syntax.output;
+}
+
+TEST_F(SimulateCli, ScenarioAboveTheWorkBoundExitsTwoWithTheEstimateBeforeAnyWork) {
+  // A thousand retries for an hour: ~10^10 attempts, which used to run for minutes.
+  stormguard::sim::scenario s = stormguard::sim::friday_night();
+  s.length = 1h;
+  s.requests_per_second = 2777;
+  s.max_retries = 1000;
+  s.incident = stormguard::sim::incident{0s, 1h, std::nullopt, 1.0, 0.0};
+  const auto r = run_cli("simulate '" + write("work.json", stormguard::sim::to_json(s)) + "'");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("stormguard simulate: error: max_retries: the run of \"naive\" would "
+                          "make up to 10,007,197,200 attempts"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("at most 40,000,000 are allowed"), std::string::npos) << r.output;
+  // A sweep is checked at its largest load.
+  s.length = 10s;
+  s.incident = stormguard::sim::incident{1s, 2s, std::nullopt, 1.0, 0.0};
+  const auto sweep = run_cli("simulate '" + write("sweep.json", stormguard::sim::to_json(s)) +
+                             "' --sweep load=10:9000:4495");
+  EXPECT_EQ(sweep.exit_code, 2) << sweep.output;
+  EXPECT_NE(sweep.output.find("at most 40,000,000 are allowed"), std::string::npos) << sweep.output;
 }
 
 TEST_F(SimulateCli, CsvWritesOneTimeSeriesPerStrategyCreatingTheDirectory) {
@@ -198,7 +221,7 @@ TEST_F(SimulateCli, EmptyStrategyNameIsAClearUsageError) {
 TEST_F(SimulateCli, OversizedScenarioFileIsRejectedNamingTheLimit) {
   const auto r =
       run_cli("simulate '" + write("big.json", std::string(2 * 1024 * 1024, ' ') + "{}") + "'");
-  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.output.find("big.json: the scenario file is larger than 1048576 bytes (1 MiB)"),
             std::string::npos)
       << r.output;
@@ -208,7 +231,7 @@ TEST_F(SimulateCli, DurationErrorsQuoteTheTextAsWritten) {
   std::string text = stormguard::sim::to_json(stormguard::sim::friday_night());
   text.replace(text.find("\"timeout\": \"1s\""), 15, "\"timeout\": \"0ms\"");
   const auto r = run_cli("simulate '" + write("zero.json", text) + "'");
-  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.output.find("timeout: must be in (0, 1h], got \"0ms\""), std::string::npos)
       << r.output;
 }

@@ -4,12 +4,12 @@
 
 #include <cmath>
 #include <deque>
-#include <queue>
 #include <stdexcept>
 #include <type_traits>
 #include <variant>
 
 #include "sim/common.hpp"
+#include "sim/event_queue.hpp"
 #include "stormguard/budget.hpp"
 #include "stormguard/detail/format.hpp"
 #include "stormguard/detail/saturate.hpp"
@@ -24,8 +24,9 @@ namespace {
 using seeds::fnv1a;
 using seeds::mix;
 
-// Attempts at the bottom grow as 4^layers per top-level request: 6 layers take ~12 s and 700 MB
-// with naive, 7 would take ~50 s and 3 GB, 8 ~200 s and 11 GB.
+// Attempts at the bottom grow as 4^layers per top-level request: 6 layers make 41 million attempts
+// at the bottom per retrying row (see docs/simulator.md for the time); 7 would take 4 times as
+// long.
 constexpr int k_max_layers = 6;
 constexpr double k_max_requests = 1'000'000;
 constexpr std::uint64_t k_tag_arrivals = 0x6172726976616c73ULL;  // "arrivals"
@@ -51,17 +52,6 @@ struct call {
 };
 constexpr std::uint32_t k_none = 0xffffffffU;
 
-struct retry_event {
-  std::int64_t time;
-  std::uint64_t seq;
-  std::uint32_t call;
-};
-struct later {
-  bool operator()(const retry_event& a, const retry_event& b) const noexcept {
-    return a.time != b.time ? a.time > b.time : a.seq > b.seq;
-  }
-};
-
 template <class B, class Config>
 class layers_engine {
  public:
@@ -78,8 +68,6 @@ class layers_engine {
     row_.top_only = top_only;
     row_.layer_attempts.assign(static_cast<std::size_t>(o.layers), 0);
     end_ = o.length.count();
-    const double expected = o.requests_per_second * std::chrono::duration<double>(o.length).count();
-    calls_.reserve(static_cast<std::size_t>(expected * 1.05) + 16);
   }
 
   layers_row run() {
@@ -99,10 +87,10 @@ class layers_engine {
         next_arrival = next_gap(now);
         continue;
       }
-      const retry_event e = heap_.top();
+      const engine::event e = heap_.top();
       heap_.pop();
-      ++calls_[e.call].attempt;
-      start_attempt(e.call, e.time);
+      ++calls_[e.request].attempt;
+      start_attempt(e.request, e.time);
     }
     row_.bottom_attempts = row_.layer_attempts.back();
     if (row_.top_requests > 0) {
@@ -124,13 +112,28 @@ class layers_engine {
     return now + static_cast<std::int64_t>(std::llround(gap_ns));
   }
 
-  // A call starts at layer `depth`: a logical request for that layer's service.
+  // A call starts at layer `depth`: a logical request for that layer's service. Its slot comes
+  // from the calls that ended (end_call), so memory follows the calls in progress, not all calls.
   std::uint32_t new_call(std::uint32_t parent, std::int32_t depth, std::uint32_t top,
                          bool counted) {
-    const auto id = static_cast<std::uint32_t>(calls_.size());
-    calls_.push_back(
-        call{0, parent, parent == k_none ? id : top, 1, depth, counted, attempt_status::success});
+    std::uint32_t id = 0;
+    if (free_.empty()) {
+      id = static_cast<std::uint32_t>(calls_.size());
+      calls_.emplace_back();
+    } else {
+      id = free_.back();
+      free_.pop_back();
+    }
+    calls_[id] =
+        call{0, parent, parent == k_none ? id : top, 1, depth, counted, attempt_status::success};
     return id;
+  }
+
+  // The call ended: nothing refers to it any more (its caller is told next), so its slot is free.
+  // Returns its caller (k_none for a top-level call).
+  std::uint32_t end_call(std::uint32_t id) {
+    free_.push_back(id);
+    return calls_[id].parent;
   }
 
   // Asks the layer's budget to admit a new call (adaptive throttling may reject it locally: the
@@ -139,7 +142,7 @@ class layers_engine {
     auto& l = layers_[static_cast<std::size_t>(calls_[id].depth)];
     if (l.budget.try_admit(time_point(duration(now)), l.rng)) return true;
     ++row_.throttled;
-    const std::uint32_t parent = calls_[id].parent;
+    const std::uint32_t parent = end_call(id);
     if (parent != k_none) attempt_done(parent, false, now);
     return false;
   }
@@ -171,22 +174,23 @@ class layers_engine {
       c.retried = status;
       if (next.retry) {
         c.previous_delay = next.delay.count();
-        heap_.push(
-            retry_event{detail::saturating_add(duration(now), next.delay).count(), seq_++, id});
+        heap_.push(engine::event{detail::saturating_add(duration(now), next.delay).count(), seq_++,
+                                 id, 0, engine::event_kind::attempt_start});
         return;
       }
       if (next.reason == end_reason::budget_exhausted) ++row_.budget_exhausted;
     }
-    const std::uint32_t parent = calls_[id].parent;
+    const std::uint32_t parent = end_call(id);
     if (parent != k_none) attempt_done(parent, ok, now);
   }
 
   const layers_options& o_;
   std::int64_t end_ = 0;
   random_generator arrivals_rng_;
-  std::deque<layer<B>> layers_;  // a deque: budgets are neither copyable nor movable
-  std::vector<call> calls_;
-  std::priority_queue<retry_event, std::vector<retry_event>, later> heap_;
+  std::deque<layer<B>> layers_;      // a deque: budgets are neither copyable nor movable
+  std::vector<call> calls_;          // the calls in progress, and free slots
+  std::vector<std::uint32_t> free_;  // the free slots of calls_
+  engine::radix_heap heap_;          // retries, by (time, sequence number)
   std::uint64_t seq_ = 0;
   layers_row row_;
 };
@@ -236,23 +240,36 @@ std::optional<std::string> validate(const layers_options& o) {
   return std::nullopt;
 }
 
-layers_report simulate_layers(const layers_options& o, std::span<const strategy> strategies) {
+layers_report simulate_layers(const layers_options& o, std::span<const strategy> strategies,
+                              unsigned threads, const progress_callback& progress) {
   if (auto problem = validate(o)) {
     throw std::invalid_argument("stormguard::sim::simulate_layers: " + *problem);
   }
-  layers_report report{o, {}};
+  // The rows in report order: each strategy at every layer, then (if it retries) at the top only.
+  struct job {
+    const strategy* strat;
+    bool top_only;
+  };
+  std::vector<job> jobs;
   for (const strategy& strat : strategies) {
-    for (const bool top_only : {false, true}) {
-      if (top_only && strat.retry.max_retries == 0) continue;  // the same as every layer
-      report.rows.push_back(std::visit(
-          [&](const auto& config) {
-            using config_type = std::decay_t<decltype(config)>;
-            using budget_type = typename budget_for<config_type>::type;
-            return layers_engine<budget_type, config_type>(o, strat, config, top_only).run();
-          },
-          strat.budget));
-    }
+    jobs.push_back({&strat, false});
+    if (strat.retry.max_retries != 0) jobs.push_back({&strat, true});  // else the same row
   }
+  layers_report report{o, std::vector<layers_row>(jobs.size())};
+  parallel_for(
+      jobs.size(), threads,
+      [&](std::size_t i) {
+        report.rows[i] = std::visit(
+            [&](const auto& config) {
+              using config_type = std::decay_t<decltype(config)>;
+              using budget_type = typename budget_for<config_type>::type;
+              return layers_engine<budget_type, config_type>(o, *jobs[i].strat, config,
+                                                             jobs[i].top_only)
+                  .run();
+            },
+            jobs[i].strat->budget);
+      },
+      progress);
   return report;
 }
 

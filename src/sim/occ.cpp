@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 #include <stdexcept>
 #include <vector>
@@ -336,6 +337,19 @@ occ_report simulate_occ(const occ_options& o, const progress_callback& progress)
                                      algorithms[point % algorithms.size()].name,
                                      static_cast<double>(calls) / static_cast<double>(per_point),
                                      units(duration(time)) / static_cast<double>(per_point)});
+  }
+  // One trial at the swept client count nearest to 100, for the plot (so that drawing it needs no
+  // run of the model).
+  int clients = o.clients_from;
+  for (const int n : counts) {
+    if (std::abs(n - 100) < std::abs(clients - 100)) clients = n;
+  }
+  for (std::size_t a = 0; a < algorithms.size(); ++a) {
+    if (algorithms[a].name != "exponential" && algorithms[a].name != "full") continue;
+    occ_timeline timeline{clients, algorithms[a].name, {}};
+    (void)simulate_occ_trial(clients, algorithms[a], occ_trial_seed(o.seed, clients, a, 0), o,
+                             &timeline.write_times);
+    report.timelines.push_back(std::move(timeline));
   }
   return report;
 }

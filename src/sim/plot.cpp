@@ -48,10 +48,44 @@ std::string preamble(plot_format format, const std::string& output, int width, i
   const char* colours[k_colours] = {"#555555", "#d62728", "#ff7f0e", "#bcbd22",
                                     "#1f77b4", "#9467bd", "#2ca02c", "#17becf",
                                     "#8c564b", "#e377c2", "#000000", "#7f7f7f"};
+  // Each line also has its own dash type and point marker, so that lines that coincide (two
+  // strategies with the same series) still show both: the dashes of one between those of the
+  // other, and markers at different places.
+  constexpr int dashes[k_colours] = {1, 2, 3, 4, 5, 1, 2, 3, 4, 5, 1, 2};
+  constexpr int points[k_colours] = {1, 2, 4, 6, 8, 10, 12, 3, 5, 7, 9, 11};
   for (int i = 0; i < k_colours; ++i) {
-    out += fmt::format("set linetype {} lc rgb '{}' lw 1.5\n", i + 1, colours[i]);
+    out += fmt::format("set linetype {} lc rgb '{}' lw 1.5 dt {} pt {} ps 0.8\n", i + 1, colours[i],
+                       dashes[i], points[i]);
   }
   return out;
+}
+
+// The same fixed left and right margins for every panel of a multiplot, so that their time (or
+// load) axes line up whatever the width of their tick labels and keys.
+constexpr const char* k_aligned_margins =
+    "set lmargin at screen 0.08\nset rmargin at screen 0.80\n";
+
+// The title of line i in a panel: its name, with a note when its data equal those of an earlier
+// line (which it then hides, but for its dashes and markers).
+template <class Same>
+std::string line_title(const std::vector<std::string>& names, std::size_t i, Same same) {
+  for (std::size_t j = 0; j < i; ++j) {
+    if (same(i, j)) return quoted(names[i] + " (= " + names[j] + ")");
+  }
+  return quoted(names[i]);
+}
+
+// One line of a panel with its markers: the line, markers every `every` rows starting at a
+// different row for each line (so that coinciding lines show all their markers), and a key entry
+// with both.
+std::string line_with_markers(const std::string& data, int column, std::size_t i, int every,
+                              const std::string& title) {
+  const int lt = static_cast<int>(i % k_colours) + 1;
+  const int first = static_cast<int>(i * 3) % every;
+  return fmt::format(
+      "{0} using 1:{1} with lines lt {2} notitle, {0} using 1:{1} every {3}::{4} with points lt "
+      "{2} notitle, NaN with linespoints lt {2} title {5}",
+      data, column, lt, every, first, title);
 }
 
 double seconds(duration d) { return std::chrono::duration<double>(d).count(); }
@@ -67,10 +101,12 @@ std::optional<plot_format> plot_format_for(const std::filesystem::path& file) {
   return std::nullopt;
 }
 
-std::string gnuplot_script(const simulation_report& report, plot_format format,
-                           const std::string& output) {
-  const scenario& s = report.scenario;
-  std::string out = preamble(format, output, 1200, 850);
+namespace {
+
+// The datablocks of a time-series plot: $d<i> per strategy (time, attempts/s, goodput/s) and
+// $demand (time, logical requests/s: the arrivals, common to every strategy).
+std::string series_data(const simulation_report& report) {
+  std::string out;
   const double per_second = 1.0 / seconds(k_fine_bin);
   for (std::size_t i = 0; i < report.strategies.size(); ++i) {
     const strategy_result& r = report.strategies[i];
@@ -83,9 +119,60 @@ std::string gnuplot_script(const simulation_report& report, plot_format format,
     }
     out += "EOD\n";
   }
+  if (!report.strategies.empty()) {
+    out += "$demand << EOD\n";
+    const auto& fine = report.strategies.front().fine_series;
+    for (std::size_t k = 0; k < fine.size(); ++k) {
+      out += fmt::format("{:.1f} {:g}\n", static_cast<double>(k) * seconds(k_fine_bin),
+                         static_cast<double>(fine[k].logical_requests) * per_second);
+    }
+    out += "EOD\n";
+  }
+  return out;
+}
+
+// The server's capacity over time as a step line ($capacity: time, req/s): workers ÷ service
+// time, and workers ÷ the incident's service time during the incident.
+std::string capacity_data(const scenario& s) {
+  const double normal = static_cast<double>(s.workers) / seconds(s.service_time);
+  const double end = seconds(s.length);
+  std::string out = "$capacity << EOD\n";
+  if (s.incident && s.incident->service_time) {
+    const double slow = static_cast<double>(s.workers) / seconds(*s.incident->service_time);
+    const double from = std::min(seconds(s.incident->start), end);
+    const double to = std::min(seconds(s.incident->end), end);
+    out += fmt::format("0 {0:g}\n{1:g} {0:g}\n{1:g} {2:g}\n{3:g} {2:g}\n{3:g} {0:g}\n{4:g} {0:g}\n",
+                       normal, from, slow, to, end);
+  } else {
+    out += fmt::format("0 {0:g}\n{1:g} {0:g}\n", normal, end);
+  }
+  return out + "EOD\n";
+}
+
+// The largest value of a panel (column 2 or 3 of the strategies, the demand), for its y range.
+double panel_max(const simulation_report& report, bool goodput) {
+  double top = 0;
+  for (const auto& r : report.strategies) {
+    for (const auto& b : r.fine_series) {
+      top = std::max(top, static_cast<double>(
+                              std::max(goodput ? b.successes : b.attempts, b.logical_requests)));
+    }
+  }
+  return top / seconds(k_fine_bin);
+}
+
+}  // namespace
+
+std::string gnuplot_script(const simulation_report& report, plot_format format,
+                           const std::string& output) {
+  const scenario& s = report.scenario;
+  std::string out = preamble(format, output, 1200, 850);
+  out += series_data(report);
+  out += capacity_data(s);
   out += fmt::format("set multiplot layout 2,1 title {}\n",
                      quoted(fmt::format("{}: {} req/s of demand, seed {} (100-ms bins)", s.name,
                                         detail::format_double(s.requests_per_second), s.seed)));
+  out += k_aligned_margins;
   if (s.incident) {
     const double from = seconds(s.incident->start);
     const double to = std::min(seconds(s.incident->end), seconds(s.length));
@@ -95,19 +182,47 @@ std::string gnuplot_script(const simulation_report& report, plot_format format,
         from, to);
     out += fmt::format("set label 1 'incident' at {:g}, graph 0.95 tc rgb '#a94442'\n", from);
   }
-  out += fmt::format("set xrange [0:{:g}]\nset yrange [0:*]\n", seconds(s.length));
-  const auto panel = [&](int column, const char* ylabel, const char* title) {
-    std::string p = fmt::format("set title '{}'\nset ylabel '{}'\n", title, ylabel);
-    p += "plot ";
-    for (std::size_t i = 0; i < report.strategies.size(); ++i) {
-      p += fmt::format("{}$d{} using 1:{} with lines lt {} title {}", i == 0 ? "" : ", ", i, column,
-                       i % k_colours + 1, quoted(report.strategies[i].name));
+  out += fmt::format("set xrange [0:{:g}]\n", seconds(s.length));
+  std::vector<std::string> names;
+  for (const auto& r : report.strategies) names.push_back(r.name);
+  const double capacity = static_cast<double>(s.workers) / seconds(s.service_time);
+  const auto panel = [&](bool goodput, const char* ylabel, const char* title) {
+    // The capacity when it is not far above the data (its value is in its key entry anyway), and
+    // a little room below zero: a strategy at zero stays visible above the axis.
+    double top = std::max(1.0, panel_max(report, goodput));
+    if (capacity <= 3 * top) top = std::max(top, capacity);
+    std::string p = fmt::format("set title '{}'\nset ylabel '{}'\nset yrange [{:g}:{:g}]\nplot ",
+                                title, ylabel, -0.03 * top, 1.05 * top);
+    const auto same = [&](std::size_t i, std::size_t j) {
+      const auto& a = report.strategies[i].fine_series;
+      const auto& b = report.strategies[j].fine_series;
+      return std::equal(a.begin(), a.end(), b.begin(), b.end(), [&](const auto& x, const auto& y) {
+        return goodput ? x.successes == y.successes : x.attempts == y.attempts;
+      });
+    };
+    // Demand and capacity first, so that the strategies are drawn over them.
+    p += "$demand using 1:2 with lines lc rgb '#999999' lw 1 dt 1 title 'demand (logical "
+         "req/s)', $capacity using 1:2 with lines lc rgb '#000000' lw 2.5 dt 3 title " +
+         quoted(fmt::format("capacity: {} req/s", detail::format_double(capacity)));
+    if (s.overload) {
+      p += fmt::format(
+          ", {:g} with lines lc rgb '#000000' lw 1.5 dt 2 title {}",
+          static_cast<double>(s.workers) / seconds(s.overload->service_time),
+          quoted(fmt::format("capacity above {} attempts/s: {} req/s",
+                             detail::format_double(s.overload->above_rate),
+                             detail::format_double(static_cast<double>(s.workers) /
+                                                   seconds(s.overload->service_time)))));
+    }
+    const int column = goodput ? 3 : 2;
+    for (std::size_t i = 0; i < names.size(); ++i) {
+      p += ", " +
+           line_with_markers(fmt::format("$d{}", i), column, i, 40, line_title(names, i, same));
     }
     return p + "\n";
   };
-  out += panel(2, "attempts/s", "attempts sent per second");
+  out += panel(false, "attempts/s", "attempts sent per second");
   out += "set xlabel 'simulated time (s)'\n";
-  out += panel(3, "goodput/s", "goodput: attempts answered in time, per second");
+  out += panel(true, "goodput/s", "goodput: attempts answered in time, per second");
   out += "unset multiplot\n";
   return out;
 }
@@ -124,35 +239,24 @@ std::string gnuplot_script(const occ_report& report, plot_format format,
     }
     out += "EOD\n";
   }
-  // One trial at the swept client count nearest to 100: writes per 10 time units over time.
-  int clients = report.options.clients_from;
-  for (int n = report.options.clients_from; n <= report.options.clients_to;
-       n += report.options.clients_step) {
-    if (std::abs(n - 100) < std::abs(clients - 100)) clients = n;
-  }
-  const auto algorithms = occ_algorithms(report.options);
-  std::vector<std::size_t> shown;
-  for (std::size_t a = 0; a < algorithms.size(); ++a) {
-    if (algorithms[a].name == "exponential" || algorithms[a].name == "full") shown.push_back(a);
-  }
+  // One trial (report.timelines): writes per 10 time units over time.
   constexpr double k_bin_units = 10.0;
   double full_end = 0.0;  // the third panel shows up to 3x full jitter's completion
-  for (std::size_t a : shown) {
-    std::vector<duration> times;
-    (void)simulate_occ_trial(clients, algorithms[a],
-                             occ_trial_seed(report.options.seed, clients, a, 0), report.options,
-                             &times);
+  int clients = 0;
+  for (std::size_t t = 0; t < report.timelines.size(); ++t) {
+    const occ_timeline& timeline = report.timelines[t];
+    clients = timeline.clients;
     std::vector<int> bins;
-    for (duration t : times) {
+    for (duration time : timeline.write_times) {
       const auto bin = static_cast<std::size_t>(
-          std::chrono::duration<double, std::milli>(t).count() / k_bin_units);
+          std::chrono::duration<double, std::milli>(time).count() / k_bin_units);
       if (bin >= bins.size()) bins.resize(bin + 1, 0);
       ++bins[bin];
     }
-    if (algorithms[a].name == "full" && !times.empty()) {
-      full_end = std::chrono::duration<double, std::milli>(times.back()).count();
+    if (timeline.algorithm == "full" && !timeline.write_times.empty()) {
+      full_end = std::chrono::duration<double, std::milli>(timeline.write_times.back()).count();
     }
-    out += fmt::format("$t{} << EOD\n", a);
+    out += fmt::format("$t{} << EOD\n", t);
     for (std::size_t b = 0; b < bins.size(); ++b) {
       out += fmt::format("{:g} {}\n", static_cast<double>(b) * k_bin_units, bins[b]);
     }
@@ -165,12 +269,12 @@ std::string gnuplot_script(const occ_report& report, plot_format format,
     std::string p =
         fmt::format("set title '{}'\nset xlabel 'clients'\nset ylabel '{}'\nplot ", title, ylabel);
     for (std::size_t a = 0; a < k; ++a) {
-      p += fmt::format("{}$a{} using 1:{} with linespoints pt 7 ps 0.5 lt {} title {}",
-                       a == 0 ? "" : ", ", a, column, a % k_colours + 1,
-                       quoted(report.algorithms[a]));
+      p += fmt::format("{}$a{} using 1:{} with linespoints lt {} title {}", a == 0 ? "" : ", ", a,
+                       column, a % k_colours + 1, quoted(report.algorithms[a]));
     }
     return p + "\n";
   };
+  out += k_aligned_margins;
   out += "set yrange [0:*]\n";
   out += panel(2, "calls", "work: mean writes that reached the server");
   out += "set logscale y\nset yrange [*:*]\n";
@@ -181,9 +285,12 @@ std::string gnuplot_script(const occ_report& report, plot_format format,
       "set title 'writes reaching the server per 10 time units, one trial of {} clients'\n"
       "set xlabel 'time units'\nset ylabel 'writes'\nset style fill solid 0.5 noborder\nplot ",
       clients);
-  for (std::size_t i = 0; i < shown.size(); ++i) {
-    out += fmt::format("{}$t{} using 1:2 with steps lt {} title {}", i == 0 ? "" : ", ", shown[i],
-                       shown[i] % k_colours + 1, quoted(algorithms[shown[i]].name));
+  for (std::size_t t = 0; t < report.timelines.size(); ++t) {
+    const auto& names = report.algorithms;
+    const auto a = static_cast<std::size_t>(
+        std::find(names.begin(), names.end(), report.timelines[t].algorithm) - names.begin());
+    out += fmt::format("{}$t{} using 1:2 with steps lt {} dt 1 title {}", t == 0 ? "" : ", ", t,
+                       a % k_colours + 1, quoted(report.timelines[t].algorithm));
   }
   out += "\nunset multiplot\n";
   return out;
@@ -205,18 +312,30 @@ std::string gnuplot_script(const load_sweep_report& report, plot_format format,
   out += fmt::format(
       "set multiplot layout 2,1 title {}\n",
       quoted(fmt::format("{}: load sweep, seed {}", report.scenario.name, report.scenario.seed)));
+  out += k_aligned_margins;
   const auto panel = [&](int column, const char* ylabel, const char* title) {
     std::string p = fmt::format("set title '{}'\nset ylabel '{}'\nplot ", title, ylabel);
+    const auto same = [&](std::size_t i, std::size_t j) {
+      for (std::size_t l = 0; l * k < report.points.size(); ++l) {
+        const load_point& a = report.points[l * k + i];
+        const load_point& b = report.points[l * k + j];
+        if (column == 2 ? a.after_attempt_rate != b.after_attempt_rate
+                        : a.success_ratio != b.success_ratio) {
+          return false;
+        }
+      }
+      return true;
+    };
     for (std::size_t a = 0; a < k; ++a) {
-      p += fmt::format("{}$s{} using 1:{} with linespoints pt 7 ps 0.5 lt {} title {}",
-                       a == 0 ? "" : ", ", a, column, a % k_colours + 1,
-                       quoted(report.strategies[a]));
+      p += fmt::format("{}$s{} using 1:{} with linespoints lt {} title {}", a == 0 ? "" : ", ", a,
+                       column, a % k_colours + 1, line_title(report.strategies, a, same));
     }
     return p + "\n";
   };
-  out += "set yrange [0:*]\n";
+  // A little room below zero: a strategy at zero stays visible above the axis.
+  out += "set yrange [*:*]\nset offsets 0, 0, graph 0.05, graph 0.04\n";
   out += panel(2, "attempts/s", "mean attempts per second after the incident");
-  out += "set xlabel 'logical requests per second (the load)'\nset yrange [0:1.05]\n";
+  out += "set xlabel 'logical requests per second (the load)'\nset yrange [-0.04:1.05]\n";
   out += panel(3, "success ratio", "logical requests that succeeded");
   out += "unset multiplot\n";
   return out;
@@ -225,55 +344,33 @@ std::string gnuplot_script(const load_sweep_report& report, plot_format format,
 std::string gnuplot_script(const layers_report& report, plot_format format,
                            const std::string& output) {
   std::string out = preamble(format, output, 1200, 600);
+  // The log scale starts below the smallest value, so that a strategy near zero (adaptive
+  // throttling lets almost nothing through) keeps a visible bar; an exact zero has none but its
+  // label says 0.
+  double lowest = 0.8;
+  for (const layers_row& r : report.rows) {
+    const double v = r.bottom_amplification.value_or(0.0);
+    if (v > 0) lowest = std::min(lowest, v / 2);
+  }
   out += "$rows << EOD\n";
   for (const layers_row& r : report.rows) {
-    out += fmt::format("\"{}{}\" {:.4f}\n", r.name, r.top_only ? " (top)" : "",
-                       r.bottom_amplification.value_or(0.0));
+    const double v = r.bottom_amplification.value_or(0.0);
+    out += fmt::format("\"{}{}\" {:.4f} {:.4g}\n", r.name, r.top_only ? " (top)" : "", v,
+                       v > 0 ? v : lowest);
   }
   out += "EOD\n";
   out += fmt::format(
       "set title {}\nset ylabel 'attempts at the bottom per top-level request (log)'\n"
-      "set logscale y\nset yrange [0.8:*]\nset style data histograms\n"
+      "set logscale y\nset format y '%g'\nset yrange [{:.4g}:*]\nset style data histograms\n"
       "set style fill solid 0.7 noborder\nset boxwidth 0.8\nset xtics rotate by -35\n"
-      "unset key\nplot $rows using 2:xtic(1) lt 5, '' using 0:2:(sprintf('%.2f', $2)) "
+      "unset key\nplot $rows using 3:xtic(1) lt 5, '' using 0:3:(sprintf('%.4g', $2)) "
       "with labels offset 0,0.7 notitle\n",
       quoted(fmt::format("layers: {} retrying layers above a failing bottom service (SRE book: "
                          "4^{} = {})",
                          report.options.layers, report.options.layers,
-                         static_cast<long>(std::pow(4.0, report.options.layers)))));
+                         static_cast<long>(std::pow(4.0, report.options.layers)))),
+      lowest / 1.5);
   return out;
-}
-
-std::optional<std::string> run_gnuplot(const std::string& script) {
-  // Through a file rather than a pipe: a gnuplot that exits early cannot raise SIGPIPE here.
-  std::string path = (std::filesystem::temp_directory_path() / "stormguard-plot-XXXXXX").string();
-  std::vector<char> name(path.begin(), path.end());
-  name.push_back('\0');
-  const int fd = ::mkstemp(name.data());
-  if (fd < 0) {
-    return fmt::format("cannot create a temporary file for gnuplot: {}", std::strerror(errno));
-  }
-  path = name.data();
-  std::FILE* file = ::fdopen(fd, "wb");
-  bool ok = file != nullptr && std::fwrite(script.data(), 1, script.size(), file) == script.size();
-  if (file != nullptr) ok = std::fclose(file) == 0 && ok;
-  if (!ok) {
-    ::unlink(path.c_str());
-    return "cannot write the gnuplot script to " + path;
-  }
-  // mkstemp's name has no quote or shell metacharacter.
-  const int status = std::system(("gnuplot '" + path + "'").c_str());
-  ::unlink(path.c_str());
-  if (status == -1) return std::string("cannot run gnuplot: ") + std::strerror(errno);
-  if (WIFEXITED(status) && WEXITSTATUS(status) == 127) {
-    return "gnuplot not found on PATH (install the Debian package gnuplot-nox, e.g. with "
-           "scripts/bootstrap)";
-  }
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    return fmt::format("gnuplot failed (exit status {})",
-                       WIFEXITED(status) ? WEXITSTATUS(status) : -1);
-  }
-  return std::nullopt;
 }
 
 }  // namespace stormguard::sim

@@ -66,19 +66,6 @@ std::string whole_percent(double fraction) { return fmt::format("{:g}%", 100.0 *
 // The ratio as a percentage with one decimal, as the table prints it.
 std::string percent(double ratio) { return fmt::format("{:.1f}%", 100.0 * ratio); }
 
-// Recovery is measurable when the incident ends within the simulated time and some logical
-// requests arrived in the whole bins after it (arrivals are common to every strategy).
-bool recovery_measurable(const scenario& s, const strategy_result& r) {
-  if (!s.incident || s.incident->end >= s.length) return false;
-  const auto whole_bins = static_cast<std::size_t>(s.length / std::chrono::seconds(1));
-  const auto first = static_cast<std::size_t>(
-      (s.incident->end + std::chrono::seconds(1) - duration(1)) / std::chrono::seconds(1));
-  for (std::size_t k = first; k < whole_bins && k < r.series.size(); ++k) {
-    if (r.series[k].logical_requests > 0) return true;
-  }
-  return false;
-}
-
 std::string join(const std::vector<std::string>& items) {
   std::string out;
   for (std::size_t i = 0; i < items.size(); ++i) {
@@ -86,18 +73,6 @@ std::string join(const std::vector<std::string>& items) {
     out += items[i];
   }
   return out;
-}
-
-// The mean attempts per second over the whole bins from `from` to the end of the simulation.
-std::optional<double> mean_attempt_rate(const strategy_result& r, const scenario& s,
-                                        duration from) {
-  const auto whole_bins = static_cast<std::size_t>(s.length / std::chrono::seconds(1));
-  const auto first = static_cast<std::size_t>((from + std::chrono::seconds(1) - duration(1)) /
-                                              std::chrono::seconds(1));
-  if (first >= whole_bins) return std::nullopt;
-  std::int64_t total = 0;
-  for (std::size_t k = first; k < whole_bins; ++k) total += r.series[k].attempts;
-  return static_cast<double>(total) / static_cast<double>(whole_bins - first);
 }
 
 // The names of the results whose `value` prints as `text` (ties at the printed precision).
@@ -194,7 +169,10 @@ std::string to_csv(const strategy_result& result) {
   return out;
 }
 
-std::string format_table(const simulation_report& report) {
+namespace {
+
+// The header line, one row per strategy and the legend of the columns.
+std::string table_rows(const simulation_report& report) {
   const scenario& s = report.scenario;
   std::string out = describe(s) + fmt::format("; seed {}\n\n", s.seed);
   constexpr const char* row = "{:<13} {:>9} {:>9} {:>7} {:>9} {:>6} {:>8} {:>10} {:>9}\n";
@@ -207,10 +185,10 @@ std::string format_table(const simulation_report& report) {
     const std::string incident = s.incident ? times(r.incident_amplification) : "-";
     const std::string success = r.success_ratio ? percent(*r.success_ratio) : "n/a";
     const std::string p99 = r.p99_latency_ms ? fmt::format("{:.1f}", *r.p99_latency_ms) : "-";
-    const std::string recovery = !s.incident                  ? "-"
-                                 : !recovery_measurable(s, r) ? "n/a"
-                                 : r.recovery_s ? fmt::format("{:.0f} s", *r.recovery_s)
-                                                : "never";
+    const std::string recovery = !s.incident              ? "-"
+                                 : !r.recovery_measurable ? "n/a"
+                                 : r.recovery_s           ? fmt::format("{:.0f} s", *r.recovery_s)
+                                                          : "never";
     out += fmt::format(row, r.name, grouped(r.logical_requests), grouped(r.attempts),
                        times(r.amplification), incident, fmt::format("{:.1f}x", r.peak_load_ratio),
                        success, p99, recovery);
@@ -221,145 +199,162 @@ std::string format_table(const simulation_report& report) {
       "busiest second's attempts / demand; success = logical requests that succeeded; p99 ok ms "
       "= p99 latency of successful requests only; recovery = incident end to 5 s of >= 95 % "
       "goodput\n";
-  if (report.strategies.empty()) return out;
 
-  // Interpretation, computed from the numbers above.
-  out += '\n';
+  return out;
+}
+
+// The sentence on the attempts per logical request during the incident.
+std::string incident_sentence(const simulation_report& report) {
+  const scenario& s = report.scenario;
   const auto& results = report.strategies;
   const bool single = results.size() == 1;
-  if (s.incident) {
-    // What the incident did, for the sentence on attempts per logical request.
-    std::vector<std::string> conditions;
-    if (s.incident->service_time) {
-      conditions.push_back(fmt::format("the server could complete {} req/s against a demand of {}",
-                                       rate_estimate(capacity(s, *s.incident->service_time)),
-                                       rate_text(s.requests_per_second)));
-    }
-    if (s.incident->loss_rate > 0) {
-      conditions.push_back(
-          fmt::format("the network lost {} of attempts", whole_percent(s.incident->loss_rate)));
-    }
-    if (s.incident->error_rate > 0) {
-      conditions.push_back(fmt::format("{} of attempts failed at once with a 503",
-                                       whole_percent(s.incident->error_rate)));
-    }
-    const std::string capacity_clause = conditions.empty()
-                                            ? std::string("while the server was unchanged")
-                                            : "while " + join(conditions);
-    // Arrivals are common to every strategy: either all have an incident amplification or none.
-    const auto incident_text = [](const strategy_result& r) {
-      return r.incident_amplification ? fmt::format("{:.2f}x", *r.incident_amplification)
-                                      : std::string("n/a");
-    };
-    const auto by_incident = [](const strategy_result& a, const strategy_result& b) {
-      return a.incident_amplification.value_or(0) < b.incident_amplification.value_or(0);
-    };
-    const auto [lo, hi] = std::minmax_element(results.begin(), results.end(), by_incident);
-    if (!lo->incident_amplification) {
-      out +=
-          "No logical request arrived during the incident: no attempts per logical request "
-          "to compare.\n";
-    } else if (single) {
-      out += fmt::format("During the incident {} sent {} attempts per logical request, {}.\n",
-                         lo->name, incident_text(*lo), capacity_clause);
-    } else if (incident_text(*lo) == incident_text(*hi)) {
-      out += fmt::format(
-          "During the incident every strategy sent {} attempts per logical request, {}.\n",
-          incident_text(*lo), capacity_clause);
-    } else {
-      out += fmt::format(
-          "During the incident the attempts per logical request ranged from {} ({}) to {} ({}), "
-          "{}.\n",
-          incident_text(*lo), names_printing_as(results, incident_text(*lo), incident_text),
-          incident_text(*hi), names_printing_as(results, incident_text(*hi), incident_text),
-          capacity_clause);
-    }
-
-    std::vector<std::string> recovered;
-    std::vector<std::string> down;
-    std::vector<const strategy_result*> down_results;
-    bool measurable = true;
-    for (const auto& r : results) {
-      if (r.recovery_s) {
-        recovered.push_back(fmt::format("{} after {:.0f} s", r.name, *r.recovery_s));
-      } else if (recovery_measurable(s, r)) {
-        down.push_back(r.name);
-        down_results.push_back(&r);
-      } else {
-        measurable = false;
-      }
-    }
-    if (!measurable && s.incident->end < s.length) {
-      out += "Recovery cannot be measured: no logical request arrived after the incident.\n";
-    }
-    if (!recovered.empty()) out += "Recovered: " + join(recovered) + ".\n";
-    if (!down.empty()) {
-      // Split the strategies that never recovered into those still overloading the server
-      // after the trigger (a metastable failure) and those below capacity (throttling
-      // themselves, or too few successes for another reason).
-      // The capacity at a given attempt rate: above server.overload's threshold the server runs
-      // at its overload capacity.
-      const auto cap_at = [&](double rate) {
-        return s.overload && rate > s.overload->above_rate ? capacity(s, s.overload->service_time)
-                                                           : capacity(s, s.service_time);
-      };
-      const auto describe = [&](const std::vector<const strategy_result*>& group, bool first) {
-        std::vector<std::string> names;
-        double lowest = 0;
-        double highest = 0;
-        bool any = false;
-        std::int64_t throttled = 0;
-        for (const auto* r : group) {
-          names.push_back(r->name);
-          throttled += r->throttled;
-          if (auto rate = mean_attempt_rate(*r, s, s.incident->end)) {
-            lowest = any ? std::min(lowest, *rate) : *rate;
-            highest = any ? std::max(highest, *rate) : *rate;
-            any = true;
-          }
-        }
-        std::string text = first ? fmt::format("Never recovered within the {} simulated: {}",
-                                               format_duration(s.length), join(names))
-                                 : fmt::format("Never recovered either: {}", join(names));
-        if (any) {
-          const std::string sending = rate_estimate(lowest) == rate_estimate(highest)
-                                          ? rate_estimate(lowest)
-                                          : rate_estimate(lowest) + " to " + rate_estimate(highest);
-          const double cap = cap_at(lowest);
-          if (highest <= cap_at(highest) && throttled > 0) {
-            text += fmt::format(
-                ". After the trigger ended {} {} attempts/s, below the capacity of {} req/s: "
-                "the client-side throttle still remembered the incident and rejected requests "
-                "locally ({} in all)",
-                group.size() == 1 ? "it sent" : "they sent", sending, rate_estimate(cap),
-                grouped(throttled));
-          } else {
-            text += fmt::format(
-                ". After the trigger ended {} sending {} attempts/s against a capacity of {} "
-                "req/s",
-                group.size() == 1 ? "it kept" : "they kept", sending, rate_estimate(cap));
-            if (lowest > cap) {
-              text += ": the retries alone keep the server overloaded (a metastable failure)";
-            }
-          }
-        }
-        return text + ".\n";
-      };
-      std::vector<const strategy_result*> overloaded;
-      std::vector<const strategy_result*> below;
-      for (const auto* r : down_results) {
-        const auto rate = mean_attempt_rate(*r, s, s.incident->end);
-        (rate && *rate > cap_at(*rate) ? overloaded : below).push_back(r);
-      }
-      if (overloaded.empty() || below.empty()) {
-        out += describe(down_results, true);
-      } else {
-        out += describe(overloaded, true);
-        out += describe(below, false);
-      }
-    }
+  std::string out;
+  // What the incident did, for the sentence on attempts per logical request.
+  std::vector<std::string> conditions;
+  if (s.incident->service_time) {
+    conditions.push_back(fmt::format("the server could complete {} req/s against a demand of {}",
+                                     rate_estimate(capacity(s, *s.incident->service_time)),
+                                     rate_text(s.requests_per_second)));
+  }
+  if (s.incident->loss_rate > 0) {
+    conditions.push_back(
+        fmt::format("the network lost {} of attempts", whole_percent(s.incident->loss_rate)));
+  }
+  if (s.incident->error_rate > 0) {
+    conditions.push_back(fmt::format("{} of attempts failed at once with a 503",
+                                     whole_percent(s.incident->error_rate)));
+  }
+  const std::string capacity_clause = conditions.empty()
+                                          ? std::string("while the server was unchanged")
+                                          : "while " + join(conditions);
+  // Arrivals are common to every strategy: either all have an incident amplification or none.
+  const auto incident_text = [](const strategy_result& r) {
+    return r.incident_amplification ? fmt::format("{:.2f}x", *r.incident_amplification)
+                                    : std::string("n/a");
+  };
+  const auto by_incident = [](const strategy_result& a, const strategy_result& b) {
+    return a.incident_amplification.value_or(0) < b.incident_amplification.value_or(0);
+  };
+  const auto [lo, hi] = std::minmax_element(results.begin(), results.end(), by_incident);
+  if (!lo->incident_amplification) {
+    out +=
+        "No logical request arrived during the incident: no attempts per logical request "
+        "to compare.\n";
+  } else if (single) {
+    out += fmt::format("During the incident {} sent {} attempts per logical request, {}.\n",
+                       lo->name, incident_text(*lo), capacity_clause);
+  } else if (incident_text(*lo) == incident_text(*hi)) {
+    out += fmt::format(
+        "During the incident every strategy sent {} attempts per logical request, {}.\n",
+        incident_text(*lo), capacity_clause);
+  } else {
+    out += fmt::format(
+        "During the incident the attempts per logical request ranged from {} ({}) to {} ({}), "
+        "{}.\n",
+        incident_text(*lo), names_printing_as(results, incident_text(*lo), incident_text),
+        incident_text(*hi), names_printing_as(results, incident_text(*hi), incident_text),
+        capacity_clause);
   }
 
+  return out;
+}
+
+// Which strategies recovered, and why the others did not.
+std::string recovery_lines(const simulation_report& report) {
+  const scenario& s = report.scenario;
+  const auto& results = report.strategies;
+  std::string out;
+  std::vector<std::string> recovered;
+  std::vector<std::string> down;
+  std::vector<const strategy_result*> down_results;
+  bool measurable = true;
+  for (const auto& r : results) {
+    if (r.recovery_s) {
+      recovered.push_back(fmt::format("{} after {:.0f} s", r.name, *r.recovery_s));
+    } else if (r.recovery_measurable) {
+      down.push_back(r.name);
+      down_results.push_back(&r);
+    } else {
+      measurable = false;
+    }
+  }
+  if (!measurable && s.incident->end < s.length) {
+    out += "Recovery cannot be measured: no logical request arrived after the incident.\n";
+  }
+  if (!recovered.empty()) out += "Recovered: " + join(recovered) + ".\n";
+  if (!down.empty()) {
+    // Split the strategies that never recovered into those still overloading the server
+    // after the trigger (a metastable failure) and those below capacity (throttling
+    // themselves, or too few successes for another reason).
+    // The capacity at a given attempt rate: above server.overload's threshold the server runs
+    // at its overload capacity.
+    const auto cap_at = [&](double rate) {
+      return s.overload && rate > s.overload->above_rate ? capacity(s, s.overload->service_time)
+                                                         : capacity(s, s.service_time);
+    };
+    const auto describe = [&](const std::vector<const strategy_result*>& group, bool first) {
+      std::vector<std::string> names;
+      double lowest = 0;
+      double highest = 0;
+      bool any = false;
+      std::int64_t throttled = 0;
+      for (const auto* r : group) {
+        names.push_back(r->name);
+        throttled += r->throttled;
+        if (auto rate = r->after_incident_attempt_rate) {
+          lowest = any ? std::min(lowest, *rate) : *rate;
+          highest = any ? std::max(highest, *rate) : *rate;
+          any = true;
+        }
+      }
+      std::string text = first ? fmt::format("Never recovered within the {} simulated: {}",
+                                             format_duration(s.length), join(names))
+                               : fmt::format("Never recovered either: {}", join(names));
+      if (any) {
+        const std::string sending = rate_estimate(lowest) == rate_estimate(highest)
+                                        ? rate_estimate(lowest)
+                                        : rate_estimate(lowest) + " to " + rate_estimate(highest);
+        const double cap = cap_at(lowest);
+        if (highest <= cap_at(highest) && throttled > 0) {
+          text += fmt::format(
+              ". After the trigger ended {} {} attempts/s, below the capacity of {} req/s: "
+              "the client-side throttle still remembered the incident and rejected requests "
+              "locally ({} in all)",
+              group.size() == 1 ? "it sent" : "they sent", sending, rate_estimate(cap),
+              grouped(throttled));
+        } else {
+          text += fmt::format(
+              ". After the trigger ended {} sending {} attempts/s against a capacity of {} "
+              "req/s",
+              group.size() == 1 ? "it kept" : "they kept", sending, rate_estimate(cap));
+          if (lowest > cap) {
+            text += ": the retries alone keep the server overloaded (a metastable failure)";
+          }
+        }
+      }
+      return text + ".\n";
+    };
+    std::vector<const strategy_result*> overloaded;
+    std::vector<const strategy_result*> below;
+    for (const auto* r : down_results) {
+      const auto rate = r->after_incident_attempt_rate;
+      (rate && *rate > cap_at(*rate) ? overloaded : below).push_back(r);
+    }
+    if (overloaded.empty() || below.empty()) {
+      out += describe(down_results, true);
+    } else {
+      out += describe(overloaded, true);
+      out += describe(below, false);
+    }
+  }
+  return out;
+}
+
+// The sentence on the success ratios.
+std::string success_sentence(const simulation_report& report) {
+  const auto& results = report.strategies;
+  const bool single = results.size() == 1;
+  std::string out;
   // Arrivals are common to every strategy: either all have a success ratio or none.
   const auto success_text = [](const strategy_result& r) {
     return r.success_ratio ? percent(*r.success_ratio) : std::string("n/a");
@@ -381,6 +376,17 @@ std::string format_table(const simulation_report& report) {
         names_printing_as(results, success_text(*worst), success_text), success_text(*worst));
   }
   return out;
+}
+
+}  // namespace
+
+std::string format_table(const simulation_report& report) {
+  std::string out = table_rows(report);
+  if (report.strategies.empty()) return out;
+  // Interpretation, computed from the numbers above.
+  out += '\n';
+  if (report.scenario.incident) out += incident_sentence(report) + recovery_lines(report);
+  return out + success_sentence(report);
 }
 
 }  // namespace stormguard::sim

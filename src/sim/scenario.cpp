@@ -8,10 +8,12 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "sim/builtin_scenarios.hpp"
 #include "stormguard/detail/format.hpp"
 #include "stormguard/duration_text.hpp"
 
@@ -47,6 +49,8 @@ struct parse_failure {
 std::string quote(const json& value) {
   if (value.is_array()) return value.empty() ? "an empty array" : "an array";
   if (value.is_object()) return value.empty() ? "an empty object" : "an object";
+  // A string as the user wrote it: escaped and cut by the one helper every message uses.
+  if (value.is_string()) return stormguard::detail::quote_for_message(value.get<std::string>());
   std::string text = value.dump(-1, ' ', false, json::error_handler_t::replace);
   if (text.size() > 60) text = text.substr(0, 57) + "...";
   return text;
@@ -69,6 +73,17 @@ std::string join_path(const std::string& prefix, std::string_view key) {
   return prefix.empty() ? std::string(key) : prefix + "." + std::string(key);
 }
 
+// A field's path for a message: as written when it is plain printable ASCII, else quoted and
+// escaped (a key is the user's text too).
+std::string field_text(const std::string& path) {
+  const bool plain = std::all_of(path.begin(), path.end(), [](char c) {
+    return c > ' ' && c < 0x7f && c != '"' && c != '\\';
+  });
+  return plain && path.size() <= stormguard::detail::k_max_echo
+             ? path
+             : stormguard::detail::quote_for_message(path);
+}
+
 // Reads the fields of one JSON object, rejecting unknown ones.
 class object_reader {
  public:
@@ -81,7 +96,8 @@ class object_reader {
       if (std::find(known.begin(), known.end(), key) == known.end()) {
         std::string list;
         for (auto k : known) list += (list.empty() ? "" : ", ") + std::string(k);
-        fail(join_path(path_, key), "unknown field (the known fields here are " + list + ")");
+        fail(field_text(join_path(path_, key)),
+             "unknown field (the known fields here are " + list + ")");
       }
     }
   }
@@ -247,23 +263,42 @@ scenario read_scenario(const json& doc) {
   return s;
 }
 
-// Rejects duplicate keys, which nlohmann::json would otherwise resolve silently to the last one.
+// Rejects duplicate keys, which nlohmann::json would otherwise resolve silently to the last one,
+// and names the first one by its full path ("server.workers").
 struct duplicate_key_check {
-  std::vector<std::set<std::string>> keys;
+  struct level {
+    std::string path;  // the path of this object or array ("" at the top)
+    std::set<std::string> keys;
+    std::string last_key;  // the key whose value is being parsed (objects only)
+    bool array = false;
+  };
+  std::vector<level> levels;
   std::string duplicate;
+
+  // The path of a value that starts now inside the innermost object or array.
+  [[nodiscard]] std::string child_path() const {
+    if (levels.empty()) return "";
+    const level& l = levels.back();
+    return l.array ? l.path : join_path(l.path, l.last_key);
+  }
 
   bool operator()(int /*depth*/, json::parse_event_t event, json& parsed) {
     switch (event) {
       case json::parse_event_t::object_start:
-        keys.emplace_back();
+      case json::parse_event_t::array_start:
+        levels.push_back(level{child_path(), {}, {}, event == json::parse_event_t::array_start});
         break;
       case json::parse_event_t::object_end:
-        if (!keys.empty()) keys.pop_back();
+      case json::parse_event_t::array_end:
+        if (!levels.empty()) levels.pop_back();
         break;
       case json::parse_event_t::key:
-        if (!keys.empty() && !keys.back().insert(parsed.get<std::string>()).second &&
-            duplicate.empty()) {
-          duplicate = parsed.get<std::string>();
+        if (!levels.empty()) {
+          level& l = levels.back();
+          l.last_key = parsed.get<std::string>();
+          if (!l.keys.insert(l.last_key).second && duplicate.empty()) {
+            duplicate = join_path(l.path, l.last_key);
+          }
         }
         break;
       default:
@@ -447,8 +482,8 @@ scenario_result parse_scenario(std::string_view json_text) {
     return failure{scenario_error{"", "invalid JSON: " + what}};
   }
   if (!check.duplicate.empty()) {
-    return failure{
-        scenario_error{check.duplicate, check.duplicate + ": the field appears more than once"}};
+    return failure{scenario_error{
+        check.duplicate, field_text(check.duplicate) + ": the field appears more than once"}};
   }
   try {
     return read_scenario(doc);
@@ -499,111 +534,44 @@ scenario_result load_scenario(const std::filesystem::path& path) {
   return result;
 }
 
-scenario friday_night() {
-  using namespace std::chrono_literals;
-  scenario s;
-  s.name = "friday-night";
-  s.description =
-      "The seed's Friday-night incident: the backend slows from 20 ms to 1.5 s per request "
-      "for 10 s while 20 clients keep sending 2,000 req/s.";
-  s.seed = 42;
-  s.length = 60s;
-  s.requests_per_second = 2000.0;
-  s.clients = 20;
-  s.timeout = 1s;
-  s.workers = 100;
-  s.queue_limit = 20'000;
-  s.service_time = 20ms;
-  s.distribution = service_distribution::fixed;
-  s.incident = incident{10s, 20s, 1500ms, 0.0, 0.0};
-  return s;
-}
+namespace {
 
-scenario metastable() {
-  using namespace std::chrono_literals;
-  scenario s;
-  s.name = "metastable";
-  s.description =
-      "Bronson et al. (HotOS 2021): an application sends 280 queries/s and one retry after a 1 s "
-      "timeout to a database that answers in 50 ms below 300 attempts/s and in 500 ms above; a "
-      "10 s network outage loses every attempt.";
-  s.seed = 42;
-  s.length = 60s;
-  s.requests_per_second = 280.0;
-  s.clients = 1;
-  s.timeout = 1s;
-  s.workers = 100;
-  s.queue_limit = 10'000;
-  s.service_time = 50ms;
-  s.distribution = service_distribution::fixed;
-  s.overload = overload{300.0, 500ms};
-  s.incident = incident{10s, 20s, std::nullopt, 0.0, 1.0};
-  s.max_retries = 1;
-  return s;
-}
-
-scenario metastable_slowdown() {
-  using namespace std::chrono_literals;
-  scenario s = metastable();
-  s.name = "metastable-slowdown";
-  s.description =
-      "metastable with a stronger trigger: for 10 s the database takes 1 s per query (as long "
-      "as the timeout) instead of the network losing every attempt.";
-  s.incident = incident{10s, 20s, 1s, 0.0, 0.0};
-  return s;
-}
-
-scenario outage_80() {
-  using namespace std::chrono_literals;
-  scenario s;
-  s.name = "outage-80";
-  s.description =
-      "The seed's section 5: 2,000 logical req/s from 20 clients; for 30 s, 80 % of attempts "
-      "fail at once with a 503 while the server is otherwise healthy; 3 retries.";
-  s.seed = 42;
-  s.length = 90s;
-  s.requests_per_second = 2000.0;
-  s.clients = 20;
-  s.timeout = 1s;
-  s.workers = 100;
-  s.queue_limit = 20'000;
-  s.service_time = 20ms;
-  s.distribution = service_distribution::fixed;
-  s.incident = incident{30s, 60s, std::nullopt, 0.8, 0.0};
-  return s;
-}
-
-scenario outage_80_fleet() {
-  scenario s = outage_80();
-  s.name = "outage-80-fleet";
-  s.description =
-      "outage-80 from a fleet of 1,000 clients (2 req/s each): each client's ratio budget has "
-      "its own floor of 10 retries/s, 10,000 retries/s for the fleet against 2,000 req/s of "
-      "demand.";
-  s.clients = 1000;
-  return s;
-}
-
-std::optional<scenario> builtin_scenario(std::string_view name) {
-  if (name == "friday-night") return friday_night();
-  if (name == "no-incident") {
-    scenario s = friday_night();
-    s.name = "no-incident";
-    s.description =
-        "friday-night without the incident: 2,000 req/s from 20 clients against 5,000 req/s of "
-        "capacity, all the time.";
-    s.incident.reset();
-    return s;
+// The built-in scenario of that name, parsed from its embedded file (builtin_scenarios.hpp).
+std::optional<scenario> parse_builtin(std::string_view name) {
+  for (const auto& file : embedded::builtin_scenario_files()) {
+    if (file.name != name) continue;
+    auto parsed = parse_scenario(file.json);
+    if (!parsed) {
+      throw std::logic_error("stormguard::sim: the built-in scenario " + std::string(name) +
+                             " is invalid: " + parsed.error().message);
+    }
+    return *std::move(parsed);
   }
-  if (name == "metastable") return metastable();
-  if (name == "metastable-slowdown") return metastable_slowdown();
-  if (name == "outage-80") return outage_80();
-  if (name == "outage-80-fleet") return outage_80_fleet();
   return std::nullopt;
 }
 
+scenario builtin(std::string_view name) {
+  auto s = parse_builtin(name);
+  if (!s) throw std::logic_error("stormguard::sim: no built-in scenario " + std::string(name));
+  return *std::move(s);
+}
+
+}  // namespace
+
+scenario friday_night() { return builtin("friday-night"); }
+scenario metastable() { return builtin("metastable"); }
+scenario metastable_slowdown() { return builtin("metastable-slowdown"); }
+scenario outage_80() { return builtin("outage-80"); }
+scenario outage_80_fleet() { return builtin("outage-80-fleet"); }
+
+std::optional<scenario> builtin_scenario(std::string_view name) { return parse_builtin(name); }
+
 std::string builtin_scenario_names() {
-  return "friday-night, no-incident, metastable, metastable-slowdown, outage-80, outage-80-fleet";
+  std::string names;
+  for (const auto& file : embedded::builtin_scenario_files()) {
+    names += (names.empty() ? "" : ", ") + std::string(file.name);
+  }
+  return names;
 }
 
 std::string to_json(const scenario& s) {

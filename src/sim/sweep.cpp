@@ -27,17 +27,6 @@ std::string cell(std::optional<double> value, int decimals) {
   return fmt::format("{:.{}f}", *value, decimals);
 }
 
-// Mean attempts per second over the whole seconds from `from` to the end of the run.
-double mean_rate_after(const strategy_result& r, duration from, duration length) {
-  const auto first = static_cast<std::size_t>((from + std::chrono::seconds(1) - duration(1)) /
-                                              std::chrono::seconds(1));
-  const auto whole = static_cast<std::size_t>(length / std::chrono::seconds(1));
-  if (first >= whole || whole > r.series.size()) return 0.0;
-  std::int64_t total = 0;
-  for (std::size_t k = first; k < whole; ++k) total += r.series[k].attempts;
-  return static_cast<double>(total) / static_cast<double>(whole - first);
-}
-
 }  // namespace
 
 std::optional<std::string> validate(const load_range& range) {
@@ -81,8 +70,8 @@ load_sweep_report sweep_load(const scenario& s, std::span<const strategy> strate
   }
   if (!s.incident || s.incident->end >= s.length) {
     throw std::invalid_argument(
-        "stormguard::sim::sweep_load: the scenario '" + s.name +
-        "' has no incident that ends within its duration, so recovery is undefined");
+        "stormguard::sim::sweep_load: the scenario " + detail::quote_for_message(s.name) +
+        " has no incident that ends within its duration, so recovery is undefined");
   }
   load_sweep_report report;
   report.scenario = s;
@@ -93,6 +82,10 @@ load_sweep_report sweep_load(const scenario& s, std::span<const strategy> strate
     scenario at = s;
     at.requests_per_second = load;
     if (auto problem = sim::validate(at)) {
+      throw std::invalid_argument("stormguard::sim::sweep_load: at load " + number(load) + ": " +
+                                  problem->message);
+    }
+    if (auto problem = check_work(at, strategies)) {
       throw std::invalid_argument("stormguard::sim::sweep_load: at load " + number(load) + ": " +
                                   problem->message);
     }
@@ -110,7 +103,7 @@ load_sweep_report sweep_load(const scenario& s, std::span<const strategy> strate
                                       r.recovery_s,
                                       r.success_ratio,
                                       r.incident_amplification,
-                                      mean_rate_after(r, s.incident->end, s.length)};
+                                      r.after_incident_attempt_rate.value_or(0.0)};
       },
       progress);
 

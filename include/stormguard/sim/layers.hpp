@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "stormguard/clock.hpp"
+#include "stormguard/sim/parallel.hpp"
 #include "stormguard/sim/strategy.hpp"
 
 namespace stormguard::sim {
@@ -79,10 +80,15 @@ struct layers_report {
   std::vector<layers_row> rows;
 };
 
-/// Runs every strategy (both rows). Deterministic; throws std::invalid_argument (validate()'s
-/// message) for invalid options. Thread-safe.
+/// Runs every strategy (both rows), the rows on `threads` threads (0 = one per hardware thread;
+/// see parallel_for), telling `progress` as each row finishes. Memory follows the calls in
+/// progress (an ended call's slot is reused), not all the calls of the run. The report does not
+/// depend on `threads`. Deterministic; throws std::invalid_argument (validate()'s message) for
+/// invalid options. Thread-safe.
 [[nodiscard]] layers_report simulate_layers(const layers_options& o,
-                                            std::span<const strategy> strategies);
+                                            std::span<const strategy> strategies,
+                                            unsigned threads = 0,
+                                            const progress_callback& progress = {});
 
 /// {"scenario":"layers","seed":S,"layers":L,"strategies":[{"name":…,"retries_at":"every layer"
 /// or "top layer","top_requests":…,"bottom_attempts":…,"bottom_amplification":X|null,

@@ -100,11 +100,21 @@ struct occ_point {
 
 /// The whole sweep: one point per (clients, algorithm), clients ascending, algorithms in
 /// occ_algorithms order.
+/// The writes of one trial over time, for the plot: when each write reached the server.
+struct occ_timeline {
+  int clients = 0;                    ///< the trial's client count
+  std::string algorithm;              ///< the algorithm's name
+  std::vector<duration> write_times;  ///< ascending
+};
+
 struct occ_report {
   occ_options options;
   std::vector<std::string> algorithms;
   std::vector<occ_point> sweep;
   std::int64_t events = 0;  ///< events processed by all trials together
+  /// Trial 0 of `exponential` and of `full` at the swept client count nearest to 100 (the plot's
+  /// third panel: the clusters of no-jitter backoff against the spread of full jitter).
+  std::vector<occ_timeline> timelines;
 };
 
 /// Runs the sweep: for every client count and algorithm, `trials` trials, on options.threads

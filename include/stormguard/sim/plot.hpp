@@ -2,17 +2,23 @@
 // (http://www.gnuplot.info/; the Debian package gnuplot-nox, installed by scripts/bootstrap, has
 // the pngcairo and svg terminals used here).
 //
-// Each gnuplot_script overload is a pure function of a report: it returns a complete gnuplot
-// program with the data inline (datablocks), which run_gnuplot executes. Keeping the two apart
-// makes the scripts testable without gnuplot and reproducible by hand (`gnuplot script.gp`).
+// Each gnuplot_script overload is a pure function of a report (it never runs the model: the report
+// carries what the plot needs): it returns a complete gnuplot program with the data inline
+// (datablocks). The library only writes scripts; running gnuplot is the caller's business (the
+// CLI runs it as a child process), which keeps the scripts testable without gnuplot and
+// reproducible by hand (`gnuplot script.gp`).
+//
+// Every line can be told apart even where lines coincide: each has its own colour, dash type and
+// point marker (markers staggered along the time axis), and a line whose data equal an earlier
+// line's says so in its key ("full+quota (= full+budget)"). Axes start a little below zero so that
+// a strategy at zero stays visible, and the panels of one picture share their margins so that
+// their axes line up.
 //
 //   auto report = stormguard::sim::simulate(stormguard::sim::friday_night(),
 //                                           stormguard::sim::builtin_strategies());
 //   auto format = stormguard::sim::plot_format_for("storm.png");          // plot_format::png
-//   if (auto error = stormguard::sim::run_gnuplot(
-//           stormguard::sim::gnuplot_script(report, *format, "storm.png"))) {
-//     std::cerr << *error << '\n';
-//   }
+//   std::ofstream("storm.gp") << stormguard::sim::gnuplot_script(report, *format, "storm.png");
+//   // then: gnuplot storm.gp
 #ifndef STORMGUARD_SIM_PLOT_HPP
 #define STORMGUARD_SIM_PLOT_HPP
 
@@ -36,16 +42,17 @@ enum class plot_format { png, svg };
 
 /// A time-series scenario: two panels over simulated time, attempts per second (top) and goodput
 /// per second (bottom), one line per strategy, in 100-ms bins (strategy_result::fine_series,
-/// scaled to per second) so that the waves of synchronised retries stay visible; the incident is
-/// shaded.
+/// scaled to per second) so that the waves of synchronised retries stay visible, with the demand
+/// (logical requests per second) and the server's capacity (workers ÷ service time, lower during
+/// a slow incident) as black lines; the incident is shaded.
 [[nodiscard]] std::string gnuplot_script(const simulation_report& report, plot_format format,
                                          const std::string& output);
 
 /// brooker-occ: the blog's two panels (mean calls and mean time against the client count, one
 /// line per algorithm), and a third panel with the writes reaching the server over time in one
 /// trial (exponential without jitter against full jitter, at the swept client count nearest to
-/// 100): the clusters of no-jitter backoff against the spread of full jitter. The trial is rerun
-/// here (simulate_occ_trial with occ_trial_seed, trial 0).
+/// 100): the clusters of no-jitter backoff against the spread of full jitter, from
+/// occ_report::timelines.
 [[nodiscard]] std::string gnuplot_script(const occ_report& report, plot_format format,
                                          const std::string& output);
 
@@ -57,11 +64,6 @@ enum class plot_format { png, svg };
 /// layers: the attempts at the bottom per top-level request for every row, on a log scale.
 [[nodiscard]] std::string gnuplot_script(const layers_report& report, plot_format format,
                                          const std::string& output);
-
-/// Runs `gnuplot` (found on PATH) on `script`, through a temporary file. Returns nullopt on
-/// success, or a message: gnuplot missing (with the package to install), or its exit status
-/// (gnuplot's own messages go to stderr). Blocks until gnuplot exits.
-[[nodiscard]] std::optional<std::string> run_gnuplot(const std::string& script);
 
 }  // namespace stormguard::sim
 

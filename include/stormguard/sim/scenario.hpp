@@ -79,9 +79,9 @@ struct scenario {
   std::uint64_t seed = 0;   ///< [seed] seeds every generator of the run; any 64-bit value
   duration length{};        ///< [duration] simulated time; in (0, 1 h]
   /// [requests_per_second] logical requests per second from all clients together, arriving as a
-  /// Poisson process; > 0 and finite, and length · rate <= 10,000,000 requests. The simulator
-  /// keeps 30-40 bytes per logical request (measured peak: 320-400 MB at the limit, 1 h at 2,777
-  /// req/s), so the limit bounds the memory of a run.
+  /// Poisson process; > 0 and finite, and length · rate <= 10,000,000 requests. A run keeps 32
+  /// bytes per logical request (about 340 MB at the limit, 1 h at 2,777 req/s), so the limit
+  /// bounds the memory of a run; check_work (simulator.hpp) bounds its work.
   double requests_per_second = 0.0;
   int clients = 0;     ///< [clients] client instances, each with its own budget; in [1, 100,000]
   duration timeout{};  ///< [timeout] per-attempt timeout; in (0, 1 h]

@@ -66,8 +66,9 @@ inline constexpr duration k_fine_bin = std::chrono::milliseconds(100);
 /// What happened in one bin of k_fine_bin (100 ms): enough to see the waves of synchronised
 /// retries that 1-s bins smooth away. Counted as in time_bin.
 struct fine_bin {
-  std::int64_t attempts = 0;   ///< attempts sent
-  std::int64_t successes = 0;  ///< attempts answered in time (goodput)
+  std::int64_t attempts = 0;          ///< attempts sent
+  std::int64_t successes = 0;         ///< attempts answered in time (goodput)
+  std::int64_t logical_requests = 0;  ///< logical requests that arrived (the demand)
 
   friend bool operator==(const fine_bin&, const fine_bin&) = default;
 };
@@ -126,6 +127,12 @@ struct strategy_result {
   /// it (undefined: "n/a" in the table), or when no such run fits in the simulated time (never
   /// recovered).
   std::optional<double> recovery_s;
+  /// Whether recovery can be measured: the incident ends within the simulated time and some
+  /// logical request arrived in the whole 1-s bins after it (otherwise recovery_s is "n/a").
+  bool recovery_measurable = false;
+  /// The mean attempts per second over the whole 1-s bins after the end of the incident; nullopt
+  /// without an incident that ends at least a whole bin before the end of the simulated time.
+  std::optional<double> after_incident_attempt_rate;
 
   std::int64_t events = 0;            ///< events processed (for performance measurements)
   std::vector<time_bin> series;       ///< one bin per started second of simulated time
@@ -138,17 +145,45 @@ struct simulation_report {
   std::vector<strategy_result> strategies;
 };
 
-/// Runs `strat` through `s`. Throws std::invalid_argument (with validate()'s message) for an
-/// invalid scenario, and std::bad_alloc if memory runs out (validate() bounds the logical
-/// requests to 10,000,000: about 400 MB). Times saturate instead of overflowing. Deterministic: the
-/// same arguments always give the same result. Thread-safe (no shared state); independent runs may
-/// go in parallel.
+/// The bound on the work of one run (one strategy through one scenario): at most this many
+/// estimated attempts, requests_per_second x duration x (1 + max_retries). 40,000,000 is the
+/// largest valid scenario (10,000,000 logical requests) with the built-in strategies' 3 retries.
+inline constexpr double k_max_estimated_attempts = 40'000'000;
+
+/// The most attempts one run of `strat` through `s` can make, as estimated before running it:
+/// requests_per_second x duration x (1 + max_retries), with the scenario's max_retries replacing
+/// the strategy's when the strategy retries.
+[[nodiscard]] double estimated_attempts(const scenario& s, const strategy& strat) noexcept;
+
+/// Checks the work bound for every strategy: nullopt, or an error (field "max_retries" when the
+/// scenario sets it, else "requests_per_second") that gives the estimate and the bound.
+[[nodiscard]] std::optional<scenario_error> check_work(const scenario& s,
+                                                       std::span<const strategy> strategies);
+
+/// The memory one run of `s` is estimated to need, in bytes (32 bytes per expected logical
+/// request: its state and its latency), and the memory that the runs side by side of
+/// simulate(s, strategies, threads) may take together: k_max_parallel_bytes.
+[[nodiscard]] double estimated_run_bytes(const scenario& s) noexcept;
+inline constexpr double k_max_parallel_bytes = 768.0 * 1024 * 1024;
+
+/// The number of runs of `s` that go side by side on `threads` threads (0 = one per hardware
+/// thread) for `count` runs: resolve_threads(threads, count), lowered so that the runs together
+/// are estimated to fit in k_max_parallel_bytes (at least 1). Memory is then bounded by the
+/// scenario, whatever the thread count.
+[[nodiscard]] unsigned parallel_runs(const scenario& s, unsigned threads,
+                                     std::size_t count) noexcept;
+
+/// Runs `strat` through `s`. Throws std::invalid_argument (with validate()'s or check_work()'s
+/// message) for an invalid scenario or one above the work bound, and std::bad_alloc if memory
+/// runs out (validate() bounds the logical requests to 10,000,000: about 340 MB per run). Times
+/// saturate instead of overflowing. Deterministic: the same arguments always give the same result.
+/// Thread-safe (no shared state); independent runs may go in parallel.
 [[nodiscard]] strategy_result simulate(const scenario& s, const strategy& strat);
 
 /// Runs every strategy in `strategies` through `s`; the report lists them in the given order.
 [[nodiscard]] simulation_report simulate(const scenario& s, std::span<const strategy> strategies);
 
-/// The same, with the strategies run on `threads` threads (0 = one per hardware thread; see
+/// The same, with the strategies run on parallel_runs(s, threads, strategies.size()) threads (see
 /// parallel_for) and `progress` told as each one finishes. The report is identical to the
 /// sequential one.
 [[nodiscard]] simulation_report simulate(const scenario& s, std::span<const strategy> strategies,

@@ -9,7 +9,7 @@
 //   const auto* full = stormguard::sim::find_strategy("full+budget");   // nullptr if unknown
 //
 // Adding a strategy with a new kind of budget (full+throttle, full+quota, full+adaptive): add the
-// budget's options type to `budget_config`, map it to the budget class in src/sim/simulator.cpp
+// budget's options type to `budget_config`, map it to the budget class in src/sim/common.hpp
 // (`budget_for`), and add a row to the table in src/sim/strategy.cpp.
 #ifndef STORMGUARD_SIM_STRATEGY_HPP
 #define STORMGUARD_SIM_STRATEGY_HPP

@@ -1,0 +1,117 @@
+// The client fleet of the time-series model (private to stormguard::sim): the logical requests,
+// the client instances (each a generator and a budget) and the calls of the library's retry
+// protocol — admit a request, record how an attempt ended, decide on a retry. Those calls are
+// kept together here, one small function each.
+#ifndef STORMGUARD_SRC_SIM_FLEET_HPP
+#define STORMGUARD_SRC_SIM_FLEET_HPP
+
+#include <cstdint>
+#include <deque>
+#include <vector>
+
+#include "sim/common.hpp"
+#include "stormguard/budget.hpp"
+#include "stormguard/random.hpp"
+#include "stormguard/retry.hpp"
+#include "stormguard/sim/scenario.hpp"
+#include "stormguard/sim/strategy.hpp"
+
+namespace stormguard::sim::engine {
+
+enum class request_state : std::uint8_t { awaiting, backing_off, ended };
+
+// One logical request. Its client is its index modulo the number of clients (round-robin), so it
+// is not stored: 24 bytes per logical request, the bulk of a run's memory.
+struct request {
+  std::int64_t start;           // arrival = start of attempt 1, ns
+  std::int64_t previous_delay;  // the delay waited before the current attempt, ns
+  std::int32_t attempt;         // the current (latest) attempt number
+  request_state state;
+  attempt_status retried;  // how the attempt before the current one ended (budgets see it)
+  bool in_incident;  // started inside the incident window: its attempts count for the incident
+};
+static_assert(sizeof(request) == 24);
+
+template <class B>
+struct client {
+  client(std::uint64_t seed, const auto& config) : rng(seed), budget(config) {}
+  random_generator rng;
+  B budget;
+};
+
+// Domain tag of the clients' generators.
+inline constexpr std::uint64_t k_tag_client = 0x636c69656e74ULL;  // "client"
+
+template <class B>
+class fleet {
+ public:
+  // Client i's generator is seeded from (seed, i, the strategy's name); `expected_requests`
+  // reserves the request table.
+  template <class Config>
+  fleet(const scenario& s, const strategy& strat, const Config& config, double expected_requests)
+      : policy_(strat.retry), clients_count_(static_cast<std::uint32_t>(s.clients)) {
+    const std::uint64_t strategy_hash = seeds::fnv1a(strat.name);
+    for (int i = 0; i < s.clients; ++i) {
+      const std::uint64_t seed =
+          seeds::mix(seeds::mix(seeds::mix(s.seed, k_tag_client), static_cast<std::uint64_t>(i)),
+                     strategy_hash);
+      clients_.emplace_back(seed, config);
+    }
+    requests_.reserve(static_cast<std::size_t>(expected_requests * 1.05) + 16);
+  }
+
+  // A new logical request arrived now; returns its id.
+  std::uint32_t add(std::int64_t now, bool in_incident) {
+    const auto id = static_cast<std::uint32_t>(requests_.size());
+    requests_.push_back(
+        request{now, 0, 0, request_state::awaiting, attempt_status::success, in_incident});
+    return id;
+  }
+
+  [[nodiscard]] request& operator[](std::uint32_t id) { return requests_[id]; }
+  [[nodiscard]] const std::vector<request>& requests() const noexcept { return requests_; }
+
+  // The client's budget admits the request's first attempt (adaptive throttling may reject it
+  // locally).
+  [[nodiscard]] bool admit(std::uint32_t id, std::int64_t now) {
+    auto& c = client_of(id);
+    return c.budget.try_admit(time_point(duration(now)), c.rng);
+  }
+
+  // The request's current attempt succeeded: its client's budget hears of it.
+  void succeeded(std::uint32_t id, std::int64_t now) {
+    record(id, requests_[id], attempt_status::success, now);
+  }
+
+  // The request's current attempt failed (`verdict` is retry() for a 503, retry().as_timeout()
+  // for a timeout): the one place where a retry is decided, by the library's retry_policy with
+  // this client's generator and budget.
+  [[nodiscard]] retry_decision failed(std::uint32_t id, std::int64_t now, classification verdict) {
+    request& r = requests_[id];
+    auto& c = client_of(id);
+    const attempt_status status = retry_policy::status_of(verdict);
+    record(id, r, status, now);
+    const retry_decision next = policy_.decide(r.attempt, verdict, duration(r.previous_delay),
+                                               c.rng, c.budget, time_point(duration(now)));
+    r.retried = status;
+    return next;
+  }
+
+ private:
+  [[nodiscard]] client<B>& client_of(std::uint32_t id) { return clients_[id % clients_count_]; }
+
+  // Tells the request's client budget how its current attempt ended.
+  void record(std::uint32_t id, const request& r, attempt_status status, std::int64_t now) {
+    client_of(id).budget.record(time_point(duration(now)),
+                                attempt_report{status, r.attempt, r.retried});
+  }
+
+  retry_policy policy_;
+  std::uint32_t clients_count_;
+  std::deque<client<B>> clients_;  // a deque: budgets are neither copyable nor movable
+  std::vector<request> requests_;
+};
+
+}  // namespace stormguard::sim::engine
+
+#endif  // STORMGUARD_SRC_SIM_FLEET_HPP

@@ -1,0 +1,134 @@
+// The server of the time-series model (private to stormguard::sim): worker slots, a FIFO queue of
+// bounded length, the service time by phase (normal, incident, overload) and the sliding window
+// of load that server.overload compares with its threshold.
+#ifndef STORMGUARD_SRC_SIM_SERVER_HPP
+#define STORMGUARD_SRC_SIM_SERVER_HPP
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+
+#include "sim/event_queue.hpp"
+#include "stormguard/random.hpp"
+#include "stormguard/sim/scenario.hpp"
+
+namespace stormguard::sim::engine {
+
+// An attempt waiting for a worker.
+struct queued_attempt {
+  std::uint32_t request;
+  std::int32_t attempt;
+};
+
+// The service time of one attempt and its phase: 0 normal, 1 incident, 2 overload (the FIFO lane
+// its completion goes to when service times are fixed).
+struct service {
+  std::int64_t time;  // ns
+  std::size_t lane;
+};
+
+class server {
+ public:
+  // `service_seed` seeds the generator of exponential service times.
+  server(const scenario& s, std::uint64_t service_seed) : s_(s), rng_(service_seed) {
+    if (s.incident && s.incident->service_time) {
+      incident_start_ = s.incident->start.count();
+      incident_end_ = s.incident->end.count();
+      incident_service_ = s.incident->service_time->count();
+    }
+  }
+
+  // An attempt reaches the server now: counts it in the load window (rejected ones included).
+  void arrive(std::int64_t now) {
+    if (!s_.overload) return;
+    const std::int64_t slice = now / k_load_slice_ns;
+    advance_load(slice);
+    ++load_[static_cast<std::size_t>(slice) % k_load_slices];
+    ++load_total_;
+  }
+
+  [[nodiscard]] bool has_free_worker() const noexcept { return busy_ < s_.workers; }
+  [[nodiscard]] bool queue_full() const noexcept {
+    return static_cast<std::int64_t>(queue_.size()) >= s_.queue_limit;
+  }
+  [[nodiscard]] std::int64_t queue_length() const noexcept {
+    return static_cast<std::int64_t>(queue_.size());
+  }
+
+  // Takes a worker for an attempt whose service starts now; returns its service.
+  service start(std::int64_t now) {
+    ++busy_;
+    return service_time(now);
+  }
+  void enqueue(queued_attempt a) { queue_.push_back(a); }
+
+  // A worker finished. If an attempt waits, it takes the worker (returned with its service).
+  struct next_service {
+    queued_attempt attempt;
+    service svc;
+  };
+  std::optional<next_service> finish(std::int64_t now) {
+    --busy_;
+    if (queue_.empty()) return std::nullopt;
+    const queued_attempt next = queue_.front();  // copied before pop_front reuses the slot
+    queue_.pop_front();
+    return next_service{next, start(now)};
+  }
+
+ private:
+  static constexpr std::int64_t k_load_slice_ns = 100'000'000;  // the window's slices: 100 ms
+  static constexpr std::size_t k_load_slices = 10;              // 10 slices: a 1-s window
+
+  // Clears the slices that left the window since the newest one seen.
+  void advance_load(std::int64_t slice) {
+    for (std::int64_t k = load_slice_ + 1; k <= slice && k <= load_slice_ + 10; ++k) {
+      auto& slot = load_[static_cast<std::size_t>(k) % k_load_slices];
+      load_total_ -= slot;
+      slot = 0;
+    }
+    load_slice_ = std::max(load_slice_, slice);
+  }
+
+  // More than above_rate attempts reached the server in the 1-s window ending now.
+  [[nodiscard]] bool overloaded(std::int64_t now) {
+    if (!s_.overload) return false;
+    advance_load(now / k_load_slice_ns);
+    return static_cast<double>(load_total_) > s_.overload->above_rate;
+  }
+
+  // The service time of an attempt whose service starts now.
+  [[nodiscard]] service service_time(std::int64_t now) {
+    std::int64_t mean = s_.service_time.count();
+    std::size_t lane = 0;
+    if (incident_service_ != 0 && now >= incident_start_ && now < incident_end_) {
+      mean = incident_service_;
+      lane = 1;
+    } else if (overloaded(now)) {
+      mean = s_.overload->service_time.count();
+      lane = 2;
+    }
+    if (s_.distribution == service_distribution::fixed) return {mean, lane};
+    const double u = uniform_unit(rng_);
+    // -ln(1 - u) <= 37.5 for u < 1, and validate() bounds mean by 1 h: no overflow.
+    return {std::max<std::int64_t>(1, std::llround(-std::log1p(-u) * static_cast<double>(mean))),
+            lane};
+  }
+
+  const scenario& s_;
+  random_generator rng_;
+  std::int64_t incident_start_ = 0;
+  std::int64_t incident_end_ = 0;
+  std::int64_t incident_service_ = 0;  // 0: the incident leaves the service time alone
+  std::array<std::int64_t, k_load_slices> load_{};
+  std::int64_t load_total_ = 0;
+  std::int64_t load_slice_ = 0;
+  ring<queued_attempt> queue_;
+  int busy_ = 0;
+};
+
+}  // namespace stormguard::sim::engine
+
+#endif  // STORMGUARD_SRC_SIM_SERVER_HPP

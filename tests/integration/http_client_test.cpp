@@ -15,6 +15,7 @@
 #include "stormguard/http/client.hpp"
 #include "stormguard/http_classify.hpp"
 #include "stormguard/testing/manual_clock.hpp"
+#include "stormguard/version.hpp"
 #include "support/http_test_server.hpp"
 #include "test_util.hpp"
 
@@ -444,6 +445,44 @@ TEST(HttpClient, ReusesOneConnectionAcrossAttemptsAndRequests) {
   EXPECT_EQ(c.perform(put).attempts, 2);
   EXPECT_EQ(server.requests().size(), 5U);
   EXPECT_EQ(server.connections(), 1);
+}
+
+TEST(HttpClient, NothingLeaksFromOneRequestToTheNextOnTheReusedHandle) {
+  // The easy handle keeps its options between attempts of the same shape (performance); every
+  // other request must start from libcurl's defaults.
+  http_test_server server;
+  client c(fast_options());
+  const auto send = [&](std::string method, std::string path, std::string body = "",
+                        std::vector<stormguard::http::header> fields = {}) {
+    request r = get(server, std::move(path));
+    r.method = std::move(method);
+    r.body = std::move(body);
+    r.headers = std::move(fields);
+    EXPECT_TRUE(c.perform(r).ok()) << r.method << " " << r.url;
+  };
+  send("HEAD", "/1");
+  send("GET", "/2");
+  send("GET", "/3", "", {{"X-A", "1"}, {"User-Agent", "mine"}});
+  send("GET", "/4");
+  send("POST", "/5", "data");
+  send("GET", "/6");
+  send("DELETE", "/7");
+  send("GET", "/8");
+  send("GET", "/8");
+  const auto seen = server.requests();
+  ASSERT_EQ(seen.size(), 9U);
+  const char* methods[] = {"HEAD", "GET", "GET", "GET", "POST", "GET", "DELETE", "GET", "GET"};
+  const char* targets[] = {"/1", "/2", "/3", "/4", "/5", "/6", "/7", "/8", "/8"};
+  for (std::size_t i = 0; i < seen.size(); ++i) {
+    EXPECT_EQ(seen[i].method, methods[i]) << i;
+    EXPECT_EQ(seen[i].target, targets[i]) << i;
+    EXPECT_EQ(seen[i].body, i == 4 ? "data" : "") << i;
+    EXPECT_EQ(seen[i].header("X-A").has_value(), i == 2) << i;
+    EXPECT_EQ(seen[i].header("Expect").has_value(), false) << i;
+    EXPECT_EQ(seen[i].header("User-Agent"),
+              i == 2 ? "mine" : "stormguard/" + std::string(stormguard::version()))
+        << i;
+  }
 }
 
 TEST(HttpClient, BudgetExhaustedFailsFast) {

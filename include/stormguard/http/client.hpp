@@ -263,7 +263,9 @@ struct result {
 
 /// The HTTP client. Owns one libcurl easy handle (and a multi handle that keeps its connection
 /// cache), reused for every attempt and every call: connections are kept alive between them.
-/// Options are reset before every attempt, so nothing leaks from one request to the next.
+/// Its options are kept only while an attempt is configured exactly like the previous one (same
+/// method, no body); any other attempt resets them first, so nothing leaks from one request to
+/// the next.
 ///
 /// Redirects are NOT followed (libcurl's default): a 3xx is the final response, and ok(). A
 /// redirect could move a POST body, or its Idempotency-Key, to another host; a caller that wants

@@ -337,19 +337,11 @@ failure_kind failure_kind_of(int curl_code) noexcept {
 }
 
 std::string_view to_string(failure_kind kind) noexcept {
-  switch (kind) {
-    case failure_kind::transport:
-      return "transport error";
-    case failure_kind::invalid_request:
-      return "invalid request";
-    case failure_kind::response_too_large:
-      return "response too large";
-    case failure_kind::cancelled:
-      return "cancelled";
-    case failure_kind::other:
-      break;
-  }
-  return "error";
+  // In the order of the enumerators.
+  constexpr std::array<std::string_view, 5> names{"transport error", "invalid request",
+                                                  "response too large", "cancelled", "error"};
+  const auto index = static_cast<std::size_t>(kind);
+  return index < names.size() ? names[index] : "error";
 }
 
 std::optional<std::string_view> find_header(const std::vector<header>& headers,

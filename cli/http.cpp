@@ -26,6 +26,7 @@
 #include "stormguard/detail/saturate.hpp"
 #include "stormguard/duration_text.hpp"
 #include "stormguard/http/client.hpp"
+#include "stormguard/http/syntax.hpp"
 #include "stormguard/idempotency.hpp"
 #include "stormguard/retry.hpp"
 
@@ -65,60 +66,32 @@ void print_error(const std::string& message) {
   fmt::print(stderr, "stormguard http: error: {}\n", message);
 }
 
-bool is_tchar(char c) {
-  const auto u = static_cast<unsigned char>(c);
-  return (u >= '0' && u <= '9') || (u >= 'a' && u <= 'z') || (u >= 'A' && u <= 'Z') ||
-         std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
-}
-
-bool is_token(std::string_view s) {
-  if (s.empty()) return false;
-  for (char c : s) {
-    if (!is_tchar(c)) return false;
-  }
-  return true;
-}
-
-bool iequals_ascii(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    const auto lower = [](char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c + 32) : c; };
-    if (lower(a[i]) != lower(b[i])) return false;
-  }
-  return true;
-}
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
-
-// "Name: value" -> header. Throws CLI::ValidationError naming -H and the line.
+// "Name: value" -> header, by the HTTP syntax rules of stormguard/http/syntax.hpp. Throws
+// CLI::ValidationError naming -H and the line.
 http::header parse_header_line(const std::string& line) {
-  const std::size_t colon = line.find(':');
-  const std::string_view name = colon == std::string::npos
-                                    ? std::string_view()
-                                    : trim(std::string_view(line).substr(0, colon));
-  if (colon == std::string::npos || !is_token(name)) {
+  const auto field = http::parse_field_line(line);
+  if (!field) {
     throw CLI::ValidationError("-H", "not a header line 'Name: value': '" + line + "'");
   }
-  const std::string_view value = trim(std::string_view(line).substr(colon + 1));
-  if (value.find_first_of(std::string_view("\r\n\0", 3)) != std::string_view::npos) {
-    throw CLI::ValidationError("-H", "the value contains CR, LF or NUL: '" + line + "'");
+  if (const auto problem = http::check_request_field(field->name, field->value)) {
+    switch (*problem) {
+      case http::field_problem::name_not_token:
+        break;  // parse_field_line returns only token names
+      case http::field_problem::value_has_control:
+        throw CLI::ValidationError(
+            "-H", "the value contains a control byte (CR, LF, NUL, ...): '" + line + "'");
+      case http::field_problem::content_length:
+        throw CLI::ValidationError("-H", "'" + line +
+                                             "': Content-Length is computed from the body (-d); "
+                                             "a different one would hang or split the request");
+      case http::field_problem::idempotency_key:
+        throw CLI::ValidationError(
+            "-H", "'" + line +
+                      "': use --idempotency-key auto|KEY, so that stormguard knows the "
+                      "request carries a key (and may retry it)");
+    }
   }
-  if (iequals_ascii(name, "Content-Length")) {
-    throw CLI::ValidationError("-H", "'" + line +
-                                         "': Content-Length is computed from the body (-d); "
-                                         "a different one would hang or split the request");
-  }
-  if (iequals_ascii(name, idempotency_key_header)) {
-    throw CLI::ValidationError(
-        "-H", "'" + line +
-                  "': use --idempotency-key auto|KEY, so that stormguard knows the "
-                  "request carries a key (and may retry it)");
-  }
-  return http::header{std::string(name), std::string(value)};
+  return http::header{std::string(field->name), std::string(field->value)};
 }
 
 /// The largest body -d @FILE reads (it is held in memory, and sent again on every attempt): a
@@ -173,12 +146,17 @@ std::string log_duration(duration d) {
   return format_duration(std::chrono::floor<std::chrono::microseconds>(d));
 }
 
+// "transport error 7 (Failed to connect ...)", "response too large 56 (...)", ...
+std::string describe_error(const http::transport_error& e) {
+  return fmt::format("{} {} ({})", http::to_string(e.kind), e.curl_code, e.message);
+}
+
 std::string describe_attempt(const http::attempt_info& a) {
   std::string text = fmt::format("attempt {}: ", a.attempt);
   if (a.status) {
     text += fmt::format("HTTP {}", *a.status);
   } else if (a.error) {
-    text += fmt::format("transport error {} ({})", a.error->curl_code, a.error->message);
+    text += describe_error(*a.error);
   }
   if (a.retry_after) {
     text += a.retry_after_delay
@@ -211,6 +189,7 @@ int exit_status_for(const http::result& r, int signal) {
     case end_reason::attempts_exhausted:
       break;
   }
+  if (r.error && r.error->kind == http::failure_kind::invalid_request) return exit_usage;
   return r.response ? exit_http_error : exit_transport_error;
 }
 
@@ -239,14 +218,14 @@ int run_http(const http_options& o) {
     req.method = o.method_option->count() > 0 ? o.method
                  : o.data_option->count() > 0 ? "POST"
                                               : "GET";
-    if (!is_token(req.method)) {
+    if (!http::is_token(req.method)) {
       throw CLI::ValidationError(
           "-X", "not an HTTP method (a token such as GET or POST): '" + req.method + "'");
     }
     if (o.key_option->count() > 0) {
       if (o.idempotency_key == "auto") {
         req.idempotency = http::key::generate();
-      } else if (iequals_ascii(o.idempotency_key, "auto")) {
+      } else if (http::iequals_ascii(o.idempotency_key, "auto")) {
         // "AUTO" would be sent as a literal key, the same on every run: the server would
         // answer every later request with the first one's stored response.
         throw CLI::ValidationError(
@@ -318,10 +297,9 @@ int run_http(const http_options& o) {
   }
   const int status = exit_status_for(r, interrupts.received());
   if (!r.ok()) {
-    const std::string last =
-        r.response ? fmt::format("HTTP {}", r.response->status)
-        : r.error  ? fmt::format("transport error {} ({})", r.error->curl_code, r.error->message)
-                   : std::string("no attempt made");
+    const std::string last = r.response ? fmt::format("HTTP {}", r.response->status)
+                             : r.error  ? describe_error(*r.error)
+                                        : std::string("no attempt made");
     fmt::print(stderr, "stormguard http: {} after {} attempt{}: {}; exit status {}\n", last,
                r.attempts, r.attempts == 1 ? "" : "s", to_string(r.reason), status);
   }

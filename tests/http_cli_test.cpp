@@ -192,6 +192,40 @@ TEST(HttpCli, RetryAfterTooLongAndDeadlineExitSix) {
   EXPECT_LT(std::chrono::steady_clock::now() - start, 2s);
 }
 
+TEST(HttpCli, DeadlineThatCutsTheLastAttemptExitsSix) {
+  // Found by trying it: with --retries 0 the deadline gave exit 4 (attempts_exhausted), with
+  // retries left exit 6; the docs say 6.
+  http_test_server server;
+  scripted_response slow = status(200);
+  slow.delay = 5s;
+  server.set_fallback(slow);
+  const auto r = run_cli(k_fast + "--retries 0 --deadline 300ms '" + server.url() + "'");
+  EXPECT_EQ(r.exit_code, 6) << r.err;
+  EXPECT_NE(r.err.find("deadline_exceeded"), std::string::npos) << r.err;
+}
+
+TEST(HttpCli, NonAsciiHostIsLookedUpInItsAsciiFormNotCalledAMalformedUrl) {
+  // Found by trying it: exit 4 with "transport error 3" (CURLE_URL_MALFORMAT) in the C locale.
+  // `.invalid` never resolves (RFC 6761), so the name lookup fails at once.
+  const auto r = run_cli(k_fast + "--retries 0 -v 'http://ex\xC3\xA4mple.invalid/'");
+  EXPECT_EQ(r.exit_code, 4) << r.err;
+  EXPECT_NE(r.err.find("transport error 6 "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("xn--exmple-cua.invalid"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("error 3 "), std::string::npos) << r.err;
+}
+
+TEST(HttpCli, ResponseHeadersOverLibcurlsLimitAreNotRetried) {
+  // Found by trying it: 100,000 header fields were fetched 4 times.
+  http_test_server server;
+  scripted_response many = status(200);
+  for (int i = 0; i < 100000; ++i) many.headers.emplace_back("X-H" + std::to_string(i), "v");
+  server.set_fallback(many);
+  const auto r = run_cli(k_fast + "-v '" + server.url() + "'");
+  EXPECT_EQ(r.exit_code, 4) << r.err;
+  EXPECT_EQ(server.requests().size(), 1U);
+  EXPECT_NE(r.err.find("response too large"), std::string::npos) << r.err;
+}
+
 TEST(HttpCli, GetWithDataSendsTheBodyAndAnEmptyHeaderValueIsSent) {
   // Found by hand: `-X GET -d` dropped the body and `-H 'X-Empty:'` dropped the header.
   http_test_server server;
@@ -251,7 +285,7 @@ TEST(HttpCli, BadInputIsAUsageErrorNamingTheOptionAndValue) {
        "-H: 'Idempotency-Key: x': use --idempotency-key"},
       {"-d @/nonexistent/body http://127.0.0.1/",
        "-d: cannot read '/nonexistent/body': No such file or directory"},
-      {"ftp://127.0.0.1/f", "url: the scheme must be http or https, got 'ftp'"},
+      {"ftp://127.0.0.1/f", "url: the scheme must be http or https, got \"ftp\""},
       {"--idempotency-key 'caf\xc3\xa9' http://127.0.0.1/", "--idempotency-key: "},
       {"--key-format fancy http://127.0.0.1/", "--key-format: unknown format 'fancy'"},
       {"--attempt-timeout 0s http://127.0.0.1/", "--attempt-timeout: must be > 0, got '0s'"},

@@ -15,6 +15,7 @@
 #include "stormguard/http/client.hpp"
 #include "stormguard/http_classify.hpp"
 #include "stormguard/testing/manual_clock.hpp"
+#include "stormguard/version.hpp"
 #include "support/http_test_server.hpp"
 #include "test_util.hpp"
 
@@ -25,6 +26,7 @@ using stormguard::end_reason;
 using stormguard::transport_phase;
 using stormguard::http::client;
 using stormguard::http::client_options;
+using stormguard::http::failure_kind;
 using stormguard::http::key;
 using stormguard::http::request;
 using stormguard::test_support::http_test_server;
@@ -445,6 +447,44 @@ TEST(HttpClient, ReusesOneConnectionAcrossAttemptsAndRequests) {
   EXPECT_EQ(server.connections(), 1);
 }
 
+TEST(HttpClient, NothingLeaksFromOneRequestToTheNextOnTheReusedHandle) {
+  // The easy handle keeps its options between attempts of the same shape (performance); every
+  // other request must start from libcurl's defaults.
+  http_test_server server;
+  client c(fast_options());
+  const auto send = [&](std::string method, std::string path, std::string body = "",
+                        std::vector<stormguard::http::header> fields = {}) {
+    request r = get(server, std::move(path));
+    r.method = std::move(method);
+    r.body = std::move(body);
+    r.headers = std::move(fields);
+    EXPECT_TRUE(c.perform(r).ok()) << r.method << " " << r.url;
+  };
+  send("HEAD", "/1");
+  send("GET", "/2");
+  send("GET", "/3", "", {{"X-A", "1"}, {"User-Agent", "mine"}});
+  send("GET", "/4");
+  send("POST", "/5", "data");
+  send("GET", "/6");
+  send("DELETE", "/7");
+  send("GET", "/8");
+  send("GET", "/8");
+  const auto seen = server.requests();
+  ASSERT_EQ(seen.size(), 9U);
+  const char* methods[] = {"HEAD", "GET", "GET", "GET", "POST", "GET", "DELETE", "GET", "GET"};
+  const char* targets[] = {"/1", "/2", "/3", "/4", "/5", "/6", "/7", "/8", "/8"};
+  for (std::size_t i = 0; i < seen.size(); ++i) {
+    EXPECT_EQ(seen[i].method, methods[i]) << i;
+    EXPECT_EQ(seen[i].target, targets[i]) << i;
+    EXPECT_EQ(seen[i].body, i == 4 ? "data" : "") << i;
+    EXPECT_EQ(seen[i].header("X-A").has_value(), i == 2) << i;
+    EXPECT_EQ(seen[i].header("Expect").has_value(), false) << i;
+    EXPECT_EQ(seen[i].header("User-Agent"),
+              i == 2 ? "mine" : "stormguard/" + std::string(stormguard::version()))
+        << i;
+  }
+}
+
 TEST(HttpClient, BudgetExhaustedFailsFast) {
   http_test_server server;
   server.set_fallback(status(503));
@@ -567,6 +607,7 @@ TEST(HttpClient, BodyAboveTheLimitFailsWithoutRetry) {
   EXPECT_EQ(r.attempts, 1);
   ASSERT_TRUE(r.error.has_value());
   EXPECT_EQ(r.error->curl_code, CURLE_WRITE_ERROR);
+  EXPECT_EQ(r.error->kind, failure_kind::response_too_large);
   EXPECT_FALSE(r.error->phase.has_value());
   EXPECT_NE(r.error->message.find("max_body_bytes"), std::string::npos);
 }
@@ -583,24 +624,24 @@ TEST(HttpClient, BadRequestsThrowNamingTheFieldAndValue) {
   r.url = "ftp://127.0.0.1/file";
   const std::string scheme = invalid_argument_message([&] { (void)c.perform(r); });
   EXPECT_NE(scheme.find("url: "), std::string::npos) << scheme;
-  EXPECT_NE(scheme.find("'ftp'"), std::string::npos) << scheme;
+  EXPECT_NE(scheme.find("\"ftp\""), std::string::npos) << scheme;
   r.url = server.url("/a") + std::string(1, '\0') + "/b";  // libcurl would request /a
   const std::string nul = invalid_argument_message([&] { (void)c.perform(r); });
   EXPECT_NE(nul.find("url: contains a NUL byte at position"), std::string::npos) << nul;
   r.url = "not a url";
-  EXPECT_NE(invalid_argument_message([&] { (void)c.perform(r); }).find("'not a url'"),
+  EXPECT_NE(invalid_argument_message([&] { (void)c.perform(r); }).find("\"not a url\""),
             std::string::npos);
   r = get(server);
   r.headers = {{"X-Evil", "a\r\nInjected: 1"}};
-  EXPECT_NE(invalid_argument_message([&] { (void)c.perform(r); }).find("'X-Evil'"),
+  EXPECT_NE(invalid_argument_message([&] { (void)c.perform(r); }).find("\"X-Evil\""),
             std::string::npos);
   r.headers = {{"Bad Name", "v"}};
   EXPECT_NE(invalid_argument_message([&] { (void)c.perform(r); }).find("header name"),
             std::string::npos);
   r.headers = {{"Content-Length", "5"}};  // without a body: the server would wait for 5 bytes
   const std::string length = invalid_argument_message([&] { (void)c.perform(r); });
-  EXPECT_NE(length.find("header 'Content-Length'"), std::string::npos) << length;
-  EXPECT_NE(length.find("'5'"), std::string::npos) << length;
+  EXPECT_NE(length.find("header \"Content-Length\""), std::string::npos) << length;
+  EXPECT_NE(length.find("\"5\""), std::string::npos) << length;
   r.headers = {{"idempotency-key", "abc"}};
   EXPECT_NE(invalid_argument_message([&] { (void)c.perform(r); }).find("Idempotency-Key"),
             std::string::npos);
@@ -608,6 +649,26 @@ TEST(HttpClient, BadRequestsThrowNamingTheFieldAndValue) {
   EXPECT_NE(invalid_argument_message([&] { (void)c.perform(r); }).find("idempotency key"),
             std::string::npos);
   EXPECT_TRUE(server.requests().empty());
+}
+
+TEST(HttpClient, HeaderValueWithAnyControlByteButHtabIsRejected) {
+  // RFC 9110 §5.5: a field value is VCHAR, obs-text, SP and HTAB. Only CR, LF and NUL were
+  // rejected; a DEL or ESC went to the server as is.
+  using stormguard::test_util::invalid_argument_message;
+  http_test_server server;
+  client c(fast_options());
+  for (const std::string value : {"a\x01b", "a\x1b[31mb", "a\x7f"}) {
+    request r = get(server);
+    r.headers = {{"X-Ctl", value}};
+    const std::string message = invalid_argument_message([&] { (void)c.perform(r); });
+    EXPECT_NE(message.find("header \"X-Ctl\": the value has a control byte"), std::string::npos)
+        << message;
+  }
+  request tab = get(server);
+  tab.headers = {{"X-Tab", "a\tb"}};
+  EXPECT_TRUE(c.perform(tab).ok());
+  ASSERT_EQ(server.requests().size(), 1U);
+  EXPECT_EQ(server.requests()[0].header("X-Tab"), "a\tb");
 }
 
 TEST(HttpClient, BadOptionsThrowNamingTheField) {
@@ -626,6 +687,145 @@ TEST(HttpClient, BadOptionsThrowNamingTheField) {
   o = fast_options();
   o.budget.ratio = -1;
   EXPECT_NE(invalid_argument_message([&] { client c(o); }).find("ratio"), std::string::npos);
+}
+
+TEST(HttpClient, HttpDateRetryAfterIsMeasuredOnTheInjectedClocksWallTime) {
+  // Found in review: the client turned an HTTP-date into a delay against system_clock::now(),
+  // so a test clock could neither pin nor step it.
+  http_test_server server;
+  // manual_clock's wall time starts at 2001-09-09 01:46:40 UTC, a Sunday.
+  server.script({status_with(503, "Retry-After", "Sun, 09 Sep 2001 01:46:47 GMT"),
+                 status_with(503, "Retry-After", "Sun, 09 Sep 2001 01:47:00 GMT"), status(200)});
+  stormguard::testing::manual_clock clock;
+  stormguard::random_generator random(7);
+  std::vector<stormguard::http::attempt_info> seen;
+  client_options o = fast_options();
+  o.on_attempt = [&](const stormguard::http::attempt_info& a) {
+    seen.push_back(a);
+    // An NTP step of the wall clock during the backoff: the next date is read against it.
+    if (a.attempt == 1) clock.set_wall_time(clock.wall_now() + 5s);
+  };
+  client c(o, clock, random);
+  const auto r = c.perform(get(server));
+  EXPECT_EQ(r.reason, end_reason::success);
+  EXPECT_EQ(r.attempts, 3);
+  ASSERT_EQ(seen.size(), 3U);
+  ASSERT_TRUE(seen[0].retry_after_delay.has_value());
+  EXPECT_EQ(*seen[0].retry_after_delay, 7s);  // 01:46:47 - 01:46:40, to the nanosecond
+  ASSERT_EQ(clock.sleeps().size(), 2U);
+  EXPECT_EQ(seen[0].delay, clock.sleeps()[0]);
+  EXPECT_GE(clock.sleeps()[0], 7s);           // never earlier than the server asked,
+  EXPECT_LE(clock.sleeps()[0], 7s + 3500ms);  // spread upward by at most half of it
+  // Second attempt at wall 01:46:40 + 5 s (step) + the first sleep.
+  ASSERT_TRUE(seen[1].retry_after_delay.has_value());
+  EXPECT_EQ(*seen[1].retry_after_delay, 20s - 5s - clock.sleeps()[0]);
+}
+
+TEST(HttpClient, NonAsciiHostIsSentInItsAsciiFormNotReportedAsAMalformedUrl) {
+  // Found by trying the CLI: http://exämple.invalid/ ended with CURLE_URL_MALFORMAT ("transport
+  // error 3") because libcurl reads a host in the locale's charset, and the process locale is
+  // "C". libcurl resolves *.localhost to the loopback address itself.
+  http_test_server server;
+  client c(fast_options());
+  const std::string port = std::to_string(server.port());
+  request r;
+  r.url = "http://ex\xC3\xA4mple.localhost:" + port + "/idn";
+  const auto got = c.perform(r);
+  EXPECT_EQ(got.reason, end_reason::success) << (got.error ? got.error->message : "");
+  ASSERT_EQ(server.requests().size(), 1U);
+  EXPECT_EQ(server.requests()[0].header("Host"), "xn--exmple-cua.localhost:" + port);
+  EXPECT_EQ(c.budgets().hosts(),
+            std::vector<std::string>{"http://xn--exmple-cua.localhost:" + port});
+
+  // Not a name IDNA can convert (a byte that is not UTF-8): a bad request, before any attempt.
+  r.url = "http://ex\xFFmple.localhost:" + port + "/";
+  const std::string message =
+      stormguard::test_util::invalid_argument_message([&] { (void)c.perform(r); });
+  EXPECT_NE(message.find("url: the host"), std::string::npos) << message;
+  EXPECT_EQ(server.requests().size(), 1U);
+}
+
+TEST(HttpClient, ResponseHeadersOverLibcurlsTotalLimitAreNotRetried) {
+  // Found by trying the CLI: 100,000 header fields (over libcurl's 300 KiB) were retried 3
+  // times, though the server sends the same every time.
+  http_test_server server;
+  scripted_response many = status(200);
+  for (int i = 0; i < 100000; ++i) many.headers.emplace_back("X-H" + std::to_string(i), "v");
+  server.set_fallback(many);
+  client c(fast_options());
+  const auto r = c.perform(get(server));
+  EXPECT_EQ(r.reason, end_reason::not_retryable);
+  EXPECT_EQ(r.attempts, 1);
+  EXPECT_EQ(server.requests().size(), 1U);
+  ASSERT_TRUE(r.error.has_value());
+  EXPECT_EQ(r.error->curl_code, CURLE_RECV_ERROR);
+  EXPECT_EQ(r.error->kind, failure_kind::response_too_large);
+  EXPECT_FALSE(r.error->phase.has_value());
+  EXPECT_NE(r.error->message.find("header fields are larger than libcurl's limit"),
+            std::string::npos)
+      << r.error->message;
+}
+
+TEST(HttpClient, AHeaderLineOverLibcurlsLimitIsReportedAsSuchNotAsOutOfMemory) {
+  // Found by trying the CLI: a 1 MB header line was reported as "Out of memory".
+  http_test_server server;
+  scripted_response big = status(200);
+  big.headers = {{"X-Big", std::string(std::size_t{1} << 20, 'x')}};
+  server.set_fallback(big);
+  client c(fast_options());
+  const auto r = c.perform(get(server));
+  EXPECT_EQ(r.reason, end_reason::not_retryable);
+  EXPECT_EQ(r.attempts, 1);
+  EXPECT_EQ(server.requests().size(), 1U);
+  ASSERT_TRUE(r.error.has_value());
+  EXPECT_EQ(r.error->kind, failure_kind::response_too_large);
+  EXPECT_EQ(r.error->message.find("Out of memory"), std::string::npos) << r.error->message;
+  EXPECT_NE(r.error->message.find("header line is longer than libcurl's limit"), std::string::npos)
+      << r.error->message;
+}
+
+TEST(HttpClient, DeadlineThatCutsTheLastAttemptEndsAsDeadlineExceeded) {
+  // Found by trying the CLI: with no retry left, a deadline that cut the attempt ended the call
+  // as attempts_exhausted (exit 4), otherwise as deadline_exceeded (exit 6).
+  http_test_server server;
+  server.set_fallback(delayed(5s));
+  for (const int retries : {0, 3}) {
+    client_options o = fast_options();
+    o.retry.max_retries = retries;
+    std::vector<stormguard::http::attempt_info> seen;
+    o.on_attempt = [&](const stormguard::http::attempt_info& a) { seen.push_back(a); };
+    client c(o);
+    stormguard::real_clock clock;
+    for (request req : {get(server), post(server)}) {  // a POST without a key cannot be retried
+      seen.clear();
+      const auto r = c.perform(req, {.deadline = clock.now() + 200ms});
+      EXPECT_EQ(r.reason, end_reason::deadline_exceeded) << retries << " " << req.method;
+      EXPECT_EQ(r.attempts, 1);
+      ASSERT_TRUE(r.error.has_value());
+      EXPECT_EQ(r.error->curl_code, CURLE_OPERATION_TIMEDOUT);
+      ASSERT_FALSE(seen.empty());
+      EXPECT_EQ(seen.back().reason, end_reason::deadline_exceeded);
+    }
+  }
+}
+
+TEST(FailureKind, LibcurlUsageErrorsAreInvalidRequestsNotTransportFailures) {
+  using stormguard::http::failure_kind_of;
+  for (const CURLcode code :
+       {CURLE_URL_MALFORMAT, CURLE_UNSUPPORTED_PROTOCOL, CURLE_BAD_FUNCTION_ARGUMENT,
+        CURLE_NOT_BUILT_IN, CURLE_UNKNOWN_OPTION, CURLE_SETOPT_OPTION_SYNTAX}) {
+    EXPECT_EQ(failure_kind_of(code), failure_kind::invalid_request) << code;
+    EXPECT_FALSE(stormguard::http::transport_phase_of(code, false).has_value()) << code;
+  }
+  for (const CURLcode code : {CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_CONNECT,
+                              CURLE_OPERATION_TIMEDOUT, CURLE_RECV_ERROR, CURLE_GOT_NOTHING}) {
+    EXPECT_EQ(failure_kind_of(code), failure_kind::transport) << code;
+  }
+  EXPECT_EQ(failure_kind_of(CURLE_ABORTED_BY_CALLBACK), failure_kind::cancelled);
+  EXPECT_EQ(failure_kind_of(CURLE_PEER_FAILED_VERIFICATION), failure_kind::other);
+  EXPECT_EQ(failure_kind_of(CURLE_OUT_OF_MEMORY), failure_kind::other);
+  EXPECT_EQ(stormguard::http::to_string(failure_kind::transport), "transport error");
+  EXPECT_EQ(stormguard::http::to_string(failure_kind::response_too_large), "response too large");
 }
 
 TEST(TransportPhaseTable, SaysWhetherTheRequestCanHaveBeenSent) {

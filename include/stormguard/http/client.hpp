@@ -124,17 +124,52 @@ struct response {
   }
 };
 
-/// A transport failure: no HTTP response was received.
+/// What kind of failure ended an attempt that got no usable response (transport_error::kind).
+/// Only `transport` failures may be retried (by the CURLcode table, docs/http.md); the others
+/// would fail the same way again.
+enum class failure_kind {
+  /// The network or the server's connection: resolve, connect, send, receive, time-out, empty
+  /// reply (transport_error::phase says whether the request may have reached the server).
+  transport,
+  /// libcurl refused the request itself, before sending anything: a malformed URL, an
+  /// unsupported protocol, a bad argument (CURLE_URL_MALFORMAT, CURLE_UNSUPPORTED_PROTOCOL,
+  /// CURLE_NOT_BUILT_IN, CURLE_BAD_FUNCTION_ARGUMENT, CURLE_UNKNOWN_OPTION,
+  /// CURLE_SETOPT_OPTION_SYNTAX). A usage error of the caller; never retried.
+  invalid_request,
+  /// The response exceeds a limit, so the server would send the same again: a body above
+  /// client_options::max_body_bytes (CURLE_WRITE_ERROR), or response header fields above
+  /// libcurl's limits, which no option changes (libcurl 7.88: one header line over 100 KiB gives
+  /// CURLE_OUT_OF_MEMORY, all header lines together over 300 KiB CURLE_RECV_ERROR). Never
+  /// retried.
+  response_too_large,
+  /// call_options::stop was requested during the transfer (CURLE_ABORTED_BY_CALLBACK).
+  cancelled,
+  /// Anything else: a certificate problem, out of memory, a local error. Never retried.
+  other,
+};
+
+/// "transport error", "invalid request", "response too large", "cancelled" or "error" (other).
+[[nodiscard]] std::string_view to_string(failure_kind kind) noexcept;
+
+/// The kind of failure a libcurl CURLcode (as an int) reports on its own: transport for the codes
+/// of the CURLcode table (transport_phase_of), invalid_request for libcurl's usage errors,
+/// cancelled for CURLE_ABORTED_BY_CALLBACK, other for every other code (CURLE_OK included). The
+/// client refines it to response_too_large when it knows a limit was hit. Thread-safe.
+[[nodiscard]] failure_kind failure_kind_of(int curl_code) noexcept;
+
+/// A failed transfer: no HTTP response was received, or none that could be kept.
 struct transport_error {
   /// libcurl's CURLcode, as an int (compare with CURLE_* after including <curl/curl.h>; the
   /// client's header does not include it).
   int curl_code = 0;
-  /// libcurl's message for the failure (its error buffer, or curl_easy_strerror).
+  /// What kind of failure it is (failure_kind); only `transport` failures may be retried.
+  failure_kind kind = failure_kind::transport;
+  /// What happened: libcurl's message (its error buffer, or curl_easy_strerror), or the
+  /// client's own when a limit was hit (max_body_bytes, libcurl's header limits).
   std::string message{};
   /// Where it happened relative to sending the request, from the client's CURLcode table
-  /// (docs/http.md); empty for a failure that is not a transport failure and is never retried
-  /// (a bad URL, an unsupported protocol, a certificate problem, out of memory, a body above
-  /// max_body_bytes, an aborted transfer, ...).
+  /// (docs/http.md); set only for kind == failure_kind::transport. Empty for every other
+  /// failure, which is never retried.
   std::optional<transport_phase> phase{};
 };
 
@@ -145,8 +180,9 @@ struct attempt_info {
   std::optional<int> status{};               ///< the response's status, when one was received
   std::optional<transport_error> error{};    ///< otherwise the transport failure
   std::optional<std::string> retry_after{};  ///< the Retry-After field as received, if any
-  /// The Retry-After as parsed (stormguard::parse_retry_after); empty when absent or
-  /// unparsable (then the policy's own backoff applies, never an immediate retry).
+  /// The Retry-After as parsed (stormguard::parse_retry_after), an HTTP-date measured from the
+  /// client clock's wall_now() when the response arrived; empty when absent or unparsable (then
+  /// the policy's own backoff applies, never an immediate retry).
   std::optional<duration> retry_after_delay{};
   std::optional<duration> delay{};  ///< the wait before the next attempt, when one follows
   /// Why the call ended after this attempt, when no attempt follows.
@@ -227,7 +263,9 @@ struct result {
 
 /// The HTTP client. Owns one libcurl easy handle (and a multi handle that keeps its connection
 /// cache), reused for every attempt and every call: connections are kept alive between them.
-/// Options are reset before every attempt, so nothing leaks from one request to the next.
+/// Its options are kept only while an attempt is configured exactly like the previous one (same
+/// method, no body); any other attempt resets them first, so nothing leaks from one request to
+/// the next.
 ///
 /// Redirects are NOT followed (libcurl's default): a 3xx is the final response, and ok(). A
 /// redirect could move a POST body, or its Idempotency-Key, to another host; a caller that wants
@@ -262,13 +300,18 @@ class client {
   /// `call.stop` aborts a transfer in progress (within a few milliseconds) and a backoff sleep,
   /// and no attempt starts after it (end_reason::cancelled); `call.deadline` (an instant of the
   /// client's clock) bounds the whole call: each attempt's time-out is cut to it, and no retry
-  /// is made whose delay would end past it (end_reason::deadline_exceeded).
+  /// is made whose delay would end past it (end_reason::deadline_exceeded; also when the
+  /// deadline cut the last attempt short, i.e. libcurl timed out at or after the deadline,
+  /// whether or not a retry was left). Invalid requests that only libcurl detects (see
+  /// failure_kind::invalid_request) end after one attempt with end_reason::not_retryable. A host
+  /// name with non-ASCII characters is converted to its ASCII form (IDNA, libcurl with libidn2,
+  /// reading the URL as UTF-8 whatever the process locale), as curl does.
   /// Throws std::invalid_argument naming the field and the value for a bad request: a method
   /// that is not a token, a URL that libcurl cannot parse, holds a NUL or whose scheme is not
-  /// http/https, a header name that is not a token or a value with CR, LF or NUL, an
-  /// Idempotency-Key header, a Content-Length header (the client sets it from the body), a HEAD
-  /// with a body, or an invalid caller key. Failures of the request itself are results, never
-  /// exceptions.
+  /// http/https, a header name that is not a token or a value with a control byte (CR, LF, NUL,
+  /// ...), an Idempotency-Key header, a Content-Length header (the client sets it from the body), a
+  /// HEAD with a body, an invalid caller key, or a host name that libcurl cannot convert to ASCII.
+  /// Failures of the request itself are results, never exceptions.
   [[nodiscard]] result perform(const request& req, const call_options& call = {});
 
   /// The validated settings.

@@ -46,8 +46,8 @@ std::uint64_t parse_seed(const std::string& text) {
   const auto [ptr, ec] = std::from_chars(text.data(), end, value);
   if (text.empty() || text.front() < '0' || text.front() > '9' || ec != std::errc{} || ptr != end) {
     throw CLI::ValidationError(
-        "--seed",
-        "must be a non-negative decimal integer (0 to 18446744073709551615), got '" + text + "'");
+        "--seed", "must be a non-negative decimal integer (0 to 18446744073709551615), got " +
+                      detail::quote_for_message(text));
   }
   return value;
 }
@@ -151,8 +151,7 @@ int run_plan(const plan_options& options) {
 
   const std::string text = options.json ? to_json(rows) : to_table(policy, options, rows);
   if (!write_all(stdout, text)) {
-    fmt::print(stderr, "stormguard plan: error: cannot write to standard output: {}\n",
-               errno_text(errno));
+    report_error("plan", "cannot write to standard output: " + errno_text(errno));
     return exit_failure;
   }
   return exit_success;

@@ -22,6 +22,7 @@
 
 #include "command.hpp"
 #include "output.hpp"
+#include "stormguard/detail/format.hpp"
 #include "stormguard/sim/layers.hpp"
 #include "stormguard/sim/occ.hpp"
 #include "stormguard/sim/parallel.hpp"
@@ -59,9 +60,10 @@ struct simulate_options {
 
 bool given(const CLI::Option* option) { return option != nullptr && option->count() > 0; }
 
-void print_error(const std::string& message) {
-  fmt::print(stderr, "stormguard simulate: error: {}\n", message);
-}
+void print_error(const std::string& message) { report_error("simulate", message); }
+
+// A user's value inside an error message: quoted, control bytes escaped, at most 80 bytes.
+std::string quote_value(std::string_view text) { return detail::quote_for_message(text); }
 
 // A decimal integer in [0, 2^64 - 1], digits only (no sign, no spaces, no hex).
 std::optional<std::uint64_t> parse_seed(const std::string& text) {
@@ -141,13 +143,14 @@ class progress_bar {
   void draw(std::size_t done, std::size_t total) {
     constexpr std::size_t k_width = 30;
     const std::size_t filled = total == 0 ? k_width : done * k_width / total;
+    // A diagnostic like any other: a failed write to stderr is ignored (cli/output.hpp).
     if (done >= total) {
-      fmt::print(stderr, "\r{:{}}\r", "", k_width + 12 + label_.size());
+      write_diagnostic(fmt::format("\r{:{}}\r", "", k_width + 12 + label_.size()));
     } else {
-      fmt::print(stderr, "\r[{}{}] {:3}% {}", std::string(filled, '#'),
-                 std::string(k_width - filled, ' '), total == 0 ? 100 : done * 100 / total, label_);
+      write_diagnostic(fmt::format("\r[{}{}] {:3}% {}", std::string(filled, '#'),
+                                   std::string(k_width - filled, ' '),
+                                   total == 0 ? 100 : done * 100 / total, label_));
     }
-    std::fflush(stderr);
   }
 
   std::string label_;
@@ -159,7 +162,7 @@ bool write_file(const std::filesystem::path& path, const std::string& text) {
   errno = 0;
   std::FILE* file = std::fopen(path.string().c_str(), "wb");
   if (file == nullptr) {
-    print_error(fmt::format("cannot write '{}': {}", path.string(), errno_text(errno)));
+    print_error(fmt::format("cannot write {}: {}", quote_value(path.string()), errno_text(errno)));
     return false;
   }
   bool ok = write_all(file, text);
@@ -168,7 +171,8 @@ bool write_file(const std::filesystem::path& path, const std::string& text) {
     ok = false;
     error = errno;
   }
-  if (!ok) print_error(fmt::format("cannot write '{}': {}", path.string(), errno_text(error)));
+  if (!ok)
+    print_error(fmt::format("cannot write {}: {}", quote_value(path.string()), errno_text(error)));
   return ok;
 }
 
@@ -177,10 +181,10 @@ template <class Report>
 bool write_plot(const Report& report, const std::string& file) {
   const auto format = sim::plot_format_for(file);
   if (auto error = sim::run_gnuplot(sim::gnuplot_script(report, *format, file))) {
-    print_error(fmt::format("cannot draw the plot '{}': {}", file, *error));
+    print_error(fmt::format("cannot draw the plot {}: {}", quote_value(file), *error));
     return false;
   }
-  fmt::print(stderr, "stormguard simulate: wrote the plot {}\n", file);
+  report_log("simulate", "wrote the plot " + file);
   return true;
 }
 
@@ -194,19 +198,19 @@ std::optional<std::vector<sim::strategy>> chosen_strategies(const simulate_optio
       const std::size_t comma = value.find(',', from);
       const std::string name = value.substr(from, comma - from);
       if (name.empty()) {
-        print_error(fmt::format("empty strategy name in --strategy '{}'; valid strategies: {}",
-                                value, sim::strategy_names()));
+        print_error(fmt::format("empty strategy name in --strategy {}; valid strategies: {}",
+                                quote_value(value), sim::strategy_names()));
         return std::nullopt;
       }
       const sim::strategy* s = sim::find_strategy(name);
       if (s == nullptr) {
-        print_error(fmt::format("unknown strategy '{}'; valid strategies: {}", name,
+        print_error(fmt::format("unknown strategy {}; valid strategies: {}", quote_value(name),
                                 sim::strategy_names()));
         return std::nullopt;
       }
       for (const auto& c : chosen) {
         if (c.name == s->name) {
-          print_error(fmt::format("strategy '{}' is given more than once", name));
+          print_error(fmt::format("strategy {} is given more than once", quote_value(name)));
           return std::nullopt;
         }
       }
@@ -259,8 +263,8 @@ int run_simulate(const simulate_options& options) {
     seed = parse_seed(options.seed);
     if (!seed) {
       print_error(fmt::format(
-          "--seed must be a non-negative decimal integer (0 to 18446744073709551615), got '{}'",
-          options.seed));
+          "--seed must be a non-negative decimal integer (0 to 18446744073709551615), got {}",
+          quote_value(options.seed)));
       return exit_usage;
     }
   }
@@ -268,27 +272,27 @@ int run_simulate(const simulate_options& options) {
   if (given(options.threads_option)) {
     const auto n = parse_count(options.threads, 1, 256);
     if (!n) {
-      print_error(
-          fmt::format("--threads must be an integer in [1, 256], got '{}'", options.threads));
+      print_error(fmt::format("--threads must be an integer in [1, 256], got {}",
+                              quote_value(options.threads)));
       return exit_usage;
     }
     threads = static_cast<unsigned>(*n);
   }
   if (given(options.csv_option) && options.csv_dir.empty()) {
-    print_error("--csv needs a directory, got ''");
+    print_error("--csv needs a directory, got \"\"");
     return exit_usage;
   }
   if (given(options.plot_option)) {
     if (!sim::plot_format_for(options.plot)) {
-      print_error(
-          fmt::format("--plot needs a file name ending in .png or .svg, got '{}'", options.plot));
+      print_error(fmt::format("--plot needs a file name ending in .png or .svg, got {}",
+                              quote_value(options.plot)));
       return exit_usage;
     }
     const auto parent = std::filesystem::path(options.plot).parent_path();
     std::error_code ec;
     if (!parent.empty() && !std::filesystem::is_directory(parent, ec)) {
-      print_error(fmt::format("cannot write the plot '{}': the directory '{}' does not exist",
-                              options.plot, parent.string()));
+      print_error(fmt::format("cannot write the plot {}: the directory {} does not exist",
+                              quote_value(options.plot), quote_value(parent.string())));
       return exit_failure;
     }
   }
@@ -297,8 +301,8 @@ int run_simulate(const simulate_options& options) {
     sweep = parse_sweep(options.sweep);
     const char* expected = kind == model::occ ? "clients" : "load";
     if (!sweep || sweep->key != expected) {
-      print_error(fmt::format("--sweep must be {}=LO:HI:STEP for this scenario, got '{}'", expected,
-                              options.sweep));
+      print_error(fmt::format("--sweep must be {}=LO:HI:STEP for this scenario, got {}", expected,
+                              quote_value(options.sweep)));
       return exit_usage;
     }
   }
@@ -307,8 +311,8 @@ int run_simulate(const simulate_options& options) {
     std::error_code ec;
     std::filesystem::create_directories(options.csv_dir, ec);
     if (ec || !std::filesystem::is_directory(options.csv_dir, ec)) {
-      print_error(fmt::format("cannot create the CSV directory '{}': {}", options.csv_dir,
-                              ec ? ec.message() : "not a directory"));
+      print_error(fmt::format("cannot create the CSV directory {}: {}",
+                              quote_value(options.csv_dir), ec ? ec.message() : "not a directory"));
       return exit_failure;
     }
   }
@@ -332,8 +336,8 @@ int run_simulate(const simulate_options& options) {
     if (given(options.trials_option)) {
       const auto n = parse_count(options.trials, 1, 100'000);
       if (!n) {
-        print_error(
-            fmt::format("--trials must be an integer in [1, 100000], got '{}'", options.trials));
+        print_error(fmt::format("--trials must be an integer in [1, 100000], got {}",
+                                quote_value(options.trials)));
         return exit_usage;
       }
       o.trials = static_cast<int>(*n);
@@ -344,8 +348,8 @@ int run_simulate(const simulate_options& options) {
           sweep->to < sweep->from) {
         print_error(fmt::format(
             "--sweep clients=LO:HI:STEP needs integers with 1 <= LO <= HI <= 10000 and STEP >= "
-            "1, got '{}'",
-            options.sweep));
+            "1, got {}",
+            quote_value(options.sweep)));
         return exit_usage;
       }
       o.clients_from = static_cast<int>(sweep->from);
@@ -366,7 +370,8 @@ int run_simulate(const simulate_options& options) {
     if (given(options.layers_option)) {
       const auto n = parse_count(options.layers, 1, 6);
       if (!n) {
-        print_error(fmt::format("--layers must be an integer in [1, 6], got '{}'", options.layers));
+        print_error(fmt::format("--layers must be an integer in [1, 6], got {}",
+                                quote_value(options.layers)));
         return exit_usage;
       }
       o.layers = static_cast<int>(*n);
@@ -378,7 +383,8 @@ int run_simulate(const simulate_options& options) {
     return finish(report);
   }
 
-  // A time-series scenario: built in (by name) or a file (exit 1 when the file is bad).
+  // A time-series scenario: built in (by name) or a file (exit 2 when the file is bad: an
+  // argument that names a bad file is a usage error, docs/cli.md).
   sim::scenario scenario = sim::friday_night();
   if (!options.scenario_file.empty()) {
     if (auto builtin = sim::builtin_scenario(options.scenario_file)) {
@@ -387,7 +393,7 @@ int run_simulate(const simulate_options& options) {
       auto loaded = sim::load_scenario(options.scenario_file);
       if (!loaded) {
         print_error(loaded.error().message);
-        return exit_failure;
+        return exit_usage;
       }
       scenario = *std::move(loaded);
     }
@@ -403,17 +409,18 @@ int run_simulate(const simulate_options& options) {
     if (!scenario.incident || scenario.incident->end >= scenario.length) {
       print_error(fmt::format(
           "--sweep load= needs a scenario whose incident ends within its duration (recovery is "
-          "measured after it); '{}' has none",
-          scenario.name));
-      return exit_failure;
+          "measured after it); {} has none",
+          quote_value(scenario.name)));
+      return exit_usage;
     }
     progress_bar bar(scenario.name + " load sweep");
     sim::load_sweep_report report;
     try {
       report = sim::sweep_load(scenario, *strategies, range, threads, bar.callback());
     } catch (const std::invalid_argument& e) {
+      // The range does not suit the scenario: an invalid option value.
       print_error(e.what());
-      return exit_failure;
+      return exit_usage;
     }
     if (!options.csv_dir.empty() &&
         !write_file(csv_dir / (scenario.name + "-sweep.csv"), sim::to_csv(report))) {
@@ -427,8 +434,9 @@ int run_simulate(const simulate_options& options) {
     progress_bar bar(scenario.name);
     report = sim::simulate(scenario, *strategies, threads, bar.callback());
   } catch (const std::bad_alloc&) {
-    print_error(fmt::format("out of memory while simulating '{}' ({} req/s x {})", scenario.name,
-                            scenario.requests_per_second, sim::format_duration(scenario.length)));
+    print_error(fmt::format("out of memory while simulating {} ({} req/s x {})",
+                            quote_value(scenario.name), scenario.requests_per_second,
+                            sim::format_duration(scenario.length)));
     return exit_failure;
   }
 

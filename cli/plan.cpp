@@ -65,6 +65,12 @@ std::string short_duration(double ns) {
 }
 std::string short_duration(duration d) { return short_duration(static_cast<double>(d.count())); }
 
+// A total of the table: "> 292 years" once it has saturated at duration::max().
+std::string total_text(double ns, bool saturated) {
+  return saturated && ns >= static_cast<double>(duration::max().count()) ? "> 292 years"
+                                                                         : short_duration(ns);
+}
+
 std::string to_json(const std::vector<plan_row>& rows) {
   nlohmann::ordered_json retries = nlohmann::ordered_json::array();
   for (const plan_row& r : rows) {
@@ -112,13 +118,19 @@ std::string to_table(const retry_options& o, const plan_options& options,
                        r.retry, ranges[i], range_width, short_duration(r.sampled.min),
                        short_duration(r.sampled.p50), short_duration(r.sampled.mean_ns),
                        short_duration(r.sampled.p99), short_duration(r.sampled.max),
-                       short_duration(r.cumulative_max), short_duration(r.cumulative_mean_ns));
+                       total_text(static_cast<double>(r.cumulative_max.count()), r.saturated),
+                       total_text(r.cumulative_mean_ns, r.saturated));
   }
   out +=
       "\nrange: exact bounds of the delay before retry n (the upper end is its ceiling)\n"
       "min .. max: statistics of the sampled delays (p50, p99: nearest rank)\n"
       "worst total, mean total: the wait before retry n summed over retries 1..n\n"
       "(worst: the sum of the ceilings, a guarantee; mean: the sum of the sampled means)\n";
+  if (rows.back().saturated) {
+    out +=
+        "> 292 years: the total is above the largest duration (2^63-1 ns); both totals stop "
+        "there.\n";
+  }
   if (b.jitter == jitter::decorrelated) {
     out +=
         "Decorrelated jitter ignores the multiplier: each delay is min(cap, U(base, 3 x the "

@@ -103,6 +103,24 @@ TEST(PlanCli, TableShowsRangesAndTotals) {
   EXPECT_NE(r.output.find("worst total"), std::string::npos) << r.output;
 }
 
+// Found by trying the tool: "worst total" stopped at 2562047.79h (duration::max()) while the
+// "mean total" went on to 7000000h, above the guarantee.
+TEST(PlanCli, SaturatedTotalsPrintAsAboveTheLargestDuration) {
+  const run_result r =
+      run_plan("--base 2000000h --cap 2500000h --retries 3 --jitter none --samples 1");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output.find("4500000.00h"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("7000000.00h"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("> 292 years  > 292 years"), std::string::npos) << r.output;
+  const nlohmann::json doc = plan_json(
+      "--base 2000000h --cap 2500000h --retries 3 --jitter none "
+      "--samples 1");
+  for (const auto& row : doc.at("retries")) {
+    EXPECT_LE(row.at("cumulative_mean_ms").get<double>(),
+              row.at("cumulative_max_ms").get<double>());
+  }
+}
+
 TEST(PlanCli, ZeroRetriesIsAnEmptyPlanWithANote) {
   const run_result table = run_plan("--retries 0");
   EXPECT_EQ(table.exit_code, 0);

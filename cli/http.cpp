@@ -197,7 +197,7 @@ std::string not_retried_why(const std::optional<int>& status,
     return fmt::format(
         "a {} without --idempotency-key is not retried: the server may already have processed "
         "it, and a retry could repeat it; --idempotency-key auto makes it safe to retry",
-        detail::quote_for_message(facts.method));
+        facts.method);  // a token (checked by parse_call): nothing to escape
   }
   return "the classification said stop";
 }
@@ -214,7 +214,8 @@ std::string describe_attempt(const http::attempt_info& a, const request_facts& f
   if (a.status) {
     text += fmt::format("HTTP {}", *a.status);
   } else if (a.error) {
-    text += fmt::format("transport error {} ({})", a.error->curl_code, a.error->message);
+    text += fmt::format("transport error {} ({})", a.error->curl_code,
+                        printable_message(a.error->message));
   }
   if (a.retry_after) {
     text += a.retry_after_delay
@@ -276,7 +277,7 @@ void set_idempotency_key(const http_options& o, http_call& call) {
   try {
     (void)idempotency_key_field_value(o.idempotency_key, call.client.key_format);
   } catch (const std::invalid_argument& e) {
-    throw CLI::ValidationError("--idempotency-key", e.what());
+    throw CLI::ValidationError("--idempotency-key", printable_message(e.what()));
   }
   call.request.idempotency = http::key::use(o.idempotency_key);
 }
@@ -366,7 +367,7 @@ int run_http(const http_options& o) {
       const std::size_t colon = message.find(": ");
       if (colon != std::string_view::npos) message.remove_prefix(colon + 2);
     }
-    print_error(std::string(message));
+    print_error(printable_message(message));
     return exit_usage;
   }
 
@@ -376,10 +377,10 @@ int run_http(const http_options& o) {
   }
   const int status = exit_status_for(r, interrupts.received());
   if (!r.ok()) {
-    const std::string last =
-        r.response ? fmt::format("HTTP {}", r.response->status)
-        : r.error  ? fmt::format("transport error {} ({})", r.error->curl_code, r.error->message)
-                   : std::string("no attempt made");
+    const std::string last = r.response ? fmt::format("HTTP {}", r.response->status)
+                             : r.error  ? fmt::format("transport error {} ({})", r.error->curl_code,
+                                                      printable_message(r.error->message))
+                                        : std::string("no attempt made");
     const std::optional<int> last_status =
         r.response ? std::optional<int>(r.response->status) : std::nullopt;
     report_log("http", fmt::format("{} after {} attempt{}: {}; exit status {}", last, r.attempts,

@@ -48,6 +48,9 @@ int run(int argc, char** argv) {
   CLI::App app{"stormguard: retries that cannot turn into a retry storm", "stormguard"};
   app.set_version_flag("--version", std::string(stormguard::version()));
   app.require_subcommand(0, 1);
+  app.footer(
+      "Exit status: 2 for a bad command line or a bad file named on it (a scenario, -d @FILE),\n"
+      "1 for a failure at run time (a write error); each subcommand's --help lists its own.");
 
   std::vector<cli::command> commands;
   commands.push_back(cli::add_simulate_command(app));
@@ -103,7 +106,7 @@ int main(int argc, char** argv) {
   } catch (const std::bad_alloc&) {
     cli::report_error("", "out of memory");
   } catch (const std::exception& e) {
-    cli::report_error("", e.what());
+    cli::report_error("", cli::printable_message(e.what()));
   }
   return cli::exit_failure;
 }

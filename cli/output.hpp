@@ -33,6 +33,18 @@ inline std::string errno_text(int error) {
   return error != 0 ? std::strerror(error) : "unknown error";
 }
 
+/// The longest message from a library (a scenario file's error, an exception's what()) that a
+/// diagnostic prints; see printable_message.
+inline constexpr std::size_t k_max_library_message = 400;
+
+/// `message` made safe to print when it comes from elsewhere and may embed a user's value as it
+/// is (a path, a scenario name): every control byte and DEL as \xNN (an ANSI escape prints as
+/// "\x1b[31m", NUL as "\x00"), and cut after `max_bytes` bytes with "... (N bytes)" (never inside
+/// a UTF-8 sequence). The messages stormguard writes itself quote values with
+/// stormguard::detail::quote_for_message instead. Throws std::bad_alloc only.
+[[nodiscard]] std::string printable_message(std::string_view message,
+                                            std::size_t max_bytes = k_max_library_message);
+
 /// Writes `text` as it is to standard error (file descriptor 2, unbuffered, bypassing stdio) and
 /// ignores any failure: a short or failed write (ENOSPC, EBADF, EPIPE, EIO...) is dropped, never
 /// retried forever, never reported. Never throws, and never raises SIGPIPE: the calling thread

@@ -177,6 +177,11 @@ command add_plan_command(CLI::App& parent) {
       "plan",
       "Show the delays a retry policy would wait: per retry, the exact range and sampled "
       "min/p50/mean/p99/max, and the worst-case and mean total wait");
+  sub->footer(
+      "Exit status:\n"
+      "  0    the plan was printed\n"
+      "  1    it could not be written to stdout\n"
+      "  2    bad command line (a policy flag, --samples, --seed)");
   add_policy_flags(*sub, options->policy);
   sub->add_option("--samples", options->samples, "Retry sequences to sample (1 to 10000000)")
       ->type_name("N")

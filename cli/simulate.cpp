@@ -392,7 +392,7 @@ int run_simulate(const simulate_options& options) {
     } else {
       auto loaded = sim::load_scenario(options.scenario_file);
       if (!loaded) {
-        print_error(loaded.error().message);
+        print_error(printable_message(loaded.error().message));
         return exit_usage;
       }
       scenario = *std::move(loaded);
@@ -419,7 +419,7 @@ int run_simulate(const simulate_options& options) {
       report = sim::sweep_load(scenario, *strategies, range, threads, bar.callback());
     } catch (const std::invalid_argument& e) {
       // The range does not suit the scenario: an invalid option value.
-      print_error(e.what());
+      print_error(printable_message(e.what()));
       return exit_usage;
     }
     if (!options.csv_dir.empty() &&
@@ -455,6 +455,11 @@ command add_simulate_command(CLI::App& parent) {
   CLI::App* sub = parent.add_subcommand(
       "simulate",
       "Simulate a retry storm on virtual time and compare retry strategies side by side");
+  sub->footer(
+      "Exit status:\n"
+      "  0    the report was printed (and the CSV files and plot written)\n"
+      "  1    stdout, a CSV file or the plot could not be written, or out of memory\n"
+      "  2    bad command line, or a bad scenario file (missing, invalid JSON, a wrong field)");
   sub->add_option("scenario", options->scenario_file,
                   "A built-in scenario (" + sim::builtin_scenario_names() +
                       ", brooker-occ, layers) or a scenario JSON file (default: friday-night); "

@@ -408,7 +408,7 @@ TEST_F(ExecCli, BadCommandLinesAreUsageErrors) {
 TEST_F(ExecCli, HelpDocumentsTheExitStatuses) {
   const auto r = run_cli("exec --help");
   EXPECT_EQ(r.exit_code, 0);
-  for (const char* text : {"124", "127", "128+N", "130/143"}) {
+  for (const char* text : {"124", "127", "128+N", "130/143", "what it leaves in its group"}) {
     EXPECT_NE(r.output.find(text), std::string::npos) << text;
   }
 }

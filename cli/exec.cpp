@@ -19,9 +19,11 @@
 #include <vector>
 
 #include "command.hpp"
+#include "output.hpp"
 #include "policy_flags.hpp"
 #include "process.hpp"
 #include "stormguard/clock.hpp"
+#include "stormguard/detail/format.hpp"
 #include "stormguard/detail/saturate.hpp"
 #include "stormguard/duration_text.hpp"
 #include "stormguard/random.hpp"
@@ -50,17 +52,25 @@ struct exec_options {
   CLI::Option* stop_on_option = nullptr;
 };
 
-void print_error(const std::string& message) {
-  fmt::print(stderr, "stormguard exec: error: {}\n", message);
-}
+// The options once converted and checked.
+struct exec_settings {
+  retry_options policy;
+  duration attempt_timeout = duration::max();
+  duration deadline = duration::max();
+  bool only_listed = false;  // --retry-on-exit: retry only the listed statuses
+  exit_codes retry_on;
+  exit_codes stop_on;
+};
+
+void print_error(const std::string& message) { report_error("exec", message); }
 
 // "75,111" → {75, 111}; each item a decimal exit status in 1..255. Throws CLI::ValidationError
 // naming the flag and the text.
 exit_codes parse_codes(std::string_view flag, const std::string& text) {
   exit_codes codes;
   const auto bad = [&](const std::string& why) {
-    return CLI::ValidationError(std::string(flag), why + " in '" + text +
-                                                       "' (use a comma-separated list of exit "
+    return CLI::ValidationError(std::string(flag), why + " in " + detail::quote_for_message(text) +
+                                                       " (use a comma-separated list of exit "
                                                        "statuses 1..255, e.g. 75,111)");
   };
   std::size_t from = 0;
@@ -70,10 +80,14 @@ exit_codes parse_codes(std::string_view flag, const std::string& text) {
     if (item.empty()) throw bad("empty exit status");
     int value = 0;
     for (char c : item) {
-      if (c < '0' || c > '9' || value > 255) throw bad("not an exit status 1..255: '" + item + "'");
+      if (c < '0' || c > '9' || value > 255) {
+        throw bad("not an exit status 1..255: " + detail::quote_for_message(item));
+      }
       value = value * 10 + (c - '0');
     }
-    if (value < 1 || value > 255) throw bad("not an exit status 1..255: '" + item + "'");
+    if (value < 1 || value > 255) {
+      throw bad("not an exit status 1..255: " + detail::quote_for_message(item));
+    }
     codes.set(static_cast<std::size_t>(value));
     if (comma == std::string::npos) break;
     from = comma + 1;
@@ -86,9 +100,25 @@ duration parse_limit(const CLI::Option* option, std::string_view flag, const std
   if (option == nullptr || option->count() == 0) return duration::max();
   const duration d = parse_duration_flag(flag, text);
   if (d <= duration::zero()) {
-    throw CLI::ValidationError(std::string(flag), "must be > 0, got '" + text + "'");
+    throw CLI::ValidationError(std::string(flag),
+                               "must be > 0, got " + detail::quote_for_message(text));
   }
   return d;
+}
+
+// Converts and checks the options. Throws CLI::Error (a usage error) naming the flag and value.
+exec_settings parse_settings(const exec_options& options) {
+  exec_settings s;
+  s.policy = to_retry_options(options.policy);
+  s.attempt_timeout =
+      parse_limit(options.attempt_timeout_option, "--attempt-timeout", options.attempt_timeout);
+  s.deadline = parse_limit(options.deadline_option, "--deadline", options.deadline);
+  s.only_listed = options.retry_on_option->count() > 0;
+  if (s.only_listed) s.retry_on = parse_codes("--retry-on-exit", options.retry_on_exit);
+  if (options.stop_on_option->count() > 0) {
+    s.stop_on = parse_codes("--stop-on-exit", options.stop_on_exit);
+  }
+  return s;
 }
 
 // The delay as a log shows it: rounded down to microseconds ("3.141ms", not "3.141592653ms").
@@ -122,23 +152,52 @@ int exit_status_for(end_reason reason, const std::optional<child_status>& last, 
   return exit_failure;
 }
 
+// Why the call ended, for the "giving up" line. `left` is the time that was left before the
+// deadline when the call ended (zero or less: it had passed).
+std::string give_up_reason(end_reason reason, int signal, const exec_settings& s, duration left) {
+  switch (reason) {
+    case end_reason::cancelled:
+      return fmt::format("stopped by signal {}", signal);
+    case end_reason::deadline_exceeded:
+      if (left > duration::zero()) {
+        return fmt::format(
+            "the next retry's delay would end past the --deadline of {} ({} left), so it was not "
+            "made",
+            format_duration(s.deadline), log_duration(left));
+      }
+      return fmt::format("the --deadline of {} ran out", format_duration(s.deadline));
+    case end_reason::not_retryable:
+      return "exit status not retried";
+    case end_reason::attempts_exhausted:
+      return fmt::format("no retries left (--retries {})", s.policy.max_retries);
+    default:
+      return std::string(to_string(reason));
+  }
+}
+
+// Classifies one attempt's status: a time-out is always retried, a command that could not be
+// started never; otherwise as --retry-on-exit / --stop-on-exit say (any failure by default).
+classification classify_status(const child_status& status, const exec_settings& s) {
+  switch (status.how) {
+    case child_status::kind::spawn_failed:
+      return classification::stop();
+    case child_status::kind::timed_out:
+      return classification::retry();
+    case child_status::kind::exited:
+    case child_status::kind::signaled:
+      break;
+  }
+  const auto code = static_cast<std::size_t>(status.exit_status() & 0xff);
+  if (s.only_listed)
+    return s.retry_on.test(code) ? classification::retry() : classification::stop();
+  return s.stop_on.test(code) ? classification::stop() : classification::retry();
+}
+
 int run_exec(const exec_options& options) {
   // Usage errors (exit 2) before anything runs.
-  retry_options policy_options;
-  duration attempt_timeout = duration::max();
-  duration deadline = duration::max();
-  exit_codes retry_on;
-  exit_codes stop_on;
-  const bool only_listed = options.retry_on_option->count() > 0;
+  exec_settings settings;
   try {
-    policy_options = to_retry_options(options.policy);
-    attempt_timeout =
-        parse_limit(options.attempt_timeout_option, "--attempt-timeout", options.attempt_timeout);
-    deadline = parse_limit(options.deadline_option, "--deadline", options.deadline);
-    if (only_listed) retry_on = parse_codes("--retry-on-exit", options.retry_on_exit);
-    if (options.stop_on_option->count() > 0) {
-      stop_on = parse_codes("--stop-on-exit", options.stop_on_exit);
-    }
+    settings = parse_settings(options);
   } catch (const CLI::Error& e) {
     print_error(e.what());
     return exit_usage;
@@ -147,79 +206,50 @@ int run_exec(const exec_options& options) {
     print_error("no command to run (use: stormguard exec [options] -- CMD [ARGS...])");
     return exit_usage;
   }
-  if (const auto warning = zero_delay_warning(policy_options); warning && !options.quiet) {
-    fmt::print(stderr, "stormguard exec: warning: {}\n", *warning);
+  if (const auto warning = zero_delay_warning(settings.policy); warning && !options.quiet) {
+    report_warning("exec", *warning);
   }
 
   // An inherited SIG_IGN for SIGCHLD would make the kernel reap the command before its status
   // can be read.
   (void)std::signal(SIGCHLD, SIG_DFL);
   interrupt_forwarder forwarder(k_kill_grace);
-  const std::string& name = options.command.front();
   int attempt = 0;
   std::optional<child_status> last;
   logging_clock clock([&](duration delay) {
     if (!options.quiet && last) {
-      fmt::print(stderr, "stormguard exec: attempt {} {}; retrying in {}\n", attempt,
-                 last->describe(), log_duration(delay));
+      report_log("exec", fmt::format("attempt {} {}; retrying in {}", attempt, last->describe(),
+                                     log_duration(delay)));
     }
   });
   random_generator random;
-  retrier retry(retry_policy(policy_options), clock, random);
-
+  retrier retry(retry_policy(settings.policy), clock, random);
   const auto run_once = [&](const attempt_context& context) -> outcome<int, child_status> {
     attempt = context.attempt;
-    const duration limit = std::min(attempt_timeout, context.time_left);
+    const duration limit = std::min(settings.attempt_timeout, context.time_left);
     last = run_process(options.command, limit, k_kill_grace, forwarder);
     if (last->how == child_status::kind::exited && last->value == 0) return 0;
     return failure{*last};
   };
-  const auto classify = [&](const child_status& s) {
-    switch (s.how) {
-      case child_status::kind::spawn_failed:
-        return classification::stop();
-      case child_status::kind::timed_out:
-        return classification::retry();
-      case child_status::kind::exited:
-      case child_status::kind::signaled:
-        break;
-    }
-    const auto code = static_cast<std::size_t>(s.exit_status() & 0xff);
-    if (only_listed) return retry_on.test(code) ? classification::retry() : classification::stop();
-    return stop_on.test(code) ? classification::stop() : classification::retry();
-  };
   call_options call;
   call.stop = forwarder.token();
-  if (deadline != duration::max()) call.deadline = detail::saturating_add(clock.now(), deadline);
+  if (settings.deadline != duration::max()) {
+    call.deadline = detail::saturating_add(clock.now(), settings.deadline);
+  }
 
-  const auto result = retry(run_once, classify, call);
+  const auto result = retry(
+      run_once, [&](const child_status& s) { return classify_status(s, settings); }, call);
   const int signal = forwarder.received();
   const int status = exit_status_for(result.reason, last, signal);
-
   if (last && last->how == child_status::kind::spawn_failed) {
-    print_error(fmt::format("cannot run '{}': {}", name, std::strerror(last->value)));
+    print_error(fmt::format("cannot run {}: {}", detail::quote_for_message(options.command.front()),
+                            std::strerror(last->value)));
   } else if (!options.quiet && !result.ok()) {
-    std::string why;
-    switch (result.reason) {
-      case end_reason::cancelled:
-        why = fmt::format("stopped by signal {}", signal);
-        break;
-      case end_reason::deadline_exceeded:
-        why = fmt::format("the --deadline of {} ran out", format_duration(deadline));
-        break;
-      case end_reason::not_retryable:
-        why = "exit status not retried";
-        break;
-      case end_reason::attempts_exhausted:
-        why = fmt::format("no retries left (--retries {})", policy_options.max_retries);
-        break;
-      default:
-        why = std::string(to_string(result.reason));
-        break;
-    }
     const std::string what = last ? fmt::format("attempt {} {}", attempt, last->describe())
                                   : std::string("no attempt made");
-    fmt::print(stderr, "stormguard exec: {}; giving up: {}; exit status {}\n", what, why, status);
+    const duration left = call.deadline - clock.now();
+    const std::string why = give_up_reason(result.reason, signal, settings, left);
+    report_log("exec", fmt::format("{}; giving up: {}; exit status {}", what, why, status));
   }
   return status;
 }
@@ -233,10 +263,11 @@ constexpr const char* k_description =
     "runs in its own process group and the signals go to the whole group. A time-out is always\n"
     "retried. SIGINT/SIGTERM/SIGHUP/SIGQUIT sent to stormguard are forwarded to the command's\n"
     "group and no further attempt starts; a second signal, or 2s without the command ending,\n"
-    "sends SIGKILL to the group. Options are read only before CMD: everything from CMD on\n"
-    "(options included) is the command's. stdin, stdout and stderr are the command's; stormguard "
-    "logs one line per\n"
-    "retry to stderr (--quiet silences it).";
+    "sends SIGKILL to the group, and so does the command's end: what it leaves in its group (a\n"
+    "background job ignores SIGINT) is killed too, before stormguard exits 128+S. Options are\n"
+    "read only before CMD: everything from CMD on (options included) is the command's. stdin,\n"
+    "stdout and stderr are the command's; stormguard logs one line per retry to stderr (--quiet\n"
+    "silences it; a failed write to stderr is ignored).";
 
 constexpr const char* k_exit_statuses =
     "Exit status:\n"

@@ -3,6 +3,7 @@
 // parses the command line, prints the response and maps how the call ended to an exit status.
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -23,10 +24,12 @@
 #include "policy_flags.hpp"
 #include "process.hpp"
 #include "stormguard/clock.hpp"
+#include "stormguard/detail/format.hpp"
 #include "stormguard/detail/saturate.hpp"
 #include "stormguard/duration_text.hpp"
 #include "stormguard/http/client.hpp"
 #include "stormguard/http/syntax.hpp"
+#include "stormguard/http_classify.hpp"
 #include "stormguard/idempotency.hpp"
 #include "stormguard/retry.hpp"
 
@@ -62,32 +65,31 @@ struct http_options {
   CLI::Option* deadline_option = nullptr;
 };
 
-void print_error(const std::string& message) {
-  fmt::print(stderr, "stormguard http: error: {}\n", message);
-}
+void print_error(const std::string& message) { report_error("http", message); }
 
 // "Name: value" -> header, by the HTTP syntax rules of stormguard/http/syntax.hpp. Throws
 // CLI::ValidationError naming -H and the line.
 http::header parse_header_line(const std::string& line) {
   const auto field = http::parse_field_line(line);
   if (!field) {
-    throw CLI::ValidationError("-H", "not a header line 'Name: value': '" + line + "'");
+    throw CLI::ValidationError(
+        "-H", "not a header line 'Name: value': " + detail::quote_for_message(line));
   }
   if (const auto problem = http::check_request_field(field->name, field->value)) {
     switch (*problem) {
       case http::field_problem::name_not_token:
         break;  // parse_field_line returns only token names
       case http::field_problem::value_has_control:
-        throw CLI::ValidationError(
-            "-H", "the value contains a control byte (CR, LF, NUL, ...): '" + line + "'");
+        throw CLI::ValidationError("-H", "the value contains a control byte (CR, LF, NUL, ...): " +
+                                             detail::quote_for_message(line));
       case http::field_problem::content_length:
-        throw CLI::ValidationError("-H", "'" + line +
-                                             "': Content-Length is computed from the body (-d); "
+        throw CLI::ValidationError("-H", detail::quote_for_message(line) +
+                                             ": Content-Length is computed from the body (-d); "
                                              "a different one would hang or split the request");
       case http::field_problem::idempotency_key:
         throw CLI::ValidationError(
-            "-H", "'" + line +
-                      "': use --idempotency-key auto|KEY, so that stormguard knows the "
+            "-H", detail::quote_for_message(line) +
+                      ": use --idempotency-key auto|KEY, so that stormguard knows the "
                       "request carries a key (and may retry it)");
     }
   }
@@ -106,10 +108,9 @@ std::string read_data(const std::string& data) {
   if (data.empty() || data.front() != '@') return data;
   const std::string path = data.substr(1);
   if (path.empty()) throw CLI::ValidationError("-d", "'@' needs a file name (-d @FILE)");
+  const std::string quoted = detail::quote_for_message(path);
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    throw CLI::ValidationError("-d", "cannot read '" + path + "': " + errno_text(errno));
-  }
+  if (fd < 0) throw CLI::ValidationError("-d", "cannot read " + quoted + ": " + errno_text(errno));
   std::string contents;
   char buffer[65536];
   for (;;) {
@@ -118,12 +119,12 @@ std::string read_data(const std::string& data) {
     if (n < 0) {
       const int error = errno;
       ::close(fd);
-      throw CLI::ValidationError("-d", "cannot read '" + path + "': " + errno_text(error));
+      throw CLI::ValidationError("-d", "cannot read " + quoted + ": " + errno_text(error));
     }
     if (n == 0) break;
     if (contents.size() + static_cast<std::size_t>(n) > k_max_data_bytes) {
       ::close(fd);
-      throw CLI::ValidationError("-d", "'" + path + "' holds more than " +
+      throw CLI::ValidationError("-d", quoted + " holds more than " +
                                            std::to_string(k_max_data_bytes >> 20) +
                                            " MiB, the largest body -d @FILE sends");
     }
@@ -136,7 +137,8 @@ std::string read_data(const std::string& data) {
 duration positive_duration(std::string_view flag, const std::string& text) {
   const duration d = parse_duration_flag(flag, text);
   if (d <= duration::zero()) {
-    throw CLI::ValidationError(std::string(flag), "must be > 0, got '" + text + "'");
+    throw CLI::ValidationError(std::string(flag),
+                               "must be > 0, got " + detail::quote_for_message(text));
   }
   return d;
 }
@@ -148,10 +150,46 @@ std::string log_duration(duration d) {
 
 // "transport error 7 (Failed to connect ...)", "response too large 56 (...)", ...
 std::string describe_error(const http::transport_error& e) {
-  return fmt::format("{} {} ({})", http::to_string(e.kind), e.curl_code, e.message);
+  return fmt::format("{} {} ({})", http::to_string(e.kind), e.curl_code,
+                     printable_message(e.message));
 }
 
-std::string describe_attempt(const http::attempt_info& a) {
+// What the request was, for explaining a decision: the method, and whether it carries a key.
+struct request_facts {
+  std::string method;
+  bool has_key = false;
+  retryable_statuses statuses;
+};
+
+// Why an attempt that got `status` or `error` was not retried (end_reason::not_retryable), in the
+// terms of stormguard::classify_http_status and classify_transport_failure.
+std::string not_retried_why(const std::optional<int>& status,
+                            const std::optional<http::transport_error>& error,
+                            const request_facts& facts) {
+  if (status && !facts.statuses.contains(*status)) {
+    const std::vector<int> retried = facts.statuses.to_vector();
+    return fmt::format("HTTP {} is not retried: only {} are", *status, fmt::join(retried, ", "));
+  }
+  if (error && error->kind != http::failure_kind::transport) {
+    return fmt::format("a {} would fail the same way again", http::to_string(error->kind));
+  }
+  if (!may_resend(facts.method, facts.has_key)) {
+    return fmt::format(
+        "a {} without --idempotency-key is not retried: the server may already have processed "
+        "it, and a retry could repeat it; --idempotency-key auto makes it safe to retry",
+        facts.method);  // a token (checked by parse_call): nothing to escape
+  }
+  return "the classification said stop";
+}
+
+std::string end_text(end_reason reason, const std::optional<int>& status,
+                     const std::optional<http::transport_error>& error,
+                     const request_facts& facts) {
+  if (reason != end_reason::not_retryable) return std::string(to_string(reason));
+  return fmt::format("{} ({})", to_string(reason), not_retried_why(status, error, facts));
+}
+
+std::string describe_attempt(const http::attempt_info& a, const request_facts& facts) {
   std::string text = fmt::format("attempt {}: ", a.attempt);
   if (a.status) {
     text += fmt::format("HTTP {}", *a.status);
@@ -168,7 +206,7 @@ std::string describe_attempt(const http::attempt_info& a) {
   if (a.delay) {
     text += fmt::format("; retrying in {}", log_duration(*a.delay));
   } else if (a.reason) {
-    text += fmt::format("; {}", to_string(*a.reason));
+    text += "; " + end_text(*a.reason, a.status, a.error, facts);
   }
   return text;
 }
@@ -193,84 +231,115 @@ int exit_status_for(const http::result& r, int signal) {
   return r.response ? exit_http_error : exit_transport_error;
 }
 
+// What the command line asks for, converted and checked.
+struct http_call {
+  http::client_options client;
+  http::request request;
+  std::optional<duration> deadline;
+};
+
+// --idempotency-key auto|KEY. Throws CLI::ValidationError.
+void set_idempotency_key(const http_options& o, http_call& call) {
+  if (o.key_option->count() == 0) return;
+  if (o.idempotency_key == "auto") {
+    call.request.idempotency = http::key::generate();
+    return;
+  }
+  if (http::iequals_ascii(o.idempotency_key, "auto")) {
+    // "AUTO" would be sent as a literal key, the same on every run: the server would answer
+    // every later request with the first one's stored response.
+    throw CLI::ValidationError(
+        "--idempotency-key",
+        detail::quote_for_message(o.idempotency_key) +
+            " would be sent as a literal key, the same for every request; write auto (in "
+            "lowercase) for a new key per request");
+  }
+  try {
+    (void)idempotency_key_field_value(o.idempotency_key, call.client.key_format);
+  } catch (const std::invalid_argument& e) {
+    throw CLI::ValidationError("--idempotency-key", printable_message(e.what()));
+  }
+  call.request.idempotency = http::key::use(o.idempotency_key);
+}
+
+// Converts and checks every option, before any request. Throws CLI::Error (a usage error).
+http_call parse_call(const http_options& o) {
+  http_call call;
+  http::client_options& client = call.client;
+  client.retry = to_retry_options(o.policy);
+  client.retry.max_retry_after = positive_duration("--max-retry-after", o.max_retry_after);
+  client.attempt_timeout = positive_duration("--attempt-timeout", o.attempt_timeout);
+  client.connect_timeout = positive_duration("--connect-timeout", o.connect_timeout);
+  if (o.deadline_option->count() > 0) call.deadline = positive_duration("--deadline", o.deadline);
+  if (o.key_format == "structured") {
+    client.key_format = idempotency_key_format::structured;
+  } else if (o.key_format == "bare") {
+    client.key_format = idempotency_key_format::bare;
+  } else {
+    throw CLI::ValidationError(
+        "--key-format",
+        "unknown format " + detail::quote_for_message(o.key_format) + " (use structured or bare)");
+  }
+  http::request& req = call.request;
+  for (const std::string& line : o.headers) req.headers.push_back(parse_header_line(line));
+  if (o.data_option->count() > 0) req.body = read_data(o.data);
+  req.method = o.method_option->count() > 0 ? o.method
+               : o.data_option->count() > 0 ? "POST"
+                                            : "GET";
+  if (!http::is_token(req.method)) {
+    throw CLI::ValidationError("-X", "not an HTTP method (a token such as GET or POST): " +
+                                         detail::quote_for_message(req.method));
+  }
+  set_idempotency_key(o, call);
+  req.url = o.url;
+  return call;
+}
+
+// Writes the response (with -i, its status line and headers first) to stdout; false (errno set)
+// when it could not be written.
+bool print_response(const http::response& response, bool include) {
+  std::string out;
+  if (include) {
+    out += response.status_line + "\r\n";
+    for (const auto& h : response.headers) out += h.name + ": " + h.value + "\r\n";
+    out += "\r\n";
+  }
+  out += response.body;
+  return write_all(stdout, out);
+}
+
 int run_http(const http_options& o) {
   // Usage errors (exit 2) before any request.
-  http::client_options client_options;
-  http::request req;
-  std::optional<duration> deadline;
+  http_call parsed;
   try {
-    client_options.retry = to_retry_options(o.policy);
-    client_options.retry.max_retry_after =
-        positive_duration("--max-retry-after", o.max_retry_after);
-    client_options.attempt_timeout = positive_duration("--attempt-timeout", o.attempt_timeout);
-    client_options.connect_timeout = positive_duration("--connect-timeout", o.connect_timeout);
-    if (o.deadline_option->count() > 0) deadline = positive_duration("--deadline", o.deadline);
-    if (o.key_format == "structured") {
-      client_options.key_format = idempotency_key_format::structured;
-    } else if (o.key_format == "bare") {
-      client_options.key_format = idempotency_key_format::bare;
-    } else {
-      throw CLI::ValidationError("--key-format",
-                                 "unknown format '" + o.key_format + "' (use structured or bare)");
-    }
-    for (const std::string& line : o.headers) req.headers.push_back(parse_header_line(line));
-    if (o.data_option->count() > 0) req.body = read_data(o.data);
-    req.method = o.method_option->count() > 0 ? o.method
-                 : o.data_option->count() > 0 ? "POST"
-                                              : "GET";
-    if (!http::is_token(req.method)) {
-      throw CLI::ValidationError(
-          "-X", "not an HTTP method (a token such as GET or POST): '" + req.method + "'");
-    }
-    if (o.key_option->count() > 0) {
-      if (o.idempotency_key == "auto") {
-        req.idempotency = http::key::generate();
-      } else if (http::iequals_ascii(o.idempotency_key, "auto")) {
-        // "AUTO" would be sent as a literal key, the same on every run: the server would
-        // answer every later request with the first one's stored response.
-        throw CLI::ValidationError(
-            "--idempotency-key",
-            "'" + o.idempotency_key +
-                "' would be sent as a literal key, the same for every request; write auto (in "
-                "lowercase) for a new key per request");
-      } else {
-        try {
-          (void)idempotency_key_field_value(o.idempotency_key, client_options.key_format);
-        } catch (const std::invalid_argument& e) {
-          throw CLI::ValidationError("--idempotency-key", e.what());
-        }
-        req.idempotency = http::key::use(o.idempotency_key);
-      }
-    }
-    req.url = o.url;
+    parsed = parse_call(o);
   } catch (const CLI::Error& e) {
     print_error(e.what());
     return exit_usage;
   }
-
-  if (const auto warning = zero_delay_warning(client_options.retry)) {
-    fmt::print(stderr, "stormguard http: warning: {}\n", *warning);
+  if (const auto warning = zero_delay_warning(parsed.client.retry)) {
+    report_warning("http", *warning);
   }
+  const request_facts facts{parsed.request.method,
+                            parsed.request.idempotency.what() != http::key::kind::none,
+                            parsed.client.statuses};
   if (o.verbose) {
-    client_options.on_attempt = [](const http::attempt_info& a) {
-      fmt::print(stderr, "stormguard http: {}\n", describe_attempt(a));
+    parsed.client.on_attempt = [&facts](const http::attempt_info& a) {
+      report_log("http", describe_attempt(a, facts));
     };
   }
   interrupt_forwarder interrupts;
   // A reader that went away (`stormguard http URL | head -c 10`) must give exit 1 and a message,
   // as documented, not a death by SIGPIPE (141) that looks like a signal sent to stormguard.
   (void)std::signal(SIGPIPE, SIG_IGN);
-  http::client client(client_options);
+  http::client client(parsed.client);
   call_options call;
   call.stop = interrupts.token();
-  if (deadline) {
-    real_clock clock;
-    call.deadline = detail::saturating_add(clock.now(), *deadline);
-  }
+  if (parsed.deadline) call.deadline = detail::saturating_add(real_clock().now(), *parsed.deadline);
 
   http::result r;
   try {
-    r = client.perform(req, call);
+    r = client.perform(parsed.request, call);
   } catch (const std::invalid_argument& e) {
     // The library's own validation (the URL, above all): a usage error.
     std::string_view message = e.what();
@@ -278,30 +347,24 @@ int run_http(const http_options& o) {
       const std::size_t colon = message.find(": ");
       if (colon != std::string_view::npos) message.remove_prefix(colon + 2);
     }
-    print_error(std::string(message));
+    print_error(printable_message(message));
     return exit_usage;
   }
 
-  if (r.response) {
-    std::string out;
-    if (o.include) {
-      out += r.response->status_line + "\r\n";
-      for (const auto& h : r.response->headers) out += h.name + ": " + h.value + "\r\n";
-      out += "\r\n";
-    }
-    out += r.response->body;
-    if (!write_all(stdout, out)) {
-      print_error("cannot write the response to stdout: " + errno_text(errno));
-      return exit_failure;
-    }
+  if (r.response && !print_response(*r.response, o.include)) {
+    print_error("cannot write the response to stdout: " + errno_text(errno));
+    return exit_failure;
   }
   const int status = exit_status_for(r, interrupts.received());
   if (!r.ok()) {
     const std::string last = r.response ? fmt::format("HTTP {}", r.response->status)
                              : r.error  ? describe_error(*r.error)
                                         : std::string("no attempt made");
-    fmt::print(stderr, "stormguard http: {} after {} attempt{}: {}; exit status {}\n", last,
-               r.attempts, r.attempts == 1 ? "" : "s", to_string(r.reason), status);
+    const std::optional<int> last_status =
+        r.response ? std::optional<int>(r.response->status) : std::nullopt;
+    report_log("http", fmt::format("{} after {} attempt{}: {}; exit status {}", last, r.attempts,
+                                   r.attempts == 1 ? "" : "s",
+                                   end_text(r.reason, last_status, r.error, facts), status));
   }
   return status;
 }

@@ -1,30 +1,56 @@
 // stormguard: the command-line tool. main() only builds the CLI11 app, registers the subcommands
 // (one file each, see command.hpp), maps parse errors (also those a subcommand throws as
 // CLI::ParseError after parsing, such as a bad --base) to exit code 2 and turns any escaping
-// exception (std::bad_alloc included) into a one-line error and exit code 1.
+// exception (std::bad_alloc included) into a one-line error and exit code 1. Every diagnostic goes
+// through cli/output.hpp, so that a broken stderr never changes the exit code.
 #include <CLI/CLI.hpp>
-#include <cstdio>
 #include <exception>
 #include <new>
 #include <string>
 #include <vector>
 
 #include "command.hpp"
+#include "output.hpp"
+#include "stormguard/detail/format.hpp"
 #include "stormguard/version.hpp"
+#include "usage.hpp"
 
 namespace {
 
+namespace cli = stormguard::cli;
+using stormguard::detail::quote_for_message;
+
 int usage_error(const std::string& message) {
-  std::fprintf(stderr, "stormguard: error: %s; run 'stormguard --help' for the subcommands\n",
-               message.c_str());
-  return stormguard::cli::exit_usage;
+  cli::report_error("", message + "; run 'stormguard --help' for the subcommands");
+  return cli::exit_usage;
+}
+
+// A subcommand's usage error: "stormguard exec: error: <message>".
+int usage_error(const CLI::App& sub, const std::string& message) {
+  cli::report_error(sub.get_name(), message + "; see 'stormguard " + sub.get_name() + " --help'");
+  return cli::exit_usage;
+}
+
+// Unknown words at the top level (before or instead of a subcommand).
+int top_level_extras(const std::vector<cli::command>& commands,
+                     const std::vector<std::string>& extras, const CLI::App& app) {
+  if (extras.empty()) return usage_error("a subcommand is required");
+  if (!extras.front().empty() && extras.front().front() == '-') {
+    return usage_error(cli::extras_message(extras, app));
+  }
+  std::string names;
+  for (const auto& c : commands) names += (names.empty() ? "" : ", ") + c.app->get_name();
+  return usage_error("unknown subcommand " + quote_for_message(extras.front()) +
+                     " (the subcommands are " + names + ")");
 }
 
 int run(int argc, char** argv) {
-  namespace cli = stormguard::cli;
   CLI::App app{"stormguard: retries that cannot turn into a retry storm", "stormguard"};
   app.set_version_flag("--version", std::string(stormguard::version()));
   app.require_subcommand(0, 1);
+  app.footer(
+      "Exit status: 2 for a bad command line or a bad file named on it (a scenario, -d @FILE),\n"
+      "1 for a failure at run time (a write error); each subcommand's --help lists its own.");
 
   std::vector<cli::command> commands;
   commands.push_back(cli::add_simulate_command(app));
@@ -36,37 +62,37 @@ int run(int argc, char** argv) {
   app.allow_extras();
   for (const auto& c : commands) c.app->allow_extras(false);
 
+  const auto chosen_command = [&]() -> const cli::command* {
+    const cli::command* chosen = nullptr;
+    for (const auto& c : commands) {
+      if (c.app->parsed()) chosen = &c;
+    }
+    return chosen;
+  };
   try {
     app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    // Help and --version exit 0; every other parse error is a usage error.
-    return app.exit(e) == 0 ? cli::exit_success : cli::exit_usage;
+    // Every other parse error is a usage error, worded by usage.hpp.
+    if (const cli::command* chosen = chosen_command()) {
+      return usage_error(*chosen->app, cli::parse_error_message(e, *chosen->app));
+    }
+    return usage_error(cli::parse_error_message(e, app));
   }
   const std::vector<std::string> extras = app.remaining();
-  const cli::command* chosen = nullptr;
-  for (const auto& c : commands) {
-    if (c.app->parsed()) chosen = &c;
-  }
-  if (chosen == nullptr) {
-    if (extras.empty()) return usage_error("a subcommand is required");
-    if (!extras.front().empty() && extras.front().front() == '-') {
-      return usage_error("unknown option '" + extras.front() + "'");
-    }
-    std::string names;
-    for (const auto& c : commands) names += (names.empty() ? "" : ", ") + c.app->get_name();
-    return usage_error("unknown subcommand '" + extras.front() + "' (the subcommands are " + names +
-                       ")");
-  }
-  if (!extras.empty()) {
-    std::fprintf(stderr, "stormguard %s: error: unexpected argument '%s'\n",
-                 chosen->app->get_name().c_str(), extras.front().c_str());
-    return cli::exit_usage;
-  }
+  const cli::command* chosen = chosen_command();
+  if (chosen == nullptr) return top_level_extras(commands, extras, app);
+  if (!extras.empty()) return usage_error(*chosen->app, cli::extras_message(extras, *chosen->app));
   try {
     return chosen->run();
   } catch (const CLI::ParseError& e) {
     // A flag whose value is checked after parsing (policy_flags.hpp): a usage error too.
-    std::fprintf(stderr, "stormguard %s: error: %s\n", chosen->app->get_name().c_str(), e.what());
+    cli::report_error(chosen->app->get_name(), e.what());
     return cli::exit_usage;
   }
 }
@@ -74,12 +100,13 @@ int run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  cli::reopen_closed_standard_streams();
   try {
     return run(argc, argv);
   } catch (const std::bad_alloc&) {
-    std::fputs("stormguard: error: out of memory\n", stderr);
+    cli::report_error("", "out of memory");
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "stormguard: error: %s\n", e.what());
+    cli::report_error("", cli::printable_message(e.what()));
   }
-  return stormguard::cli::exit_failure;
+  return cli::exit_failure;
 }

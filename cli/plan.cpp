@@ -46,8 +46,8 @@ std::uint64_t parse_seed(const std::string& text) {
   const auto [ptr, ec] = std::from_chars(text.data(), end, value);
   if (text.empty() || text.front() < '0' || text.front() > '9' || ec != std::errc{} || ptr != end) {
     throw CLI::ValidationError(
-        "--seed",
-        "must be a non-negative decimal integer (0 to 18446744073709551615), got '" + text + "'");
+        "--seed", "must be a non-negative decimal integer (0 to 18446744073709551615), got " +
+                      detail::quote_for_message(text));
   }
   return value;
 }
@@ -64,6 +64,12 @@ std::string short_duration(double ns) {
   return fmt::format("{:.2f}h", ns / 3600e9);
 }
 std::string short_duration(duration d) { return short_duration(static_cast<double>(d.count())); }
+
+// A total of the table: "> 292 years" once it has saturated at duration::max().
+std::string total_text(double ns, bool saturated) {
+  return saturated && ns >= static_cast<double>(duration::max().count()) ? "> 292 years"
+                                                                         : short_duration(ns);
+}
 
 std::string to_json(const std::vector<plan_row>& rows) {
   nlohmann::ordered_json retries = nlohmann::ordered_json::array();
@@ -112,13 +118,19 @@ std::string to_table(const retry_options& o, const plan_options& options,
                        r.retry, ranges[i], range_width, short_duration(r.sampled.min),
                        short_duration(r.sampled.p50), short_duration(r.sampled.mean_ns),
                        short_duration(r.sampled.p99), short_duration(r.sampled.max),
-                       short_duration(r.cumulative_max), short_duration(r.cumulative_mean_ns));
+                       total_text(static_cast<double>(r.cumulative_max.count()), r.saturated),
+                       total_text(r.cumulative_mean_ns, r.saturated));
   }
   out +=
       "\nrange: exact bounds of the delay before retry n (the upper end is its ceiling)\n"
       "min .. max: statistics of the sampled delays (p50, p99: nearest rank)\n"
       "worst total, mean total: the wait before retry n summed over retries 1..n\n"
       "(worst: the sum of the ceilings, a guarantee; mean: the sum of the sampled means)\n";
+  if (rows.back().saturated) {
+    out +=
+        "> 292 years: the total is above the largest duration (2^63-1 ns); both totals stop "
+        "there.\n";
+  }
   if (b.jitter == jitter::decorrelated) {
     out +=
         "Decorrelated jitter ignores the multiplier: each delay is min(cap, U(base, 3 x the "
@@ -151,8 +163,7 @@ int run_plan(const plan_options& options) {
 
   const std::string text = options.json ? to_json(rows) : to_table(policy, options, rows);
   if (!write_all(stdout, text)) {
-    fmt::print(stderr, "stormguard plan: error: cannot write to standard output: {}\n",
-               errno_text(errno));
+    report_error("plan", "cannot write to standard output: " + errno_text(errno));
     return exit_failure;
   }
   return exit_success;
@@ -166,6 +177,11 @@ command add_plan_command(CLI::App& parent) {
       "plan",
       "Show the delays a retry policy would wait: per retry, the exact range and sampled "
       "min/p50/mean/p99/max, and the worst-case and mean total wait");
+  sub->footer(
+      "Exit status:\n"
+      "  0    the plan was printed\n"
+      "  1    it could not be written to stdout\n"
+      "  2    bad command line (a policy flag, --samples, --seed)");
   add_policy_flags(*sub, options->policy);
   sub->add_option("--samples", options->samples, "Retry sequences to sample (1 to 10000000)")
       ->type_name("N")

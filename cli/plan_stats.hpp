@@ -59,8 +59,15 @@ struct plan_row {
   duration lowest{};   ///< the smallest delay the policy can return (exact)
   duration ceiling{};  ///< the largest delay the policy can return (exact)
   delay_summary sampled;
-  duration cumulative_max{};      ///< worst-case total wait before retry n: Σ ceilings, saturating
-  double cumulative_mean_ns = 0;  ///< mean total wait before retry n: Σ sampled means
+  /// Worst-case total wait before retry n: Σ ceilings, saturating at duration::max() (about
+  /// 292 years).
+  duration cumulative_max{};
+  /// Mean total wait before retry n: Σ sampled means, in nanoseconds, saturating at the same
+  /// point as cumulative_max (so it is never above it).
+  double cumulative_mean_ns = 0;
+  /// True once the worst total has saturated: the true sum of the ceilings is above
+  /// duration::max(), so cumulative_max (and a mean total at the same value) is a lower bound.
+  bool saturated = false;
 };
 
 /// The exact range [lowest, ceiling] of the delay before each retry 1..retries:
@@ -131,9 +138,13 @@ inline std::vector<plan_row> make_plan(const backoff& b, int retries, std::int64
     row.sampled = summarize(values);
     worst_total =
         row.ceiling > duration::max() - worst_total ? duration::max() : worst_total + row.ceiling;
-    mean_total += row.sampled.mean_ns;
+    // Both totals saturate at duration::max(): the mean of delays <= their ceilings can never
+    // be above the sum of the ceilings, saturated or not.
+    mean_total =
+        std::min(mean_total + row.sampled.mean_ns, static_cast<double>(worst_total.count()));
     row.cumulative_max = worst_total;
     row.cumulative_mean_ns = mean_total;
+    row.saturated = worst_total == duration::max();
     rows.push_back(row);
   }
   return rows;

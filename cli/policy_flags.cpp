@@ -4,6 +4,7 @@
 #include <string>
 
 #include "stormguard/backoff.hpp"
+#include "stormguard/detail/format.hpp"
 #include "stormguard/duration_text.hpp"
 
 namespace stormguard::cli {
@@ -37,16 +38,38 @@ CLI::ValidationError library_error(const std::invalid_argument& e) {
   return CLI::ValidationError(flag, std::string(message));
 }
 
+bool given(const CLI::Option* option) { return option != nullptr && option->count() > 0; }
+
+// --base above --cap, blaming the flag the user typed: '--base: "5s" is above the cap 3s (the
+// default --cap); give a larger --cap too', '--cap: "50ms" is below the base 100ms (the default
+// --base)...', or '--cap: "1s" is below --base "2s"...' when both were given.
+CLI::ValidationError base_above_cap(const policy_flags& flags, const backoff_options& b) {
+  const std::string base = detail::quote_for_message(flags.base);
+  const std::string cap = detail::quote_for_message(flags.cap);
+  if (given(flags.base_option) && !given(flags.cap_option)) {
+    return CLI::ValidationError("--base", base + " is above the cap " + format_duration(b.cap) +
+                                              " (the default --cap); give a larger --cap too");
+  }
+  if (given(flags.cap_option) && !given(flags.base_option)) {
+    return CLI::ValidationError("--cap", cap + " is below the base " + format_duration(b.base) +
+                                             " (the default --base); give a smaller --base too");
+  }
+  return CLI::ValidationError("--cap", cap + " is below --base " + base +
+                                           ": the cap is the largest delay, at least the base");
+}
+
 }  // namespace
 
 void add_policy_flags(CLI::App& app, policy_flags& flags) {
-  app.add_option("--base", flags.base,
-                 "Ceiling of the first retry's delay, a duration with a unit (ns us ms s m h)")
-      ->type_name("D")
-      ->capture_default_str();
-  app.add_option("--cap", flags.cap, "Largest delay ever waited, a duration >= --base")
-      ->type_name("D")
-      ->capture_default_str();
+  flags.base_option =
+      app.add_option("--base", flags.base,
+                     "Ceiling of the first retry's delay, a duration with a unit (ns us ms s m h)")
+          ->type_name("D")
+          ->capture_default_str();
+  flags.cap_option =
+      app.add_option("--cap", flags.cap, "Largest delay ever waited, a duration >= --base")
+          ->type_name("D")
+          ->capture_default_str();
   app.add_option("--multiplier", flags.multiplier,
                  "Growth of the ceiling per retry: ceiling(n) = min(cap, base * X^(n-1)), X >= 1")
       ->type_name("X")
@@ -70,9 +93,9 @@ std::optional<std::string> zero_delay_warning(const retry_options& options) {
 duration parse_duration_flag(std::string_view flag, std::string_view text) {
   const std::optional<duration> d = parse_duration(text);
   if (!d) {
-    throw CLI::ValidationError(std::string(flag),
-                               "not a duration: '" + std::string(text) +
-                                   "' (use a number and one of ns us ms s m h, e.g. 250ms)");
+    throw CLI::ValidationError(
+        std::string(flag),
+        "not a duration: " + detail::quote_for_message(text) + " (" + duration_error(text) + ")");
   }
   return *d;
 }
@@ -85,10 +108,12 @@ retry_options to_retry_options(const policy_flags& flags) {
   options.backoff.multiplier = flags.multiplier;
   const std::optional<stormguard::jitter> j = parse_jitter(flags.jitter);
   if (!j) {
-    throw CLI::ValidationError("--jitter", "unknown jitter '" + flags.jitter +
-                                               "' (use none, equal, full or decorrelated)");
+    throw CLI::ValidationError("--jitter", "unknown jitter " +
+                                               detail::quote_for_message(flags.jitter) +
+                                               " (use none, equal, full or decorrelated)");
   }
   options.backoff.jitter = *j;
+  if (options.backoff.base > options.backoff.cap) throw base_above_cap(flags, options.backoff);
   try {
     (void)retry_policy(options);  // the library's own validation, one source of truth
   } catch (const std::invalid_argument& e) {

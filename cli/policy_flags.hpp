@@ -29,6 +29,9 @@ struct policy_flags {
   double multiplier = 2.0;
   std::string jitter = "full";
   int retries = 3;
+  /// Set by add_policy_flags, to tell a flag the user typed from a default in messages.
+  const CLI::Option* base_option = nullptr;
+  const CLI::Option* cap_option = nullptr;
 };
 
 /// Adds --base D, --cap D, --multiplier X, --jitter NAME and --retries N to `app`, storing into
@@ -36,9 +39,9 @@ struct policy_flags {
 void add_policy_flags(CLI::App& app, policy_flags& flags);
 
 /// Converts and validates the flags (with the library's own checks, stormguard::retry_policy).
-/// Throws CLI::ValidationError naming the flag and the text, e.g. "--base: not a duration: '5 ms'
-/// (use a number and one of ns us ms s m h, e.g. 250ms)" or "--cap: cap must be >= base (1s),
-/// got 500ms".
+/// Throws CLI::ValidationError naming the flag and the text, e.g. '--base: not a duration: "5 ms"
+/// (no spaces: ...)' or, for a base above the cap, the flag the user typed: '--base: "5s" is
+/// above the cap 3s (the default --cap); give a larger --cap too'.
 [[nodiscard]] stormguard::retry_options to_retry_options(const policy_flags& flags);
 
 /// The warning to print when `options` make every retry start at once (base 0, hence every
@@ -50,7 +53,9 @@ void add_policy_flags(CLI::App& app, policy_flags& flags);
     const stormguard::retry_options& options);
 
 /// Parses the value of a duration flag (stormguard::parse_duration). Throws CLI::ValidationError
-/// "<flag>: not a duration: '<text>' (use a number and one of ns us ms s m h, e.g. 250ms)".
+/// '<flag>: not a duration: "<text>" (<reason>)' with the text quoted by
+/// detail::quote_for_message and the reason of stormguard::duration_error, e.g. '--base: not a
+/// duration: "-1s" (negative: a duration is 0 or more)'.
 [[nodiscard]] stormguard::duration parse_duration_flag(std::string_view flag,
                                                        std::string_view text);
 

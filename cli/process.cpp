@@ -236,6 +236,14 @@ child_status run_process(const std::vector<std::string>& argv, duration time_lim
     if (!left) (void)wait_exit(pid, pidfd, time_point::max());
   }
   forwarder.detach();
+  if (!timed_out && forwarder.received() != 0) {
+    // A signal to stormguard ends the whole group as a time-out does: the signal was forwarded,
+    // the leader had the grace to end (then the forwarder sent SIGKILL); now that it has ended,
+    // sweep what it leaves in its group (a background job ignores SIGINT). Checked after detach,
+    // so that a signal arriving up to here is seen; the leader is not reaped yet, so the group id
+    // is still ours.
+    (void)::kill(-pid, SIGKILL);
+  }
   if (pidfd >= 0) ::close(pidfd);
   int status = 0;
   pid_t reaped = -1;

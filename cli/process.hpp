@@ -97,8 +97,11 @@ class interrupt_forwarder {
 /// group whose id is the child's pid, with the forwarded signals at their default dispositions and
 /// no signal blocked. Waits until it exits or `time_limit` passes (duration::max() = no limit);
 /// past the limit the whole group gets SIGTERM, and SIGKILL once `grace` has passed (or at once
-/// when the command leaves earlier, which sweeps up what it left in its group). Returns how the
-/// command ended. Precondition: argv is not empty.
+/// when the command leaves earlier, which sweeps up what it left in its group). A signal received
+/// by `forwarder` ends the group the same way: forwarded, then SIGKILL once `grace` has passed
+/// (by the forwarder), and SIGKILL to whatever remains in the group as soon as the command itself
+/// has ended (a background job that ignores SIGINT, for one). Returns how the command ended.
+/// Precondition: argv is not empty.
 [[nodiscard]] child_status run_process(const std::vector<std::string>& argv, duration time_limit,
                                        duration grace, interrupt_forwarder& forwarder);
 

@@ -61,9 +61,10 @@ struct simulate_options {
 
 bool given(const CLI::Option* option) { return option != nullptr && option->count() > 0; }
 
-void print_error(const std::string& message) {
-  fmt::print(stderr, "stormguard simulate: error: {}\n", message);
-}
+void print_error(const std::string& message) { report_error("simulate", message); }
+
+// A user's value inside an error message: quoted, control bytes escaped, at most 80 bytes.
+std::string quote_value(std::string_view text) { return detail::quote_for_message(text); }
 
 // A decimal integer in [0, 2^64 - 1], digits only (no sign, no spaces, no hex).
 std::optional<std::uint64_t> parse_seed(const std::string& text) {
@@ -143,13 +144,14 @@ class progress_bar {
   void draw(std::size_t done, std::size_t total) {
     constexpr std::size_t k_width = 30;
     const std::size_t filled = total == 0 ? k_width : done * k_width / total;
+    // A diagnostic like any other: a failed write to stderr is ignored (cli/output.hpp).
     if (done >= total) {
-      fmt::print(stderr, "\r{:{}}\r", "", k_width + 12 + label_.size());
+      write_diagnostic(fmt::format("\r{:{}}\r", "", k_width + 12 + label_.size()));
     } else {
-      fmt::print(stderr, "\r[{}{}] {:3}% {}", std::string(filled, '#'),
-                 std::string(k_width - filled, ' '), total == 0 ? 100 : done * 100 / total, label_);
+      write_diagnostic(fmt::format("\r[{}{}] {:3}% {}", std::string(filled, '#'),
+                                   std::string(k_width - filled, ' '),
+                                   total == 0 ? 100 : done * 100 / total, label_));
     }
-    std::fflush(stderr);
   }
 
   std::string label_;
@@ -161,7 +163,7 @@ bool write_file(const std::filesystem::path& path, const std::string& text) {
   errno = 0;
   std::FILE* file = std::fopen(path.string().c_str(), "wb");
   if (file == nullptr) {
-    print_error(fmt::format("cannot write '{}': {}", path.string(), errno_text(errno)));
+    print_error(fmt::format("cannot write {}: {}", quote_value(path.string()), errno_text(errno)));
     return false;
   }
   bool ok = write_all(file, text);
@@ -170,7 +172,8 @@ bool write_file(const std::filesystem::path& path, const std::string& text) {
     ok = false;
     error = errno;
   }
-  if (!ok) print_error(fmt::format("cannot write '{}': {}", path.string(), errno_text(error)));
+  if (!ok)
+    print_error(fmt::format("cannot write {}: {}", quote_value(path.string()), errno_text(error)));
   return ok;
 }
 
@@ -211,10 +214,10 @@ template <class Report>
 bool write_plot(const Report& report, const std::string& file) {
   const auto format = sim::plot_format_for(file);
   if (auto error = run_gnuplot(sim::gnuplot_script(report, *format, file))) {
-    print_error(fmt::format("cannot draw the plot '{}': {}", file, *error));
+    print_error(fmt::format("cannot draw the plot {}: {}", quote_value(file), *error));
     return false;
   }
-  fmt::print(stderr, "stormguard simulate: wrote the plot {}\n", file);
+  report_log("simulate", "wrote the plot " + file);
   return true;
 }
 
@@ -228,19 +231,19 @@ std::optional<std::vector<sim::strategy>> chosen_strategies(const simulate_optio
       const std::size_t comma = value.find(',', from);
       const std::string name = value.substr(from, comma - from);
       if (name.empty()) {
-        print_error(fmt::format("empty strategy name in --strategy '{}'; valid strategies: {}",
-                                value, sim::strategy_names()));
+        print_error(fmt::format("empty strategy name in --strategy {}; valid strategies: {}",
+                                quote_value(value), sim::strategy_names()));
         return std::nullopt;
       }
       const sim::strategy* s = sim::find_strategy(name);
       if (s == nullptr) {
-        print_error(fmt::format("unknown strategy '{}'; valid strategies: {}", name,
+        print_error(fmt::format("unknown strategy {}; valid strategies: {}", quote_value(name),
                                 sim::strategy_names()));
         return std::nullopt;
       }
       for (const auto& c : chosen) {
         if (c.name == s->name) {
-          print_error(fmt::format("strategy '{}' is given more than once", name));
+          print_error(fmt::format("strategy {} is given more than once", quote_value(name)));
           return std::nullopt;
         }
       }
@@ -309,35 +312,35 @@ std::optional<run_context> prepare(const simulate_options& options, model kind, 
     context.seed = parse_seed(options.seed);
     if (!context.seed) {
       print_error(fmt::format(
-          "--seed must be a non-negative decimal integer (0 to 18446744073709551615), got '{}'",
-          options.seed));
+          "--seed must be a non-negative decimal integer (0 to 18446744073709551615), got {}",
+          quote_value(options.seed)));
       return std::nullopt;
     }
   }
   if (given(options.threads_option)) {
     const auto n = parse_count(options.threads, 1, 256);
     if (!n) {
-      print_error(
-          fmt::format("--threads must be an integer in [1, 256], got '{}'", options.threads));
+      print_error(fmt::format("--threads must be an integer in [1, 256], got {}",
+                              quote_value(options.threads)));
       return std::nullopt;
     }
     context.threads = static_cast<unsigned>(*n);
   }
   if (given(options.csv_option) && options.csv_dir.empty()) {
-    print_error("--csv needs a directory, got ''");
+    print_error("--csv needs a directory, got \"\"");
     return std::nullopt;
   }
   if (given(options.plot_option)) {
     if (!sim::plot_format_for(options.plot)) {
-      print_error(
-          fmt::format("--plot needs a file name ending in .png or .svg, got '{}'", options.plot));
+      print_error(fmt::format("--plot needs a file name ending in .png or .svg, got {}",
+                              quote_value(options.plot)));
       return std::nullopt;
     }
     const auto parent = std::filesystem::path(options.plot).parent_path();
     std::error_code ec;
     if (!parent.empty() && !std::filesystem::is_directory(parent, ec)) {
-      print_error(fmt::format("cannot write the plot '{}': the directory '{}' does not exist",
-                              options.plot, parent.string()));
+      print_error(fmt::format("cannot write the plot {}: the directory {} does not exist",
+                              quote_value(options.plot), quote_value(parent.string())));
       status = exit_failure;
       return std::nullopt;
     }
@@ -346,8 +349,8 @@ std::optional<run_context> prepare(const simulate_options& options, model kind, 
     context.sweep = parse_sweep(options.sweep);
     const char* expected = kind == model::occ ? "clients" : "load";
     if (!context.sweep || context.sweep->key != expected) {
-      print_error(fmt::format("--sweep must be {}=LO:HI:STEP for this scenario, got '{}'", expected,
-                              options.sweep));
+      print_error(fmt::format("--sweep must be {}=LO:HI:STEP for this scenario, got {}", expected,
+                              quote_value(options.sweep)));
       return std::nullopt;
     }
   }
@@ -355,8 +358,8 @@ std::optional<run_context> prepare(const simulate_options& options, model kind, 
     std::error_code ec;
     std::filesystem::create_directories(options.csv_dir, ec);
     if (ec || !std::filesystem::is_directory(options.csv_dir, ec)) {
-      print_error(fmt::format("cannot create the CSV directory '{}': {}", options.csv_dir,
-                              ec ? ec.message() : "not a directory"));
+      print_error(fmt::format("cannot create the CSV directory {}: {}",
+                              quote_value(options.csv_dir), ec ? ec.message() : "not a directory"));
       status = exit_failure;
       return std::nullopt;
     }
@@ -392,8 +395,8 @@ int run_occ(const run_context& context) {
   if (given(options.trials_option)) {
     const auto n = parse_count(options.trials, 1, 100'000);
     if (!n) {
-      print_error(
-          fmt::format("--trials must be an integer in [1, 100000], got '{}'", options.trials));
+      print_error(fmt::format("--trials must be an integer in [1, 100000], got {}",
+                              quote_value(options.trials)));
       return exit_usage;
     }
     o.trials = static_cast<int>(*n);
@@ -404,8 +407,8 @@ int run_occ(const run_context& context) {
         sweep->to < sweep->from) {
       print_error(fmt::format(
           "--sweep clients=LO:HI:STEP needs integers with 1 <= LO <= HI <= 10000 and STEP >= "
-          "1, got '{}'",
-          options.sweep));
+          "1, got {}",
+          quote_value(options.sweep)));
       return exit_usage;
     }
     o.clients_from = static_cast<int>(sweep->from);
@@ -424,7 +427,8 @@ int run_layers(const run_context& context) {
   if (given(options.layers_option)) {
     const auto n = parse_count(options.layers, 1, 6);
     if (!n) {
-      print_error(fmt::format("--layers must be an integer in [1, 6], got '{}'", options.layers));
+      print_error(fmt::format("--layers must be an integer in [1, 6], got {}",
+                              quote_value(options.layers)));
       return exit_usage;
     }
     o.layers = static_cast<int>(*n);
@@ -445,7 +449,7 @@ std::optional<sim::scenario> load_time_series(const run_context& context) {
     } else {
       auto loaded = sim::load_scenario(argument);
       if (!loaded) {
-        print_error(loaded.error().message);
+        print_error(printable_message(loaded.error().message));
         return std::nullopt;
       }
       scenario = *std::move(loaded);
@@ -475,16 +479,17 @@ int run_load_sweep(const run_context& context, const sim::scenario& scenario) {
     print_error(fmt::format(
         "--sweep load= needs a scenario whose incident ends within its duration (recovery is "
         "measured after it); {} has none",
-        detail::quote_for_message(scenario.name)));
-    return exit_failure;
+        quote_value(scenario.name)));
+    return exit_usage;
   }
   progress_bar bar(scenario.name + " load sweep");
   sim::load_sweep_report report;
   try {
     report = sim::sweep_load(scenario, context.strategies, range, context.threads, bar.callback());
   } catch (const std::invalid_argument& e) {
-    print_error(e.what());
-    return exit_failure;
+    // The range does not suit the scenario: an invalid option value.
+    print_error(printable_message(e.what()));
+    return exit_usage;
   }
   return finish(context, report, scenario.name + "-sweep.csv", sim::to_csv(report));
 }
@@ -536,6 +541,11 @@ command add_simulate_command(CLI::App& parent) {
   CLI::App* sub = parent.add_subcommand(
       "simulate",
       "Simulate a retry storm on virtual time and compare retry strategies side by side");
+  sub->footer(
+      "Exit status:\n"
+      "  0    the report was printed (and the CSV files and plot written)\n"
+      "  1    stdout, a CSV file or the plot could not be written, or out of memory\n"
+      "  2    bad command line, or a bad scenario file (missing, invalid JSON, a wrong field)");
   sub->add_option("scenario", options->scenario_file,
                   "A built-in scenario (" + sim::builtin_scenario_names() +
                       ", brooker-occ, layers) or a scenario JSON file (default: friday-night); "

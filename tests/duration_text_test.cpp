@@ -10,6 +10,7 @@ namespace {
 
 using namespace std::chrono_literals;
 using stormguard::duration;
+using stormguard::duration_error;
 using stormguard::format_duration;
 using stormguard::parse_duration;
 
@@ -85,6 +86,51 @@ TEST(FormatDuration, RoundTripsThroughParse) {
                            duration(123'456'789), duration(3'600'000'000'000), duration::max()}) {
     EXPECT_EQ(parse_duration(format_duration(d)), std::optional(d)) << format_duration(d);
   }
+}
+
+TEST(DurationError, EmptyForEveryValidDuration) {
+  for (const char* text : {"0s", "250ms", "1.5s", "007ms", "2562047h", "9223372036854775807ns"}) {
+    EXPECT_EQ(duration_error(text), "") << text;
+    EXPECT_TRUE(parse_duration(text)) << text;
+  }
+}
+
+// The reason names the rule broken, so that a user sees why "-1s" or "1e9h" is refused.
+TEST(DurationError, SaysWhyATextIsNotADuration) {
+  const auto says = [](std::string_view text, std::string_view reason) {
+    const std::string error = duration_error(text);
+    EXPECT_NE(error.find(reason), std::string::npos) << text << " -> " << error;
+    EXPECT_FALSE(parse_duration(text)) << text;
+  };
+  says("-1s", "negative");
+  says("-0.5ns", "negative");
+  says("1e9h", "no exponent");
+  says("1e9h", "above the largest duration");
+  says("1.5e3ms", "write 1500ms");
+  says("1e-9ns", "not a whole number of nanoseconds");
+  says("0.5ns", "not a whole number of nanoseconds");
+  says("1.0000000001s", "not a whole number of nanoseconds");
+  says("2562048h", "above the largest duration");
+  says("9223372036854775808ns", "about 292 years");
+  says("99999999999999999999999999999999999999999ns", "above the largest duration");
+  says("5", "no unit");
+  says("5 ms", "no space");
+  says(" 5ms", "no space");
+  says("5S", "unknown unit");
+  says("5sec", "unknown unit");
+  says("+5s", "no sign");
+  says("", "empty");
+  says(".5s", "a digit before");
+  says("1.s", "a digit after");
+  says("ms", "a number");
+  says("0x10s", "unknown unit");
+}
+
+TEST(DurationError, NeverEchoesTheWholeText) {
+  // The reason may quote a unit, never an unbounded part of the text.
+  const std::string huge = "1" + std::string(900'000, 'x');
+  EXPECT_LT(duration_error(huge).size(), 200U);
+  EXPECT_LT(duration_error(std::string(900'000, '9') + "s").size(), 200U);
 }
 
 }  // namespace

@@ -299,6 +299,46 @@ TEST_F(ExecCli, CommandThatIgnoresTheSignalIsKilledAfterTheGrace) {
   EXPECT_EQ(runs(), 1);
 }
 
+// True while process `pid` exists and is not a zombie (a killed grandchild is reparented, and
+// its new parent may be slow to reap it).
+bool running(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(stat, line)) return ::kill(pid, 0) == 0;
+  const auto paren = line.rfind(')');
+  return paren != std::string::npos && paren + 2 < line.size() && line[paren + 2] != 'Z';
+}
+
+TEST_F(ExecCli, SigintEndsAGrandchildThatIgnoresIt) {
+  // The command (the group's leader) dies of SIGINT at once; the grandchild it started ignores
+  // SIGINT and would outlive stormguard unless the group is swept with SIGKILL.
+  const fs::path pidfile = dir_ / "grandchild.pid";
+  (void)script("sh -c 'trap \"\" INT; exec sleep 30' &\necho $! > '" + pidfile.string() +
+               ".tmp'\nmv '" + pidfile.string() + ".tmp' '" + pidfile.string() + "'\nwait");
+  const pid_t pid = spawn_cli({"exec", "--base", "1ms", "--", "sh", (dir_ / "script.sh").string()});
+  ASSERT_GT(pid, 0);
+  pid_t grandchild = 0;
+  for (const auto start = steady::now(); grandchild == 0 && steady::now() - start < 5s;) {
+    std::ifstream(pidfile) >> grandchild;
+    std::this_thread::sleep_for(5ms);
+  }
+  ASSERT_GT(grandchild, 0);
+  std::this_thread::sleep_for(50ms);  // the grandchild has set its trap and exec'd sleep
+  ASSERT_TRUE(running(grandchild));
+  const auto start = steady::now();
+  ASSERT_EQ(::kill(pid, SIGINT), 0);
+  EXPECT_EQ(wait_exit_code(pid), 128 + SIGINT);
+  EXPECT_LT(steady::now() - start, 1500ms);
+  bool gone = false;
+  for (const auto wait_start = steady::now(); !gone && steady::now() - wait_start < 3s;) {
+    gone = !running(grandchild);
+    if (!gone) std::this_thread::sleep_for(5ms);
+  }
+  EXPECT_TRUE(gone) << "grandchild " << grandchild << " still runs";
+  if (!gone) ::kill(grandchild, SIGKILL);
+  EXPECT_EQ(runs(), 1);
+}
+
 TEST_F(ExecCli, OptionsAfterTheCommandAreTheCommands) {
   const auto r = run_cli("exec " + k_fast + "-q echo hello --retries 9 world");
   EXPECT_EQ(r.exit_code, 0) << r.output;
@@ -362,13 +402,13 @@ TEST_F(ExecCli, BadCommandLinesAreUsageErrors) {
   }
   const auto r = run_cli("exec --retry-on-exit 3,300 -- true");
   EXPECT_NE(r.output.find("--retry-on-exit"), std::string::npos) << r.output;
-  EXPECT_NE(r.output.find("'300'"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("\"300\""), std::string::npos) << r.output;
 }
 
 TEST_F(ExecCli, HelpDocumentsTheExitStatuses) {
   const auto r = run_cli("exec --help");
   EXPECT_EQ(r.exit_code, 0);
-  for (const char* text : {"124", "127", "128+N", "130/143"}) {
+  for (const char* text : {"124", "127", "128+N", "130/143", "what it leaves in its group"}) {
     EXPECT_NE(r.output.find(text), std::string::npos) << text;
   }
 }

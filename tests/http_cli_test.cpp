@@ -110,7 +110,9 @@ TEST(HttpCli, FinalHttpErrorExitsThreeWithTheBody) {
   const auto r = run_cli(k_fast + "'" + server.url() + "'");
   EXPECT_EQ(r.exit_code, 3);
   EXPECT_EQ(r.out, "no such thing");
-  EXPECT_NE(r.err.find("HTTP 404 after 1 attempt: not_retryable; exit status 3"), std::string::npos)
+  EXPECT_NE(r.err.find("HTTP 404 after 1 attempt: not_retryable (HTTP 404 is not retried: only "
+                       "429, 502, 503, 504 are); exit status 3"),
+            std::string::npos)
       << r.err;
   EXPECT_EQ(server.requests().size(), 1U);
 }
@@ -279,30 +281,30 @@ TEST(HttpCli, BadInputIsAUsageErrorNamingTheOptionAndValue) {
   };
   const bad_case cases[] = {
       {"-X 'GE T' http://127.0.0.1/",
-       "-X: not an HTTP method (a token such as GET or POST): 'GE T'"},
-      {"-H 'NoColon' http://127.0.0.1/", "-H: not a header line 'Name: value': 'NoColon'"},
+       "-X: not an HTTP method (a token such as GET or POST): \"GE T\""},
+      {"-H 'NoColon' http://127.0.0.1/", "-H: not a header line 'Name: value': \"NoColon\""},
       {"-H 'Idempotency-Key: x' http://127.0.0.1/",
-       "-H: 'Idempotency-Key: x': use --idempotency-key"},
+       "-H: \"Idempotency-Key: x\": use --idempotency-key"},
       {"-d @/nonexistent/body http://127.0.0.1/",
-       "-d: cannot read '/nonexistent/body': No such file or directory"},
+       "-d: cannot read \"/nonexistent/body\": No such file or directory"},
       {"ftp://127.0.0.1/f", "url: the scheme must be http or https, got \"ftp\""},
       {"--idempotency-key 'caf\xc3\xa9' http://127.0.0.1/", "--idempotency-key: "},
-      {"--key-format fancy http://127.0.0.1/", "--key-format: unknown format 'fancy'"},
-      {"--attempt-timeout 0s http://127.0.0.1/", "--attempt-timeout: must be > 0, got '0s'"},
-      {"--deadline soon http://127.0.0.1/", "--deadline: not a duration: 'soon'"},
+      {"--key-format fancy http://127.0.0.1/", "--key-format: unknown format \"fancy\""},
+      {"--attempt-timeout 0s http://127.0.0.1/", "--attempt-timeout: must be > 0, got \"0s\""},
+      {"--deadline soon http://127.0.0.1/", "--deadline: not a duration: \"soon\""},
       {"--base 5s --cap 1s http://127.0.0.1/", "--cap: "},
       // Found by hand: a directory was sent as an empty body (exit 0), /dev/zero was read until
       // memory ran out, and a Content-Length that differs from the body made the server wait.
       {"-d @'" + ::testing::TempDir() + "' http://127.0.0.1/",
-       "-d: cannot read '" + ::testing::TempDir() + "': Is a directory"},
+       "-d: cannot read \"" + ::testing::TempDir() + "\": Is a directory"},
       {"-d @/dev/zero http://127.0.0.1/",
-       "-d: '/dev/zero' holds more than 256 MiB, the largest body -d @FILE sends"},
+       "-d: \"/dev/zero\" holds more than 256 MiB, the largest body -d @FILE sends"},
       {"-H 'Content-Length: 5' http://127.0.0.1/",
-       "-H: 'Content-Length: 5': Content-Length is computed from the body (-d)"},
+       "-H: \"Content-Length: 5\": Content-Length is computed from the body (-d)"},
       {"-X HEAD -d x http://127.0.0.1/", "body: a HEAD request cannot carry a body"},
       // "AUTO" was sent as the literal key "AUTO", the same on every run.
       {"--idempotency-key AUTO http://127.0.0.1/",
-       "--idempotency-key: 'AUTO' would be sent as a literal key, the same for every request"},
+       "--idempotency-key: \"AUTO\" would be sent as a literal key, the same for every request"},
   };
   for (const auto& c : cases) {
     const auto r = run_cli(c.args);

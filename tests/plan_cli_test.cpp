@@ -103,6 +103,24 @@ TEST(PlanCli, TableShowsRangesAndTotals) {
   EXPECT_NE(r.output.find("worst total"), std::string::npos) << r.output;
 }
 
+// Found by trying the tool: "worst total" stopped at 2562047.79h (duration::max()) while the
+// "mean total" went on to 7000000h, above the guarantee.
+TEST(PlanCli, SaturatedTotalsPrintAsAboveTheLargestDuration) {
+  const run_result r =
+      run_plan("--base 2000000h --cap 2500000h --retries 3 --jitter none --samples 1");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output.find("4500000.00h"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("7000000.00h"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("> 292 years  > 292 years"), std::string::npos) << r.output;
+  const nlohmann::json doc = plan_json(
+      "--base 2000000h --cap 2500000h --retries 3 --jitter none "
+      "--samples 1");
+  for (const auto& row : doc.at("retries")) {
+    EXPECT_LE(row.at("cumulative_mean_ms").get<double>(),
+              row.at("cumulative_max_ms").get<double>());
+  }
+}
+
 TEST(PlanCli, ZeroRetriesIsAnEmptyPlanWithANote) {
   const run_result table = run_plan("--retries 0");
   EXPECT_EQ(table.exit_code, 0);
@@ -120,19 +138,40 @@ void expect_usage_error(const std::string& args, const std::vector<std::string>&
 }
 
 TEST(PlanCli, BadDurationsNameTheFlagAndTheText) {
-  expect_usage_error("--base '5 ms'", {"--base", "'5 ms'", "ns us ms s m h"});
-  expect_usage_error("--cap 3", {"--cap", "'3'"});
-  expect_usage_error("--base -1s", {"--base", "'-1s'"});
-  expect_usage_error("--cap 1e3ms", {"--cap", "'1e3ms'"});
-  expect_usage_error("--base 0.5ns", {"--base", "'0.5ns'"});
-  expect_usage_error("--cap 99999999999999999999s", {"--cap", "'99999999999999999999s'"});
+  expect_usage_error("--base '5 ms'", {"--base", "\"5 ms\"", "no spaces"});
+  expect_usage_error("--cap 3", {"--cap", "\"3\"", "no unit", "ns us ms s m min h"});
+  expect_usage_error("--cap 1e3ms", {"--cap", "\"1e3ms\"", "no exponents: write 1000ms"});
+  expect_usage_error("--cap 99999999999999999999s", {"--cap", "\"99999999999999999999s\""});
+}
+
+// Found by trying the tool: "-1s", "1e9h" and "0.5ns" all said only "not a duration".
+TEST(PlanCli, BadDurationsSayWhy) {
+  expect_usage_error("--base -1s", {"--base", "\"-1s\"", "negative"});
+  expect_usage_error("--cap 1e9h", {"--cap", "\"1e9h\"", "no exponents", "about 292 years"});
+  expect_usage_error("--cap 2562048h", {"--cap", "\"2562048h\"", "above the largest duration"});
+  expect_usage_error("--base 0.5ns", {"--base", "\"0.5ns\"", "not a whole number of nanoseconds"});
 }
 
 TEST(PlanCli, InvalidPolicyNamesTheField) {
-  expect_usage_error("--base 1s --cap 500ms", {"--cap", "cap must be >= base (1s)", "500ms"});
+  expect_usage_error("--base 1s --cap 500ms", {"--cap: \"500ms\" is below --base \"1s\""});
   expect_usage_error("--multiplier 0.5", {"--multiplier", "0.5"});
-  expect_usage_error("--jitter wobbly", {"--jitter", "'wobbly'", "decorrelated"});
+  expect_usage_error("--jitter wobbly", {"--jitter", "\"wobbly\"", "decorrelated"});
   expect_usage_error("--jitter decorrelated --base 0s", {"--base", "base > 0"});
+}
+
+// Found by trying the tool: `plan --base 5s` blamed --cap, a flag that was not typed.
+TEST(PlanCli, BaseAboveTheDefaultCapBlamesTheFlagTyped) {
+  const run_result r = run_plan("--base 5s", true);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("--base: \"5s\" is above the cap 3s (the default --cap)"),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(r.output.find("--cap:"), std::string::npos) << r.output;
+  const run_result cap = run_plan("--cap 50ms", true);
+  EXPECT_EQ(cap.exit_code, 2);
+  EXPECT_NE(cap.output.find("--cap: \"50ms\" is below the base 100ms (the default --base)"),
+            std::string::npos)
+      << cap.output;
 }
 
 TEST(PlanCli, BoundsOnRetriesSamplesAndSeed) {
@@ -141,8 +180,8 @@ TEST(PlanCli, BoundsOnRetriesSamplesAndSeed) {
   expect_usage_error("--samples 0", {"--samples", "[1, 10000000]", "got 0"});
   expect_usage_error("--samples 10000001", {"--samples", "10000001"});
   expect_usage_error("--samples 10000000 --retries 1000", {"--samples", "draws"});
-  expect_usage_error("--seed -1", {"--seed", "'-1'"});
-  expect_usage_error("--seed 18446744073709551616", {"--seed", "'18446744073709551616'"});
+  expect_usage_error("--seed -1", {"--seed", "\"-1\""});
+  expect_usage_error("--seed 18446744073709551616", {"--seed", "\"18446744073709551616\""});
   expect_usage_error("--bogus", {"--bogus"});
 }
 

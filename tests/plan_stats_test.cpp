@@ -100,6 +100,24 @@ TEST(MakePlan, WorstTotalSaturatesAtTheMaximum) {
   const auto rows = cli::make_plan(b, 80, 1, 1);
   EXPECT_EQ(rows.back().ceiling, duration::max());
   EXPECT_EQ(rows.back().cumulative_max, duration::max());
+  EXPECT_TRUE(rows.back().saturated);
+  EXPECT_FALSE(rows.front().saturated);
+}
+
+// Found by trying the tool: the worst total saturated at ~292 years while the mean total went
+// on growing past it, so the "guarantee" printed below the mean.
+TEST(MakePlan, MeanTotalNeverExceedsTheSaturatedWorstTotal) {
+  const backoff b(backoff_options{.base = 2'000'000h, .cap = 2'500'000h, .jitter = jitter::none});
+  const auto rows = cli::make_plan(b, 3, 1, 1);
+  ASSERT_EQ(rows.size(), 3U);
+  EXPECT_FALSE(rows[0].saturated);
+  for (const auto& row : rows) {
+    EXPECT_LE(row.cumulative_mean_ns, static_cast<double>(row.cumulative_max.count()))
+        << "retry " << row.retry;
+  }
+  EXPECT_TRUE(rows[1].saturated);
+  EXPECT_TRUE(rows[2].saturated);
+  EXPECT_EQ(rows[2].cumulative_max, duration::max());
 }
 
 TEST(MakePlan, SameSeedSamePlan) {

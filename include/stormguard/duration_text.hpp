@@ -9,7 +9,8 @@
 //   stormguard::parse_duration("1.5s");    // 1500 ms
 //   stormguard::parse_duration("0.25h");   // 15 min
 //   stormguard::parse_duration("5 ms");    // nullopt: no spaces
-//   stormguard::format_duration(std::chrono::milliseconds(1500));  // "1.5s"
+//   stormguard::duration_error("5 ms");    // "no spaces: write the number and the unit
+//   together..." stormguard::format_duration(std::chrono::milliseconds(1500));  // "1.5s"
 //
 // The parse is exact: integer arithmetic only (no double), so "0.1s" is exactly 100,000,000 ns.
 #ifndef STORMGUARD_DURATION_TEXT_HPP
@@ -35,6 +36,23 @@ namespace stormguard {
 ///
 /// Exact: the value is computed in 128-bit integers. Thread-safe (no state); never throws.
 [[nodiscard]] std::optional<duration> parse_duration(std::string_view text) noexcept;
+
+/// Why `text` is not a duration, in words for an error message, or "" when parse_duration(text)
+/// has a value. The one place that explains a rejection, with the same exact parse:
+///
+///   duration_error("-1s")    // "negative: a duration is 0 or more"
+///   duration_error("1e9h")   // "no exponents, and it would be above the largest duration,
+///                            //  9223372036.854775807s (about 292 years)"
+///   duration_error("1.5e3ms")  // "no exponents: write 1500ms"
+///   duration_error("0.5ns")  // "not a whole number of nanoseconds (1ns is the smallest step)"
+///   duration_error("5 ms")   // "no spaces: write the number and the unit together, e.g. 5ms"
+///   duration_error("5S")     // "unknown unit \"S\": use one of ns us ms s m min h, ..."
+///
+/// Other reasons: empty, a sign, no unit, no digit before or after the '.'. The reason never
+/// echoes the text itself (the caller quotes it, e.g. with detail::quote_for_message); it may
+/// quote at most 16 bytes of an unknown unit, escaped. Thread-safe (no state). Throws
+/// std::bad_alloc only.
+[[nodiscard]] std::string duration_error(std::string_view text);
 
 /// Formats a duration exactly, in the largest of s, ms, us, ns that keeps the number >= 1, with
 /// only the decimals needed: "1.5s", "60s", "20ms", "0s". A negative duration gets a leading '-'

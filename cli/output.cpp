@@ -1,0 +1,127 @@
+// Diagnostics that never change the outcome (see output.hpp).
+#include "output.hpp"
+
+#include <fcntl.h>
+#include <pthread.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <csignal>
+#include <ctime>
+
+namespace stormguard::cli {
+
+namespace {
+
+// Writes the pieces in one writev (and the rest after a short write), ignoring failures.
+void write_pieces(iovec* pieces, int count) noexcept {
+  const int saved_errno = errno;
+  sigset_t pipe_only;
+  sigemptyset(&pipe_only);
+  sigaddset(&pipe_only, SIGPIPE);
+  sigset_t pending;
+  sigemptyset(&pending);
+  (void)::sigpending(&pending);
+  const bool was_pending = sigismember(&pending, SIGPIPE) == 1;
+  sigset_t old_mask;
+  const bool blocked = ::pthread_sigmask(SIG_BLOCK, &pipe_only, &old_mask) == 0;
+
+  bool broken_pipe = false;
+  while (count > 0) {
+    const ssize_t n = ::writev(STDERR_FILENO, pieces, count);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      broken_pipe = n < 0 && errno == EPIPE;
+      break;
+    }
+    // Skip what was written; go on with the rest (a pipe or terminal may take part of it).
+    auto left = static_cast<std::size_t>(n);
+    while (count > 0 && left >= pieces->iov_len) {
+      left -= pieces->iov_len;
+      ++pieces;
+      --count;
+    }
+    if (count > 0) {
+      pieces->iov_base = static_cast<char*>(pieces->iov_base) + left;
+      pieces->iov_len -= left;
+    }
+  }
+
+  if (blocked) {
+    if (broken_pipe && !was_pending) {
+      // The write raised SIGPIPE for this thread while it was blocked: take it off.
+      const timespec zero{};
+      while (::sigtimedwait(&pipe_only, nullptr, &zero) < 0 && errno == EINTR) {
+      }
+    }
+    (void)::pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
+  }
+  errno = saved_errno;
+}
+
+iovec piece(std::string_view text) noexcept {
+  return iovec{const_cast<char*>(text.data()), text.size()};
+}
+
+void report(std::string_view command, std::string_view level, std::string_view message) noexcept {
+  iovec pieces[] = {piece("stormguard"), piece(command.empty() ? "" : " "),
+                    piece(command),      piece(": "),
+                    piece(level),        piece(message),
+                    piece("\n")};
+  write_pieces(pieces, static_cast<int>(std::size(pieces)));
+}
+
+}  // namespace
+
+std::string printable_message(std::string_view message, std::size_t max_bytes) {
+  static constexpr char hex[] = "0123456789abcdef";
+  std::size_t shown = std::min(message.size(), max_bytes);
+  while (shown < message.size() && shown > 0 &&
+         (static_cast<unsigned char>(message[shown]) & 0xc0) == 0x80) {
+    --shown;  // not inside a UTF-8 sequence
+  }
+  std::string out;
+  out.reserve(shown + 32);
+  for (std::size_t i = 0; i < shown; ++i) {
+    const auto c = static_cast<unsigned char>(message[i]);
+    if (c < 0x20 || c == 0x7f) {
+      out += "\\x";
+      out += hex[c >> 4];
+      out += hex[c & 0xf];
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  if (shown < message.size()) out += "... (" + std::to_string(message.size()) + " bytes)";
+  return out;
+}
+
+void write_diagnostic(std::string_view text) noexcept {
+  iovec pieces[] = {piece(text)};
+  write_pieces(pieces, 1);
+}
+
+void report_error(std::string_view command, std::string_view message) noexcept {
+  report(command, "error: ", message);
+}
+
+void report_warning(std::string_view command, std::string_view message) noexcept {
+  report(command, "warning: ", message);
+}
+
+void report_log(std::string_view command, std::string_view message) noexcept {
+  report(command, "", message);
+}
+
+void reopen_closed_standard_streams() noexcept {
+  for (int fd = STDIN_FILENO; fd <= STDERR_FILENO; ++fd) {
+    if (::fcntl(fd, F_GETFD) != -1 || errno != EBADF) continue;
+    // open() returns the lowest free descriptor: `fd`, since those below it are open by now.
+    const int opened = ::open("/dev/null", fd == STDIN_FILENO ? O_RDONLY : O_WRONLY);
+    if (opened >= 0 && opened != fd) ::close(opened);
+  }
+}
+
+}  // namespace stormguard::cli

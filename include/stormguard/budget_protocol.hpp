@@ -16,11 +16,11 @@
 //                  (success, give-up, cancellation,  admission ends
 //                  an exception)
 //
-// `request_budget` holds the per-request state this needs (3 bytes: how the attempt being
+// `request_budget` holds the per-request state this needs in one byte (how the attempt being
 // retried ended, whether the request was admitted, whether it holds a granted retry), so that
-// the simulator can keep one per in-flight request. It holds no reference to the budget: each
-// call takes the budget, so the same object works for a retrier's budget, a simulated client's
-// budget or none (no_budget: every call compiles to nothing).
+// the simulator can keep one per logical request at no cost in memory. It holds no reference to the
+// budget: each call takes the budget, so the same object works for a retrier's budget, a simulated
+// client's budget or none (no_budget: every call compiles to nothing).
 //
 // The two "end" calls are optional members of a budget (see retry_budget in budget.hpp):
 // `retry_ended(now)` and `request_ended(now)`. Only a budget that bounds what is *in flight*
@@ -40,6 +40,8 @@
 //   ticket.end(budget, clock.now());
 #ifndef STORMGUARD_BUDGET_PROTOCOL_HPP
 #define STORMGUARD_BUDGET_PROTOCOL_HPP
+
+#include <cstdint>
 
 #include "stormguard/budget.hpp"
 #include "stormguard/classify.hpp"
@@ -72,7 +74,7 @@ concept hears_request_end = requires(B& b, time_point now) {
 /// end() may be called more than once (the later calls do nothing), so an executor can call it
 /// from a scope guard as well as on its normal path.
 ///
-/// A plain value (3 bytes); not thread-safe: one per logical request, used by one thread at a
+/// A plain value (1 byte); not thread-safe: one per logical request, used by one thread at a
 /// time. The budget it is given is the budget's own business (every stormguard budget is
 /// thread-safe). `B` is the same budget type in every call on one request_budget.
 class request_budget {
@@ -83,7 +85,7 @@ class request_budget {
   template <bit_generator G, retry_budget<G> B>
   [[nodiscard]] bool admit(B& budget, time_point now, G& g) {
     if (!budget.try_admit(now, g)) return false;
-    admitted_ = true;
+    bits_ |= k_admitted;
     return true;
   }
 
@@ -109,8 +111,8 @@ class request_budget {
     const retry_decision next =
         policy.decide(attempt, verdict, previous_delay, g, budget, now, deadline);
     if (next.retry) {
-      retrying_ = status;
-      holds_retry_ = true;
+      bits_ = static_cast<std::uint8_t>((bits_ & k_admitted) | k_holds_retry |
+                                        static_cast<std::uint8_t>(status));
     }
     return next;
   }
@@ -120,8 +122,8 @@ class request_budget {
   template <class B>
   void end(B& budget, time_point now) {
     release_retry(budget, now);
-    if (admitted_) {
-      admitted_ = false;
+    if (has(k_admitted)) {
+      bits_ &= static_cast<std::uint8_t>(~k_admitted);
       if constexpr (hears_request_end<B>) budget.request_ended(now);
     }
   }
@@ -130,31 +132,39 @@ class request_budget {
   /// An executor's scope guard reads the clock for end() only when this is true.
   template <class B>
   [[nodiscard]] bool has_pending_end() const noexcept {
-    return (hears_request_end<B> && admitted_) || (hears_retry_end<B> && holds_retry_);
+    return (hears_request_end<B> && has(k_admitted)) || (hears_retry_end<B> && has(k_holds_retry));
   }
 
   /// How the attempt being retried ended (failure or timeout); success before the first retry.
-  [[nodiscard]] attempt_status retrying() const noexcept { return retrying_; }
+  [[nodiscard]] attempt_status retrying() const noexcept {
+    return static_cast<attempt_status>(bits_ & k_status_mask);
+  }
 
  private:
+  static constexpr std::uint8_t k_status_mask = 0x3;  // bits 0-1: retrying()
+  static constexpr std::uint8_t k_admitted = 0x4;
+  static constexpr std::uint8_t k_holds_retry = 0x8;
+  static_assert(static_cast<int>(attempt_status::not_retryable) <= k_status_mask);
+
   template <class B>
   void finish_attempt(B& budget, time_point now, int attempt, attempt_status status) {
     budget.record(
-        now, attempt_report{status, attempt, attempt > 1 ? retrying_ : attempt_status::success});
+        now, attempt_report{status, attempt, attempt > 1 ? retrying() : attempt_status::success});
     release_retry(budget, now);
   }
 
   template <class B>
   void release_retry(B& budget, time_point now) {
-    if (!holds_retry_) return;
-    holds_retry_ = false;
+    if (!has(k_holds_retry)) return;
+    bits_ &= static_cast<std::uint8_t>(~k_holds_retry);
     if constexpr (hears_retry_end<B>) budget.retry_ended(now);
   }
 
-  attempt_status retrying_ = attempt_status::success;
-  bool admitted_ = false;
-  bool holds_retry_ = false;
+  [[nodiscard]] bool has(std::uint8_t flag) const noexcept { return (bits_ & flag) != 0; }
+
+  std::uint8_t bits_ = 0;  // retrying() = success, not admitted, no retry held
 };
+static_assert(sizeof(request_budget) == 1);
 
 }  // namespace stormguard
 

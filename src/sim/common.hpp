@@ -7,16 +7,13 @@
 #include <string_view>
 
 #include "stormguard/budget.hpp"
+#include "stormguard/detail/splitmix64.hpp"
 
 namespace stormguard::sim::seeds {
 
-// SplitMix64's finaliser (Steele, Lea and Flood 2014), used to derive independent seeds.
-constexpr std::uint64_t mix(std::uint64_t x) noexcept {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
+// SplitMix64 (Steele, Lea and Flood 2014; the core's one implementation), used to derive
+// independent seeds.
+constexpr std::uint64_t mix(std::uint64_t x) noexcept { return detail::splitmix64_mix(x); }
 constexpr std::uint64_t mix(std::uint64_t a, std::uint64_t b) noexcept { return mix(a ^ mix(b)); }
 
 // FNV-1a: a stable hash of a name (std::hash differs between standard libraries).

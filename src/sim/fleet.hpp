@@ -1,7 +1,8 @@
 // The client fleet of the time-series model (private to stormguard::sim): the logical requests,
-// the client instances (each a generator and a budget) and the calls of the library's retry
-// protocol — admit a request, record how an attempt ended, decide on a retry. Those calls are
-// kept together here, one small function each.
+// the client instances (each a generator and a budget) and the calls of the library's budget
+// protocol (stormguard::request_budget, budget_protocol.hpp: the same calls, in the same order,
+// as the retrier's) — admit a request, an attempt succeeded, an attempt failed (record and
+// decide), the request ended.
 #ifndef STORMGUARD_SRC_SIM_FLEET_HPP
 #define STORMGUARD_SRC_SIM_FLEET_HPP
 
@@ -11,6 +12,7 @@
 
 #include "sim/common.hpp"
 #include "stormguard/budget.hpp"
+#include "stormguard/budget_protocol.hpp"
 #include "stormguard/random.hpp"
 #include "stormguard/retry.hpp"
 #include "stormguard/sim/scenario.hpp"
@@ -27,8 +29,8 @@ struct request {
   std::int64_t previous_delay;  // the delay waited before the current attempt, ns
   std::int32_t attempt;         // the current (latest) attempt number
   request_state state;
-  attempt_status retried;  // how the attempt before the current one ended (budgets see it)
-  bool in_incident;  // started inside the incident window: its attempts count for the incident
+  request_budget budget;  // the request's side of the budget protocol (1 byte)
+  bool in_incident;       // started inside the incident window: its attempts count for the incident
 };
 static_assert(sizeof(request) == 24);
 
@@ -63,8 +65,7 @@ class fleet {
   // A new logical request arrived now; returns its id.
   std::uint32_t add(std::int64_t now, bool in_incident) {
     const auto id = static_cast<std::uint32_t>(requests_.size());
-    requests_.push_back(
-        request{now, 0, 0, request_state::awaiting, attempt_status::success, in_incident});
+    requests_.push_back(request{now, 0, 0, request_state::awaiting, request_budget{}, in_incident});
     return id;
   }
 
@@ -75,12 +76,13 @@ class fleet {
   // locally).
   [[nodiscard]] bool admit(std::uint32_t id, std::int64_t now) {
     auto& c = client_of(id);
-    return c.budget.try_admit(time_point(duration(now)), c.rng);
+    return requests_[id].budget.admit(c.budget, at(now), c.rng);
   }
 
   // The request's current attempt succeeded: its client's budget hears of it.
   void succeeded(std::uint32_t id, std::int64_t now) {
-    record(id, requests_[id], attempt_status::success, now);
+    request& r = requests_[id];
+    r.budget.succeeded(client_of(id).budget, at(now), r.attempt);
   }
 
   // The request's current attempt failed (`verdict` is retry() for a 503, retry().as_timeout()
@@ -89,22 +91,18 @@ class fleet {
   [[nodiscard]] retry_decision failed(std::uint32_t id, std::int64_t now, classification verdict) {
     request& r = requests_[id];
     auto& c = client_of(id);
-    const attempt_status status = retry_policy::status_of(verdict);
-    record(id, r, status, now);
-    const retry_decision next = policy_.decide(r.attempt, verdict, duration(r.previous_delay),
-                                               c.rng, c.budget, time_point(duration(now)));
-    r.retried = status;
-    return next;
+    return r.budget.failed(policy_, c.budget, r.attempt, verdict, duration(r.previous_delay), c.rng,
+                           at(now));
+  }
+
+  // The request ended (success or give-up): its client's budget hears of it.
+  void ended(std::uint32_t id, std::int64_t now) {
+    requests_[id].budget.end(client_of(id).budget, at(now));
   }
 
  private:
   [[nodiscard]] client<B>& client_of(std::uint32_t id) { return clients_[id % clients_count_]; }
-
-  // Tells the request's client budget how its current attempt ended.
-  void record(std::uint32_t id, const request& r, attempt_status status, std::int64_t now) {
-    client_of(id).budget.record(time_point(duration(now)),
-                                attempt_report{status, r.attempt, r.retried});
-  }
+  [[nodiscard]] static time_point at(std::int64_t now) { return time_point(duration(now)); }
 
   retry_policy policy_;
   std::uint32_t clients_count_;

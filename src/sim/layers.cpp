@@ -11,6 +11,7 @@
 #include "sim/common.hpp"
 #include "sim/event_queue.hpp"
 #include "stormguard/budget.hpp"
+#include "stormguard/budget_protocol.hpp"
 #include "stormguard/detail/format.hpp"
 #include "stormguard/detail/saturate.hpp"
 #include "stormguard/duration_text.hpp"
@@ -48,7 +49,7 @@ struct call {
   std::int32_t attempt;         // the current attempt (from 1)
   std::int32_t depth;           // 0 = the top layer
   bool counted;                 // its top-level request started during the incident
-  attempt_status retried;       // how the attempt before the current one ended (budgets see it)
+  request_budget budget;        // the call's side of the budget protocol (budget_protocol.hpp)
 };
 constexpr std::uint32_t k_none = 0xffffffffU;
 
@@ -124,8 +125,7 @@ class layers_engine {
       id = free_.back();
       free_.pop_back();
     }
-    calls_[id] =
-        call{0, parent, parent == k_none ? id : top, 1, depth, counted, attempt_status::success};
+    calls_[id] = call{0, parent, parent == k_none ? id : top, 1, depth, counted, request_budget{}};
     return id;
   }
 
@@ -140,7 +140,7 @@ class layers_engine {
   // call then fails at once without an attempt).
   bool admit(std::uint32_t id, std::int64_t now) {
     auto& l = layers_[static_cast<std::size_t>(calls_[id].depth)];
-    if (l.budget.try_admit(time_point(duration(now)), l.rng)) return true;
+    if (calls_[id].budget.admit(l.budget, time_point(duration(now)), l.rng)) return true;
     ++row_.throttled;
     const std::uint32_t parent = end_call(id);
     if (parent != k_none) attempt_done(parent, false, now);
@@ -165,13 +165,13 @@ class layers_engine {
   void attempt_done(std::uint32_t id, bool ok, std::int64_t now) {
     auto& l = layers_[static_cast<std::size_t>(calls_[id].depth)];
     call& c = calls_[id];
-    const attempt_status status = ok ? attempt_status::success : attempt_status::failure;
-    l.budget.record(time_point(duration(now)), attempt_report{status, c.attempt, c.retried});
-    if (!ok) {
+    const time_point t(duration{now});
+    if (ok) {
+      c.budget.succeeded(l.budget, t, c.attempt);
+    } else {
       const retry_decision next =
-          l.policy.decide(c.attempt, classification::retry(), duration(c.previous_delay), l.rng,
-                          l.budget, time_point(duration(now)));
-      c.retried = status;
+          c.budget.failed(l.policy, l.budget, c.attempt, classification::retry(),
+                          duration(c.previous_delay), l.rng, t);
       if (next.retry) {
         c.previous_delay = next.delay.count();
         heap_.push(engine::event{detail::saturating_add(duration(now), next.delay).count(), seq_++,
@@ -180,6 +180,7 @@ class layers_engine {
       }
       if (next.reason == end_reason::budget_exhausted) ++row_.budget_exhausted;
     }
+    c.budget.end(l.budget, t);
     const std::uint32_t parent = end_call(id);
     if (parent != k_none) attempt_done(parent, ok, now);
   }

@@ -192,6 +192,7 @@ class time_series_engine {
       r.state = engine::request_state::ended;
       metrics_.success(now, now - r.start);
       fleet_.succeeded(id, now);
+      fleet_.ended(id, now);
     } else {
       ++metrics_.counters().wasted_work;  // the client gave up on this attempt: ignored
     }
@@ -216,6 +217,7 @@ class time_series_engine {
       return;
     }
     r.state = engine::request_state::ended;
+    fleet_.ended(id, now);
     if (next.reason == end_reason::budget_exhausted) {
       ++metrics_.counters().budget_exhausted;
     } else {

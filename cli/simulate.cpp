@@ -505,7 +505,8 @@ int run_time_series(const run_context& context) {
   } catch (const std::bad_alloc&) {
     print_error(fmt::format("out of memory while simulating {} ({} req/s x {})",
                             detail::quote_for_message(scenario->name),
-                            scenario->requests_per_second, sim::format_duration(scenario->length)));
+                            scenario->requests_per_second,
+                            stormguard::format_duration(scenario->length)));
     return exit_failure;
   }
   if (!context.options.csv_dir.empty()) {

@@ -299,30 +299,30 @@ TEST(ScenarioFile, ReadErrorIsReportedWithTheSystemReasonNotAsInvalidJson) {
 }
 
 TEST(ParseDuration, AcceptsUnitsAndExactDecimals) {
-  EXPECT_EQ(sim::parse_duration("20ms"), std::optional<stormguard::duration>(20ms));
-  EXPECT_EQ(sim::parse_duration("1.5s"), std::optional<stormguard::duration>(1500ms));
-  EXPECT_EQ(sim::parse_duration("2min"), std::optional<stormguard::duration>(120s));
-  EXPECT_EQ(sim::parse_duration("1h"), std::optional<stormguard::duration>(1h));
-  EXPECT_EQ(sim::parse_duration("250us"), std::optional<stormguard::duration>(250us));
-  EXPECT_EQ(sim::parse_duration("7ns"), std::optional<stormguard::duration>(7ns));
-  EXPECT_EQ(sim::parse_duration("0s"), std::optional<stormguard::duration>(0s));
+  EXPECT_EQ(stormguard::parse_duration("20ms"), std::optional<stormguard::duration>(20ms));
+  EXPECT_EQ(stormguard::parse_duration("1.5s"), std::optional<stormguard::duration>(1500ms));
+  EXPECT_EQ(stormguard::parse_duration("2min"), std::optional<stormguard::duration>(120s));
+  EXPECT_EQ(stormguard::parse_duration("1h"), std::optional<stormguard::duration>(1h));
+  EXPECT_EQ(stormguard::parse_duration("250us"), std::optional<stormguard::duration>(250us));
+  EXPECT_EQ(stormguard::parse_duration("7ns"), std::optional<stormguard::duration>(7ns));
+  EXPECT_EQ(stormguard::parse_duration("0s"), std::optional<stormguard::duration>(0s));
 }
 
 TEST(ParseDuration, RejectsAnythingElse) {
   for (const char* text : {"", "1", "s", "-1s", "1.s", ".5s", "1.2.3s", "0.5ns", "1 s", "1S",
                            "1sec", "+1s", "1e3ms", "99999999999999999999s", "10000000h"}) {
-    EXPECT_FALSE(sim::parse_duration(text)) << text;
+    EXPECT_FALSE(stormguard::parse_duration(text)) << text;
   }
 }
 
 TEST(FormatDuration, IsTheExactInverseOfParseDuration) {
-  EXPECT_EQ(sim::format_duration(1500ms), "1.5s");
-  EXPECT_EQ(sim::format_duration(60s), "60s");
-  EXPECT_EQ(sim::format_duration(20ms), "20ms");
-  EXPECT_EQ(sim::format_duration(0s), "0s");
+  EXPECT_EQ(stormguard::format_duration(1500ms), "1.5s");
+  EXPECT_EQ(stormguard::format_duration(60s), "60s");
+  EXPECT_EQ(stormguard::format_duration(20ms), "20ms");
+  EXPECT_EQ(stormguard::format_duration(0s), "0s");
   for (auto d : {stormguard::duration(1), stormguard::duration(1'000'000'001),
                  stormguard::duration(123'456'789), stormguard::duration(999)}) {
-    EXPECT_EQ(sim::parse_duration(sim::format_duration(d)), std::optional(d));
+    EXPECT_EQ(stormguard::parse_duration(stormguard::format_duration(d)), std::optional(d));
   }
 }
 

@@ -358,12 +358,6 @@ std::string_view to_string(service_distribution d) noexcept {
 }
 
 // One duration grammar for files and command lines: the core's (stormguard/duration_text.hpp).
-std::optional<duration> parse_duration(std::string_view text) noexcept {
-  return stormguard::parse_duration(text);
-}
-
-std::string format_duration(duration d) { return stormguard::format_duration(d); }
-
 std::optional<scenario_error> validate(const scenario& s) {
   auto error = [](std::string field, const std::string& problem) {
     std::string message = field + ": " + problem;

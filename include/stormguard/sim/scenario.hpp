@@ -20,6 +20,7 @@
 #include <string_view>
 
 #include "stormguard/clock.hpp"
+#include "stormguard/duration_text.hpp"  // durations in the file format
 #include "stormguard/retry.hpp"
 
 namespace stormguard::sim {
@@ -176,17 +177,6 @@ using scenario_result = stormguard::outcome<scenario, scenario_error>;
 /// The scenario as JSON text in the file format (fields in documented order, durations
 /// formatted as "<integer><unit>"); parse_scenario(to_json(s)) == s for every valid scenario.
 [[nodiscard]] std::string to_json(const scenario& s);
-
-/// Parses one duration in the file format ("20ms", "1.5s", "2min"): stormguard::parse_duration
-/// (stormguard/duration_text.hpp), the grammar the command line uses too. Returns nullopt for
-/// anything else, including a negative value, a missing unit or a fraction of a nanosecond.
-[[nodiscard]] std::optional<duration> parse_duration(std::string_view text) noexcept;
-
-/// Formats a duration in the file format (stormguard::format_duration), exactly, in the largest of
-/// s, ms, us, ns that keeps the number >= 1, with only the decimals needed: "1.5s", "60s", "20ms",
-/// "0s". A negative duration gets a leading '-' (which parse_duration rejects).
-/// parse_duration(format_duration(d)) == d for every d >= 0.
-[[nodiscard]] std::string format_duration(duration d);
 
 }  // namespace stormguard::sim
 

@@ -1,9 +1,10 @@
 // stormguard/sim/strategy.hpp: the retry strategies the storm simulator compares, each a named
 // configuration of the library's own objects (a stormguard::retry_policy and a retry budget).
 //
-// The simulator never computes a delay or a budget decision itself: every retry decision goes
-// through stormguard::retry_policy::decide with the strategy's policy and budget, so what the
-// simulator shows is what the library does.
+// The simulator never computes a delay or a budget decision itself: every budget call and every
+// retry decision goes through the library's budget protocol (stormguard::request_budget, which
+// calls stormguard::retry_policy::decide) with the strategy's policy and budget, in the order the
+// retrier uses, so what the simulator shows is what the library does.
 //
 //   for (const auto& s : stormguard::sim::builtin_strategies()) std::cout << s.name << '\n';
 //   const auto* full = stormguard::sim::find_strategy("full+budget");   // nullptr if unknown
@@ -25,7 +26,8 @@
 namespace stormguard::sim {
 
 /// The retry budget of a strategy, as the options of the budget class each client instance gets
-/// its own copy of: stormguard::no_budget (grants every retry) or a stormguard::ratio_budget.
+/// its own instance of: stormguard::no_budget (grants every retry), ratio_budget,
+/// token_bucket_throttle, retry_quota or adaptive_throttle.
 using budget_config =
     std::variant<stormguard::no_budget, stormguard::ratio_budget_options,
                  stormguard::token_bucket_throttle_options, stormguard::retry_quota_options,

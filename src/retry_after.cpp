@@ -5,6 +5,8 @@
 #include <limits>
 #include <utility>
 
+#include "stormguard/detail/http_syntax.hpp"
+
 namespace stormguard {
 
 namespace {
@@ -29,13 +31,8 @@ constexpr std::array<std::string_view, 12> k_month_names = {
     "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
 
 constexpr bool is_digit(char c) noexcept { return c >= '0' && c <= '9'; }
-constexpr bool is_ows(char c) noexcept { return c == ' ' || c == '\t'; }
 
-constexpr std::string_view trim_ows(std::string_view s) noexcept {
-  while (!s.empty() && is_ows(s.front())) s.remove_prefix(1);
-  while (!s.empty() && is_ows(s.back())) s.remove_suffix(1);
-  return s;
-}
+using detail::trim_ows;
 
 // A forward-only reader over the field value; every method consumes only on success.
 class cursor {

@@ -23,12 +23,6 @@ bool iequals_ascii(std::string_view a, std::string_view b) noexcept {
          });
 }
 
-std::string_view trim_ows(std::string_view s) noexcept {
-  while (!s.empty() && is_ows(s.front())) s.remove_prefix(1);
-  while (!s.empty() && is_ows(s.back())) s.remove_suffix(1);
-  return s;
-}
-
 std::size_t invalid_field_value_byte(std::string_view value) noexcept {
   for (std::size_t i = 0; i < value.size(); ++i) {
     const auto u = static_cast<unsigned char>(value[i]);

@@ -21,27 +21,21 @@
 #include <string>
 #include <string_view>
 
+#include "stormguard/detail/http_syntax.hpp"
+
 namespace stormguard::http {
 
-/// Whether `c` is a tchar (RFC 9110 §5.6.2): an ASCII letter or digit, or one of
-/// ``!#$%&'*+-.^_`|~``. Bytes >= 0x80 are never tchars.
-[[nodiscard]] constexpr bool is_tchar(char c) noexcept {
-  const auto u = static_cast<unsigned char>(c);
-  if ((u >= '0' && u <= '9') || (u >= 'a' && u <= 'z') || (u >= 'A' && u <= 'Z')) return true;
-  for (const char s : std::string_view("!#$%&'*+-.^_`|~")) {
-    if (c == s) return true;
-  }
-  return false;
-}
+// The character rules, shared with the core's Retry-After parser
+// (stormguard/detail/http_syntax.hpp): is_tchar (RFC 9110 §5.6.2), to_lower_ascii(char), is_ows
+// (§5.6.3) and trim_ows (§5.5).
+using detail::is_ows;
+using detail::is_tchar;
+using detail::to_lower_ascii;
+using detail::trim_ows;
 
 /// Whether `s` is a token (RFC 9110 §5.6.2: 1*tchar): a method (§9.1) or a field name (§5.1).
 /// The empty string is not a token.
 [[nodiscard]] bool is_token(std::string_view s) noexcept;
-
-/// `c` with A..Z mapped to a..z; every other byte unchanged (no locale).
-[[nodiscard]] constexpr char to_lower_ascii(char c) noexcept {
-  return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c;
-}
 
 /// `s` with A..Z mapped to a..z (no locale): e.g. a scheme or host for a map key.
 [[nodiscard]] std::string to_lower_ascii(std::string_view s);
@@ -50,13 +44,6 @@ namespace stormguard::http {
 /// as "auto" is checked: only A..Z and a..z fold, whatever the locale; bytes >= 0x80 must match
 /// exactly.
 [[nodiscard]] bool iequals_ascii(std::string_view a, std::string_view b) noexcept;
-
-/// Whether `c` is optional whitespace, OWS (RFC 9110 §5.6.3): SP or HTAB.
-[[nodiscard]] constexpr bool is_ows(char c) noexcept { return c == ' ' || c == '\t'; }
-
-/// `s` without leading and trailing SP and HTAB (RFC 9110 §5.5: a field value excludes the
-/// whitespace around it). CR and LF are not whitespace here.
-[[nodiscard]] std::string_view trim_ows(std::string_view s) noexcept;
 
 /// The position of the first byte that a field value may not contain, or std::string_view::npos
 /// when there is none. RFC 9110 §5.5: field-value = *field-content, whose bytes are VCHAR,

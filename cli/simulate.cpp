@@ -25,6 +25,7 @@
 #include "process.hpp"
 #include "stormguard/detail/format.hpp"
 #include "stormguard/sim/layers.hpp"
+#include "stormguard/sim/models.hpp"
 #include "stormguard/sim/occ.hpp"
 #include "stormguard/sim/parallel.hpp"
 #include "stormguard/sim/plot.hpp"
@@ -259,36 +260,26 @@ std::optional<std::vector<sim::strategy>> chosen_strategies(const simulate_optio
   return chosen;
 }
 
-enum class model { server, occ, layers };
-
-model model_of(const std::string& scenario_argument) {
-  return scenario_argument == "brooker-occ" ? model::occ
-         : scenario_argument == "layers"    ? model::layers
-                                            : model::server;
-}
-
-// An option given for a model it does not apply to is a usage error.
-bool options_apply(const simulate_options& options, model kind) {
-  const auto only_for = [&](const CLI::Option* option, const char* flag, const char* scenarios) {
-    if (!given(option)) return true;
-    print_error(fmt::format("{} applies only to {}", flag, scenarios));
-    return false;
+// An option given for a model it does not apply to is a usage error; which model takes which
+// option is the registry's (stormguard/sim/models.hpp).
+bool options_apply(const simulate_options& options, const sim::model_info& model) {
+  struct flag {
+    const CLI::Option* option;
+    const char* name;
+    sim::model_option what;
   };
-  if (kind == model::occ &&
-      !only_for(options.strategy_option, "--strategy",
-                "time-series scenarios and layers (brooker-occ always compares none, "
-                "exponential, equal, full and decorrelated)")) {
-    return false;
+  const flag flags[] = {{options.strategy_option, "--strategy", sim::model_option::strategies},
+                        {options.trials_option, "--trials", sim::model_option::trials},
+                        {options.layers_option, "--layers", sim::model_option::layers},
+                        {options.sweep_option, "--sweep", sim::model_option::sweep}};
+  for (const flag& f : flags) {
+    if (given(f.option) && !model.takes(f.what)) {
+      print_error(fmt::format("{} applies only to {} (not to {})", f.name,
+                              sim::models_taking(f.what), model.name));
+      return false;
+    }
   }
-  if (kind != model::occ && !only_for(options.trials_option, "--trials", "brooker-occ")) {
-    return false;
-  }
-  if (kind != model::layers && !only_for(options.layers_option, "--layers", "layers")) {
-    return false;
-  }
-  return kind != model::layers || only_for(options.sweep_option, "--sweep",
-                                           "brooker-occ (clients=) and time-series "
-                                           "scenarios (load=)");
+  return true;
 }
 
 // What every model shares, checked before any work.
@@ -303,7 +294,8 @@ struct run_context {
 
 // The options' values (usage errors: exit 2) and the output targets; nullopt after printing
 // why not, with the exit status in `status`.
-std::optional<run_context> prepare(const simulate_options& options, model kind, int& status) {
+std::optional<run_context> prepare(const simulate_options& options, const sim::model_info& model,
+                                   int& status) {
   status = exit_usage;
   auto strategies = chosen_strategies(options);
   if (!strategies) return std::nullopt;
@@ -347,7 +339,7 @@ std::optional<run_context> prepare(const simulate_options& options, model kind, 
   }
   if (given(options.sweep_option)) {
     context.sweep = parse_sweep(options.sweep);
-    const char* expected = kind == model::occ ? "clients" : "load";
+    const std::string_view expected = model.sweep_key;
     if (!context.sweep || context.sweep->key != expected) {
       print_error(fmt::format("--sweep must be {}=LO:HI:STEP for this scenario, got {}", expected,
                               quote_value(options.sweep)));
@@ -519,20 +511,18 @@ int run_time_series(const run_context& context) {
 
 int run_simulate(const simulate_options& options) {
   // Usage errors first (exit 2), before any work.
-  const model kind = model_of(options.scenario_file);
-  if (!options_apply(options, kind)) return exit_usage;
+  const sim::model_info& model = sim::model_for(options.scenario_file);
+  if (!options_apply(options, model)) return exit_usage;
   int status = exit_usage;
-  const auto context = prepare(options, kind, status);
+  const auto context = prepare(options, model, status);
   if (!context) return status;
-  switch (kind) {
-    case model::occ:
-      return run_occ(*context);
-    case model::layers:
-      return run_layers(*context);
-    case model::server:
-      break;
-  }
-  return run_time_series(*context);
+  // One runner per model of the registry, indexed by its kind.
+  using runner = int (*)(const run_context&);
+  constexpr runner runners[] = {run_time_series, run_occ, run_layers};
+  static_assert(static_cast<int>(sim::model_kind::time_series) == 0 &&
+                static_cast<int>(sim::model_kind::brooker_occ) == 1 &&
+                static_cast<int>(sim::model_kind::layers) == 2);
+  return runners[static_cast<std::size_t>(model.kind)](*context);
 }
 
 }  // namespace

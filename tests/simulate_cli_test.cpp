@@ -407,3 +407,20 @@ TEST(SimulateCli, SkippedWithoutTheCli) { GTEST_SKIP() << "STORMGUARD_CLI_PATH i
 #endif
 
 }  // namespace
+
+// Which model takes which option comes from the registry (stormguard/sim/models.hpp): an option
+// for another model is a usage error naming the models that take it.
+TEST(SimulateCliModels, AnOptionForAnotherModelIsAUsageErrorNamingTheModelsThatTakeIt) {
+  const auto layers_on_scenario = run_cli("simulate --layers 3");
+  EXPECT_EQ(layers_on_scenario.exit_code, 2);
+  EXPECT_NE(layers_on_scenario.output.find("--layers applies only to layers"), std::string::npos)
+      << layers_on_scenario.output;
+  const auto sweep_on_layers = run_cli("simulate layers --sweep load=1:2:1");
+  EXPECT_EQ(sweep_on_layers.exit_code, 2);
+  EXPECT_NE(sweep_on_layers.output.find(
+                "--sweep applies only to time-series scenarios and brooker-occ (not to layers)"),
+            std::string::npos)
+      << sweep_on_layers.output;
+  const auto strategy_on_occ = run_cli("simulate brooker-occ --strategy full");
+  EXPECT_EQ(strategy_on_occ.exit_code, 2);
+}

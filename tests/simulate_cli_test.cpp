@@ -400,14 +400,6 @@ TEST_F(SimulateCli, ProgressBarOnlyWhenStderrIsATerminal) {
   EXPECT_NE(tty.output.find('\r'), std::string::npos);
 }
 
-#else
-
-TEST(SimulateCli, SkippedWithoutTheCli) { GTEST_SKIP() << "STORMGUARD_CLI_PATH is not defined"; }
-
-#endif
-
-}  // namespace
-
 // Which model takes which option comes from the registry (stormguard/sim/models.hpp): an option
 // for another model is a usage error naming the models that take it.
 TEST(SimulateCliModels, AnOptionForAnotherModelIsAUsageErrorNamingTheModelsThatTakeIt) {
@@ -424,3 +416,11 @@ TEST(SimulateCliModels, AnOptionForAnotherModelIsAUsageErrorNamingTheModelsThatT
   const auto strategy_on_occ = run_cli("simulate brooker-occ --strategy full");
   EXPECT_EQ(strategy_on_occ.exit_code, 2);
 }
+
+#else
+
+TEST(SimulateCli, SkippedWithoutTheCli) { GTEST_SKIP() << "STORMGUARD_CLI_PATH is not defined"; }
+
+#endif
+
+}  // namespace

@@ -335,7 +335,7 @@ TEST(BuiltinStrategies, AreTheDocumentedTableInOrder) {
   for (const auto& s : sim::builtin_strategies()) names.push_back(s.name);
   EXPECT_EQ(names, (std::vector<std::string>{"none", "naive", "exponential", "equal", "full",
                                              "decorrelated", "full+budget", "full+throttle",
-                                             "full+quota", "full+adaptive"}));
+                                             "full+quota", "full+adaptive", "full+envoy"}));
   EXPECT_EQ(strategy_named("none").retry.max_retries, 0);
   const auto& naive = strategy_named("naive").retry;
   EXPECT_EQ(naive.max_retries, 3);
@@ -347,6 +347,10 @@ TEST(BuiltinStrategies, AreTheDocumentedTableInOrder) {
   ASSERT_NE(budget, nullptr);
   EXPECT_EQ(*budget, stormguard::ratio_budget_options{});
   EXPECT_TRUE(std::holds_alternative<stormguard::no_budget>(strategy_named("full").budget));
+  const auto* envoy =
+      std::get_if<stormguard::concurrency_budget_options>(&strategy_named("full+envoy").budget);
+  ASSERT_NE(envoy, nullptr);
+  EXPECT_EQ(*envoy, stormguard::concurrency_budget_options{});
 }
 
 TEST(FindStrategy, ReturnsNullForAnUnknownName) {

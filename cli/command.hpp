@@ -39,6 +39,10 @@ command add_plan_command(CLI::App& parent);
 /// with the retry rules of stormguard::http::client.
 command add_http_command(CLI::App& parent);
 
+/// `stormguard policy check [--json] FILE[:NAME]...`: the normalized policies of policy files
+/// and their delays.
+command add_policy_command(CLI::App& parent);
+
 }  // namespace stormguard::cli
 
 #endif  // STORMGUARD_CLI_COMMAND_HPP

@@ -18,8 +18,10 @@ namespace stormguard::cli {
 
 /// Every policy that `value` names (all of the file's, or the one after ':'), with each
 /// importer warning printed to stderr as "stormguard <command>: warning: FILE: <warning>".
+/// `flag` prefixes the error message ("--policy: FILE: ..."); empty for a positional FILE.
 [[nodiscard]] std::vector<config::policy> load_policy_option(std::string_view command,
-                                                             const std::string& value);
+                                                             const std::string& value,
+                                                             std::string_view flag = "--policy");
 
 /// The one policy `value` names: the one after ':', else the file's first (a note on stderr
 /// says which was chosen when the file has several). Warnings as load_policy_option.

@@ -232,6 +232,39 @@ auto checked(Read read, const std::string& prefix = "") {
   }
 }
 
+// JSON text (as dump(2) writes it) with every array of plain numbers on one line ("[429, 502, 503, 504]") rather than
+// one number per line, as dump(2) writes them.
+std::string compact_number_arrays(const std::string& text) {
+  std::string out;
+  out.reserve(text.size());
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '[') {
+      const std::size_t close = text.find_first_not_of("0123456789-., \n", i + 1);
+      // Only arrays that dump() spread over lines: a string's text never holds a raw newline.
+      if (close != std::string::npos && text[close] == ']' &&
+          text.find('\n', i) < close) {
+        std::string items;
+        bool gap = false;
+        for (std::size_t j = i + 1; j < close; ++j) {
+          const char c = text[j];
+          if (c == ' ' || c == '\n') {
+            gap = true;
+            continue;
+          }
+          if (gap && !items.empty() && items.back() == ',') items += ' ';
+          gap = false;
+          items += c;
+        }
+        out += "[" + items + "]";
+        i = close;
+        continue;
+      }
+    }
+    out += text[i];
+  }
+  return out;
+}
+
 }  // namespace
 
 namespace detail {
@@ -427,13 +460,15 @@ std::vector<policy> load_policies(const policy_reference& reference) {
   }
 }
 
-std::string to_json(const policy& p) { return detail::policy_json(p).dump(2) + "\n"; }
+std::string to_json(const policy& p) {
+  return compact_number_arrays(detail::policy_json(p).dump(2)) + "\n";
+}
 
 std::string to_json(const std::vector<policy>& policies) {
   ordered_json doc;
   doc["policies"] = ordered_json::array();
   for (const policy& p : policies) doc["policies"].push_back(detail::policy_json(p));
-  return doc.dump(2) + "\n";
+  return compact_number_arrays(doc.dump(2)) + "\n";
 }
 
 }  // namespace stormguard::config

@@ -120,9 +120,9 @@ exec_settings parse_settings(const exec_options& options) {
   s.deadline = parse_limit(options.deadline_option, "--deadline", options.deadline);
   if (!typed(options.deadline_option) && policy.deadline) s.deadline = *policy.deadline;
   if (!std::holds_alternative<no_budget>(policy.budget) && !options.quiet) {
-    report_warning("exec", "the --policy budget \"" +
-                               std::string(config::budget_kind(policy.budget)) +
-                               "\" is not used: `stormguard exec` runs one command, with no budget");
+    report_warning("exec",
+                   "the --policy budget \"" + std::string(config::budget_kind(policy.budget)) +
+                       "\" is not used: `stormguard exec` runs one command, with no budget");
   }
   s.only_listed = options.retry_on_option->count() > 0;
   if (s.only_listed) s.retry_on = parse_codes("--retry-on-exit", options.retry_on_exit);

@@ -289,7 +289,8 @@ http_call parse_call(const http_options& o) {
   if (const auto* ratio = std::get_if<ratio_budget_options>(&policy.budget)) {
     client.budget = *ratio;
   } else if (file) {
-    report_warning("http", "the --policy budget \"" + std::string(config::budget_kind(policy.budget)) +
+    report_warning("http", "the --policy budget \"" +
+                               std::string(config::budget_kind(policy.budget)) +
                                "\" is not used: `stormguard http` keeps a ratio budget per host "
                                "(10 % over 10s, floor 10/s)");
   }
@@ -442,14 +443,15 @@ command add_http_command(CLI::App& parent) {
       ->type_name("FORMAT")
       ->capture_default_str();
   add_policy_flags(*sub, options->policy);
-  options->max_retry_after_option = sub->add_option("--max-retry-after", options->max_retry_after,
-                  "The longest Retry-After honoured; a longer one ends the call (exit 6)")
-      ->type_name("D")
-      ->capture_default_str();
+  options->max_retry_after_option =
+      sub->add_option("--max-retry-after", options->max_retry_after,
+                      "The longest Retry-After honoured; a longer one ends the call (exit 6)")
+          ->type_name("D")
+          ->capture_default_str();
   options->attempt_timeout_option =
       sub->add_option("--attempt-timeout", options->attempt_timeout, "Time limit of each attempt")
-      ->type_name("D")
-      ->capture_default_str();
+          ->type_name("D")
+          ->capture_default_str();
   sub->add_option("--connect-timeout", options->connect_timeout,
                   "Time limit of the connect within an attempt")
       ->type_name("D")

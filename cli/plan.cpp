@@ -97,8 +97,7 @@ std::string to_table(const retry_options& o, const plan_options& options,
           ? fmt::format(" (--policy {})", detail::quote_for_message(options.policy.policy))
           : "";
   std::string out = fmt::format("Policy{}: base {}, cap {}, multiplier {}, jitter {}, {} retr{}\n",
-                                source,
-                                format_duration(b.base), format_duration(b.cap),
+                                source, format_duration(b.base), format_duration(b.cap),
                                 detail::format_double(b.multiplier), to_string(b.jitter),
                                 o.max_retries, o.max_retries == 1 ? "y" : "ies");
   if (rows.empty()) {

@@ -2,6 +2,8 @@
 // grpc:FILE or envoy:FILE) as every other command would, and prints what they mean: the
 // normalized policies (every field, defaults included) and, per policy, the exact range of each
 // retry's delay and the worst total wait. A bad file is a usage error (exit 2), as elsewhere.
+#include "stormguard/config/policy.hpp"
+
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
@@ -15,7 +17,6 @@
 #include "plan_stats.hpp"
 #include "policy_file.hpp"
 #include "stormguard/backoff.hpp"
-#include "stormguard/config/policy.hpp"
 #include "stormguard/duration_text.hpp"
 
 namespace stormguard::cli {
@@ -65,16 +66,16 @@ command add_policy_command(CLI::App& parent) {
   CLI::App* sub = parent.add_subcommand("policy", "Check policy files (policy check FILE)");
   sub->require_subcommand(1);
   CLI::App* check = sub->add_subcommand(
-      "check",
-      "Print the normalized policies of policy files and each retry's delay range");
+      "check", "Print the normalized policies of policy files and each retry's delay range");
   check->footer(
       "Exit status:\n"
       "  0    the policies were printed\n"
       "  1    stdout could not be written\n"
       "  2    bad command line, or a bad policy file (missing, invalid, a wrong field)");
-  check->add_option("file", options->files,
-                    "[grpc:|envoy:]FILE[:NAME] (repeatable): a policy file (docs/policy.md), a "
-                    "gRPC service config or an Envoy route")
+  check
+      ->add_option("file", options->files,
+                   "[grpc:|envoy:]FILE[:NAME] (repeatable): a policy file (docs/policy.md), a "
+                   "gRPC service config or an Envoy route")
       ->required()
       ->type_name("FILE[:NAME]");
   check->add_flag("--json", options->json, "Print only the normalized policies (JSON)");

@@ -22,8 +22,7 @@ config::policy_reference reference_of(const std::string& value, std::string_view
   }
 }
 
-std::vector<config::policy> load(const config::policy_reference& reference,
-                                 std::string_view flag) {
+std::vector<config::policy> load(const config::policy_reference& reference, std::string_view flag) {
   try {
     return config::load_policies(reference);
   } catch (const config::policy_error& e) {
@@ -40,8 +39,8 @@ void warn(std::string_view command, const config::policy_reference& reference,
 
 }  // namespace
 
-std::vector<config::policy> load_policy_option(std::string_view command,
-                                               const std::string& value, std::string_view flag) {
+std::vector<config::policy> load_policy_option(std::string_view command, const std::string& value,
+                                               std::string_view flag) {
   const config::policy_reference reference = reference_of(value, flag);
   std::vector<config::policy> policies = load(reference, flag);
   for (const config::policy& p : policies) warn(command, reference, p);

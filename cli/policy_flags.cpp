@@ -82,17 +82,21 @@ void add_policy_flags(CLI::App& app, policy_flags& flags) {
       app.add_option("--cap", flags.cap, "Largest delay ever waited, a duration >= --base")
           ->type_name("D")
           ->capture_default_str();
-  flags.multiplier_option = app.add_option("--multiplier", flags.multiplier,
-                 "Growth of the ceiling per retry: ceiling(n) = min(cap, base * X^(n-1)), X >= 1")
-      ->type_name("X")
-      ->capture_default_str();
-  flags.jitter_option = app.add_option("--jitter", flags.jitter,
-                 "Spread of each delay below its ceiling: none, equal, full or decorrelated")
-      ->type_name("NAME")
-      ->capture_default_str();
-  flags.retries_option = app.add_option("--retries", flags.retries, "Retries after the first attempt")
-      ->type_name("N")
-      ->capture_default_str();
+  flags.multiplier_option =
+      app.add_option(
+             "--multiplier", flags.multiplier,
+             "Growth of the ceiling per retry: ceiling(n) = min(cap, base * X^(n-1)), X >= 1")
+          ->type_name("X")
+          ->capture_default_str();
+  flags.jitter_option =
+      app.add_option("--jitter", flags.jitter,
+                     "Spread of each delay below its ceiling: none, equal, full or decorrelated")
+          ->type_name("NAME")
+          ->capture_default_str();
+  flags.retries_option =
+      app.add_option("--retries", flags.retries, "Retries after the first attempt")
+          ->type_name("N")
+          ->capture_default_str();
 }
 
 std::optional<std::string> zero_delay_warning(const retry_options& options) {

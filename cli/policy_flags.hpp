@@ -57,7 +57,7 @@ void add_policy_flags(CLI::App& app, policy_flags& flags);
 /// typed replaces the file's value, and the result is validated as to_retry_options does. Throws
 /// CLI::ValidationError naming the flag (or --policy and the field path for a bad file).
 [[nodiscard]] stormguard::config::policy resolve_policy(std::string_view command,
-                                                       const policy_flags& flags);
+                                                        const policy_flags& flags);
 
 /// Converts and validates the flags (with the library's own checks, stormguard::retry_policy),
 /// ignoring --policy.

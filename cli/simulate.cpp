@@ -323,11 +323,11 @@ std::optional<std::vector<sim::strategy>> chosen_strategies(
       chosen.push_back(u);
       continue;
     }
-    report_log("simulate", fmt::format("note: the policy {} from --policy replaces the {} "
-                                       "strategy of that name",
-                                       quote_value(u.name),
-                                       sim::find_strategy(u.name) == nullptr ? "scenario's"
-                                                                             : "built-in"));
+    report_log("simulate",
+               fmt::format("note: the policy {} from --policy replaces the {} "
+                           "strategy of that name",
+                           quote_value(u.name),
+                           sim::find_strategy(u.name) == nullptr ? "scenario's" : "built-in"));
     *same = u;
   }
   return chosen;
@@ -385,8 +385,8 @@ std::optional<run_context> prepare(const simulate_options& options, model kind, 
   // The time-series scenario may bring its own strategies: chosen again once it is loaded.
   auto strategies = chosen_strategies(options, *user, {});
   if (!strategies) return std::nullopt;
-  run_context context{options, *std::move(strategies), *std::move(user), {}, 0, {},
-                      options.csv_dir};
+  run_context context{options, *std::move(strategies), *std::move(user), {}, 0,
+                      {},      options.csv_dir};
   if (given(options.seed_option)) {
     context.seed = parse_seed(options.seed);
     if (!context.seed) {

@@ -1,7 +1,5 @@
 // stormguard::config: the policy file format, its strictness (hostile files), and the gRPC and
 // Envoy importers.
-#include "stormguard/config/policy.hpp"
-
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -11,6 +9,9 @@
 #include <fstream>
 #include <string>
 #include <vector>
+
+#include "../fuzz/policy_invariants.hpp"
+#include "stormguard/config/policy.hpp"
 
 namespace {
 
@@ -78,7 +79,8 @@ TEST(PolicyFile, EveryBudgetKindRoundTripsThroughToJson) {
         R"({"kind": "token_bucket", "max_tokens": 20, "token_ratio": 0.5})", R"("quota")",
         R"({"kind": "adaptive", "window": "1min", "k": 1.5, "requests_padding": 8})",
         R"({"kind": "concurrency", "budget_percent": 25, "min_retry_concurrency": 1})"}) {
-    const auto policies = parse(one(std::string(R"(, "attempt_timeout": "1s", "budget": )") + budget));
+    const auto policies =
+        parse(one(std::string(R"(, "attempt_timeout": "1s", "budget": )") + budget));
     const auto again = parse(config::to_json(policies));
     EXPECT_EQ(again, policies) << budget << "\n" << config::to_json(policies);
   }
@@ -150,10 +152,13 @@ INSTANTIATE_TEST_SUITE_P(
         hostile{"no_policies", "{}", "policies", "missing"},
         hostile{"unknown_top", R"({"policies": [{"name": "p"}], "x": 1})", "x", "unknown field"},
         hostile{"empty_list", R"({"policies": []})", "policies", "1 to 100"},
-        hostile{"policy_not_object", R"({"policies": [3]})", "policies[0]", "must be a JSON object"},
+        hostile{"policy_not_object", R"({"policies": [3]})", "policies[0]",
+                "must be a JSON object"},
         hostile{"no_name", R"({"policies": [{}]})", "policies[0].name", "missing"},
-        hostile{"name_with_space", R"({"policies": [{"name": "a b"}]})", "policies[0].name", "\"a b\""},
-        hostile{"name_escape", R"({"policies": [{"name": "\u001b[31m"}]})", "policies[0].name", "\\x1b"},
+        hostile{"name_with_space", R"({"policies": [{"name": "a b"}]})", "policies[0].name",
+                "\"a b\""},
+        hostile{"name_escape", R"({"policies": [{"name": "\u001b[31m"}]})", "policies[0].name",
+                "\\x1b"},
         hostile{"duplicate_name", R"({"policies": [{"name": "a"}, {"name": "a"}]})",
                 "policies[1].name", "must be unique"},
         hostile{"duplicate_key", one(R"(, "retries": 1, "retries": 2)"), "policies[0].retries",
@@ -185,7 +190,8 @@ INSTANTIATE_TEST_SUITE_P(
                 "policies[0].backoff.multiplier", "got \"2\""},
         hostile{"unknown_jitter", one(R"(, "backoff": {"jitter": "Full"})"),
                 "policies[0].backoff.jitter", "got \"Full\""},
-        hostile{"decorrelated_zero_base", one(R"(, "backoff": {"base": "0s", "jitter": "decorrelated"})"),
+        hostile{"decorrelated_zero_base",
+                one(R"(, "backoff": {"base": "0s", "jitter": "decorrelated"})"),
                 "policies[0].backoff.base", "decorrelated"},
         hostile{"backoff_array", one(R"(, "backoff": [])"), "policies[0].backoff",
                 "must be a JSON object"},
@@ -193,17 +199,21 @@ INSTANTIATE_TEST_SUITE_P(
                 "got \"envoy\""},
         hostile{"budget_without_kind", one(R"(, "budget": {"ratio": 0.1})"),
                 "policies[0].budget.kind", "missing"},
-        hostile{"budget_option_of_other_kind", one(R"(, "budget": {"kind": "ratio", "max_tokens": 3})"),
+        hostile{"budget_option_of_other_kind",
+                one(R"(, "budget": {"kind": "ratio", "max_tokens": 3})"),
                 "policies[0].budget.max_tokens", "unknown field"},
         hostile{"ratio_negative", one(R"(, "budget": {"kind": "ratio", "ratio": -0.1})"),
                 "policies[0].budget.ratio", "[0, 1000], got -0.1"},
         hostile{"window_too_long", one(R"(, "budget": {"kind": "ratio", "window": "2min"})"),
                 "policies[0].budget.window", "[1s, 60s]"},
-        hostile{"token_decimals", one(R"(, "budget": {"kind": "token_bucket", "token_ratio": 0.1234})"),
+        hostile{"token_decimals",
+                one(R"(, "budget": {"kind": "token_bucket", "token_ratio": 0.1234})"),
                 "policies[0].budget", "0.1234"},
-        hostile{"percent_above_100", one(R"(, "budget": {"kind": "concurrency", "budget_percent": 101})"),
+        hostile{"percent_above_100",
+                one(R"(, "budget": {"kind": "concurrency", "budget_percent": 101})"),
                 "policies[0].budget.budget_percent", "[0, 100], got 101"},
-        hostile{"quota_cost_above_max", one(R"(, "budget": {"kind": "quota", "max_tokens": 10, "retry_cost": 11})"),
+        hostile{"quota_cost_above_max",
+                one(R"(, "budget": {"kind": "quota", "max_tokens": 10, "retry_cost": 11})"),
                 "policies[0].budget.retry_cost", "[0, 10], got 11"},
         hostile{"status_out_of_range", one(R"(, "retryable_statuses": [503, 600])"),
                 "policies[0].retryable_statuses[1]", "[100, 599], got 600"},
@@ -231,8 +241,7 @@ TEST(PolicyFile, FileErrorsStartWithThePath) {
     std::ofstream out(big);
     out << std::string(config::k_max_policy_file_bytes + 10, ' ');
   }
-  for (const auto& [path, message] :
-       std::vector<std::pair<std::filesystem::path, std::string>>{
+  for (const auto& [path, message] : std::vector<std::pair<std::filesystem::path, std::string>>{
            {dir / "missing.json", "cannot open the policy file"},
            {dir, "is a directory"},
            {big, "larger than 1048576 bytes"},
@@ -251,7 +260,8 @@ TEST(PolicyFile, FileErrorsStartWithThePath) {
 TEST(PolicyFile, TheExamplesInPoliciesParse) {
   EXPECT_EQ(config::load_policies(STORMGUARD_SOURCE_DIR "/policies/seed-go-engine.json")[0].retry,
             stormguard::retry_options{});
-  const auto recommended = config::load_policies(STORMGUARD_SOURCE_DIR "/policies/recommended.json");
+  const auto recommended =
+      config::load_policies(STORMGUARD_SOURCE_DIR "/policies/recommended.json");
   EXPECT_EQ(recommended[0].budget, config::budget_options(stormguard::ratio_budget_options{}));
   EXPECT_EQ(config::load_policies(STORMGUARD_SOURCE_DIR "/policies/grpc-service-config.json",
                                   config::policy_format::grpc)
@@ -406,6 +416,19 @@ TEST(EnvoyImport, RejectsHostileFiles) {
   bomb += "retry_policy: *b24\n";
   EXPECT_NE(std::string(error_of(bomb, config::policy_format::envoy).what()).find("YAML nodes"),
             std::string::npos);
+}
+
+// The fuzzer's seed corpus (and any crash kept there) as regression tests.
+TEST(PolicyCorpus, EveryCorpusFileKeepsTheInvariants) {
+  const std::filesystem::path dir = STORMGUARD_SOURCE_DIR "/fuzz/corpus/policy";
+  int files = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    std::ifstream in(entry.path(), std::ios::binary);
+    const std::string input((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    EXPECT_EQ(stormguard::fuzz::check_policy_invariants(input), "") << entry.path();
+    ++files;
+  }
+  EXPECT_GE(files, 5);
 }
 
 }  // namespace

@@ -83,7 +83,7 @@ TEST_F(PolicyCli, AFileFullBudgetWithTheBuiltInValuesGivesByteIdenticalJson) {
   ASSERT_EQ(file.exit_code, 0);
   EXPECT_EQ(file.output, builtin.output);
   const run_result note = run_shell(std::string("'") + STORMGUARD_CLI_PATH + "' simulate " +
-                                   scenario + " --policy " + policy + " 2>&1 >/dev/null");
+                                    scenario + " --policy " + policy + " 2>&1 >/dev/null");
   EXPECT_NE(note.output.find("replaces the built-in strategy"), std::string::npos) << note.output;
 }
 
@@ -110,10 +110,11 @@ TEST_F(PolicyCli, CsvOfAGrpcMethodStaysInTheDirectory) {
 
 TEST_F(PolicyCli, PlanOfAGrpcServiceConfig) {
   const auto grpc = [&](int attempts) {
-    return write("g" + std::to_string(attempts) + ".json",
-                 R"({"methodConfig": [{"name": [{"service": "s"}], "retryPolicy": {"maxAttempts": )" +
-                     std::to_string(attempts) +
-                     R"(, "initialBackoff": "0.1s", "maxBackoff": "1s", "backoffMultiplier": 2,
+    return write(
+        "g" + std::to_string(attempts) + ".json",
+        R"({"methodConfig": [{"name": [{"service": "s"}], "retryPolicy": {"maxAttempts": )" +
+            std::to_string(attempts) +
+            R"(, "initialBackoff": "0.1s", "maxBackoff": "1s", "backoffMultiplier": 2,
                      "retryableStatusCodes": ["UNAVAILABLE"]}}]})");
   };
   const run_result r = run("plan --samples 10 --json --policy grpc:" + grpc(4), false);

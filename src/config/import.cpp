@@ -27,13 +27,14 @@ constexpr std::size_t k_max_yaml_nodes = 100'000;
 
 // A protobuf JSON Duration ("0.1s", "25s"): decimal seconds with the suffix s, in (0, max].
 duration proto_duration(const sj::object_reader& r, std::string_view key, duration max) {
-  const std::string range = "a protobuf Duration string such as \"0.1s\" in (0, " +
-                            sj::limit_text(max) + "]";
+  const std::string range =
+      "a protobuf Duration string such as \"0.1s\" in (0, " + sj::limit_text(max) + "]";
   const json& v = r.required(key, range);
   const std::string text = v.is_string() ? v.get<std::string>() : std::string();
   const bool shape = text.size() >= 2 && text.back() == 's' &&
-                     std::all_of(text.begin(), text.end() - 1,
-                                 [](char c) { return std::isdigit(static_cast<unsigned char>(c)) || c == '.'; });
+                     std::all_of(text.begin(), text.end() - 1, [](char c) {
+                       return std::isdigit(static_cast<unsigned char>(c)) || c == '.';
+                     });
   const auto d = shape ? parse_duration(text) : std::nullopt;
   if (!d || *d <= duration::zero() || *d > max) {
     sj::fail(r.field(key), "must be " + range + ", got " + sj::quote(v));
@@ -52,9 +53,9 @@ std::int64_t proto_integer(const sj::object_reader& r, std::string_view key, std
 
 // gRPC status codes by name and number (grpc/status.h).
 constexpr std::string_view k_grpc_codes[] = {
-    "OK",        "CANCELLED",      "UNKNOWN",           "INVALID_ARGUMENT", "DEADLINE_EXCEEDED",
-    "NOT_FOUND", "ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED",
-    "FAILED_PRECONDITION", "ABORTED", "OUT_OF_RANGE", "UNIMPLEMENTED", "INTERNAL", "UNAVAILABLE",
+    "OK",        "CANCELLED",      "UNKNOWN",           "INVALID_ARGUMENT",   "DEADLINE_EXCEEDED",
+    "NOT_FOUND", "ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION",
+    "ABORTED",   "OUT_OF_RANGE",   "UNIMPLEMENTED",     "INTERNAL",           "UNAVAILABLE",
     "DATA_LOSS", "UNAUTHENTICATED"};
 constexpr int k_unavailable = 14;
 
@@ -63,7 +64,8 @@ constexpr int k_unavailable = 14;
 std::string grpc_name(const json& entry, const std::string& path) {
   const auto it = entry.find("name");
   if (it == entry.end()) return "default";
-  if (!it->is_array()) sj::fail(path + ".name", "must be an array of {service, method}, got " + sj::quote(*it));
+  if (!it->is_array())
+    sj::fail(path + ".name", "must be an array of {service, method}, got " + sj::quote(*it));
   if (it->empty()) return "default";
   const std::string first = sj::index_path(path + ".name", 0);
   sj::object_reader n((*it)[0], first, {"service", "method"});
@@ -74,7 +76,8 @@ std::string grpc_name(const json& entry, const std::string& path) {
 }
 
 std::vector<policy> read_grpc(const json& doc) {
-  if (!doc.is_object()) sj::fail("", "a gRPC service config must be a JSON object, got " + sj::quote(doc));
+  if (!doc.is_object())
+    sj::fail("", "a gRPC service config must be a JSON object, got " + sj::quote(doc));
   sj::object_reader top(doc, "",
                         {"methodConfig", "retryThrottling", "loadBalancingConfig",
                          "loadBalancingPolicy", "healthCheckConfig"});
@@ -123,15 +126,17 @@ std::vector<policy> read_grpc(const json& doc) {
                          "retryableStatusCodes", "perAttemptRecvTimeout"});
     std::int64_t attempts = proto_integer(r, "maxAttempts", 2, 1'000'000);
     if (attempts > 5) {
-      p.warnings.push_back(r.field("maxAttempts") + ": " + std::to_string(attempts) +
-                           " is above gRPC's limit of 5 attempts: gRPC makes at most 5 (4 retries)");
+      p.warnings.push_back(
+          r.field("maxAttempts") + ": " + std::to_string(attempts) +
+          " is above gRPC's limit of 5 attempts: gRPC makes at most 5 (4 retries)");
       attempts = 5;
     }
     p.retry.max_retries = static_cast<int>(attempts - 1);
     p.retry.backoff.base = proto_duration(r, "initialBackoff", k_max_interval);
     p.retry.backoff.cap = proto_duration(r, "maxBackoff", k_max_interval);
     if (p.retry.backoff.cap < p.retry.backoff.base) {
-      p.warnings.push_back(r.field("maxBackoff") + ": below initialBackoff, so every delay's ceiling is maxBackoff (" +
+      p.warnings.push_back(r.field("maxBackoff") +
+                           ": below initialBackoff, so every delay's ceiling is maxBackoff (" +
                            format_duration(p.retry.backoff.cap) + "): base set to it");
       p.retry.backoff.base = p.retry.backoff.cap;
     }
@@ -140,7 +145,8 @@ std::vector<policy> read_grpc(const json& doc) {
     if (r.has("perAttemptRecvTimeout")) {
       p.attempt_timeout = proto_duration(r, "perAttemptRecvTimeout", 1h);
     }
-    const json& codes = r.required("retryableStatusCodes", "a non-empty array of gRPC status codes");
+    const json& codes =
+        r.required("retryableStatusCodes", "a non-empty array of gRPC status codes");
     if (!codes.is_array() || codes.empty() || codes.size() > 17) {
       sj::fail(r.field("retryableStatusCodes"),
                "must be a non-empty array of gRPC status codes (such as \"UNAVAILABLE\"), got " +
@@ -160,9 +166,10 @@ std::vector<policy> read_grpc(const json& doc) {
         code = codes[c].get<int>();
       }
       if (code <= 0) {
-        sj::fail(field, "must be a gRPC status code other than OK (a name such as "
-                        "\"UNAVAILABLE\" or a number 1..16), got " +
-                            sj::quote(codes[c]));
+        sj::fail(field,
+                 "must be a gRPC status code other than OK (a name such as "
+                 "\"UNAVAILABLE\" or a number 1..16), got " +
+                     sj::quote(codes[c]));
       }
       if (code == k_unavailable) {
         unavailable = true;
@@ -235,20 +242,21 @@ budget_options envoy_budget(const json& doc, std::vector<std::string>& notes) {
   if (doc.contains("circuit_breakers")) {
     const json& cb = doc["circuit_breakers"];
     if (!cb.is_object() || !cb.contains("thresholds") || !cb["thresholds"].is_array()) {
-      sj::fail("circuit_breakers", "must be an object with a \"thresholds\" array, got " + sj::quote(cb));
+      sj::fail("circuit_breakers",
+               "must be an object with a \"thresholds\" array, got " + sj::quote(cb));
     }
     const json& thresholds = cb["thresholds"];
     for (std::size_t i = 0; i < thresholds.size(); ++i) {
       const std::string path = sj::index_path("circuit_breakers.thresholds", i);
-      if (!thresholds[i].is_object()) sj::fail(path, "must be an object, got " + sj::quote(thresholds[i]));
+      if (!thresholds[i].is_object())
+        sj::fail(path, "must be an object, got " + sj::quote(thresholds[i]));
       if (thresholds[i].contains("retry_budget")) {
         return retry_budget(thresholds[i]["retry_budget"], path + ".retry_budget");
       }
       if (thresholds[i].contains("max_retries")) {
         sj::object_reader t(thresholds[i], path,
-                            {"priority", "max_connections", "max_pending_requests",
-                             "max_requests", "max_retries", "track_remaining",
-                             "max_connection_pools"});
+                            {"priority", "max_connections", "max_pending_requests", "max_requests",
+                             "max_retries", "track_remaining", "max_connection_pools"});
         concurrency_budget_options o{0.0, t.integer("max_retries", 0, 1'000'000)};
         return o;
       }
@@ -263,19 +271,20 @@ budget_options envoy_budget(const json& doc, std::vector<std::string>& notes) {
 
 policy read_envoy_policy(const json& value, const std::string& path, std::string name,
                          const budget_options& budget, const std::vector<std::string>& notes) {
-  sj::object_reader r(value, path,
-                      {"retry_on", "num_retries", "per_try_timeout", "per_try_idle_timeout",
-                       "retry_back_off", "rate_limited_retry_back_off", "retriable_status_codes",
-                       "retriable_headers", "retriable_request_headers", "retry_priority",
-                       "retry_host_predicate", "host_selection_retry_max_attempts",
-                       "retry_options_predicates"});
+  sj::object_reader r(
+      value, path,
+      {"retry_on", "num_retries", "per_try_timeout", "per_try_idle_timeout", "retry_back_off",
+       "rate_limited_retry_back_off", "retriable_status_codes", "retriable_headers",
+       "retriable_request_headers", "retry_priority", "retry_host_predicate",
+       "host_selection_retry_max_attempts", "retry_options_predicates"});
   policy p;
   p.name = std::move(name);
   check_name(path, p.name);
   p.description = "imported from Envoy " + path;
   p.budget = budget;
   p.warnings = notes;
-  p.retry.max_retries = r.has("num_retries") ? static_cast<int>(r.integer("num_retries", 0, 1000)) : 1;
+  p.retry.max_retries =
+      r.has("num_retries") ? static_cast<int>(r.integer("num_retries", 0, 1000)) : 1;
   p.retry.backoff.jitter = jitter::full;
   p.retry.backoff.multiplier = 2.0;
   p.retry.backoff.base = 25ms;
@@ -284,8 +293,9 @@ policy read_envoy_policy(const json& value, const std::string& path, std::string
     sj::object_reader b(value["retry_back_off"], r.field("retry_back_off"),
                         {"base_interval", "max_interval"});
     p.retry.backoff.base = proto_duration(b, "base_interval", k_max_interval);
-    p.retry.backoff.cap = b.has("max_interval") ? proto_duration(b, "max_interval", k_max_interval)
-                                                : std::min(p.retry.backoff.base * 10, k_max_interval);
+    p.retry.backoff.cap = b.has("max_interval")
+                              ? proto_duration(b, "max_interval", k_max_interval)
+                              : std::min(p.retry.backoff.base * 10, k_max_interval);
     if (p.retry.backoff.cap < p.retry.backoff.base) {
       sj::fail(b.field("max_interval"), "must be at least base_interval (" +
                                             format_duration(p.retry.backoff.base) + "), got " +
@@ -297,7 +307,8 @@ policy read_envoy_policy(const json& value, const std::string& path, std::string
   if (r.has("retriable_status_codes")) {
     const json& codes = value["retriable_status_codes"];
     if (!codes.is_array() || codes.size() > 500) {
-      sj::fail(r.field("retriable_status_codes"), "must be an array of HTTP statuses, got " + sj::quote(codes));
+      sj::fail(r.field("retriable_status_codes"),
+               "must be an array of HTTP statuses, got " + sj::quote(codes));
     }
     for (std::size_t i = 0; i < codes.size(); ++i) {
       if (!codes[i].is_number_unsigned() || codes[i].get<std::uint64_t>() < 100 ||
@@ -324,7 +335,8 @@ policy read_envoy_policy(const json& value, const std::string& path, std::string
     if (it == table.end()) {
       std::string names;
       for (const auto& c : table) names += (names.empty() ? "" : ", ") + std::string(c.name);
-      sj::fail(r.field("retry_on"), "unknown condition " + stormguard::detail::quote_for_message(token) +
+      sj::fail(r.field("retry_on"), "unknown condition " +
+                                        stormguard::detail::quote_for_message(token) +
                                         " (Envoy's are " + names + ")");
     }
     any = true;
@@ -359,7 +371,8 @@ std::vector<policy> read_envoy(const json& doc) {
   const budget_options budget = envoy_budget(doc, notes);
   std::vector<policy> policies;
   if (doc.contains("retry_policy")) {
-    policies.push_back(read_envoy_policy(doc["retry_policy"], "retry_policy", "retry_policy", budget, notes));
+    policies.push_back(
+        read_envoy_policy(doc["retry_policy"], "retry_policy", "retry_policy", budget, notes));
   }
   if (doc.contains("virtual_hosts")) {
     const json& hosts = doc["virtual_hosts"];
@@ -370,15 +383,18 @@ std::vector<policy> read_envoy(const json& doc) {
       if (!host.is_object()) sj::fail(hpath, "must be an object, got " + sj::quote(host));
       std::string host_name = std::to_string(h);
       if (host.contains("name")) {
-        if (!host["name"].is_string()) sj::fail(hpath + ".name", "must be a string, got " + sj::quote(host["name"]));
+        if (!host["name"].is_string())
+          sj::fail(hpath + ".name", "must be a string, got " + sj::quote(host["name"]));
         host_name = host["name"].get<std::string>();
       }
       if (host.contains("retry_policy")) {
-        policies.push_back(read_envoy_policy(host["retry_policy"], hpath + ".retry_policy", host_name, budget, notes));
+        policies.push_back(read_envoy_policy(host["retry_policy"], hpath + ".retry_policy",
+                                             host_name, budget, notes));
       }
       if (!host.contains("routes")) continue;
       const json& routes = host["routes"];
-      if (!routes.is_array()) sj::fail(hpath + ".routes", "must be an array, got " + sj::quote(routes));
+      if (!routes.is_array())
+        sj::fail(hpath + ".routes", "must be an array, got " + sj::quote(routes));
       for (std::size_t i = 0; i < routes.size(); ++i) {
         const std::string rpath = sj::index_path(hpath + ".routes", i);
         const json& route = routes[i];
@@ -397,9 +413,10 @@ std::vector<policy> read_envoy(const json& doc) {
     }
   }
   if (policies.empty()) {
-    sj::fail("", "no retry_policy found: expected {\"retry_policy\": {...}} or a route "
-                 "configuration with virtual_hosts[].retry_policy or "
-                 "virtual_hosts[].routes[].route.retry_policy");
+    sj::fail("",
+             "no retry_policy found: expected {\"retry_policy\": {...}} or a route "
+             "configuration with virtual_hosts[].retry_policy or "
+             "virtual_hosts[].routes[].route.retry_policy");
   }
   check_unique_names(policies, "retry policies");
   return policies;
@@ -427,7 +444,8 @@ class yaml_converter {
       case YAML::NodeType::Sequence: {
         json array = json::array();
         std::size_t i = 0;
-        for (const auto& item : node) array.push_back(convert(item, sj::index_path(path, i++), depth + 1));
+        for (const auto& item : node)
+          array.push_back(convert(item, sj::index_path(path, i++), depth + 1));
         return array;
       }
       case YAML::NodeType::Map: {
@@ -436,7 +454,8 @@ class yaml_converter {
           if (!item.first.IsScalar()) sj::fail(path, "a key that is not a string");
           const std::string key = item.first.Scalar();
           const std::string field = sj::join_path(path, key);
-          if (object.contains(key)) sj::fail(sj::field_text(field), "the field appears more than once");
+          if (object.contains(key))
+            sj::fail(sj::field_text(field), "the field appears more than once");
           object[key] = convert(item.second, field, depth + 1);
         }
         return object;
@@ -449,7 +468,8 @@ class yaml_converter {
   static json scalar(const YAML::Node& node) {
     const std::string& text = node.Scalar();
     if (node.Tag() == "!") return text;  // quoted
-    if (text.empty() || text == "~" || text == "null" || text == "Null" || text == "NULL") return nullptr;
+    if (text.empty() || text == "~" || text == "null" || text == "Null" || text == "NULL")
+      return nullptr;
     if (text == "true" || text == "True" || text == "TRUE") return true;
     if (text == "false" || text == "False" || text == "FALSE") return false;
     // A JSON number (the YAML 1.2 JSON schema) is parsed as JSON; anything else stays a string.
@@ -504,6 +524,8 @@ std::vector<policy> import_grpc(std::string_view text) {
   return read_grpc(sj::parse(text, k_max_depth, "gRPC service config"));
 }
 
-std::vector<policy> import_envoy(std::string_view text) { return read_envoy(parse_envoy_text(text)); }
+std::vector<policy> import_envoy(std::string_view text) {
+  return read_envoy(parse_envoy_text(text));
+}
 
 }  // namespace stormguard::config::detail

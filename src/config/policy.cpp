@@ -84,9 +84,10 @@ backoff_options read_backoff(const json& value, const std::string& path) {
     b.jitter = *parsed;
   }
   if (b.jitter == jitter::decorrelated && b.base == duration::zero()) {
-    sj::fail(r.field("base"), "must be > 0 with decorrelated jitter (its delays grow from the "
-                              "base), got " +
-                                  quote_duration(b.base));
+    sj::fail(r.field("base"),
+             "must be > 0 with decorrelated jitter (its delays grow from the "
+             "base), got " +
+                 quote_duration(b.base));
   }
   return b;
 }
@@ -99,7 +100,8 @@ budget_options read_budget(const json& value, const std::string& path) {
     kind = value.get<std::string>();
   } else if (value.is_object()) {
     const auto it = value.find("kind");
-    if (it == value.end()) sj::fail(sj::join_path(path, "kind"), "missing (expected " + kinds + ")");
+    if (it == value.end())
+      sj::fail(sj::join_path(path, "kind"), "missing (expected " + kinds + ")");
     if (!it->is_string()) {
       sj::fail(sj::join_path(path, "kind"), "must be " + kinds + ", got " + sj::quote(*it));
     }
@@ -151,7 +153,8 @@ budget_options read_budget(const json& value, const std::string& path) {
     adaptive_throttle_options o;
     if (r.has("window")) o.window = r.time_between("window", 1s, 1h);
     if (r.has("k")) o.k = r.number_between("k", 1, 1000);
-    if (r.has("requests_padding")) o.requests_padding = r.number_between("requests_padding", 1, 1e6);
+    if (r.has("requests_padding"))
+      o.requests_padding = r.number_between("requests_padding", 1, 1e6);
     check_budget<adaptive_throttle>(path, o);
     return o;
   }
@@ -170,8 +173,8 @@ budget_options read_budget(const json& value, const std::string& path) {
 
 retryable_statuses read_statuses(const json& value, const std::string& path) {
   if (!value.is_array()) {
-    sj::fail(path, "must be an array of HTTP statuses (integers in [100, 599]), got " +
-                       sj::quote(value));
+    sj::fail(path,
+             "must be an array of HTTP statuses (integers in [100, 599]), got " + sj::quote(value));
   }
   if (value.size() > k_max_statuses) {
     sj::fail(path, "must have at most " + std::to_string(k_max_statuses) + " statuses, got " +
@@ -181,8 +184,8 @@ retryable_statuses read_statuses(const json& value, const std::string& path) {
   for (std::size_t i = 0; i < value.size(); ++i) {
     const json& v = value[i];
     const std::string field = sj::index_path(path, i);
-    const bool in_range = (v.is_number_unsigned() && v.get<std::uint64_t>() >= 100 &&
-                           v.get<std::uint64_t>() <= 599);
+    const bool in_range =
+        (v.is_number_unsigned() && v.get<std::uint64_t>() >= 100 && v.get<std::uint64_t>() <= 599);
     if (!in_range) {
       sj::fail(field, "must be an HTTP status, an integer in [100, 599], got " + sj::quote(v));
     }
@@ -202,15 +205,16 @@ json parse_document(std::string_view text) {
 std::vector<policy> read_stormguard(std::string_view text) {
   const json doc = parse_document(text);
   if (!doc.is_object()) {
-    sj::fail("", "a policy file must be a JSON object {\"policies\": [...]}, got " + sj::quote(doc));
+    sj::fail("",
+             "a policy file must be a JSON object {\"policies\": [...]}, got " + sj::quote(doc));
   }
   sj::object_reader top(doc, "", {"policies"});
   const json& list = top.required("policies", "an array of policy objects");
   if (!list.is_array() || list.empty() || list.size() > k_max_policies) {
-    sj::fail("policies", "must be an array of 1 to " + std::to_string(k_max_policies) +
-                             " policy objects, got " +
-                             (list.is_array() ? std::to_string(list.size()) + " policies"
-                                              : sj::quote(list)));
+    sj::fail("policies",
+             "must be an array of 1 to " + std::to_string(k_max_policies) +
+                 " policy objects, got " +
+                 (list.is_array() ? std::to_string(list.size()) + " policies" : sj::quote(list)));
   }
   std::vector<policy> policies;
   for (std::size_t i = 0; i < list.size(); ++i) {
@@ -232,8 +236,8 @@ auto checked(Read read, const std::string& prefix = "") {
   }
 }
 
-// JSON text (as dump(2) writes it) with every array of plain numbers on one line ("[429, 502, 503, 504]") rather than
-// one number per line, as dump(2) writes them.
+// JSON text (as dump(2) writes it) with every array of plain numbers on one line ("[429, 502, 503,
+// 504]") rather than one number per line, as dump(2) writes them.
 std::string compact_number_arrays(const std::string& text) {
   std::string out;
   out.reserve(text.size());
@@ -241,8 +245,7 @@ std::string compact_number_arrays(const std::string& text) {
     if (text[i] == '[') {
       const std::size_t close = text.find_first_not_of("0123456789-., \n", i + 1);
       // Only arrays that dump() spread over lines: a string's text never holds a raw newline.
-      if (close != std::string::npos && text[close] == ']' &&
-          text.find('\n', i) < close) {
+      if (close != std::string::npos && text[close] == ']' && text.find('\n', i) < close) {
         std::string items;
         bool gap = false;
         for (std::size_t j = i + 1; j < close; ++j) {
@@ -271,8 +274,8 @@ namespace detail {
 
 void check_name(const std::string& field, std::string_view name) {
   const bool valid_chars = std::all_of(name.begin(), name.end(), [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-           c == '+' || c == '-' || c == '_' || c == '.' || c == '/';
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '+' ||
+           c == '-' || c == '_' || c == '.' || c == '/';
   });
   if (name.empty() || name.size() > k_max_name || !valid_chars) {
     sj::fail(field, "must be 1 to " + std::to_string(k_max_name) +
@@ -285,9 +288,9 @@ void check_unique_names(const std::vector<policy>& policies, const std::string& 
   for (std::size_t i = 0; i < policies.size(); ++i) {
     for (std::size_t j = 0; j < i; ++j) {
       if (policies[j].name == policies[i].name) {
-        sj::fail(sj::index_path(path, i) + ".name",
-                 "\"" + policies[i].name + "\" is the name of " + sj::index_path(path, j) +
-                     " too: names must be unique");
+        sj::fail(sj::index_path(path, i) + ".name", "\"" + policies[i].name + "\" is the name of " +
+                                                        sj::index_path(path, j) +
+                                                        " too: names must be unique");
       }
     }
   }
@@ -318,7 +321,8 @@ policy read_policy(const json& value, const std::string& path) {
   if (r.has("retries") && r.has("attempts")) {
     sj::fail(r.field("attempts"), "give retries or attempts (= retries + 1), not both");
   }
-  if (r.has("retries")) p.retry.max_retries = static_cast<int>(r.integer("retries", 0, k_max_retries));
+  if (r.has("retries"))
+    p.retry.max_retries = static_cast<int>(r.integer("retries", 0, k_max_retries));
   if (r.has("attempts")) {
     p.retry.max_retries = static_cast<int>(r.integer("attempts", 1, k_max_retries + 1)) - 1;
   }
@@ -385,8 +389,8 @@ ordered_json policy_json(const policy& p) {
 }  // namespace detail
 
 std::string_view budget_kind(const budget_options& budget) noexcept {
-  static constexpr std::string_view names[] = {"none",     "ratio",    "token_bucket",
-                                               "quota",    "adaptive", "concurrency"};
+  static constexpr std::string_view names[] = {"none",  "ratio",    "token_bucket",
+                                               "quota", "adaptive", "concurrency"};
   static_assert(std::size(names) == std::variant_size_v<budget_options>);
   return names[budget.index()];
 }
@@ -445,7 +449,8 @@ policy_reference parse_policy_reference(std::string_view text) {
       throw policy_error("", "the policy name after ':' is empty (write FILE or FILE:NAME)");
     }
   }
-  if (text.empty()) throw policy_error("", "the file name is empty (write [grpc:|envoy:]FILE[:NAME])");
+  if (text.empty())
+    throw policy_error("", "the file name is empty (write [grpc:|envoy:]FILE[:NAME])");
   ref.file = std::string(text);
   return ref;
 }

@@ -15,10 +15,10 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <cstdint>
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>

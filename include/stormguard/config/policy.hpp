@@ -96,8 +96,8 @@ class policy_error : public std::runtime_error {
 /// Which format a file is in.
 enum class policy_format {
   stormguard,  ///< {"policies": [...]} (docs/policy.md)
-  grpc,        ///< a gRPC service config, JSON (gRFC A6: methodConfig[].retryPolicy, retryThrottling)
-  envoy,       ///< an Envoy route retry_policy or route configuration, JSON or YAML
+  grpc,   ///< a gRPC service config, JSON (gRFC A6: methodConfig[].retryPolicy, retryThrottling)
+  envoy,  ///< an Envoy route retry_policy or route configuration, JSON or YAML
 };
 
 /// The largest file read: 1 MiB (a larger one, or an endless one such as /dev/zero, is an error

@@ -23,7 +23,8 @@ struct command {
   std::function<int()> run;
 };
 
-/// `stormguard simulate [SCENARIO_FILE] [--strategy NAME]... [--seed N] [--json] [--csv DIR]`.
+/// `stormguard simulate [SCENARIO_FILE] [--policy FILE[:NAME]]... [--strategy NAME]... [--seed N]
+/// [--json] [--csv DIR]`.
 command add_simulate_command(CLI::App& parent);
 
 /// `stormguard exec [policy flags] [--attempt-timeout D] [--deadline D] [--retry-on-exit CODES |

@@ -638,7 +638,8 @@ command add_simulate_command(CLI::App& parent) {
       "Exit status:\n"
       "  0    the report was printed (and the CSV files and plot written)\n"
       "  1    stdout, a CSV file or the plot could not be written, or out of memory\n"
-      "  2    bad command line, or a bad scenario file (missing, invalid JSON, a wrong field)");
+      "  2    bad command line, or a bad scenario or --policy file (missing, invalid, a wrong\n"
+      "       field)");
   sub->add_option("scenario", options->scenario_file,
                   "A built-in scenario (" + sim::builtin_scenario_names() +
                       ", brooker-occ, layers) or a scenario JSON file (default: friday-night); "

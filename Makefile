@@ -7,7 +7,9 @@
 #   make bench         build (with the benchmark programs), then run every build/bench/*_benchmark
 #                      (BENCH_ARGS=... to pass flags)
 #   make fuzz          build the libFuzzer targets (clang++-19, ASan+UBSan, build-fuzz/) and fuzz
-#                      the Retry-After parser for FUZZ_SECONDS (default 60) from fuzz/corpus/
+#                      FUZZ_TARGET (retry_after, the default: the Retry-After parser; or policy:
+#                      the policy file parser) for FUZZ_SECONDS (default 60) from
+#                      fuzz/corpus/FUZZ_TARGET
 #   make format        clang-format -i over our sources
 #   make format-check  fail if any source is not clang-formatted
 #   make clean         remove the build directories of all presets
@@ -15,6 +17,9 @@
 CLANG_FORMAT ?= clang-format
 BENCH_ARGS ?=
 FUZZ_SECONDS ?= 60
+FUZZ_TARGET ?= retry_after
+# The longest input per target: a Retry-After value, or a policy file.
+FUZZ_MAX_LEN ?= $(if $(filter policy,$(FUZZ_TARGET)),4096,512)
 FORMAT_DIRS := include src cli sim tests bench examples fuzz
 FORMAT_FILES = $(shell find $(wildcard $(FORMAT_DIRS)) -type f \( -name '*.hpp' -o -name '*.cpp' \) | sort)
 
@@ -44,16 +49,17 @@ bench: build
 	done; \
 	[ "$$found" = 1 ] || echo "make bench: no benchmark programs (bench/*_benchmark.cpp) yet"
 
-# New inputs the fuzzer finds go to build-fuzz/corpus/retry_after (fuzz/corpus/retry_after is only
-# read); crashes to build-fuzz/crash-*. Copy a crash into fuzz/corpus/retry_after to keep it as a
-# regression test (tests/retry_after_test.cpp checks every corpus file).
+# New inputs the fuzzer finds go to build-fuzz/corpus/$(FUZZ_TARGET) (fuzz/corpus/$(FUZZ_TARGET) is
+# only read); crashes to build-fuzz/crash-*. Copy a crash into fuzz/corpus/$(FUZZ_TARGET) to keep
+# it as a regression test (tests/retry_after_test.cpp and tests/config_policy_test.cpp check every
+# corpus file).
 fuzz: bootstrap
 	cmake --preset fuzz
-	cmake --build --preset fuzz --target retry_after_fuzz
-	mkdir -p build-fuzz/corpus/retry_after
-	build-fuzz/fuzz/retry_after_fuzz -max_total_time=$(FUZZ_SECONDS) -max_len=512 \
-	  -dict=fuzz/retry_after.dict -artifact_prefix=build-fuzz/ -print_final_stats=1 \
-	  build-fuzz/corpus/retry_after fuzz/corpus/retry_after
+	cmake --build --preset fuzz --target $(FUZZ_TARGET)_fuzz
+	mkdir -p build-fuzz/corpus/$(FUZZ_TARGET)
+	build-fuzz/fuzz/$(FUZZ_TARGET)_fuzz -max_total_time=$(FUZZ_SECONDS) -max_len=$(FUZZ_MAX_LEN) \
+	  -dict=fuzz/$(FUZZ_TARGET).dict -artifact_prefix=build-fuzz/ -print_final_stats=1 \
+	  build-fuzz/corpus/$(FUZZ_TARGET) fuzz/corpus/$(FUZZ_TARGET)
 
 format: bootstrap
 	@files="$(FORMAT_FILES)"; [ -z "$$files" ] || $(CLANG_FORMAT) -i $$files

@@ -23,7 +23,8 @@ struct command {
   std::function<int()> run;
 };
 
-/// `stormguard simulate [SCENARIO_FILE] [--strategy NAME]... [--seed N] [--json] [--csv DIR]`.
+/// `stormguard simulate [SCENARIO_FILE] [--policy FILE[:NAME]]... [--strategy NAME]... [--seed N]
+/// [--json] [--csv DIR]`.
 command add_simulate_command(CLI::App& parent);
 
 /// `stormguard exec [policy flags] [--attempt-timeout D] [--deadline D] [--retry-on-exit CODES |
@@ -38,6 +39,10 @@ command add_plan_command(CLI::App& parent);
 /// auto|KEY] [policy flags] [--attempt-timeout D] [--deadline D] [-i] [-v] URL`: one HTTP request
 /// with the retry rules of stormguard::http::client.
 command add_http_command(CLI::App& parent);
+
+/// `stormguard policy check [--json] FILE[:NAME]...`: the normalized policies of policy files
+/// and their delays.
+command add_policy_command(CLI::App& parent);
 
 }  // namespace stormguard::cli
 

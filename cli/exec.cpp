@@ -109,10 +109,21 @@ duration parse_limit(const CLI::Option* option, std::string_view flag, const std
 // Converts and checks the options. Throws CLI::Error (a usage error) naming the flag and value.
 exec_settings parse_settings(const exec_options& options) {
   exec_settings s;
-  s.policy = to_retry_options(options.policy);
+  // Precedence: a flag typed > the --policy file's value > the default (policy_flags.hpp).
+  const config::policy policy = resolve_policy("exec", options.policy);
+  s.policy = policy.retry;
   s.attempt_timeout =
       parse_limit(options.attempt_timeout_option, "--attempt-timeout", options.attempt_timeout);
+  if (!typed(options.attempt_timeout_option) && policy.attempt_timeout) {
+    s.attempt_timeout = *policy.attempt_timeout;
+  }
   s.deadline = parse_limit(options.deadline_option, "--deadline", options.deadline);
+  if (!typed(options.deadline_option) && policy.deadline) s.deadline = *policy.deadline;
+  if (!std::holds_alternative<no_budget>(policy.budget) && !options.quiet) {
+    report_warning("exec",
+                   "the --policy budget \"" + std::string(config::budget_kind(policy.budget)) +
+                       "\" is not used: `stormguard exec` runs one command, with no budget");
+  }
   s.only_listed = options.retry_on_option->count() > 0;
   if (s.only_listed) s.retry_on = parse_codes("--retry-on-exit", options.retry_on_exit);
   if (options.stop_on_option->count() > 0) {

@@ -63,6 +63,8 @@ struct http_options {
   CLI::Option* data_option = nullptr;
   CLI::Option* key_option = nullptr;
   CLI::Option* deadline_option = nullptr;
+  CLI::Option* max_retry_after_option = nullptr;
+  CLI::Option* attempt_timeout_option = nullptr;
 };
 
 void print_error(const std::string& message) { report_error("http", message); }
@@ -266,11 +268,32 @@ void set_idempotency_key(const http_options& o, http_call& call) {
 http_call parse_call(const http_options& o) {
   http_call call;
   http::client_options& client = call.client;
-  client.retry = to_retry_options(o.policy);
-  client.retry.max_retry_after = positive_duration("--max-retry-after", o.max_retry_after);
+  // Precedence: a flag typed > the --policy file's value > the default (policy_flags.hpp).
+  const config::policy policy = resolve_policy("http", o.policy);
+  const bool file = typed(o.policy.policy_option);
+  client.retry = policy.retry;
+  client.statuses = policy.statuses;
+  if (!file || typed(o.max_retry_after_option)) {
+    client.retry.max_retry_after = positive_duration("--max-retry-after", o.max_retry_after);
+  }
   client.attempt_timeout = positive_duration("--attempt-timeout", o.attempt_timeout);
+  if (file && !typed(o.attempt_timeout_option) && policy.attempt_timeout) {
+    client.attempt_timeout = *policy.attempt_timeout;
+  }
   client.connect_timeout = positive_duration("--connect-timeout", o.connect_timeout);
-  if (o.deadline_option->count() > 0) call.deadline = positive_duration("--deadline", o.deadline);
+  if (typed(o.deadline_option)) {
+    call.deadline = positive_duration("--deadline", o.deadline);
+  } else if (file) {
+    call.deadline = policy.deadline;
+  }
+  if (const auto* ratio = std::get_if<ratio_budget_options>(&policy.budget)) {
+    client.budget = *ratio;
+  } else if (file) {
+    report_warning("http", "the --policy budget \"" +
+                               std::string(config::budget_kind(policy.budget)) +
+                               "\" is not used: `stormguard http` keeps a ratio budget per host "
+                               "(10 % over 10s, floor 10/s)");
+  }
   if (o.key_format == "structured") {
     client.key_format = idempotency_key_format::structured;
   } else if (o.key_format == "bare") {
@@ -389,7 +412,7 @@ constexpr const char* k_exit_statuses =
     "       Retry-After exceeded --max-retry-after\n"
     "  130  interrupted by SIGINT (143 SIGTERM): the transfer or the backoff is stopped at once\n"
     "  1    the response could not be written to stdout\n"
-    "  2    bad command line (bad method, header, -d @FILE, URL, key, duration)\n"
+    "  2    bad command line (bad method, header, -d @FILE, URL, key, duration, --policy file)\n"
     "\n"
     "Example: stormguard http -X POST -d @order.json --idempotency-key auto -v "
     "https://api.example.com/orders";
@@ -420,13 +443,15 @@ command add_http_command(CLI::App& parent) {
       ->type_name("FORMAT")
       ->capture_default_str();
   add_policy_flags(*sub, options->policy);
-  sub->add_option("--max-retry-after", options->max_retry_after,
-                  "The longest Retry-After honoured; a longer one ends the call (exit 6)")
-      ->type_name("D")
-      ->capture_default_str();
-  sub->add_option("--attempt-timeout", options->attempt_timeout, "Time limit of each attempt")
-      ->type_name("D")
-      ->capture_default_str();
+  options->max_retry_after_option =
+      sub->add_option("--max-retry-after", options->max_retry_after,
+                      "The longest Retry-After honoured; a longer one ends the call (exit 6)")
+          ->type_name("D")
+          ->capture_default_str();
+  options->attempt_timeout_option =
+      sub->add_option("--attempt-timeout", options->attempt_timeout, "Time limit of each attempt")
+          ->type_name("D")
+          ->capture_default_str();
   sub->add_option("--connect-timeout", options->connect_timeout,
                   "Time limit of the connect within an attempt")
       ->type_name("D")

@@ -92,8 +92,12 @@ std::string to_json(const std::vector<plan_row>& rows) {
 std::string to_table(const retry_options& o, const plan_options& options,
                      const std::vector<plan_row>& rows) {
   const backoff_options& b = o.backoff;
-  std::string out = fmt::format("Policy: base {}, cap {}, multiplier {}, jitter {}, {} retr{}\n",
-                                format_duration(b.base), format_duration(b.cap),
+  const std::string source =
+      typed(options.policy.policy_option)
+          ? fmt::format(" (--policy {})", detail::quote_for_message(options.policy.policy))
+          : "";
+  std::string out = fmt::format("Policy{}: base {}, cap {}, multiplier {}, jitter {}, {} retr{}\n",
+                                source, format_duration(b.base), format_duration(b.cap),
                                 detail::format_double(b.multiplier), to_string(b.jitter),
                                 o.max_retries, o.max_retries == 1 ? "y" : "ies");
   if (rows.empty()) {
@@ -141,7 +145,8 @@ std::string to_table(const retry_options& o, const plan_options& options,
 
 int run_plan(const plan_options& options) {
   // Usage errors (CLI::ValidationError, exit 2 in main.cpp) before any work.
-  const int retries = options.policy.retries;
+  const config::policy resolved = resolve_policy("plan", options.policy);
+  const int retries = resolved.retry.max_retries;
   if (retries < 0 || retries > k_max_plan_retries) {
     throw CLI::ValidationError("--retries", fmt::format("must be in [0, {}] for a plan, got {}",
                                                         k_max_plan_retries, retries));
@@ -157,7 +162,7 @@ int run_plan(const plan_options& options) {
                                  options.samples, retries, k_max_draws));
   }
   const std::uint64_t seed = parse_seed(options.seed);
-  const retry_options policy = to_retry_options(options.policy);
+  const retry_options& policy = resolved.retry;
   const backoff b(policy.backoff);
   const std::vector<plan_row> rows = make_plan(b, retries, options.samples, seed);
 

@@ -1,5 +1,9 @@
 // The retry-policy flags shared by the subcommands that build a policy (`stormguard plan`,
-// `stormguard exec`): --base --cap --multiplier --jitter --retries, with the library's defaults.
+// `stormguard exec`, `stormguard http`): --policy FILE[:NAME] and --base --cap --multiplier
+// --jitter --retries, with the library's defaults.
+//
+// Precedence (docs/cli.md): a flag the user typed > the --policy file's value > the library's
+// default. Without --policy the flags' defaults are the library's.
 //
 //   stormguard::cli::policy_flags flags;
 //   stormguard::cli::add_policy_flags(*sub, flags);
@@ -17,6 +21,7 @@
 #include <string_view>
 
 #include "stormguard/clock.hpp"
+#include "stormguard/config/policy.hpp"
 #include "stormguard/retry.hpp"
 
 namespace stormguard::cli {
@@ -29,16 +34,33 @@ struct policy_flags {
   double multiplier = 2.0;
   std::string jitter = "full";
   int retries = 3;
-  /// Set by add_policy_flags, to tell a flag the user typed from a default in messages.
+  std::string policy;  ///< --policy [grpc:|envoy:]FILE[:NAME]
+  /// Set by add_policy_flags, to tell a flag the user typed from a default (or the --policy
+  /// file's value) in messages and precedence.
   const CLI::Option* base_option = nullptr;
   const CLI::Option* cap_option = nullptr;
+  const CLI::Option* multiplier_option = nullptr;
+  const CLI::Option* jitter_option = nullptr;
+  const CLI::Option* retries_option = nullptr;
+  const CLI::Option* policy_option = nullptr;
 };
 
-/// Adds --base D, --cap D, --multiplier X, --jitter NAME and --retries N to `app`, storing into
-/// `flags` (which must outlive parsing). The help shows each default.
+/// Whether the user typed `option` (non-null and given at least once).
+[[nodiscard]] bool typed(const CLI::Option* option);
+
+/// Adds --policy FILE[:NAME], --base D, --cap D, --multiplier X, --jitter NAME and --retries N to
+/// `app`, storing into `flags` (which must outlive parsing). The help shows each default.
 void add_policy_flags(CLI::App& app, policy_flags& flags);
 
-/// Converts and validates the flags (with the library's own checks, stormguard::retry_policy).
+/// The policy the command runs: the --policy file's (its first policy, or NAME; the importer's
+/// warnings printed for `command`), else the library's defaults; then every policy flag the user
+/// typed replaces the file's value, and the result is validated as to_retry_options does. Throws
+/// CLI::ValidationError naming the flag (or --policy and the field path for a bad file).
+[[nodiscard]] stormguard::config::policy resolve_policy(std::string_view command,
+                                                        const policy_flags& flags);
+
+/// Converts and validates the flags (with the library's own checks, stormguard::retry_policy),
+/// ignoring --policy.
 /// Throws CLI::ValidationError naming the flag and the text, e.g. '--base: not a duration: "5 ms"
 /// (no spaces: ...)' or, for a base above the cap, the flag the user typed: '--base: "5s" is
 /// above the cap 3s (the default --cap); give a larger --cap too'.

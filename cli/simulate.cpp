@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdint>
@@ -22,6 +23,7 @@
 
 #include "command.hpp"
 #include "output.hpp"
+#include "policy_file.hpp"
 #include "process.hpp"
 #include "stormguard/detail/format.hpp"
 #include "stormguard/sim/layers.hpp"
@@ -43,6 +45,7 @@ struct simulate_options {
   std::string scenario_file;
   std::vector<std::string> strategies;
   CLI::Option* strategy_option = nullptr;
+  std::vector<std::string> policies;  // --policy values, in order
   std::string seed;
   CLI::Option* seed_option = nullptr;  // to tell "--seed ''" from no --seed
   bool json = false;
@@ -222,8 +225,62 @@ bool write_plot(const Report& report, const std::string& file) {
   return true;
 }
 
-// The strategies named on the command line (all by default); nullopt after a usage error.
-std::optional<std::vector<sim::strategy>> chosen_strategies(const simulate_options& options) {
+// The strategies --policy loaded, in order (each file's in file order); nullopt after a usage
+// error (a bad file, or one name given twice).
+std::optional<std::vector<sim::strategy>> user_strategies(const simulate_options& options) {
+  std::vector<sim::strategy> user;
+  for (const std::string& value : options.policies) {
+    std::vector<config::policy> loaded;
+    try {
+      loaded = load_policy_option("simulate", value);
+    } catch (const CLI::ValidationError& e) {
+      print_error(e.what());
+      return std::nullopt;
+    }
+    for (const config::policy& p : loaded) {
+      for (const auto& u : user) {
+        if (u.name == p.name) {
+          print_error(fmt::format("--policy {}: a policy named {} was given by an earlier --policy",
+                                  quote_value(value), quote_value(p.name)));
+          return std::nullopt;
+        }
+      }
+      user.push_back(sim::from_policy(p));
+    }
+  }
+  return user;
+}
+
+// A strategy of that name: a --policy one first, then the scenario's, then a built-in.
+const sim::strategy* find_named(const std::string& name, const std::vector<sim::strategy>& user,
+                                const std::vector<sim::strategy>& scenario) {
+  for (const auto* list : {&user, &scenario}) {
+    for (const auto& s : *list) {
+      if (s.name == name) return &s;
+    }
+  }
+  return sim::find_strategy(name);
+}
+
+// The names a --strategy may give, for error messages.
+std::string known_names(const std::vector<sim::strategy>& user,
+                        const std::vector<sim::strategy>& scenario) {
+  std::string names = sim::strategy_names();
+  for (const auto* list : {&scenario, &user}) {
+    for (const auto& s : *list) {
+      if (sim::find_strategy(s.name) == nullptr) names += ", " + s.name;
+    }
+  }
+  return names;
+}
+
+// The strategies to run; nullopt after a usage error. With --strategy: those named (a --policy
+// policy, a strategy of the scenario file or a built-in). Without: the scenario's own list if it
+// has one, else every built-in; then the --policy policies, each replacing the strategy of its
+// name in place (with a note) or appended.
+std::optional<std::vector<sim::strategy>> chosen_strategies(
+    const simulate_options& options, const std::vector<sim::strategy>& user,
+    const std::vector<sim::strategy>& scenario) {
   std::vector<sim::strategy> chosen;
   for (const std::string& value : options.strategies) {
     // Each --strategy value is a comma-separated list; every item must name a strategy.
@@ -233,13 +290,13 @@ std::optional<std::vector<sim::strategy>> chosen_strategies(const simulate_optio
       const std::string name = value.substr(from, comma - from);
       if (name.empty()) {
         print_error(fmt::format("empty strategy name in --strategy {}; valid strategies: {}",
-                                quote_value(value), sim::strategy_names()));
+                                quote_value(value), known_names(user, scenario)));
         return std::nullopt;
       }
-      const sim::strategy* s = sim::find_strategy(name);
+      const sim::strategy* s = find_named(name, user, scenario);
       if (s == nullptr) {
         print_error(fmt::format("unknown strategy {}; valid strategies: {}", quote_value(name),
-                                sim::strategy_names()));
+                                known_names(user, scenario)));
         return std::nullopt;
       }
       for (const auto& c : chosen) {
@@ -253,9 +310,26 @@ std::optional<std::vector<sim::strategy>> chosen_strategies(const simulate_optio
       from = comma + 1;
     }
   }
-  if (chosen.empty()) {
+  if (!chosen.empty()) return chosen;
+  if (!scenario.empty()) {
+    chosen = scenario;
+  } else {
     const auto all = sim::builtin_strategies();
     chosen.assign(all.begin(), all.end());
+  }
+  for (const sim::strategy& u : user) {
+    const auto same = std::find_if(chosen.begin(), chosen.end(),
+                                   [&](const sim::strategy& c) { return c.name == u.name; });
+    if (same == chosen.end()) {
+      chosen.push_back(u);
+      continue;
+    }
+    report_log("simulate",
+               fmt::format("note: the policy {} from --policy replaces the {} "
+                           "strategy of that name",
+                           quote_value(u.name),
+                           sim::find_strategy(u.name) == nullptr ? "scenario's" : "built-in"));
+    *same = u;
   }
   return chosen;
 }
@@ -286,6 +360,7 @@ bool options_apply(const simulate_options& options, const sim::model_info& model
 struct run_context {
   const simulate_options& options;
   std::vector<sim::strategy> strategies;
+  std::vector<sim::strategy> user;  // from --policy
   std::optional<std::uint64_t> seed;
   unsigned threads = 0;
   std::optional<sweep_spec> sweep;
@@ -297,9 +372,13 @@ struct run_context {
 std::optional<run_context> prepare(const simulate_options& options, const sim::model_info& model,
                                    int& status) {
   status = exit_usage;
-  auto strategies = chosen_strategies(options);
+  auto user = user_strategies(options);
+  if (!user) return std::nullopt;
+  // The time-series scenario may bring its own strategies: chosen again once it is loaded.
+  auto strategies = chosen_strategies(options, *user, {});
   if (!strategies) return std::nullopt;
-  run_context context{options, *std::move(strategies), {}, 0, {}, options.csv_dir};
+  run_context context{options, *std::move(strategies), *std::move(user), {}, 0,
+                      {},      options.csv_dir};
   if (given(options.seed_option)) {
     context.seed = parse_seed(options.seed);
     if (!context.seed) {
@@ -379,7 +458,7 @@ int finish(const run_context& context, const Report& report, const std::string& 
   return exit_success;
 }
 
-int run_occ(const run_context& context) {
+int run_occ(run_context& context) {
   const simulate_options& options = context.options;
   sim::occ_options o;
   if (context.seed) o.seed = *context.seed;
@@ -412,7 +491,7 @@ int run_occ(const run_context& context) {
   return finish(context, report, "brooker-occ.csv", sim::to_csv(report));
 }
 
-int run_layers(const run_context& context) {
+int run_layers(run_context& context) {
   const simulate_options& options = context.options;
   sim::layers_options o;
   if (context.seed) o.seed = *context.seed;
@@ -431,8 +510,9 @@ int run_layers(const run_context& context) {
   return finish(context, report, "layers.csv", sim::to_csv(report));
 }
 
-// A time-series scenario: built in (by name) or a file (a bad file is bad input: exit 2).
-std::optional<sim::scenario> load_time_series(const run_context& context) {
+// A time-series scenario: built in (by name) or a file (a bad file is bad input: exit 2). Sets
+// context.strategies (the scenario may have its own).
+std::optional<sim::scenario> load_time_series(run_context& context) {
   const std::string& argument = context.options.scenario_file;
   sim::scenario scenario = sim::friday_night();
   if (!argument.empty()) {
@@ -448,6 +528,11 @@ std::optional<sim::scenario> load_time_series(const run_context& context) {
     }
   }
   if (context.seed) scenario.seed = *context.seed;
+  if (!scenario.strategies.empty()) {
+    auto strategies = chosen_strategies(context.options, context.user, scenario.strategies);
+    if (!strategies) return std::nullopt;
+    context.strategies = *std::move(strategies);
+  }
   // The work bound (bad input), before any work; a sweep's largest load is its last.
   sim::scenario largest = scenario;
   if (const auto& sweep = context.sweep) {
@@ -459,6 +544,13 @@ std::optional<sim::scenario> load_time_series(const run_context& context) {
     return std::nullopt;
   }
   return scenario;
+}
+
+// The CSV file of a strategy: its name with '/' (a gRPC service/method) as '_', so that it
+// stays in the directory.
+std::string csv_file_name(std::string name) {
+  std::replace(name.begin(), name.end(), '/', '_');
+  return name + ".csv";
 }
 
 int run_load_sweep(const run_context& context, const sim::scenario& scenario) {
@@ -486,7 +578,7 @@ int run_load_sweep(const run_context& context, const sim::scenario& scenario) {
   return finish(context, report, scenario.name + "-sweep.csv", sim::to_csv(report));
 }
 
-int run_time_series(const run_context& context) {
+int run_time_series(run_context& context) {
   const auto scenario = load_time_series(context);
   if (!scenario) return exit_usage;
   if (context.sweep) return run_load_sweep(context, *scenario);
@@ -503,7 +595,7 @@ int run_time_series(const run_context& context) {
   }
   if (!context.options.csv_dir.empty()) {
     for (const auto& r : report.strategies) {
-      if (!write_file(context.csv_dir / (r.name + ".csv"), sim::to_csv(r))) return exit_failure;
+      if (!write_file(context.csv_dir / csv_file_name(r.name), sim::to_csv(r))) return exit_failure;
     }
   }
   return finish(context, report, "", "");
@@ -514,10 +606,10 @@ int run_simulate(const simulate_options& options) {
   const sim::model_info& model = sim::model_for(options.scenario_file);
   if (!options_apply(options, model)) return exit_usage;
   int status = exit_usage;
-  const auto context = prepare(options, model, status);
+  auto context = prepare(options, model, status);
   if (!context) return status;
   // One runner per model of the registry, indexed by its kind.
-  using runner = int (*)(const run_context&);
+  using runner = int (*)(run_context&);
   constexpr runner runners[] = {run_time_series, run_occ, run_layers};
   static_assert(static_cast<int>(sim::model_kind::time_series) == 0 &&
                 static_cast<int>(sim::model_kind::brooker_occ) == 1 &&
@@ -536,7 +628,8 @@ command add_simulate_command(CLI::App& parent) {
       "Exit status:\n"
       "  0    the report was printed (and the CSV files and plot written)\n"
       "  1    stdout, a CSV file or the plot could not be written, or out of memory\n"
-      "  2    bad command line, or a bad scenario file (missing, invalid JSON, a wrong field)");
+      "  2    bad command line, or a bad scenario or --policy file (missing, invalid, a wrong\n"
+      "       field)");
   sub->add_option("scenario", options->scenario_file,
                   "A built-in scenario (" + sim::builtin_scenario_names() +
                       ", brooker-occ, layers) or a scenario JSON file (default: friday-night); "
@@ -546,6 +639,10 @@ command add_simulate_command(CLI::App& parent) {
   options->strategy_option = sub->add_option(
       "--strategy,-s", options->strategies,
       "Strategy to run; repeat or separate with commas (default: all): " + sim::strategy_names());
+  sub->add_option("--policy", options->policies,
+                  "Also run the policies of a policy file ([grpc:|envoy:]FILE[:NAME], "
+                  "repeatable; docs/policy.md); one named like a built-in replaces it")
+      ->type_name("FILE[:NAME]");
   options->seed_option = sub->add_option(
       "--seed", options->seed,
       "Seed of the simulation's generators, overriding the scenario's (0 to 2^64-1)");

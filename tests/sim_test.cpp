@@ -335,7 +335,7 @@ TEST(BuiltinStrategies, AreTheDocumentedTableInOrder) {
   for (const auto& s : sim::builtin_strategies()) names.push_back(s.name);
   EXPECT_EQ(names, (std::vector<std::string>{"none", "naive", "exponential", "equal", "full",
                                              "decorrelated", "full+budget", "full+throttle",
-                                             "full+quota", "full+adaptive"}));
+                                             "full+quota", "full+adaptive", "full+envoy"}));
   EXPECT_EQ(strategy_named("none").retry.max_retries, 0);
   const auto& naive = strategy_named("naive").retry;
   EXPECT_EQ(naive.max_retries, 3);
@@ -347,6 +347,10 @@ TEST(BuiltinStrategies, AreTheDocumentedTableInOrder) {
   ASSERT_NE(budget, nullptr);
   EXPECT_EQ(*budget, stormguard::ratio_budget_options{});
   EXPECT_TRUE(std::holds_alternative<stormguard::no_budget>(strategy_named("full").budget));
+  const auto* envoy =
+      std::get_if<stormguard::concurrency_budget_options>(&strategy_named("full+envoy").budget);
+  ASSERT_NE(envoy, nullptr);
+  EXPECT_EQ(*envoy, stormguard::concurrency_budget_options{});
 }
 
 TEST(FindStrategy, ReturnsNullForAnUnknownName) {
@@ -1489,3 +1493,101 @@ TEST(BuiltinScenarios, AreTheScenarioFilesInTheDocumentedOrder) {
 }
 
 }  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// Strategies from policies (stormguard::config), full+envoy
+// ---------------------------------------------------------------------------------------------
+
+namespace {
+
+stormguard::config::policy policy_like(const sim::strategy& s) {
+  stormguard::config::policy p;
+  p.name = s.name;
+  p.retry = s.retry;
+  p.budget = s.budget;
+  return p;
+}
+
+}  // namespace
+
+TEST(FromPolicy, APolicyWithABuiltInsValuesRunsExactlyAsTheBuiltIn) {
+  const sim::scenario s = small_storm();
+  for (const char* name : {"full+budget", "full+envoy"}) {
+    const auto& builtin = strategy_named(name);
+    const sim::strategy mine = sim::from_policy(policy_like(builtin));
+    EXPECT_FALSE(mine.scenario_retries);
+    EXPECT_EQ(sim::simulate(s, mine).series, sim::simulate(s, builtin).series) << name;
+  }
+}
+
+TEST(FromPolicy, TheAttemptTimeoutReplacesTheScenariosTimeout) {
+  const sim::scenario s = small_calm();  // 20 ms per request, timeout 1 s: nothing times out
+  auto p = policy_like(strategy_named("none"));
+  p.attempt_timeout = 10ms;  // below the service time: every attempt times out
+  const auto impatient = sim::simulate(s, sim::from_policy(p));
+  const auto patient = sim::simulate(s, strategy_named("none"));
+  EXPECT_EQ(patient.timeouts, 0);
+  EXPECT_EQ(impatient.successes, 0);
+  EXPECT_GT(impatient.timeouts, 0);
+}
+
+TEST(FromPolicy, A503IsRetriedOnlyWhenThePolicyRetries503) {
+  sim::scenario s = outage_80_short();
+  auto p = policy_like(strategy_named("full"));
+  p.name = "no-503";
+  p.statuses.remove(503);
+  const auto r = sim::simulate(s, sim::from_policy(p));
+  EXPECT_EQ(r.attempts, r.logical_requests);  // every failure is a 503: nothing is retried
+  EXPECT_GT(r.failures, 0);
+}
+
+TEST(FromPolicy, TheScenariosMaxRetriesAppliesToBuiltInsOnly) {
+  sim::scenario s = small_storm();
+  s.max_retries = 1;
+  auto p = policy_like(strategy_named("naive"));
+  p.name = "mine";
+  const auto mine = sim::simulate(s, sim::from_policy(p));
+  EXPECT_GT(mine.attempts, 2 * mine.logical_requests);  // its own 3 retries
+}
+
+TEST(ScenarioStrategies, ParseBuiltInNamesAndInlinePoliciesAndRoundTrip) {
+  std::string text = sim::to_json(small_storm());
+  text.insert(text.rfind('}'), R"(, "strategies": ["full", {"name": "mine", "retries": 1,
+      "budget": "concurrency", "attempt_timeout": "2s", "retryable_statuses": [429]}])");
+  const auto parsed = sim::parse_scenario(text);
+  ASSERT_TRUE(parsed) << parsed.error().message;
+  ASSERT_EQ((*parsed).strategies.size(), 2u);
+  EXPECT_EQ((*parsed).strategies[0], strategy_named("full"));
+  EXPECT_EQ((*parsed).strategies[1].name, "mine");
+  EXPECT_EQ((*parsed).strategies[1].attempt_timeout, 2s);
+  EXPECT_FALSE((*parsed).strategies[1].retries_503);
+  const auto again = sim::parse_scenario(sim::to_json(*parsed));
+  ASSERT_TRUE(again) << again.error().message;
+  EXPECT_EQ(*again, *parsed);
+}
+
+TEST(ScenarioStrategies, RejectsUnknownNamesBadPoliciesAndDuplicates) {
+  const auto field_of = [](const std::string& strategies) {
+    std::string text = sim::to_json(small_storm());
+    text.insert(text.rfind('}'), ", \"strategies\": " + strategies);
+    const auto parsed = sim::parse_scenario(text);
+    return parsed ? std::string("accepted") : parsed.error().field;
+  };
+  EXPECT_EQ(field_of(R"(["fulll"])"), "strategies[0]");
+  EXPECT_EQ(field_of(R"([{"name": "x", "retries": -2}])"), "strategies[0].retries");
+  EXPECT_EQ(field_of(R"(["full", "full"])"), "strategies[1]");
+  EXPECT_EQ(field_of(R"([])"), "strategies");
+  EXPECT_EQ(field_of(R"([3])"), "strategies[0]");
+}
+
+TEST(Simulate, EnvoysBudgetBoundsRetriesInFlightPerClient) {
+  // With every attempt of the incident failing at once (a 503) and retries in flight bounded by
+  // max(3, 20 % of the requests in flight) per client, the retries stay far below full's.
+  const sim::scenario s = outage_80_short();
+  const auto envoy = sim::simulate(s, strategy_named("full+envoy"));
+  const auto full = sim::simulate(s, strategy_named("full"));
+  ASSERT_TRUE(envoy.incident_amplification && full.incident_amplification);
+  EXPECT_LT(*envoy.incident_amplification, 1.5);
+  EXPECT_GT(*full.incident_amplification, 2.5);
+  EXPECT_GT(envoy.budget_exhausted, 0);
+}

@@ -106,6 +106,7 @@ struct no_budget {
     return true;
   }
   constexpr void record(time_point, const attempt_report&) noexcept {}
+  friend constexpr bool operator==(const no_budget&, const no_budget&) noexcept = default;
 };
 
 /// The settings of a ratio_budget. Defaults: the seed (10 % over 10 s) and Finagle/Linkerd

@@ -54,6 +54,10 @@ template <>
 struct budget_for<adaptive_throttle_options> {
   using type = adaptive_throttle;
 };
+template <>
+struct budget_for<concurrency_budget_options> {
+  using type = concurrency_budget;
+};
 
 }  // namespace stormguard::sim
 

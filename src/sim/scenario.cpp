@@ -13,6 +13,8 @@
 #include <utility>
 #include <vector>
 
+#include "config/policy_json.hpp"
+#include "detail/strict_json.hpp"
 #include "sim/builtin_scenarios.hpp"
 #include "stormguard/detail/format.hpp"
 #include "stormguard/duration_text.hpp"
@@ -34,159 +36,52 @@ constexpr std::size_t k_max_file_bytes = 1024 * 1024;
 constexpr int k_max_depth = 64;
 constexpr int k_max_retries = 1000;
 
-// Thrown inside the parser only; parse_scenario turns it into a scenario_error.
-struct parse_failure {
-  scenario_error error;
-};
-
-[[noreturn]] void fail(std::string field, const std::string& problem) {
-  std::string message = field.empty() ? problem : field + ": " + problem;
-  throw parse_failure{scenario_error{std::move(field), std::move(message)}};
-}
-
-// The value for an error message: scalars as JSON text shortened to one line, arrays and objects
-// by their type only (dumping them whole could be huge, and dump() recurses once per level).
-std::string quote(const json& value) {
-  if (value.is_array()) return value.empty() ? "an empty array" : "an array";
-  if (value.is_object()) return value.empty() ? "an empty object" : "an object";
-  // A string as the user wrote it: escaped and cut by the one helper every message uses.
-  if (value.is_string()) return stormguard::detail::quote_for_message(value.get<std::string>());
-  std::string text = value.dump(-1, ' ', false, json::error_handler_t::replace);
-  if (text.size() > 60) text = text.substr(0, 57) + "...";
-  return text;
-}
-
-// A string as the user wrote it, in double quotes, shortened to one line.
-std::string quote_text(const std::string& text) { return quote(json(text)); }
+namespace sj = stormguard::detail::strict_json;
+using sj::fail;
+using sj::limit_text;
+using sj::object_reader;
+using sj::quote;
 
 std::string quote_duration(duration d) { return "\"" + format_duration(d) + "\""; }
 
-// A limit for a message: "1h" rather than format_duration's "3600s".
-std::string limit_text(duration d) {
-  if (d % std::chrono::hours(1) == duration::zero()) {
-    return std::to_string(d / std::chrono::hours(1)) + "h";
+// [strategies]: built-in names and inline policy objects (the policy file format).
+std::vector<strategy> read_strategies(const json& list) {
+  constexpr std::size_t k_max_strategies = 100;
+  if (!list.is_array() || list.empty() || list.size() > k_max_strategies) {
+    fail("strategies", "must be an array of 1 to " + std::to_string(k_max_strategies) +
+                           " entries (built-in strategy names or policy objects), got " +
+                           quote(list));
   }
-  return format_duration(d);
-}
-
-std::string join_path(const std::string& prefix, std::string_view key) {
-  return prefix.empty() ? std::string(key) : prefix + "." + std::string(key);
-}
-
-// A field's path for a message: as written when it is plain printable ASCII, else quoted and
-// escaped (a key is the user's text too).
-std::string field_text(const std::string& path) {
-  const bool plain = std::all_of(path.begin(), path.end(), [](char c) {
-    return c > ' ' && c < 0x7f && c != '"' && c != '\\';
-  });
-  return plain && path.size() <= stormguard::detail::k_max_echo
-             ? path
-             : stormguard::detail::quote_for_message(path);
-}
-
-// Reads the fields of one JSON object, rejecting unknown ones.
-class object_reader {
- public:
-  object_reader(const json& object, std::string path, std::vector<std::string_view> known)
-      : object_(object), path_(std::move(path)) {
-    if (!object_.is_object()) {
-      fail(path_, "must be a JSON object, got " + quote(object_));
+  std::vector<strategy> strategies;
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    const std::string path = sj::index_path("strategies", i);
+    const json& entry = list[i];
+    if (entry.is_string()) {
+      const strategy* builtin = find_strategy(entry.get<std::string>());
+      if (builtin == nullptr) {
+        fail(path, "unknown strategy " + quote(entry) + " (the built-ins are " + strategy_names() +
+                       "; or write a policy object)");
+      }
+      strategies.push_back(*builtin);
+    } else if (entry.is_object()) {
+      strategies.push_back(from_policy(config::detail::read_policy(entry, path)));
+    } else {
+      fail(path, "must be a built-in strategy name or a policy object, got " + quote(entry));
     }
-    for (const auto& [key, value] : object_.items()) {
-      if (std::find(known.begin(), known.end(), key) == known.end()) {
-        std::string list;
-        for (auto k : known) list += (list.empty() ? "" : ", ") + std::string(k);
-        fail(field_text(join_path(path_, key)),
-             "unknown field (the known fields here are " + list + ")");
+    for (std::size_t j = 0; j + 1 < strategies.size(); ++j) {
+      if (strategies[j].name == strategies.back().name) {
+        fail(path, "the strategy \"" + strategies.back().name + "\" is given more than once");
       }
     }
   }
-
-  [[nodiscard]] bool has(std::string_view key) const { return object_.contains(key); }
-
-  [[nodiscard]] const json& required(std::string_view key, std::string_view expected) const {
-    auto it = object_.find(key);
-    if (it == object_.end()) {
-      fail(field(key), "missing (expected " + std::string(expected) + ")");
-    }
-    return *it;
-  }
-
-  [[nodiscard]] std::string field(std::string_view key) const { return join_path(path_, key); }
-
-  [[nodiscard]] std::string string(std::string_view key) const {
-    const json& v = required(key, "a string");
-    if (!v.is_string()) fail(field(key), "must be a string, got " + quote(v));
-    return v.get<std::string>();
-  }
-
-  // A duration string whose value satisfies `in_range`, which `range` describes ("in (0, 1h]").
-  // Every error states the field's real range and quotes the text the user wrote.
-  template <class InRange>
-  [[nodiscard]] duration time(std::string_view key, const std::string& range,
-                              InRange in_range) const {
-    const std::string expected =
-        "a duration string with a unit (ns, us, ms, s, min, h) " + range + ", such as \"20ms\"";
-    const json& v = required(key, expected);
-    if (!v.is_string()) fail(field(key), "must be " + expected + ", got " + quote(v));
-    const auto& text = v.get_ref<const std::string&>();
-    auto d = parse_duration(text);
-    if (!d) {
-      fail(field(key),
-           "must be a duration string: a whole number of nanoseconds with a unit (ns, "
-           "us, ms, s, min, h), " +
-               range + ", such as \"20ms\" or \"1.5s\"; got " + quote_text(text));
-    }
-    if (!in_range(*d)) fail(field(key), "must be " + range + ", got " + quote_text(text));
-    return *d;
-  }
-
-  // A duration in (0, max].
-  [[nodiscard]] duration positive_time(std::string_view key, duration max) const {
-    return time(key, "in (0, " + limit_text(max) + "]",
-                [max](duration d) { return d > duration::zero() && d <= max; });
-  }
-
-  [[nodiscard]] std::int64_t integer(std::string_view key, std::int64_t lo, std::int64_t hi) const {
-    const std::string expected =
-        "an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
-    const json& v = required(key, expected);
-    if (v.is_number_unsigned()) {
-      const auto u = v.get<std::uint64_t>();
-      if (u <= static_cast<std::uint64_t>(hi) && static_cast<std::int64_t>(u) >= lo) {
-        return static_cast<std::int64_t>(u);
-      }
-    } else if (v.is_number_integer()) {
-      const auto i = v.get<std::int64_t>();
-      if (i >= lo && i <= hi) return i;
-    }
-    fail(field(key), "must be " + expected + ", got " + quote(v));
-  }
-
-  [[nodiscard]] std::uint64_t seed(std::string_view key) const {
-    const json& v = required(key, "an integer in [0, 18446744073709551615]");
-    if (!v.is_number_unsigned()) {
-      fail(field(key), "must be an integer in [0, 18446744073709551615], got " + quote(v));
-    }
-    return v.get<std::uint64_t>();
-  }
-
-  [[nodiscard]] double number(std::string_view key) const {
-    const json& v = required(key, "a number");
-    if (!v.is_number()) fail(field(key), "must be a number, got " + quote(v));
-    return v.get<double>();
-  }
-
- private:
-  const json& object_;
-  std::string path_;
-};
+  return strategies;
+}
 
 scenario read_scenario(const json& doc) {
   if (!doc.is_object()) fail("", "a scenario must be a JSON object, got " + quote(doc));
   object_reader top(doc, "",
                     {"name", "description", "seed", "duration", "requests_per_second", "clients",
-                     "timeout", "server", "incident", "max_retries"});
+                     "timeout", "server", "incident", "max_retries", "strategies"});
   scenario s;
   s.name = top.string("name");
   if (top.has("description")) s.description = top.string("description");
@@ -259,90 +154,10 @@ scenario read_scenario(const json& doc) {
     s.max_retries = static_cast<int>(top.integer("max_retries", 1, k_max_retries));
   }
 
-  if (auto problem = validate(s)) throw parse_failure{*std::move(problem)};
+  if (top.has("strategies")) s.strategies = read_strategies(doc["strategies"]);
+
+  if (auto problem = validate(s)) throw sj::failure{problem->field, problem->message};
   return s;
-}
-
-// Rejects duplicate keys, which nlohmann::json would otherwise resolve silently to the last one,
-// and names the first one by its full path ("server.workers").
-struct duplicate_key_check {
-  struct level {
-    std::string path;  // the path of this object or array ("" at the top)
-    std::set<std::string> keys;
-    std::string last_key;  // the key whose value is being parsed (objects only)
-    bool array = false;
-  };
-  std::vector<level> levels;
-  std::string duplicate;
-
-  // The path of a value that starts now inside the innermost object or array.
-  [[nodiscard]] std::string child_path() const {
-    if (levels.empty()) return "";
-    const level& l = levels.back();
-    return l.array ? l.path : join_path(l.path, l.last_key);
-  }
-
-  bool operator()(int /*depth*/, json::parse_event_t event, json& parsed) {
-    switch (event) {
-      case json::parse_event_t::object_start:
-      case json::parse_event_t::array_start:
-        levels.push_back(level{child_path(), {}, {}, event == json::parse_event_t::array_start});
-        break;
-      case json::parse_event_t::object_end:
-      case json::parse_event_t::array_end:
-        if (!levels.empty()) levels.pop_back();
-        break;
-      case json::parse_event_t::key:
-        if (!levels.empty()) {
-          level& l = levels.back();
-          l.last_key = parsed.get<std::string>();
-          if (!l.keys.insert(l.last_key).second && duplicate.empty()) {
-            duplicate = join_path(l.path, l.last_key);
-          }
-        }
-        break;
-      default:
-        break;
-    }
-    return true;
-  }
-};
-
-// The deepest nesting of arrays and objects in `text` (strings skipped), and the line and column
-// of the bracket that first exceeds `limit`. Runs before the parser so that no later step (the
-// parser, an error message) ever meets a pathologically deep document.
-struct depth_violation {
-  std::size_t line;
-  std::size_t column;
-};
-std::optional<depth_violation> find_excess_depth(std::string_view text, int limit) {
-  int depth = 0;
-  bool in_string = false;
-  std::size_t line = 1;
-  std::size_t column = 0;
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    ++column;
-    if (c == '\n') {
-      ++line;
-      column = 0;
-    }
-    if (in_string) {
-      if (c == '\\') {
-        ++i;  // skip the escaped character (never a newline in valid JSON)
-        ++column;
-      } else if (c == '"') {
-        in_string = false;
-      }
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '[' || c == '{') {
-      if (++depth > limit) return depth_violation{line, column};
-    } else if (c == ']' || c == '}') {
-      depth = std::max(0, depth - 1);
-    }
-  }
-  return std::nullopt;
 }
 
 }  // namespace
@@ -458,71 +273,22 @@ std::optional<scenario_error> validate(const scenario& s) {
 }
 
 scenario_result parse_scenario(std::string_view json_text) {
-  if (auto deep = find_excess_depth(json_text, k_max_depth)) {
-    return failure{scenario_error{"", "invalid scenario: arrays and objects nested more than " +
-                                          std::to_string(k_max_depth) + " levels deep at line " +
-                                          std::to_string(deep->line) + ", column " +
-                                          std::to_string(deep->column) + " (a scenario needs 2)"}};
-  }
-  duplicate_key_check check;
-  json doc;
   try {
-    doc = json::parse(json_text.begin(), json_text.end(), std::ref(check),
-                      /*allow_exceptions=*/true, /*ignore_comments=*/false);
-  } catch (const json::exception& e) {
-    // what() is "[json.exception.parse_error.101] parse error at line L, column C: ...".
-    std::string what = e.what();
-    if (auto close = what.find("] "); close != std::string::npos) what.erase(0, close + 2);
-    return failure{scenario_error{"", "invalid JSON: " + what}};
-  }
-  if (!check.duplicate.empty()) {
-    return failure{scenario_error{
-        check.duplicate, field_text(check.duplicate) + ": the field appears more than once"}};
-  }
-  try {
-    return read_scenario(doc);
-  } catch (const parse_failure& f) {
-    return failure{f.error};
+    return read_scenario(sj::parse(json_text, k_max_depth, "scenario", " (a scenario needs 2)"));
+  } catch (const sj::failure& f) {
+    return failure{scenario_error{f.field, f.message}};
   } catch (const json::exception& e) {  // not expected: every access is checked first
     return failure{scenario_error{"", std::string("invalid scenario: ") + e.what()}};
   }
 }
 
 scenario_result load_scenario(const std::filesystem::path& path) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) {
-    return failure{scenario_error{"", path.string() + ": is a directory, not a scenario file"}};
+  std::string text;
+  try {
+    text = sj::read_file(path, k_max_file_bytes, "scenario");
+  } catch (const sj::failure& f) {
+    return failure{scenario_error{f.field, f.message}};
   }
-  // C stdio rather than iostreams: fopen and fread report why they failed in errno.
-  errno = 0;
-  std::FILE* file = std::fopen(path.string().c_str(), "rb");
-  if (file == nullptr) {
-    const int error = errno;
-    return failure{scenario_error{
-        "", path.string() + ": cannot open the scenario file (" + std::strerror(error) + ")"}};
-  }
-  // Read at most one byte more than the limit: enough to tell that a file (or /dev/zero) is too
-  // large without reading it all.
-  std::string text(k_max_file_bytes + 1, '\0');
-  std::size_t size = 0;
-  while (size < text.size()) {
-    const std::size_t n = std::fread(text.data() + size, 1, text.size() - size, file);
-    size += n;
-    if (n == 0) break;
-  }
-  const bool read_error = std::ferror(file) != 0;
-  const int error = errno;
-  std::fclose(file);
-  if (read_error) {
-    return failure{scenario_error{
-        "", path.string() + ": cannot read the scenario file (" + std::strerror(error) + ")"}};
-  }
-  if (size > k_max_file_bytes) {
-    return failure{scenario_error{"", path.string() + ": the scenario file is larger than " +
-                                          std::to_string(k_max_file_bytes) +
-                                          " bytes (1 MiB), the limit for a scenario"}};
-  }
-  text.resize(size);
   auto result = parse_scenario(text);
   if (!result) result.error().message = path.string() + ": " + result.error().message;
   return result;
@@ -597,6 +363,26 @@ std::string to_json(const scenario& s) {
     doc["incident"] = nullptr;
   }
   if (s.max_retries) doc["max_retries"] = *s.max_retries;
+  if (!s.strategies.empty()) {
+    doc["strategies"] = nlohmann::ordered_json::array();
+    for (const strategy& strat : s.strategies) {
+      const strategy* builtin = find_strategy(strat.name);
+      if (builtin != nullptr && *builtin == strat) {
+        doc["strategies"].push_back(strat.name);
+        continue;
+      }
+      // The policy the strategy runs (from_policy's inverse up to the statuses, which only
+      // matter through 503).
+      config::policy p;
+      p.name = strat.name;
+      p.description = strat.description;
+      p.retry = strat.retry;
+      p.budget = strat.budget;
+      if (!strat.retries_503) p.statuses.remove(503);
+      p.attempt_timeout = strat.attempt_timeout;
+      doc["strategies"].push_back(config::detail::policy_json(p));
+    }
+  }
   return doc.dump(2) + "\n";
 }
 

@@ -48,7 +48,9 @@ double expected_requests(const scenario& s) {
 
 strategy with_scenario_retries(const scenario& s, const strategy& strat) {
   strategy applied = strat;
-  if (s.max_retries && applied.retry.max_retries > 0) applied.retry.max_retries = *s.max_retries;
+  if (s.max_retries && applied.scenario_retries && applied.retry.max_retries > 0) {
+    applied.retry.max_retries = *s.max_retries;
+  }
   return applied;
 }
 
@@ -59,7 +61,8 @@ class time_series_engine {
   time_series_engine(const scenario& s, const strategy& strat, const Config& config)
       : s_(s),
         end_(s.length.count()),
-        timeout_(s.timeout.count()),
+        timeout_(strat.attempt_timeout.value_or(s.timeout).count()),
+        unavailable_(strat.retries_503 ? classification::retry() : classification::stop()),
         queues_(end_, s.distribution == service_distribution::fixed),
         server_(s, seeds::mix(s.seed, k_tag_service)),
         fleet_(s, strat, config, expected_requests(s)),
@@ -156,16 +159,16 @@ class time_series_engine {
       }
       if (u < error_or_loss_rate_) {
         metrics_.failure(now);
-        on_failure(id, now, classification::retry());
+        on_failure(id, now, unavailable_);
         return;
       }
     }
     server_.arrive(now);
     const bool start_now = server_.has_free_worker();
     if (!start_now && server_.queue_full()) {
-      // Queue full: an immediate 503, a retryable failure.
+      // Queue full: an immediate 503 (retryable unless the strategy's statuses lack 503).
       metrics_.failure(now);
-      on_failure(id, now, classification::retry());
+      on_failure(id, now, unavailable_);
       return;
     }
     // The timeout is pushed before the service completion so that, at equal times, the timeout
@@ -228,6 +231,7 @@ class time_series_engine {
   const scenario& s_;
   std::int64_t end_;
   std::int64_t timeout_;
+  classification unavailable_;  // the verdict on a 503
   std::int64_t incident_start_ = 0;
   std::int64_t incident_end_ = 0;  // [0, 0): no incident
   double loss_rate_ = 0.0;

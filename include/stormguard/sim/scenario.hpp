@@ -18,10 +18,12 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "stormguard/clock.hpp"
 #include "stormguard/duration_text.hpp"  // durations in the file format
 #include "stormguard/retry.hpp"
+#include "stormguard/sim/strategy.hpp"
 
 namespace stormguard::sim {
 
@@ -101,6 +103,11 @@ struct scenario {
   /// > 0), for a scenario whose application retries a fixed number of times (metastable: once).
   /// In [1, 1000]. nullopt (absent): each strategy's own.
   std::optional<int> max_retries;
+  /// [strategies] optional: the strategies this scenario runs instead of the built-in set, in
+  /// order. In the file, an array of 1 to 100 entries, each a built-in strategy's name ("full")
+  /// or a policy object of the policy file format (docs/policy.md), run as from_policy(p) does;
+  /// names unique. Empty (absent): the built-ins.
+  std::vector<strategy> strategies;
 
   friend bool operator==(const scenario&, const scenario&) = default;
 };

@@ -9,29 +9,33 @@
 //   for (const auto& s : stormguard::sim::builtin_strategies()) std::cout << s.name << '\n';
 //   const auto* full = stormguard::sim::find_strategy("full+budget");   // nullptr if unknown
 //
-// Adding a strategy with a new kind of budget (full+throttle, full+quota, full+adaptive): add the
-// budget's options type to `budget_config`, map it to the budget class in src/sim/common.hpp
-// (`budget_for`), and add a row to the table in src/sim/strategy.cpp.
+// A user's policy (stormguard::config::policy, from a policy file, a gRPC service config or an
+// Envoy route) becomes a strategy with `from_policy`: the same code path as the built-ins.
+//
+// Adding a strategy with a new kind of budget (full+throttle, full+quota, full+adaptive,
+// full+envoy): add the budget's options type to `stormguard::config::budget_options`, map it to
+// the budget class in src/sim/common.hpp (`budget_for`), and add a row to the table in
+// src/sim/strategy.cpp.
 #ifndef STORMGUARD_SIM_STRATEGY_HPP
 #define STORMGUARD_SIM_STRATEGY_HPP
 
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
 #include <variant>
 
 #include "stormguard/budget.hpp"
+#include "stormguard/config/policy.hpp"
 #include "stormguard/retry.hpp"
 
 namespace stormguard::sim {
 
 /// The retry budget of a strategy, as the options of the budget class each client instance gets
 /// its own instance of: stormguard::no_budget (grants every retry), ratio_budget,
-/// token_bucket_throttle, retry_quota or adaptive_throttle.
-using budget_config =
-    std::variant<stormguard::no_budget, stormguard::ratio_budget_options,
-                 stormguard::token_bucket_throttle_options, stormguard::retry_quota_options,
-                 stormguard::adaptive_throttle_options>;
+/// token_bucket_throttle, retry_quota, adaptive_throttle or concurrency_budget (the policy
+/// files' budget kinds).
+using budget_config = stormguard::config::budget_options;
 
 /// A named retry strategy: the policy (max retries, backoff, jitter) and the per-client budget.
 struct strategy {
@@ -39,6 +43,17 @@ struct strategy {
   std::string description;  ///< one line: what it is, in the DESIGN.md vocabulary
   stormguard::retry_options retry;
   budget_config budget;
+  /// The per-attempt timeout of this strategy, replacing the scenario's `timeout` (a policy's
+  /// attempt_timeout, in (0, 1 h]); nullopt = the scenario's. Time-series model only.
+  std::optional<duration> attempt_timeout;
+  /// Whether a 503 is retried (a policy whose retryable_statuses lack 503 does not); a timeout
+  /// always is. Time-series model only.
+  bool retries_503 = true;
+  /// Whether a scenario's `max_retries` replaces this strategy's: true for the built-ins, false
+  /// for a user's policy (whose retries are what the user wrote).
+  bool scenario_retries = true;
+
+  friend bool operator==(const strategy&, const strategy&) = default;
 };
 
 /// The built-in strategies, in report order (all with base 100 ms, cap 3 s, multiplier 2 unless
@@ -55,6 +70,8 @@ struct strategy {
 /// - `full+quota`: as full, plus the AWS SDKs' retry_quota per client (500 tokens, 5/10, 1).
 /// - `full+adaptive`: as full, plus the SRE book's adaptive_throttle per client (2 min, K = 2),
 ///   which may reject first attempts locally (counted as `throttled`).
+/// - `full+envoy`: as full, plus Envoy's concurrency_budget per client (retries in flight <=
+///   max(3, 20 % of the requests in flight)).
 ///
 /// `naive` is the seed's anti-pattern (a loop with a fixed 100 ms sleep). Thread-safe (a static
 /// table built once).
@@ -65,6 +82,12 @@ struct strategy {
 
 /// The built-in names joined by ", " in report order, for error messages.
 [[nodiscard]] std::string strategy_names();
+
+/// The strategy that runs `p` in the simulator: its name, description, retry options and budget;
+/// its attempt_timeout (replacing the scenario's timeout); 503 retried only when p.statuses
+/// contains 503; a scenario's max_retries does not apply (scenario_retries false). A policy with
+/// a built-in's name and values runs exactly as that built-in (same name: same client seeds).
+[[nodiscard]] strategy from_policy(const stormguard::config::policy& p);
 
 }  // namespace stormguard::sim
 

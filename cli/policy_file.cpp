@@ -1,0 +1,62 @@
+#include "policy_file.hpp"
+
+#include <CLI/CLI.hpp>
+
+#include "output.hpp"
+
+namespace stormguard::cli {
+
+namespace {
+
+CLI::ValidationError bad_file(std::string_view flag, const config::policy_error& e) {
+  std::string message = printable_message(e.what());
+  if (flag.empty()) return CLI::ValidationError(std::move(message));
+  return CLI::ValidationError(std::string(flag), std::move(message));
+}
+
+config::policy_reference reference_of(const std::string& value, std::string_view flag) {
+  try {
+    return config::parse_policy_reference(value);
+  } catch (const config::policy_error& e) {
+    throw bad_file(flag, e);
+  }
+}
+
+std::vector<config::policy> load(const config::policy_reference& reference, std::string_view flag) {
+  try {
+    return config::load_policies(reference);
+  } catch (const config::policy_error& e) {
+    throw bad_file(flag, e);
+  }
+}
+
+void warn(std::string_view command, const config::policy_reference& reference,
+          const config::policy& p) {
+  for (const std::string& warning : p.warnings) {
+    report_warning(command, printable_message(reference.file.string() + ": " + warning));
+  }
+}
+
+}  // namespace
+
+std::vector<config::policy> load_policy_option(std::string_view command, const std::string& value,
+                                               std::string_view flag) {
+  const config::policy_reference reference = reference_of(value, flag);
+  std::vector<config::policy> policies = load(reference, flag);
+  for (const config::policy& p : policies) warn(command, reference, p);
+  return policies;
+}
+
+config::policy load_one_policy(std::string_view command, const std::string& value) {
+  const config::policy_reference reference = reference_of(value, "--policy");
+  std::vector<config::policy> policies = load(reference, "--policy");
+  warn(command, reference, policies.front());
+  if (policies.size() > 1) {
+    report_log(command, printable_message("using the policy \"" + policies.front().name +
+                                          "\", the first of " + std::to_string(policies.size()) +
+                                          " in the file (write FILE:NAME for another)"));
+  }
+  return std::move(policies.front());
+}
+
+}  // namespace stormguard::cli

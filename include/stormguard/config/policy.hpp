@@ -1,0 +1,150 @@
+// stormguard/config/policy.hpp: retry policies as files — the one policy format of the library,
+// every command (`simulate --policy`, `plan`, `exec`, `http`) and the simulator — and the
+// importers of what teams already run: a gRPC service config (gRFC A6) and an Envoy route
+// retry_policy (JSON or YAML) with its cluster's retry_budget.
+//
+// A policy file is JSON, read strictly: unknown and duplicate fields are errors, and every error
+// names the field path (`policies[0].backoff.base`), its valid range and the value as written.
+// The schema, every default and the import tables are in docs/policy.md.
+//
+//   {"policies": [{"name": "ours", "retries": 3,
+//                  "backoff": {"base": "100ms", "cap": "3s", "jitter": "full"},
+//                  "budget": {"kind": "ratio", "ratio": 0.1}}]}
+//
+//   auto policies = stormguard::config::load_policies("policies/recommended.json");
+//   const auto& p = stormguard::config::select_policy(policies, "ours");
+//   stormguard::retry_policy policy(p.retry);                 // backoff, retries, Retry-After
+//   stormguard::ratio_budget budget(std::get<stormguard::ratio_budget_options>(p.budget));
+//   stormguard::http::client_options http;                    // or the HTTP client's options
+//   http.retry = p.retry;
+//   http.statuses = p.statuses;
+//
+// Errors are exceptions (stormguard::config::policy_error, with the field path). Everything here
+// is a plain value: thread-safe to read from several threads; the functions keep no state.
+#ifndef STORMGUARD_CONFIG_POLICY_HPP
+#define STORMGUARD_CONFIG_POLICY_HPP
+
+#include <filesystem>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "stormguard/budget.hpp"
+#include "stormguard/clock.hpp"
+#include "stormguard/http_classify.hpp"
+#include "stormguard/retry_policy.hpp"
+
+namespace stormguard::config {
+
+/// A policy's retry budget: the options of the budget class a client gets (one instance per
+/// client, or per host for the HTTP client). `budget.kind` in files: "none", "ratio",
+/// "token_bucket", "quota", "adaptive", "concurrency" (in this order). The same type as
+/// stormguard::sim::budget_config.
+using budget_options =
+    std::variant<no_budget, ratio_budget_options, token_bucket_throttle_options,
+                 retry_quota_options, adaptive_throttle_options, concurrency_budget_options>;
+
+/// The file name of a budget kind: "none", "ratio", "token_bucket", "quota", "adaptive" or
+/// "concurrency".
+[[nodiscard]] std::string_view budget_kind(const budget_options& budget) noexcept;
+
+/// One named retry policy: what a retrier, the HTTP client and the simulator need.
+struct policy {
+  /// [name] 1 to 64 characters from A-Z a-z 0-9 and + - _ . / (a gRPC service/method); unique in
+  /// its file. The simulator seeds each client's generator from it.
+  std::string name;
+  /// [description] free text, optional (at most 200 bytes).
+  std::string description;
+  /// [retries] (or [attempts] = retries + 1), [backoff], [max_retry_after]: retries in
+  /// [0, 1000] (default 3); backoff base in [0, 1h] (100ms), cap in [base, 1h] (3s), multiplier
+  /// in [1, 1000] (2), jitter none|equal|full|decorrelated (full); max_retry_after in (0, 24h]
+  /// (60s).
+  retry_options retry{};
+  /// [budget] default none: {"kind": K, ...K's options} or just "K" (the library's defaults).
+  budget_options budget{};
+  /// [retryable_statuses] the HTTP statuses retried (100..599; default 429, 502, 503, 504). The
+  /// simulator's failures are a 503 and a timeout: without 503 here, its 503s are not retried.
+  retryable_statuses statuses{};
+  /// [attempt_timeout] optional, in (0, 1h]: the time limit of one attempt (`exec`, `http`; in
+  /// the simulator it replaces the scenario's timeout for this policy).
+  std::optional<duration> attempt_timeout;
+  /// [deadline] optional, in (0, 24h]: the time limit of a whole call (`exec`, `http`).
+  std::optional<duration> deadline;
+  /// Not in the file: what an importer could not map (one sentence each, naming the field), for
+  /// the command to print as warnings. Empty for stormguard's own format.
+  std::vector<std::string> warnings;
+
+  friend bool operator==(const policy&, const policy&) = default;
+};
+
+/// A rejected policy file or value. what() is the complete message: "<field>: <problem>" (the
+/// field path, its valid range and the value as written), prefixed by the file's path when it
+/// came from a file; field() is the path alone ("policies[0].backoff.cap"; "" for the document).
+class policy_error : public std::runtime_error {
+ public:
+  policy_error(std::string field, const std::string& message)
+      : std::runtime_error(message), field_(std::move(field)) {}
+  [[nodiscard]] const std::string& field() const noexcept { return field_; }
+
+ private:
+  std::string field_;
+};
+
+/// Which format a file is in.
+enum class policy_format {
+  stormguard,  ///< {"policies": [...]} (docs/policy.md)
+  grpc,   ///< a gRPC service config, JSON (gRFC A6: methodConfig[].retryPolicy, retryThrottling)
+  envoy,  ///< an Envoy route retry_policy or route configuration, JSON or YAML
+};
+
+/// The largest file read: 1 MiB (a larger one, or an endless one such as /dev/zero, is an error
+/// after reading at most 1 MiB + 1 byte).
+inline constexpr std::size_t k_max_policy_file_bytes = 1024 * 1024;
+
+/// Parses the policies in `text` (`format`), in file order. Never returns an empty list. Throws
+/// policy_error for anything invalid (bad JSON/YAML with line and column, nesting deeper than 64
+/// levels, a field of the wrong type or out of range, an unknown or duplicate field, two policies
+/// with one name); std::bad_alloc aside it throws nothing else.
+[[nodiscard]] std::vector<policy> parse_policies(std::string_view text,
+                                                 policy_format format = policy_format::stormguard);
+
+/// Reads `path` and parses it as parse_policies does; error messages start with the path.
+/// Unreadable files (with the system's reason), directories and files above
+/// k_max_policy_file_bytes are policy_errors too.
+[[nodiscard]] std::vector<policy> load_policies(const std::filesystem::path& path,
+                                                policy_format format = policy_format::stormguard);
+
+/// The policy called `name`, or the first when `name` is empty. Throws policy_error listing the
+/// names in the file when there is none of that name.
+[[nodiscard]] const policy& select_policy(const std::vector<policy>& policies,
+                                          std::string_view name);
+
+/// A policy named on a command line: `[grpc:|envoy:]FILE[:NAME]`. The part after the last ':'
+/// is NAME when FILE alone names no existing file (so a file whose name has a ':' still works).
+struct policy_reference {
+  policy_format format = policy_format::stormguard;
+  std::filesystem::path file;
+  std::string name;  ///< empty: every policy of the file (simulate) or the first (other commands)
+};
+
+/// Splits a `--policy` value (see policy_reference). Throws policy_error for an empty FILE.
+[[nodiscard]] policy_reference parse_policy_reference(std::string_view text);
+
+/// Loads what `reference` names: every policy of the file when its name is empty, else the one
+/// policy of that name.
+[[nodiscard]] std::vector<policy> load_policies(const policy_reference& reference);
+
+/// The policy in the file format, normalized: every field written out with its value, defaults
+/// included, durations as format_duration gives them, keys in documented order (no "warnings").
+/// parse_policies on {"policies": [to_json(p)]} gives back `p` (warnings aside).
+[[nodiscard]] std::string to_json(const policy& p);
+
+/// `{"policies": [...]}` for several policies, normalized as to_json(policy).
+[[nodiscard]] std::string to_json(const std::vector<policy>& policies);
+
+}  // namespace stormguard::config
+
+#endif  // STORMGUARD_CONFIG_POLICY_HPP

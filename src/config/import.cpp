@@ -1,0 +1,531 @@
+// The importers: a gRPC service config (gRFC A6) and an Envoy route retry_policy (JSON or YAML),
+// each mapped onto stormguard policies. The mapping tables, and what cannot be mapped (reported
+// in policy::warnings), are in docs/policy.md.
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cctype>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "config/policy_json.hpp"
+#include "detail/strict_json.hpp"
+#include "stormguard/detail/format.hpp"
+#include "stormguard/duration_text.hpp"
+
+namespace stormguard::config::detail {
+
+namespace {
+
+namespace sj = stormguard::detail::strict_json;
+using json = nlohmann::json;
+using namespace std::chrono_literals;
+
+constexpr duration k_max_interval = 1h;
+constexpr std::size_t k_max_yaml_nodes = 100'000;
+
+// A protobuf JSON Duration ("0.1s", "25s"): decimal seconds with the suffix s, in (0, max].
+duration proto_duration(const sj::object_reader& r, std::string_view key, duration max) {
+  const std::string range =
+      "a protobuf Duration string such as \"0.1s\" in (0, " + sj::limit_text(max) + "]";
+  const json& v = r.required(key, range);
+  const std::string text = v.is_string() ? v.get<std::string>() : std::string();
+  const bool shape = text.size() >= 2 && text.back() == 's' &&
+                     std::all_of(text.begin(), text.end() - 1, [](char c) {
+                       return std::isdigit(static_cast<unsigned char>(c)) || c == '.';
+                     });
+  const auto d = shape ? parse_duration(text) : std::nullopt;
+  if (!d || *d <= duration::zero() || *d > max) {
+    sj::fail(r.field(key), "must be " + range + ", got " + sj::quote(v));
+  }
+  return *d;
+}
+
+std::int64_t proto_integer(const sj::object_reader& r, std::string_view key, std::int64_t lo,
+                           std::int64_t hi) {
+  return r.integer(key, lo, hi);
+}
+
+// ---------------------------------------------------------------------------------------------
+// gRPC service config (gRFC A6 "gRPC Retry Design"; gRPC's service_config.proto)
+// ---------------------------------------------------------------------------------------------
+
+// gRPC status codes by name and number (grpc/status.h).
+constexpr std::string_view k_grpc_codes[] = {
+    "OK",        "CANCELLED",      "UNKNOWN",           "INVALID_ARGUMENT",   "DEADLINE_EXCEEDED",
+    "NOT_FOUND", "ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION",
+    "ABORTED",   "OUT_OF_RANGE",   "UNIMPLEMENTED",     "INTERNAL",           "UNAVAILABLE",
+    "DATA_LOSS", "UNAUTHENTICATED"};
+constexpr int k_unavailable = 14;
+
+// The name of one methodConfig entry: "service/method", "service", or "default" for the
+// entry that applies to every method ({} or no name).
+std::string grpc_name(const json& entry, const std::string& path) {
+  const auto it = entry.find("name");
+  if (it == entry.end()) return "default";
+  if (!it->is_array())
+    sj::fail(path + ".name", "must be an array of {service, method}, got " + sj::quote(*it));
+  if (it->empty()) return "default";
+  const std::string first = sj::index_path(path + ".name", 0);
+  sj::object_reader n((*it)[0], first, {"service", "method"});
+  const std::string service = n.has("service") ? n.string("service") : "";
+  const std::string method = n.has("method") ? n.string("method") : "";
+  if (service.empty()) return "default";
+  return method.empty() ? service : service + "/" + method;
+}
+
+std::vector<policy> read_grpc(const json& doc) {
+  if (!doc.is_object())
+    sj::fail("", "a gRPC service config must be a JSON object, got " + sj::quote(doc));
+  sj::object_reader top(doc, "",
+                        {"methodConfig", "retryThrottling", "loadBalancingConfig",
+                         "loadBalancingPolicy", "healthCheckConfig"});
+  const json& list = top.required("methodConfig", "an array of method configs");
+  if (!list.is_array() || list.empty() || list.size() > 100) {
+    sj::fail("methodConfig", "must be an array of 1 to 100 method configs, got " + sj::quote(list));
+  }
+  budget_options budget = no_budget{};
+  if (top.has("retryThrottling")) {
+    sj::object_reader t(doc["retryThrottling"], "retryThrottling", {"maxTokens", "tokenRatio"});
+    token_bucket_throttle_options o;
+    o.max_tokens = static_cast<double>(t.integer("maxTokens", 1, 1000));
+    o.token_ratio = t.number_between("tokenRatio", 0.001, 1000);
+    try {
+      token_bucket_throttle check(o);
+    } catch (const std::invalid_argument& e) {
+      sj::fail("retryThrottling.tokenRatio", std::string(e.what()));
+    }
+    budget = o;
+  }
+  std::vector<policy> policies;
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    const std::string path = sj::index_path("methodConfig", i);
+    sj::object_reader m(list[i], path,
+                        {"name", "waitForReady", "timeout", "maxRequestMessageBytes",
+                         "maxResponseMessageBytes", "retryPolicy", "hedgingPolicy"});
+    policy p;
+    p.name = grpc_name(list[i], path);
+    check_name(path + ".name", p.name);
+    p.description = "imported from gRPC methodConfig[" + std::to_string(i) + "]";
+    p.budget = budget;
+    p.retry.max_retries = 0;
+    p.statuses = retryable_statuses(std::span<const int>());
+    if (m.has("timeout")) p.deadline = proto_duration(m, "timeout", 24h);
+    if (m.has("hedgingPolicy")) {
+      p.warnings.push_back(path + ".hedgingPolicy: hedging is not supported; ignored");
+    }
+    if (!m.has("retryPolicy")) {
+      p.warnings.push_back(path + ": no retryPolicy: gRPC makes one attempt (0 retries)");
+      policies.push_back(std::move(p));
+      continue;
+    }
+    const std::string rp = path + ".retryPolicy";
+    sj::object_reader r(list[i]["retryPolicy"], rp,
+                        {"maxAttempts", "initialBackoff", "maxBackoff", "backoffMultiplier",
+                         "retryableStatusCodes", "perAttemptRecvTimeout"});
+    std::int64_t attempts = proto_integer(r, "maxAttempts", 2, 1'000'000);
+    if (attempts > 5) {
+      p.warnings.push_back(
+          r.field("maxAttempts") + ": " + std::to_string(attempts) +
+          " is above gRPC's limit of 5 attempts: gRPC makes at most 5 (4 retries)");
+      attempts = 5;
+    }
+    p.retry.max_retries = static_cast<int>(attempts - 1);
+    p.retry.backoff.base = proto_duration(r, "initialBackoff", k_max_interval);
+    p.retry.backoff.cap = proto_duration(r, "maxBackoff", k_max_interval);
+    if (p.retry.backoff.cap < p.retry.backoff.base) {
+      p.warnings.push_back(r.field("maxBackoff") +
+                           ": below initialBackoff, so every delay's ceiling is maxBackoff (" +
+                           format_duration(p.retry.backoff.cap) + "): base set to it");
+      p.retry.backoff.base = p.retry.backoff.cap;
+    }
+    p.retry.backoff.multiplier = r.number_between("backoffMultiplier", 1, 1000);
+    p.retry.backoff.jitter = jitter::full;  // gRFC A6: random(0, current_backoff)
+    if (r.has("perAttemptRecvTimeout")) {
+      p.attempt_timeout = proto_duration(r, "perAttemptRecvTimeout", 1h);
+    }
+    const json& codes =
+        r.required("retryableStatusCodes", "a non-empty array of gRPC status codes");
+    if (!codes.is_array() || codes.empty() || codes.size() > 17) {
+      sj::fail(r.field("retryableStatusCodes"),
+               "must be a non-empty array of gRPC status codes (such as \"UNAVAILABLE\"), got " +
+                   sj::quote(codes));
+    }
+    bool unavailable = false;
+    for (std::size_t c = 0; c < codes.size(); ++c) {
+      const std::string field = sj::index_path(r.field("retryableStatusCodes"), c);
+      int code = -1;
+      if (codes[c].is_string()) {
+        std::string name = codes[c].get<std::string>();
+        std::transform(name.begin(), name.end(), name.begin(),
+                       [](unsigned char ch) { return static_cast<char>(std::toupper(ch)); });
+        const auto it = std::find(std::begin(k_grpc_codes), std::end(k_grpc_codes), name);
+        if (it != std::end(k_grpc_codes)) code = static_cast<int>(it - std::begin(k_grpc_codes));
+      } else if (codes[c].is_number_unsigned() && codes[c].get<std::uint64_t>() <= 16) {
+        code = codes[c].get<int>();
+      }
+      if (code <= 0) {
+        sj::fail(field,
+                 "must be a gRPC status code other than OK (a name such as "
+                 "\"UNAVAILABLE\" or a number 1..16), got " +
+                     sj::quote(codes[c]));
+      }
+      if (code == k_unavailable) {
+        unavailable = true;
+      } else {
+        p.warnings.push_back(field + ": " + std::string(k_grpc_codes[code]) +
+                             " has no HTTP status to map to (only UNAVAILABLE does: 429, 502, "
+                             "503, 504); ignored");
+      }
+    }
+    if (unavailable) p.statuses = retryable_statuses{};  // 429, 502, 503, 504
+    check_retry(path, p.retry);
+    policies.push_back(std::move(p));
+  }
+  check_unique_names(policies, "methodConfig");
+  return policies;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Envoy: route retry_policy (envoy.config.route.v3.RetryPolicy) and the cluster's retry budget
+// (envoy.config.cluster.v3.CircuitBreakers.Thresholds.RetryBudget)
+// ---------------------------------------------------------------------------------------------
+
+// Envoy's retry_on conditions: what each maps to.
+enum class envoy_condition { statuses, transport, unmapped };
+struct envoy_retry_on {
+  std::string_view name;
+  envoy_condition kind;
+  std::vector<int> statuses;
+};
+const std::vector<envoy_retry_on>& envoy_conditions() {
+  static const std::vector<envoy_retry_on> table = [] {
+    std::vector<int> all5xx;
+    for (int s = 500; s <= 599; ++s) all5xx.push_back(s);
+    return std::vector<envoy_retry_on>{
+        {"5xx", envoy_condition::statuses, all5xx},
+        {"gateway-error", envoy_condition::statuses, {502, 503, 504}},
+        {"retriable-4xx", envoy_condition::statuses, {409}},
+        {"retriable-status-codes", envoy_condition::statuses, {}},
+        {"reset", envoy_condition::transport, {}},
+        {"reset-before-request", envoy_condition::transport, {}},
+        {"connect-failure", envoy_condition::transport, {}},
+        {"refused-stream", envoy_condition::transport, {}},
+        {"http3-post-connect-failure", envoy_condition::transport, {}},
+        {"envoy-ratelimited", envoy_condition::unmapped, {}},
+        {"retriable-headers", envoy_condition::unmapped, {}},
+        {"cancelled", envoy_condition::unmapped, {}},
+        {"deadline-exceeded", envoy_condition::unmapped, {}},
+        {"internal", envoy_condition::unmapped, {}},
+        {"resource-exhausted", envoy_condition::unmapped, {}},
+        {"unavailable", envoy_condition::unmapped, {}},
+    };
+  }();
+  return table;
+}
+
+budget_options envoy_budget(const json& doc, std::vector<std::string>& notes) {
+  const auto retry_budget = [](const json& value, const std::string& path) {
+    sj::object_reader b(value, path, {"budget_percent", "min_retry_concurrency"});
+    concurrency_budget_options o;
+    if (b.has("budget_percent")) {
+      sj::object_reader percent(value["budget_percent"], b.field("budget_percent"), {"value"});
+      o.budget_percent = percent.number_between("value", 0, 100);
+    }
+    if (b.has("min_retry_concurrency")) {
+      o.min_retry_concurrency = b.integer("min_retry_concurrency", 0, 1'000'000);
+    }
+    return o;
+  };
+  if (doc.contains("retry_budget")) return retry_budget(doc["retry_budget"], "retry_budget");
+  if (doc.contains("circuit_breakers")) {
+    const json& cb = doc["circuit_breakers"];
+    if (!cb.is_object() || !cb.contains("thresholds") || !cb["thresholds"].is_array()) {
+      sj::fail("circuit_breakers",
+               "must be an object with a \"thresholds\" array, got " + sj::quote(cb));
+    }
+    const json& thresholds = cb["thresholds"];
+    for (std::size_t i = 0; i < thresholds.size(); ++i) {
+      const std::string path = sj::index_path("circuit_breakers.thresholds", i);
+      if (!thresholds[i].is_object())
+        sj::fail(path, "must be an object, got " + sj::quote(thresholds[i]));
+      if (thresholds[i].contains("retry_budget")) {
+        return retry_budget(thresholds[i]["retry_budget"], path + ".retry_budget");
+      }
+      if (thresholds[i].contains("max_retries")) {
+        sj::object_reader t(thresholds[i], path,
+                            {"priority", "max_connections", "max_pending_requests", "max_requests",
+                             "max_retries", "track_remaining", "max_connection_pools"});
+        concurrency_budget_options o{0.0, t.integer("max_retries", 0, 1'000'000)};
+        return o;
+      }
+    }
+  }
+  notes.push_back(
+      "no retry_budget: Envoy's default circuit breaker allows 3 retries in flight per cluster "
+      "(max_retries 3), mapped to the concurrency budget with budget_percent 0 and "
+      "min_retry_concurrency 3");
+  return concurrency_budget_options{0.0, 3};
+}
+
+policy read_envoy_policy(const json& value, const std::string& path, std::string name,
+                         const budget_options& budget, const std::vector<std::string>& notes) {
+  sj::object_reader r(
+      value, path,
+      {"retry_on", "num_retries", "per_try_timeout", "per_try_idle_timeout", "retry_back_off",
+       "rate_limited_retry_back_off", "retriable_status_codes", "retriable_headers",
+       "retriable_request_headers", "retry_priority", "retry_host_predicate",
+       "host_selection_retry_max_attempts", "retry_options_predicates"});
+  policy p;
+  p.name = std::move(name);
+  check_name(path, p.name);
+  p.description = "imported from Envoy " + path;
+  p.budget = budget;
+  p.warnings = notes;
+  p.retry.max_retries =
+      r.has("num_retries") ? static_cast<int>(r.integer("num_retries", 0, 1000)) : 1;
+  p.retry.backoff.jitter = jitter::full;
+  p.retry.backoff.multiplier = 2.0;
+  p.retry.backoff.base = 25ms;
+  p.retry.backoff.cap = 250ms;
+  if (r.has("retry_back_off")) {
+    sj::object_reader b(value["retry_back_off"], r.field("retry_back_off"),
+                        {"base_interval", "max_interval"});
+    p.retry.backoff.base = proto_duration(b, "base_interval", k_max_interval);
+    p.retry.backoff.cap = b.has("max_interval")
+                              ? proto_duration(b, "max_interval", k_max_interval)
+                              : std::min(p.retry.backoff.base * 10, k_max_interval);
+    if (p.retry.backoff.cap < p.retry.backoff.base) {
+      sj::fail(b.field("max_interval"), "must be at least base_interval (" +
+                                            format_duration(p.retry.backoff.base) + "), got " +
+                                            sj::quote(value["retry_back_off"]["max_interval"]));
+    }
+  }
+  if (r.has("per_try_timeout")) p.attempt_timeout = proto_duration(r, "per_try_timeout", 1h);
+  std::vector<int> extra;
+  if (r.has("retriable_status_codes")) {
+    const json& codes = value["retriable_status_codes"];
+    if (!codes.is_array() || codes.size() > 500) {
+      sj::fail(r.field("retriable_status_codes"),
+               "must be an array of HTTP statuses, got " + sj::quote(codes));
+    }
+    for (std::size_t i = 0; i < codes.size(); ++i) {
+      if (!codes[i].is_number_unsigned() || codes[i].get<std::uint64_t>() < 100 ||
+          codes[i].get<std::uint64_t>() > 599) {
+        sj::fail(sj::index_path(r.field("retriable_status_codes"), i),
+                 "must be an HTTP status, an integer in [100, 599], got " + sj::quote(codes[i]));
+      }
+      extra.push_back(codes[i].get<int>());
+    }
+  }
+  std::vector<int> statuses;
+  bool any = false;
+  const std::string retry_on = r.has("retry_on") ? r.string("retry_on") : "";
+  std::size_t from = 0;
+  while (from <= retry_on.size() && !retry_on.empty()) {
+    const std::size_t comma = std::min(retry_on.find(',', from), retry_on.size());
+    std::string token = retry_on.substr(from, comma - from);
+    token.erase(0, token.find_first_not_of(' '));
+    token.erase(token.find_last_not_of(' ') + 1);
+    from = comma + 1;
+    const auto& table = envoy_conditions();
+    const auto it = std::find_if(table.begin(), table.end(),
+                                 [&](const envoy_retry_on& c) { return c.name == token; });
+    if (it == table.end()) {
+      std::string names;
+      for (const auto& c : table) names += (names.empty() ? "" : ", ") + std::string(c.name);
+      sj::fail(r.field("retry_on"), "unknown condition " +
+                                        stormguard::detail::quote_for_message(token) +
+                                        " (Envoy's are " + names + ")");
+    }
+    any = true;
+    if (it->kind == envoy_condition::unmapped) {
+      p.warnings.push_back(r.field("retry_on") + ": \"" + token +
+                           "\" has no stormguard equivalent; ignored");
+    }
+    const auto& add = it->name == "retriable-status-codes" ? extra : it->statuses;
+    statuses.insert(statuses.end(), add.begin(), add.end());
+  }
+  for (const std::string_view unmapped :
+       {"per_try_idle_timeout", "rate_limited_retry_back_off", "retriable_headers",
+        "retriable_request_headers", "retry_priority", "retry_host_predicate",
+        "host_selection_retry_max_attempts", "retry_options_predicates"}) {
+    if (r.has(unmapped)) p.warnings.push_back(r.field(unmapped) + ": not mapped; ignored");
+  }
+  if (!any) {
+    p.warnings.push_back(r.field("retry_on") +
+                         ": absent or empty: Envoy retries nothing, so the policy has 0 retries");
+    p.retry.max_retries = 0;
+  }
+  std::sort(statuses.begin(), statuses.end());
+  statuses.erase(std::unique(statuses.begin(), statuses.end()), statuses.end());
+  p.statuses = retryable_statuses(std::span<const int>(statuses));
+  check_retry(path, p.retry);
+  return p;
+}
+
+std::vector<policy> read_envoy(const json& doc) {
+  if (!doc.is_object()) sj::fail("", "an Envoy file must be an object, got " + sj::quote(doc));
+  std::vector<std::string> notes;
+  const budget_options budget = envoy_budget(doc, notes);
+  std::vector<policy> policies;
+  if (doc.contains("retry_policy")) {
+    policies.push_back(
+        read_envoy_policy(doc["retry_policy"], "retry_policy", "retry_policy", budget, notes));
+  }
+  if (doc.contains("virtual_hosts")) {
+    const json& hosts = doc["virtual_hosts"];
+    if (!hosts.is_array()) sj::fail("virtual_hosts", "must be an array, got " + sj::quote(hosts));
+    for (std::size_t h = 0; h < hosts.size(); ++h) {
+      const std::string hpath = sj::index_path("virtual_hosts", h);
+      const json& host = hosts[h];
+      if (!host.is_object()) sj::fail(hpath, "must be an object, got " + sj::quote(host));
+      std::string host_name = std::to_string(h);
+      if (host.contains("name")) {
+        if (!host["name"].is_string())
+          sj::fail(hpath + ".name", "must be a string, got " + sj::quote(host["name"]));
+        host_name = host["name"].get<std::string>();
+      }
+      if (host.contains("retry_policy")) {
+        policies.push_back(read_envoy_policy(host["retry_policy"], hpath + ".retry_policy",
+                                             host_name, budget, notes));
+      }
+      if (!host.contains("routes")) continue;
+      const json& routes = host["routes"];
+      if (!routes.is_array())
+        sj::fail(hpath + ".routes", "must be an array, got " + sj::quote(routes));
+      for (std::size_t i = 0; i < routes.size(); ++i) {
+        const std::string rpath = sj::index_path(hpath + ".routes", i);
+        const json& route = routes[i];
+        if (!route.is_object()) sj::fail(rpath, "must be an object, got " + sj::quote(route));
+        if (!route.contains("route") || !route["route"].is_object() ||
+            !route["route"].contains("retry_policy")) {
+          continue;
+        }
+        std::string name = host_name + "/" + std::to_string(i);
+        if (route.contains("name") && route["name"].is_string()) {
+          name = host_name + "/" + route["name"].get<std::string>();
+        }
+        policies.push_back(read_envoy_policy(route["route"]["retry_policy"],
+                                             rpath + ".route.retry_policy", name, budget, notes));
+      }
+    }
+  }
+  if (policies.empty()) {
+    sj::fail("",
+             "no retry_policy found: expected {\"retry_policy\": {...}} or a route "
+             "configuration with virtual_hosts[].retry_policy or "
+             "virtual_hosts[].routes[].route.retry_policy");
+  }
+  check_unique_names(policies, "retry policies");
+  return policies;
+}
+
+// YAML (yaml-cpp) to JSON, so that one reader serves both. Plain scalars become null, booleans,
+// integers or numbers when they read as such (YAML 1.2 core schema), quoted ones stay strings.
+// Nesting and the number of nodes are bounded (aliases could otherwise expand exponentially).
+class yaml_converter {
+ public:
+  json convert(const YAML::Node& node, const std::string& path, int depth) {
+    if (++nodes_ > k_max_yaml_nodes) {
+      sj::fail(path, "more than " + std::to_string(k_max_yaml_nodes) +
+                         " YAML nodes (aliases included): not a retry policy");
+    }
+    if (depth > k_max_depth) {
+      sj::fail(path, "nested more than " + std::to_string(k_max_depth) + " levels deep");
+    }
+    switch (node.Type()) {
+      case YAML::NodeType::Undefined:
+      case YAML::NodeType::Null:
+        return nullptr;
+      case YAML::NodeType::Scalar:
+        return scalar(node);
+      case YAML::NodeType::Sequence: {
+        json array = json::array();
+        std::size_t i = 0;
+        for (const auto& item : node)
+          array.push_back(convert(item, sj::index_path(path, i++), depth + 1));
+        return array;
+      }
+      case YAML::NodeType::Map: {
+        json object = json::object();
+        for (const auto& item : node) {
+          if (!item.first.IsScalar()) sj::fail(path, "a key that is not a string");
+          const std::string key = item.first.Scalar();
+          const std::string field = sj::join_path(path, key);
+          if (object.contains(key))
+            sj::fail(sj::field_text(field), "the field appears more than once");
+          object[key] = convert(item.second, field, depth + 1);
+        }
+        return object;
+      }
+    }
+    return nullptr;
+  }
+
+ private:
+  static json scalar(const YAML::Node& node) {
+    const std::string& text = node.Scalar();
+    if (node.Tag() == "!") return text;  // quoted
+    if (text.empty() || text == "~" || text == "null" || text == "Null" || text == "NULL")
+      return nullptr;
+    if (text == "true" || text == "True" || text == "TRUE") return true;
+    if (text == "false" || text == "False" || text == "FALSE") return false;
+    // A JSON number (the YAML 1.2 JSON schema) is parsed as JSON; anything else stays a string.
+    const bool numeric = text.find_first_not_of("0123456789+-.eE") == std::string::npos;
+    if (numeric) {
+      const json parsed = json::parse(text, nullptr, /*allow_exceptions=*/false);
+      if (!parsed.is_discarded() && parsed.is_number()) return parsed;
+    }
+    return text;
+  }
+  std::size_t nodes_ = 0;
+};
+
+json parse_envoy_text(std::string_view text) {
+  const auto first = text.find_first_not_of(" \t\r\n");
+  if (first != std::string_view::npos && text[first] == '{') {
+    return sj::parse(text, k_max_depth, "Envoy file");
+  }
+  // yaml-cpp recurses once per level of nesting: bound it first (flow and block style alike, by
+  // brackets and by indentation).
+  if (auto deep = sj::find_excess_depth(text, k_max_depth)) {
+    sj::fail("", "invalid YAML: nested more than " + std::to_string(k_max_depth) +
+                     " levels deep at line " + std::to_string(deep->line));
+  }
+  std::size_t line_start = 0;
+  std::size_t line_number = 1;
+  while (line_start < text.size()) {
+    const std::size_t content = text.find_first_not_of(" -", line_start);
+    if (content == std::string_view::npos) break;
+    if (content - line_start > 4 * static_cast<std::size_t>(k_max_depth)) {
+      sj::fail("", "invalid YAML: indented more than " + std::to_string(4 * k_max_depth) +
+                       " columns at line " + std::to_string(line_number));
+    }
+    const std::size_t end = text.find('\n', line_start);
+    if (end == std::string_view::npos) break;
+    line_start = end + 1;
+    ++line_number;
+  }
+  YAML::Node root;
+  try {
+    root = YAML::Load(std::string(text));
+  } catch (const YAML::Exception& e) {
+    sj::fail("", "invalid YAML: " + std::string(e.what()));
+  }
+  yaml_converter converter;
+  return converter.convert(root, "", 0);
+}
+
+}  // namespace
+
+std::vector<policy> import_grpc(std::string_view text) {
+  return read_grpc(sj::parse(text, k_max_depth, "gRPC service config"));
+}
+
+std::vector<policy> import_envoy(std::string_view text) {
+  return read_envoy(parse_envoy_text(text));
+}
+
+}  // namespace stormguard::config::detail

@@ -1,0 +1,479 @@
+#include "stormguard/config/policy.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+#include <utility>
+
+#include "config/policy_json.hpp"
+#include "detail/strict_json.hpp"
+#include "stormguard/backoff.hpp"
+#include "stormguard/detail/format.hpp"
+#include "stormguard/duration_text.hpp"
+
+namespace stormguard::config {
+
+namespace sj = stormguard::detail::strict_json;
+using json = nlohmann::json;
+using ordered_json = nlohmann::ordered_json;
+
+namespace {
+
+using namespace std::chrono_literals;
+
+constexpr int k_max_retries = 1000;
+constexpr duration k_max_backoff = 1h;
+constexpr duration k_max_retry_after = 24h;
+constexpr duration k_max_attempt_timeout = 1h;
+constexpr duration k_max_deadline = 24h;
+constexpr std::size_t k_max_name = 64;
+constexpr std::size_t k_max_description = 200;
+constexpr std::size_t k_max_policies = 100;
+constexpr std::size_t k_max_statuses = 500;
+
+std::string quote_duration(duration d) { return "\"" + format_duration(d) + "\""; }
+
+// The library's message without its "stormguard::type: " prefix.
+std::string library_message(const std::exception& e) {
+  std::string_view message = e.what();
+  if (message.substr(0, 12) == "stormguard::") {
+    if (const auto colon = message.find(": "); colon != std::string_view::npos) {
+      message.remove_prefix(colon + 2);
+    }
+  }
+  return std::string(message);
+}
+
+// Constructs the budget class from `options`, the library's own validation: a backstop that
+// also checks what the reader does not (token_bucket's three decimals).
+template <class Budget, class Options>
+void check_budget(const std::string& field, const Options& options) {
+  try {
+    Budget budget(options);
+    (void)budget;
+  } catch (const std::invalid_argument& e) {
+    sj::fail(field, library_message(e));
+  }
+}
+
+backoff_options read_backoff(const json& value, const std::string& path) {
+  sj::object_reader r(value, path, {"base", "cap", "multiplier", "jitter"});
+  backoff_options b;
+  if (r.has("base")) b.base = r.time_between("base", duration::zero(), k_max_backoff);
+  if (r.has("cap")) b.cap = r.time_between("cap", duration::zero(), k_max_backoff);
+  if (b.cap < b.base) {
+    // Blame the field written: a cap below the base written, or a base above the default cap.
+    if (r.has("cap")) {
+      sj::fail(r.field("cap"), "must be at least " + sj::join_path(path, "base") + " (" +
+                                   format_duration(b.base) + "), got " + sj::quote(value["cap"]));
+    }
+    sj::fail(r.field("base"), "must be at most " + sj::join_path(path, "cap") + " (" +
+                                  format_duration(b.cap) + ", the default; give a larger cap " +
+                                  "too), got " + sj::quote(value["base"]));
+  }
+  if (r.has("multiplier")) b.multiplier = r.number_between("multiplier", 1, 1000);
+  if (r.has("jitter")) {
+    const json& j = r.required("jitter", "a string");
+    const auto parsed = j.is_string() ? parse_jitter(j.get<std::string>()) : std::nullopt;
+    if (!parsed) {
+      sj::fail(r.field("jitter"),
+               "must be \"none\", \"equal\", \"full\" or \"decorrelated\", got " + sj::quote(j));
+    }
+    b.jitter = *parsed;
+  }
+  if (b.jitter == jitter::decorrelated && b.base == duration::zero()) {
+    sj::fail(r.field("base"),
+             "must be > 0 with decorrelated jitter (its delays grow from the "
+             "base), got " +
+                 quote_duration(b.base));
+  }
+  return b;
+}
+
+budget_options read_budget(const json& value, const std::string& path) {
+  const std::string kinds =
+      "\"none\", \"ratio\", \"token_bucket\", \"quota\", \"adaptive\" or \"concurrency\"";
+  std::string kind;
+  if (value.is_string()) {
+    kind = value.get<std::string>();
+  } else if (value.is_object()) {
+    const auto it = value.find("kind");
+    if (it == value.end())
+      sj::fail(sj::join_path(path, "kind"), "missing (expected " + kinds + ")");
+    if (!it->is_string()) {
+      sj::fail(sj::join_path(path, "kind"), "must be " + kinds + ", got " + sj::quote(*it));
+    }
+    kind = it->get<std::string>();
+  } else {
+    sj::fail(path, "must be " + kinds + " or an object with \"kind\", got " + sj::quote(value));
+  }
+  const std::string kind_field = value.is_string() ? path : sj::join_path(path, "kind");
+  const json empty = json::object();
+  const json& fields = value.is_object() ? value : empty;
+  if (kind == "none") {
+    (void)sj::object_reader(fields, path, {"kind"});
+    return no_budget{};
+  }
+  if (kind == "ratio") {
+    sj::object_reader r(fields, path, {"kind", "ratio", "window", "min_retries_per_second"});
+    ratio_budget_options o;
+    if (r.has("ratio")) o.ratio = r.number_between("ratio", 0, 1000);
+    if (r.has("window")) o.window = r.time_between("window", 1s, 60s);
+    if (r.has("min_retries_per_second")) {
+      o.min_retries_per_second = r.integer("min_retries_per_second", 0, 1'000'000);
+    }
+    check_budget<ratio_budget>(path, o);
+    return o;
+  }
+  if (kind == "token_bucket") {
+    sj::object_reader r(fields, path, {"kind", "max_tokens", "token_ratio"});
+    token_bucket_throttle_options o;
+    if (r.has("max_tokens")) o.max_tokens = r.number_between("max_tokens", 0.001, 1000);
+    if (r.has("token_ratio")) o.token_ratio = r.number_between("token_ratio", 0.001, 1000);
+    check_budget<token_bucket_throttle>(path, o);
+    return o;
+  }
+  if (kind == "quota") {
+    sj::object_reader r(fields, path,
+                        {"kind", "max_tokens", "retry_cost", "timeout_cost", "no_retry_increment"});
+    retry_quota_options o;
+    if (r.has("max_tokens")) o.max_tokens = r.integer("max_tokens", 1, 1'000'000'000);
+    if (r.has("retry_cost")) o.retry_cost = r.integer("retry_cost", 0, o.max_tokens);
+    if (r.has("timeout_cost")) o.timeout_cost = r.integer("timeout_cost", 0, o.max_tokens);
+    if (r.has("no_retry_increment")) {
+      o.no_retry_increment = r.integer("no_retry_increment", 0, o.max_tokens);
+    }
+    check_budget<retry_quota>(path, o);
+    return o;
+  }
+  if (kind == "adaptive") {
+    sj::object_reader r(fields, path, {"kind", "window", "k", "requests_padding"});
+    adaptive_throttle_options o;
+    if (r.has("window")) o.window = r.time_between("window", 1s, 1h);
+    if (r.has("k")) o.k = r.number_between("k", 1, 1000);
+    if (r.has("requests_padding"))
+      o.requests_padding = r.number_between("requests_padding", 1, 1e6);
+    check_budget<adaptive_throttle>(path, o);
+    return o;
+  }
+  if (kind == "concurrency") {
+    sj::object_reader r(fields, path, {"kind", "budget_percent", "min_retry_concurrency"});
+    concurrency_budget_options o;
+    if (r.has("budget_percent")) o.budget_percent = r.number_between("budget_percent", 0, 100);
+    if (r.has("min_retry_concurrency")) {
+      o.min_retry_concurrency = r.integer("min_retry_concurrency", 0, 1'000'000);
+    }
+    check_budget<concurrency_budget>(path, o);
+    return o;
+  }
+  sj::fail(kind_field, "must be " + kinds + ", got " + stormguard::detail::quote_for_message(kind));
+}
+
+retryable_statuses read_statuses(const json& value, const std::string& path) {
+  if (!value.is_array()) {
+    sj::fail(path,
+             "must be an array of HTTP statuses (integers in [100, 599]), got " + sj::quote(value));
+  }
+  if (value.size() > k_max_statuses) {
+    sj::fail(path, "must have at most " + std::to_string(k_max_statuses) + " statuses, got " +
+                       std::to_string(value.size()));
+  }
+  std::vector<int> statuses;
+  for (std::size_t i = 0; i < value.size(); ++i) {
+    const json& v = value[i];
+    const std::string field = sj::index_path(path, i);
+    const bool in_range =
+        (v.is_number_unsigned() && v.get<std::uint64_t>() >= 100 && v.get<std::uint64_t>() <= 599);
+    if (!in_range) {
+      sj::fail(field, "must be an HTTP status, an integer in [100, 599], got " + sj::quote(v));
+    }
+    const int status = v.get<int>();
+    if (std::find(statuses.begin(), statuses.end(), status) != statuses.end()) {
+      sj::fail(field, std::to_string(status) + " appears more than once");
+    }
+    statuses.push_back(status);
+  }
+  return retryable_statuses(std::span<const int>(statuses));
+}
+
+json parse_document(std::string_view text) {
+  return sj::parse(text, detail::k_max_depth, "policy file", " (a policy file needs 4)");
+}
+
+std::vector<policy> read_stormguard(std::string_view text) {
+  const json doc = parse_document(text);
+  if (!doc.is_object()) {
+    sj::fail("",
+             "a policy file must be a JSON object {\"policies\": [...]}, got " + sj::quote(doc));
+  }
+  sj::object_reader top(doc, "", {"policies"});
+  const json& list = top.required("policies", "an array of policy objects");
+  if (!list.is_array() || list.empty() || list.size() > k_max_policies) {
+    sj::fail("policies",
+             "must be an array of 1 to " + std::to_string(k_max_policies) +
+                 " policy objects, got " +
+                 (list.is_array() ? std::to_string(list.size()) + " policies" : sj::quote(list)));
+  }
+  std::vector<policy> policies;
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    policies.push_back(detail::read_policy(list[i], sj::index_path("policies", i)));
+  }
+  detail::check_unique_names(policies, "policies");
+  return policies;
+}
+
+// Runs `read`, turning its failures (and, as a backstop, nlohmann's) into policy_error.
+template <class Read>
+auto checked(Read read, const std::string& prefix = "") {
+  try {
+    return read();
+  } catch (const sj::failure& f) {
+    throw policy_error(f.field, prefix + f.message);
+  } catch (const json::exception& e) {  // not expected: every access is checked first
+    throw policy_error("", prefix + "invalid policy: " + e.what());
+  }
+}
+
+// JSON text (as dump(2) writes it) with every array of plain numbers on one line ("[429, 502, 503,
+// 504]") rather than one number per line, as dump(2) writes them.
+std::string compact_number_arrays(const std::string& text) {
+  std::string out;
+  out.reserve(text.size());
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '[') {
+      const std::size_t close = text.find_first_not_of("0123456789-., \n", i + 1);
+      // Only arrays that dump() spread over lines: a string's text never holds a raw newline.
+      if (close != std::string::npos && text[close] == ']' && text.find('\n', i) < close) {
+        std::string items;
+        bool gap = false;
+        for (std::size_t j = i + 1; j < close; ++j) {
+          const char c = text[j];
+          if (c == ' ' || c == '\n') {
+            gap = true;
+            continue;
+          }
+          if (gap && !items.empty() && items.back() == ',') items += ' ';
+          gap = false;
+          items += c;
+        }
+        out += "[" + items + "]";
+        i = close;
+        continue;
+      }
+    }
+    out += text[i];
+  }
+  return out;
+}
+
+}  // namespace
+
+namespace detail {
+
+void check_name(const std::string& field, std::string_view name) {
+  const bool valid_chars = std::all_of(name.begin(), name.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '+' ||
+           c == '-' || c == '_' || c == '.' || c == '/';
+  });
+  if (name.empty() || name.size() > k_max_name || !valid_chars) {
+    sj::fail(field, "must be 1 to " + std::to_string(k_max_name) +
+                        " characters from A-Z a-z 0-9 + - _ . /, got " +
+                        stormguard::detail::quote_for_message(name));
+  }
+}
+
+void check_unique_names(const std::vector<policy>& policies, const std::string& path) {
+  for (std::size_t i = 0; i < policies.size(); ++i) {
+    for (std::size_t j = 0; j < i; ++j) {
+      if (policies[j].name == policies[i].name) {
+        sj::fail(sj::index_path(path, i) + ".name", "\"" + policies[i].name + "\" is the name of " +
+                                                        sj::index_path(path, j) +
+                                                        " too: names must be unique");
+      }
+    }
+  }
+}
+
+void check_retry(const std::string& field, const retry_options& retry) {
+  try {
+    (void)retry_policy(retry);
+  } catch (const std::invalid_argument& e) {
+    sj::fail(field, library_message(e));
+  }
+}
+
+policy read_policy(const json& value, const std::string& path) {
+  sj::object_reader r(value, path,
+                      {"name", "description", "retries", "attempts", "backoff", "budget",
+                       "retryable_statuses", "max_retry_after", "attempt_timeout", "deadline"});
+  policy p;
+  p.name = r.string("name");
+  check_name(r.field("name"), p.name);
+  if (r.has("description")) {
+    p.description = r.string("description");
+    if (p.description.size() > k_max_description) {
+      sj::fail(r.field("description"), "must be at most " + std::to_string(k_max_description) +
+                                           " bytes, got " + std::to_string(p.description.size()));
+    }
+  }
+  if (r.has("retries") && r.has("attempts")) {
+    sj::fail(r.field("attempts"), "give retries or attempts (= retries + 1), not both");
+  }
+  if (r.has("retries"))
+    p.retry.max_retries = static_cast<int>(r.integer("retries", 0, k_max_retries));
+  if (r.has("attempts")) {
+    p.retry.max_retries = static_cast<int>(r.integer("attempts", 1, k_max_retries + 1)) - 1;
+  }
+  if (r.has("backoff")) p.retry.backoff = read_backoff(value["backoff"], r.field("backoff"));
+  if (r.has("budget")) p.budget = read_budget(value["budget"], r.field("budget"));
+  if (r.has("retryable_statuses")) {
+    p.statuses = read_statuses(value["retryable_statuses"], r.field("retryable_statuses"));
+  }
+  if (r.has("max_retry_after")) {
+    p.retry.max_retry_after = r.positive_time("max_retry_after", k_max_retry_after);
+  }
+  if (r.has("attempt_timeout")) {
+    p.attempt_timeout = r.positive_time("attempt_timeout", k_max_attempt_timeout);
+  }
+  if (r.has("deadline")) p.deadline = r.positive_time("deadline", k_max_deadline);
+  check_retry(path, p.retry);
+  return p;
+}
+
+ordered_json policy_json(const policy& p) {
+  ordered_json j;
+  j["name"] = p.name;
+  j["description"] = p.description;
+  j["retries"] = p.retry.max_retries;
+  j["backoff"]["base"] = format_duration(p.retry.backoff.base);
+  j["backoff"]["cap"] = format_duration(p.retry.backoff.cap);
+  j["backoff"]["multiplier"] = p.retry.backoff.multiplier;
+  j["backoff"]["jitter"] = std::string(to_string(p.retry.backoff.jitter));
+  ordered_json b;
+  b["kind"] = std::string(budget_kind(p.budget));
+  std::visit(
+      [&b](const auto& o) {
+        using T = std::decay_t<decltype(o)>;
+        if constexpr (std::is_same_v<T, ratio_budget_options>) {
+          b["ratio"] = o.ratio;
+          b["window"] = format_duration(o.window);
+          b["min_retries_per_second"] = o.min_retries_per_second;
+        } else if constexpr (std::is_same_v<T, token_bucket_throttle_options>) {
+          b["max_tokens"] = o.max_tokens;
+          b["token_ratio"] = o.token_ratio;
+        } else if constexpr (std::is_same_v<T, retry_quota_options>) {
+          b["max_tokens"] = o.max_tokens;
+          b["retry_cost"] = o.retry_cost;
+          b["timeout_cost"] = o.timeout_cost;
+          b["no_retry_increment"] = o.no_retry_increment;
+        } else if constexpr (std::is_same_v<T, adaptive_throttle_options>) {
+          b["window"] = format_duration(o.window);
+          b["k"] = o.k;
+          b["requests_padding"] = o.requests_padding;
+        } else if constexpr (std::is_same_v<T, concurrency_budget_options>) {
+          b["budget_percent"] = o.budget_percent;
+          b["min_retry_concurrency"] = o.min_retry_concurrency;
+        }
+      },
+      p.budget);
+  j["budget"] = std::move(b);
+  j["retryable_statuses"] = p.statuses.to_vector();
+  j["max_retry_after"] = format_duration(p.retry.max_retry_after);
+  if (p.attempt_timeout) j["attempt_timeout"] = format_duration(*p.attempt_timeout);
+  if (p.deadline) j["deadline"] = format_duration(*p.deadline);
+  return j;
+}
+
+}  // namespace detail
+
+std::string_view budget_kind(const budget_options& budget) noexcept {
+  static constexpr std::string_view names[] = {"none",  "ratio",    "token_bucket",
+                                               "quota", "adaptive", "concurrency"};
+  static_assert(std::size(names) == std::variant_size_v<budget_options>);
+  return names[budget.index()];
+}
+
+std::vector<policy> parse_policies(std::string_view text, policy_format format) {
+  return checked([&] {
+    switch (format) {
+      case policy_format::grpc:
+        return detail::import_grpc(text);
+      case policy_format::envoy:
+        return detail::import_envoy(text);
+      case policy_format::stormguard:
+        break;
+    }
+    return read_stormguard(text);
+  });
+}
+
+std::vector<policy> load_policies(const std::filesystem::path& path, policy_format format) {
+  const std::string text =
+      checked([&] { return sj::read_file(path, k_max_policy_file_bytes, "policy"); });
+  try {
+    return parse_policies(text, format);
+  } catch (const policy_error& e) {
+    throw policy_error(e.field(), path.string() + ": " + e.what());
+  }
+}
+
+const policy& select_policy(const std::vector<policy>& policies, std::string_view name) {
+  if (policies.empty()) throw policy_error("", "no policy to select from");
+  if (name.empty()) return policies.front();
+  std::string names;
+  for (const policy& p : policies) {
+    if (p.name == name) return p;
+    names += (names.empty() ? "" : ", ") + p.name;
+  }
+  throw policy_error("", "no policy named " + stormguard::detail::quote_for_message(name) +
+                             " (the policies in the file are " + names + ")");
+}
+
+policy_reference parse_policy_reference(std::string_view text) {
+  policy_reference ref;
+  if (text.substr(0, 5) == "grpc:") {
+    ref.format = policy_format::grpc;
+    text.remove_prefix(5);
+  } else if (text.substr(0, 6) == "envoy:") {
+    ref.format = policy_format::envoy;
+    text.remove_prefix(6);
+  }
+  std::error_code ec;
+  const auto colon = text.rfind(':');
+  if (colon != std::string_view::npos && !std::filesystem::exists(std::string(text), ec)) {
+    ref.name = std::string(text.substr(colon + 1));
+    text = text.substr(0, colon);
+    if (ref.name.empty()) {
+      throw policy_error("", "the policy name after ':' is empty (write FILE or FILE:NAME)");
+    }
+  }
+  if (text.empty())
+    throw policy_error("", "the file name is empty (write [grpc:|envoy:]FILE[:NAME])");
+  ref.file = std::string(text);
+  return ref;
+}
+
+std::vector<policy> load_policies(const policy_reference& reference) {
+  std::vector<policy> all = load_policies(reference.file, reference.format);
+  if (reference.name.empty()) return all;
+  try {
+    return {select_policy(all, reference.name)};
+  } catch (const policy_error& e) {
+    throw policy_error("", reference.file.string() + ": " + e.what());
+  }
+}
+
+std::string to_json(const policy& p) {
+  return compact_number_arrays(detail::policy_json(p).dump(2)) + "\n";
+}
+
+std::string to_json(const std::vector<policy>& policies) {
+  ordered_json doc;
+  doc["policies"] = ordered_json::array();
+  for (const policy& p : policies) doc["policies"].push_back(detail::policy_json(p));
+  return compact_number_arrays(doc.dump(2)) + "\n";
+}
+
+}  // namespace stormguard::config

@@ -1,0 +1,42 @@
+// Internal to stormguard (stormguard::config and stormguard::sim's scenario parser): one policy
+// object of the file format as a JSON value, both ways, and the checks the importers share.
+#ifndef STORMGUARD_SRC_CONFIG_POLICY_JSON_HPP
+#define STORMGUARD_SRC_CONFIG_POLICY_JSON_HPP
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "detail/strict_json.hpp"
+#include "stormguard/config/policy.hpp"
+
+namespace stormguard::config::detail {
+
+/// The deepest nesting of arrays and objects a policy file may have (a policy needs 4).
+inline constexpr int k_max_depth = 64;
+
+/// Reads one policy object at `path` ("policies[0]"); throws strict_json::failure.
+[[nodiscard]] policy read_policy(const nlohmann::json& value, const std::string& path);
+
+/// The policy as an ordered JSON object in the file format, normalized (see to_json(policy)).
+[[nodiscard]] nlohmann::ordered_json policy_json(const policy& p);
+
+/// Checks a policy name (see policy::name); `field` is its path. Throws strict_json::failure.
+void check_name(const std::string& field, std::string_view name);
+
+/// Checks that no two policies share a name; `path` is the list's path ("policies"). Throws
+/// strict_json::failure naming the second.
+void check_unique_names(const std::vector<policy>& policies, const std::string& path);
+
+/// Checks `retry` with the library's own validation (retry_policy), as a backstop to the
+/// reader's checks; `field` is the policy's path. Throws strict_json::failure.
+void check_retry(const std::string& field, const retry_options& retry);
+
+/// The importers (import.cpp): every policy found in `text`. Throw strict_json::failure.
+[[nodiscard]] std::vector<policy> import_grpc(std::string_view text);
+[[nodiscard]] std::vector<policy> import_envoy(std::string_view text);
+
+}  // namespace stormguard::config::detail
+
+#endif  // STORMGUARD_SRC_CONFIG_POLICY_JSON_HPP

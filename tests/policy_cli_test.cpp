@@ -1,0 +1,207 @@
+// `--policy` and `stormguard policy check` as a user runs them: the built executable, its output
+// and exit codes. Skipped when the CLI is not built (STORMGUARD_CLI_PATH undefined).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "test_util.hpp"
+
+namespace {
+
+#ifdef STORMGUARD_CLI_PATH
+
+using stormguard::test_util::run_result;
+using stormguard::test_util::run_shell;
+
+// A scratch directory for the files of one test, removed afterwards.
+class PolicyCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("stormguard-policy-cli-" +
+            std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  std::string write(const std::string& name, const std::string& text) {
+    const auto path = dir_ / name;
+    std::ofstream(path) << text;
+    return path.string();
+  }
+
+  // `stormguard ARGS` (already shell-quoted) with stderr in the output when `with_stderr`.
+  static run_result run(const std::string& args, bool with_stderr = true) {
+    return run_shell(std::string("'") + STORMGUARD_CLI_PATH + "' " + args +
+                     (with_stderr ? " 2>&1" : " 2>/dev/null"));
+  }
+
+  std::filesystem::path dir_;
+};
+
+// A short time-series scenario so that simulate runs take milliseconds.
+const char* const k_scenario = R"({
+  "name": "short", "seed": 7, "duration": "4s", "requests_per_second": 200, "clients": 4,
+  "timeout": "1s",
+  "server": {"workers": 10, "queue_limit": 100, "service_time": "20ms"},
+  "incident": {"start": "1s", "end": "2s", "error_rate": 0.5}
+})";
+
+const char* const k_ours = R"({"policies": [{"name": "ours", "retries": 2,
+  "backoff": {"base": "50ms", "cap": "1s", "jitter": "equal"}, "budget": "concurrency"}]})";
+
+TEST_F(PolicyCli, SimulateRunsAFilePolicyBesideTheBuiltIns) {
+  const std::string scenario = write("s.json", k_scenario);
+  const std::string policy = write("ours.json", k_ours);
+  const run_result r = run("simulate " + scenario + " --json --policy " + policy, false);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto doc = nlohmann::json::parse(r.output);
+  std::vector<std::string> names;
+  for (const auto& s : doc.at("strategies")) names.push_back(s.at("name"));
+  ASSERT_EQ(names.size(), 12u);
+  EXPECT_EQ(names.front(), "none");
+  EXPECT_EQ(names.back(), "ours");
+  // Alone with --strategy, also in the table.
+  const run_result alone = run("simulate " + scenario + " --policy " + policy + " -s ours");
+  EXPECT_EQ(alone.exit_code, 0) << alone.output;
+  EXPECT_NE(alone.output.find("\nours "), std::string::npos) << alone.output;
+  EXPECT_EQ(alone.output.find("\nfull "), std::string::npos) << alone.output;
+}
+
+TEST_F(PolicyCli, AFileFullBudgetWithTheBuiltInValuesGivesByteIdenticalJson) {
+  const std::string scenario = write("s.json", k_scenario);
+  const std::string policy = write("fb.json", R"({"policies": [{"name": "full+budget",
+    "retries": 3, "backoff": {"base": "100ms", "cap": "3s", "multiplier": 2, "jitter": "full"},
+    "budget": {"kind": "ratio", "ratio": 0.1, "window": "10s", "min_retries_per_second": 10}}]})");
+  const run_result builtin = run("simulate " + scenario + " --json", false);
+  const run_result file = run("simulate " + scenario + " --json --policy " + policy, false);
+  ASSERT_EQ(builtin.exit_code, 0);
+  ASSERT_EQ(file.exit_code, 0);
+  EXPECT_EQ(file.output, builtin.output);
+  const run_result note = run_shell(std::string("'") + STORMGUARD_CLI_PATH + "' simulate " +
+                                    scenario + " --policy " + policy + " 2>&1 >/dev/null");
+  EXPECT_NE(note.output.find("replaces the built-in strategy"), std::string::npos) << note.output;
+}
+
+TEST_F(PolicyCli, ScenarioStrategiesReplaceTheDefaultSet) {
+  std::string text = k_scenario;
+  text.insert(text.rfind('}'), R"(, "strategies": ["none", {"name": "mine", "retries": 1}])");
+  const run_result r = run("simulate " + write("s.json", text) + " --json", false);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto doc = nlohmann::json::parse(r.output);
+  ASSERT_EQ(doc.at("strategies").size(), 2u);
+  EXPECT_EQ(doc["strategies"][1]["name"], "mine");
+}
+
+TEST_F(PolicyCli, CsvOfAGrpcMethodStaysInTheDirectory) {
+  const std::string grpc = write("g.json", R"({"methodConfig": [{"name": [{"service": "a.B",
+    "method": "C"}], "retryPolicy": {"maxAttempts": 2, "initialBackoff": "0.1s", "maxBackoff":
+    "1s", "backoffMultiplier": 2, "retryableStatusCodes": ["UNAVAILABLE"]}}]})");
+  const std::string csv = (dir_ / "csv").string();
+  const run_result r = run("simulate " + write("s.json", k_scenario) + " --policy grpc:" + grpc +
+                           " -s a.B/C --csv " + csv);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(std::filesystem::exists(dir_ / "csv" / "a.B_C.csv"));
+}
+
+TEST_F(PolicyCli, PlanOfAGrpcServiceConfig) {
+  const auto grpc = [&](int attempts) {
+    return write(
+        "g" + std::to_string(attempts) + ".json",
+        R"({"methodConfig": [{"name": [{"service": "s"}], "retryPolicy": {"maxAttempts": )" +
+            std::to_string(attempts) +
+            R"(, "initialBackoff": "0.1s", "maxBackoff": "1s", "backoffMultiplier": 2,
+                     "retryableStatusCodes": ["UNAVAILABLE"]}}]})");
+  };
+  const run_result r = run("plan --samples 10 --json --policy grpc:" + grpc(4), false);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto doc = nlohmann::json::parse(r.output);
+  ASSERT_EQ(doc.at("retries").size(), 3u);
+  EXPECT_EQ(doc["retries"][0]["ceiling_ms"], 100.0);
+  EXPECT_EQ(doc["retries"][1]["ceiling_ms"], 200.0);
+  EXPECT_EQ(doc["retries"][2]["ceiling_ms"], 400.0);
+  const run_result capped = run("plan --samples 10 --json --policy grpc:" + grpc(7));
+  ASSERT_EQ(capped.exit_code, 0) << capped.output;
+  EXPECT_NE(capped.output.find("warning: "), std::string::npos);
+  EXPECT_NE(capped.output.find("\"retry\": 4"), std::string::npos);
+  EXPECT_EQ(capped.output.find("\"retry\": 5"), std::string::npos);
+}
+
+TEST_F(PolicyCli, PlanOfAnEnvoyRouteAndATypedFlagOverridesTheFile) {
+  const std::string route = write("r.yaml",
+                                  "retry_policy:\n  retry_on: 5xx\n  num_retries: 3\n"
+                                  "  retry_back_off: {base_interval: 0.025s}\n");
+  const run_result r = run("plan --samples 10 --json --policy envoy:" + route, false);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto doc = nlohmann::json::parse(r.output);
+  ASSERT_EQ(doc.at("retries").size(), 3u);
+  EXPECT_EQ(doc["retries"][2]["ceiling_ms"], 100.0);
+  const run_result one = run("plan --samples 10 --json --retries 1 --policy envoy:" + route, false);
+  EXPECT_EQ(nlohmann::json::parse(one.output).at("retries").size(), 1u);
+  const run_result cap = run("plan --samples 10 --base 1s --policy envoy:" + route);
+  EXPECT_EQ(cap.exit_code, 2);
+  EXPECT_NE(cap.output.find("--base: \"1s\" is above the cap 250ms (the --policy file's)"),
+            std::string::npos)
+      << cap.output;
+}
+
+TEST_F(PolicyCli, ExecTakesTheAttemptsFromThePolicy) {
+  const std::string policy = write("p.json", R"({"policies": [{"name": "p", "retries": 1,
+    "backoff": {"base": "1ms", "cap": "1ms"}}]})");
+  const run_result r = run("exec --policy " + policy + " -- sh -c 'exit 3'");
+  EXPECT_EQ(r.exit_code, 3) << r.output;
+  EXPECT_NE(r.output.find("attempt 2 exited with status 3; giving up"), std::string::npos)
+      << r.output;
+}
+
+TEST_F(PolicyCli, PolicyCheckPrintsTheNormalizedPolicyAndItsDelays) {
+  const run_result r = run("policy check " + write("p.json", k_ours), false);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("\"min_retry_concurrency\": 3"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("\"retryable_statuses\": [429, 502, 503, 504]"), std::string::npos);
+  EXPECT_NE(r.output.find("retry 2: delay in [50ms, 100ms], worst total 150ms"), std::string::npos)
+      << r.output;
+  const run_result json = run("policy check --json " + write("p2.json", k_ours), false);
+  EXPECT_TRUE(nlohmann::json::accept(json.output)) << json.output;
+}
+
+// Every command that takes a policy file rejects a bad one with exit 2 and the field path.
+TEST_F(PolicyCli, BadFilesExitTwoFromEveryCommand) {
+  const std::vector<std::pair<std::string, std::string>> files = {
+      {R"({"policies": [{"name": "p", "retries": -1}]})", "policies[0].retries"},
+      {R"({"policies": [{"name": "p", "backoff": {"jitter": "sometimes"}}]})",
+       "policies[0].backoff.jitter"},
+      {R"({"policies": [{"name": "p", "budget": {"kind": "ratio", "ratio": "10%"}}]})",
+       "policies[0].budget.ratio"},
+      {"{\"policies\": [", "invalid JSON"},
+  };
+  const std::string missing = (dir_ / "missing.json").string();
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    const std::string f = write("bad" + std::to_string(i) + ".json", files[i].first);
+    for (const std::string& command :
+         {"simulate " + write("s.json", k_scenario) + " --policy " + f, "plan --policy " + f,
+          "exec --policy " + f + " -- true", "http --policy " + f + " http://127.0.0.1:1/",
+          "policy check " + f}) {
+      const run_result r = run(command);
+      EXPECT_EQ(r.exit_code, 2) << command << "\n" << r.output;
+      EXPECT_NE(r.output.find(files[i].second), std::string::npos) << command << "\n" << r.output;
+    }
+  }
+  for (const std::string& command : {"plan --policy " + missing, "policy check " + missing,
+                                     "plan --policy grpc:" + missing + ":nope"}) {
+    const run_result r = run(command);
+    EXPECT_EQ(r.exit_code, 2) << command << "\n" << r.output;
+    EXPECT_NE(r.output.find("cannot open the policy file"), std::string::npos) << r.output;
+  }
+  const run_result big = run("plan --policy /dev/zero");
+  EXPECT_EQ(big.exit_code, 2);
+  EXPECT_NE(big.output.find("larger than 1048576 bytes"), std::string::npos) << big.output;
+}
+
+#endif  // STORMGUARD_CLI_PATH
+
+}  // namespace

@@ -44,6 +44,10 @@ command add_http_command(CLI::App& parent);
 /// and their delays.
 command add_policy_command(CLI::App& parent);
 
+/// `stormguard serve SCENARIO [--port N] [--scale X] [--wait-start]`: the scenario's server on
+/// 127.0.0.1 until SIGINT or SIGTERM.
+command add_serve_command(CLI::App& parent);
+
 }  // namespace stormguard::cli
 
 #endif  // STORMGUARD_CLI_COMMAND_HPP

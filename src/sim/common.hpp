@@ -16,6 +16,12 @@ namespace stormguard::sim::seeds {
 constexpr std::uint64_t mix(std::uint64_t x) noexcept { return detail::splitmix64_mix(x); }
 constexpr std::uint64_t mix(std::uint64_t a, std::uint64_t b) noexcept { return mix(a ^ mix(b)); }
 
+// Domain tags so that the streams derived from one scenario seed never coincide. The lab's server
+// (src/lab/server.cpp) draws its service times and incident draws from the same streams.
+inline constexpr std::uint64_t k_tag_arrivals = 0x6172726976616c73ULL;  // "arrivals"
+inline constexpr std::uint64_t k_tag_service = 0x73657276696365ULL;     // "service"
+inline constexpr std::uint64_t k_tag_incident = 0x696e636964656e74ULL;  // "incident"
+
 // FNV-1a: a stable hash of a name (std::hash differs between standard libraries).
 constexpr std::uint64_t fnv1a(std::string_view text) noexcept {
   std::uint64_t h = 0xcbf29ce484222325ULL;

@@ -30,8 +30,8 @@ using seeds::mix;
 // long.
 constexpr int k_max_layers = 6;
 constexpr double k_max_requests = 1'000'000;
-constexpr std::uint64_t k_tag_arrivals = 0x6172726976616c73ULL;  // "arrivals"
-constexpr std::uint64_t k_tag_layer = 0x6c61796572ULL;           // "layer"
+using seeds::k_tag_arrivals;
+constexpr std::uint64_t k_tag_layer = 0x6c61796572ULL;  // "layer"
 
 template <class B>
 struct layer {

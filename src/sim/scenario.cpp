@@ -272,6 +272,24 @@ std::optional<scenario_error> validate(const scenario& s) {
   return std::nullopt;
 }
 
+scenario_result scale_scenario(const scenario& s, double factor) {
+  if (!(factor > 0.0 && factor <= 1.0)) {  // also NaN
+    return failure{scenario_error{
+        "scale", "scale: must be a number in (0, 1], got " + detail::format_double(factor)}};
+  }
+  scenario scaled = s;
+  if (factor != 1.0) {
+    const auto at_least_one = [](double x) { return std::max<std::int64_t>(1, std::llround(x)); };
+    scaled.requests_per_second = s.requests_per_second * factor;
+    scaled.clients = static_cast<int>(at_least_one(s.clients * factor));
+    scaled.workers = static_cast<int>(at_least_one(s.workers * factor));
+    scaled.queue_limit = std::llround(static_cast<double>(s.queue_limit) * factor);
+    if (scaled.overload) scaled.overload->above_rate = s.overload->above_rate * factor;
+  }
+  if (auto problem = validate(scaled)) return failure{*std::move(problem)};
+  return scaled;
+}
+
 scenario_result parse_scenario(std::string_view json_text) {
   try {
     return read_scenario(sj::parse(json_text, k_max_depth, "scenario", " (a scenario needs 2)"));

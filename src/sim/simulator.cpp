@@ -37,11 +37,6 @@ constexpr std::int64_t add_saturated(std::int64_t now, std::int64_t delay) noexc
 static_assert(add_saturated(std::numeric_limits<std::int64_t>::max() - 1, 5) ==
               std::numeric_limits<std::int64_t>::max());
 
-// Domain tags so that the streams derived from one scenario seed never coincide.
-constexpr std::uint64_t k_tag_arrivals = 0x6172726976616c73ULL;  // "arrivals"
-constexpr std::uint64_t k_tag_service = 0x73657276696365ULL;     // "service"
-constexpr std::uint64_t k_tag_incident = 0x696e636964656e74ULL;  // "incident"
-
 double expected_requests(const scenario& s) {
   return s.requests_per_second * std::chrono::duration<double>(s.length).count();
 }
@@ -64,11 +59,11 @@ class time_series_engine {
         timeout_(strat.attempt_timeout.value_or(s.timeout).count()),
         unavailable_(strat.retries_503 ? classification::retry() : classification::stop()),
         queues_(end_, s.distribution == service_distribution::fixed),
-        server_(s, seeds::mix(s.seed, k_tag_service)),
+        server_(s, seeds::mix(s.seed, seeds::k_tag_service)),
         fleet_(s, strat, config, expected_requests(s)),
         metrics_(s, strat.name, expected_requests(s)),
-        arrivals_rng_(seeds::mix(s.seed, k_tag_arrivals)),
-        incident_rng_(seeds::mix(s.seed, k_tag_incident)) {
+        arrivals_rng_(seeds::mix(s.seed, seeds::k_tag_arrivals)),
+        incident_rng_(seeds::mix(s.seed, seeds::k_tag_incident)) {
     if (s.incident) {
       incident_start_ = s.incident->start.count();
       incident_end_ = s.incident->end.count();

@@ -143,6 +143,18 @@ using scenario_result = stormguard::outcome<scenario, scenario_error>;
 /// Checks the ranges documented on `scenario`. Returns the first violation, or nullopt.
 [[nodiscard]] std::optional<scenario_error> validate(const scenario& s);
 
+/// `s` scaled down by `factor` in (0, 1], for running a scenario on real sockets at a load that
+/// one machine holds (`stormguard serve --scale`, `lab --scale`; issue 13): requests_per_second,
+/// server.workers, server.queue_limit and server.overload.above_rate are multiplied by `factor`,
+/// and clients too; clients and workers are rounded to the nearest integer and kept >= 1,
+/// queue_limit rounded to the nearest integer (>= 0). Everything else stays: durations, timeout,
+/// service times, the incident's rates, max_retries and the strategies (each client's rate,
+/// policy and budget are those of the full-size scenario, so a budget's floor keeps its share of
+/// each client's traffic). factor 1 returns `s` unchanged. An error (field "scale") for a
+/// factor that is not a finite number in (0, 1], or when the result fails validate() (which it
+/// does only if `s` does). Never throws (std::bad_alloc aside). Thread-safe (a pure function).
+[[nodiscard]] scenario_result scale_scenario(const scenario& s, double factor);
+
 /// The seed's Friday-night incident, built into the library (equal to the parse of
 /// scenarios/friday-night.json): 2,000 req/s from 20 clients, 100 workers × 20 ms (5,000 req/s,
 /// 2.5× demand), queue limit 20,000, per-attempt timeout 1 s, service time 1.5 s from t = 10 s to

@@ -1,0 +1,138 @@
+// stormguard/lab/server.hpp: the scenario's server as a real HTTP/1.1 server on 127.0.0.1 — the
+// backend of `stormguard serve`, and the server that `stormguard lab` starts in-process.
+//
+//   auto started = stormguard::lab::server::start(stormguard::sim::friday_night(), {});
+//   if (!started) { std::cerr << started.error() << '\n'; return 1; }
+//   std::unique_ptr<stormguard::lab::server> srv = *std::move(started);
+//   std::cout << "listening on " << srv->url() << '\n';  // http://127.0.0.1:PORT/
+//   ... point any HTTP client at srv->url() ...
+//   stormguard::lab::server_stats s = srv->stats();
+//   srv->stop();                                          // or let the destructor do it
+//
+// What it models (docs/lab.md, and docs/simulator.md "The model" for the model itself):
+// `server.workers` requests in service at once; a FIFO queue of at most `server.queue_limit`
+// requests (one more is answered 503 at once); the service time of the phase in which a request's
+// service *starts* — `server.service_time`, `incident.service_time` during the incident,
+// `server.overload.service_time` while more than `server.overload.above_rate` requests reached
+// the server in the last second — fixed or exponential as `server.service_distribution` says. The
+// service time is a timer (the event loop answers when it fires), never CPU work, so a worker
+// costs nothing but a slot. During the incident, each request *sent* in [incident.start,
+// incident.end) draws once: lost with probability `incident.loss_rate` (read, and never answered:
+// the client sees its own timeout), else a 503 at once with probability `incident.error_rate`
+// (neither reaches the workers). This is the simulator's own server code (src/sim/server.hpp),
+// fed with real arrival times, and the draws come from the same generator streams as
+// `stormguard simulate`'s for the scenario's seed (the service times and the incident's draws;
+// the order of arrivals is the network's, so the sequences only match in distribution).
+//
+// Time: the scenario's clock is std::chrono::steady_clock from the moment the clock starts — at
+// start() by default, or at start_clock() / `POST /control/start` with
+// server_options::start_clock = false; until then it stands at 0 (t = 0 for the phase and the
+// load window). After the scenario's `duration` the server keeps serving at the normal
+// service time (no incident, no overload) until stop().
+//
+// Like the model, a request whose client has gone (timed out, closed its connection) keeps its
+// place in the queue and its worker until its service ends; the answer is then dropped.
+//
+// Paths: `GET /stats` (the counters as JSON), `GET /metrics` (the counters in the Prometheus text
+// exposition format 0.0.4) and `/control/*` (`POST /control/start`) bypass the model and are not
+// counted; every other path, with any method, is the scenario's endpoint (200 "ok" when
+// served).
+//
+// Built on libevent's evhttp (one event-loop thread; no hand-written HTTP parser).
+#ifndef STORMGUARD_LAB_SERVER_HPP
+#define STORMGUARD_LAB_SERVER_HPP
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "stormguard/clock.hpp"
+#include "stormguard/outcome.hpp"
+#include "stormguard/sim/scenario.hpp"
+
+namespace stormguard::lab {
+
+/// How start() listens and when the scenario's clock starts.
+struct server_options {
+  /// The TCP port on 127.0.0.1; 0 (the default) lets the system choose a free one (see port()).
+  std::uint16_t port = 0;
+  /// true (the default): the scenario's clock starts when start() returns. false: it stands at 0
+  /// until start_clock() or `POST /control/start`.
+  bool start_clock = true;
+};
+
+/// The counters of a running server. All counts are since start() and cover the scenario's
+/// endpoint only (never /stats, /metrics or /control/*).
+struct server_stats {
+  std::int64_t attempts = 0;        ///< requests read on the scenario's endpoint
+  std::int64_t served = 0;          ///< answered 200 after their service (client there or not)
+  std::int64_t served_in_time = 0;  ///< of `served`, answered within the scenario's timeout
+  std::int64_t rejected = 0;        ///< answered 503 at once: the queue was full
+  std::int64_t errors = 0;          ///< answered 503 at once: the incident's error_rate
+  std::int64_t lost = 0;            ///< read and never answered: the incident's loss_rate
+  std::int64_t queued = 0;          ///< waiting for a worker now
+  std::int64_t in_service = 0;      ///< in service now (at most server.workers)
+  bool clock_started = false;       ///< the scenario's clock runs
+  duration elapsed{};               ///< the scenario's time now (0 until the clock starts)
+};
+
+/// The phase the scenario's clock is in at `elapsed`: "waiting" (clock not started), "normal",
+/// "incident" (in [incident.start, incident.end)), "after" (past the scenario's duration).
+[[nodiscard]] std::string_view phase_name(const sim::scenario& s, bool clock_started,
+                                          duration elapsed) noexcept;
+
+/// The counters as one JSON object (the body of `GET /stats`): the fields of server_stats
+/// (elapsed as "elapsed_s", seconds), plus "scenario" (its name), "phase" (phase_name),
+/// "workers" and "queue_limit".
+[[nodiscard]] std::string stats_json(const sim::scenario& s, const server_stats& stats);
+
+/// The counters in the Prometheus text exposition format 0.0.4 (the body of `GET /metrics`):
+/// counters stormguard_serve_{attempts,served,served_in_time,rejected,errors,lost}_total,
+/// gauges stormguard_serve_{queued,in_service,elapsed_seconds}.
+[[nodiscard]] std::string stats_prometheus(const server_stats& stats);
+
+/// The scenario's server on 127.0.0.1 (see the file comment). start() binds and starts one
+/// event-loop thread; stop() (or the destructor) ends it and closes every connection.
+///
+/// Thread-safety: port(), url(), stats(), start_clock() and stop() may be called from any thread
+/// while the loop runs. Not copyable or movable (own it through the unique_ptr start() returns).
+class server {
+ public:
+  /// Binds 127.0.0.1:options.port and starts serving `s` (which must be valid: sim::validate).
+  /// An error (a message naming the address and the system's reason, e.g. "127.0.0.1:8080:
+  /// Address already in use") when the address cannot be bound or the loop cannot be set up.
+  /// Throws std::invalid_argument for a scenario that validate() rejects, std::bad_alloc.
+  [[nodiscard]] static outcome<std::unique_ptr<server>, std::string> start(
+      const sim::scenario& s, const server_options& options = {});
+
+  /// stop()s.
+  ~server();
+  server(const server&) = delete;
+  server& operator=(const server&) = delete;
+
+  /// The port it listens on (the one the system chose for port 0).
+  [[nodiscard]] std::uint16_t port() const noexcept;
+  /// "http://127.0.0.1:PORT/".
+  [[nodiscard]] std::string url() const;
+  /// The scenario it serves (as given to start()).
+  [[nodiscard]] const sim::scenario& scenario() const noexcept;
+  /// A snapshot of the counters (each read atomically; the set is not one instant).
+  [[nodiscard]] server_stats stats() const noexcept;
+  /// Starts the scenario's clock at 0 now, as `POST /control/start` does. false (and nothing
+  /// changes) when it already runs.
+  bool start_clock() noexcept;
+  /// Stops the loop, closes the listener and every connection (requests in the queue, in
+  /// service or lost are dropped unanswered) and joins the thread. Idempotent.
+  void stop() noexcept;
+
+  class impl;  ///< private (src/lab/server.cpp)
+
+ private:
+  explicit server(std::unique_ptr<impl> p) noexcept;
+  std::unique_ptr<impl> impl_;
+};
+
+}  // namespace stormguard::lab
+
+#endif  // STORMGUARD_LAB_SERVER_HPP

@@ -1,0 +1,468 @@
+// The scenario's server on evhttp (stormguard/lab/server.hpp). Everything the model touches lives
+// on the event-loop thread; the counters are atomics that stats() reads from any thread.
+//
+// Request lifetime (libevent 2.1 semantics): a request we have not answered yet stays valid until
+// we answer it, even when its client hangs up — evhttp then detaches it from the connection
+// (evhttp_request_get_connection returns null) and evhttp_send_reply frees it without sending.
+// Requests still attached when the server stops are freed with their connection by evhttp_free;
+// detached ones that we never answer (lost ones) are freed by us.
+#include "stormguard/lab/server.hpp"
+
+#include <event2/buffer.h>
+#include <event2/event.h>
+#include <event2/http.h>
+#include <event2/listener.h>
+#include <event2/util.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <deque>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "sim/common.hpp"
+#include "sim/server.hpp"
+#include "stormguard/detail/format.hpp"
+#include "stormguard/random.hpp"
+
+namespace stormguard::lab {
+
+namespace {
+
+constexpr std::int64_t k_not_started = std::numeric_limits<std::int64_t>::min();
+constexpr std::size_t k_max_body = 1 << 20;  // bytes of a request body the server reads
+
+std::int64_t steady_ns() noexcept {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+timeval to_timeval(std::int64_t ns) noexcept {
+  timeval tv{};
+  tv.tv_sec = static_cast<decltype(tv.tv_sec)>(ns / 1'000'000'000);
+  tv.tv_usec = static_cast<decltype(tv.tv_usec)>((ns % 1'000'000'000) / 1000);
+  return tv;
+}
+
+// The scenario the model follows: the incident cut at the scenario's duration, after which the
+// server serves at the normal service time.
+sim::scenario model_of(const sim::scenario& s) {
+  sim::scenario m = s;
+  if (m.incident) m.incident->end = std::min(m.incident->end, m.length);
+  return m;
+}
+
+void reply(evhttp_request* req, int status, const char* reason, std::string_view content_type,
+           std::string_view body) {
+  evkeyvalq* headers = evhttp_request_get_output_headers(req);
+  evhttp_add_header(headers, "Content-Type", std::string(content_type).c_str());
+  evbuffer* out = evbuffer_new();
+  if (out != nullptr) evbuffer_add(out, body.data(), body.size());
+  evhttp_send_reply(req, status, reason, out);
+  if (out != nullptr) evbuffer_free(out);
+}
+
+void reply_text(evhttp_request* req, int status, const char* reason, std::string_view body) {
+  reply(req, status, reason, "text/plain; charset=utf-8", body);
+}
+
+}  // namespace
+
+std::string_view phase_name(const sim::scenario& s, bool clock_started, duration elapsed) noexcept {
+  if (!clock_started) return "waiting";
+  if (elapsed >= s.length) return "after";
+  if (s.incident && elapsed >= s.incident->start && elapsed < s.incident->end) return "incident";
+  return "normal";
+}
+
+std::string stats_json(const sim::scenario& s, const server_stats& st) {
+  nlohmann::ordered_json j;
+  j["scenario"] = s.name;
+  j["phase"] = phase_name(s, st.clock_started, st.elapsed);
+  j["clock_started"] = st.clock_started;
+  j["elapsed_s"] = std::chrono::duration<double>(st.elapsed).count();
+  j["attempts"] = st.attempts;
+  j["served"] = st.served;
+  j["served_in_time"] = st.served_in_time;
+  j["rejected"] = st.rejected;
+  j["errors"] = st.errors;
+  j["lost"] = st.lost;
+  j["queued"] = st.queued;
+  j["in_service"] = st.in_service;
+  j["workers"] = s.workers;
+  j["queue_limit"] = s.queue_limit;
+  return j.dump() + "\n";
+}
+
+std::string stats_prometheus(const server_stats& st) {
+  std::string text;
+  const auto metric = [&](const char* name, const char* type, const char* help,
+                          const std::string& value) {
+    text += std::string("# HELP stormguard_serve_") + name + " " + help + "\n";
+    text += std::string("# TYPE stormguard_serve_") + name + " " + type + "\n";
+    text += std::string("stormguard_serve_") + name + " " + value + "\n";
+  };
+  const auto count = [](std::int64_t n) { return std::to_string(n); };
+  metric("attempts_total", "counter", "Requests read on the scenario's endpoint.",
+         count(st.attempts));
+  metric("served_total", "counter", "Requests answered 200 after their service.", count(st.served));
+  metric("served_in_time_total", "counter", "Requests answered 200 within the scenario's timeout.",
+         count(st.served_in_time));
+  metric("rejected_total", "counter", "Requests answered 503 at once: the queue was full.",
+         count(st.rejected));
+  metric("errors_total", "counter", "Requests answered 503 at once: the incident's error rate.",
+         count(st.errors));
+  metric("lost_total", "counter", "Requests read and never answered: the incident's loss rate.",
+         count(st.lost));
+  metric("queued", "gauge", "Requests waiting for a worker.", count(st.queued));
+  metric("in_service", "gauge", "Requests in service.", count(st.in_service));
+  metric("elapsed_seconds", "gauge", "The scenario's clock (0 until it starts).",
+         detail::format_double(std::chrono::duration<double>(st.elapsed).count()));
+  return text;
+}
+
+class server::impl {
+ public:
+  explicit impl(const sim::scenario& s)
+      : scenario_(s),
+        model_(model_of(s)),
+        engine_(model_, sim::seeds::mix(s.seed, sim::seeds::k_tag_service)),
+        incident_rng_(sim::seeds::mix(s.seed, sim::seeds::k_tag_incident)),
+        timeout_ns_(s.timeout.count()) {
+    if (model_.incident) {
+      incident_start_ = model_.incident->start.count();
+      incident_end_ = model_.incident->end.count();
+      loss_rate_ = model_.incident->loss_rate;
+      error_or_loss_rate_ = model_.incident->loss_rate + model_.incident->error_rate;
+    }
+  }
+
+  ~impl() {
+    stop();
+    release();
+  }
+  impl(const impl&) = delete;
+  impl& operator=(const impl&) = delete;
+
+  // Sets up the loop and binds; an error message on failure.
+  std::string open(const server_options& options) {
+    event_config* config = event_config_new();
+    if (config == nullptr) return "cannot create the event loop";
+    event_config_set_flag(config, EVENT_BASE_FLAG_PRECISE_TIMER);
+    base_ = event_base_new_with_config(config);
+    event_config_free(config);
+    if (base_ == nullptr) return "cannot create the event loop";
+    http_ = evhttp_new(base_);
+    if (http_ == nullptr) return "cannot create the HTTP server";
+    evhttp_set_allowed_methods(http_, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_HEAD |
+                                          EVHTTP_REQ_PUT | EVHTTP_REQ_DELETE | EVHTTP_REQ_OPTIONS |
+                                          EVHTTP_REQ_PATCH);
+    evhttp_set_max_body_size(http_, k_max_body);
+    evhttp_set_gencb(http_, &impl::on_request, this);
+
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    address.sin_port = htons(options.port);
+    const std::string where = "127.0.0.1:" + std::to_string(options.port);
+    // Our own listener, for a backlog of SOMAXCONN (evhttp_bind_socket's is 128).
+    errno = 0;
+    evconnlistener* listener = evconnlistener_new_bind(
+        base_, nullptr, nullptr, LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC | LEV_OPT_REUSEABLE,
+        SOMAXCONN, reinterpret_cast<const sockaddr*>(&address), sizeof address);
+    if (listener == nullptr) {
+      const int error = errno;
+      return where + ": " + (error != 0 ? std::strerror(error) : "cannot listen");
+    }
+    if (evhttp_bind_listener(http_, listener) == nullptr) {
+      evconnlistener_free(listener);
+      return where + ": cannot listen";
+    }
+    sockaddr_in bound{};
+    socklen_t length = sizeof bound;
+    if (::getsockname(evconnlistener_get_fd(listener), reinterpret_cast<sockaddr*>(&bound),
+                      &length) != 0) {
+      return where + ": " + std::strerror(errno);
+    }
+    port_ = ntohs(bound.sin_port);
+
+    // The stop pipe: stop() writes a byte, the loop breaks.
+    if (::pipe2(stop_pipe_, O_CLOEXEC | O_NONBLOCK) != 0) {
+      return std::string("cannot create a pipe: ") + std::strerror(errno);
+    }
+    stop_event_ = event_new(base_, stop_pipe_[0], EV_READ, &impl::on_stop, this);
+    sweep_event_ = event_new(base_, -1, EV_PERSIST, &impl::on_sweep, this);
+    if (stop_event_ == nullptr || sweep_event_ == nullptr) return "cannot create an event";
+    event_add(stop_event_, nullptr);
+    const timeval second{1, 0};
+    event_add(sweep_event_, &second);
+
+    if (options.start_clock) start_clock();
+    thread_ = std::thread([this] { event_base_dispatch(base_); });
+    return {};
+  }
+
+  [[nodiscard]] std::uint16_t port() const noexcept { return port_; }
+  [[nodiscard]] const sim::scenario& scenario() const noexcept { return scenario_; }
+
+  bool start_clock() noexcept {
+    std::int64_t expected = k_not_started;
+    return clock_start_.compare_exchange_strong(expected, steady_ns());
+  }
+
+  [[nodiscard]] server_stats stats() const noexcept {
+    server_stats s;
+    s.attempts = attempts_.load(std::memory_order_relaxed);
+    s.served = served_.load(std::memory_order_relaxed);
+    s.served_in_time = served_in_time_.load(std::memory_order_relaxed);
+    s.rejected = rejected_.load(std::memory_order_relaxed);
+    s.errors = errors_.load(std::memory_order_relaxed);
+    s.lost = lost_.load(std::memory_order_relaxed);
+    s.queued = queued_.load(std::memory_order_relaxed);
+    s.in_service = in_service_.load(std::memory_order_relaxed);
+    const std::int64_t start = clock_start_.load();
+    s.clock_started = start != k_not_started;
+    s.elapsed = duration(s.clock_started ? steady_ns() - start : 0);
+    return s;
+  }
+
+  void stop() noexcept {
+    if (!thread_.joinable()) return;
+    const char byte = 1;
+    while (::write(stop_pipe_[1], &byte, 1) < 0 && errno == EINTR) {
+    }
+    thread_.join();
+  }
+
+ private:
+  // A request that waits for a worker or is in service.
+  struct slot {
+    impl* owner = nullptr;
+    std::uint32_t index = 0;
+    evhttp_request* request = nullptr;
+    std::int64_t arrival_ns = 0;  // steady clock
+    event* timer = nullptr;       // its service's end
+  };
+
+  // The scenario's time now, in ns (0 until the clock starts).
+  [[nodiscard]] std::int64_t scenario_now() const noexcept {
+    const std::int64_t start = clock_start_.load();
+    return start == k_not_started ? 0 : steady_ns() - start;
+  }
+
+  static void on_request(evhttp_request* req, void* arg) { static_cast<impl*>(arg)->route(req); }
+
+  void route(evhttp_request* req) {
+    const evhttp_uri* uri = evhttp_request_get_evhttp_uri(req);
+    const char* raw_path = uri != nullptr ? evhttp_uri_get_path(uri) : nullptr;
+    const std::string_view path = raw_path != nullptr && *raw_path != '\0' ? raw_path : "/";
+    const auto method = evhttp_request_get_command(req);
+    const bool get = method == EVHTTP_REQ_GET || method == EVHTTP_REQ_HEAD;
+    if (path == "/stats" || path == "/metrics") {
+      if (!get) return reply_text(req, 405, "Method Not Allowed", "use GET\n");
+      if (path == "/stats") {
+        return reply(req, 200, "OK", "application/json", stats_json(scenario_, stats()));
+      }
+      return reply(req, 200, "OK", "text/plain; version=0.0.4; charset=utf-8",
+                   stats_prometheus(stats()));
+    }
+    if (path == "/control" || path.starts_with("/control/")) {
+      if (path != "/control/start") return reply_text(req, 404, "Not Found", "unknown control\n");
+      if (method != EVHTTP_REQ_POST)
+        return reply_text(req, 405, "Method Not Allowed", "use POST\n");
+      if (!start_clock()) return reply_text(req, 409, "Conflict", "the clock already runs\n");
+      return reply_text(req, 200, "OK", "started\n");
+    }
+    endpoint(req);
+  }
+
+  [[nodiscard]] bool in_incident(std::int64_t now) const noexcept {
+    return now >= incident_start_ && now < incident_end_;
+  }
+
+  // The scenario's endpoint: the model.
+  void endpoint(evhttp_request* req) {
+    attempts_.fetch_add(1, std::memory_order_relaxed);
+    const std::int64_t now = scenario_now();
+    // After the duration the load no longer slows the server: the engine reads model_.overload
+    // at each decision (it keeps a reference to model_), so dropping it here is enough.
+    if (model_.overload && now >= model_.length.count()) model_.overload.reset();
+    if (error_or_loss_rate_ > 0.0 && in_incident(now)) {
+      // One draw decides, as in the simulator: lost with loss_rate, else a 503 with error_rate.
+      const double u = uniform_unit(incident_rng_);
+      if (u < loss_rate_) {
+        lost_.fetch_add(1, std::memory_order_relaxed);
+        lost_requests_.push_back(req);
+        return;
+      }
+      if (u < error_or_loss_rate_) {
+        errors_.fetch_add(1, std::memory_order_relaxed);
+        return reply_text(req, 503, "Service Unavailable", "incident error\n");
+      }
+    }
+    engine_.arrive(now);
+    const bool start_now = engine_.has_free_worker();
+    if (!start_now && engine_.queue_full()) {
+      rejected_.fetch_add(1, std::memory_order_relaxed);
+      return reply_text(req, 503, "Service Unavailable", "queue full\n");
+    }
+    slot& s = take_slot(req);
+    if (start_now) {
+      begin_service(s, engine_.start(now).time);
+    } else {
+      engine_.enqueue({s.index, 1});
+      queued_.fetch_add(1, std::memory_order_relaxed);
+    }
+  }
+
+  slot& take_slot(evhttp_request* req) {
+    std::uint32_t index = 0;
+    if (!free_slots_.empty()) {
+      index = free_slots_.back();
+      free_slots_.pop_back();
+    } else {
+      index = static_cast<std::uint32_t>(slots_.size());
+      slots_.emplace_back();
+      slots_.back().owner = this;
+      slots_.back().index = index;
+    }
+    slot& s = slots_[index];
+    s.request = req;
+    s.arrival_ns = steady_ns();
+    return s;
+  }
+
+  void begin_service(slot& s, std::int64_t service_ns) {
+    in_service_.fetch_add(1, std::memory_order_relaxed);
+    if (s.timer == nullptr) s.timer = evtimer_new(base_, &impl::on_service_done, &s);
+    const timeval tv = to_timeval(service_ns);
+    if (s.timer == nullptr || evtimer_add(s.timer, &tv) != 0) {
+      // Out of memory in libevent: answer at once rather than hold the worker forever.
+      finish(s);
+    }
+  }
+
+  static void on_service_done(evutil_socket_t, short, void* arg) {
+    slot& s = *static_cast<slot*>(arg);
+    s.owner->finish(s);
+  }
+
+  // The service of slot `s` ended: answer (dropped if the client has gone), free the worker and
+  // give it to the head of the queue.
+  void finish(slot& s) {
+    const std::int64_t waited = steady_ns() - s.arrival_ns;
+    served_.fetch_add(1, std::memory_order_relaxed);
+    if (waited < timeout_ns_)  // at the deadline is late, as in the model
+      served_in_time_.fetch_add(1, std::memory_order_relaxed);
+    evhttp_request* req = std::exchange(s.request, nullptr);
+    free_slots_.push_back(s.index);
+    in_service_.fetch_sub(1, std::memory_order_relaxed);
+    reply_text(req, 200, "OK", "ok\n");
+    if (auto next = engine_.finish(scenario_now())) {
+      queued_.fetch_sub(1, std::memory_order_relaxed);
+      begin_service(slots_[next->attempt.request], next->svc.time);
+    }
+  }
+
+  static void on_stop(evutil_socket_t, short, void* arg) {
+    event_base_loopbreak(static_cast<impl*>(arg)->base_);
+  }
+
+  // Once a second: frees the lost requests whose client has gone.
+  static void on_sweep(evutil_socket_t, short, void* arg) {
+    static_cast<impl*>(arg)->free_abandoned_lost();
+  }
+
+  void free_abandoned_lost() {
+    std::erase_if(lost_requests_, [](evhttp_request* req) {
+      if (evhttp_request_get_connection(req) != nullptr) return false;
+      evhttp_request_free(req);
+      return true;
+    });
+  }
+
+  // After the loop ended (or never ran): frees everything.
+  void release() noexcept {
+    for (slot& s : slots_) {
+      if (s.timer != nullptr) event_free(s.timer);
+      if (s.request != nullptr && evhttp_request_get_connection(s.request) == nullptr) {
+        evhttp_request_free(s.request);  // detached: evhttp_free would not free it
+      }
+    }
+    for (evhttp_request* req : lost_requests_) {
+      if (evhttp_request_get_connection(req) == nullptr) evhttp_request_free(req);
+    }
+    lost_requests_.clear();
+    if (stop_event_ != nullptr) event_free(stop_event_);
+    if (sweep_event_ != nullptr) event_free(sweep_event_);
+    if (http_ != nullptr) evhttp_free(http_);  // the listener, the connections, their requests
+    if (base_ != nullptr) event_base_free(base_);
+    for (int& fd : stop_pipe_) {
+      if (fd >= 0) ::close(fd);
+      fd = -1;
+    }
+  }
+
+  const sim::scenario scenario_;
+  sim::scenario model_;  // engine_ keeps a reference to it
+  sim::engine::server engine_;
+  random_generator incident_rng_;
+  std::int64_t timeout_ns_;
+  std::int64_t incident_start_ = 0;
+  std::int64_t incident_end_ = 0;
+  double loss_rate_ = 0.0;
+  double error_or_loss_rate_ = 0.0;
+
+  event_base* base_ = nullptr;
+  evhttp* http_ = nullptr;
+  event* stop_event_ = nullptr;
+  event* sweep_event_ = nullptr;
+  int stop_pipe_[2] = {-1, -1};
+  std::uint16_t port_ = 0;
+  std::thread thread_;
+
+  std::deque<slot> slots_;  // stable addresses: timers point at their slot
+  std::vector<std::uint32_t> free_slots_;
+  std::vector<evhttp_request*> lost_requests_;
+
+  std::atomic<std::int64_t> clock_start_{k_not_started};
+  std::atomic<std::int64_t> attempts_{0};
+  std::atomic<std::int64_t> served_{0};
+  std::atomic<std::int64_t> served_in_time_{0};
+  std::atomic<std::int64_t> rejected_{0};
+  std::atomic<std::int64_t> errors_{0};
+  std::atomic<std::int64_t> lost_{0};
+  std::atomic<std::int64_t> queued_{0};
+  std::atomic<std::int64_t> in_service_{0};
+};
+
+outcome<std::unique_ptr<server>, std::string> server::start(const sim::scenario& s,
+                                                            const server_options& options) {
+  if (auto problem = sim::validate(s)) throw std::invalid_argument(problem->message);
+  auto p = std::make_unique<impl>(s);
+  if (std::string error = p->open(options); !error.empty()) return failure{std::move(error)};
+  return std::unique_ptr<server>(new server(std::move(p)));
+}
+
+server::server(std::unique_ptr<impl> p) noexcept : impl_(std::move(p)) {}
+server::~server() = default;
+
+std::uint16_t server::port() const noexcept { return impl_->port(); }
+std::string server::url() const { return "http://127.0.0.1:" + std::to_string(port()) + "/"; }
+const sim::scenario& server::scenario() const noexcept { return impl_->scenario(); }
+server_stats server::stats() const noexcept { return impl_->stats(); }
+bool server::start_clock() noexcept { return impl_->start_clock(); }
+void server::stop() noexcept { impl_->stop(); }
+
+}  // namespace stormguard::lab

@@ -148,10 +148,7 @@ class server::impl {
     }
   }
 
-  ~impl() {
-    stop();
-    release();
-  }
+  ~impl() { stop(); }
   impl(const impl&) = delete;
   impl& operator=(const impl&) = delete;
 
@@ -237,12 +234,15 @@ class server::impl {
     return s;
   }
 
+  // Ends the loop, then frees everything on the calling thread (the loop no longer runs).
   void stop() noexcept {
-    if (!thread_.joinable()) return;
-    const char byte = 1;
-    while (::write(stop_pipe_[1], &byte, 1) < 0 && errno == EINTR) {
+    if (thread_.joinable()) {
+      const char byte = 1;
+      while (::write(stop_pipe_[1], &byte, 1) < 0 && errno == EINTR) {
+      }
+      thread_.join();
     }
-    thread_.join();
+    release();
   }
 
  private:
@@ -392,7 +392,7 @@ class server::impl {
     });
   }
 
-  // After the loop ended (or never ran): frees everything.
+  // After the loop ended (or never ran): frees everything. Idempotent.
   void release() noexcept {
     for (slot& s : slots_) {
       if (s.timer != nullptr) event_free(s.timer);
@@ -400,14 +400,17 @@ class server::impl {
         evhttp_request_free(s.request);  // detached: evhttp_free would not free it
       }
     }
+    slots_.clear();
+    free_slots_.clear();
     for (evhttp_request* req : lost_requests_) {
       if (evhttp_request_get_connection(req) == nullptr) evhttp_request_free(req);
     }
     lost_requests_.clear();
-    if (stop_event_ != nullptr) event_free(stop_event_);
-    if (sweep_event_ != nullptr) event_free(sweep_event_);
-    if (http_ != nullptr) evhttp_free(http_);  // the listener, the connections, their requests
-    if (base_ != nullptr) event_base_free(base_);
+    if (stop_event_ != nullptr) event_free(std::exchange(stop_event_, nullptr));
+    if (sweep_event_ != nullptr) event_free(std::exchange(sweep_event_, nullptr));
+    // The listener, the connections and the requests still attached to them.
+    if (http_ != nullptr) evhttp_free(std::exchange(http_, nullptr));
+    if (base_ != nullptr) event_base_free(std::exchange(base_, nullptr));
     for (int& fd : stop_pipe_) {
       if (fd >= 0) ::close(fd);
       fd = -1;

@@ -1,0 +1,234 @@
+// `stormguard serve` as a user runs it: the first stdout line, plain curl and `stormguard http`
+// against it, a naive retry loop whose storm shows in /stats, the exit statuses (bad scenario 2,
+// port in use 1) and a clean end on SIGINT (no process left, the port free).
+#include <gtest/gtest.h>
+
+#ifdef STORMGUARD_CLI_PATH
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <csignal>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "support/cli_runner.hpp"
+#include "test_util.hpp"
+
+extern char** environ;
+
+namespace {
+
+using stormguard::test_support::run_program;
+using stormguard::test_support::stderr_mode;
+using stormguard::test_util::run_shell;
+
+const std::string k_cli = STORMGUARD_CLI_PATH;
+
+// A small scenario file: 1 worker, no queue, 50 ms per request.
+std::string tiny_scenario() {
+  const std::string path = "/tmp/stormguard-serve-test-" + std::to_string(::getpid()) + ".json";
+  FILE* f = std::fopen(path.c_str(), "w");
+  std::fputs(
+      R"({"name": "tiny", "seed": 1, "duration": "10s", "requests_per_second": 10, "clients": 1,
+          "timeout": "1s", "server": {"workers": 1, "queue_limit": 0, "service_time": "50ms"}, "incident": null})",
+      f);
+  std::fclose(f);
+  return path;
+}
+
+// `stormguard serve ARGS...` as a child: stdout on a pipe (the first line read), stderr to
+// /dev/null. The destructor SIGKILLs it if it still runs.
+class serve_process {
+ public:
+  explicit serve_process(std::vector<std::string> args) {
+    args.insert(args.begin(), {k_cli, "serve"});
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    int out[2];
+    if (::pipe2(out, O_CLOEXEC) != 0) return;
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_adddup2(&actions, out[1], 1);
+    posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
+    if (::posix_spawn(&pid_, argv[0], &actions, nullptr, argv.data(), environ) != 0) pid_ = -1;
+    posix_spawn_file_actions_destroy(&actions);
+    ::close(out[1]);
+    out_ = out[0];
+  }
+  ~serve_process() {
+    if (pid_ > 0) {
+      ::kill(pid_, SIGKILL);
+      (void)wait();
+    }
+    if (out_ >= 0) ::close(out_);
+  }
+  serve_process(const serve_process&) = delete;
+  serve_process& operator=(const serve_process&) = delete;
+
+  // The first stdout line (without '\n'), waiting at most 2 s.
+  std::string first_line() {
+    std::string line;
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+    while (std::chrono::steady_clock::now() < until) {
+      pollfd p{out_, POLLIN, 0};
+      if (::poll(&p, 1, 50) <= 0) continue;
+      char c = 0;
+      if (::read(out_, &c, 1) != 1 || c == '\n') break;
+      line += c;
+    }
+    return line;
+  }
+  // The URL of the first line, "" if it is not "listening on URL".
+  std::string url() {
+    const std::string line = first_line();
+    const std::string prefix = "listening on ";
+    return line.rfind(prefix, 0) == 0 ? line.substr(prefix.size()) : "";
+  }
+  pid_t pid() const { return pid_; }
+  // Waits (at most 2 s) for the exit; the wait status, or -1.
+  int wait() {
+    int status = 0;
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+    while (std::chrono::steady_clock::now() < until) {
+      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+        pid_ = -1;
+        return status;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    return -1;
+  }
+
+ private:
+  pid_t pid_ = -1;
+  int out_ = -1;
+};
+
+int port_of(const std::string& url) { return std::stoi(url.substr(url.rfind(':') + 1)); }
+
+// Connecting to 127.0.0.1:port succeeds.
+bool accepts(int port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = htons(static_cast<std::uint16_t>(port));
+  const bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+  ::close(fd);
+  return ok;
+}
+
+TEST(ServeCli, FirstLineIsTheAddressAndCurlGetsAnAnswer) {
+  serve_process serve({tiny_scenario()});
+  const std::string url = serve.url();
+  ASSERT_EQ(url.rfind("http://127.0.0.1:", 0), 0U) << url;
+  ASSERT_EQ(url.back(), '/');
+  const auto r = run_shell("curl -s -w ' %{http_code}' " + url + "orders/1");
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.output, "ok\n 200");
+  const auto stats = run_shell("curl -s " + url + "stats");
+  EXPECT_NE(stats.output.find("\"attempts\":1,"), std::string::npos) << stats.output;
+}
+
+TEST(ServeCli, StormguardHttpGetsAnAnswer) {
+  serve_process serve({tiny_scenario(), "--port", "0"});
+  const std::string url = serve.url();
+  ASSERT_FALSE(url.empty());
+  const auto r =
+      run_program({k_cli, "http", url + "x"}, stderr_mode::capture, std::chrono::seconds(5));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "ok\n");
+}
+
+TEST(ServeCli, ANaiveRetryLoopShowsTheStormInStats) {
+  // 4 callers at once against 1 worker without a queue, each retrying every 10 ms until a 200:
+  // 4 logical requests, many more attempts.
+  serve_process serve({tiny_scenario()});
+  const std::string url = serve.url();
+  ASSERT_FALSE(url.empty());
+  const std::string loop =
+      "for a in 1 2 3 4 5 6 7 8 9 10; do "
+      "[ \"$(curl -s -o /dev/null -w '%{http_code}' " +
+      url + ")\" = 200 ] && break; sleep 0.01; done";
+  const auto r = run_shell("for c in 1 2 3 4; do (" + loop + ") & done; wait");
+  EXPECT_EQ(r.exit_code, 0);
+  const auto stats = run_shell("curl -s " + url + "stats");
+  const auto field = [&](const std::string& name) {
+    const auto at = stats.output.find("\"" + name + "\":");
+    return at == std::string::npos ? -1 : std::stoi(stats.output.substr(at + name.size() + 3));
+  };
+  EXPECT_EQ(field("served"), 4) << stats.output;
+  EXPECT_GT(field("attempts"), 4) << stats.output;
+  EXPECT_EQ(field("attempts"), 4 + field("rejected")) << stats.output;
+}
+
+TEST(ServeCli, BadScenarioOrOptionExits2) {
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{k_cli, "serve", "/nonexistent/scenario.json"},
+        {k_cli, "serve", "brooker-occ"},
+        {k_cli, "serve"},
+        {k_cli, "serve", "friday-night", "--scale", "0"},
+        {k_cli, "serve", "friday-night", "--scale", "1.5"},
+        {k_cli, "serve", "friday-night", "--port", "70000"}}) {
+    const auto r = run_program(args, stderr_mode::capture, std::chrono::seconds(5));
+    EXPECT_EQ(r.exit_code, 2) << args.back() << ": " << r.err;
+    EXPECT_EQ(r.err.rfind("stormguard serve: error: ", 0), 0U) << r.err;
+    EXPECT_EQ(r.out, "");
+  }
+}
+
+TEST(ServeCli, PortInUseExits1) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t length = sizeof a;
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  ASSERT_EQ(::listen(fd, 1), 0);
+  ASSERT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &length), 0);
+  const std::string port = std::to_string(ntohs(a.sin_port));
+  const auto r = run_program({k_cli, "serve", "friday-night", "--port", port}, stderr_mode::capture,
+                             std::chrono::seconds(5));
+  ::close(fd);
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_EQ(r.err, "stormguard serve: error: 127.0.0.1:" + port + ": Address already in use\n");
+  EXPECT_EQ(r.out, "");
+}
+
+TEST(ServeCli, SigintEndsCleanlyAndFreesThePort) {
+  serve_process serve({"friday-night", "--scale", "0.01"});
+  const std::string url = serve.url();
+  ASSERT_FALSE(url.empty());
+  const int port = port_of(url);
+  EXPECT_TRUE(accepts(port));
+  const pid_t pid = serve.pid();
+  ASSERT_EQ(::kill(pid, SIGINT), 0);
+  const int status = serve.wait();
+  ASSERT_TRUE(WIFEXITED(status)) << status;
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  EXPECT_NE(::kill(pid, 0), 0) << "no process left";
+  EXPECT_FALSE(accepts(port)) << "the port is free";
+}
+
+TEST(ServeCli, SigtermEndsCleanly) {
+  serve_process serve({"friday-night"});
+  ASSERT_FALSE(serve.url().empty());
+  ASSERT_EQ(::kill(serve.pid(), SIGTERM), 0);
+  const int status = serve.wait();
+  ASSERT_TRUE(WIFEXITED(status)) << status;
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+}
+
+}  // namespace
+
+#endif  // STORMGUARD_CLI_PATH

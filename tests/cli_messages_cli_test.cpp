@@ -375,6 +375,38 @@ TEST_F(CliMessages, CosmeticMessages) {
   check({{"simulate", file}, 2, "a run keeps about 336 MB at the limit"});
 }
 
+// docs/cli.md showed single quotes where the tool prints double quotes: every documented error
+// example ("$ stormguard ..." followed by "stormguard ...: error: ..." lines) is run and must
+// print exactly what the docs show.
+TEST_F(CliMessages, DocumentedErrorExamplesMatchTheRealOutput) {
+  std::ifstream in(STORMGUARD_SOURCE_DIR "/docs/cli.md");
+  std::vector<std::pair<std::string, std::string>> examples;  // command line, expected stderr
+  std::string line;
+  bool fenced = false;
+  while (std::getline(in, line)) {
+    if (line.rfind("```", 0) == 0) {
+      fenced = !fenced;
+      continue;
+    }
+    if (!fenced) continue;
+    if (line.rfind("$ stormguard ", 0) == 0) {
+      examples.emplace_back(line.substr(2), "");
+    } else if (!examples.empty() && line.find(": error: ") != std::string::npos &&
+               line.rfind("stormguard", 0) == 0) {
+      examples.back().second += line + "\n";
+    }
+  }
+  int checked = 0;
+  for (const auto& [command, expected] : examples) {
+    if (expected.empty()) continue;  // not an error example
+    const program_run r =
+        run_shell_line(cli_quoted() + command.substr(std::string("stormguard").size()));
+    EXPECT_EQ(r.err, expected) << command;
+    ++checked;
+  }
+  EXPECT_GE(checked, 6);
+}
+
 #else
 
 TEST(CliMessages, SkippedWithoutTheCli) { GTEST_SKIP() << "STORMGUARD_CLI_PATH is not defined"; }

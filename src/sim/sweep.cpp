@@ -92,8 +92,10 @@ std::optional<std::string> check_sweep(const scenario& s, std::span<const strate
         "the load range reaches {} req/s, where the run of {} would make up to {} attempts ({} "
         "req/s x {} x (1 + its retries)); at most {} are allowed: lower the end of the load "
         "range",
-        load, detail::quote_for_message(strat.name), number(std::round(estimate)), load,
-        format_duration(s.length), number(k_max_estimated_attempts));
+        load, detail::quote_for_message(strat.name),
+        detail::format_grouped(static_cast<std::int64_t>(std::round(estimate))), load,
+        format_duration(s.length),
+        detail::format_grouped(static_cast<std::int64_t>(k_max_estimated_attempts)));
   }
   if (auto problem = check_work(at, strategies)) return problem->message;  // max_retries
   return std::nullopt;

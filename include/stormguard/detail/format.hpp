@@ -30,6 +30,18 @@ inline std::string format_double(double x) {
   return ec == std::errc{} ? std::string(buffer, end) : std::string("?");
 }
 
+/// A whole number with thousands separators: 40000000 -> "40,000,000", -1234 -> "-1,234".
+inline std::string format_grouped(std::int64_t n) {
+  const std::string digits = std::to_string(n);
+  const std::size_t first = n < 0 ? 1 : 0;
+  std::string out = digits.substr(0, first);
+  for (std::size_t i = first; i < digits.size(); ++i) {
+    if (i != first && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
+}
+
 /// The longest part of a user's value that an error message echoes (see quote_for_message).
 inline constexpr std::size_t k_max_echo = 80;
 

@@ -156,6 +156,12 @@ std::string describe_error(const http::transport_error& e) {
                      printable_message(e.message));
 }
 
+// "a" or "an" before `word` ("a POST", "an ACL"), by its first letter.
+std::string_view indefinite_article(std::string_view word) {
+  const char c = word.empty() ? 'x' : static_cast<char>(word.front() | 0x20);
+  return c == 'a' || c == 'e' || c == 'i' || c == 'o' || c == 'u' ? "an" : "a";
+}
+
 // What the request was, for explaining a decision: the method, and whether it carries a key.
 struct request_facts {
   std::string method;
@@ -173,13 +179,15 @@ std::string not_retried_why(const std::optional<int>& status,
     return fmt::format("HTTP {} is not retried: only {} are", *status, fmt::join(retried, ", "));
   }
   if (error && error->kind != http::failure_kind::transport) {
-    return fmt::format("a {} would fail the same way again", http::to_string(error->kind));
+    // "invalid request: ...": the kind as a label, never after an article ("a invalid").
+    return fmt::format("{}: the same request would fail the same way again",
+                       http::to_string(error->kind));
   }
   if (!may_resend(facts.method, facts.has_key)) {
     return fmt::format(
-        "a {} without --idempotency-key is not retried: the server may already have processed "
+        "{} {} without --idempotency-key is not retried: the server may already have processed "
         "it, and a retry could repeat it; --idempotency-key auto makes it safe to retry",
-        facts.method);  // a token (checked by parse_call): nothing to escape
+        indefinite_article(facts.method), facts.method);  // a token (checked by parse_call)
   }
   return "the classification said stop";
 }
@@ -199,12 +207,16 @@ std::string describe_attempt(const http::attempt_info& a, const request_facts& f
     text += describe_error(*a.error);
   }
   if (a.retry_after) {
+    // The server's text: escaped and cut as every echoed value (a header may hold ESC or BEL).
+    const std::string value = detail::escape_control(*a.retry_after, detail::k_max_echo);
     text += a.retry_after_delay
-                ? fmt::format(", Retry-After: {} ({})", *a.retry_after,
-                              log_duration(*a.retry_after_delay))
-                : fmt::format(", Retry-After: {} (unparsable: own backoff)", *a.retry_after);
+                ? fmt::format(", Retry-After: {} ({})", value, log_duration(*a.retry_after_delay))
+                : fmt::format(", Retry-After: {} (unparsable: own backoff)", value);
   }
-  if (a.idempotency_key) text += fmt::format(", Idempotency-Key: {}", *a.idempotency_key);
+  if (a.idempotency_key) {
+    text += fmt::format(", Idempotency-Key: {}",
+                        detail::escape_control(*a.idempotency_key, detail::k_max_echo));
+  }
   if (a.delay) {
     text += fmt::format("; retrying in {}", log_duration(*a.delay));
   } else if (a.reason) {
@@ -352,9 +364,8 @@ int run_http(const http_options& o) {
     };
   }
   interrupt_forwarder interrupts;
-  // A reader that went away (`stormguard http URL | head -c 10`) must give exit 1 and a message,
-  // as documented, not a death by SIGPIPE (141) that looks like a signal sent to stormguard.
-  (void)std::signal(SIGPIPE, SIG_IGN);
+  // SIGPIPE is ignored process-wide (main.cpp): a reader that went away (`stormguard http URL |
+  // head -c 10`) gives exit 1 and a message, as documented.
   http::client client(parsed.client);
   call_options call;
   call.stop = interrupts.token();

@@ -4,7 +4,11 @@
 // exception (std::bad_alloc included) into a one-line error and exit code 1. Every diagnostic goes
 // through cli/output.hpp, so that a broken stderr never changes the exit code.
 #include <CLI/CLI.hpp>
+#include <cerrno>
+#include <csignal>
+#include <cstdio>
 #include <exception>
+#include <iostream>
 #include <new>
 #include <string>
 #include <vector>
@@ -99,16 +103,42 @@ int run(int argc, char** argv) {
   }
 }
 
+// Output that could not be written is a run-time failure (exit 1), also for what CLI11 printed
+// itself (--help, --version: to std::cout) or what a command left in a stdio buffer: flush both
+// and check their error state, as the coreutils do with close_stdout.
+int checked_stdout(int status) {
+  errno = 0;
+  std::cout.flush();
+  const bool cout_failed = std::cout.fail();
+  int error = errno;
+  errno = 0;
+  const bool flushed = std::fflush(stdout) == 0;
+  if (errno != 0) error = errno;
+  if (!cout_failed && flushed && std::ferror(stdout) == 0) return status;
+  if (status == cli::exit_success) {
+    // (CLI11's write failed earlier, inside its own code: the reason may be gone.)
+    cli::report_error("", error != 0 ? "cannot write to standard output: " + cli::errno_text(error)
+                                     : std::string("cannot write to standard output"));
+    return cli::exit_failure;
+  }
+  return status;  // a failure already reported keeps its own status
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   cli::reopen_closed_standard_streams();
+  // A reader that went away (`stormguard plan | head -1`) is a write error (exit 1, as
+  // documented), not a death by SIGPIPE (141) that looks like a signal sent to stormguard. Every
+  // command sees EPIPE instead; process.cpp gives the commands run by `exec` the default back.
+  (void)std::signal(SIGPIPE, SIG_IGN);
+  int status = cli::exit_failure;
   try {
-    return run(argc, argv);
+    status = run(argc, argv);
   } catch (const std::bad_alloc&) {
     cli::report_error("", "out of memory");
   } catch (const std::exception& e) {
     cli::report_error("", cli::printable_message(e.what()));
   }
-  return cli::exit_failure;
+  return checked_stdout(status);
 }

@@ -11,6 +11,8 @@
 #include <csignal>
 #include <ctime>
 
+#include "stormguard/detail/format.hpp"
+
 namespace stormguard::cli {
 
 namespace {
@@ -76,26 +78,7 @@ void report(std::string_view command, std::string_view level, std::string_view m
 }  // namespace
 
 std::string printable_message(std::string_view message, std::size_t max_bytes) {
-  static constexpr char hex[] = "0123456789abcdef";
-  std::size_t shown = std::min(message.size(), max_bytes);
-  while (shown < message.size() && shown > 0 &&
-         (static_cast<unsigned char>(message[shown]) & 0xc0) == 0x80) {
-    --shown;  // not inside a UTF-8 sequence
-  }
-  std::string out;
-  out.reserve(shown + 32);
-  for (std::size_t i = 0; i < shown; ++i) {
-    const auto c = static_cast<unsigned char>(message[i]);
-    if (c < 0x20 || c == 0x7f) {
-      out += "\\x";
-      out += hex[c >> 4];
-      out += hex[c & 0xf];
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  if (shown < message.size()) out += "... (" + std::to_string(message.size()) + " bytes)";
-  return out;
+  return detail::escape_control(message, max_bytes);  // the one implementation, in the core
 }
 
 void write_diagnostic(std::string_view text) noexcept {

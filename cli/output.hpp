@@ -40,8 +40,9 @@ inline constexpr std::size_t k_max_library_message = 400;
 /// `message` made safe to print when it comes from elsewhere and may embed a user's value as it
 /// is (a path, a scenario name): every control byte and DEL as \xNN (an ANSI escape prints as
 /// "\x1b[31m", NUL as "\x00"), and cut after `max_bytes` bytes with "... (N bytes)" (never inside
-/// a UTF-8 sequence). The messages stormguard writes itself quote values with
-/// stormguard::detail::quote_for_message instead. Throws std::bad_alloc only.
+/// a UTF-8 sequence): stormguard::detail::escape_control with the library-message limit. The
+/// messages stormguard writes itself quote values with stormguard::detail::quote_for_message
+/// instead. Throws std::bad_alloc only.
 [[nodiscard]] std::string printable_message(std::string_view message,
                                             std::size_t max_bytes = k_max_library_message);
 

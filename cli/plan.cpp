@@ -5,17 +5,17 @@
 
 #include <CLI/CLI.hpp>
 #include <cerrno>
-#include <charconv>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
-#include <system_error>
 #include <vector>
 
 #include "command.hpp"
+#include "numbers.hpp"
 #include "output.hpp"
 #include "plan_stats.hpp"
 #include "policy_flags.hpp"
@@ -41,15 +41,13 @@ struct plan_options {
 
 // A decimal integer in [0, 2^64 - 1], digits only (no sign, no spaces, no hex).
 std::uint64_t parse_seed(const std::string& text) {
-  std::uint64_t value = 0;
-  const char* end = text.data() + text.size();
-  const auto [ptr, ec] = std::from_chars(text.data(), end, value);
-  if (text.empty() || text.front() < '0' || text.front() > '9' || ec != std::errc{} || ptr != end) {
+  const std::optional<std::uint64_t> value = parse_whole_number(text);
+  if (!value) {
     throw CLI::ValidationError(
         "--seed", "must be a non-negative decimal integer (0 to 18446744073709551615), got " +
                       detail::quote_for_message(text));
   }
-  return value;
+  return *value;
 }
 
 double to_ms(duration d) { return static_cast<double>(d.count()) / 1e6; }
@@ -189,6 +187,7 @@ command add_plan_command(CLI::App& parent) {
       "  2    bad command line (a policy flag, --samples, --seed)");
   add_policy_flags(*sub, options->policy);
   sub->add_option("--samples", options->samples, "Retry sequences to sample (1 to 10000000)")
+      ->transform(whole_number())
       ->type_name("N")
       ->capture_default_str();
   sub->add_option(

@@ -17,6 +17,7 @@
 #include "plan_stats.hpp"
 #include "policy_file.hpp"
 #include "stormguard/backoff.hpp"
+#include "stormguard/detail/format.hpp"
 #include "stormguard/duration_text.hpp"
 
 namespace stormguard::cli {
@@ -30,9 +31,10 @@ struct check_options {
 
 // One line per retry: its delay range and the worst total wait before it.
 std::string delays_of(const config::policy& p) {
-  std::string out = fmt::format("{}: {} retr{}, jitter {}, budget {}\n", p.name,
-                                p.retry.max_retries, p.retry.max_retries == 1 ? "y" : "ies",
-                                to_string(p.retry.backoff.jitter), config::budget_kind(p.budget));
+  std::string out =
+      fmt::format("{}: {} retr{}, jitter {}, budget {}\n", detail::escape_control(p.name),
+                  p.retry.max_retries, p.retry.max_retries == 1 ? "y" : "ies",
+                  to_string(p.retry.backoff.jitter), config::budget_kind(p.budget));
   const backoff b(p.retry.backoff);
   for (const plan_row& r : make_plan(b, p.retry.max_retries, 1, 1)) {
     out += fmt::format("  retry {}: delay in [{}, {}], worst total {}{}\n", r.retry,

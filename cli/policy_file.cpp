@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 
 #include "output.hpp"
+#include "stormguard/detail/format.hpp"
 
 namespace stormguard::cli {
 
@@ -52,9 +53,9 @@ config::policy load_one_policy(std::string_view command, const std::string& valu
   std::vector<config::policy> policies = load(reference, "--policy");
   warn(command, reference, policies.front());
   if (policies.size() > 1) {
-    report_log(command, printable_message("using the policy \"" + policies.front().name +
-                                          "\", the first of " + std::to_string(policies.size()) +
-                                          " in the file (write FILE:NAME for another)"));
+    report_log(command, "using the policy " + detail::quote_for_message(policies.front().name) +
+                            ", the first of " + std::to_string(policies.size()) +
+                            " in the file (write FILE:NAME for another)");
   }
   return std::move(policies.front());
 }

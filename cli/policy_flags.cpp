@@ -3,6 +3,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "numbers.hpp"
 #include "policy_file.hpp"
 #include "stormguard/backoff.hpp"
 #include "stormguard/detail/format.hpp"
@@ -86,6 +87,7 @@ void add_policy_flags(CLI::App& app, policy_flags& flags) {
       app.add_option(
              "--multiplier", flags.multiplier,
              "Growth of the ceiling per retry: ceiling(n) = min(cap, base * X^(n-1)), X >= 1")
+          ->transform(decimal_number())
           ->type_name("X")
           ->capture_default_str();
   flags.jitter_option =
@@ -95,6 +97,7 @@ void add_policy_flags(CLI::App& app, policy_flags& flags) {
           ->capture_default_str();
   flags.retries_option =
       app.add_option("--retries", flags.retries, "Retries after the first attempt")
+          ->transform(whole_number())
           ->type_name("N")
           ->capture_default_str();
 }

@@ -213,6 +213,9 @@ child_status run_process(const std::vector<std::string>& argv, duration time_lim
   sigset_t defaults;
   sigemptyset(&defaults);
   for (int s : k_forwarded) sigaddset(&defaults, s);
+  // stormguard ignores SIGPIPE (main.cpp); an ignored signal stays ignored across exec, so the
+  // command gets the default back: `yes | head -1` in it must end as it does in a shell.
+  sigaddset(&defaults, SIGPIPE);
   (void)::posix_spawnattr_setflags(
       &attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
   (void)::posix_spawnattr_setpgroup(&attr, 0);  // a new group, id = the child's pid

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "command.hpp"
+#include "numbers.hpp"
 #include "output.hpp"
 #include "policy_file.hpp"
 #include "process.hpp"
@@ -70,17 +71,9 @@ void print_error(const std::string& message) { report_error("simulate", message)
 // A user's value inside an error message: quoted, control bytes escaped, at most 80 bytes.
 std::string quote_value(std::string_view text) { return detail::quote_for_message(text); }
 
-// A decimal integer in [0, 2^64 - 1], digits only (no sign, no spaces, no hex).
+// A decimal integer in [0, 2^64 - 1], digits only (no sign, no spaces, no hex): numbers.hpp.
 std::optional<std::uint64_t> parse_seed(const std::string& text) {
-  if (text.empty() || text.size() > 20) return std::nullopt;
-  std::uint64_t value = 0;
-  for (char c : text) {
-    if (c < '0' || c > '9') return std::nullopt;
-    const auto digit = static_cast<std::uint64_t>(c - '0');
-    if (value > (UINT64_MAX - digit) / 10) return std::nullopt;
-    value = value * 10 + digit;
-  }
-  return value;
+  return parse_whole_number(text);
 }
 
 // A decimal integer in [lo, hi], digits only.
@@ -92,19 +85,8 @@ std::optional<std::int64_t> parse_count(const std::string& text, std::int64_t lo
   return static_cast<std::int64_t>(*value);
 }
 
-// A finite decimal number, the whole text (strtod's grammar without inf/nan/hex).
-std::optional<double> parse_number(const std::string& text) {
-  if (text.empty() || text.find_first_not_of("0123456789.eE+-") != std::string::npos) {
-    return std::nullopt;
-  }
-  char* end = nullptr;
-  errno = 0;
-  const double value = std::strtod(text.c_str(), &end);
-  if (end != text.c_str() + text.size() || errno != 0 || !std::isfinite(value)) {
-    return std::nullopt;
-  }
-  return value;
-}
+// A finite number in plain decimal ("100", "2.5", "1e8"; no sign, hex, inf or nan): numbers.hpp.
+std::optional<double> parse_number(const std::string& text) { return parse_decimal_number(text); }
 
 // `--sweep KEY=LO:HI:STEP`.
 struct sweep_spec {
@@ -268,7 +250,7 @@ std::string known_names(const std::vector<sim::strategy>& user,
   std::string names = sim::strategy_names();
   for (const auto* list : {&scenario, &user}) {
     for (const auto& s : *list) {
-      if (sim::find_strategy(s.name) == nullptr) names += ", " + s.name;
+      if (sim::find_strategy(s.name) == nullptr) names += ", " + detail::escape_control(s.name);
     }
   }
   return names;
@@ -521,7 +503,13 @@ std::optional<sim::scenario> load_time_series(run_context& context) {
     } else {
       auto loaded = sim::load_scenario(argument);
       if (!loaded) {
-        print_error(printable_message(loaded.error().message));
+        std::error_code ec;
+        // Not a file and not a built-in: perhaps a misspelt built-in ("metastabl").
+        const std::string hint = std::filesystem::exists(argument, ec)
+                                     ? ""
+                                     : " (not a file, nor a built-in scenario: the built-ins are " +
+                                           sim::builtin_scenario_names() + ", brooker-occ, layers)";
+        print_error(printable_message(loaded.error().message) + hint);
         return std::nullopt;
       }
       scenario = *std::move(loaded);
@@ -533,13 +521,17 @@ std::optional<sim::scenario> load_time_series(run_context& context) {
     if (!strategies) return std::nullopt;
     context.strategies = *std::move(strategies);
   }
-  // The work bound (bad input), before any work; a sweep's largest load is its last.
-  sim::scenario largest = scenario;
+  // The work bound (bad input), before any work. With --sweep the loads replace the file's
+  // requests_per_second: a load too large is the --sweep value's fault (sim::check_sweep).
   if (const auto& sweep = context.sweep) {
     const sim::load_range range{sweep->from, sweep->to, sweep->step};
-    if (!sim::validate(range)) largest.requests_per_second = sim::loads_of(range).back();
-  }
-  if (auto problem = sim::check_work(largest, context.strategies)) {
+    if (!sim::validate(range)) {
+      if (auto problem = sim::check_sweep(scenario, context.strategies, range)) {
+        print_error("--sweep " + quote_value(context.options.sweep) + ": " + *problem);
+        return std::nullopt;
+      }
+    }
+  } else if (auto problem = sim::check_work(scenario, context.strategies)) {
     print_error(problem->message);
     return std::nullopt;
   }
@@ -566,7 +558,7 @@ int run_load_sweep(const run_context& context, const sim::scenario& scenario) {
         quote_value(scenario.name)));
     return exit_usage;
   }
-  progress_bar bar(scenario.name + " load sweep");
+  progress_bar bar(detail::escape_control(scenario.name) + " load sweep");
   sim::load_sweep_report report;
   try {
     report = sim::sweep_load(scenario, context.strategies, range, context.threads, bar.callback());
@@ -584,7 +576,7 @@ int run_time_series(run_context& context) {
   if (context.sweep) return run_load_sweep(context, *scenario);
   sim::simulation_report report;
   try {
-    progress_bar bar(scenario->name);
+    progress_bar bar(detail::escape_control(scenario->name));
     report = sim::simulate(*scenario, context.strategies, context.threads, bar.callback());
   } catch (const std::bad_alloc&) {
     print_error(fmt::format("out of memory while simulating {} ({} req/s x {})",

@@ -54,6 +54,29 @@ bool split_conversion(std::string_view what, std::string& name, std::string& val
   return true;
 }
 
+// The names of `option` as a user may have typed them: "-X/--request".
+std::string names_of(const CLI::Option& option) {
+  std::string names;
+  for (const std::string& s : option.get_snames()) names += (names.empty() ? "-" : "/-") + s;
+  for (const std::string& s : option.get_lnames()) names += (names.empty() ? "--" : "/--") + s;
+  return names.empty() ? option.get_name() : names;
+}
+
+// "--request: At Most 1 required but received 2" -> "-X/--request given 2 times; give it once";
+// "" for any other text.
+std::string repeated_option_message(std::string_view what, const CLI::App& app) {
+  const std::size_t colon = what.find(": At Most ");
+  const std::size_t received = what.find(" required but received ");
+  if (colon == std::string_view::npos || received == std::string_view::npos) return {};
+  const std::string name(what.substr(0, colon));
+  const std::string most(what.substr(colon + 10, received - colon - 10));
+  const std::string count(what.substr(received + 23));
+  const CLI::Option* option = app.get_option_no_throw(name);
+  const std::string shown = option == nullptr ? name : names_of(*option);
+  return shown + " given " + (count == "2" ? std::string("twice") : count + " times") +
+         (most == "1" ? "; give it once" : "; give it at most " + most + " times");
+}
+
 }  // namespace
 
 std::string extras_message(const std::vector<std::string>& extras, const CLI::App& app) {
@@ -113,6 +136,10 @@ std::string parse_error_message(const CLI::ParseError& e, const CLI::App& app) {
   }
   if (dynamic_cast<const CLI::ValidationError*>(&e) != nullptr) return e.what();  // our own
   if (dynamic_cast<const CLI::ArgumentMismatch*>(&e) != nullptr) {
+    // "--request: At Most 1 required but received 2": an option given more often than it may be.
+    if (std::string message = repeated_option_message(e.what(), app); !message.empty()) {
+      return message;
+    }
     // "--base: 1 required D missing" (the option came last, without its value).
     const std::string_view what = e.what();
     const std::size_t colon = what.find(": ");

@@ -5,34 +5,16 @@
 #include <stdexcept>
 #include <system_error>
 
+#include "stormguard/detail/format.hpp"
+
 namespace stormguard {
 
 namespace {
 
 constexpr bool is_printable(char c) noexcept { return c >= 0x20 && c <= 0x7E; }
 
-// The key for a message: at most 40 characters, non-printable bytes as \xNN, in double quotes.
-std::string quoted_for_message(std::string_view key) {
-  constexpr std::size_t shown = 40;
-  constexpr char hex[] = "0123456789abcdef";
-  std::string out = "\"";
-  for (std::size_t i = 0; i < key.size() && i < shown; ++i) {
-    const auto byte = static_cast<unsigned char>(key[i]);
-    if (is_printable(key[i]) && key[i] != '"' && key[i] != '\\') {
-      out += key[i];
-    } else if (key[i] == '"' || key[i] == '\\') {
-      out += '\\';
-      out += key[i];
-    } else {
-      out += "\\x";
-      out += hex[byte >> 4];
-      out += hex[byte & 0x0F];
-    }
-  }
-  out += '"';
-  if (key.size() > shown) out += " (first " + std::to_string(shown) + " characters shown)";
-  return out;
-}
+// The key for a message: quoted, escaped and cut as every echoed value (quote_for_message).
+std::string quoted_for_message(std::string_view key) { return detail::quote_for_message(key); }
 
 // Opens the OS CSPRNG through std::random_device (see make_idempotency_key's comment).
 std::random_device open_os_random() {

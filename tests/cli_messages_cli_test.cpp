@@ -6,9 +6,11 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "stormguard/sim/scenario.hpp"
@@ -205,6 +207,204 @@ TEST_F(CliMessages, HttpSaysWhyAnAttemptIsNotRetried) {
                              "are)"),
             std::string::npos)
       << missing.err;
+}
+
+// ---- Found by a new user's trial (issue 10, follow-up) ----
+
+program_run run_shell_line(const std::string& line) {
+  return run_program({"/bin/sh", "-c", line}, stderr_mode::capture);
+}
+
+std::string cli_quoted() { return std::string("'") + STORMGUARD_CLI_PATH + "'"; }
+
+// CLI11 read "010" as octal 8, "0x10" as 16, and took " 3" and "+3": every numeric option is
+// plain decimal now (numbers.hpp), "010" is ten.
+TEST_F(CliMessages, NumericOptionsArePlainDecimal) {
+  const program_run ten = run({"plan", "--retries", "010", "--samples", "1"});
+  EXPECT_EQ(ten.exit_code, 0) << ten.err;
+  EXPECT_NE(ten.out.find("10 retries"), std::string::npos) << ten.out;
+  const program_run samples = run({"plan", "--retries", "1", "--samples", "010"});
+  EXPECT_NE(samples.out.find("Sampled 10 sequences"), std::string::npos) << samples.out;
+  const program_run multiplier = run({"plan", "--multiplier", "01.5", "--retries", "1"});
+  EXPECT_NE(multiplier.out.find("multiplier 1.5"), std::string::npos) << multiplier.out;
+  const program_run exec = run({"exec", "--retries", "010", "--base", "0s", "--", "false"});
+  EXPECT_NE(exec.err.find("attempt 11 exited"), std::string::npos) << exec.err;
+  for (const auto& [args, message] : std::vector<std::pair<std::vector<std::string>, std::string>>{
+           {{"plan", "--retries", "0x10"}, "--retries: not a whole number in plain decimal"},
+           {{"plan", "--retries", " 3"}, "\" 3\""},
+           {{"plan", "--retries", "+3"}, "\"+3\""},
+           {{"plan", "--retries", "3 "}, "\"3 \""},
+           {{"plan", "--samples", "0x10"}, "--samples: not a whole number"},
+           {{"plan", "--multiplier", "0x2"}, "--multiplier: not a number in plain decimal"},
+           {{"plan", "--multiplier", " 2"}, "\" 2\""},
+           {{"plan", "--multiplier", "+2"}, "\"+2\""},
+           {{"plan", "--multiplier", "inf"}, "\"inf\""},
+           {{"exec", "--retries", "0x3", "--", "true"}, "stormguard exec: error: --retries"},
+           {{"exec", "--multiplier", "0x2", "--", "true"}, "--multiplier"},
+           {{"http", "--retries", "+1", "http://127.0.0.1:1/"},
+            "stormguard http: error: --retries"},
+           {{"simulate", "--threads", "0x2"}, "--threads"},
+           {{"simulate", "--seed", "+1"}, "--seed"},
+           {{"simulate", "--sweep", "load=+1:2:1"}, "--sweep"},
+           {{"simulate", "--sweep", "load=0x1:2:1"}, "--sweep"},
+       }) {
+    check({args, 2, message});
+  }
+}
+
+// -v printed the server's Retry-After as sent: ESC and BEL reached the terminal, 300 digits uncut.
+TEST_F(CliMessages, HttpVerboseEscapesAndCutsTheServersValues) {
+  stormguard::test_support::http_test_server server;
+  server.script({{.status = 503, .headers = {{"Retry-After", "\x1b[31m\x07"}}},
+                 {.status = 503, .headers = {{"Retry-After", std::string(300, '9')}}}});
+  server.set_fallback({.status = 200, .body = "ok"});
+  const program_run r = run(
+      {"http", "-v", "--base", "1ms", "--cap", "1ms", "--max-retry-after", "1s", server.url("/")});
+  EXPECT_EQ(r.err.find('\x1b'), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find('\x07'), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("Retry-After: \\x1b[31m\\x07"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find(std::string(81, '9')), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("... (300 bytes)"), std::string::npos) << r.err;
+}
+
+// The scenario name went raw into the human-readable table and report.
+TEST_F(CliMessages, ScenarioAndStrategyNamesAreEscapedInTheReport) {
+  stormguard::sim::scenario s = stormguard::sim::friday_night();
+  s.name = "\x1b[2Jevil";
+  s.length = std::chrono::seconds(10);
+  s.incident.reset();
+  const std::string file = write("evil.json", stormguard::sim::to_json(s));
+  const program_run r = run({"simulate", file, "-s", "none"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.find('\x1b'), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\\x1b[2Jevil"), std::string::npos) << r.out;
+}
+
+// An over-long host was reported after an attempt, in the words of a failed request.
+TEST_F(CliMessages, HttpRejectsAnOverLongHostUpFront) {
+  const program_run r = run({"http", "http://" + std::string(70'000, 'a') + "/"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_EQ(r.err.rfind("stormguard http: error: url: ", 0), 0U) << r.err;
+  EXPECT_NE(r.err.find("... (70008 bytes)"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("attempt"), std::string::npos) << r.err;
+  EXPECT_LT(r.err.size(), 400U) << r.err;
+}
+
+// `plan | true` died of SIGPIPE (141); the documented status is 1. A command run by exec still
+// gets the default SIGPIPE.
+TEST_F(CliMessages, EveryCommandExitsOneWhenTheReaderHasGone) {
+  for (const std::string args : {"plan", "simulate -s none"}) {
+    // The reader closes its end at once; the command's status is written to stdout by the shell.
+    const program_run r = run_shell_line("{ (" + cli_quoted() + " " + args +
+                                         "; echo $? >&3) | (exec 0<&-; sleep 0.1); } 3>&1");
+    EXPECT_EQ(r.out, "1\n") << args << "\n" << r.err;
+    EXPECT_NE(r.err.find("cannot write to standard output"), std::string::npos) << r.err;
+  }
+  const program_run yes = run({"exec", "--", "sh", "-c", "yes | head -1"});
+  EXPECT_EQ(yes.exit_code, 0) << yes.err;
+  EXPECT_EQ(yes.out, "y\n");
+  const program_run killed = run({"exec", "--retries", "0", "--", "sh", "-c", "kill -PIPE $$"});
+  EXPECT_EQ(killed.exit_code, 141) << killed.err;
+  EXPECT_NE(killed.err.find("signal 13"), std::string::npos) << killed.err;
+}
+
+// --help and --version into /dev/full exited 0.
+TEST_F(CliMessages, HelpAndVersionThatCannotBeWrittenExitOne) {
+  if (!fs::exists("/dev/full")) GTEST_SKIP() << "no /dev/full";
+  for (const std::string args :
+       {"--help", "--version", "plan --help", "http --help", "simulate --help", "exec --help"}) {
+    const program_run r = run_shell_line(cli_quoted() + " " + args + " >/dev/full");
+    EXPECT_EQ(r.exit_code, 1) << args << "\n" << r.err;
+    EXPECT_NE(r.err.find("stormguard: error: cannot write to standard output"), std::string::npos)
+        << args << "\n"
+        << r.err;
+  }
+}
+
+// "a invalid request would fail the same way again".
+TEST_F(CliMessages, FailureKindsAreNotPutAfterAnArticle) {
+  stormguard::test_support::http_test_server server;
+  server.set_fallback({.status = 503, .body = "busy"});
+  const program_run r = run({"http", "-v", "-X", "ACL", server.url("/")});
+  EXPECT_NE(r.err.find("an ACL without --idempotency-key"), std::string::npos) << r.err;
+}
+
+// The sweep's load was blamed on requests_per_second; two -X were CLI11's raw words.
+TEST_F(CliMessages, MessagesBlameTheOptionTyped) {
+  check({{"simulate", "--sweep", "load=100:1e9:1e8", "-s", "none"},
+         2,
+         "stormguard simulate: error: --sweep \"load=100:1e9:1e8\": the load range reaches"});
+  const program_run sweep = run({"simulate", "--sweep", "load=100:1e9:1e8", "-s", "none"});
+  EXPECT_NE(sweep.err.find("lower the end of the load range"), std::string::npos) << sweep.err;
+  check({{"http", "-X", "GET", "-X", "POST", "http://127.0.0.1:1/"},
+         2,
+         "stormguard http: error: -X/--request given twice; give it once"});
+  check({{"http", "-d", "a", "-d", "b", "http://127.0.0.1:1/"},
+         2,
+         "stormguard http: error: -d/--data given twice"});
+  const program_run x = run({"http", "-X", "GET", "-X", "POST", "http://127.0.0.1:1/"});
+  EXPECT_EQ(x.err.find("At Most"), std::string::npos) << x.err;
+}
+
+// A 507-byte service_distribution was echoed whole; a 256-character key said "(first 40
+// characters shown)": every echoed value follows quote_for_message's rule.
+TEST_F(CliMessages, EveryEchoedValueIsCutTheSameWay) {
+  const std::string long_value(507, 'x');
+  const std::string file =
+      write("dist.json", R"({"name": "d", "seed": 1, "duration": "10s", "requests_per_second": 10,
+        "clients": 1, "timeout": "1s", "server": {"workers": 1, "queue_limit": 1,
+        "service_time": "1ms", "service_distribution": ")" +
+                             long_value + R"("}})");
+  check({{"simulate", file}, 2, "... (507 bytes)"});
+  EXPECT_EQ(run({"simulate", file}).err.find(std::string(81, 'x')), std::string::npos);
+  check({{"http", "--idempotency-key", std::string(256, 'k'), "http://127.0.0.1:1/"},
+         2,
+         "... (256 bytes)"});
+  EXPECT_EQ(run({"http", "--idempotency-key", std::string(256, 'k'), "http://127.0.0.1:1/"})
+                .err.find("characters shown"),
+            std::string::npos);
+}
+
+// "has 1e+05 loads"; a misspelt built-in got no hint; the size limit said 400 MB.
+TEST_F(CliMessages, CosmeticMessages) {
+  check({{"simulate", "--sweep", "load=1:100000:1"}, 2, "has 100000 loads"});
+  check({{"simulate", "metastabl"}, 2, "the built-ins are friday-night"});
+  stormguard::sim::scenario s = stormguard::sim::friday_night();
+  s.requests_per_second = 1e6;
+  const std::string file = write("big.json", stormguard::sim::to_json(s));
+  check({{"simulate", file}, 2, "a run keeps about 336 MB at the limit"});
+}
+
+// docs/cli.md showed single quotes where the tool prints double quotes: every documented error
+// example ("$ stormguard ..." followed by "stormguard ...: error: ..." lines) is run and must
+// print exactly what the docs show.
+TEST_F(CliMessages, DocumentedErrorExamplesMatchTheRealOutput) {
+  std::ifstream in(STORMGUARD_SOURCE_DIR "/docs/cli.md");
+  std::vector<std::pair<std::string, std::string>> examples;  // command line, expected stderr
+  std::string line;
+  bool fenced = false;
+  while (std::getline(in, line)) {
+    if (line.rfind("```", 0) == 0) {
+      fenced = !fenced;
+      continue;
+    }
+    if (!fenced) continue;
+    if (line.rfind("$ stormguard ", 0) == 0) {
+      examples.emplace_back(line.substr(2), "");
+    } else if (!examples.empty() && line.find(": error: ") != std::string::npos &&
+               line.rfind("stormguard", 0) == 0) {
+      examples.back().second += line + "\n";
+    }
+  }
+  int checked = 0;
+  for (const auto& [command, expected] : examples) {
+    if (expected.empty()) continue;  // not an error example
+    const program_run r =
+        run_shell_line(cli_quoted() + command.substr(std::string("stormguard").size()));
+    EXPECT_EQ(r.err, expected) << command;
+    ++checked;
+  }
+  EXPECT_GE(checked, 6);
 }
 
 #else

@@ -37,4 +37,28 @@ TEST(QuoteForMessage, NeverCutsAUtf8SequenceInTwo) {
   EXPECT_EQ(quote_for_message("ab\xc3\xa4zz", 3), "\"ab\"... (6 bytes)");
 }
 
+TEST(EscapeControl, EscapesControlBytesWithoutQuotes) {
+  using stormguard::detail::escape_control;
+  EXPECT_EQ(escape_control(std::string("a\x1b[2J\0\x07\x7f", 8)), "a\\x1b[2J\\x00\\x07\\x7f");
+  EXPECT_EQ(escape_control("say \"hi\" \\"), "say \"hi\" \\");  // quotes are not its business
+  EXPECT_EQ(escape_control(std::string(300, '9'), 80), std::string(80, '9') + "... (300 bytes)");
+  EXPECT_EQ(escape_control(std::string(300, '9')), std::string(300, '9'));  // no limit by default
+  EXPECT_EQ(escape_control("ab\xc3\xa4zz", 3), "ab... (6 bytes)");
+}
+
+TEST(QuoteForMessage, IsEscapeControlBetweenQuotes) {
+  const std::string text = "x\x1b[31m\x01y";
+  EXPECT_EQ(quote_for_message(text), "\"" + stormguard::detail::escape_control(text) + "\"");
+}
+
+TEST(FormatDouble, PrintsWholeNumbersAsIntegers) {
+  using stormguard::detail::format_double;
+  EXPECT_EQ(format_double(100000.0), "100000");
+  EXPECT_EQ(format_double(1e15), "1000000000000000");
+  EXPECT_EQ(format_double(-42.0), "-42");
+  EXPECT_EQ(format_double(1.5), "1.5");
+  EXPECT_EQ(format_double(1e-07), "1e-07");
+  EXPECT_EQ(format_double(1e300), "1e+300");
+}
+
 }  // namespace

@@ -53,8 +53,9 @@ inline constexpr std::size_t max_idempotency_key_length = 255;
 /// when `key` is empty, longer than 255 characters, or has a character outside printable
 /// ASCII 0x20..0x7E.
 ///
-/// The message quotes at most the first 40 characters of the key, with non-printable bytes
-/// written as \xNN, and names the position of the first bad character. Every key that passes
+/// The message quotes the key as every echoed value is (detail::quote_for_message: control
+/// bytes as \xNN, cut after 80 bytes with "... (N bytes)"), and names the position of the first
+/// bad character. Every key that passes
 /// can be sent in both formats of idempotency_key_format (except as noted there).
 void validate_idempotency_key(std::string_view key);
 

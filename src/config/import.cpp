@@ -341,8 +341,9 @@ policy read_envoy_policy(const json& value, const std::string& path, std::string
     }
     any = true;
     if (it->kind == envoy_condition::unmapped) {
-      p.warnings.push_back(r.field("retry_on") + ": \"" + token +
-                           "\" has no stormguard equivalent; ignored");
+      p.warnings.push_back(r.field("retry_on") + ": " +
+                           stormguard::detail::quote_for_message(token) +
+                           " has no stormguard equivalent; ignored");
     }
     const auto& add = it->name == "retriable-status-codes" ? extra : it->statuses;
     statuses.insert(statuses.end(), add.begin(), add.end());

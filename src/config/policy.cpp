@@ -288,9 +288,9 @@ void check_unique_names(const std::vector<policy>& policies, const std::string& 
   for (std::size_t i = 0; i < policies.size(); ++i) {
     for (std::size_t j = 0; j < i; ++j) {
       if (policies[j].name == policies[i].name) {
-        sj::fail(sj::index_path(path, i) + ".name", "\"" + policies[i].name + "\" is the name of " +
-                                                        sj::index_path(path, j) +
-                                                        " too: names must be unique");
+        sj::fail(sj::index_path(path, i) + ".name",
+                 stormguard::detail::quote_for_message(policies[i].name) + " is the name of " +
+                     sj::index_path(path, j) + " too: names must be unique");
       }
     }
   }

@@ -55,9 +55,8 @@ inline std::string quote(const json& value) {
   if (value.is_array()) return value.empty() ? "an empty array" : "an array";
   if (value.is_object()) return value.empty() ? "an empty object" : "an object";
   if (value.is_string()) return quote_for_message(value.get<std::string>());
-  std::string text = value.dump(-1, ' ', false, json::error_handler_t::replace);
-  if (text.size() > 60) text = text.substr(0, 57) + "...";
-  return text;
+  // JSON text of a number, true, false or null: cut by the same rule as a quoted value.
+  return escape_control(value.dump(-1, ' ', false, json::error_handler_t::replace), k_max_echo);
 }
 
 /// A limit for a message: "1h" rather than format_duration's "3600s".

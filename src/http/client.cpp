@@ -88,6 +88,9 @@ constexpr std::array k_usage_codes{
 // CURLE_RECV_ERROR "Too large response headers". Neither can be changed by an option.
 constexpr std::size_t k_curl_max_header_line = CURL_MAX_HTTP_HEADER;
 constexpr std::size_t k_curl_max_header_total = 300 * 1024;
+// libcurl's limit on a host name (lib/url.c: "Too long host name (maximum is 65535)"), checked
+// when a transfer starts, not by curl_url_set.
+constexpr std::size_t k_curl_max_host_name = 0xffff;
 
 // ------------------------------------------------------------------------------------------------
 // libcurl set-up and small helpers.
@@ -224,6 +227,13 @@ target resolve_target(const std::string& url) {
     host = *ascii_host;
   }
   if (host.empty()) bad_request("url: no host in " + quoted(url));
+  if (host.size() > k_curl_max_host_name) {
+    // libcurl would refuse it only when the transfer starts ("Too long host name"): a usage
+    // error of the request, so say so before any attempt.
+    bad_request("url: the host name is " + std::to_string(host.size()) +
+                " bytes long, above libcurl's limit of " + std::to_string(k_curl_max_host_name) +
+                ": " + quoted(url));
+  }
   t.budget_key = scheme + "://" + to_lower_ascii(host) + ":" +
                  u.get(CURLUPART_PORT, CURLU_DEFAULT_PORT).value_or("");
   return t;

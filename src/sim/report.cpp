@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "stormguard/detail/format.hpp"
 #include "stormguard/sim/scenario.hpp"
 
 namespace stormguard::sim {
@@ -66,6 +67,10 @@ std::string whole_percent(double fraction) { return fmt::format("{:g}%", 100.0 *
 // The ratio as a percentage with one decimal, as the table prints it.
 std::string percent(double ratio) { return fmt::format("{:.1f}%", 100.0 * ratio); }
 
+// A name from a scenario or policy file as a human-readable line shows it: control bytes
+// escaped (an ANSI escape prints as "\x1b[31m"), so that a file cannot drive the terminal.
+std::string shown(const std::string& name) { return detail::escape_control(name); }
+
 std::string join(const std::vector<std::string>& items) {
   std::string out;
   for (std::size_t i = 0; i < items.size(); ++i) {
@@ -81,7 +86,7 @@ std::string names_printing_as(const std::vector<strategy_result>& results, const
                               Text value_text) {
   std::vector<std::string> names;
   for (const auto& r : results) {
-    if (value_text(r) == text) names.push_back(r.name);
+    if (value_text(r) == text) names.push_back(shown(r.name));
   }
   return join(names);
 }
@@ -92,8 +97,9 @@ std::string describe(const scenario& s) {
   std::string text = fmt::format(
       "{}: {} logical req/s from {} client{}; {} workers x {} = {} req/s capacity ({}x "
       "demand), queue limit {}; timeout {}",
-      s.name, rate_text(s.requests_per_second), grouped(s.clients), s.clients == 1 ? "" : "s",
-      s.workers, format_duration(s.service_time), rate_estimate(capacity(s, s.service_time)),
+      shown(s.name), rate_text(s.requests_per_second), grouped(s.clients),
+      s.clients == 1 ? "" : "s", s.workers, format_duration(s.service_time),
+      rate_estimate(capacity(s, s.service_time)),
       ratio_estimate(capacity(s, s.service_time) / s.requests_per_second), grouped(s.queue_limit),
       format_duration(s.timeout));
   if (s.overload) {
@@ -189,7 +195,7 @@ std::string table_rows(const simulation_report& report) {
                                  : !r.recovery_measurable ? "n/a"
                                  : r.recovery_s           ? fmt::format("{:.0f} s", *r.recovery_s)
                                                           : "never";
-    out += fmt::format(row, r.name, grouped(r.logical_requests), grouped(r.attempts),
+    out += fmt::format(row, shown(r.name), grouped(r.logical_requests), grouped(r.attempts),
                        times(r.amplification), incident, fmt::format("{:.1f}x", r.peak_load_ratio),
                        success, p99, recovery);
   }
@@ -242,7 +248,7 @@ std::string incident_sentence(const simulation_report& report) {
         "to compare.\n";
   } else if (single) {
     out += fmt::format("During the incident {} sent {} attempts per logical request, {}.\n",
-                       lo->name, incident_text(*lo), capacity_clause);
+                       shown(lo->name), incident_text(*lo), capacity_clause);
   } else if (incident_text(*lo) == incident_text(*hi)) {
     out += fmt::format(
         "During the incident every strategy sent {} attempts per logical request, {}.\n",
@@ -270,9 +276,9 @@ std::string recovery_lines(const simulation_report& report) {
   bool measurable = true;
   for (const auto& r : results) {
     if (r.recovery_s) {
-      recovered.push_back(fmt::format("{} after {:.0f} s", r.name, *r.recovery_s));
+      recovered.push_back(fmt::format("{} after {:.0f} s", shown(r.name), *r.recovery_s));
     } else if (r.recovery_measurable) {
-      down.push_back(r.name);
+      down.push_back(shown(r.name));
       down_results.push_back(&r);
     } else {
       measurable = false;
@@ -299,7 +305,7 @@ std::string recovery_lines(const simulation_report& report) {
       bool any = false;
       std::int64_t throttled = 0;
       for (const auto* r : group) {
-        names.push_back(r->name);
+        names.push_back(shown(r->name));
         throttled += r->throttled;
         if (auto rate = r->after_incident_attempt_rate) {
           lowest = any ? std::min(lowest, *rate) : *rate;
@@ -366,7 +372,7 @@ std::string success_sentence(const simulation_report& report) {
   if (!best->success_ratio) {
     out += "No logical request arrived: there is no success ratio.\n";
   } else if (single) {
-    out += fmt::format("Success ratio of {}: {}.\n", best->name, success_text(*best));
+    out += fmt::format("Success ratio of {}: {}.\n", shown(best->name), success_text(*best));
   } else if (success_text(*best) == success_text(*worst)) {
     out += fmt::format("Every strategy had the same success ratio ({}).\n", success_text(*best));
   } else {

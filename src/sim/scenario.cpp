@@ -18,6 +18,7 @@
 #include "sim/builtin_scenarios.hpp"
 #include "stormguard/detail/format.hpp"
 #include "stormguard/duration_text.hpp"
+#include "stormguard/sim/simulator.hpp"
 
 namespace stormguard::sim {
 
@@ -70,7 +71,8 @@ std::vector<strategy> read_strategies(const json& list) {
     }
     for (std::size_t j = 0; j + 1 < strategies.size(); ++j) {
       if (strategies[j].name == strategies.back().name) {
-        fail(path, "the strategy \"" + strategies.back().name + "\" is given more than once");
+        fail(path, "the strategy " + detail::quote_for_message(strategies.back().name) +
+                       " is given more than once");
       }
     }
   }
@@ -105,7 +107,7 @@ scenario read_scenario(const json& doc) {
       s.distribution = service_distribution::exponential;
     } else {
       fail("server.service_distribution",
-           "must be \"fixed\" or \"exponential\", got \"" + d + "\"");
+           "must be \"fixed\" or \"exponential\", got " + detail::quote_for_message(d));
     }
   }
 
@@ -190,13 +192,17 @@ std::optional<scenario_error> validate(const scenario& s) {
   const double expected_requests =
       s.requests_per_second * std::chrono::duration<double>(s.length).count();
   if (expected_requests > static_cast<double>(k_max_requests)) {
-    // The simulator keeps 30-40 bytes per logical request: at most about 400 MB at the limit.
-    return error("requests_per_second",
-                 "requests_per_second x duration must be at most " +
-                     std::to_string(k_max_requests) +
-                     " logical requests (a memory bound: about 400 MB at the limit), got " +
-                     detail::format_double(s.requests_per_second) + " x " +
-                     format_duration(s.length) + " = " + detail::format_double(expected_requests));
+    // The memory of one run at the limit, by the formula the simulator budgets with.
+    scenario at_limit = s;
+    at_limit.requests_per_second =
+        static_cast<double>(k_max_requests) / std::chrono::duration<double>(s.length).count();
+    const double mb = std::round(estimated_run_bytes(at_limit) / 1e6);
+    return error(
+        "requests_per_second",
+        "requests_per_second x duration must be at most " + std::to_string(k_max_requests) +
+            " logical requests (a memory bound: a run keeps about " + detail::format_double(mb) +
+            " MB at the limit), got " + detail::format_double(s.requests_per_second) + " x " +
+            format_duration(s.length) + " = " + detail::format_double(expected_requests));
   }
   if (s.clients < 1 || s.clients > k_max_clients) {
     return error("clients", "must be an integer in [1, " + std::to_string(k_max_clients) +

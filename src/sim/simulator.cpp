@@ -240,13 +240,7 @@ class time_series_engine {
 };
 
 std::string grouped(double n) {
-  std::string digits = fmt::format("{:.0f}", n);
-  std::string out;
-  for (std::size_t i = 0; i < digits.size(); ++i) {
-    if (i != 0 && (digits.size() - i) % 3 == 0) out += ',';
-    out += digits[i];
-  }
-  return out;
+  return stormguard::detail::format_grouped(static_cast<std::int64_t>(std::round(n)));
 }
 
 void check_or_throw(const scenario& s, std::span<const strategy> strategies) {

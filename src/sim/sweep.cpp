@@ -4,10 +4,13 @@
 
 #include <chrono>
 #include <cmath>
+#include <nlohmann/json.hpp>
 #include <stdexcept>
 
 #include "stormguard/detail/format.hpp"
+#include "stormguard/duration_text.hpp"
 #include "stormguard/sim/report.hpp"
+#include "stormguard/sim/simulator.hpp"
 
 namespace stormguard::sim {
 
@@ -16,6 +19,11 @@ namespace {
 constexpr std::size_t k_max_loads = 10'000;
 
 std::string number(double x) { return detail::format_double(x); }
+
+// A name as a JSON string, escaped (a scenario or strategy name comes from a file).
+std::string json_string(const std::string& text) {
+  return nlohmann::json(text).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
 
 std::string fixed(std::optional<double> value, int decimals) {
   if (!value) return "null";
@@ -62,6 +70,37 @@ std::vector<double> loads_of(const load_range& range) {
   return loads;
 }
 
+std::optional<std::string> check_sweep(const scenario& s, std::span<const strategy> strategies,
+                                       const load_range& range) {
+  if (auto problem = validate(range)) return problem;
+  // The sweep sets requests_per_second: a load that makes the scenario too large is the load
+  // range's fault, not the file's field, and the message says so. The largest load is the last.
+  scenario at = s;
+  at.requests_per_second = loads_of(range).back();
+  const std::string load = number(at.requests_per_second);
+  if (auto problem = sim::validate(at)) {
+    std::string_view what = problem->message;  // without its "requests_per_second: "
+    if (what.starts_with(problem->field + ": ")) what.remove_prefix(problem->field.size() + 2);
+    return "the load range reaches " + load +
+           " req/s, too much for this scenario: " + std::string(what) +
+           "; lower the end of the load range";
+  }
+  for (const strategy& strat : strategies) {
+    const double estimate = estimated_attempts(at, strat);
+    if (estimate <= k_max_estimated_attempts) continue;
+    return fmt::format(
+        "the load range reaches {} req/s, where the run of {} would make up to {} attempts ({} "
+        "req/s x {} x (1 + its retries)); at most {} are allowed: lower the end of the load "
+        "range",
+        load, detail::quote_for_message(strat.name),
+        detail::format_grouped(static_cast<std::int64_t>(std::round(estimate))), load,
+        format_duration(s.length),
+        detail::format_grouped(static_cast<std::int64_t>(k_max_estimated_attempts)));
+  }
+  if (auto problem = check_work(at, strategies)) return problem->message;  // max_retries
+  return std::nullopt;
+}
+
 load_sweep_report sweep_load(const scenario& s, std::span<const strategy> strategies,
                              const load_range& range, unsigned threads,
                              const progress_callback& progress) {
@@ -78,17 +117,8 @@ load_sweep_report sweep_load(const scenario& s, std::span<const strategy> strate
   report.range = range;
   for (const auto& strat : strategies) report.strategies.push_back(strat.name);
   const std::vector<double> loads = loads_of(range);
-  for (double load : loads) {
-    scenario at = s;
-    at.requests_per_second = load;
-    if (auto problem = sim::validate(at)) {
-      throw std::invalid_argument("stormguard::sim::sweep_load: at load " + number(load) + ": " +
-                                  problem->message);
-    }
-    if (auto problem = check_work(at, strategies)) {
-      throw std::invalid_argument("stormguard::sim::sweep_load: at load " + number(load) + ": " +
-                                  problem->message);
-    }
+  if (auto problem = check_sweep(s, strategies, range)) {
+    throw std::invalid_argument("stormguard::sim::sweep_load: " + *problem);
   }
   const std::size_t k = strategies.size();
   report.points.resize(loads.size() * k);
@@ -123,14 +153,14 @@ load_sweep_report sweep_load(const scenario& s, std::span<const strategy> strate
 }
 
 std::string to_json(const load_sweep_report& report) {
-  std::string out = fmt::format("{{\"scenario\":\"{}\",\"seed\":{},\"sweep\":[",
-                                report.scenario.name, report.scenario.seed);
+  std::string out = fmt::format("{{\"scenario\":{},\"seed\":{},\"sweep\":[",
+                                json_string(report.scenario.name), report.scenario.seed);
   bool first = true;
   for (const load_point& p : report.points) {
     out += fmt::format(
-        "{}{{\"load\":{},\"strategy\":\"{}\",\"recovered\":{},\"recovery_s\":{},"
+        "{}{{\"load\":{},\"strategy\":{},\"recovered\":{},\"recovery_s\":{},"
         "\"success_ratio\":{},\"incident_amplification\":{},\"after_attempt_rate\":{:.1f}}}",
-        first ? "" : ",", number(p.load), p.strategy, p.recovered() ? "true" : "false",
+        first ? "" : ",", number(p.load), json_string(p.strategy), p.recovered() ? "true" : "false",
         fixed(p.recovery_s, 1), fixed(p.success_ratio, 4), fixed(p.incident_amplification, 4),
         p.after_attempt_rate);
     first = false;
@@ -138,10 +168,11 @@ std::string to_json(const load_sweep_report& report) {
   out += "],\"limits\":[";
   first = true;
   for (const stability_limit& l : report.limits) {
-    out += fmt::format(
-        "{}{{\"strategy\":\"{}\",\"highest_stable_load\":{},\"lowest_unstable_load\":{}}}",
-        first ? "" : ",", l.strategy, l.highest_stable ? number(*l.highest_stable) : "null",
-        l.lowest_unstable ? number(*l.lowest_unstable) : "null");
+    out +=
+        fmt::format("{}{{\"strategy\":{},\"highest_stable_load\":{},\"lowest_unstable_load\":{}}}",
+                    first ? "" : ",", json_string(l.strategy),
+                    l.highest_stable ? number(*l.highest_stable) : "null",
+                    l.lowest_unstable ? number(*l.lowest_unstable) : "null");
     first = false;
   }
   return out + "]}\n";
@@ -169,7 +200,9 @@ std::string format_table(const load_sweep_report& report) {
   const std::size_t k = report.strategies.size();
   if (k == 0) return out;
   out += fmt::format("{:>8}", "req/s");
-  for (const auto& name : report.strategies) out += fmt::format(" {:>13}", name);
+  for (const auto& name : report.strategies) {
+    out += fmt::format(" {:>13}", detail::escape_control(name));
+  }
   out += '\n';
   for (std::size_t row = 0; row * k < report.points.size(); ++row) {
     out += fmt::format("{:>8}", number(report.points[row * k].load));

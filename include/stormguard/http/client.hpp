@@ -308,7 +308,8 @@ class client {
   /// reading the URL as UTF-8 whatever the process locale), as curl does.
   /// Throws std::invalid_argument naming the field and the value for a bad request: a method
   /// that is not a token, a URL that libcurl cannot parse, holds a NUL or whose scheme is not
-  /// http/https, a header name that is not a token or a value with a control byte (CR, LF, NUL,
+  /// http/https or whose host name is longer than libcurl's limit (65535 bytes), a header name that
+  /// is not a token or a value with a control byte (CR, LF, NUL,
   /// ...), an Idempotency-Key header, a Content-Length header (the client sets it from the body), a
   /// HEAD with a body, an invalid caller key, or a host name that libcurl cannot convert to ASCII.
   /// Failures of the request itself are results, never exceptions.

@@ -78,6 +78,15 @@ struct load_sweep_report {
   std::vector<stability_limit> limits;
 };
 
+/// Why `s` cannot be swept over `range` with `strategies`, as a sentence, or nullopt: the range
+/// is invalid (validate), or at its largest load the scenario is invalid or above the work bound
+/// (check_work) — blamed on the load range ("the load range reaches 1e9 req/s, where the run of
+/// \"none\" would make up to ... attempts ...; lower the end of the load range"), since the sweep
+/// sets requests_per_second. sweep_load checks this first.
+[[nodiscard]] std::optional<std::string> check_sweep(const scenario& s,
+                                                     std::span<const strategy> strategies,
+                                                     const load_range& range);
+
 /// Runs `s` at every load of `range` with every strategy, on `threads` threads (0 = one per
 /// hardware thread); the report does not depend on the thread count (each run is a pure function
 /// of the scenario, seed included, and the strategy). Throws std::invalid_argument when the range

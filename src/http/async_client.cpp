@@ -306,7 +306,10 @@ struct detail::async_call : std::enable_shared_from_this<async_call> {
   }
 
   void finish(retry_result<response, detail::attempt_failure> ended) {
-    if (caller_slot.is_connected()) caller_slot.clear();
+    if (caller_slot.is_connected()) {
+      caller_slot.clear();
+      caller_slot = {};
+    }
     if (client == nullptr) return;  // abandoned: the caller's handler is gone
     client->calls.erase(this);
     client = nullptr;
@@ -317,7 +320,10 @@ struct detail::async_call : std::enable_shared_from_this<async_call> {
 
   // The client is going away: no handler of the caller's will run.
   void abandon() {
-    if (caller_slot.is_connected()) caller_slot.clear();
+    if (caller_slot.is_connected()) {
+      caller_slot.clear();
+      caller_slot = {};
+    }
     handler.reset();
     async_client::impl* c = client;
     client = nullptr;

@@ -433,7 +433,10 @@ class async_retry_op : public std::enable_shared_from_this<
         retrier_access::on_give_up (*config_)(std::as_const(result_));
     }
     if (ticket_.template has_pending_end<budget_type>()) ticket_.end(budget(), clk().now());
-    if (slot_.is_connected()) slot_.clear();
+    if (slot_.is_connected()) {
+      slot_.clear();
+      slot_ = {};  // the slot's signal may die with the handler (the destructor must not touch it)
+    }
     stop_.reset();
     // Every step runs from a handler (never inside the initiating function), so the completion
     // may be dispatched: inline when the handler's executor is ex_ and this thread runs it.

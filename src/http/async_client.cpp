@@ -91,8 +91,13 @@ struct async_client::impl {
 
   detail::easy_transfer* acquire_transfer() {
     if (idle.empty()) {
+      auto* t = new detail::easy_transfer(setup->options);
+      // libcurl's cache keeps 4 connections per easy handle *in* the multi handle by default, so
+      // as a burst of transfers ended it closed the connections of the burst; keep as many as
+      // the most requests ever in flight at once, for the next burst.
       ++easy_count;
-      return new detail::easy_transfer(setup->options);
+      (void)curl_multi_setopt(multi, CURLMOPT_MAXCONNECTS, static_cast<long>(easy_count));
+      return t;
     }
     detail::easy_transfer* t = idle.back().release();
     idle.pop_back();

@@ -164,23 +164,30 @@ struct ready_op {
   }
 };
 
-void BM_AwaitOperationDirectly(benchmark::State& state) {
-  asio::io_context io;
-  ready_op op{&io};
+// Runs `await_one()` (an awaitable) once per iteration in a coroutine on `io`; reports the
+// allocations per call (counting_allocator.hpp).
+template <class F>
+void await_loop(benchmark::State& state, asio::io_context& io, F await_one) {
   long allocations = 0;
   asio::co_spawn(
       io,
       [&]() -> asio::awaitable<void> {
         const long before = stormguard_bench::g_allocations.load();
-        for (auto _ : state) {
-          co_await op(stormguard::attempt_context{}, asio::use_awaitable);  // throws on error
-        }
+        for (auto _ : state) co_await await_one();
         allocations = stormguard_bench::g_allocations.load() - before;
       },
       asio::detached);
   io.run();
   state.counters["allocs/call"] =
       static_cast<double>(allocations) / static_cast<double>(state.iterations());
+}
+
+void BM_AwaitOperationDirectly(benchmark::State& state) {
+  asio::io_context io;
+  ready_op op{&io};
+  await_loop(state, io, [&]() -> asio::awaitable<void> {
+    co_await op(stormguard::attempt_context{}, asio::use_awaitable);  // throws on error
+  });
 }
 BENCHMARK(BM_AwaitOperationDirectly);
 
@@ -190,23 +197,11 @@ void BM_AwaitThroughAsyncRetry(benchmark::State& state) {
   stormguard::real_clock clock;
   stormguard::random_generator rng(1);
   stormguard::retrier retry(stormguard::retry_policy{}, clock, rng);
-  long allocations = 0;
-  asio::co_spawn(
-      io,
-      [&]() -> asio::awaitable<void> {
-        const long before = stormguard_bench::g_allocations.load();
-        for (auto _ : state) {
-          auto r =
-              co_await stormguard::async_retry(retry, io.get_executor(), op, asio::use_awaitable);
-          if (!r.ok()) state.SkipWithError("an attempt failed");
-          benchmark::DoNotOptimize(r);
-        }
-        allocations = stormguard_bench::g_allocations.load() - before;
-      },
-      asio::detached);
-  io.run();
-  state.counters["allocs/call"] =
-      static_cast<double>(allocations) / static_cast<double>(state.iterations());
+  await_loop(state, io, [&]() -> asio::awaitable<void> {
+    auto r = co_await stormguard::async_retry(retry, io.get_executor(), op, asio::use_awaitable);
+    if (!r.ok()) state.SkipWithError("an attempt failed");
+    benchmark::DoNotOptimize(r);
+  });
 }
 BENCHMARK(BM_AwaitThroughAsyncRetry);
 

@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "support/http_requests.hpp"
 #include "support/http_test_server.hpp"
 
 namespace {
@@ -32,48 +33,15 @@ using stormguard::http::failure_kind;
 using stormguard::http::key;
 using stormguard::http::request;
 using stormguard::http::result;
+using stormguard::test_support::delayed;
+using stormguard::test_support::fast_options;
+using stormguard::test_support::get;
 using stormguard::test_support::http_test_server;
+using stormguard::test_support::post;
 using stormguard::test_support::scripted_response;
+using stormguard::test_support::status;
 using steady = std::chrono::steady_clock;
 using action = scripted_response::action;
-
-scripted_response status(int code) {
-  scripted_response r;
-  r.status = code;
-  r.body = "status " + std::to_string(code);
-  return r;
-}
-
-scripted_response delayed(std::chrono::milliseconds d) {
-  scripted_response r = status(200);
-  r.delay = d;
-  return r;
-}
-
-client_options fast_options() {
-  client_options o;
-  o.retry.max_retries = 3;
-  o.retry.backoff.base = 1ms;
-  o.retry.backoff.cap = 5ms;
-  o.attempt_timeout = 2s;
-  o.connect_timeout = 1s;
-  return o;
-}
-
-request get(const http_test_server& server, std::string path = "/") {
-  request r;
-  r.url = server.url(path);
-  return r;
-}
-
-request post(const http_test_server& server, key k = key::none()) {
-  request r;
-  r.method = "POST";
-  r.url = server.url("/charges");
-  r.body = R"({"amount":100})";
-  r.idempotency = std::move(k);
-  return r;
-}
 
 // Runs `io` until `done()` or `limit` has passed (then the test fails).
 template <class F>

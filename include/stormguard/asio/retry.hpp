@@ -276,7 +276,7 @@ class async_retry_op : public std::enable_shared_from_this<
     if (slot_.is_connected()) slot_.template emplace<canceller>(this);
     if (call_.stop.stop_possible())
       stop_.emplace(call_.stop, stop_requester{this->weak_from_this()});
-    ::asio::post(ex_, step_handler{this->shared_from_this()});
+    ::asio::post(ex_, step_handler{{this->shared_from_this()}});
   }
 
   [[nodiscard]] allocator_type get_allocator() const noexcept {
@@ -287,37 +287,30 @@ class async_retry_op : public std::enable_shared_from_this<
   enum class phase : unsigned char { between, attempting, waiting, finished };
   using self_ptr = std::shared_ptr<async_retry_op>;
 
-  // The handlers of the steps. Each keeps the operation alive and runs on ex_.
-  struct step_handler {
+  // The handlers of the steps. Each keeps the operation alive and runs on ex_, with the
+  // operation's allocator.
+  struct handler_base {
     self_ptr self;
     using executor_type = Executor;
     executor_type get_executor() const noexcept { return self->ex_; }
     using allocator_type = typename async_retry_op::allocator_type;
     allocator_type get_allocator() const noexcept { return self->get_allocator(); }
-    void operator()() { self->next_attempt(); }
   };
-  struct attempt_handler {
-    self_ptr self;
-    using executor_type = Executor;
-    executor_type get_executor() const noexcept { return self->ex_; }
-    using allocator_type = typename async_retry_op::allocator_type;
-    allocator_type get_allocator() const noexcept { return self->get_allocator(); }
+  struct step_handler : handler_base {
+    void operator()() { this->self->next_attempt(); }
+  };
+  struct attempt_handler : handler_base {
     using cancellation_slot_type = ::asio::cancellation_slot;
     cancellation_slot_type get_cancellation_slot() const noexcept {
-      return self->attempt_signal_.slot();
+      return this->self->attempt_signal_.slot();
     }
     template <class... A>
     void operator()(A&&... args) {
-      self->on_attempt(completion::make(std::forward<A>(args)...));
+      this->self->on_attempt(completion::make(std::forward<A>(args)...));
     }
   };
-  struct wait_handler {
-    self_ptr self;
-    using executor_type = Executor;
-    executor_type get_executor() const noexcept { return self->ex_; }
-    using allocator_type = typename async_retry_op::allocator_type;
-    allocator_type get_allocator() const noexcept { return self->get_allocator(); }
-    void operator()(const std::error_code& ec) { self->on_wait(ec); }
+  struct wait_handler : handler_base {
+    void operator()(const std::error_code& ec) { this->self->on_wait(ec); }
   };
   // Installed in the caller's cancellation slot; cleared before the operation ends.
   struct canceller {
@@ -356,7 +349,7 @@ class async_retry_op : public std::enable_shared_from_this<
     }
     attempt_ = attempt;
     phase_ = phase::attempting;
-    op_(std::as_const(context), attempt_handler{this->shared_from_this()});
+    op_(std::as_const(context), attempt_handler{{this->shared_from_this()}});
   }
 
   void on_attempt(outcome<value_type, error_type> r) {
@@ -400,7 +393,7 @@ class async_retry_op : public std::enable_shared_from_this<
     delay_ = next.delay;
     timer_->expires_after(next.delay);
     phase_ = phase::waiting;
-    timer_->async_wait(wait_handler{this->shared_from_this()});
+    timer_->async_wait(wait_handler{{this->shared_from_this()}});
   }
 
   void on_wait(const std::error_code& ec) {

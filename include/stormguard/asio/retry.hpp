@@ -220,6 +220,12 @@ class async_result<stormguard::detail::signature_probe, Sig> {
 
 namespace stormguard {
 
+/// An asynchronous attempt for async_retry: `op(const attempt_context&, token)` initiates one
+/// attempt with one of the completion signatures async_retry accepts (checked by probing it).
+template <class Op>
+concept async_attempt = std::invocable < std::decay_t<Op>
+&, const attempt_context&, detail::signature_probe > ;
+
 /// The result type of async_retry for an operation of type Op (a retry_result<T, E>; see
 /// async_retry for how T and E follow from Op's completion signature).
 template <class Op>
@@ -534,12 +540,10 @@ struct initiate_async_retry {
 /// recycling allocator by default: no malloc once warm), plus previous_errors from the second
 /// failed attempt on, as for the sync retrier (bench/async_benchmark.cpp counts them).
 template <class Timer = ::asio::steady_timer, class Executor, bit_generator G, retry_budget<G> B,
-          class OnRetry, class OnGiveUp, class Op, class Classifier, class CompletionToken>
-requires backoff_timer<Timer, Executor> && std::invocable < std::decay_t<Op>
-&, const attempt_context&,
-    detail::signature_probe > auto async_retry(retrier<G, B, OnRetry, OnGiveUp>& config,
-                                               const Executor& ex, Op&& op, Classifier&& classify,
-                                               const call_options& call, CompletionToken&& token) {
+          class OnRetry, class OnGiveUp, async_attempt Op, class Classifier, class CompletionToken>
+requires backoff_timer<Timer, Executor>
+auto async_retry(retrier<G, B, OnRetry, OnGiveUp>& config, const Executor& ex, Op&& op,
+                 Classifier&& classify, const call_options& call, CompletionToken&& token) {
   using config_type = retrier<G, B, OnRetry, OnGiveUp>;
   return ::asio::async_initiate<CompletionToken, void(async_retry_result_t<std::decay_t<Op>>)>(
       detail::initiate_async_retry<Timer, Executor, config_type>{&config, ex}, token,
@@ -548,24 +552,20 @@ requires backoff_timer<Timer, Executor> && std::invocable < std::decay_t<Op>
 
 /// async_retry(config, ex, op, classify, call_options{}, token).
 template <class Timer = ::asio::steady_timer, class Executor, bit_generator G, retry_budget<G> B,
-          class OnRetry, class OnGiveUp, class Op, class Classifier, class CompletionToken>
-requires backoff_timer<Timer, Executor> && std::invocable < std::decay_t<Op>
-&, const attempt_context&,
-    detail::signature_probe > auto async_retry(retrier<G, B, OnRetry, OnGiveUp>& config,
-                                               const Executor& ex, Op&& op, Classifier&& classify,
-                                               CompletionToken&& token) {
+          class OnRetry, class OnGiveUp, async_attempt Op, class Classifier, class CompletionToken>
+requires backoff_timer<Timer, Executor>
+auto async_retry(retrier<G, B, OnRetry, OnGiveUp>& config, const Executor& ex, Op&& op,
+                 Classifier&& classify, CompletionToken&& token) {
   return async_retry<Timer>(config, ex, std::forward<Op>(op), std::forward<Classifier>(classify),
                             call_options{}, std::forward<CompletionToken>(token));
 }
 
 /// async_retry(config, ex, op, default_classifier{}, call_options{}, token).
 template <class Timer = ::asio::steady_timer, class Executor, bit_generator G, retry_budget<G> B,
-          class OnRetry, class OnGiveUp, class Op, class CompletionToken>
-requires backoff_timer<Timer, Executor> && std::invocable < std::decay_t<Op>
-&, const attempt_context&,
-    detail::signature_probe > auto async_retry(retrier<G, B, OnRetry, OnGiveUp>& config,
-                                               const Executor& ex, Op&& op,
-                                               CompletionToken&& token) {
+          class OnRetry, class OnGiveUp, async_attempt Op, class CompletionToken>
+requires backoff_timer<Timer, Executor>
+auto async_retry(retrier<G, B, OnRetry, OnGiveUp>& config, const Executor& ex, Op&& op,
+                 CompletionToken&& token) {
   return async_retry<Timer>(config, ex, std::forward<Op>(op), default_classifier{}, call_options{},
                             std::forward<CompletionToken>(token));
 }

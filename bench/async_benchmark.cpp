@@ -11,6 +11,7 @@
 // handshakes. RLIMIT_NOFILE is raised to its hard limit (20,000 on the benchmark machine).
 #include <benchmark/benchmark.h>
 #include <curl/curl.h>
+#include <malloc.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -18,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <asio/bind_cancellation_slot.hpp>
 #include <asio/co_spawn.hpp>
 #include <asio/detached.hpp>
@@ -32,7 +34,6 @@
 #include <asio/write.hpp>
 #include <chrono>
 #include <cstdio>
-#include <fstream>
 #include <memory>
 #include <optional>
 #include <string>
@@ -127,12 +128,11 @@ double thread_cpu_seconds() {
   return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
 }
 
-long rss_bytes() {
-  std::ifstream statm("/proc/self/statm");
-  long pages = 0;
-  long resident = 0;
-  statm >> pages >> resident;
-  return resident * ::sysconf(_SC_PAGESIZE);
+// Bytes of the heap in use (malloc's arenas and its mmap'd blocks): ours and libcurl's. The
+// kernel's socket buffers are not in it.
+double heap_bytes() {
+  const struct mallinfo2 m = ::mallinfo2();
+  return static_cast<double>(m.uordblks) + static_cast<double>(m.hblkhd);
 }
 
 // Runs `io` until `done()`; false after `limit`.
@@ -476,13 +476,13 @@ BENCHMARK(BM_AsyncClientInFlight)
 // ------------------------------------------------------------------------------------------------
 
 // N requests to /hang (never answered) in flight on connections opened before; then each is
-// cancelled in turn and the time from the emit to its handler is measured. Reports the mean and
-// the worst latency, and the growth of the resident set per request in flight.
+// cancelled in turn and the time from the emit to its handler is measured. Reports the
+// percentiles of the latency, the allocations and the heap bytes per request in flight.
 void BM_AsyncClientCancelInFlight(benchmark::State& state) {
   const int n = static_cast<int>(state.range(0));
   for (auto _ : state) {
     (void)side_for<stormguard_side>(0);  // a fresh client: the other sides' memory is freed
-    const long rss_empty = rss_bytes();
+    const double heap_empty = heap_bytes();
     stormguard_side* side = side_for<stormguard_side>(n);
     if (side == nullptr) {
       state.SkipWithError("could not open the connections");
@@ -491,7 +491,7 @@ void BM_AsyncClientCancelInFlight(benchmark::State& state) {
     std::vector<asio::cancellation_signal> signals(static_cast<std::size_t>(n));
     std::vector<char> ended(static_cast<std::size_t>(n), 0);
     int cancelled = 0;
-    const long rss_before = rss_bytes();
+    const double heap_before = heap_bytes();
     const long allocations_before = stormguard_bench::g_allocations.load();
     for (int i = 0; i < n; ++i) {
       stormguard::http::request req;
@@ -507,10 +507,10 @@ void BM_AsyncClientCancelInFlight(benchmark::State& state) {
     // Every request sent (the server holds them all): run the loop until it is idle a while.
     run_until(
         side->io, [] { return false; }, 1s);
-    const long rss_in_flight = rss_bytes();
+    const double heap_in_flight = heap_bytes();
     const long allocations = stormguard_bench::g_allocations.load() - allocations_before;
-    double worst = 0;
-    double total = 0;
+    std::vector<double> latencies;
+    latencies.reserve(static_cast<std::size_t>(n));
     for (int i = 0; i < n; ++i) {
       const auto start = steady::now();
       signals[static_cast<std::size_t>(i)].emit(asio::cancellation_type::terminal);
@@ -519,17 +519,20 @@ void BM_AsyncClientCancelInFlight(benchmark::State& state) {
         state.SkipWithError("a cancelled request did not end");
         return;
       }
-      const double us = std::chrono::duration<double, std::micro>(steady::now() - start).count();
-      worst = std::max(worst, us);
-      total += us;
+      latencies.push_back(std::chrono::duration<double, std::micro>(steady::now() - start).count());
     }
     if (cancelled != n) state.SkipWithError("not every request ended cancelled");
-    state.counters["cancel_us_mean"] = total / n;
-    state.counters["cancel_us_max"] = worst;
-    // The request alone (its connection and easy handle were there before), and with them (from
-    // before the connections were opened, when this benchmark opened them).
-    state.counters["rss_bytes/req"] = static_cast<double>(rss_in_flight - rss_before) / n;
-    state.counters["rss_bytes/req+conn"] = static_cast<double>(rss_in_flight - rss_empty) / n;
+    std::sort(latencies.begin(), latencies.end());
+    const auto at = [&](double q) {
+      return latencies[static_cast<std::size_t>(q * static_cast<double>(latencies.size() - 1))];
+    };
+    state.counters["cancel_us_p50"] = at(0.5);
+    state.counters["cancel_us_p99"] = at(0.99);
+    state.counters["cancel_us_max"] = latencies.back();
+    // The request alone (its connection and easy handle were open before), and with them (from
+    // a fresh client, before the connections were opened).
+    state.counters["heap_bytes/req"] = (heap_in_flight - heap_before) / n;
+    state.counters["heap_bytes/req+conn"] = (heap_in_flight - heap_empty) / n;
     state.counters["allocs/req"] = static_cast<double>(allocations) / n;
   }
 }

@@ -60,7 +60,7 @@ struct tally {
 asio::awaitable<void> fetch(stormguard::http::async_client& client, std::string url,
                             tally& counts) {
   stormguard::http::request req;  // GET; a named object, not a braced temporary in co_await
-  req.url = std::move(url);        // (GCC 12 miscompiles those: it frees a copy of the frame's)
+  req.url = std::move(url);       // (GCC 12 mishandles those: ASan reports a bad free)
   stormguard::http::result r = co_await client.async_perform(std::move(req), asio::use_awaitable);
   ++(r.ok() ? counts.ok : counts.failed);
   if (counts.ok + counts.failed == 100) counts.on_last();

@@ -59,6 +59,12 @@
 
 namespace stormguard {
 
+namespace detail {
+// The asynchronous executor (stormguard/asio/retry.hpp) reads a retrier's policy, clock,
+// generator, budget and hooks through this, so that both executors take the same retrier.
+struct retrier_access;
+}  // namespace detail
+
 /// What an operation is told about the attempt it is making.
 struct attempt_context {
   int attempt = 1;       ///< 1 for the first attempt, 2 for the first retry, …
@@ -329,6 +335,7 @@ class retrier {
  private:
   template <bit_generator G2, retry_budget<G2>, class, class>
   friend class retrier;
+  friend struct detail::retrier_access;
 
   template <class R, class U>
   retrier(const retry_policy& policy, clock* clk, G* random, B* budget, R&& on_retry_hook,

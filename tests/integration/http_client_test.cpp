@@ -16,6 +16,7 @@
 #include "stormguard/http_classify.hpp"
 #include "stormguard/testing/manual_clock.hpp"
 #include "stormguard/version.hpp"
+#include "support/http_requests.hpp"
 #include "support/http_test_server.hpp"
 #include "test_util.hpp"
 
@@ -29,61 +30,17 @@ using stormguard::http::client_options;
 using stormguard::http::failure_kind;
 using stormguard::http::key;
 using stormguard::http::request;
+using stormguard::test_support::delayed;
+using stormguard::test_support::doing;
+using stormguard::test_support::fast_options;
+using stormguard::test_support::get;
 using stormguard::test_support::http_test_server;
+using stormguard::test_support::post;
 using stormguard::test_support::scripted_response;
+using stormguard::test_support::status;
+using stormguard::test_support::status_with;
 using steady = std::chrono::steady_clock;
 using action = scripted_response::action;
-
-scripted_response status(int code) {
-  scripted_response r;
-  r.status = code;
-  r.body = "status " + std::to_string(code);
-  return r;
-}
-
-scripted_response status_with(int code, std::string name, std::string value) {
-  scripted_response r = status(code);
-  r.headers.emplace_back(std::move(name), std::move(value));
-  return r;
-}
-
-scripted_response doing(action what) {
-  scripted_response r;
-  r.what = what;
-  return r;
-}
-
-scripted_response delayed(std::chrono::milliseconds d, int code = 200) {
-  scripted_response r = status(code);
-  r.delay = d;
-  return r;
-}
-
-// 3 retries, 1 ms .. 5 ms of backoff, 2 s per attempt.
-client_options fast_options() {
-  client_options o;
-  o.retry.max_retries = 3;
-  o.retry.backoff.base = 1ms;
-  o.retry.backoff.cap = 5ms;
-  o.attempt_timeout = 2s;
-  o.connect_timeout = 1s;
-  return o;
-}
-
-request get(const http_test_server& server, std::string path = "/") {
-  request r;
-  r.url = server.url(path);
-  return r;
-}
-
-request post(const http_test_server& server, key k = key::none()) {
-  request r;
-  r.method = "POST";
-  r.url = server.url("/charges");
-  r.body = R"({"amount":100})";
-  r.idempotency = std::move(k);
-  return r;
-}
 
 template <class F>
 steady::duration time_of(F&& f) {

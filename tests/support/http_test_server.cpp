@@ -116,7 +116,7 @@ http_test_server::http_test_server() {
   address.sin_port = 0;
   socklen_t length = sizeof address;
   if (::bind(listen_fd_, reinterpret_cast<::sockaddr*>(&address), sizeof address) != 0 ||
-      ::listen(listen_fd_, 64) != 0 ||
+      ::listen(listen_fd_, SOMAXCONN) != 0 ||
       ::getsockname(listen_fd_, reinterpret_cast<::sockaddr*>(&address), &length) != 0) {
     const auto error = os_error("http_test_server: bind/listen");
     ::close(listen_fd_);
@@ -294,6 +294,7 @@ bool http_test_server::handle(connection& c, const std::string& head, std::strin
   const scripted_response response = next_response();
   if (response.delay > std::chrono::milliseconds::zero() &&
       !wait_unless_hung_up(c.fd, response.delay)) {
+    if (!stop_.load()) hang_ups_.fetch_add(1);
     return false;
   }
   switch (response.what) {

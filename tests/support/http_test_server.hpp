@@ -90,6 +90,9 @@ class http_test_server {
   [[nodiscard]] std::size_t count(std::string_view method) const;
   /// How many connections were accepted.
   [[nodiscard]] int connections() const noexcept { return connections_.load(); }
+  /// How many delayed responses were abandoned because the client closed the connection first
+  /// (a cancelled request, seen from the server).
+  [[nodiscard]] int hang_ups() const noexcept { return hang_ups_.load(); }
 
  private:
   struct connection;
@@ -106,6 +109,7 @@ class http_test_server {
   std::uint16_t port_ = 0;
   std::atomic<bool> stop_{false};
   std::atomic<int> connections_{0};
+  std::atomic<int> hang_ups_{0};
   mutable std::mutex mutex_;
   std::deque<scripted_response> script_;
   scripted_response fallback_{.status = 200, .body = "ok"};

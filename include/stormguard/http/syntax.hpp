@@ -28,10 +28,10 @@ namespace stormguard::http {
 // The character rules, shared with the core's Retry-After parser
 // (stormguard/detail/http_syntax.hpp): is_tchar (RFC 9110 §5.6.2), to_lower_ascii(char), is_ows
 // (§5.6.3) and trim_ows (§5.5).
-using detail::is_ows;
-using detail::is_tchar;
-using detail::to_lower_ascii;
-using detail::trim_ows;
+using stormguard::detail::is_ows;
+using stormguard::detail::is_tchar;
+using stormguard::detail::to_lower_ascii;
+using stormguard::detail::trim_ows;
 
 /// Whether `s` is a token (RFC 9110 §5.6.2: 1*tchar): a method (§9.1) or a field name (§5.1).
 /// The empty string is not a token.

@@ -28,6 +28,7 @@
 #include "stormguard/duration_text.hpp"
 #include "stormguard/random.hpp"
 #include "stormguard/retry.hpp"
+#include "usage.hpp"
 
 namespace stormguard::cli {
 
@@ -304,29 +305,26 @@ command add_exec_command(CLI::App& parent) {
   // Options end at CMD: `exec echo hi --retries 9` runs `echo hi --retries 9` (as with `--`).
   sub->positionals_at_end();
   add_policy_flags(*sub, options->policy);
-  options->attempt_timeout_option =
-      sub->add_option("--attempt-timeout", options->attempt_timeout,
-                      "Time limit of each attempt (default: none); then SIGTERM, SIGKILL 2s later")
-          ->type_name("D");
-  options->deadline_option =
-      sub->add_option("--deadline", options->deadline,
-                      "Time limit of the whole call, attempts and delays (default: none); exit 124 "
-                      "when it runs out")
-          ->type_name("D");
+  options->attempt_timeout_option = add_typed_option(
+      *sub, "--attempt-timeout", options->attempt_timeout,
+      "Time limit of each attempt (default: none); then SIGTERM, SIGKILL 2s later", "D");
+  options->deadline_option = add_typed_option(
+      *sub, "--deadline", options->deadline,
+      "Time limit of the whole call, attempts and delays (default: none); exit 124 "
+      "when it runs out",
+      "D");
   options->retry_on_option =
-      sub->add_option("--retry-on-exit", options->retry_on_exit,
-                      "Retry only these exit statuses (comma-separated, 1..255)")
-          ->type_name("CODES");
+      add_typed_option(*sub, "--retry-on-exit", options->retry_on_exit,
+                       "Retry only these exit statuses (comma-separated, 1..255)", "CODES");
   options->stop_on_option =
-      sub->add_option("--stop-on-exit", options->stop_on_exit,
-                      "Never retry these exit statuses (comma-separated, 1..255)")
-          ->type_name("CODES")
+      add_typed_option(*sub, "--stop-on-exit", options->stop_on_exit,
+                       "Never retry these exit statuses (comma-separated, 1..255)", "CODES")
           ->excludes(options->retry_on_option);
   sub->add_flag("--quiet,-q", options->quiet, "Do not log the retries on stderr");
-  sub->add_option(
-         "command", options->command,
-         "The command and its arguments (everything from CMD on is the command's; -- is optional)")
-      ->type_name("CMD [ARGS...]")
+  add_typed_option(
+      *sub, "command", options->command,
+      "The command and its arguments (everything from CMD on is the command's; -- is optional)",
+      "CMD [ARGS...]")
       ->required();
   return command{sub, [options] { return run_exec(*options); }};
 }

@@ -32,6 +32,7 @@
 #include "stormguard/http_classify.hpp"
 #include "stormguard/idempotency.hpp"
 #include "stormguard/retry.hpp"
+#include "usage.hpp"
 
 namespace stormguard::cli {
 
@@ -436,44 +437,39 @@ command add_http_command(CLI::App& parent) {
   sub->description(k_description);
   sub->footer(k_exit_statuses);
   options->method_option =
-      sub->add_option("-X,--request", options->method,
-                      "The method (default GET, or POST with -d); case-sensitive")
-          ->type_name("METHOD");
-  sub->add_option("-H,--header", options->headers, "A header line 'Name: value' (repeatable)")
-      ->type_name("LINE");
-  options->data_option = sub->add_option("-d,--data", options->data,
-                                         "The body: DATA as is, or @FILE for a file's bytes")
-                             ->type_name("DATA")
-                             ->multi_option_policy(CLI::MultiOptionPolicy::Throw);
-  options->key_option =
-      sub->add_option("--idempotency-key", options->idempotency_key,
-                      "Send an Idempotency-Key: auto (a new UUID v4) or KEY (printable, <= 255)")
-          ->type_name("auto|KEY");
-  sub->add_option("--key-format", options->key_format,
-                  "How the key is written: structured (\"key\", the IETF draft) or bare (Stripe)")
-      ->type_name("FORMAT")
+      add_typed_option(*sub, "-X,--request", options->method,
+                       "The method (default GET, or POST with -d); case-sensitive", "METHOD");
+  add_typed_option(*sub, "-H,--header", options->headers,
+                   "A header line 'Name: value' (repeatable)", "LINE");
+  options->data_option =
+      add_typed_option(*sub, "-d,--data", options->data,
+                       "The body: DATA as is, or @FILE for a file's bytes", "DATA")
+          ->multi_option_policy(CLI::MultiOptionPolicy::Throw);
+  options->key_option = add_typed_option(
+      *sub, "--idempotency-key", options->idempotency_key,
+      "Send an Idempotency-Key: auto (a new UUID v4) or KEY (printable, <= 255)", "auto|KEY");
+  add_typed_option(*sub, "--key-format", options->key_format,
+                   "How the key is written: structured (\"key\", the IETF draft) or bare (Stripe)",
+                   "FORMAT")
       ->capture_default_str();
   add_policy_flags(*sub, options->policy);
   options->max_retry_after_option =
-      sub->add_option("--max-retry-after", options->max_retry_after,
-                      "The longest Retry-After honoured; a longer one ends the call (exit 6)")
-          ->type_name("D")
+      add_typed_option(*sub, "--max-retry-after", options->max_retry_after,
+                       "The longest Retry-After honoured; a longer one ends the call (exit 6)", "D")
           ->capture_default_str();
   options->attempt_timeout_option =
-      sub->add_option("--attempt-timeout", options->attempt_timeout, "Time limit of each attempt")
-          ->type_name("D")
+      add_typed_option(*sub, "--attempt-timeout", options->attempt_timeout,
+                       "Time limit of each attempt", "D")
           ->capture_default_str();
-  sub->add_option("--connect-timeout", options->connect_timeout,
-                  "Time limit of the connect within an attempt")
-      ->type_name("D")
+  add_typed_option(*sub, "--connect-timeout", options->connect_timeout,
+                   "Time limit of the connect within an attempt", "D")
       ->capture_default_str();
-  options->deadline_option =
-      sub->add_option("--deadline", options->deadline,
-                      "Time limit of the whole call, attempts and delays (default: none); exit 6")
-          ->type_name("D");
+  options->deadline_option = add_typed_option(
+      *sub, "--deadline", options->deadline,
+      "Time limit of the whole call, attempts and delays (default: none); exit 6", "D");
   sub->add_flag("-i,--include", options->include, "Print the status line and headers first");
   sub->add_flag("-v,--verbose", options->verbose, "Log each attempt to stderr");
-  sub->add_option("url", options->url, "An http:// or https:// URL")->type_name("URL")->required();
+  add_typed_option(*sub, "url", options->url, "An http:// or https:// URL", "URL")->required();
   return command{sub, [options] { return run_http(*options); }};
 }
 

@@ -22,6 +22,7 @@
 #include "stormguard/backoff.hpp"
 #include "stormguard/detail/format.hpp"
 #include "stormguard/duration_text.hpp"
+#include "usage.hpp"
 
 namespace stormguard::cli {
 
@@ -190,10 +191,9 @@ command add_plan_command(CLI::App& parent) {
       ->transform(whole_number())
       ->type_name("N")
       ->capture_default_str();
-  sub->add_option(
-         "--seed", options->seed,
-         "Seed of the sampling generator (0 to 2^64-1); the same seed prints the same plan")
-      ->type_name("N")
+  add_typed_option(
+      *sub, "--seed", options->seed,
+      "Seed of the sampling generator (0 to 2^64-1); the same seed prints the same plan", "N")
       ->capture_default_str();
   sub->add_flag("--json", options->json,
                 "Print {\"retries\": [{\"retry\": 1, \"ceiling_ms\": ..., ...}]} instead of the "

@@ -8,6 +8,7 @@
 #include "stormguard/backoff.hpp"
 #include "stormguard/detail/format.hpp"
 #include "stormguard/duration_text.hpp"
+#include "usage.hpp"
 
 namespace stormguard::cli {
 
@@ -70,19 +71,18 @@ bool typed(const CLI::Option* option) { return option != nullptr && option->coun
 
 void add_policy_flags(CLI::App& app, policy_flags& flags) {
   flags.policy_option =
-      app.add_option("--policy", flags.policy,
-                     "A policy file ([grpc:|envoy:]FILE[:NAME]; docs/policy.md); the flags "
-                     "below, when typed, override its values")
-          ->type_name("FILE[:NAME]");
+      add_typed_option(app, "--policy", flags.policy,
+                       "A policy file ([grpc:|envoy:]FILE[:NAME]; docs/policy.md); the flags "
+                       "below, when typed, override its values",
+                       "FILE[:NAME]");
   flags.base_option =
-      app.add_option("--base", flags.base,
-                     "Ceiling of the first retry's delay, a duration with a unit (ns us ms s m h)")
-          ->type_name("D")
+      add_typed_option(
+          app, "--base", flags.base,
+          "Ceiling of the first retry's delay, a duration with a unit (ns us ms s m h)", "D")
           ->capture_default_str();
-  flags.cap_option =
-      app.add_option("--cap", flags.cap, "Largest delay ever waited, a duration >= --base")
-          ->type_name("D")
-          ->capture_default_str();
+  flags.cap_option = add_typed_option(app, "--cap", flags.cap,
+                                      "Largest delay ever waited, a duration >= --base", "D")
+                         ->capture_default_str();
   flags.multiplier_option =
       app.add_option(
              "--multiplier", flags.multiplier,
@@ -91,9 +91,9 @@ void add_policy_flags(CLI::App& app, policy_flags& flags) {
           ->type_name("X")
           ->capture_default_str();
   flags.jitter_option =
-      app.add_option("--jitter", flags.jitter,
-                     "Spread of each delay below its ceiling: none, equal, full or decorrelated")
-          ->type_name("NAME")
+      add_typed_option(app, "--jitter", flags.jitter,
+                       "Spread of each delay below its ceiling: none, equal, full or decorrelated",
+                       "NAME")
           ->capture_default_str();
   flags.retries_option =
       app.add_option("--retries", flags.retries, "Retries after the first attempt")

@@ -17,6 +17,7 @@
 #include "stormguard/detail/format.hpp"
 #include "stormguard/lab/server.hpp"
 #include "stormguard/sim/scenario.hpp"
+#include "usage.hpp"
 
 namespace stormguard::cli {
 
@@ -154,14 +155,14 @@ command add_serve_command(CLI::App& parent) {
                   "A built-in scenario (" + sim::builtin_scenario_names() + ") or a scenario file")
       ->type_name("SCENARIO")
       ->required();
-  sub->add_option("--port", options->port, "The port on 127.0.0.1; 0 lets the system choose")
-      ->type_name("N")
+  add_typed_option(*sub, "--port", options->port, "The port on 127.0.0.1; 0 lets the system choose",
+                   "N")
       ->check(CLI::Range(0, 65535))
       ->capture_default_str();
-  sub->add_option("--scale", options->scale,
-                  "Multiply requests_per_second, clients, workers, queue_limit and the overload "
-                  "threshold by X, in (0, 1]")
-      ->type_name("X")
+  add_typed_option(*sub, "--scale", options->scale,
+                   "Multiply requests_per_second, clients, workers, queue_limit and the overload "
+                   "threshold by X, in (0, 1]",
+                   "X")
       ->capture_default_str();
   sub->add_flag("--wait-start", options->wait_start,
                 "Keep the scenario's clock at 0 until POST /control/start");

@@ -37,6 +37,7 @@
 #include "stormguard/sim/simulator.hpp"
 #include "stormguard/sim/strategy.hpp"
 #include "stormguard/sim/sweep.hpp"
+#include "usage.hpp"
 
 namespace stormguard::cli {
 
@@ -631,42 +632,39 @@ command add_simulate_command(CLI::App& parent) {
   options->strategy_option = sub->add_option(
       "--strategy,-s", options->strategies,
       "Strategy to run; repeat or separate with commas (default: all): " + sim::strategy_names());
-  sub->add_option("--policy", options->policies,
-                  "Also run the policies of a policy file ([grpc:|envoy:]FILE[:NAME], "
-                  "repeatable; docs/policy.md); one named like a built-in replaces it")
-      ->type_name("FILE[:NAME]");
+  add_typed_option(*sub, "--policy", options->policies,
+                   "Also run the policies of a policy file ([grpc:|envoy:]FILE[:NAME], "
+                   "repeatable; docs/policy.md); one named like a built-in replaces it",
+                   "FILE[:NAME]");
   options->seed_option = sub->add_option(
       "--seed", options->seed,
       "Seed of the simulation's generators, overriding the scenario's (0 to 2^64-1)");
   sub->add_flag("--json", options->json,
                 "Print one JSON object instead of the table (byte-identical for a given seed)");
   options->csv_option =
-      sub->add_option("--csv", options->csv_dir,
-                      "Also write CSV files into DIR, created if missing: one time series (1-s "
-                      "bins) per strategy, or the sweep or layers table")
-          ->type_name("DIR");
+      add_typed_option(*sub, "--csv", options->csv_dir,
+                       "Also write CSV files into DIR, created if missing: one time series (1-s "
+                       "bins) per strategy, or the sweep or layers table",
+                       "DIR");
   options->plot_option =
-      sub->add_option("--plot", options->plot,
-                      "Also draw the results with gnuplot into FILE (.png or .svg)")
-          ->type_name("FILE");
+      add_typed_option(*sub, "--plot", options->plot,
+                       "Also draw the results with gnuplot into FILE (.png or .svg)", "FILE");
   options->sweep_option =
-      sub->add_option("--sweep", options->sweep,
-                      "load=LO:HI:STEP: rerun a time-series scenario at each load (req/s) and "
-                      "report where each strategy stops recovering; brooker-occ: "
-                      "clients=LO:HI:STEP (default 10:190:10)")
-          ->type_name("KEY=LO:HI:STEP");
+      add_typed_option(*sub, "--sweep", options->sweep,
+                       "load=LO:HI:STEP: rerun a time-series scenario at each load (req/s) and "
+                       "report where each strategy stops recovering; brooker-occ: "
+                       "clients=LO:HI:STEP (default 10:190:10)",
+                       "KEY=LO:HI:STEP");
   options->threads_option =
-      sub->add_option("--threads", options->threads,
-                      "Threads for sweeps and strategies (default: one per core); results do not "
-                      "depend on it")
-          ->type_name("N");
-  options->trials_option =
-      sub->add_option("--trials", options->trials, "brooker-occ: trials per point (default 100)")
-          ->type_name("N");
+      add_typed_option(*sub, "--threads", options->threads,
+                       "Threads for sweeps and strategies (default: one per core); results do not "
+                       "depend on it",
+                       "N");
+  options->trials_option = add_typed_option(*sub, "--trials", options->trials,
+                                            "brooker-occ: trials per point (default 100)", "N");
   options->layers_option =
-      sub->add_option("--layers", options->layers,
-                      "layers: retrying layers above the bottom service (default 3)")
-          ->type_name("N");
+      add_typed_option(*sub, "--layers", options->layers,
+                       "layers: retrying layers above the bottom service (default 3)", "N");
   return command{sub, [options] { return run_simulate(*options); }};
 }
 

@@ -16,6 +16,15 @@
 
 namespace stormguard::cli {
 
+/// `app.add_option(name, variable, help)->type_name(placeholder)`: an option whose value --help
+/// shows as `placeholder` ("D", "N", "FILE"), the shape of almost every option of the CLI. Returns
+/// the option, for more settings (->capture_default_str(), ->excludes(...)).
+template <class T>
+CLI::Option* add_typed_option(CLI::App& app, const std::string& name, T& variable,
+                              const std::string& help, const std::string& placeholder) {
+  return app.add_option(name, variable, help)->type_name(placeholder);
+}
+
 /// The message for words of a command line that `app` did not expect (`extras`, in command-line
 /// order): the first that looks like an option ("-x", "--bogus", "--bogus=3") is reported as
 /// 'unknown option "--bogus"' (with the option of `app` it differs from only by case, if any:

@@ -1,34 +1,27 @@
 #include "stormguard/backoff.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <stdexcept>
 #include <string>
 
+#include "stormguard/detail/enum_names.hpp"
 #include "stormguard/detail/format.hpp"
 #include "stormguard/duration_text.hpp"
 
 namespace stormguard {
 
-std::string_view to_string(jitter j) noexcept {
-  switch (j) {
-    case jitter::none:
-      return "none";
-    case jitter::equal:
-      return "equal";
-    case jitter::full:
-      return "full";
-    case jitter::decorrelated:
-      return "decorrelated";
-  }
-  return "unknown";
+namespace {
+constexpr std::array<std::string_view, 4> k_jitter_names{"none", "equal", "full", "decorrelated"};
+}  // namespace
+
+std::string_view to_string(jitter value) noexcept {
+  return detail::enum_name(value, k_jitter_names);
 }
 
 std::optional<jitter> parse_jitter(std::string_view text) noexcept {
-  for (jitter j : {jitter::none, jitter::equal, jitter::full, jitter::decorrelated}) {
-    if (text == to_string(j)) return j;
-  }
-  return std::nullopt;
+  return detail::enum_from_name<jitter>(text, k_jitter_names);
 }
 
 namespace {

@@ -1,27 +1,24 @@
 #include "stormguard/budget.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <stdexcept>
 #include <string>
 
+#include "stormguard/detail/enum_names.hpp"
 #include "stormguard/detail/format.hpp"
 #include "stormguard/duration_text.hpp"
 
 namespace stormguard {
 
-std::string_view to_string(attempt_status s) noexcept {
-  switch (s) {
-    case attempt_status::success:
-      return "success";
-    case attempt_status::failure:
-      return "failure";
-    case attempt_status::timeout:
-      return "timeout";
-    case attempt_status::not_retryable:
-      return "not_retryable";
-  }
-  return "unknown";
+namespace {
+constexpr std::array<std::string_view, 4> k_attempt_status_names{"success", "failure", "timeout",
+                                                                 "not_retryable"};
+}  // namespace
+
+std::string_view to_string(attempt_status value) noexcept {
+  return detail::enum_name(value, k_attempt_status_names);
 }
 
 namespace {

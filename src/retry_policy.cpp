@@ -1,33 +1,28 @@
 #include "stormguard/retry_policy.hpp"
 
+#include <array>
 #include <stdexcept>
 #include <string>
 
+#include "stormguard/detail/enum_names.hpp"
 #include "stormguard/detail/format.hpp"
 #include "stormguard/duration_text.hpp"
 
 namespace stormguard {
 
-std::string_view to_string(end_reason r) noexcept {
-  switch (r) {
-    case end_reason::success:
-      return "success";
-    case end_reason::not_retryable:
-      return "not_retryable";
-    case end_reason::attempts_exhausted:
-      return "attempts_exhausted";
-    case end_reason::budget_exhausted:
-      return "budget_exhausted";
-    case end_reason::retry_after_too_long:
-      return "retry_after_too_long";
-    case end_reason::deadline_exceeded:
-      return "deadline_exceeded";
-    case end_reason::cancelled:
-      return "cancelled";
-    case end_reason::throttled:
-      return "throttled";
-  }
-  return "unknown";
+namespace {
+constexpr std::array<std::string_view, 8> k_end_reason_names{"success",
+                                                             "not_retryable",
+                                                             "attempts_exhausted",
+                                                             "budget_exhausted",
+                                                             "retry_after_too_long",
+                                                             "deadline_exceeded",
+                                                             "cancelled",
+                                                             "throttled"};
+}  // namespace
+
+std::string_view to_string(end_reason value) noexcept {
+  return detail::enum_name(value, k_end_reason_names);
 }
 
 namespace {

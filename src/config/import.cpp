@@ -75,6 +75,89 @@ std::string grpc_name(const json& entry, const std::string& path) {
   return method.empty() ? service : service + "/" + method;
 }
 
+// retryThrottling (gRFC A6) as a token_bucket_throttle; no_budget when absent.
+budget_options read_grpc_throttling(const sj::object_reader& top, const json& doc) {
+  if (!top.has("retryThrottling")) return no_budget{};
+  sj::object_reader t(doc["retryThrottling"], "retryThrottling", {"maxTokens", "tokenRatio"});
+  token_bucket_throttle_options o;
+  o.max_tokens = static_cast<double>(t.integer("maxTokens", 1, 1000));
+  o.token_ratio = t.number_between("tokenRatio", 0.001, 1000);
+  try {
+    token_bucket_throttle check(o);
+  } catch (const std::invalid_argument& e) {
+    sj::fail("retryThrottling.tokenRatio", std::string(e.what()));
+  }
+  return o;
+}
+
+// retryPolicy.retryableStatusCodes: UNAVAILABLE maps to the HTTP statuses 429, 502, 503, 504;
+// every other code has no HTTP status to map to (a warning each).
+void read_grpc_status_codes(const sj::object_reader& r, policy& p) {
+  const json& codes = r.required("retryableStatusCodes", "a non-empty array of gRPC status codes");
+  if (!codes.is_array() || codes.empty() || codes.size() > 17) {
+    sj::fail(r.field("retryableStatusCodes"),
+             "must be a non-empty array of gRPC status codes (such as \"UNAVAILABLE\"), got " +
+                 sj::quote(codes));
+  }
+  bool unavailable = false;
+  for (std::size_t c = 0; c < codes.size(); ++c) {
+    const std::string field = sj::index_path(r.field("retryableStatusCodes"), c);
+    int code = -1;
+    if (codes[c].is_string()) {
+      std::string name = codes[c].get<std::string>();
+      std::transform(name.begin(), name.end(), name.begin(),
+                     [](unsigned char ch) { return static_cast<char>(std::toupper(ch)); });
+      const auto it = std::find(std::begin(k_grpc_codes), std::end(k_grpc_codes), name);
+      if (it != std::end(k_grpc_codes)) code = static_cast<int>(it - std::begin(k_grpc_codes));
+    } else if (codes[c].is_number_unsigned() && codes[c].get<std::uint64_t>() <= 16) {
+      code = codes[c].get<int>();
+    }
+    if (code <= 0) {
+      sj::fail(field,
+               "must be a gRPC status code other than OK (a name such as "
+               "\"UNAVAILABLE\" or a number 1..16), got " +
+                   sj::quote(codes[c]));
+    }
+    if (code == k_unavailable) {
+      unavailable = true;
+    } else {
+      p.warnings.push_back(field + ": " + std::string(k_grpc_codes[code]) +
+                           " has no HTTP status to map to (only UNAVAILABLE does: 429, 502, "
+                           "503, 504); ignored");
+    }
+  }
+  if (unavailable) p.statuses = retryable_statuses{};  // 429, 502, 503, 504
+}
+
+// One methodConfig's retryPolicy, with gRPC's semantics (maxAttempts counts the first attempt and
+// is capped at 5; full jitter).
+void read_grpc_retry_policy(const json& retry_policy, const std::string& rp, policy& p) {
+  sj::object_reader r(retry_policy, rp,
+                      {"maxAttempts", "initialBackoff", "maxBackoff", "backoffMultiplier",
+                       "retryableStatusCodes", "perAttemptRecvTimeout"});
+  std::int64_t attempts = proto_integer(r, "maxAttempts", 2, 1'000'000);
+  if (attempts > 5) {
+    p.warnings.push_back(r.field("maxAttempts") + ": " + std::to_string(attempts) +
+                         " is above gRPC's limit of 5 attempts: gRPC makes at most 5 (4 retries)");
+    attempts = 5;
+  }
+  p.retry.max_retries = static_cast<int>(attempts - 1);
+  p.retry.backoff.base = proto_duration(r, "initialBackoff", k_max_interval);
+  p.retry.backoff.cap = proto_duration(r, "maxBackoff", k_max_interval);
+  if (p.retry.backoff.cap < p.retry.backoff.base) {
+    p.warnings.push_back(r.field("maxBackoff") +
+                         ": below initialBackoff, so every delay's ceiling is maxBackoff (" +
+                         format_duration(p.retry.backoff.cap) + "): base set to it");
+    p.retry.backoff.base = p.retry.backoff.cap;
+  }
+  p.retry.backoff.multiplier = r.number_between("backoffMultiplier", 1, 1000);
+  p.retry.backoff.jitter = jitter::full;  // gRFC A6: random(0, current_backoff)
+  if (r.has("perAttemptRecvTimeout")) {
+    p.attempt_timeout = proto_duration(r, "perAttemptRecvTimeout", 1h);
+  }
+  read_grpc_status_codes(r, p);
+}
+
 std::vector<policy> read_grpc(const json& doc) {
   if (!doc.is_object())
     sj::fail("", "a gRPC service config must be a JSON object, got " + sj::quote(doc));
@@ -85,19 +168,7 @@ std::vector<policy> read_grpc(const json& doc) {
   if (!list.is_array() || list.empty() || list.size() > 100) {
     sj::fail("methodConfig", "must be an array of 1 to 100 method configs, got " + sj::quote(list));
   }
-  budget_options budget = no_budget{};
-  if (top.has("retryThrottling")) {
-    sj::object_reader t(doc["retryThrottling"], "retryThrottling", {"maxTokens", "tokenRatio"});
-    token_bucket_throttle_options o;
-    o.max_tokens = static_cast<double>(t.integer("maxTokens", 1, 1000));
-    o.token_ratio = t.number_between("tokenRatio", 0.001, 1000);
-    try {
-      token_bucket_throttle check(o);
-    } catch (const std::invalid_argument& e) {
-      sj::fail("retryThrottling.tokenRatio", std::string(e.what()));
-    }
-    budget = o;
-  }
+  const budget_options budget = read_grpc_throttling(top, doc);
   std::vector<policy> policies;
   for (std::size_t i = 0; i < list.size(); ++i) {
     const std::string path = sj::index_path("methodConfig", i);
@@ -120,66 +191,7 @@ std::vector<policy> read_grpc(const json& doc) {
       policies.push_back(std::move(p));
       continue;
     }
-    const std::string rp = path + ".retryPolicy";
-    sj::object_reader r(list[i]["retryPolicy"], rp,
-                        {"maxAttempts", "initialBackoff", "maxBackoff", "backoffMultiplier",
-                         "retryableStatusCodes", "perAttemptRecvTimeout"});
-    std::int64_t attempts = proto_integer(r, "maxAttempts", 2, 1'000'000);
-    if (attempts > 5) {
-      p.warnings.push_back(
-          r.field("maxAttempts") + ": " + std::to_string(attempts) +
-          " is above gRPC's limit of 5 attempts: gRPC makes at most 5 (4 retries)");
-      attempts = 5;
-    }
-    p.retry.max_retries = static_cast<int>(attempts - 1);
-    p.retry.backoff.base = proto_duration(r, "initialBackoff", k_max_interval);
-    p.retry.backoff.cap = proto_duration(r, "maxBackoff", k_max_interval);
-    if (p.retry.backoff.cap < p.retry.backoff.base) {
-      p.warnings.push_back(r.field("maxBackoff") +
-                           ": below initialBackoff, so every delay's ceiling is maxBackoff (" +
-                           format_duration(p.retry.backoff.cap) + "): base set to it");
-      p.retry.backoff.base = p.retry.backoff.cap;
-    }
-    p.retry.backoff.multiplier = r.number_between("backoffMultiplier", 1, 1000);
-    p.retry.backoff.jitter = jitter::full;  // gRFC A6: random(0, current_backoff)
-    if (r.has("perAttemptRecvTimeout")) {
-      p.attempt_timeout = proto_duration(r, "perAttemptRecvTimeout", 1h);
-    }
-    const json& codes =
-        r.required("retryableStatusCodes", "a non-empty array of gRPC status codes");
-    if (!codes.is_array() || codes.empty() || codes.size() > 17) {
-      sj::fail(r.field("retryableStatusCodes"),
-               "must be a non-empty array of gRPC status codes (such as \"UNAVAILABLE\"), got " +
-                   sj::quote(codes));
-    }
-    bool unavailable = false;
-    for (std::size_t c = 0; c < codes.size(); ++c) {
-      const std::string field = sj::index_path(r.field("retryableStatusCodes"), c);
-      int code = -1;
-      if (codes[c].is_string()) {
-        std::string name = codes[c].get<std::string>();
-        std::transform(name.begin(), name.end(), name.begin(),
-                       [](unsigned char ch) { return static_cast<char>(std::toupper(ch)); });
-        const auto it = std::find(std::begin(k_grpc_codes), std::end(k_grpc_codes), name);
-        if (it != std::end(k_grpc_codes)) code = static_cast<int>(it - std::begin(k_grpc_codes));
-      } else if (codes[c].is_number_unsigned() && codes[c].get<std::uint64_t>() <= 16) {
-        code = codes[c].get<int>();
-      }
-      if (code <= 0) {
-        sj::fail(field,
-                 "must be a gRPC status code other than OK (a name such as "
-                 "\"UNAVAILABLE\" or a number 1..16), got " +
-                     sj::quote(codes[c]));
-      }
-      if (code == k_unavailable) {
-        unavailable = true;
-      } else {
-        p.warnings.push_back(field + ": " + std::string(k_grpc_codes[code]) +
-                             " has no HTTP status to map to (only UNAVAILABLE does: 429, 502, "
-                             "503, 504); ignored");
-      }
-    }
-    if (unavailable) p.statuses = retryable_statuses{};  // 429, 502, 503, 504
+    read_grpc_retry_policy(list[i]["retryPolicy"], path + ".retryPolicy", p);
     check_retry(path, p.retry);
     policies.push_back(std::move(p));
   }

@@ -1,6 +1,7 @@
 #include "stormguard/sim/scenario.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -16,6 +17,7 @@
 #include "config/policy_json.hpp"
 #include "detail/strict_json.hpp"
 #include "sim/builtin_scenarios.hpp"
+#include "stormguard/detail/enum_names.hpp"
 #include "stormguard/detail/format.hpp"
 #include "stormguard/duration_text.hpp"
 #include "stormguard/sim/simulator.hpp"
@@ -164,22 +166,74 @@ scenario read_scenario(const json& doc) {
 
 }  // namespace
 
-std::string_view to_string(service_distribution d) noexcept {
-  switch (d) {
-    case service_distribution::fixed:
-      return "fixed";
-    case service_distribution::exponential:
-      return "exponential";
-  }
-  return "unknown";
+namespace {
+constexpr std::array<std::string_view, 2> k_service_distribution_names{"fixed", "exponential"};
+}  // namespace
+
+std::string_view to_string(service_distribution value) noexcept {
+  return detail::enum_name(value, k_service_distribution_names);
 }
 
 // One duration grammar for files and command lines: the core's (stormguard/duration_text.hpp).
+namespace {
+
+// A scenario_error for `field`, its message prefixed with the field.
+scenario_error field_error(std::string field, const std::string& problem) {
+  std::string message = field + ": " + problem;
+  return scenario_error{std::move(field), std::move(message)};
+}
+
+// The incident's fields, for a scenario of `length`.
+std::optional<scenario_error> validate_incident(const incident& inc, duration length) {
+  const auto error = field_error;
+  if (inc.start < duration::zero() || inc.start >= length) {
+    return error("incident.start", "must be >= 0 and before duration (" + format_duration(length) +
+                                       "), got " + quote_duration(inc.start));
+  }
+  if (inc.end <= inc.start) {
+    return error("incident.end", "must be after incident.start (" + format_duration(inc.start) +
+                                     "), got " + quote_duration(inc.end));
+  }
+  if (inc.service_time &&
+      (*inc.service_time <= duration::zero() || *inc.service_time > k_max_service_time)) {
+    return error("incident.service_time", "must be in (0, " + limit_text(k_max_service_time) +
+                                              "], got " + quote_duration(*inc.service_time));
+  }
+  if (!(inc.error_rate >= 0.0 && inc.error_rate <= 1.0)) {
+    return error("incident.error_rate",
+                 "must be a number in [0, 1], got " + detail::format_double(inc.error_rate));
+  }
+  if (!(inc.loss_rate >= 0.0 && inc.loss_rate <= 1.0)) {
+    return error("incident.loss_rate",
+                 "must be a number in [0, 1], got " + detail::format_double(inc.loss_rate));
+  }
+  if (inc.error_rate + inc.loss_rate > 1.0) {
+    return error("incident.loss_rate", "error_rate + loss_rate must be at most 1, got " +
+                                           detail::format_double(inc.error_rate) + " + " +
+                                           detail::format_double(inc.loss_rate));
+  }
+  return std::nullopt;
+}
+
+// The server's overload fields.
+std::optional<scenario_error> validate_overload(const overload& o) {
+  const auto error = field_error;
+  if (!std::isfinite(o.above_rate) || o.above_rate <= 0.0) {
+    return error("server.overload.above_rate",
+                 "must be a number > 0, got " + detail::format_double(o.above_rate));
+  }
+  if (o.service_time <= duration::zero() || o.service_time > k_max_service_time) {
+    return error("server.overload.service_time", "must be in (0, " +
+                                                     limit_text(k_max_service_time) + "], got " +
+                                                     quote_duration(o.service_time));
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
 std::optional<scenario_error> validate(const scenario& s) {
-  auto error = [](std::string field, const std::string& problem) {
-    std::string message = field + ": " + problem;
-    return scenario_error{std::move(field), std::move(message)};
-  };
+  const auto error = field_error;
   if (s.name.empty()) return error("name", "must not be empty");
   if (s.length <= duration::zero() || s.length > k_max_length) {
     return error("duration", "must be in (0, " + limit_text(k_max_length) + "], got " +
@@ -230,46 +284,10 @@ std::optional<scenario_error> validate(const scenario& s) {
     return error("server.service_distribution", "must be \"fixed\" or \"exponential\"");
   }
   if (s.incident) {
-    const incident& inc = *s.incident;
-    if (inc.start < duration::zero() || inc.start >= s.length) {
-      return error("incident.start", "must be >= 0 and before duration (" +
-                                         format_duration(s.length) + "), got " +
-                                         quote_duration(inc.start));
-    }
-    if (inc.end <= inc.start) {
-      return error("incident.end", "must be after incident.start (" + format_duration(inc.start) +
-                                       "), got " + quote_duration(inc.end));
-    }
-    if (inc.service_time &&
-        (*inc.service_time <= duration::zero() || *inc.service_time > k_max_service_time)) {
-      return error("incident.service_time", "must be in (0, " + limit_text(k_max_service_time) +
-                                                "], got " + quote_duration(*inc.service_time));
-    }
-    if (!(inc.error_rate >= 0.0 && inc.error_rate <= 1.0)) {
-      return error("incident.error_rate",
-                   "must be a number in [0, 1], got " + detail::format_double(inc.error_rate));
-    }
-    if (!(inc.loss_rate >= 0.0 && inc.loss_rate <= 1.0)) {
-      return error("incident.loss_rate",
-                   "must be a number in [0, 1], got " + detail::format_double(inc.loss_rate));
-    }
-    if (inc.error_rate + inc.loss_rate > 1.0) {
-      return error("incident.loss_rate", "error_rate + loss_rate must be at most 1, got " +
-                                             detail::format_double(inc.error_rate) + " + " +
-                                             detail::format_double(inc.loss_rate));
-    }
+    if (auto problem = validate_incident(*s.incident, s.length)) return problem;
   }
   if (s.overload) {
-    if (!std::isfinite(s.overload->above_rate) || s.overload->above_rate <= 0.0) {
-      return error("server.overload.above_rate",
-                   "must be a number > 0, got " + detail::format_double(s.overload->above_rate));
-    }
-    if (s.overload->service_time <= duration::zero() ||
-        s.overload->service_time > k_max_service_time) {
-      return error("server.overload.service_time", "must be in (0, " +
-                                                       limit_text(k_max_service_time) + "], got " +
-                                                       quote_duration(s.overload->service_time));
-    }
+    if (auto problem = validate_overload(*s.overload)) return problem;
   }
   if (s.max_retries && (*s.max_retries < 1 || *s.max_retries > k_max_retries)) {
     return error("max_retries", "must be an integer in [1, " + std::to_string(k_max_retries) +

@@ -539,11 +539,14 @@ std::optional<sim::scenario> load_time_series(run_context& context) {
   return scenario;
 }
 
-// The CSV file of a strategy: its name with '/' (a gRPC service/method) as '_', so that it
-// stays in the directory.
-std::string csv_file_name(std::string name) {
-  std::replace(name.begin(), name.end(), '/', '_');
-  return name + ".csv";
+// The CSV file of a strategy or a scenario (`name` + `suffix`): every '/' (a gRPC
+// service/method, or a hostile scenario name such as "../../x") and control byte as '_', so that
+// the file always stays in the --csv directory.
+std::string csv_file_name(std::string name, std::string_view suffix = ".csv") {
+  for (char& c : name) {
+    if (c == '/' || static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '_';
+  }
+  return name + std::string(suffix);
 }
 
 int run_load_sweep(const run_context& context, const sim::scenario& scenario) {
@@ -568,7 +571,7 @@ int run_load_sweep(const run_context& context, const sim::scenario& scenario) {
     print_error(printable_message(e.what()));
     return exit_usage;
   }
-  return finish(context, report, scenario.name + "-sweep.csv", sim::to_csv(report));
+  return finish(context, report, csv_file_name(scenario.name, "-sweep.csv"), sim::to_csv(report));
 }
 
 int run_time_series(run_context& context) {

@@ -335,6 +335,24 @@ TEST_F(SimulateCli, LoadSweepReportsWhereEachStrategyStopsRecovering) {
   EXPECT_NE(calm.output.find("incident"), std::string::npos) << calm.output;
 }
 
+TEST_F(SimulateCli, CsvFilesStayInTheDirectoryWhateverTheScenarioName) {
+  // A scenario named "../../escape": its sweep CSV was written two directories above --csv.
+  stormguard::sim::scenario s = stormguard::sim::friday_night();
+  s.name = "../../escape";
+  s.length = 6s;
+  s.requests_per_second = 200;
+  s.clients = 2;
+  s.workers = 20;
+  s.queue_limit = 1000;
+  s.incident = stormguard::sim::incident{1s, 3s, 1500ms};
+  write("hostile.json", stormguard::sim::to_json(s));
+  const auto r = run_cli("simulate " + path("hostile.json") +
+                         " -s none --sweep load=200:200:100 --csv " + path("out/deep"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_FALSE(fs::exists(dir_ / "escape-sweep.csv"));
+  EXPECT_TRUE(fs::exists(dir_ / "out" / "deep" / ".._.._escape-sweep.csv"));
+}
+
 bool have_gnuplot() { return run_shell("command -v gnuplot >/dev/null 2>&1").exit_code == 0; }
 
 TEST_F(SimulateCli, PlotWritesAnImageAndSaysWhere) {

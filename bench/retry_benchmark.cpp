@@ -6,6 +6,8 @@
 //   BM_Retrier_SuccessPath_ErrorCode   the operation returns std::error_code
 //   BM_Retrier_SuccessPath_Throwing    the operation returns a plain int (a try block around it)
 //   BM_Retrier_SuccessPath_Hooks       on_retry + on_give_up set, a stop token and a deadline
+//   BM_Retrier_SuccessPath_Metrics     stormguard::metrics attached (retry_metrics::instrument):
+//                                      two prometheus-cpp counter increments per call
 //   BM_RetryPolicy_Decide              the pure decision after a failed attempt (draw + budget)
 //   BM_RetryPolicy_Decide_RetryAfter   the same with a Retry-After verdict (one more draw)
 //   BM_RealClock_StopWakeLatency       from request_stop() to the sleeping thread running again
@@ -26,6 +28,7 @@
 #include "counting_allocator.hpp"
 #include "stormguard/budget.hpp"
 #include "stormguard/clock.hpp"
+#include "stormguard/metrics/retry_metrics.hpp"
 #include "stormguard/random.hpp"
 #include "stormguard/retry.hpp"
 
@@ -129,6 +132,22 @@ void BM_Retrier_SuccessPath_Hooks(benchmark::State& state) {
   });
 }
 BENCHMARK(BM_Retrier_SuccessPath_Hooks);
+
+void BM_Retrier_SuccessPath_Metrics(benchmark::State& state) {
+  prometheus::Registry registry;
+  stormguard::metrics::retry_metrics metrics(registry);
+  stormguard::real_clock clock;
+  stormguard::random_generator rng(1);
+  auto retry = metrics.instrument(stormguard::retrier(stormguard::retry_policy{}, clock, rng),
+                                  "bench");  // the label set is created here, before the loop
+  operation op;
+  run_counting_allocations(state, [&] {
+    auto result = retry(op);
+    int value = result.ok() ? *result.value : -1;
+    benchmark::DoNotOptimize(value);
+  });
+}
+BENCHMARK(BM_Retrier_SuccessPath_Metrics);
 
 void BM_Retrier_SuccessPath_RatioBudget(benchmark::State& state) {
   stormguard::real_clock clock;

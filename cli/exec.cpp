@@ -46,6 +46,7 @@ struct exec_options {
   std::string retry_on_exit;
   std::string stop_on_exit;
   bool quiet = false;
+  bool stats = false;
   std::vector<std::string> command;
   CLI::Option* attempt_timeout_option = nullptr;
   CLI::Option* deadline_option = nullptr;
@@ -263,6 +264,7 @@ int run_exec(const exec_options& options) {
     const std::string why = give_up_reason(result.reason, signal, settings, left);
     report_log("exec", fmt::format("{}; giving up: {}; exit status {}", what, why, status));
   }
+  if (options.stats) report_stats("exec", result.attempts, result.reason, result.slept);
   return status;
 }
 
@@ -321,6 +323,9 @@ command add_exec_command(CLI::App& parent) {
                        "Never retry these exit statuses (comma-separated, 1..255)", "CODES")
           ->excludes(options->retry_on_option);
   sub->add_flag("--quiet,-q", options->quiet, "Do not log the retries on stderr");
+  sub->add_flag("--stats", options->stats,
+                "Print a one-line summary on stderr, also on success (even with --quiet): "
+                "attempts, retries, reason, time slept");
   add_typed_option(
       *sub, "command", options->command,
       "The command and its arguments (everything from CMD on is the command's; -- is optional)",

@@ -59,6 +59,7 @@ struct http_options {
   std::string deadline;
   bool include = false;
   bool verbose = false;
+  bool stats = false;
   std::string url;
   CLI::Option* method_option = nullptr;
   CLI::Option* data_option = nullptr;
@@ -401,6 +402,7 @@ int run_http(const http_options& o) {
                                    r.attempts == 1 ? "" : "s",
                                    end_text(r.reason, last_status, r.error, facts), status));
   }
+  if (o.stats) report_stats("http", r.attempts, r.reason, r.slept);
   return status;
 }
 
@@ -469,6 +471,9 @@ command add_http_command(CLI::App& parent) {
       "Time limit of the whole call, attempts and delays (default: none); exit 6", "D");
   sub->add_flag("-i,--include", options->include, "Print the status line and headers first");
   sub->add_flag("-v,--verbose", options->verbose, "Log each attempt to stderr");
+  sub->add_flag("--stats", options->stats,
+                "Print a one-line summary on stderr, also on success: attempts, retries, reason, "
+                "time slept");
   add_typed_option(*sub, "url", options->url, "An http:// or https:// URL", "URL")->required();
   return command{sub, [options] { return run_http(*options); }};
 }

@@ -10,8 +10,10 @@
 #include <cerrno>
 #include <csignal>
 #include <ctime>
+#include <string>
 
 #include "stormguard/detail/format.hpp"
+#include "stormguard/duration_text.hpp"
 
 namespace stormguard::cli {
 
@@ -96,6 +98,21 @@ void report_warning(std::string_view command, std::string_view message) noexcept
 
 void report_log(std::string_view command, std::string_view message) noexcept {
   report(command, "", message);
+}
+
+std::string stats_summary(int attempts, end_reason reason, duration slept) {
+  const int retries = attempts > 1 ? attempts - 1 : 0;
+  return "stats: attempts " + std::to_string(attempts) + ", retries " + std::to_string(retries) +
+         ", reason " + std::string(to_string(reason)) + ", slept " + format_duration(slept);
+}
+
+void report_stats(std::string_view command, int attempts, end_reason reason,
+                  duration slept) noexcept {
+  try {
+    report_log(command, stats_summary(attempts, reason, slept));
+  } catch (...) {
+    // std::bad_alloc: a diagnostic, dropped like a failed write.
+  }
 }
 
 void reopen_closed_standard_streams() noexcept {

@@ -18,6 +18,9 @@
 #include <string>
 #include <string_view>
 
+#include "stormguard/clock.hpp"
+#include "stormguard/retry_policy.hpp"
+
 namespace stormguard::cli {
 
 /// Writes `text` to `file` and flushes it; false (with errno set) if any of it was not written.
@@ -64,6 +67,16 @@ void report_warning(std::string_view command, std::string_view message) noexcept
 /// Writes "stormguard <command>: <message>\n" with write_diagnostic: a log line (a retry, where a
 /// file was written). Never throws.
 void report_log(std::string_view command, std::string_view message) noexcept;
+
+/// The one-line summary of a call that `--stats` prints (http, exec), also on success:
+/// "stats: attempts 3, retries 2, reason success, slept 300ms" (retries = attempts - 1, none
+/// below zero; slept in stormguard's duration syntax). Throws std::bad_alloc only.
+[[nodiscard]] std::string stats_summary(int attempts, end_reason reason, duration slept);
+
+/// Writes stats_summary as a log line ("stormguard <command>: stats: ...\n") with
+/// write_diagnostic: a broken stderr is ignored and never changes the outcome. Never throws.
+void report_stats(std::string_view command, int attempts, end_reason reason,
+                  duration slept) noexcept;
 
 /// Reopens each of the standard file descriptors 0, 1 and 2 that is closed on /dev/null (stdin
 /// read-only, the others write-only). Called first thing in main(): with `2>&-`, the first file

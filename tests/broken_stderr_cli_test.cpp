@@ -117,6 +117,26 @@ TEST_P(BrokenStderr, HttpRetriesAsWithAWorkingStderr) {
   }
 }
 
+TEST_P(BrokenStderr, StatsSummaryNeverChangesTheOutcome) {
+  const auto e = run({"exec", "--stats", "--retries", "5", "--base", "1ms", "--cap", "1ms", "--",
+                      "sh", counting_script(3)});
+  EXPECT_EQ(e.exit_code, 0);
+  EXPECT_EQ(runs(), 3);
+  stormguard::test_support::http_test_server server;
+  server.script({{.status = 503}, {.status = 200, .body = "ok"}});
+  const auto h = run({"http", "--stats", "--base", "1ms", "--cap", "2ms", server.url("/x")});
+  EXPECT_EQ(h.exit_code, 0);
+  EXPECT_EQ(h.out, "ok");
+  if (GetParam() == stderr_mode::capture) {
+    EXPECT_NE(e.err.find("stormguard exec: stats: attempts 3, retries 2, reason success, slept "),
+              std::string::npos)
+        << e.err;
+    EXPECT_NE(h.err.find("stormguard http: stats: attempts 2, retries 1, reason success, slept "),
+              std::string::npos)
+        << h.err;
+  }
+}
+
 TEST_P(BrokenStderr, HttpTransportFailureStillExitsFour) {
   for (const bool verbose : {false, true}) {
     std::vector<std::string> args{"http", "--retries", "0"};

@@ -138,6 +138,16 @@ TEST_F(ExecCli, RetriesUntilTheCommandSucceeds) {
   EXPECT_EQ(count_of(r.output, "retrying in"), 2u) << r.output;
 }
 
+TEST_F(ExecCli, StatsPrintsOneSummaryLineAlsoOnSuccessAndWithQuiet) {
+  const auto ok = run_cli("exec --stats -q -- true");
+  EXPECT_EQ(ok.exit_code, 0) << ok.output;
+  EXPECT_EQ(ok.output, "stormguard exec: stats: attempts 1, retries 0, reason success, slept 0s\n");
+  const auto failed = run_cli("exec " + k_fast + "--stats --retries 2 -- " + script("exit 3"));
+  EXPECT_EQ(failed.exit_code, 3);
+  EXPECT_EQ(count_of(failed.output, "stats: attempts 3, retries 2, reason attempts_exhausted"), 1u)
+      << failed.output;
+}
+
 TEST_F(ExecCli, AlwaysFailingReturnsTheLastStatusAfterRetriesPlusOneAttempts) {
   const auto r = run_cli("exec " + k_fast + "--retries 2 -- " + script("exit $((n + 10))"));
   EXPECT_EQ(r.exit_code, 13) << r.output;

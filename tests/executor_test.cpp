@@ -579,12 +579,80 @@ TEST(Hooks, OnGiveUpSeesTheFinalResultOnceForEveryFailure) {
   EXPECT_EQ(attempts, (std::vector<int>{3, 1, 0}));
 }
 
+TEST(Hooks, OnAttemptSeesEveryAttemptAfterItsDecisionAndOnEndEveryCallOnce) {
+  manual_clock clock;
+  random_generator rng(23);
+  std::vector<std::string> order;
+  std::vector<stormguard::attempt_event> events;
+  std::vector<end_reason> ends;
+  auto retry = retrier(fixed_delays(2, 5ms), clock, rng)
+                   .on_attempt([&](const stormguard::attempt_event& e) {
+                     events.push_back(e);
+                     order.push_back("attempt");
+                   })
+                   .on_retry([&](int, const auto&, duration) { order.push_back("retry"); })
+                   .on_give_up([&](const auto&) { order.push_back("give_up"); })
+                   .on_end([&](const auto& result) {
+                     ends.push_back(result.reason);
+                     order.push_back("end");
+                   });
+  int n = 0;
+  const auto ok = retry([&](const attempt_context&) {
+    return ++n < 2 ? err(std::errc::timed_out) : std::error_code{};
+  });
+  ASSERT_TRUE(ok.ok());
+  EXPECT_EQ(order, (std::vector<std::string>{"attempt", "retry", "attempt", "end"}));
+  ASSERT_EQ(events.size(), 2U);
+  EXPECT_EQ(events[0].attempt, 1);
+  EXPECT_EQ(events[0].status, attempt_status::timeout);
+  EXPECT_EQ(events[0].delay, 5ms);
+  EXPECT_FALSE(events[0].reason);
+  EXPECT_EQ(events[1].attempt, 2);
+  EXPECT_EQ(events[1].status, attempt_status::success);
+  EXPECT_EQ(events[1].reason, end_reason::success);
+  EXPECT_FALSE(events[1].delay);
+
+  order.clear();
+  events.clear();
+  (void)retry([](const attempt_context&) { return err(std::errc::permission_denied); });
+  EXPECT_EQ(order, (std::vector<std::string>{"attempt", "give_up", "end"}));
+  ASSERT_EQ(events.size(), 1U);
+  EXPECT_EQ(events[0].status, attempt_status::not_retryable);
+  EXPECT_EQ(events[0].reason, end_reason::not_retryable);
+
+  order.clear();
+  std::stop_source stop;
+  stop.request_stop();
+  (void)retry([](const attempt_context&) { return std::error_code{}; }, {},
+              {.stop = stop.get_token()});
+  EXPECT_EQ(order, (std::vector<std::string>{"give_up", "end"})) << "no attempt, no on_attempt";
+  EXPECT_EQ(ends, (std::vector<end_reason>{end_reason::success, end_reason::not_retryable,
+                                           end_reason::cancelled}));
+}
+
+TEST(Hooks, OnAttemptReportsTheRetryAfterVerdict) {
+  manual_clock clock;
+  random_generator rng(24);
+  std::vector<stormguard::attempt_event> events;
+  auto retry =
+      retrier(fixed_delays(1, 5ms), clock, rng).on_attempt([&](const stormguard::attempt_event& e) {
+        events.push_back(e);
+      });
+  (void)retry([](const attempt_context&) { return err(std::errc::timed_out); },
+              [](const std::error_code&) { return classification::retry_after(2s); });
+  ASSERT_EQ(events.size(), 2U);
+  EXPECT_EQ(events[0].retry_after, 2s);
+  EXPECT_GE(events[0].delay, 2s);
+  EXPECT_EQ(events[1].reason, end_reason::attempts_exhausted);
+}
+
 TEST(Hooks, UnsetHooksTakeNoSpace) {
   using plain = retrier<random_generator>;
-  static_assert(std::same_as<plain, retrier<random_generator, stormguard::no_budget,
-                                            stormguard::no_hook, stormguard::no_hook>>);
-  EXPECT_EQ(sizeof(plain),
-            sizeof(retrier<random_generator, stormguard::no_budget, empty_hook, empty_hook>));
+  static_assert(
+      std::same_as<plain, retrier<random_generator, stormguard::no_budget, stormguard::no_hook,
+                                  stormguard::no_hook, stormguard::no_hook, stormguard::no_hook>>);
+  EXPECT_EQ(sizeof(plain), sizeof(retrier<random_generator, stormguard::no_budget, empty_hook,
+                                          empty_hook, empty_hook, empty_hook>));
 }
 
 // ---------------------------------------------------------------------------------------------

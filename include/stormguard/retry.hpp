@@ -20,7 +20,8 @@
 //
 // The operation may also return a std::error_code, a std::pair<T, std::error_code>, or a plain
 // value and throw on failure; the classifier (classify.hpp) says which errors are worth another
-// attempt; hooks observe retries and give-ups; call_options add a stop_token and a deadline:
+// attempt; hooks observe attempts, retries, give-ups and ends; call_options add a stop_token
+// and a deadline:
 //
 //   auto logged = retry.on_retry([](int attempt, const std::error_code& ec, stormguard::duration d)
 //   {
@@ -61,7 +62,8 @@ namespace stormguard {
 
 namespace detail {
 // The asynchronous executor (stormguard/asio/retry.hpp) reads a retrier's policy, clock,
-// generator, budget and hooks through this, so that both executors take the same retrier.
+// generator, budget and hooks through this, so that both executors take the same retrier
+// (defined after retrier).
 struct retrier_access;
 }  // namespace detail
 
@@ -139,12 +141,47 @@ template <class Op>
 using attempt_outcome_t =
     decltype(detail::invoke_attempt(std::declval<Op&>(), std::declval<const attempt_context&>()));
 
-/// A hook that does nothing: the retrier's default for on_retry and on_give_up. A retrier whose
-/// hook is no_hook does not even form the call. Stateless; thread-safe.
+/// A hook that does nothing: the retrier's default for on_retry, on_give_up, on_attempt and
+/// on_end. A retrier whose hook is no_hook does not even form the call. Stateless; thread-safe.
 struct no_hook {
   template <class... A>
   constexpr void operator()(A&&...) const noexcept {}
 };
+
+/// What an on_attempt hook is told about one attempt that has ended, once the decision about it
+/// was made (so that the delay chosen, or the reason the call ends, is known). A plain value
+/// (no allocation); not thread-safe.
+struct attempt_event {
+  int attempt = 1;  ///< the attempt's number, from 1
+  /// How it ended: success, or the classifier's verdict as the budget records it (failure,
+  /// timeout, not_retryable; retry_policy::status_of). An attempt during which a stop was
+  /// requested is not classified and reports failure (with reason cancelled).
+  attempt_status status = attempt_status::success;
+  /// The server's minimum delay when the classifier said classification::retry_after (e.g. an
+  /// HTTP Retry-After), whether or not it was honoured; empty otherwise.
+  std::optional<duration> retry_after{};
+  /// The wait before the next attempt, when one follows (the delay on_retry is given).
+  std::optional<duration> delay{};
+  /// Why the call ends after this attempt, when no attempt follows (success included).
+  std::optional<end_reason> reason{};
+};
+
+namespace detail {
+/// The attempt_event of a failed attempt, after the policy's decision `next` about it.
+[[nodiscard]] inline attempt_event make_attempt_event(int attempt, const classification& verdict,
+                                                      const retry_decision& next) noexcept {
+  attempt_event e{attempt, retry_policy::status_of(verdict), std::nullopt, std::nullopt,
+                  std::nullopt};
+  if (verdict.action() == classification::kind::retry_after) e.retry_after = verdict.delay();
+  if (next.retry) {
+    e.delay = next.delay;
+  } else {
+    e.reason = next.reason;
+  }
+  return e;
+}
+
+}  // namespace detail
 
 /// The result of a call through a retrier: the value on success, otherwise the last attempt's
 /// error, and in every case why the call ended, the attempts made, every failed attempt's error
@@ -189,8 +226,10 @@ struct [[nodiscard]] retry_result {
 /// retry_policy::decide, and, for a budget that hears them, the end of each granted retry and of
 /// the request (also when the operation, the classifier or a hook throws).
 ///
-/// Hooks (see on_retry and on_give_up) are template parameters defaulting to no_hook, so a
-/// retrier without them pays nothing. The success path of a call (the first attempt succeeds,
+/// Hooks (see on_attempt, on_retry, on_give_up and on_end) are template parameters defaulting to
+/// no_hook, so a retrier without them pays nothing. For one call, in order: on_attempt after
+/// every attempt (then on_retry before each backoff sleep), on_give_up when the call fails, and
+/// on_end last, for every call. The success path of a call (the first attempt succeeds,
 /// no deadline, no budget) performs no heap allocation and no virtual call
 /// (tests/retry_alloc_test.cpp, bench/retry_benchmark.cpp).
 ///
@@ -198,7 +237,8 @@ struct [[nodiscard]] retry_result {
 /// the generator is not: give each thread its own retrier and generator; the budget (and the
 /// clock) may be shared between them.
 template <bit_generator G = random_generator, retry_budget<G> B = no_budget,
-          class OnRetry = no_hook, class OnGiveUp = no_hook>
+          class OnRetry = no_hook, class OnGiveUp = no_hook, class OnAttempt = no_hook,
+          class OnEnd = no_hook>
 class retrier {
  public:
   /// A retrier without a retry budget.
@@ -220,8 +260,9 @@ class retrier {
   ///   auto logged = retry.on_retry([](int n, const std::error_code& ec, duration d) { … });
   template <class F>
   [[nodiscard]] auto on_retry(F&& hook) const {
-    return retrier<G, B, std::decay_t<F>, OnGiveUp>(policy_, clock_, random_, budget_,
-                                                    std::forward<F>(hook), on_give_up_);
+    return retrier<G, B, std::decay_t<F>, OnGiveUp, OnAttempt, OnEnd>(
+        policy_, clock_, random_, budget_, std::forward<F>(hook), on_give_up_, on_attempt_,
+        on_end_);
   }
 
   /// A copy of this retrier that calls `hook(result)` (a const retry_result<T, E>&) once when a
@@ -229,8 +270,33 @@ class retrier {
   /// previous on_give_up hook. An exception from the hook propagates out of the call.
   template <class F>
   [[nodiscard]] auto on_give_up(F&& hook) const {
-    return retrier<G, B, OnRetry, std::decay_t<F>>(policy_, clock_, random_, budget_, on_retry_,
-                                                   std::forward<F>(hook));
+    return retrier<G, B, OnRetry, std::decay_t<F>, OnAttempt, OnEnd>(
+        policy_, clock_, random_, budget_, on_retry_, std::forward<F>(hook), on_attempt_, on_end_);
+  }
+
+  /// A copy of this retrier that calls `hook(event)` (a const attempt_event&) after every
+  /// attempt, success or failure, once the decision about it is made: after a success, before
+  /// on_end; after a failure, after the classifier and the policy, before on_retry and the
+  /// sleep. Not called for a call that ends before its first attempt (throttled, cancelled or
+  /// past the deadline at the start). Replaces any previous on_attempt hook. An exception from
+  /// the hook propagates out of the call (the budget protocol still ends).
+  ///
+  ///   auto counted = retry.on_attempt([&](const stormguard::attempt_event& e) { ++sent; });
+  template <class F>
+  [[nodiscard]] auto on_attempt(F&& hook) const {
+    return retrier<G, B, OnRetry, OnGiveUp, std::decay_t<F>, OnEnd>(
+        policy_, clock_, random_, budget_, on_retry_, on_give_up_, std::forward<F>(hook), on_end_);
+  }
+
+  /// A copy of this retrier that calls `hook(result)` (a const retry_result<T, E>&) exactly once
+  /// per call, whatever the reason (success included), after on_give_up, just before the
+  /// result is returned (its reason, attempts and slept are final). Replaces any previous on_end
+  /// hook. An exception from the hook propagates out of the call.
+  template <class F>
+  [[nodiscard]] auto on_end(F&& hook) const {
+    return retrier<G, B, OnRetry, OnGiveUp, OnAttempt, std::decay_t<F>>(
+        policy_, clock_, random_, budget_, on_retry_, on_give_up_, on_attempt_,
+        std::forward<F>(hook));
   }
 
   /// Calls `op(const attempt_context&)` until an attempt succeeds or the policy stops, and says
@@ -264,6 +330,7 @@ class retrier {
     const auto give_up = [&](end_reason reason) {
       result.reason = reason;
       if constexpr (!std::same_as<OnGiveUp, no_hook>) on_give_up_(std::as_const(result));
+      if constexpr (!std::same_as<OnEnd, no_hook>) on_end_(std::as_const(result));
     };
 
     request_budget ticket;
@@ -301,12 +368,23 @@ class retrier {
         }
         result.value.emplace(*std::move(r));
         result.reason = end_reason::success;
+        if constexpr (!std::same_as<OnAttempt, no_hook>) {
+          const attempt_event event{attempt, attempt_status::success, std::nullopt, std::nullopt,
+                                    end_reason::success};
+          on_attempt_(event);
+        }
+        if constexpr (!std::same_as<OnEnd, no_hook>) on_end_(std::as_const(result));
         return result;
       }
       if (result.last_error) result.previous_errors.push_back(std::move(*result.last_error));
       result.last_error.emplace(std::move(r).error());
       if (call.stop.stop_requested()) {
         // Stopped during the attempt: no verdict, no record, no budget withdrawal, no on_retry.
+        if constexpr (!std::same_as<OnAttempt, no_hook>) {
+          const attempt_event event{attempt, attempt_status::failure, std::nullopt, std::nullopt,
+                                    end_reason::cancelled};
+          on_attempt_(event);
+        }
         give_up(end_reason::cancelled);
         return result;
       }
@@ -314,6 +392,10 @@ class retrier {
       const time_point before = clock_->now();
       const retry_decision next = ticket.failed(policy_, budget(), attempt, verdict, previous,
                                                 *random_, before, call.deadline);
+      if constexpr (!std::same_as<OnAttempt, no_hook>) {
+        const attempt_event event = detail::make_attempt_event(attempt, verdict, next);
+        on_attempt_(event);
+      }
       if (!next.retry) {
         give_up(next.reason);
         return result;
@@ -333,19 +415,21 @@ class retrier {
   }
 
  private:
-  template <bit_generator G2, retry_budget<G2>, class, class>
+  template <bit_generator G2, retry_budget<G2>, class, class, class, class>
   friend class retrier;
   friend struct detail::retrier_access;
 
-  template <class R, class U>
+  template <class R, class U, class A, class N>
   retrier(const retry_policy& policy, clock* clk, G* random, B* budget, R&& on_retry_hook,
-          U&& on_give_up_hook)
+          U&& on_give_up_hook, A&& on_attempt_hook, N&& on_end_hook)
       : policy_(policy),
         clock_(clk),
         random_(random),
         budget_(budget),
         on_retry_(std::forward<R>(on_retry_hook)),
-        on_give_up_(std::forward<U>(on_give_up_hook)) {}
+        on_give_up_(std::forward<U>(on_give_up_hook)),
+        on_attempt_(std::forward<A>(on_attempt_hook)),
+        on_end_(std::forward<N>(on_end_hook)) {}
 
   template <class Classifier, class E>
   static classification to_classification(Classifier& classify, const E& error) {
@@ -388,8 +472,52 @@ class retrier {
   B* budget_;
   [[no_unique_address]] OnRetry on_retry_{};
   [[no_unique_address]] OnGiveUp on_give_up_{};
+  [[no_unique_address]] OnAttempt on_attempt_{};
+  [[no_unique_address]] OnEnd on_end_{};
   [[no_unique_address]] no_budget none_{};
 };
+
+namespace detail {
+// The asynchronous executor and stormguard::metrics read a retrier's parts through this.
+struct retrier_access {
+  template <class R>
+  static const retry_policy& policy(const R& r) noexcept {
+    return r.policy_;
+  }
+  template <class R>
+  static clock& clk(const R& r) noexcept {
+    return *r.clock_;
+  }
+  template <class R>
+  static auto& random(const R& r) noexcept {
+    return *r.random_;
+  }
+  template <class R>
+  static auto& budget(R& r) noexcept {
+    return r.budget();
+  }
+  template <class R>
+  static auto& on_retry(R& r) noexcept {
+    return r.on_retry_;
+  }
+  template <class R>
+  static auto& on_give_up(R& r) noexcept {
+    return r.on_give_up_;
+  }
+  template <class R>
+  static auto& on_attempt(R& r) noexcept {
+    return r.on_attempt_;
+  }
+  template <class R>
+  static auto& on_end(R& r) noexcept {
+    return r.on_end_;
+  }
+  template <class R, class Classifier, class E>
+  static classification to_classification(Classifier& classify, const E& error) {
+    return R::to_classification(classify, error);
+  }
+};
+}  // namespace detail
 
 template <class G>
 retrier(retry_policy, clock&, G&) -> retrier<G, no_budget>;

@@ -15,6 +15,10 @@
 #include <event2/util.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <prometheus/counter.h>
+#include <prometheus/gauge.h>
+#include <prometheus/registry.h>
+#include <prometheus/text_serializer.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -32,7 +36,6 @@
 
 #include "sim/common.hpp"
 #include "sim/server.hpp"
-#include "stormguard/detail/format.hpp"
 #include "stormguard/random.hpp"
 
 namespace stormguard::lab {
@@ -106,30 +109,38 @@ std::string stats_json(const sim::scenario& s, const server_stats& st) {
 }
 
 std::string stats_prometheus(const server_stats& st) {
-  std::string text;
-  const auto metric = [&](const char* name, const char* type, const char* help,
-                          const std::string& value) {
-    text += std::string("# HELP stormguard_serve_") + name + " " + help + "\n";
-    text += std::string("# TYPE stormguard_serve_") + name + " " + type + "\n";
-    text += std::string("stormguard_serve_") + name + " " + value + "\n";
+  // A registry per scrape, filled from the snapshot: the server's counters stay plain atomics on
+  // the event loop's hot path, and prometheus-cpp writes the exposition (names, HELP, TYPE,
+  // escaping and number formats as every Prometheus client library does).
+  prometheus::Registry registry;
+  const auto counter = [&](const char* name, const char* help, std::int64_t n) {
+    prometheus::BuildCounter()
+        .Name(std::string("stormguard_serve_") + name)
+        .Help(help)
+        .Register(registry)
+        .Add({})
+        .Increment(static_cast<double>(n));
   };
-  const auto count = [](std::int64_t n) { return std::to_string(n); };
-  metric("attempts_total", "counter", "Requests read on the scenario's endpoint.",
-         count(st.attempts));
-  metric("served_total", "counter", "Requests answered 200 after their service.", count(st.served));
-  metric("served_in_time_total", "counter", "Requests answered 200 within the scenario's timeout.",
-         count(st.served_in_time));
-  metric("rejected_total", "counter", "Requests answered 503 at once: the queue was full.",
-         count(st.rejected));
-  metric("errors_total", "counter", "Requests answered 503 at once: the incident's error rate.",
-         count(st.errors));
-  metric("lost_total", "counter", "Requests read and never answered: the incident's loss rate.",
-         count(st.lost));
-  metric("queued", "gauge", "Requests waiting for a worker.", count(st.queued));
-  metric("in_service", "gauge", "Requests in service.", count(st.in_service));
-  metric("elapsed_seconds", "gauge", "The scenario's clock (0 until it starts).",
-         detail::format_double(std::chrono::duration<double>(st.elapsed).count()));
-  return text;
+  const auto gauge = [&](const char* name, const char* help, double v) {
+    prometheus::BuildGauge()
+        .Name(std::string("stormguard_serve_") + name)
+        .Help(help)
+        .Register(registry)
+        .Add({})
+        .Set(v);
+  };
+  counter("attempts_total", "Requests read on the scenario's endpoint.", st.attempts);
+  counter("served_total", "Requests answered 200 after their service.", st.served);
+  counter("served_in_time_total", "Requests answered 200 within the scenario's timeout.",
+          st.served_in_time);
+  counter("rejected_total", "Requests answered 503 at once: the queue was full.", st.rejected);
+  counter("errors_total", "Requests answered 503 at once: the incident's error rate.", st.errors);
+  counter("lost_total", "Requests read and never answered: the incident's loss rate.", st.lost);
+  gauge("queued", "Requests waiting for a worker.", static_cast<double>(st.queued));
+  gauge("in_service", "Requests in service.", static_cast<double>(st.in_service));
+  gauge("elapsed_seconds", "The scenario's clock (0 until it starts).",
+        std::chrono::duration<double>(st.elapsed).count());
+  return prometheus::TextSerializer().Serialize(registry.Collect());
 }
 
 class server::impl {

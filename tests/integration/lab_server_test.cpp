@@ -141,6 +141,35 @@ TEST_F(LabServer, OneMoreThanWorkersPlusQueueIsRejectedAtOnce) {
   EXPECT_EQ(s.in_service, 0);
 }
 
+// GET /metrics is prometheus-cpp's text exposition of the server's counters: after a scripted
+// burst (5 requests at once on 2 workers and a queue of 1), the scraped counters add up.
+TEST_F(LabServer, MetricsExpositionCountsAScriptedBurst) {
+  auto srv = start(tiny(2, 1, milliseconds(150)));
+  ASSERT_NE(srv, nullptr);
+  (void)fetch_together(srv->url(), 5);
+  (void)wait_for(*srv, [](const lab::server_stats& st) { return st.served + st.rejected == 5; });
+  const fetched metrics = fetch(srv->url() + "metrics");
+  ASSERT_EQ(metrics.status, 200);
+  const auto value = [&](const std::string& name) {
+    const std::string line = "\n" + name + " ";
+    const std::size_t at = metrics.body.find(line);
+    if (at == std::string::npos) return -1.0;
+    return std::stod(metrics.body.substr(at + line.size()));
+  };
+  EXPECT_EQ(value("stormguard_serve_attempts_total"), 5) << metrics.body;
+  EXPECT_EQ(value("stormguard_serve_served_total"), 3);
+  // Within the 500 ms timeout unless the machine is very loaded: bounded, not exact.
+  EXPECT_LE(value("stormguard_serve_served_in_time_total"), 3);
+  EXPECT_GE(value("stormguard_serve_served_in_time_total"), 0);
+  EXPECT_EQ(value("stormguard_serve_rejected_total"), 2);
+  EXPECT_EQ(value("stormguard_serve_attempts_total"),
+            value("stormguard_serve_served_total") + value("stormguard_serve_rejected_total"));
+  EXPECT_EQ(value("stormguard_serve_queued"), 0);
+  EXPECT_NE(metrics.body.find("# TYPE stormguard_serve_rejected_total counter\n"),
+            std::string::npos);
+  EXPECT_NE(metrics.body.find("# HELP stormguard_serve_attempts_total "), std::string::npos);
+}
+
 TEST_F(LabServer, WorkersServeThatManyRequestsAtOnce) {
   // 3 workers × 100 ms, 6 requests at once: two rounds, ~200 ms in all (not 600, not 100).
   auto srv = start(tiny(3, 100, milliseconds(100)));

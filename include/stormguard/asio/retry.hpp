@@ -73,44 +73,16 @@ concept backoff_timer =
 
 namespace detail {
 
-struct retrier_access {
-  template <class R>
-  static const retry_policy& policy(const R& r) noexcept {
-    return r.policy_;
-  }
-  template <class R>
-  static clock& clk(const R& r) noexcept {
-    return *r.clock_;
-  }
-  template <class R>
-  static auto& random(const R& r) noexcept {
-    return *r.random_;
-  }
-  template <class R>
-  static auto& budget(R& r) noexcept {
-    return r.budget();
-  }
-  template <class R>
-  static auto& on_retry(R& r) noexcept {
-    return r.on_retry_;
-  }
-  template <class R>
-  static auto& on_give_up(R& r) noexcept {
-    return r.on_give_up_;
-  }
-  template <class R, class Classifier, class E>
-  static classification to_classification(Classifier& classify, const E& error) {
-    return R::to_classification(classify, error);
-  }
-};
-
 template <class R>
 struct retrier_types;
-template <bit_generator G, retry_budget<G> B, class OnRetry, class OnGiveUp>
-struct retrier_types<retrier<G, B, OnRetry, OnGiveUp>> {
+template <bit_generator G, retry_budget<G> B, class OnRetry, class OnGiveUp, class OnAttempt,
+          class OnEnd>
+struct retrier_types<retrier<G, B, OnRetry, OnGiveUp, OnAttempt, OnEnd>> {
   using budget_type = B;
   using on_retry_type = OnRetry;
   using on_give_up_type = OnGiveUp;
+  using on_attempt_type = OnAttempt;
+  using on_end_type = OnEnd;
 };
 
 // A completion token that only reveals an operation's completion signature: decltype(op(ctx,
@@ -371,19 +343,35 @@ class async_retry_op : public std::enable_shared_from_this<
         result_.last_error.reset();
       }
       result_.value.emplace(*std::move(r));
+      if constexpr (!std::same_as<typename retrier_types<Retrier>::on_attempt_type, no_hook>) {
+        const attempt_event event{attempt_, attempt_status::success, std::nullopt, std::nullopt,
+                                  end_reason::success};
+        retrier_access::on_attempt (*config_)(event);
+      }
       return finish(end_reason::success);
     }
     if (result_.last_error) result_.previous_errors.push_back(std::move(*result_.last_error));
     result_.last_error.emplace(std::move(r).error());
     // Cancelled during the attempt: no verdict, no record, no withdrawal, no on_retry (as the
     // sync retrier after a stop during an attempt).
-    if (cancelled_ || call_.stop.stop_requested()) return finish(end_reason::cancelled);
+    if (cancelled_ || call_.stop.stop_requested()) {
+      if constexpr (!std::same_as<typename retrier_types<Retrier>::on_attempt_type, no_hook>) {
+        const attempt_event event{attempt_, attempt_status::failure, std::nullopt, std::nullopt,
+                                  end_reason::cancelled};
+        retrier_access::on_attempt (*config_)(event);
+      }
+      return finish(end_reason::cancelled);
+    }
     const classification verdict =
         retrier_access::to_classification<Retrier>(classify_, std::as_const(*result_.last_error));
     wait_start_ = clk().now();
     const retry_decision next =
         ticket_.failed(retrier_access::policy(*config_), budget(), attempt_, verdict, previous_,
                        retrier_access::random(*config_), wait_start_, call_.deadline);
+    if constexpr (!std::same_as<typename retrier_types<Retrier>::on_attempt_type, no_hook>) {
+      const attempt_event event = make_attempt_event(attempt_, verdict, next);
+      retrier_access::on_attempt (*config_)(event);
+    }
     if (!next.retry) return finish(next.reason);
     if constexpr (!std::same_as<typename retrier_types<Retrier>::on_retry_type, no_hook>) {
       retrier_access::on_retry (*config_)(attempt_, std::as_const(*result_.last_error), next.delay);
@@ -430,6 +418,9 @@ class async_retry_op : public std::enable_shared_from_this<
     if constexpr (!std::same_as<typename retrier_types<Retrier>::on_give_up_type, no_hook>) {
       if (reason != end_reason::success)
         retrier_access::on_give_up (*config_)(std::as_const(result_));
+    }
+    if constexpr (!std::same_as<typename retrier_types<Retrier>::on_end_type, no_hook>) {
+      retrier_access::on_end (*config_)(std::as_const(result_));
     }
     if (ticket_.template has_pending_end<budget_type>()) ticket_.end(budget(), clk().now());
     if (slot_.is_connected()) {
@@ -495,9 +486,10 @@ struct initiate_async_retry {
 }  // namespace detail
 
 /// Retries the asynchronous operation `op` with `config`'s policy, clock, generator, budget and
-/// hooks, as config(op, classify, call) would synchronously (see retrier::operator() for every
-/// rule: the order of the checks, the budget protocol, the hooks, the result), and completes with
-/// void(retry_result<T, E>) through `token`.
+/// hooks (on_attempt, on_retry, on_give_up, on_end: called at the same points and in the same
+/// order as by the sync retrier, on `ex`), as config(op, classify, call) would synchronously (see
+/// retrier::operator() for every rule: the order of the checks, the budget protocol, the hooks, the
+/// result), and completes with void(retry_result<T, E>) through `token`.
 ///
 /// `op(const attempt_context&, CompletionToken&&)` initiates one attempt and completes with one of
 ///  - void(std::error_code): T = done_t, E = std::error_code (success = !ec);
@@ -540,11 +532,13 @@ struct initiate_async_retry {
 /// recycling allocator by default: no malloc once warm), plus previous_errors from the second
 /// failed attempt on, as for the sync retrier (bench/async_benchmark.cpp counts them).
 template <class Timer = ::asio::steady_timer, class Executor, bit_generator G, retry_budget<G> B,
-          class OnRetry, class OnGiveUp, async_attempt Op, class Classifier, class CompletionToken>
+          class OnRetry, class OnGiveUp, class OnAttempt, class OnEnd, async_attempt Op,
+          class Classifier, class CompletionToken>
 requires backoff_timer<Timer, Executor>
-auto async_retry(retrier<G, B, OnRetry, OnGiveUp>& config, const Executor& ex, Op&& op,
-                 Classifier&& classify, const call_options& call, CompletionToken&& token) {
-  using config_type = retrier<G, B, OnRetry, OnGiveUp>;
+auto async_retry(retrier<G, B, OnRetry, OnGiveUp, OnAttempt, OnEnd>& config, const Executor& ex,
+                 Op&& op, Classifier&& classify, const call_options& call,
+                 CompletionToken&& token) {
+  using config_type = retrier<G, B, OnRetry, OnGiveUp, OnAttempt, OnEnd>;
   return ::asio::async_initiate<CompletionToken, void(async_retry_result_t<std::decay_t<Op>>)>(
       detail::initiate_async_retry<Timer, Executor, config_type>{&config, ex}, token,
       std::forward<Op>(op), std::forward<Classifier>(classify), call);
@@ -552,20 +546,22 @@ auto async_retry(retrier<G, B, OnRetry, OnGiveUp>& config, const Executor& ex, O
 
 /// async_retry(config, ex, op, classify, call_options{}, token).
 template <class Timer = ::asio::steady_timer, class Executor, bit_generator G, retry_budget<G> B,
-          class OnRetry, class OnGiveUp, async_attempt Op, class Classifier, class CompletionToken>
+          class OnRetry, class OnGiveUp, class OnAttempt, class OnEnd, async_attempt Op,
+          class Classifier, class CompletionToken>
 requires backoff_timer<Timer, Executor>
-auto async_retry(retrier<G, B, OnRetry, OnGiveUp>& config, const Executor& ex, Op&& op,
-                 Classifier&& classify, CompletionToken&& token) {
+auto async_retry(retrier<G, B, OnRetry, OnGiveUp, OnAttempt, OnEnd>& config, const Executor& ex,
+                 Op&& op, Classifier&& classify, CompletionToken&& token) {
   return async_retry<Timer>(config, ex, std::forward<Op>(op), std::forward<Classifier>(classify),
                             call_options{}, std::forward<CompletionToken>(token));
 }
 
 /// async_retry(config, ex, op, default_classifier{}, call_options{}, token).
 template <class Timer = ::asio::steady_timer, class Executor, bit_generator G, retry_budget<G> B,
-          class OnRetry, class OnGiveUp, async_attempt Op, class CompletionToken>
+          class OnRetry, class OnGiveUp, class OnAttempt, class OnEnd, async_attempt Op,
+          class CompletionToken>
 requires backoff_timer<Timer, Executor>
-auto async_retry(retrier<G, B, OnRetry, OnGiveUp>& config, const Executor& ex, Op&& op,
-                 CompletionToken&& token) {
+auto async_retry(retrier<G, B, OnRetry, OnGiveUp, OnAttempt, OnEnd>& config, const Executor& ex,
+                 Op&& op, CompletionToken&& token) {
   return async_retry<Timer>(config, ex, std::forward<Op>(op), default_classifier{}, call_options{},
                             std::forward<CompletionToken>(token));
 }

@@ -1,0 +1,53 @@
+// stormguard/metrics/http.hpp: retry_metrics for the HTTP clients (http::client and
+// http::async_client), through client_options::on_attempt. Header-only; a program that includes
+// it links stormguard::metrics and stormguard::http.
+//
+//   stormguard::metrics::retry_metrics metrics(registry);
+//   stormguard::http::client_options options;
+//   options.on_attempt = stormguard::metrics::http_hook(metrics, "api");  // label client="api"
+//   stormguard::http::client client(options);
+#ifndef STORMGUARD_METRICS_HTTP_HPP
+#define STORMGUARD_METRICS_HTTP_HPP
+
+#include <functional>
+#include <string_view>
+#include <utility>
+
+#include "stormguard/http/client.hpp"
+#include "stormguard/metrics/retry_metrics.hpp"
+
+namespace stormguard::metrics {
+
+/// A client_options::on_attempt that records every attempt of an HTTP client into
+/// metrics.for_client(client, "ratio") (the clients' per-host ratio_budget): the attempt's
+/// outcome (success when the call ends with success; not_retryable when it ends so; timeout for a
+/// transport time-out, CURLE_OPERATION_TIMEDOUT; failure otherwise), a retry with its delay
+/// (Retry-After honoured when the response carried a parsed Retry-After), and the end of the call
+/// with its reason. A call cancelled before its first attempt is not seen (no attempt ends).
+/// `next`, when set, is called after recording (the caller's own hook). `client` is a fixed name
+/// chosen by the caller (one per upstream or policy, never the URL). The returned function holds
+/// a pointer to the instruments: `metrics` must outlive it.
+[[nodiscard]] inline std::function<void(const http::attempt_info&)> http_hook(
+    retry_metrics& metrics, std::string_view client,
+    std::function<void(const http::attempt_info&)> next = {}) {
+  client_metrics* m = &metrics.for_client(client, budget_kind<ratio_budget>());
+  return [m, next = std::move(next)](const http::attempt_info& info) {
+    constexpr int k_curle_operation_timedout = 28;
+    attempt_status status = attempt_status::failure;
+    if (info.reason == end_reason::success) {
+      status = attempt_status::success;
+    } else if (info.reason == end_reason::not_retryable) {
+      status = attempt_status::not_retryable;
+    } else if (info.error && info.error->curl_code == k_curle_operation_timedout) {
+      status = attempt_status::timeout;
+    }
+    m->record_outcome(status);
+    if (info.delay) m->record_retry(*info.delay, info.retry_after_delay.has_value());
+    if (info.reason) m->record_end(*info.reason);
+    if (next) next(info);
+  };
+}
+
+}  // namespace stormguard::metrics
+
+#endif  // STORMGUARD_METRICS_HTTP_HPP

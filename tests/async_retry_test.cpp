@@ -439,6 +439,47 @@ TEST(AsyncRetry, CoroutineAttemptsAndUseAwaitable) {
   EXPECT_EQ(result->previous_errors.size(), 2U);
 }
 
+TEST(AsyncRetry, CallsOnAttemptAndOnEndAtTheSamePointsAsTheSyncRetrier) {
+  const auto run = [](bool async, std::vector<std::error_code> script) {
+    manual_clock clock;
+    random_generator rng(11);
+    std::vector<std::string> order;
+    auto retry =
+        retrier(policy(2), clock, rng)
+            .on_attempt([&](const stormguard::attempt_event& e) {
+              order.push_back("attempt " + std::to_string(e.attempt) + (e.delay ? " retry" : "") +
+                              (e.reason ? " " + std::string(to_string(*e.reason)) : ""));
+            })
+            .on_retry([&](int, const std::error_code&, duration) { order.push_back("retry"); })
+            .on_give_up([&](const auto&) { order.push_back("give_up"); })
+            .on_end(
+                [&](const auto& r) { order.push_back("end " + std::string(to_string(r.reason))); });
+    if (async) {
+      asio::io_context io;
+      std::vector<attempt_context> seen;
+      stormguard::async_retry<manual_timer>(retry, io.get_executor(),
+                                            scripted_op{&io, script, &seen}, [](auto) {});
+      io.run();
+    } else {
+      std::size_t i = 0;
+      (void)retry([&](const attempt_context&) {
+        return i < script.size() ? script[i++] : std::error_code();
+      });
+    }
+    return order;
+  };
+  for (const auto& script :
+       {std::vector<std::error_code>{}, std::vector<std::error_code>{k_refused},
+        std::vector<std::error_code>{k_refused, k_refused, k_refused},
+        std::vector<std::error_code>{k_invalid}}) {
+    EXPECT_EQ(run(true, script), run(false, script)) << script.size();
+  }
+  EXPECT_EQ(run(true, {k_refused}), (std::vector<std::string>{"attempt 1 retry", "retry",
+                                                              "attempt 2 success", "end success"}));
+  EXPECT_EQ(run(true, {k_invalid}),
+            (std::vector<std::string>{"attempt 1 not_retryable", "give_up", "end not_retryable"}));
+}
+
 TEST(AsyncRetry, UseFutureFromAThreadThatDoesNotRunTheExecutor) {
   manual_clock clock;
   random_generator rng(5);

@@ -496,6 +496,11 @@ struct retrier_access {
   static auto& budget(R& r) noexcept {
     return r.budget();
   }
+  // The budget given at construction; null for a retrier without one.
+  template <class R>
+  static auto* budget_pointer(const R& r) noexcept {
+    return r.budget_;
+  }
   template <class R>
   static auto& on_retry(R& r) noexcept {
     return r.on_retry_;

@@ -167,13 +167,11 @@ class retry_metrics {
             class OnEnd>
   [[nodiscard]] auto instrument(const retrier<G, B, OnRetry, OnGiveUp, OnAttempt, OnEnd>& r,
                                 std::string_view client) {
+    using access = detail::retrier_access;
     client_metrics* m = &for_client(client, budget_kind<B>());
-    auto& self = const_cast<retrier<G, B, OnRetry, OnGiveUp, OnAttempt, OnEnd>&>(r);
-    B* budget = nullptr;
-    if constexpr (!std::same_as<B, no_budget>) budget = &detail::retrier_access::budget(self);
-    clock* clk = &detail::retrier_access::clk(r);
-    return r.on_attempt(attempt_hook<OnAttempt>{m, detail::retrier_access::on_attempt(self)})
-        .on_end(end_hook<B, OnEnd>{m, budget, clk, detail::retrier_access::on_end(self)});
+    return r.on_attempt(attempt_hook<OnAttempt>{m, access::on_attempt(r)})
+        .on_end(
+            end_hook<B, OnEnd>{m, access::budget_pointer(r), &access::clk(r), access::on_end(r)});
   }
 
  private:

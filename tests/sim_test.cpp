@@ -8,6 +8,7 @@
 #include <fstream>
 #include <limits>
 #include <ostream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -729,6 +730,26 @@ sim::simulation_report report_with_success(
     report.strategies.push_back(r);
   }
   return report;
+}
+
+TEST(FormatTable, ALongStrategyNameWidensTheFirstColumnForEveryRow) {
+  auto strategies = std::vector<sim::strategy>{*sim::find_strategy("none")};
+  strategies.push_back(*sim::find_strategy("full+budget"));
+  strategies.back().name = "a-policy-name-from-a-file";
+  const auto table = sim::format_table(sim::simulate(small_storm(), strategies));
+  // Every row's second column (requests, right-aligned) ends at the same offset as the header's.
+  std::istringstream lines(table);
+  std::vector<std::size_t> offsets;
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("strategy ", 0) == 0 || line.rfind("none ", 0) == 0 ||
+        line.rfind("a-policy-name-from-a-file ", 0) == 0) {
+      const std::size_t second = line.find_first_not_of(' ', line.find(' '));
+      offsets.push_back(line.find(' ', second));
+    }
+  }
+  ASSERT_EQ(offsets.size(), 3U) << table;
+  EXPECT_EQ(offsets[0], offsets[1]) << table;
+  EXPECT_EQ(offsets[0], offsets[2]) << table;
 }
 
 TEST(FormatTable, ListsEveryStrategyTiedForBestOrWorst) {

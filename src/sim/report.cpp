@@ -181,9 +181,14 @@ namespace {
 std::string table_rows(const simulation_report& report) {
   const scenario& s = report.scenario;
   std::string out = describe(s) + fmt::format("; seed {}\n\n", s.seed);
-  constexpr const char* row = "{:<13} {:>9} {:>9} {:>7} {:>9} {:>6} {:>8} {:>10} {:>9}\n";
-  out += fmt::format(row, "strategy", "requests", "attempts", "ampl.", "incident", "peak",
-                     "success", "p99 ok ms", "recovery");
+  // The first column is as wide as the longest name (13 at least, the built-ins' width), so
+  // that a long policy name from a file keeps the columns in line.
+  std::size_t width = 13;
+  for (const strategy_result& r : report.strategies) width = std::max(width, shown(r.name).size());
+  const std::string row =
+      "{:<" + std::to_string(width) + "} {:>9} {:>9} {:>7} {:>9} {:>6} {:>8} {:>10} {:>9}\n";
+  out += fmt::format(fmt::runtime(row), "strategy", "requests", "attempts", "ampl.", "incident",
+                     "peak", "success", "p99 ok ms", "recovery");
   for (const strategy_result& r : report.strategies) {
     const auto times = [](std::optional<double> x) {
       return x ? fmt::format("{:.2f}x", *x) : std::string("n/a");
@@ -195,7 +200,8 @@ std::string table_rows(const simulation_report& report) {
                                  : !r.recovery_measurable ? "n/a"
                                  : r.recovery_s           ? fmt::format("{:.0f} s", *r.recovery_s)
                                                           : "never";
-    out += fmt::format(row, shown(r.name), grouped(r.logical_requests), grouped(r.attempts),
+    out += fmt::format(fmt::runtime(row), shown(r.name), grouped(r.logical_requests),
+                       grouped(r.attempts),
                        times(r.amplification), incident, fmt::format("{:.1f}x", r.peak_load_ratio),
                        success, p99, recovery);
   }

@@ -16,6 +16,7 @@
 #include "output.hpp"
 #include "stormguard/detail/format.hpp"
 #include "stormguard/lab/server.hpp"
+#include "stormguard/sim/models.hpp"
 #include "stormguard/sim/scenario.hpp"
 #include "usage.hpp"
 
@@ -31,19 +32,29 @@ struct serve_options {
 };
 
 constexpr const char* k_exit_statuses =
-    "Exit status: 0 after a clean shutdown on SIGINT or SIGTERM (the way serve ends), 1 when the\n"
+    "Exit status: 0 after a clean shutdown on SIGINT, SIGTERM or SIGHUP (the way serve ends), 1 "
+    "when the\n"
     "port cannot be bound (in use, not permitted) or stdout cannot be written, 2 for a bad\n"
     "command line or scenario (unknown name, bad file, --port outside [0, 65535], --scale\n"
     "outside (0, 1]).";
 
 void print_error(const std::string& message) { report_error("serve", message); }
 
-// A built-in scenario by name, else a scenario file.
+// A built-in scenario by name, else a scenario file. The other models of the simulator
+// (brooker-occ, layers) have no server to serve: said as such, not as a missing file.
 std::optional<sim::scenario> load(const std::string& argument) {
   if (auto builtin = sim::builtin_scenario(argument)) return builtin;
+  if (const auto& model = sim::model_for(argument); model.kind != sim::model_kind::time_series) {
+    print_error(
+        fmt::format("{} is a model of the simulator without a server (serve takes a "
+                    "time-series scenario: {}, or a scenario file)",
+                    model.name, sim::builtin_scenario_names()));
+    return std::nullopt;
+  }
   auto loaded = sim::load_scenario(argument);
   if (!loaded) {
-    print_error(printable_message(loaded.error().message));
+    print_error(printable_message(loaded.error().message) + " (not a file, nor a built-in " +
+                "scenario: the built-ins are " + sim::builtin_scenario_names() + ")");
     return std::nullopt;
   }
   return *std::move(loaded);
@@ -91,6 +102,7 @@ int run(const serve_options& o) {
   sigemptyset(&signals);
   sigaddset(&signals, SIGINT);
   sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGHUP);  // a closed terminal ends serve cleanly too, with its summary
   sigset_t previous;
   pthread_sigmask(SIG_BLOCK, &signals, &previous);
   struct restore_mask {
@@ -121,7 +133,7 @@ int run(const serve_options& o) {
     timespec wait{static_cast<std::time_t>(ns / 1'000'000'000),
                   static_cast<long>(ns % 1'000'000'000)};
     const int signal = sigtimedwait(&signals, nullptr, &wait);
-    if (signal == SIGINT || signal == SIGTERM) break;
+    if (signal == SIGINT || signal == SIGTERM || signal == SIGHUP) break;
     if (signal < 0 && errno == EINTR) continue;
     const auto now_time = clock::now();
     if (now_time < next_tick) continue;

@@ -221,13 +221,27 @@ TEST(ServeCli, SigintEndsCleanlyAndFreesThePort) {
   EXPECT_FALSE(accepts(port)) << "the port is free";
 }
 
-TEST(ServeCli, SigtermEndsCleanly) {
-  serve_process serve({"friday-night"});
-  ASSERT_FALSE(serve.url().empty());
-  ASSERT_EQ(::kill(serve.pid(), SIGTERM), 0);
-  const int status = serve.wait();
-  ASSERT_TRUE(WIFEXITED(status)) << status;
-  EXPECT_EQ(WEXITSTATUS(status), 0);
+TEST(ServeCli, SigtermAndSighupEndCleanly) {
+  for (const int signal : {SIGTERM, SIGHUP}) {  // SIGHUP: the terminal was closed
+    serve_process serve({"friday-night"});
+    ASSERT_FALSE(serve.url().empty());
+    ASSERT_EQ(::kill(serve.pid(), signal), 0);
+    const int status = serve.wait();
+    ASSERT_TRUE(WIFEXITED(status)) << "signal " << signal << ": " << status;
+    EXPECT_EQ(WEXITSTATUS(status), 0) << "signal " << signal;
+  }
+}
+
+TEST(ServeCli, AModelWithoutAServerIsNamedAsSuch) {
+  const auto r =
+      run_program({k_cli, "serve", "layers"}, stderr_mode::capture, std::chrono::seconds(5));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("layers is a model of the simulator without a server"), std::string::npos)
+      << r.err;
+  const auto unknown =
+      run_program({k_cli, "serve", "nope"}, stderr_mode::capture, std::chrono::seconds(5));
+  EXPECT_EQ(unknown.exit_code, 2);
+  EXPECT_NE(unknown.err.find("the built-ins are friday-night"), std::string::npos) << unknown.err;
 }
 
 }  // namespace

@@ -201,9 +201,8 @@ std::string table_rows(const simulation_report& report) {
                                  : r.recovery_s           ? fmt::format("{:.0f} s", *r.recovery_s)
                                                           : "never";
     out += fmt::format(fmt::runtime(row), shown(r.name), grouped(r.logical_requests),
-                       grouped(r.attempts),
-                       times(r.amplification), incident, fmt::format("{:.1f}x", r.peak_load_ratio),
-                       success, p99, recovery);
+                       grouped(r.attempts), times(r.amplification), incident,
+                       fmt::format("{:.1f}x", r.peak_load_ratio), success, p99, recovery);
   }
   out +=
       "ampl. = attempts per logical request; incident = ampl. of the logical requests started "

@@ -350,6 +350,14 @@ TEST(EnvoyImport, FollowsEnvoysSourceForTheBackOff) {
   EXPECT_FALSE(p.statuses.contains(429));
 }
 
+TEST(EnvoyImport, AYamlFileWithSeveralDocumentsIsAnErrorNotCutToTheFirst) {
+  const std::string two =
+      "---\nretry_policy: {num_retries: 1}\n---\nretry_policy: {num_retries: 2}\n";
+  const config::policy_error e = error_of(two, config::policy_format::envoy);
+  EXPECT_NE(std::string(e.what()).find("a YAML file with 2 documents"), std::string::npos)
+      << e.what();
+}
+
 TEST(EnvoyImport, DefaultsAreOneRetryAnd25ms) {
   const auto p =
       parse(R"({"retry_policy": {"retry_on": "gateway-error"}})", config::policy_format::envoy)[0];

@@ -523,7 +523,15 @@ json parse_envoy_text(std::string_view text) {
   }
   YAML::Node root;
   try {
-    root = YAML::Load(std::string(text));
+    // Every document, so that a second one is an error rather than silently dropped (as JSON
+    // with content after its value is).
+    const std::vector<YAML::Node> documents = YAML::LoadAll(std::string(text));
+    if (documents.size() > 1) {
+      sj::fail("", "a YAML file with " + std::to_string(documents.size()) +
+                       " documents: an Envoy route file holds one (split the others into "
+                       "files of their own)");
+    }
+    if (!documents.empty()) root = documents.front();
   } catch (const YAML::Exception& e) {
     sj::fail("", "invalid YAML: " + std::string(e.what()));
   }

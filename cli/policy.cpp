@@ -46,8 +46,26 @@ std::string delays_of(const config::policy& p) {
 
 int run_check(const check_options& options) {
   std::vector<config::policy> policies;
+  std::vector<std::string> sources;  // the file each policy came from, for the message below
   for (const std::string& file : options.files) {
-    for (auto& p : load_policy_option("policy", file, "")) policies.push_back(std::move(p));
+    for (auto& p : load_policy_option("policy", file, "")) {
+      policies.push_back(std::move(p));
+      sources.push_back(file);
+    }
+  }
+  // The output is itself a policy file (docs/policy.md): two policies of one name, from two files
+  // (or one file given twice), would make it an invalid one. Refuse rather than print it.
+  for (std::size_t i = 0; i < policies.size(); ++i) {
+    for (std::size_t j = 0; j < i; ++j) {
+      if (policies[i].name == policies[j].name) {
+        report_error("policy", fmt::format("the policy {} is in {} and in {}: the output would "
+                                           "not be a valid policy file (names are unique)",
+                                           detail::quote_for_message(policies[i].name),
+                                           detail::quote_for_message(sources[j]),
+                                           detail::quote_for_message(sources[i])));
+        return exit_usage;
+      }
+    }
   }
   std::string out = config::to_json(policies);
   if (!options.json) {

@@ -261,6 +261,16 @@ std::string known_names(const std::vector<sim::strategy>& user,
 // policy, a strategy of the scenario file or a built-in). Without: the scenario's own list if it
 // has one, else every built-in; then the --policy policies, each replacing the strategy of its
 // name in place (with a note) or appended.
+// The note that a --policy policy takes the place of a built-in (or the scenario's) strategy of
+// the same name: printed whether or not --strategy chose it.
+void note_replacement(const std::string& name) {
+  report_log("simulate",
+             fmt::format("note: the policy {} from --policy replaces the {} "
+                         "strategy of that name",
+                         quote_value(name),
+                         sim::find_strategy(name) == nullptr ? "scenario's" : "built-in"));
+}
+
 std::optional<std::vector<sim::strategy>> chosen_strategies(
     const simulate_options& options, const std::vector<sim::strategy>& user,
     const std::vector<sim::strategy>& scenario) {
@@ -288,6 +298,13 @@ std::optional<std::vector<sim::strategy>> chosen_strategies(
           return std::nullopt;
         }
       }
+      const bool from_user = !user.empty() && s >= user.data() && s < user.data() + user.size();
+      const bool shadows_scenario =
+          std::any_of(scenario.begin(), scenario.end(),
+                      [&](const sim::strategy& x) { return x.name == s->name; });
+      if (from_user && (sim::find_strategy(s->name) != nullptr || shadows_scenario)) {
+        note_replacement(s->name);
+      }
       chosen.push_back(*s);
       if (comma == std::string::npos) break;
       from = comma + 1;
@@ -307,11 +324,7 @@ std::optional<std::vector<sim::strategy>> chosen_strategies(
       chosen.push_back(u);
       continue;
     }
-    report_log("simulate",
-               fmt::format("note: the policy {} from --policy replaces the {} "
-                           "strategy of that name",
-                           quote_value(u.name),
-                           sim::find_strategy(u.name) == nullptr ? "scenario's" : "built-in"));
+    note_replacement(u.name);
     *same = u;
   }
   return chosen;

@@ -202,6 +202,24 @@ TEST_F(PolicyCli, BadFilesExitTwoFromEveryCommand) {
   EXPECT_NE(big.output.find("larger than 1048576 bytes"), std::string::npos) << big.output;
 }
 
+TEST_F(PolicyCli, AReplacedBuiltInIsNotedAlsoWhenStrategyChoosesIt) {
+  const std::string scenario = write("s.json", k_scenario);
+  const std::string policy =
+      write("full.json", R"({"policies": [{"name": "full", "retries": 1}]})");
+  const run_result chosen = run("simulate " + scenario + " --policy " + policy + " -s full");
+  EXPECT_EQ(chosen.exit_code, 0) << chosen.output;
+  EXPECT_NE(chosen.output.find("note: the policy \"full\" from --policy replaces the built-in"),
+            std::string::npos)
+      << chosen.output;
+}
+
+TEST_F(PolicyCli, PolicyCheckRefusesOutputThatWouldNotBeAValidPolicyFile) {
+  const std::string policy = write("ours.json", k_ours);
+  const run_result twice = run("policy check " + policy + " " + policy);
+  EXPECT_EQ(twice.exit_code, 2) << twice.output;
+  EXPECT_NE(twice.output.find("the policy \"ours\" is in"), std::string::npos) << twice.output;
+}
+
 #endif  // STORMGUARD_CLI_PATH
 
 }  // namespace

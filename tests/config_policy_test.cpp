@@ -7,6 +7,8 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -437,6 +439,30 @@ TEST(PolicyCorpus, EveryCorpusFileKeepsTheInvariants) {
     ++files;
   }
   EXPECT_GE(files, 5);
+}
+
+}  // namespace
+
+namespace {
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+TEST(PolicyDocs, CompleteExampleIsTheFile) {
+  const std::string doc = read_text(STORMGUARD_SOURCE_DIR "/docs/policy.md");
+  const std::size_t section = doc.find("## A complete example");
+  ASSERT_NE(section, std::string::npos);
+  const std::size_t open = doc.find("```json\n", section);
+  ASSERT_NE(open, std::string::npos);
+  const std::size_t close = doc.find("\n```", open + 8);
+  ASSERT_NE(close, std::string::npos);
+  const std::string block = doc.substr(open + 8, close - open - 8);
+  const std::string file = read_text(STORMGUARD_SOURCE_DIR "/policies/recommended.json");
+  EXPECT_EQ(nlohmann::json::parse(block), nlohmann::json::parse(file));
 }
 
 }  // namespace

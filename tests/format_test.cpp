@@ -62,3 +62,19 @@ TEST(FormatDouble, PrintsWholeNumbersAsIntegers) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(EscapeControlUtf8, WellFormedUtf8PassesAndBrokenBytesAreEscaped) {
+  using stormguard::detail::escape_control;
+  EXPECT_EQ(escape_control("ex\xc3\xa4mple \xe2\x82\xac \xf0\x9f\x98\x80"),
+            "ex\xc3\xa4mple \xe2\x82\xac \xf0\x9f\x98\x80");              // ä, €, an emoji
+  EXPECT_EQ(escape_control("a\xff\xfe"), "a\\xff\\xfe");                  // never UTF-8
+  EXPECT_EQ(escape_control("ok\xc3"), "ok\\xc3");                         // cut short
+  EXPECT_EQ(escape_control("\xc0\xaf"), "\\xc0\\xaf");                    // overlong '/'
+  EXPECT_EQ(escape_control("\xed\xa0\x80"), "\\xed\\xa0\\x80");           // a surrogate
+  EXPECT_EQ(escape_control("\xf4\x90\x80\x80"), "\\xf4\\x90\\x80\\x80");  // above U+10FFFF
+  EXPECT_EQ(stormguard::detail::quote_for_message("a\xff"), "\"a\\xff\"");
+}
+
+}  // namespace

@@ -56,17 +56,58 @@ inline std::size_t shown_bytes(std::string_view text, std::size_t max_bytes) noe
   return shown;
 }
 
+/// The length of the well-formed UTF-8 sequence (RFC 3629, table 3-7 of Unicode) that starts at
+/// text[i], a byte >= 0x80; 0 when none does (a stray continuation byte, a cut or overlong
+/// sequence, a surrogate, a code point above U+10FFFF).
+inline std::size_t utf8_sequence_length(std::string_view text, std::size_t i) noexcept {
+  const auto byte = [&](std::size_t k) { return static_cast<unsigned char>(text[k]); };
+  const unsigned char c = byte(i);
+  std::size_t n = 0;
+  unsigned char lo = 0x80;
+  unsigned char hi = 0xbf;  // the valid range of the second byte (RFC 3629's table)
+  if (c >= 0xc2 && c <= 0xdf) {
+    n = 2;
+  } else if (c >= 0xe0 && c <= 0xef) {
+    n = 3;
+    if (c == 0xe0) lo = 0xa0;  // no overlong
+    if (c == 0xed) hi = 0x9f;  // no surrogates
+  } else if (c >= 0xf0 && c <= 0xf4) {
+    n = 4;
+    if (c == 0xf0) lo = 0x90;  // no overlong
+    if (c == 0xf4) hi = 0x8f;  // at most U+10FFFF
+  } else {
+    return 0;
+  }
+  if (i + n > text.size() || byte(i + 1) < lo || byte(i + 1) > hi) return 0;
+  for (std::size_t k = 2; k < n; ++k) {
+    if (byte(i + k) < 0x80 || byte(i + k) > 0xbf) return 0;
+  }
+  return n;
+}
+
 /// Appends `text` to `out` with every byte that a terminal would interpret or hide escaped:
 /// control characters and DEL as \xNN (an ANSI escape prints as "\x1b[31m", NUL as "\x00"); with
-/// `escape_quotes`, '"' and '\\' as \" and \\ too. Bytes >= 0x80 pass through (UTF-8 text stays
-/// readable).
+/// `escape_quotes`, '"' and '\\' as \" and \\ too. A well-formed UTF-8 sequence (RFC 3629:
+/// 2–4 bytes, no overlong form, no surrogate, at most U+10FFFF) passes through, so UTF-8 text stays
+/// readable; every byte >= 0x80 that is not part of one is escaped as \xNN (a terminal must never
+/// receive broken UTF-8 from a file or a server).
 inline void append_escaped(std::string& out, std::string_view text, bool escape_quotes) {
   static constexpr char hex[] = "0123456789abcdef";
-  for (const char ch : text) {
+  for (std::size_t i = 0; i < text.size();) {
+    const char ch = text[i];
     const auto c = static_cast<unsigned char>(ch);
     if (escape_quotes && (c == '"' || c == '\\')) {
       out += '\\';
       out += ch;
+    } else if (c >= 0x80) {
+      if (const std::size_t n = utf8_sequence_length(text, i); n > 0) {
+        out.append(text.substr(i, n));
+        i += n;
+        continue;
+      }
+      out += "\\x";
+      out += hex[c >> 4];
+      out += hex[c & 0xf];
     } else if (c < 0x20 || c == 0x7f) {
       out += "\\x";
       out += hex[c >> 4];
@@ -74,6 +115,7 @@ inline void append_escaped(std::string& out, std::string_view text, bool escape_
     } else {
       out += ch;
     }
+    ++i;
   }
 }
 

@@ -26,6 +26,7 @@
 #include "output.hpp"
 #include "policy_file.hpp"
 #include "process.hpp"
+#include "progress.hpp"
 #include "stormguard/detail/format.hpp"
 #include "stormguard/sim/layers.hpp"
 #include "stormguard/sim/models.hpp"
@@ -114,36 +115,6 @@ std::optional<sweep_spec> parse_sweep(const std::string& text) {
   spec.step = *step;
   return spec;
 }
-
-// A progress bar on stderr, drawn only when stderr is a terminal: "\r[#####    ]  42% label".
-// Cleared when the work is done, so that nothing of it stays on the screen.
-class progress_bar {
- public:
-  explicit progress_bar(std::string label)
-      : label_(std::move(label)), enabled_(::isatty(STDERR_FILENO) == 1) {}
-
-  [[nodiscard]] sim::progress_callback callback() {
-    if (!enabled_) return {};
-    return [this](std::size_t done, std::size_t total) { draw(done, total); };
-  }
-
- private:
-  void draw(std::size_t done, std::size_t total) {
-    constexpr std::size_t k_width = 30;
-    const std::size_t filled = total == 0 ? k_width : done * k_width / total;
-    // A diagnostic like any other: a failed write to stderr is ignored (cli/output.hpp).
-    if (done >= total) {
-      write_diagnostic(fmt::format("\r{:{}}\r", "", k_width + 12 + label_.size()));
-    } else {
-      write_diagnostic(fmt::format("\r[{}{}] {:3}% {}", std::string(filled, '#'),
-                                   std::string(k_width - filled, ' '),
-                                   total == 0 ? 100 : done * 100 / total, label_));
-    }
-  }
-
-  std::string label_;
-  bool enabled_;
-};
 
 // Writes `text` into `path`; false after printing the system's reason.
 bool write_file(const std::filesystem::path& path, const std::string& text) {

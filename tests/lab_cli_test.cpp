@@ -1,0 +1,71 @@
+// `stormguard lab` end to end: a 2-second scenario file, the JSON's two objects per strategy, and
+// the exit status of bad input.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "stormguard/sim/scenario.hpp"
+#include "test_util.hpp"
+
+namespace {
+
+#ifdef STORMGUARD_CLI_PATH
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+using stormguard::test_util::run_result;
+using stormguard::test_util::run_shell;
+
+const std::string k_cli = std::string("'") + STORMGUARD_CLI_PATH + "'";
+
+run_result run_cli(const std::string& args) { return run_shell(k_cli + " " + args + " 2>&1"); }
+
+class LabCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("stormguard-lab-cli-" + std::to_string(::getpid()));
+    fs::create_directories(dir_);
+    // 2 s at 50 req/s; the incident [0.5 s, 1.5 s) makes every attempt time out.
+    stormguard::sim::scenario s = stormguard::sim::friday_night();
+    s.name = "cli-lab";
+    s.length = 2s;
+    s.requests_per_second = 50;
+    s.clients = 2;
+    s.timeout = 200ms;
+    s.workers = 4;
+    s.queue_limit = 100;
+    s.service_time = 10ms;
+    s.incident = stormguard::sim::incident{500ms, 1500ms, 1s};
+    file_ = (dir_ / "lab.json").string();
+    std::ofstream(file_, std::ios::binary) << stormguard::sim::to_json(s);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  fs::path dir_;
+  std::string file_;
+};
+
+TEST_F(LabCli, JsonHasTheLabAndSimObjectsOfEachStrategy) {
+  const run_result r = run_cli("lab '" + file_ + "' --scale 1 --strategy naive --json");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("\"strategies\":[{\"name\":\"naive\""), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("\"lab\":{\"name\":\"naive\""), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("\"sim\":{\"name\":\"naive\""), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("\"incident_amplification\":"), std::string::npos);
+}
+
+TEST_F(LabCli, BadInputExitsTwo) {
+  EXPECT_EQ(run_cli("lab no-such-scenario").exit_code, 2);
+  EXPECT_EQ(run_cli("lab '" + file_ + "' --scale 0").exit_code, 2);
+  EXPECT_EQ(run_cli("lab '" + file_ + "' --scale abc").exit_code, 2);
+  EXPECT_EQ(run_cli("lab '" + file_ + "' --strategy bogus").exit_code, 2);
+  EXPECT_EQ(run_cli("lab '" + file_ + "' --policy /nonexistent.json").exit_code, 2);
+  EXPECT_EQ(run_cli("lab").exit_code, 2);
+}
+
+#endif  // STORMGUARD_CLI_PATH
+
+}  // namespace

@@ -33,7 +33,7 @@ namespace {
 
 // Without --scale, a scenario is scaled to at most this many logical requests per second: what a
 // 2-core machine holds with the client not the bottleneck (docs/lab.md "How far it scales").
-constexpr double k_default_rate = 100.0;
+constexpr double k_default_rate = 200.0;
 
 struct lab_options {
   std::string scenario;
@@ -228,7 +228,7 @@ command add_lab_command(CLI::App& parent) {
   options->scale_option =
       add_typed_option(*sub, "--scale", options->scale,
                        "Multiply requests_per_second, clients, workers, queue_limit and the "
-                       "overload threshold by X, in (0, 1] (default: down to 100 req/s)",
+                       "overload threshold by X, in (0, 1] (default: down to 200 req/s)",
                        "X");
   sub->add_flag("--json", options->json, "Print one JSON object instead of the table");
   return {sub, [options] { return run(*options); }};

@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <new>
 #include <optional>
@@ -23,6 +24,7 @@
 #include "progress.hpp"
 #include "stormguard/detail/format.hpp"
 #include "stormguard/lab/fleet.hpp"
+#include "stormguard/sim/report.hpp"
 #include "stormguard/sim/scenario.hpp"
 #include "stormguard/sim/strategy.hpp"
 #include "usage.hpp"
@@ -42,6 +44,8 @@ struct lab_options {
   double scale = 0.0;
   CLI::Option* scale_option = nullptr;
   bool json = false;
+  std::string csv_dir;
+  CLI::Option* csv_option = nullptr;  // to tell "--csv ''" from no --csv
 };
 
 constexpr const char* k_exit_statuses =
@@ -168,6 +172,21 @@ int run(const lab_options& o) {
     print_error(problem->message);
     return exit_usage;
   }
+  const bool csv = o.csv_option != nullptr && o.csv_option->count() > 0;
+  if (csv && o.csv_dir.empty()) {
+    print_error("--csv needs a directory, got \"\"");
+    return exit_usage;
+  }
+  if (csv) {
+    std::error_code ec;
+    std::filesystem::create_directories(o.csv_dir, ec);
+    if (ec || !std::filesystem::is_directory(o.csv_dir, ec)) {
+      print_error(fmt::format("cannot create the CSV directory {}: {}",
+                              detail::quote_for_message(o.csv_dir),
+                              ec ? ec.message() : "not a directory"));
+      return exit_failure;
+    }
+  }
   if (!scale_given && scale < 1.0) {
     report_log("lab", fmt::format("scale {} ({:g} req/s); --scale to change it",
                                   detail::format_double(scale), (*scaled).requests_per_second));
@@ -196,6 +215,16 @@ int run(const lab_options& o) {
     return exit_failure;
   }
   std::fflush(stdout);
+  if (csv) {
+    // The lab's and the simulator's 1-s time series of each strategy, side by side.
+    for (const lab::lab_comparison& c : (*report).strategies) {
+      const std::filesystem::path dir(o.csv_dir);
+      if (!write_text_file("lab", dir / csv_file_name(c.name, "-lab.csv"), sim::to_csv(c.lab)) ||
+          !write_text_file("lab", dir / csv_file_name(c.name, "-sim.csv"), sim::to_csv(c.sim))) {
+        return exit_failure;
+      }
+    }
+  }
   if (const int signal = g_signal.load(); signal != 0) return 128 + signal;
   return exit_success;
 }
@@ -231,6 +260,11 @@ command add_lab_command(CLI::App& parent) {
                        "overload threshold by X, in (0, 1] (default: down to 200 req/s)",
                        "X");
   sub->add_flag("--json", options->json, "Print one JSON object instead of the table");
+  options->csv_option = add_typed_option(
+      *sub, "--csv", options->csv_dir,
+      "Also write into DIR, created if missing, the 1-s time series of each strategy: NAME-lab.csv "
+      "and NAME-sim.csv",
+      "DIR");
   return {sub, [options] { return run(*options); }};
 }
 

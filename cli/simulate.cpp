@@ -118,21 +118,7 @@ std::optional<sweep_spec> parse_sweep(const std::string& text) {
 
 // Writes `text` into `path`; false after printing the system's reason.
 bool write_file(const std::filesystem::path& path, const std::string& text) {
-  errno = 0;
-  std::FILE* file = std::fopen(path.string().c_str(), "wb");
-  if (file == nullptr) {
-    print_error(fmt::format("cannot write {}: {}", quote_value(path.string()), errno_text(errno)));
-    return false;
-  }
-  bool ok = write_all(file, text);
-  int error = errno;
-  if (std::fclose(file) != 0 && ok) {
-    ok = false;
-    error = errno;
-  }
-  if (!ok)
-    print_error(fmt::format("cannot write {}: {}", quote_value(path.string()), errno_text(error)));
-  return ok;
+  return write_text_file("simulate", path, text);
 }
 
 // Runs gnuplot (found on PATH) on `script` through a temporary file (rather than a pipe: a gnuplot
@@ -508,16 +494,6 @@ std::optional<sim::scenario> load_time_series(run_context& context) {
     return std::nullopt;
   }
   return scenario;
-}
-
-// The CSV file of a strategy or a scenario (`name` + `suffix`): every '/' (a gRPC
-// service/method, or a hostile scenario name such as "../../x") and control byte as '_', so that
-// the file always stays in the --csv directory.
-std::string csv_file_name(std::string name, std::string_view suffix = ".csv") {
-  for (char& c : name) {
-    if (c == '/' || static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '_';
-  }
-  return name + std::string(suffix);
 }
 
 int run_load_sweep(const run_context& context, const sim::scenario& scenario) {

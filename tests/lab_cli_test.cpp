@@ -49,12 +49,22 @@ class LabCli : public ::testing::Test {
 };
 
 TEST_F(LabCli, JsonHasTheLabAndSimObjectsOfEachStrategy) {
-  const run_result r = run_cli("lab '" + file_ + "' --scale 1 --strategy naive --json");
+  const run_result r = run_cli("lab '" + file_ + "' --scale 1 --strategy naive --json --csv '" +
+                               (dir_ / "csv").string() + "'");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("\"strategies\":[{\"name\":\"naive\""), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("\"lab\":{\"name\":\"naive\""), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("\"sim\":{\"name\":\"naive\""), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("\"incident_amplification\":"), std::string::npos);
+  // --csv: both time series, 2 one-second bins each after the header.
+  for (const char* name : {"naive-lab.csv", "naive-sim.csv"}) {
+    std::ifstream in(dir_ / "csv" / name);
+    ASSERT_TRUE(in) << name;
+    std::string line;
+    int lines = 0;
+    while (std::getline(in, line)) ++lines;
+    EXPECT_EQ(lines, 3) << name;
+  }
 }
 
 TEST_F(LabCli, BadInputExitsTwo) {
@@ -63,6 +73,7 @@ TEST_F(LabCli, BadInputExitsTwo) {
   EXPECT_EQ(run_cli("lab '" + file_ + "' --scale abc").exit_code, 2);
   EXPECT_EQ(run_cli("lab '" + file_ + "' --strategy bogus").exit_code, 2);
   EXPECT_EQ(run_cli("lab '" + file_ + "' --policy /nonexistent.json").exit_code, 2);
+  EXPECT_EQ(run_cli("lab '" + file_ + "' --csv ''").exit_code, 2);
   EXPECT_EQ(run_cli("lab").exit_code, 2);
 }
 

@@ -19,11 +19,13 @@
 #include <vector>
 
 #include "command.hpp"
+#include "gnuplot.hpp"
 #include "output.hpp"
 #include "policy_file.hpp"
 #include "progress.hpp"
 #include "stormguard/detail/format.hpp"
 #include "stormguard/lab/fleet.hpp"
+#include "stormguard/sim/plot.hpp"
 #include "stormguard/sim/report.hpp"
 #include "stormguard/sim/scenario.hpp"
 #include "stormguard/sim/strategy.hpp"
@@ -46,6 +48,8 @@ struct lab_options {
   bool json = false;
   std::string csv_dir;
   CLI::Option* csv_option = nullptr;  // to tell "--csv ''" from no --csv
+  std::string plot;
+  CLI::Option* plot_option = nullptr;
 };
 
 constexpr const char* k_exit_statuses =
@@ -155,6 +159,25 @@ std::optional<std::vector<sim::strategy>> chosen(const lab_options& o) {
   return out;
 }
 
+// The simulator's time-series plot (sim::gnuplot_script) with two lines per strategy, "NAME lab"
+// and "NAME sim"; false after printing why not.
+bool write_plot(const lab::lab_report& report, const std::string& file) {
+  sim::simulation_report both{report.scenario, {}};
+  for (const lab::lab_comparison& c : report.strategies) {
+    both.strategies.push_back(c.lab);
+    both.strategies.back().name = c.name + " lab";
+    both.strategies.push_back(c.sim);
+    both.strategies.back().name = c.name + " sim";
+  }
+  if (auto error = run_gnuplot(sim::gnuplot_script(both, *sim::plot_format_for(file), file))) {
+    print_error(
+        fmt::format("cannot draw the plot {}: {}", detail::quote_for_message(file), *error));
+    return false;
+  }
+  report_log("lab", "wrote the plot " + file);
+  return true;
+}
+
 int run(const lab_options& o) {
   auto scenario = load(o.scenario);
   if (!scenario) return exit_usage;
@@ -175,6 +198,12 @@ int run(const lab_options& o) {
   const bool csv = o.csv_option != nullptr && o.csv_option->count() > 0;
   if (csv && o.csv_dir.empty()) {
     print_error("--csv needs a directory, got \"\"");
+    return exit_usage;
+  }
+  const bool plot = o.plot_option != nullptr && o.plot_option->count() > 0;
+  if (plot && !sim::plot_format_for(o.plot)) {
+    print_error(fmt::format("--plot needs a file name ending in .png or .svg, got {}",
+                            detail::quote_for_message(o.plot)));
     return exit_usage;
   }
   if (csv) {
@@ -225,6 +254,7 @@ int run(const lab_options& o) {
       }
     }
   }
+  if (plot && !write_plot(*report, o.plot)) return exit_failure;
   if (const int signal = g_signal.load(); signal != 0) return 128 + signal;
   return exit_success;
 }
@@ -265,6 +295,10 @@ command add_lab_command(CLI::App& parent) {
       "Also write into DIR, created if missing, the 1-s time series of each strategy: NAME-lab.csv "
       "and NAME-sim.csv",
       "DIR");
+  options->plot_option = add_typed_option(
+      *sub, "--plot", options->plot,
+      "Also draw the lab's and the simulator's time series with gnuplot into FILE (.png or .svg)",
+      "FILE");
   return {sub, [options] { return run(*options); }};
 }
 

@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 
 #include "stormguard/sim/scenario.hpp"
@@ -49,13 +50,22 @@ class LabCli : public ::testing::Test {
 };
 
 TEST_F(LabCli, JsonHasTheLabAndSimObjectsOfEachStrategy) {
+  const bool gnuplot = run_shell("command -v gnuplot >/dev/null 2>&1").exit_code == 0;
   const run_result r = run_cli("lab '" + file_ + "' --scale 1 --strategy naive --json --csv '" +
-                               (dir_ / "csv").string() + "'");
+                               (dir_ / "csv").string() + "'" +
+                               (gnuplot ? " --plot '" + (dir_ / "lab.svg").string() + "'" : ""));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("\"strategies\":[{\"name\":\"naive\""), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("\"lab\":{\"name\":\"naive\""), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("\"sim\":{\"name\":\"naive\""), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("\"incident_amplification\":"), std::string::npos);
+  // --plot: the lab's and the simulator's lines ("naive lab", "naive sim").
+  if (gnuplot) {
+    std::ifstream in(dir_ / "lab.svg");
+    const std::string svg((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    EXPECT_NE(svg.find("naive lab"), std::string::npos);
+    EXPECT_NE(svg.find("naive sim"), std::string::npos);
+  }
   // --csv: both time series, 2 one-second bins each after the header.
   for (const char* name : {"naive-lab.csv", "naive-sim.csv"}) {
     std::ifstream in(dir_ / "csv" / name);
@@ -67,6 +77,15 @@ TEST_F(LabCli, JsonHasTheLabAndSimObjectsOfEachStrategy) {
   }
 }
 
+TEST_F(LabCli, SigintEndsWithAPartialReportAnd130) {
+  const run_result r = run_shell(k_cli + " lab '" + file_ +
+                                 "' --scale 1 --json 2>/dev/null & pid=$!; sleep 0.7; kill -INT "
+                                 "$pid; wait $pid; echo \"status=$?\"");
+  EXPECT_NE(r.output.find("\"interrupted\":true"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("\"completed\":false"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("status=130"), std::string::npos) << r.output;
+}
+
 TEST_F(LabCli, BadInputExitsTwo) {
   EXPECT_EQ(run_cli("lab no-such-scenario").exit_code, 2);
   EXPECT_EQ(run_cli("lab '" + file_ + "' --scale 0").exit_code, 2);
@@ -74,6 +93,7 @@ TEST_F(LabCli, BadInputExitsTwo) {
   EXPECT_EQ(run_cli("lab '" + file_ + "' --strategy bogus").exit_code, 2);
   EXPECT_EQ(run_cli("lab '" + file_ + "' --policy /nonexistent.json").exit_code, 2);
   EXPECT_EQ(run_cli("lab '" + file_ + "' --csv ''").exit_code, 2);
+  EXPECT_EQ(run_cli("lab '" + file_ + "' --plot out.pdf").exit_code, 2);
   EXPECT_EQ(run_cli("lab").exit_code, 2);
 }
 

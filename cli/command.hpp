@@ -48,6 +48,11 @@ command add_policy_command(CLI::App& parent);
 /// 127.0.0.1 until SIGINT or SIGTERM.
 command add_serve_command(CLI::App& parent);
 
+/// `stormguard lab SCENARIO [--strategy NAME]... [--policy FILE[:NAME]]... [--scale X] [--json]
+/// [--csv DIR]`:
+/// the scenario's client fleet on real sockets against its server, next to the simulator.
+command add_lab_command(CLI::App& parent);
+
 }  // namespace stormguard::cli
 
 #endif  // STORMGUARD_CLI_COMMAND_HPP

@@ -63,6 +63,7 @@ int run(int argc, char** argv) {
   commands.push_back(cli::add_http_command(app));
   commands.push_back(cli::add_policy_command(app));
   commands.push_back(cli::add_serve_command(app));
+  commands.push_back(cli::add_lab_command(app));
   // Unknown words reach app.remaining() instead of failing as "A subcommand is required", so
   // that the error can name them. Subcommands keep rejecting their own unknown options.
   app.allow_extras();

@@ -124,4 +124,32 @@ void reopen_closed_standard_streams() noexcept {
   }
 }
 
+bool write_text_file(std::string_view command, const std::filesystem::path& path,
+                     const std::string& text) {
+  errno = 0;
+  std::FILE* file = std::fopen(path.string().c_str(), "wb");
+  if (file == nullptr) {
+    report_error(command, "cannot write " + detail::quote_for_message(path.string()) + ": " +
+                              errno_text(errno));
+    return false;
+  }
+  bool ok = write_all(file, text);
+  int error = errno;
+  if (std::fclose(file) != 0 && ok) {
+    ok = false;
+    error = errno;
+  }
+  if (!ok)
+    report_error(command, "cannot write " + detail::quote_for_message(path.string()) + ": " +
+                              errno_text(error));
+  return ok;
+}
+
+std::string csv_file_name(std::string name, std::string_view suffix) {
+  for (char& c : name) {
+    if (c == '/' || static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '_';
+  }
+  return name + std::string(suffix);
+}
+
 }  // namespace stormguard::cli

@@ -15,6 +15,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <string>
 #include <string_view>
 
@@ -85,6 +86,16 @@ void report_stats(std::string_view command, int attempts, end_reason reason,
 /// /dev/null instead of a closed descriptor. Never throws; a descriptor that cannot be reopened
 /// stays closed.
 void reopen_closed_standard_streams() noexcept;
+
+/// Writes `text` into the file `path` (created or truncated); false after reporting the system's
+/// reason as "stormguard COMMAND: error: cannot write "PATH": REASON".
+bool write_text_file(std::string_view command, const std::filesystem::path& path,
+                     const std::string& text);
+
+/// The CSV file of a strategy or a scenario (`name` + `suffix`): every '/' (a gRPC
+/// service/method, or a hostile name such as "../../x") and control byte as '_', so that the file
+/// always stays in the --csv directory.
+[[nodiscard]] std::string csv_file_name(std::string name, std::string_view suffix = ".csv");
 
 }  // namespace stormguard::cli
 

@@ -22,10 +22,12 @@
 #include <vector>
 
 #include "command.hpp"
+#include "gnuplot.hpp"
 #include "numbers.hpp"
 #include "output.hpp"
 #include "policy_file.hpp"
 #include "process.hpp"
+#include "progress.hpp"
 #include "stormguard/detail/format.hpp"
 #include "stormguard/sim/layers.hpp"
 #include "stormguard/sim/models.hpp"
@@ -115,85 +117,9 @@ std::optional<sweep_spec> parse_sweep(const std::string& text) {
   return spec;
 }
 
-// A progress bar on stderr, drawn only when stderr is a terminal: "\r[#####    ]  42% label".
-// Cleared when the work is done, so that nothing of it stays on the screen.
-class progress_bar {
- public:
-  explicit progress_bar(std::string label)
-      : label_(std::move(label)), enabled_(::isatty(STDERR_FILENO) == 1) {}
-
-  [[nodiscard]] sim::progress_callback callback() {
-    if (!enabled_) return {};
-    return [this](std::size_t done, std::size_t total) { draw(done, total); };
-  }
-
- private:
-  void draw(std::size_t done, std::size_t total) {
-    constexpr std::size_t k_width = 30;
-    const std::size_t filled = total == 0 ? k_width : done * k_width / total;
-    // A diagnostic like any other: a failed write to stderr is ignored (cli/output.hpp).
-    if (done >= total) {
-      write_diagnostic(fmt::format("\r{:{}}\r", "", k_width + 12 + label_.size()));
-    } else {
-      write_diagnostic(fmt::format("\r[{}{}] {:3}% {}", std::string(filled, '#'),
-                                   std::string(k_width - filled, ' '),
-                                   total == 0 ? 100 : done * 100 / total, label_));
-    }
-  }
-
-  std::string label_;
-  bool enabled_;
-};
-
 // Writes `text` into `path`; false after printing the system's reason.
 bool write_file(const std::filesystem::path& path, const std::string& text) {
-  errno = 0;
-  std::FILE* file = std::fopen(path.string().c_str(), "wb");
-  if (file == nullptr) {
-    print_error(fmt::format("cannot write {}: {}", quote_value(path.string()), errno_text(errno)));
-    return false;
-  }
-  bool ok = write_all(file, text);
-  int error = errno;
-  if (std::fclose(file) != 0 && ok) {
-    ok = false;
-    error = errno;
-  }
-  if (!ok)
-    print_error(fmt::format("cannot write {}: {}", quote_value(path.string()), errno_text(error)));
-  return ok;
-}
-
-// Runs gnuplot (found on PATH) on `script` through a temporary file (rather than a pipe: a gnuplot
-// that exits early cannot raise SIGPIPE here), as a child process (process.hpp). nullopt on
-// success, or why not: gnuplot missing (with the package to install) or its exit status
-// (gnuplot's own messages go to stderr).
-std::optional<std::string> run_gnuplot(const std::string& script) {
-  std::string path = (std::filesystem::temp_directory_path() / "stormguard-plot-XXXXXX").string();
-  std::vector<char> name(path.begin(), path.end());
-  name.push_back('\0');
-  const int fd = ::mkstemp(name.data());
-  if (fd < 0) return "cannot create a temporary file for gnuplot: " + errno_text(errno);
-  path = name.data();
-  std::FILE* file = ::fdopen(fd, "wb");
-  bool ok = file != nullptr && write_all(file, script);
-  if (file != nullptr) ok = std::fclose(file) == 0 && ok;
-  if (!ok) {
-    ::unlink(path.c_str());
-    return "cannot write the gnuplot script to " + path;
-  }
-  interrupt_forwarder forwarder;
-  const child_status status =
-      run_process({"gnuplot", path}, duration::max(), std::chrono::seconds(2), forwarder);
-  ::unlink(path.c_str());
-  if (status.how == child_status::kind::spawn_failed) {
-    return "gnuplot not found on PATH (install the Debian package gnuplot-nox, e.g. with "
-           "scripts/bootstrap)";
-  }
-  if (status.exit_status() != 0) {
-    return fmt::format("gnuplot failed (exit status {})", status.exit_status());
-  }
-  return std::nullopt;
+  return write_text_file("simulate", path, text);
 }
 
 // Draws the plot; false after printing why not. Says where it is on stderr.
@@ -550,16 +476,6 @@ std::optional<sim::scenario> load_time_series(run_context& context) {
     return std::nullopt;
   }
   return scenario;
-}
-
-// The CSV file of a strategy or a scenario (`name` + `suffix`): every '/' (a gRPC
-// service/method, or a hostile scenario name such as "../../x") and control byte as '_', so that
-// the file always stays in the --csv directory.
-std::string csv_file_name(std::string name, std::string_view suffix = ".csv") {
-  for (char& c : name) {
-    if (c == '/' || static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '_';
-  }
-  return name + std::string(suffix);
 }
 
 int run_load_sweep(const run_context& context, const sim::scenario& scenario) {

@@ -20,6 +20,16 @@
 
 namespace stormguard::sim::engine {
 
+// The strategy as a run applies it: a scenario's max_retries replaces the strategy's (for a
+// strategy that retries and takes the scenario's count). Shared by the simulator and the lab.
+inline strategy with_scenario_retries(const scenario& s, const strategy& strat) {
+  strategy applied = strat;
+  if (s.max_retries && applied.scenario_retries && applied.retry.max_retries > 0) {
+    applied.retry.max_retries = *s.max_retries;
+  }
+  return applied;
+}
+
 enum class request_state : std::uint8_t { awaiting, backing_off, ended };
 
 // One logical request. Its client is its index modulo the number of clients (round-robin), so it

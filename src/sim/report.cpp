@@ -137,6 +137,26 @@ std::string describe(const scenario& s) {
   return text;
 }
 
+std::string to_json(const strategy_result& r) {
+  std::string out = fmt::format(
+      "{{\"name\":{},\"logical_requests\":{},\"attempts\":{},\"amplification\":{},"
+      "\"incident_amplification\":{},\"peak_load_ratio\":{},\"success_ratio\":{},"
+      "\"p99_latency_ms\":{},\"recovery_s\":{},",
+      json_string(r.name), r.logical_requests, r.attempts, fixed(r.amplification, 4),
+      fixed(r.incident_amplification, 4), fixed(r.peak_load_ratio, 4), fixed(r.success_ratio, 4),
+      fixed(r.p99_latency_ms, 1), fixed(r.recovery_s, 1));
+  out += fmt::format(
+      "\"successes\":{},\"failures\":{},\"timeouts\":{},\"in_flight_attempts\":{},"
+      "\"attempts_exhausted\":{},\"budget_exhausted\":{},\"throttled\":{},"
+      "\"requests_in_flight\":{},"
+      "\"wasted_work\":{},\"incident_logical_requests\":{},\"incident_attempts\":{},"
+      "\"lost\":{}}}",
+      r.successes, r.failures, r.timeouts, r.in_flight_attempts, r.attempts_exhausted,
+      r.budget_exhausted, r.throttled, r.requests_in_flight, r.wasted_work,
+      r.incident_logical_requests, r.incident_attempts, r.lost);
+  return out;
+}
+
 std::string to_json(const simulation_report& report) {
   std::string out = fmt::format("{{\"scenario\":{},\"seed\":{},\"strategies\":[",
                                 json_string(report.scenario.name), report.scenario.seed);
@@ -144,22 +164,7 @@ std::string to_json(const simulation_report& report) {
   for (const strategy_result& r : report.strategies) {
     if (!first) out += ',';
     first = false;
-    out += fmt::format(
-        "{{\"name\":{},\"logical_requests\":{},\"attempts\":{},\"amplification\":{},"
-        "\"incident_amplification\":{},\"peak_load_ratio\":{},\"success_ratio\":{},"
-        "\"p99_latency_ms\":{},\"recovery_s\":{},",
-        json_string(r.name), r.logical_requests, r.attempts, fixed(r.amplification, 4),
-        fixed(r.incident_amplification, 4), fixed(r.peak_load_ratio, 4), fixed(r.success_ratio, 4),
-        fixed(r.p99_latency_ms, 1), fixed(r.recovery_s, 1));
-    out += fmt::format(
-        "\"successes\":{},\"failures\":{},\"timeouts\":{},\"in_flight_attempts\":{},"
-        "\"attempts_exhausted\":{},\"budget_exhausted\":{},\"throttled\":{},"
-        "\"requests_in_flight\":{},"
-        "\"wasted_work\":{},\"incident_logical_requests\":{},\"incident_attempts\":{},"
-        "\"lost\":{}}}",
-        r.successes, r.failures, r.timeouts, r.in_flight_attempts, r.attempts_exhausted,
-        r.budget_exhausted, r.throttled, r.requests_in_flight, r.wasted_work,
-        r.incident_logical_requests, r.incident_attempts, r.lost);
+    out += to_json(r);
   }
   out += "]}\n";
   return out;

@@ -41,14 +41,6 @@ double expected_requests(const scenario& s) {
   return s.requests_per_second * std::chrono::duration<double>(s.length).count();
 }
 
-strategy with_scenario_retries(const scenario& s, const strategy& strat) {
-  strategy applied = strat;
-  if (s.max_retries && applied.scenario_retries && applied.retry.max_retries > 0) {
-    applied.retry.max_retries = *s.max_retries;
-  }
-  return applied;
-}
-
 template <class B>
 class time_series_engine {
  public:
@@ -255,7 +247,7 @@ void check_or_throw(const scenario& s, std::span<const strategy> strategies) {
 }  // namespace
 
 double estimated_attempts(const scenario& s, const strategy& strat) noexcept {
-  const strategy applied = with_scenario_retries(s, strat);
+  const strategy applied = engine::with_scenario_retries(s, strat);
   return expected_requests(s) * (1.0 + static_cast<double>(std::max(0, applied.retry.max_retries)));
 }
 
@@ -269,7 +261,7 @@ std::optional<scenario_error> check_work(const scenario& s, std::span<const stra
     }
     const double estimate = estimated_attempts(s, strat);
     if (estimate <= k_max_estimated_attempts) continue;
-    const int retries = with_scenario_retries(s, strat).retry.max_retries;
+    const int retries = engine::with_scenario_retries(s, strat).retry.max_retries;
     std::string field = s.max_retries ? "max_retries" : "requests_per_second";
     std::string message = fmt::format(
         "{}: the run of {} would make up to {} attempts (requests_per_second x duration = {} "
@@ -295,7 +287,7 @@ unsigned parallel_runs(const scenario& s, unsigned threads, std::size_t count) n
 
 strategy_result simulate(const scenario& s, const strategy& strat) {
   check_or_throw(s, std::span<const strategy>(&strat, 1));
-  const strategy applied = with_scenario_retries(s, strat);
+  const strategy applied = engine::with_scenario_retries(s, strat);
   return std::visit(
       [&](const auto& config) {
         using budget_type = typename budget_for<std::decay_t<decltype(config)>>::type;

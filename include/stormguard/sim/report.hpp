@@ -23,6 +23,10 @@ namespace stormguard::sim {
 /// milliseconds and seconds 1 decimal; a metric without a value is null. Ends with a newline.
 [[nodiscard]] std::string to_json(const simulation_report& report);
 
+/// One strategy's object of to_json(simulation_report) (the same keys, in the same order, no
+/// newline); `stormguard lab --json` nests it as "lab" and "sim".
+[[nodiscard]] std::string to_json(const strategy_result& result);
+
 /// The strategy's time series as CSV with a header line:
 /// `t,logical_requests,attempts,successes,failures,timeouts,queue_length`, one row per 1-s bin
 /// (t = the bin's start in whole seconds).

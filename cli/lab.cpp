@@ -1,0 +1,305 @@
+// `stormguard lab`: the scenario's client fleet on real sockets against the scenario's server,
+// both in-process, each figure next to the simulator's. Thin: the work is stormguard::lab
+// (run_lab, to_json, format_table); this file reads the options, scales the scenario, draws the
+// progress bar and turns SIGINT/SIGTERM into a clean stop with a partial report.
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <new>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "command.hpp"
+#include "gnuplot.hpp"
+#include "output.hpp"
+#include "policy_file.hpp"
+#include "progress.hpp"
+#include "stormguard/detail/format.hpp"
+#include "stormguard/lab/fleet.hpp"
+#include "stormguard/sim/plot.hpp"
+#include "stormguard/sim/report.hpp"
+#include "stormguard/sim/scenario.hpp"
+#include "stormguard/sim/strategy.hpp"
+#include "usage.hpp"
+
+namespace stormguard::cli {
+
+namespace {
+
+// Without --scale, a scenario is scaled to at most this many logical requests per second: what a
+// 2-core machine holds with the client not the bottleneck (docs/lab.md "How far it scales").
+constexpr double k_default_rate = 200.0;
+
+struct lab_options {
+  std::string scenario;
+  std::vector<std::string> strategies;
+  std::vector<std::string> policies;
+  double scale = 0.0;
+  CLI::Option* scale_option = nullptr;
+  bool json = false;
+  std::string csv_dir;
+  CLI::Option* csv_option = nullptr;  // to tell "--csv ''" from no --csv
+  std::string plot;
+  CLI::Option* plot_option = nullptr;
+};
+
+constexpr const char* k_exit_statuses =
+    "Exit status: 0 the report was printed; 1 a server could not be started, the HTTP client\n"
+    "could not be set up, or stdout could not be written; 2 a bad command line, scenario or\n"
+    "--policy file; 130 (143) after SIGINT (SIGTERM), with the partial report printed.";
+
+void print_error(const std::string& message) { report_error("lab", message); }
+
+// Set by SIGINT/SIGTERM; the fleet polls it every 100 ms. A lock-free atomic is
+// async-signal-safe.
+std::atomic<bool> g_stop{false};
+std::atomic<int> g_signal{0};
+static_assert(std::atomic<bool>::is_always_lock_free && std::atomic<int>::is_always_lock_free);
+
+extern "C" void on_stop_signal(int signal) {
+  g_signal.store(signal);
+  g_stop.store(true);
+}
+
+// Installs the handler for the lifetime of the object, and restores the previous one.
+class stop_on_signals {
+ public:
+  stop_on_signals() {
+    struct sigaction action {};
+    action.sa_handler = on_stop_signal;
+    sigemptyset(&action.sa_mask);
+    action.sa_flags = SA_RESTART;
+    sigaction(SIGINT, &action, &previous_int_);
+    sigaction(SIGTERM, &action, &previous_term_);
+  }
+  ~stop_on_signals() {
+    sigaction(SIGINT, &previous_int_, nullptr);
+    sigaction(SIGTERM, &previous_term_, nullptr);
+  }
+  stop_on_signals(const stop_on_signals&) = delete;
+  stop_on_signals& operator=(const stop_on_signals&) = delete;
+
+ private:
+  struct sigaction previous_int_ {};
+  struct sigaction previous_term_ {};
+};
+
+std::optional<sim::scenario> load(const std::string& argument) {
+  if (auto builtin = sim::builtin_scenario(argument)) return builtin;
+  auto loaded = sim::load_scenario(argument);
+  if (!loaded) {
+    print_error(printable_message(loaded.error().message));
+    return std::nullopt;
+  }
+  return *std::move(loaded);
+}
+
+// The strategies to run: those named by --strategy (comma-separated; a --policy policy or a
+// built-in), else none, naive, full, full+budget and then every --policy policy. nullopt after a
+// usage error.
+std::optional<std::vector<sim::strategy>> chosen(const lab_options& o) {
+  std::vector<sim::strategy> user;
+  for (const std::string& value : o.policies) {
+    try {
+      for (const config::policy& p : load_policy_option("lab", value)) {
+        user.push_back(sim::from_policy(p));
+      }
+    } catch (const CLI::ValidationError& e) {
+      print_error(e.what());
+      return std::nullopt;
+    }
+  }
+  const auto find = [&](const std::string& name) -> const sim::strategy* {
+    for (const auto& u : user) {
+      if (u.name == name) return &u;
+    }
+    return sim::find_strategy(name);
+  };
+  std::vector<sim::strategy> out;
+  const auto add = [&](const std::string& name) {
+    const sim::strategy* s = find(name);
+    if (s == nullptr) {
+      print_error(fmt::format("unknown strategy {}; valid strategies: {}",
+                              detail::quote_for_message(name), sim::strategy_names()));
+      return false;
+    }
+    if (std::any_of(out.begin(), out.end(), [&](const auto& c) { return c.name == s->name; })) {
+      print_error(
+          fmt::format("strategy {} is given more than once", detail::quote_for_message(name)));
+      return false;
+    }
+    out.push_back(*s);
+    return true;
+  };
+  for (const std::string& value : o.strategies) {
+    std::size_t from = 0;
+    while (true) {
+      const std::size_t comma = value.find(',', from);
+      if (!add(value.substr(from, comma - from))) return std::nullopt;
+      if (comma == std::string::npos) break;
+      from = comma + 1;
+    }
+  }
+  if (!o.strategies.empty()) return out;
+  for (const char* name : {"none", "naive", "full", "full+budget"}) {
+    if (std::none_of(user.begin(), user.end(), [&](const auto& u) { return u.name == name; })) {
+      out.push_back(*sim::find_strategy(name));
+    }
+  }
+  out.insert(out.end(), user.begin(), user.end());
+  return out;
+}
+
+// The simulator's time-series plot (sim::gnuplot_script) with two lines per strategy, "NAME lab"
+// and "NAME sim"; false after printing why not.
+bool write_plot(const lab::lab_report& report, const std::string& file) {
+  sim::simulation_report both{report.scenario, {}};
+  for (const lab::lab_comparison& c : report.strategies) {
+    both.strategies.push_back(c.lab);
+    both.strategies.back().name = c.name + " lab";
+    both.strategies.push_back(c.sim);
+    both.strategies.back().name = c.name + " sim";
+  }
+  if (auto error = run_gnuplot(sim::gnuplot_script(both, *sim::plot_format_for(file), file))) {
+    print_error(
+        fmt::format("cannot draw the plot {}: {}", detail::quote_for_message(file), *error));
+    return false;
+  }
+  report_log("lab", "wrote the plot " + file);
+  return true;
+}
+
+int run(const lab_options& o) {
+  auto scenario = load(o.scenario);
+  if (!scenario) return exit_usage;
+  const bool scale_given = o.scale_option != nullptr && o.scale_option->count() > 0;
+  const double scale =
+      scale_given ? o.scale : std::min(1.0, k_default_rate / scenario->requests_per_second);
+  auto scaled = sim::scale_scenario(*scenario, scale);
+  if (!scaled) {
+    print_error("--scale " + detail::format_double(scale) + ": " + scaled.error().message);
+    return exit_usage;
+  }
+  auto strategies = chosen(o);
+  if (!strategies) return exit_usage;
+  if (auto problem = sim::check_work(*scaled, *strategies)) {
+    print_error(problem->message);
+    return exit_usage;
+  }
+  const bool csv = o.csv_option != nullptr && o.csv_option->count() > 0;
+  if (csv && o.csv_dir.empty()) {
+    print_error("--csv needs a directory, got \"\"");
+    return exit_usage;
+  }
+  const bool plot = o.plot_option != nullptr && o.plot_option->count() > 0;
+  if (plot && !sim::plot_format_for(o.plot)) {
+    print_error(fmt::format("--plot needs a file name ending in .png or .svg, got {}",
+                            detail::quote_for_message(o.plot)));
+    return exit_usage;
+  }
+  if (csv) {
+    std::error_code ec;
+    std::filesystem::create_directories(o.csv_dir, ec);
+    if (ec || !std::filesystem::is_directory(o.csv_dir, ec)) {
+      print_error(fmt::format("cannot create the CSV directory {}: {}",
+                              detail::quote_for_message(o.csv_dir),
+                              ec ? ec.message() : "not a directory"));
+      return exit_failure;
+    }
+  }
+  if (!scale_given && scale < 1.0) {
+    report_log("lab", fmt::format("scale {} ({:g} req/s); --scale to change it",
+                                  detail::format_double(scale), (*scaled).requests_per_second));
+  }
+
+  g_stop.store(false);
+  g_signal.store(0);
+  outcome<lab::lab_report, std::string> report = failure{std::string()};
+  {
+    const stop_on_signals handler;
+    progress_bar bar(detail::escape_control((*scaled).name) + " lab");
+    try {
+      report = lab::run_lab(*scaled, *strategies, {bar.callback(), &g_stop});
+    } catch (const std::bad_alloc&) {
+      print_error("out of memory");
+      return exit_failure;
+    }
+    if (auto cb = bar.callback()) cb(1, 1);  // clears the bar
+  }
+  if (!report) {
+    print_error(printable_message(report.error()));
+    return exit_failure;
+  }
+  if (!write_all(stdout, o.json ? lab::to_json(*report) : lab::format_table(*report))) {
+    print_error("cannot write to standard output: " + errno_text(errno));
+    return exit_failure;
+  }
+  std::fflush(stdout);
+  if (csv) {
+    // The lab's and the simulator's 1-s time series of each strategy, side by side.
+    for (const lab::lab_comparison& c : (*report).strategies) {
+      const std::filesystem::path dir(o.csv_dir);
+      if (!write_text_file("lab", dir / csv_file_name(c.name, "-lab.csv"), sim::to_csv(c.lab)) ||
+          !write_text_file("lab", dir / csv_file_name(c.name, "-sim.csv"), sim::to_csv(c.sim))) {
+        return exit_failure;
+      }
+    }
+  }
+  if (plot && !write_plot(*report, o.plot)) return exit_failure;
+  if (const int signal = g_signal.load(); signal != 0) return 128 + signal;
+  return exit_success;
+}
+
+}  // namespace
+
+command add_lab_command(CLI::App& parent) {
+  auto options = std::make_shared<lab_options>();
+  CLI::App* sub = parent.add_subcommand(
+      "lab", "Run a scenario's client fleet on real sockets against its server (lab SCENARIO)");
+  sub->description(
+      "Starts the scenario's server (as `serve`) in-process on 127.0.0.1, then its client fleet\n"
+      "(clients, Poisson arrivals, per-attempt timeout) through the async HTTP client, one\n"
+      "strategy after another, each against a fresh server, in real time; prints each figure next\n"
+      "to the simulator's for the same scenario and seed. Ctrl-C stops with a partial report.\n"
+      "See docs/lab.md.");
+  sub->footer(k_exit_statuses);
+  sub->add_option("scenario", options->scenario,
+                  "A built-in scenario (" + sim::builtin_scenario_names() + ") or a scenario file")
+      ->type_name("SCENARIO")
+      ->required();
+  sub->add_option("--strategy,-s", options->strategies,
+                  "Strategy to run; repeat or separate with commas (default: none, naive, full, "
+                  "full+budget): " +
+                      sim::strategy_names());
+  add_typed_option(*sub, "--policy", options->policies,
+                   "Also run the policies of a policy file ([grpc:|envoy:]FILE[:NAME], "
+                   "repeatable; docs/policy.md)",
+                   "FILE[:NAME]");
+  options->scale_option =
+      add_typed_option(*sub, "--scale", options->scale,
+                       "Multiply requests_per_second, clients, workers, queue_limit and the "
+                       "overload threshold by X, in (0, 1] (default: down to 200 req/s)",
+                       "X");
+  sub->add_flag("--json", options->json, "Print one JSON object instead of the table");
+  options->csv_option = add_typed_option(
+      *sub, "--csv", options->csv_dir,
+      "Also write into DIR, created if missing, the 1-s time series of each strategy: NAME-lab.csv "
+      "and NAME-sim.csv",
+      "DIR");
+  options->plot_option = add_typed_option(
+      *sub, "--plot", options->plot,
+      "Also draw the lab's and the simulator's time series with gnuplot into FILE (.png or .svg)",
+      "FILE");
+  return {sub, [options] { return run(*options); }};
+}
+
+}  // namespace stormguard::cli

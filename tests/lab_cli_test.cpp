@@ -1,0 +1,102 @@
+// `stormguard lab` end to end: a 2-second scenario file, the JSON's two objects per strategy, and
+// the exit status of bad input.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+
+#include "stormguard/sim/scenario.hpp"
+#include "test_util.hpp"
+
+namespace {
+
+#ifdef STORMGUARD_CLI_PATH
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+using stormguard::test_util::run_result;
+using stormguard::test_util::run_shell;
+
+const std::string k_cli = std::string("'") + STORMGUARD_CLI_PATH + "'";
+
+run_result run_cli(const std::string& args) { return run_shell(k_cli + " " + args + " 2>&1"); }
+
+class LabCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("stormguard-lab-cli-" + std::to_string(::getpid()));
+    fs::create_directories(dir_);
+    // 2 s at 50 req/s; the incident [0.5 s, 1.5 s) makes every attempt time out.
+    stormguard::sim::scenario s = stormguard::sim::friday_night();
+    s.name = "cli-lab";
+    s.length = 2s;
+    s.requests_per_second = 50;
+    s.clients = 2;
+    s.timeout = 200ms;
+    s.workers = 4;
+    s.queue_limit = 100;
+    s.service_time = 10ms;
+    s.incident = stormguard::sim::incident{500ms, 1500ms, 1s};
+    file_ = (dir_ / "lab.json").string();
+    std::ofstream(file_, std::ios::binary) << stormguard::sim::to_json(s);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  fs::path dir_;
+  std::string file_;
+};
+
+TEST_F(LabCli, JsonHasTheLabAndSimObjectsOfEachStrategy) {
+  const bool gnuplot = run_shell("command -v gnuplot >/dev/null 2>&1").exit_code == 0;
+  const run_result r = run_cli("lab '" + file_ + "' --scale 1 --strategy naive --json --csv '" +
+                               (dir_ / "csv").string() + "'" +
+                               (gnuplot ? " --plot '" + (dir_ / "lab.svg").string() + "'" : ""));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("\"strategies\":[{\"name\":\"naive\""), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("\"lab\":{\"name\":\"naive\""), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("\"sim\":{\"name\":\"naive\""), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("\"incident_amplification\":"), std::string::npos);
+  // --plot: the lab's and the simulator's lines ("naive lab", "naive sim").
+  if (gnuplot) {
+    std::ifstream in(dir_ / "lab.svg");
+    const std::string svg((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    EXPECT_NE(svg.find("naive lab"), std::string::npos);
+    EXPECT_NE(svg.find("naive sim"), std::string::npos);
+  }
+  // --csv: both time series, 2 one-second bins each after the header.
+  for (const char* name : {"naive-lab.csv", "naive-sim.csv"}) {
+    std::ifstream in(dir_ / "csv" / name);
+    ASSERT_TRUE(in) << name;
+    std::string line;
+    int lines = 0;
+    while (std::getline(in, line)) ++lines;
+    EXPECT_EQ(lines, 3) << name;
+  }
+}
+
+TEST_F(LabCli, SigintEndsWithAPartialReportAnd130) {
+  const run_result r = run_shell(k_cli + " lab '" + file_ +
+                                 "' --scale 1 --json 2>/dev/null & pid=$!; sleep 0.7; kill -INT "
+                                 "$pid; wait $pid; echo \"status=$?\"");
+  EXPECT_NE(r.output.find("\"interrupted\":true"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("\"completed\":false"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("status=130"), std::string::npos) << r.output;
+}
+
+TEST_F(LabCli, BadInputExitsTwo) {
+  EXPECT_EQ(run_cli("lab no-such-scenario").exit_code, 2);
+  EXPECT_EQ(run_cli("lab '" + file_ + "' --scale 0").exit_code, 2);
+  EXPECT_EQ(run_cli("lab '" + file_ + "' --scale abc").exit_code, 2);
+  EXPECT_EQ(run_cli("lab '" + file_ + "' --strategy bogus").exit_code, 2);
+  EXPECT_EQ(run_cli("lab '" + file_ + "' --policy /nonexistent.json").exit_code, 2);
+  EXPECT_EQ(run_cli("lab '" + file_ + "' --csv ''").exit_code, 2);
+  EXPECT_EQ(run_cli("lab '" + file_ + "' --plot out.pdf").exit_code, 2);
+  EXPECT_EQ(run_cli("lab").exit_code, 2);
+}
+
+#endif  // STORMGUARD_CLI_PATH
+
+}  // namespace

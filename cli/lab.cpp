@@ -23,6 +23,7 @@
 #include "output.hpp"
 #include "policy_file.hpp"
 #include "progress.hpp"
+#include "scenario_argument.hpp"
 #include "stormguard/detail/format.hpp"
 #include "stormguard/lab/fleet.hpp"
 #include "stormguard/sim/plot.hpp"
@@ -92,16 +93,6 @@ class stop_on_signals {
   struct sigaction previous_int_ {};
   struct sigaction previous_term_ {};
 };
-
-std::optional<sim::scenario> load(const std::string& argument) {
-  if (auto builtin = sim::builtin_scenario(argument)) return builtin;
-  auto loaded = sim::load_scenario(argument);
-  if (!loaded) {
-    print_error(printable_message(loaded.error().message));
-    return std::nullopt;
-  }
-  return *std::move(loaded);
-}
 
 // The strategies to run: those named by --strategy (comma-separated; a --policy policy or a
 // built-in), else none, naive, full, full+budget and then every --policy policy. nullopt after a
@@ -179,7 +170,7 @@ bool write_plot(const lab::lab_report& report, const std::string& file) {
 }
 
 int run(const lab_options& o) {
-  auto scenario = load(o.scenario);
+  auto scenario = load_scenario_argument("lab", o.scenario);
   if (!scenario) return exit_usage;
   const bool scale_given = o.scale_option != nullptr && o.scale_option->count() > 0;
   const double scale =

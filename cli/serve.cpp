@@ -14,9 +14,9 @@
 
 #include "command.hpp"
 #include "output.hpp"
+#include "scenario_argument.hpp"
 #include "stormguard/detail/format.hpp"
 #include "stormguard/lab/server.hpp"
-#include "stormguard/sim/models.hpp"
 #include "stormguard/sim/scenario.hpp"
 #include "usage.hpp"
 
@@ -39,26 +39,6 @@ constexpr const char* k_exit_statuses =
     "outside (0, 1]).";
 
 void print_error(const std::string& message) { report_error("serve", message); }
-
-// A built-in scenario by name, else a scenario file. The other models of the simulator
-// (brooker-occ, layers) have no server to serve: said as such, not as a missing file.
-std::optional<sim::scenario> load(const std::string& argument) {
-  if (auto builtin = sim::builtin_scenario(argument)) return builtin;
-  if (const auto& model = sim::model_for(argument); model.kind != sim::model_kind::time_series) {
-    print_error(
-        fmt::format("{} is a model of the simulator without a server (serve takes a "
-                    "time-series scenario: {}, or a scenario file)",
-                    model.name, sim::builtin_scenario_names()));
-    return std::nullopt;
-  }
-  auto loaded = sim::load_scenario(argument);
-  if (!loaded) {
-    print_error(printable_message(loaded.error().message) + " (not a file, nor a built-in " +
-                "scenario: the built-ins are " + sim::builtin_scenario_names() + ")");
-    return std::nullopt;
-  }
-  return *std::move(loaded);
-}
 
 // A count per second, to the nearest integer.
 std::string per_second(std::int64_t n, double seconds) {
@@ -88,7 +68,7 @@ std::string summary(const lab::server_stats& s, double seconds) {
 }
 
 int run(const serve_options& o) {
-  auto scenario = load(o.scenario);
+  auto scenario = load_scenario_argument("serve", o.scenario);
   if (!scenario) return exit_usage;
   auto scaled = sim::scale_scenario(*scenario, o.scale);
   if (!scaled) {
@@ -161,7 +141,7 @@ command add_serve_command(CLI::App& parent) {
       "A real HTTP/1.1 server on 127.0.0.1 that is the scenario's server: its workers, queue,\n"
       "service times and incident, on the scenario's clock. GET /stats and /metrics give the\n"
       "counters; POST /control/start starts the clock (with --wait-start); every other path is\n"
-      "the scenario's endpoint. Runs until SIGINT or SIGTERM. See docs/lab.md.");
+      "the scenario's endpoint. Runs until SIGINT, SIGTERM or SIGHUP. See docs/lab.md.");
   sub->footer(k_exit_statuses);
   sub->add_option("scenario", options->scenario,
                   "A built-in scenario (" + sim::builtin_scenario_names() + ") or a scenario file")

@@ -28,6 +28,7 @@
 #include "policy_file.hpp"
 #include "process.hpp"
 #include "progress.hpp"
+#include "scenario_argument.hpp"
 #include "stormguard/detail/format.hpp"
 #include "stormguard/sim/layers.hpp"
 #include "stormguard/sim/models.hpp"
@@ -438,22 +439,9 @@ std::optional<sim::scenario> load_time_series(run_context& context) {
   const std::string& argument = context.options.scenario_file;
   sim::scenario scenario = sim::friday_night();
   if (!argument.empty()) {
-    if (auto builtin = sim::builtin_scenario(argument)) {
-      scenario = *std::move(builtin);
-    } else {
-      auto loaded = sim::load_scenario(argument);
-      if (!loaded) {
-        std::error_code ec;
-        // Not a file and not a built-in: perhaps a misspelt built-in ("metastabl").
-        const std::string hint = std::filesystem::exists(argument, ec)
-                                     ? ""
-                                     : " (not a file, nor a built-in scenario: the built-ins are " +
-                                           sim::builtin_scenario_names() + ", brooker-occ, layers)";
-        print_error(printable_message(loaded.error().message) + hint);
-        return std::nullopt;
-      }
-      scenario = *std::move(loaded);
-    }
+    auto loaded = load_scenario_argument("simulate", argument);
+    if (!loaded) return std::nullopt;
+    scenario = *std::move(loaded);
   }
   if (context.seed) scenario.seed = *context.seed;
   if (!scenario.strategies.empty()) {

@@ -1,8 +1,12 @@
 // `stormguard lab`: the scenario's client fleet on real sockets against the scenario's server,
 // both in-process, each figure next to the simulator's. Thin: the work is stormguard::lab
 // (run_lab, to_json, format_table); this file reads the options, scales the scenario, draws the
-// progress bar and turns SIGINT/SIGTERM into a clean stop with a partial report.
+// progress bar, turns SIGINT/SIGTERM into a clean stop with a partial report and, with
+// --metrics-port, serves the fleet's client-side metrics (stormguard::metrics) with
+// prometheus-cpp's pull exposer on 127.0.0.1.
 #include <fmt/format.h>
+#include <prometheus/exposer.h>
+#include <prometheus/registry.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -20,12 +24,14 @@
 
 #include "command.hpp"
 #include "gnuplot.hpp"
+#include "numbers.hpp"
 #include "output.hpp"
 #include "policy_file.hpp"
 #include "progress.hpp"
 #include "scenario_argument.hpp"
 #include "stormguard/detail/format.hpp"
 #include "stormguard/lab/fleet.hpp"
+#include "stormguard/metrics/retry_metrics.hpp"
 #include "stormguard/sim/plot.hpp"
 #include "stormguard/sim/report.hpp"
 #include "stormguard/sim/scenario.hpp"
@@ -51,12 +57,15 @@ struct lab_options {
   CLI::Option* csv_option = nullptr;  // to tell "--csv ''" from no --csv
   std::string plot;
   CLI::Option* plot_option = nullptr;
+  int metrics_port = 0;
+  CLI::Option* metrics_port_option = nullptr;
 };
 
 constexpr const char* k_exit_statuses =
     "Exit status: 0 the report was printed; 1 a server could not be started, the HTTP client\n"
-    "could not be set up, or stdout could not be written; 2 a bad command line, scenario or\n"
-    "--policy file; 130 (143) after SIGINT (SIGTERM), with the partial report printed.";
+    "could not be set up, the --metrics-port could not be bound, or stdout could not be written;\n"
+    "2 a bad command line, scenario or --policy file; 130 (143) after SIGINT (SIGTERM), with the "
+    "partial report printed.";
 
 void print_error(const std::string& message) { report_error("lab", message); }
 
@@ -212,6 +221,32 @@ int run(const lab_options& o) {
                                   detail::format_double(scale), (*scaled).requests_per_second));
   }
 
+  // --metrics-port: the fleet's metrics on a registry served on 127.0.0.1 during the run.
+  const bool serve_metrics = o.metrics_port_option != nullptr && o.metrics_port_option->count() > 0;
+  const auto registry = std::make_shared<prometheus::Registry>();
+  std::optional<metrics::retry_metrics> fleet_metrics;
+  std::unique_ptr<prometheus::Exposer> exposer;
+  if (serve_metrics) {
+    const std::string address = fmt::format("127.0.0.1:{}", o.metrics_port);
+    try {
+      fleet_metrics.emplace(*registry);
+      exposer = std::make_unique<prometheus::Exposer>(address, 1);
+      exposer->RegisterCollectable(registry);
+    } catch (const std::bad_alloc&) {
+      print_error("out of memory");
+      return exit_failure;
+    } catch (const std::exception& e) {
+      print_error(
+          fmt::format("--metrics-port: cannot serve the metrics on {} (in use or not "
+                      "permitted): {}",
+                      address, printable_message(e.what())));
+      return exit_failure;
+    }
+    const std::vector<int> ports = exposer->GetListeningPorts();
+    report_log("lab", fmt::format("metrics on http://127.0.0.1:{}/metrics",
+                                  ports.empty() ? o.metrics_port : ports.front()));
+  }
+
   g_stop.store(false);
   g_signal.store(0);
   outcome<lab::lab_report, std::string> report = failure{std::string()};
@@ -219,7 +254,8 @@ int run(const lab_options& o) {
     const stop_on_signals handler;
     progress_bar bar(detail::escape_control((*scaled).name) + " lab");
     try {
-      report = lab::run_lab(*scaled, *strategies, {bar.callback(), &g_stop});
+      report = lab::run_lab(*scaled, *strategies,
+                            {bar.callback(), &g_stop, fleet_metrics ? &*fleet_metrics : nullptr});
     } catch (const std::bad_alloc&) {
       print_error("out of memory");
       return exit_failure;
@@ -290,6 +326,14 @@ command add_lab_command(CLI::App& parent) {
       *sub, "--plot", options->plot,
       "Also draw the lab's and the simulator's time series with gnuplot into FILE (.png or .svg)",
       "FILE");
+  options->metrics_port_option =
+      add_typed_option(*sub, "--metrics-port", options->metrics_port,
+                       "Serve the fleet's client-side metrics (Prometheus text format) on "
+                       "http://127.0.0.1:N/metrics during the run; 0 lets the system choose "
+                       "(docs/metrics.md)",
+                       "N")
+          ->transform(whole_number())
+          ->check(CLI::Range(0, 65535));
   return {sub, [options] { return run(*options); }};
 }
 

@@ -27,6 +27,7 @@
 #include "sim/fleet.hpp"
 #include "sim/metrics.hpp"
 #include "stormguard/http/async_client.hpp"
+#include "stormguard/metrics/retry_metrics.hpp"
 #include "stormguard/random.hpp"
 #include "stormguard/sim/report.hpp"
 
@@ -65,7 +66,10 @@ class lab_engine {
         metrics_(s, strat.name, expected_requests(s)),
         arrivals_rng_(sim::seeds::mix(s.seed, sim::seeds::k_tag_arrivals)),
         starts_timer_(io),
-        tick_timer_(io) {
+        tick_timer_(io),
+        prometheus_(options.metrics == nullptr
+                        ? nullptr
+                        : &options.metrics->for_client(strat.name, metrics::budget_kind<B>())) {
     if (s.incident) {
       incident_start_ = s.incident->start.count();
       incident_end_ = s.incident->end.count();
@@ -188,6 +192,7 @@ class lab_engine {
     if (!fleet_.admit(id, at)) {
       fleet_[id].state = sim::engine::request_state::ended;
       ++metrics_.counters().throttled;
+      if (prometheus_ != nullptr) prometheus_->record_end(end_reason::throttled);
     } else {
       start_attempt(id, 1, at);
     }
@@ -214,13 +219,23 @@ class lab_engine {
       metrics_.success(t, t - r.start);
       fleet_.succeeded(id, t);
       fleet_.ended(id, t);
+      if (prometheus_ != nullptr) {
+        prometheus_->record_outcome(attempt_status::success);
+        prometheus_->record_end(end_reason::success);
+      }
       return;
     }
     if (res.response) {
       metrics_.failure(t);
+      if (prometheus_ != nullptr) {
+        prometheus_->record_outcome(unavailable_.action() != classification::kind::stop
+                                        ? attempt_status::failure
+                                        : attempt_status::not_retryable);
+      }
       on_failure(id, t, unavailable_);
     } else {
       metrics_.timeout(t);
+      if (prometheus_ != nullptr) prometheus_->record_outcome(attempt_status::timeout);
       on_failure(id, t, classification::retry().as_timeout());
     }
   }
@@ -229,6 +244,7 @@ class lab_engine {
     const retry_decision next = fleet_.failed(id, t, verdict);
     sim::engine::request& r = fleet_[id];
     if (next.retry) {
+      if (prometheus_ != nullptr) prometheus_->record_retry(next.delay, false);
       r.state = sim::engine::request_state::backing_off;
       r.previous_delay = next.delay.count();
       const std::int64_t delay = std::max<std::int64_t>(0, next.delay.count());
@@ -237,6 +253,7 @@ class lab_engine {
     }
     r.state = sim::engine::request_state::ended;
     fleet_.ended(id, t);
+    if (prometheus_ != nullptr) prometheus_->record_end(next.reason);
     if (next.reason == end_reason::budget_exhausted) {
       ++metrics_.counters().budget_exhausted;
     } else {
@@ -266,6 +283,7 @@ class lab_engine {
   std::int64_t armed_at_ = 0;
   bool stopped_ = false;
   bool completed_ = true;
+  metrics::client_metrics* prometheus_;  // nullptr: no Prometheus metrics
 };
 
 std::string json_string(const std::string& text) { return nlohmann::json(text).dump(); }
@@ -321,7 +339,7 @@ outcome<lab_report, std::string> run_lab(const sim::scenario& s,
     auto started = server::start(s, {.port = 0, .start_clock = false});
     if (!started) return failure{started.error()};
     const std::unique_ptr<server> srv = *std::move(started);
-    fleet_options per_run{{}, options.stop};
+    fleet_options per_run{{}, options.stop, options.metrics};
     if (options.progress) {
       per_run.progress = [&, i](std::size_t done, std::size_t) {
         options.progress(i * ticks + done, strategies.size() * ticks);

@@ -35,9 +35,13 @@
 #include "stormguard/sim/simulator.hpp"
 #include "stormguard/sim/strategy.hpp"
 
+namespace stormguard::metrics {
+class retry_metrics;
+}  // namespace stormguard::metrics
+
 namespace stormguard::lab {
 
-/// How a fleet run reports progress and is stopped.
+/// How a fleet run reports progress, is stopped and is measured.
 struct fleet_options {
   /// Called on the fleet's thread about every 100 ms with (ticks done, ticks in the run); a tick
   /// is 100 ms of the scenario. Empty = no calls.
@@ -45,6 +49,15 @@ struct fleet_options {
   /// When set and it becomes true, the run ends within about 100 ms with the figures measured so
   /// far (e.g. set from a SIGINT handler). Must outlive the run.
   const std::atomic<bool>* stop = nullptr;
+  /// When set, the fleet records its client-side Prometheus metrics there during the run
+  /// (stormguard/metrics/retry_metrics.hpp; the label value is the strategy's name, the budget
+  /// label its budget kind): each ended attempt by outcome (200 success, a 503 failure or
+  /// not_retryable when the strategy does not retry 503s, a time-out or transport error
+  /// timeout), each retry granted with its delay, each logical request's end by end_reason
+  /// (throttled for one the budget did not admit) and the budget denials. Attempts still in
+  /// flight at the end are not recorded. Thread-safe to scrape during the run. nullptr = none
+  /// (nothing is recorded, nothing is paid). Must outlive the run.
+  metrics::retry_metrics* metrics = nullptr;
 };
 
 /// What one fleet run measured.

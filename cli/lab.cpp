@@ -299,10 +299,7 @@ command add_lab_command(CLI::App& parent) {
       "to the simulator's for the same scenario and seed. Ctrl-C stops with a partial report.\n"
       "See docs/lab.md.");
   sub->footer(k_exit_statuses);
-  sub->add_option("scenario", options->scenario,
-                  "A built-in scenario (" + sim::builtin_scenario_names() + ") or a scenario file")
-      ->type_name("SCENARIO")
-      ->required();
+  add_scenario_argument(*sub, options->scenario);
   sub->add_option("--strategy,-s", options->strategies,
                   "Strategy to run; repeat or separate with commas (default: none, naive, full, "
                   "full+budget): " +

@@ -34,4 +34,12 @@ std::optional<sim::scenario> load_scenario_argument(std::string_view command,
   return *std::move(loaded);
 }
 
+CLI::Option* add_scenario_argument(CLI::App& app, std::string& argument) {
+  return app
+      .add_option("scenario", argument,
+                  "A built-in scenario (" + sim::builtin_scenario_names() + ") or a scenario file")
+      ->type_name("SCENARIO")
+      ->required();
+}
+
 }  // namespace stormguard::cli

@@ -3,6 +3,7 @@
 #ifndef STORMGUARD_CLI_SCENARIO_ARGUMENT_HPP
 #define STORMGUARD_CLI_SCENARIO_ARGUMENT_HPP
 
+#include <CLI/CLI.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -19,6 +20,9 @@ namespace stormguard::cli {
 /// built-ins when the argument is not a file at all (a misspelt built-in, "metastabl").
 [[nodiscard]] std::optional<sim::scenario> load_scenario_argument(std::string_view command,
                                                                   const std::string& argument);
+
+/// Registers the required SCENARIO positional of `serve` and `lab` on `app`, into `argument`.
+CLI::Option* add_scenario_argument(CLI::App& app, std::string& argument);
 
 }  // namespace stormguard::cli
 

@@ -143,10 +143,7 @@ command add_serve_command(CLI::App& parent) {
       "counters; POST /control/start starts the clock (with --wait-start); every other path is\n"
       "the scenario's endpoint. Runs until SIGINT, SIGTERM or SIGHUP. See docs/lab.md.");
   sub->footer(k_exit_statuses);
-  sub->add_option("scenario", options->scenario,
-                  "A built-in scenario (" + sim::builtin_scenario_names() + ") or a scenario file")
-      ->type_name("SCENARIO")
-      ->required();
+  add_scenario_argument(*sub, options->scenario);
   add_typed_option(*sub, "--port", options->port, "The port on 127.0.0.1; 0 lets the system choose",
                    "N")
       ->check(CLI::Range(0, 65535))

@@ -1,0 +1,58 @@
+// stormguard/guard/stores.hpp: the three idempotency stores (store.hpp) and their options.
+//
+//   auto local = stormguard::guard::make_sqlite_store({.path = "keys.db"});
+//   auto shared = stormguard::guard::make_postgres_store({.url = "postgresql://app@db:5432/app"});
+//   auto fast = stormguard::guard::make_redis_store({.url = "redis://cache:6379/0"});
+//
+// docs/idempotency.md says what each guarantees. Each keeps a pool of at most `max_connections`
+// connections, opened on demand (a call waits for a free one when all are busy), and prepares
+// every statement once per connection. Each throws std::invalid_argument naming the field and the
+// value for bad options, and store_error when the store cannot be opened or reached.
+#ifndef STORMGUARD_GUARD_STORES_HPP
+#define STORMGUARD_GUARD_STORES_HPP
+
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include "stormguard/guard/store.hpp"
+
+namespace stormguard::guard {
+
+/// The table (SQL stores) or key prefix (Redis) used when none is given.
+inline constexpr std::string_view default_table = "stormguard_idempotency";
+
+/// An SQLite database file (libsqlite3): zero set-up, one machine. Journal mode WAL, synchronous
+/// FULL (a committed record survives a power cut), busy timeout as below.
+struct sqlite_options {
+  std::string path;                          ///< the database file; created if absent; not empty
+  std::string table{default_table};          ///< [A-Za-z_][A-Za-z0-9_]*, at most 63 characters
+  std::chrono::milliseconds busy_timeout{5000};  ///< how long a write waits for the lock; > 0
+  std::size_t max_connections = 8;           ///< 1..1024
+};
+[[nodiscard]] std::unique_ptr<store> make_sqlite_store(const sqlite_options& options);
+
+/// A PostgreSQL server (libpq), shared by the replicas of a fleet.
+struct postgres_options {
+  std::string url;  ///< a libpq connection URI or key=value string; not empty
+  std::string table{default_table};          ///< as sqlite_options::table
+  std::chrono::milliseconds connect_timeout{5000};  ///< per connection attempt; >= 1 s (libpq's
+                                                    ///< unit is whole seconds; rounded up)
+  std::size_t max_connections = 8;           ///< 1..1024
+};
+[[nodiscard]] std::unique_ptr<store> make_postgres_store(const postgres_options& options);
+
+/// A Redis server (hiredis), shared by the replicas of a fleet.
+struct redis_options {
+  std::string url;  ///< redis://HOST[:PORT][/DB] (PORT default 6379, DB default 0); not empty
+  std::string prefix{default_table};  ///< prefix of every key written, before ':'; printable
+                                      ///< ASCII without spaces, at most 63 characters
+  std::chrono::milliseconds timeout{2000};  ///< connect and command timeout; > 0
+  std::size_t max_connections = 8;          ///< 1..1024
+};
+[[nodiscard]] std::unique_ptr<store> make_redis_store(const redis_options& options);
+
+}  // namespace stormguard::guard
+
+#endif  // STORMGUARD_GUARD_STORES_HPP

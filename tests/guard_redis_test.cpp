@@ -2,6 +2,7 @@
 // (tests/support/redis_server.hpp: one per test process, each test under its own key prefix).
 // Time is the `now` the tests pass: leases and expiries move by arithmetic, never by sleeping.
 #include <gtest/gtest.h>
+#include <signal.h>
 
 #include <algorithm>
 #include <atomic>
@@ -82,6 +83,23 @@ std::optional<std::string> single(const std::vector<row>& rows) {
   EXPECT_EQ(rows.size(), 1U);
   if (rows.size() != 1 || rows[0].size() != 1) return std::nullopt;
   return rows[0][0];
+}
+
+/// The ids (CLIENT LIST) of the connections of this test's stores: a store names its
+/// connections with its prefix (CLIENT SETNAME).
+std::vector<std::string> store_client_ids() {
+  std::vector<std::string> ids;
+  const auto list = single(admin().query("CLIENT", {"LIST"})).value_or("");
+  std::size_t pos = 0;
+  while ((pos = list.find("id=", pos)) != std::string::npos) {
+    const auto end = list.find('\n', pos);
+    const std::string line = list.substr(pos, end - pos);
+    if (line.find(" name=" + test_prefix() + " ") != std::string::npos) {
+      ids.push_back(line.substr(3, line.find(' ') - 3));
+    }
+    pos = end;
+  }
+  return ids;
 }
 
 /// The key under which a store with `prefix` keeps (principal, key).
@@ -192,21 +210,7 @@ TEST(RedisStore, KilledConnectionIsDiscardedFromThePool) {
   ASSERT_EQ(s->begin(id, fp_of(1), "t1", t0, k_lease, k_ttl).outcome, begin_outcome::acquired);
 
   // The store names its connections with its prefix (CLIENT SETNAME): kill the only one.
-  const auto client_ids = [&] {
-    std::vector<std::string> ids;
-    const auto list = single(admin().query("CLIENT", {"LIST"})).value_or("");
-    std::size_t pos = 0;
-    while ((pos = list.find("id=", pos)) != std::string::npos) {
-      const auto end = list.find('\n', pos);
-      const std::string line = list.substr(pos, end - pos);
-      if (line.find(" name=" + test_prefix() + " ") != std::string::npos) {
-        ids.push_back(line.substr(3, line.find(' ') - 3));
-      }
-      pos = end;
-    }
-    return ids;
-  };
-  const auto before = client_ids();
+  const auto before = store_client_ids();
   ASSERT_EQ(before.size(), 1U);
   EXPECT_EQ(single(admin().query("CLIENT", {"KILL", "ID", before[0]})), "1");
 
@@ -217,9 +221,31 @@ TEST(RedisStore, KilledConnectionIsDiscardedFromThePool) {
       << message;
   // The broken connection was closed, not returned: the next call opens a new one and works.
   EXPECT_EQ(s->begin(id, fp_of(1), "t3", t0, k_lease, k_ttl).outcome, begin_outcome::in_progress);
-  const auto after = client_ids();
+  const auto after = store_client_ids();
   ASSERT_EQ(after.size(), 1U);
   EXPECT_NE(after[0], before[0]);
+}
+
+TEST(RedisStore, WritingToAKilledConnectionNeitherRaisesNorLeavesSigpipe) {
+  const auto s = open_store_for_test(1);
+  ASSERT_EQ(s->begin({"p", "k"}, fp_of(1), "t1", t0, k_lease, k_ttl).outcome,
+            begin_outcome::acquired);
+  const auto ids = store_client_ids();
+  ASSERT_EQ(ids.size(), 1U);
+  admin().query("CLIENT", {"KILL", "ID", ids[0]});
+  // 16 MiB: more than the socket buffers take, so hiredis writes again after the server's RST
+  // (EPIPE). Without the store blocking SIGPIPE, its default action would end this process.
+  const std::string body(std::size_t{16} << 20U, 'x');
+  const std::string message = store_error_message([&] {
+    (void)s->complete({"p", "k"}, "t1", t0, k_ttl, [&](transaction&) { return respond(body); });
+  });
+  EXPECT_NE(message.find("EVALSHA"), std::string::npos) << message;
+  sigset_t pending;
+  sigemptyset(&pending);
+  sigpending(&pending);
+  EXPECT_EQ(sigismember(&pending, SIGPIPE), 0);
+  EXPECT_EQ(s->complete({"p", "k"}, "t1", t0, k_ttl, [](transaction&) { return respond("ok"); }),
+            complete_outcome::completed);
 }
 
 TEST(RedisStore, CommandThatOutlivesTheTimeoutThrowsStoreErrorAndIsDiscarded) {

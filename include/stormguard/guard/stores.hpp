@@ -46,8 +46,9 @@ struct postgres_options {
 /// A Redis server (hiredis), shared by the replicas of a fleet.
 struct redis_options {
   std::string url;  ///< redis://HOST[:PORT][/DB] (PORT default 6379, DB default 0); not empty
-  std::string prefix{default_table};  ///< prefix of every key written, before ':'; printable
-                                      ///< ASCII without spaces, at most 63 characters
+  std::string prefix{default_table};  ///< prefix of every key written, before ':'; 1..63
+                                      ///< characters of printable ASCII without spaces (also
+                                      ///< the connections' CLIENT SETNAME)
   std::chrono::milliseconds timeout{2000};  ///< connect and command timeout; > 0
   std::size_t max_connections = 8;          ///< 1..1024
 };

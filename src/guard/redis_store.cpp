@@ -510,13 +510,15 @@ bool changes_connection_state(std::string_view statement,
   return false;
 }
 
+/// The store. Thread-safe: the pool lends each connection to one thread at a time, and
+/// everything else is immutable after construction.
 class redis_store final : public store {
  public:
   explicit redis_store(const redis_options& o)
       : endpoint_(parse_url(o.url)),
         prefix_(o.prefix),
         timeout_(o.timeout),
-        where_("redis store " + o.url),
+        where_("redis store " + detail::escape_control(o.url, 200)),
         pool_(o.max_connections, [this] { return open(); }) {
     // Open one connection now: a store that cannot be reached fails here (stores.hpp).
     auto first = pool_.acquire();

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "stormguard/guard/store.hpp"
@@ -142,6 +143,22 @@ TEST(GuardStoreDown, A503WithRetryAfterAndNoRun) {
   ASSERT_FALSE(r.response.headers.empty());
   EXPECT_EQ(r.response.headers.back().first, "Retry-After");
   EXPECT_EQ(r.response.headers.back().second, "2");  // 1.5 s rounded up
+}
+
+TEST(GuardErrors, AreProblemDetailsInValidJsonEvenForHostileKeys) {
+  null_store s;
+  sg::idempotency_guard g(s);
+  for (const std::string& key : {std::string("\"\x01\x7f\""), std::string("caf\xc3\xa9"),
+                                 std::string("bad\xff\xfe"), std::string(300, '"')}) {
+    const auto r = g.handle({"p", "POST", "/", "", key},
+                            [](sg::transaction&) { return sg::stored_response{}; });
+    ASSERT_EQ(r.response.status, 400);
+    EXPECT_EQ(r.response.headers.at(0).second, "application/problem+json");
+    const auto body = nlohmann::json::parse(r.response.body);  // throws if not valid JSON
+    EXPECT_EQ(body.at("status"), 400);
+    EXPECT_EQ(body.at("code"), "bad_key");
+    EXPECT_FALSE(body.at("detail").get<std::string>().empty());
+  }
 }
 
 TEST(OpenStore, BadSpecsNameTheStoreAndQuoteTheSpec) {

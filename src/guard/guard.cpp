@@ -141,28 +141,52 @@ outcome<std::string, std::string> parse_idempotency_key(std::string_view field_v
 
 namespace {
 
+/// An RFC 9457 problem details body (application/problem+json), as the draft's examples
+/// (draft-ietf-httpapi-idempotency-key-header-07 §2.7): title, status, detail, and `code`, the
+/// decision's name, for programs.
 stored_response error_response(int status, std::string_view code, std::string_view message) {
   stored_response r;
   r.status = status;
-  r.headers.emplace_back("Content-Type", "application/json");
-  std::string body = "{\"error\":\"";
-  body += code;
-  body += "\",\"message\":\"";
-  for (const char c : message) {  // JSON string escaping of an ASCII message
-    if (c == '"' || c == '\\') {
-      body += '\\';
-      body += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      static constexpr char hex[] = "0123456789abcdef";
-      body += "\\u00";
-      body += hex[(static_cast<unsigned char>(c) >> 4U) & 0xfU];
-      body += hex[static_cast<unsigned char>(c) & 0xfU];
-    } else {
-      body += c;
+  r.headers.emplace_back("Content-Type", "application/problem+json");
+  // JSON string escaping; the messages are valid UTF-8 (detail::quote_for_message escapes the
+  // rest).
+  auto json_string = [](std::string_view text) {
+    std::string out = "\"";
+    for (const char c : text) {
+      if (c == '"' || c == '\\') {
+        out += '\\';
+        out += c;
+      } else if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
+        static constexpr char hex[] = "0123456789abcdef";
+        out += "\\u00";
+        out += hex[(static_cast<unsigned char>(c) >> 4U) & 0xfU];
+        out += hex[static_cast<unsigned char>(c) & 0xfU];
+      } else {
+        out += c;
+      }
     }
+    return out + "\"";
+  };
+  std::string title;
+  switch (status) {
+    case 400:
+      title = "Bad Request";
+      break;
+    case 409:
+      title = "Conflict";
+      break;
+    case 422:
+      title = "Unprocessable Content";
+      break;
+    case 503:
+      title = "Service Unavailable";
+      break;
+    default:
+      title = "Internal Server Error";
+      break;
   }
-  body += "\"}";
-  r.body = std::move(body);
+  r.body = "{\"title\":" + json_string(title) + ",\"status\":" + std::to_string(status) +
+           ",\"code\":" + json_string(code) + ",\"detail\":" + json_string(message) + "}";
   return r;
 }
 

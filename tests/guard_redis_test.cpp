@@ -16,12 +16,24 @@
 #include <thread>
 #include <vector>
 
+#include "guard_store_suite.hpp"
 #include "stormguard/guard/guard.hpp"
 #include "stormguard/guard/store.hpp"
 #include "stormguard/guard/stores.hpp"
 #include "stormguard/testing/manual_clock.hpp"
 #include "support/redis_server.hpp"
 #include "test_util.hpp"
+
+namespace stormguard_test {
+
+std::unique_ptr<sg::store> make_redis_for_suite(const std::string& prefix) {
+  return sg::make_redis_store(
+      {.url = stormguard::test_support::redis_server::shared().url(), .prefix = prefix});
+}
+
+STORMGUARD_INSTANTIATE_STORE_SUITE(Redis, (store_factory{"redis", make_redis_for_suite}));
+
+}  // namespace stormguard_test
 
 namespace {
 
@@ -609,6 +621,105 @@ TEST(RedisStore, QueryRefusesCommandsThatChangeThePooledConnection) {
     EXPECT_NE(message.find("statement \"" + name + "\""), std::string::npos) << message;
   }
   EXPECT_EQ(single(s->query("PING", {})), "PONG");
+}
+
+TEST(RedisStore, OutOfMemoryIsRefusedBeforeAnythingIsWritten) {
+  const auto s = open_store_for_test();
+  const std::string ledger = test_prefix() + ":ledger";
+  const std::string other = test_prefix() + ":other";
+  admin().query("SET", {other, "kept"});
+  ASSERT_EQ(s->begin({"p", "k"}, fp_of(1), "t1", t0, k_lease, k_ttl).outcome,
+            begin_outcome::acquired);
+  struct restore_maxmemory {
+    ~restore_maxmemory() { admin().query("CONFIG", {"SET", "maxmemory", "0"}); }
+  } restore;
+  admin().query("CONFIG", {"SET", "maxmemory", "1"});
+  const std::string message = store_error_message([&] {
+    (void)s->complete({"p", "k"}, "t1", t0, k_ttl, [&](transaction& tx) {
+      // DEL may run out of memory (not denyoom): without the script flags it would run, and
+      // the RPUSH then fail.
+      tx.execute("DEL", {other});
+      tx.execute("RPUSH", {ledger, "first"});
+      return respond("");
+    });
+  });
+  EXPECT_NE(message.find("OOM"), std::string::npos) << message;
+  admin().query("CONFIG", {"SET", "maxmemory", "0"});
+  EXPECT_EQ(single(admin().query("EXISTS", {ledger})), "0");
+  EXPECT_EQ(single(admin().query("GET", {other})), "kept");
+  EXPECT_EQ(s->complete({"p", "k"}, "t1", t0, k_ttl,
+                        [&](transaction& tx) {
+                          tx.execute("RPUSH", {ledger, "first"});
+                          return respond("");
+                        }),
+            complete_outcome::completed);
+}
+
+// --- the guard on Redis: a store that goes away ----------------------------------------------
+
+stormguard::guard::request charge() {
+  return {.principal = "user-1",
+          .method = "POST",
+          .target = "/charges",
+          .body = "{\"amount\":500}",
+          .idempotency_key = "key-1"};
+}
+
+std::string header_of(const stored_response& r, std::string_view name) {
+  for (const auto& [n, v] : r.headers) {
+    if (n == name) return v;
+  }
+  return "<none>";
+}
+
+TEST(GuardOnRedis, LostConnectionAtBeginAnswers503AndNeverRunsTheHandler) {
+  const auto s = open_store_for_test(1);
+  stormguard::testing::manual_clock clock;
+  stormguard::guard::idempotency_guard guard(*s, {.time = &clock});
+  const auto ids = store_client_ids();
+  ASSERT_EQ(ids.size(), 1U);
+  admin().query("CLIENT", {"KILL", "ID", ids[0]});
+  int runs = 0;
+  const auto r = guard.handle(charge(), [&](transaction&) {
+    ++runs;
+    return respond("{}");
+  });
+  EXPECT_EQ(r.decision, stormguard::guard::decision::store_unavailable);
+  EXPECT_EQ(r.response.status, 503);
+  EXPECT_EQ(header_of(r.response, "Retry-After"), "1");
+  EXPECT_EQ(runs, 0);
+  // The next request reconnects.
+  EXPECT_EQ(guard.handle(charge(), [&](transaction&) { return respond("{}"); }).decision,
+            stormguard::guard::decision::ran);
+}
+
+TEST(GuardOnRedis, LostConnectionAtCompleteAnswers503CommitsNothingAndTheLeaseThenExpires) {
+  const auto s = open_store_for_test(1);
+  stormguard::testing::manual_clock clock;
+  stormguard::guard::idempotency_guard guard(*s, {.time = &clock});
+  const std::string ledger = test_prefix() + ":ledger";
+  const auto r = guard.handle(charge(), [&](transaction& tx) {
+    tx.execute("RPUSH", {ledger, "charge"});
+    // The handler runs with no connection held: kill the idle one that complete() will use.
+    const auto ids = store_client_ids();
+    EXPECT_EQ(ids.size(), 1U);
+    if (!ids.empty()) admin().query("CLIENT", {"KILL", "ID", ids[0]});
+    return respond("{}");
+  });
+  EXPECT_EQ(r.decision, stormguard::guard::decision::store_unavailable);
+  EXPECT_EQ(single(admin().query("EXISTS", {ledger})), "0");
+  // The record stays in progress under the lost token until its lease expires ...
+  EXPECT_EQ(guard.handle(charge(), [&](transaction&) { return respond("{}"); }).decision,
+            stormguard::guard::decision::in_progress);
+  // ... and is then taken over: the retry runs the handler once.
+  clock.advance(guard.options().lease);
+  const auto retry = guard.handle(charge(), [&](transaction& tx) {
+    tx.execute("RPUSH", {ledger, "charge"});
+    return respond("{}");
+  });
+  EXPECT_EQ(retry.decision, stormguard::guard::decision::ran);
+  EXPECT_TRUE(retry.took_over);
+  EXPECT_EQ(single(admin().query("LLEN", {ledger})), "1");
 }
 
 // --- concurrency -----------------------------------------------------------------------------

@@ -11,7 +11,7 @@
 //   expires        nanoseconds since the epoch of the guard's wall_time_point
 //   status         completed: the response's status, decimal
 //   headers        completed: per header, its name then its value, each as a 4-byte big-endian
-//                  length and the bytes
+//                  length and the bytes (internal::encode_headers, codec.hpp)
 //   body           completed: the response's body
 // Times are the guard's (never Redis's TIME): its clock is the one the replicas agree on, and a
 // test's manual clock works. The key also carries a PEXPIRE of the ttl (relative milliseconds)
@@ -23,8 +23,9 @@
 // once). Lua numbers are doubles, which cannot hold nanoseconds since the epoch exactly, so the
 // scripts compare the decimal texts (le() below).
 //
-// Not for Redis Cluster: complete()'s script runs the handler's commands on keys it does not
-// declare in KEYS, which a single server (or a primary with replicas) allows.
+// Needs Redis 7 or later (the scripts declare flags: "#!lua"). Not for Redis Cluster:
+// complete()'s script runs the handler's commands on keys it does not declare in KEYS, which a
+// single server (or a primary with replicas) allows.
 #include <hiredis/hiredis.h>
 #include <pthread.h>
 #include <signal.h>
@@ -46,9 +47,9 @@
 #include <utility>
 #include <vector>
 
+#include "guard/codec.hpp"
 #include "guard/pool.hpp"
 #include "stormguard/detail/format.hpp"
-#include "stormguard/detail/saturate.hpp"
 #include "stormguard/guard/stores.hpp"
 
 namespace stormguard::guard {
@@ -108,10 +109,11 @@ return {'acquired', took_over}
 // Returns 1 (completed), 0 (lease lost: nothing run) or an error.
 //
 // A Redis script is atomic (no other command runs meanwhile) but it does NOT roll back: when its
-// third command fails, the first two stay written. So every queued command is checked first
-// (it exists, may run in a script, has a valid number of arguments: COMMAND INFO) before the
-// first one runs; what can only fail while running (a WRONGTYPE, a value that is not an
-// integer, out of memory) leaves the commands before it applied and the record in progress.
+// third command fails, the first two stay written. So what can be checked is checked before the
+// first command runs: out of memory (the script flags, see script_texts), and every queued
+// command (it exists, may run in a script, has a valid number of arguments: COMMAND INFO). What
+// can only fail while running (a WRONGTYPE, a value that is not an integer) leaves the commands
+// before it applied and the record in progress.
 constexpr std::string_view k_lua_complete = R"lua(
 local k = KEYS[1]
 local r = redis.call('HMGET', k, 'state', 'token')
@@ -182,9 +184,12 @@ return 0
 enum script_id : std::uint8_t { k_begin, k_complete, k_release, k_script_count };
 
 const std::array<std::string, k_script_count>& script_texts() {
+  // "#!lua" (Redis 7 script flags, none given): a script that may write is refused as a whole
+  // when the server is out of memory (maxmemory), before its first command, instead of failing
+  // at its first write with the commands before it applied.
   static const std::array<std::string, k_script_count> texts = {
-      std::string(k_lua_le) + std::string(k_lua_begin), std::string(k_lua_complete),
-      std::string(k_lua_release)};
+      "#!lua" + std::string(k_lua_le) + std::string(k_lua_begin),
+      "#!lua" + std::string(k_lua_complete), "#!lua" + std::string(k_lua_release)};
   return texts;
 }
 
@@ -384,63 +389,12 @@ void validate(const redis_options& o) {
 
 // --- encodings -------------------------------------------------------------------------------
 
-/// t + d, saturating (a ttl of duration::max() means "never").
-wall_time_point later(wall_time_point t, duration d) noexcept {
-  return wall_time_point(detail::saturating_add(t.time_since_epoch(), d));
-}
-
-std::string nanos_text(wall_time_point t) { return std::to_string(t.time_since_epoch().count()); }
+std::string nanos_text(wall_time_point t) { return std::to_string(internal::to_ns(t)); }
 
 /// A duration as PEXPIRE's relative milliseconds, rounded up, at least 1.
 std::string pexpire_text(duration d) {
   const auto ms = std::chrono::ceil<std::chrono::milliseconds>(d).count();
   return std::to_string(std::max<std::int64_t>(1, ms));
-}
-
-void put_u32(std::string& out, std::size_t n) {
-  for (int shift = 24; shift >= 0; shift -= 8) {
-    out.push_back(static_cast<char>((n >> static_cast<unsigned>(shift)) & 0xffU));
-  }
-}
-
-std::string encode_headers(const std::vector<std::pair<std::string, std::string>>& headers) {
-  std::size_t size = 0;
-  for (const auto& [name, value] : headers) size += 8 + name.size() + value.size();
-  std::string out;
-  out.reserve(size);
-  for (const auto& [name, value] : headers) {
-    if (name.size() > 0xffffffffU || value.size() > 0xffffffffU) {
-      throw std::invalid_argument("stored_response.headers: a name or value over 4 GiB");
-    }
-    put_u32(out, name.size());
-    out += name;
-    put_u32(out, value.size());
-    out += value;
-  }
-  return out;
-}
-
-/// The inverse of encode_headers; nullopt when `in` is not such an encoding.
-std::optional<std::vector<std::pair<std::string, std::string>>> decode_headers(
-    std::string_view in) {
-  std::vector<std::pair<std::string, std::string>> out;
-  auto take = [&](std::string& field) {
-    if (in.size() < 4) return false;
-    std::size_t n = 0;
-    for (int i = 0; i < 4; ++i)
-      n = (n << 8U) | static_cast<unsigned char>(in[static_cast<std::size_t>(i)]);
-    in.remove_prefix(4);
-    if (in.size() < n) return false;
-    field.assign(in.substr(0, n));
-    in.remove_prefix(n);
-    return true;
-  };
-  while (!in.empty()) {
-    std::pair<std::string, std::string> h;
-    if (!take(h.first) || !take(h.second)) return std::nullopt;
-    out.push_back(std::move(h));
-  }
-  return out;
 }
 
 template <class Int>
@@ -536,8 +490,8 @@ class redis_store final : public store {
     }
     const std::string key = record_key_of(id);
     const std::string now_text = nanos_text(now);
-    const std::string lease_text = nanos_text(later(now, lease));
-    const std::string expires_text = nanos_text(later(now, ttl));
+    const std::string lease_text = std::to_string(internal::add_ns(now, lease));
+    const std::string expires_text = std::to_string(internal::add_ns(now, ttl));
     const std::string pexpire = pexpire_text(std::max(ttl, lease));
     const std::string_view fp_text(reinterpret_cast<const char*>(fp.data()), fp.size());
     const std::array<std::string_view, 6> args = {now_text,   fp_text,      token,
@@ -567,9 +521,9 @@ class redis_store final : public store {
       if (r->elements != 3 || !is_text(r->element[2])) throw corrupt("in_progress");
       out.outcome = begin_outcome::in_progress;
       read_fingerprint(r->element[1]);
-      const auto lease_expires = parse_int<duration::rep>(text_of(*r->element[2]));
+      const auto lease_expires = parse_int<std::int64_t>(text_of(*r->element[2]));
       if (!lease_expires) throw corrupt("lease_expires");
-      out.lease_expires = wall_time_point(duration(*lease_expires));
+      out.lease_expires = internal::from_ns(*lease_expires);
     } else if (state == "completed") {
       if (r->elements != 5 || !is_text(r->element[2]) || !is_text(r->element[3]) ||
           !is_text(r->element[4])) {
@@ -579,7 +533,7 @@ class redis_store final : public store {
       read_fingerprint(r->element[1]);
       stored_response response;
       const auto status = parse_int<int>(text_of(*r->element[2]));
-      auto headers = decode_headers(text_of(*r->element[3]));
+      auto headers = internal::decode_headers(text_of(*r->element[3]));
       if (!status || !headers) throw corrupt("stored response");
       response.status = *status;
       response.headers = std::move(*headers);
@@ -601,10 +555,10 @@ class redis_store final : public store {
     redis_transaction tx;
     const stored_response response = w(tx);
 
-    const std::string expires_text = nanos_text(later(now, ttl));
+    const std::string expires_text = std::to_string(internal::add_ns(now, ttl));
     const std::string pexpire = pexpire_text(ttl);
     const std::string status = std::to_string(response.status);
-    const std::string headers = encode_headers(response.headers);
+    const std::string headers = internal::encode_headers(response.headers);
     const auto& commands = tx.commands();
     const std::string count = std::to_string(commands.size());
     std::vector<std::string> argc_texts;

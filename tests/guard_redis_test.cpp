@@ -64,16 +64,29 @@ fingerprint fp_of(std::uint8_t seed) {
   return f;
 }
 
-/// The current test's name as a key prefix: tests share one server and never see each other's
-/// keys.
-std::string test_prefix() {
-  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-  const std::string name = std::string(info->test_suite_name()) + "." + info->name();
-  if (name.size() <= 63) return name;  // redis_options::prefix: at most 63 characters
-  char hash[16];
-  std::snprintf(hash, sizeof hash, ".%08zx", std::hash<std::string>{}(name)&0xffffffffU);
-  return name.substr(0, 54) + hash;
-}
+/// The key prefix of the running test (set by redis_test::SetUp): its name and a run number,
+/// so that tests share one server without seeing each other's keys, also under --gtest_repeat.
+std::string current_prefix;  // NOLINT: written by SetUp only, on the main thread
+
+const std::string& test_prefix() { return current_prefix; }
+
+/// The fixture of every test below that writes: gives the test its own key prefix.
+class redis_test : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    static int runs = 0;
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    std::string name = std::string(info->test_suite_name()) + "." + info->name();
+    if (name.size() > 54) {  // redis_options::prefix: at most 63 characters
+      char hash[16];
+      std::snprintf(hash, sizeof hash, ".%08zx", std::hash<std::string>{}(name)&0xffffffffU);
+      name = name.substr(0, 45) + hash;
+    }
+    current_prefix = name + "#" + std::to_string(++runs);
+  }
+};
+using RedisStore = redis_test;
+using GuardOnRedis = redis_test;
 
 /// A store on the shared server (database `db`) with the test's prefix.
 std::unique_ptr<store> open_store_for_test(std::size_t max_connections = 8,
@@ -194,21 +207,21 @@ TEST(RedisOptions, OpenStoreTakesARedisSpec) {
 
 // --- reaching the server ---------------------------------------------------------------------
 
-TEST(RedisStore, ServerThatIsDownThrowsStoreErrorWithTheReason) {
+TEST_F(RedisStore, ServerThatIsDownThrowsStoreErrorWithTheReason) {
   const std::string url = "redis://127.0.0.1:" + std::to_string(redis_server::unused_port());
   const std::string message = store_error_message([&] { (void)make_redis_store({.url = url}); });
   EXPECT_NE(message.find("redis store " + url + ": connect: "), std::string::npos) << message;
   EXPECT_NE(message.find("refused"), std::string::npos) << message;
 }
 
-TEST(RedisStore, DatabaseOutOfRangeThrowsStoreErrorAtConnect) {
+TEST_F(RedisStore, DatabaseOutOfRangeThrowsStoreErrorAtConnect) {
   const std::string message = store_error_message(
       [&] { (void)make_redis_store({.url = redis_server::shared().url(999)}); });
   EXPECT_NE(message.find("SELECT"), std::string::npos) << message;
   EXPECT_NE(message.find("out of range"), std::string::npos) << message;
 }
 
-TEST(RedisStore, SelectsTheDatabaseOfTheUrl) {
+TEST_F(RedisStore, SelectsTheDatabaseOfTheUrl) {
   const auto in_db3 = open_store_for_test(8, 2s, 3);
   in_db3->query("SET", {test_prefix() + ":x", "3"});
   const auto other_db3 = open_store_for_test(8, 2s, 3);
@@ -216,7 +229,7 @@ TEST(RedisStore, SelectsTheDatabaseOfTheUrl) {
   EXPECT_EQ(single(admin().query("GET", {test_prefix() + ":x"})), std::nullopt);  // db 0
 }
 
-TEST(RedisStore, KilledConnectionIsDiscardedFromThePool) {
+TEST_F(RedisStore, KilledConnectionIsDiscardedFromThePool) {
   const auto s = open_store_for_test(1);
   const record_key id{"p", "k"};
   ASSERT_EQ(s->begin(id, fp_of(1), "t1", t0, k_lease, k_ttl).outcome, begin_outcome::acquired);
@@ -238,7 +251,7 @@ TEST(RedisStore, KilledConnectionIsDiscardedFromThePool) {
   EXPECT_NE(after[0], before[0]);
 }
 
-TEST(RedisStore, WritingToAKilledConnectionNeitherRaisesNorLeavesSigpipe) {
+TEST_F(RedisStore, WritingToAKilledConnectionNeitherRaisesNorLeavesSigpipe) {
   const auto s = open_store_for_test(1);
   ASSERT_EQ(s->begin({"p", "k"}, fp_of(1), "t1", t0, k_lease, k_ttl).outcome,
             begin_outcome::acquired);
@@ -260,7 +273,7 @@ TEST(RedisStore, WritingToAKilledConnectionNeitherRaisesNorLeavesSigpipe) {
             complete_outcome::completed);
 }
 
-TEST(RedisStore, CommandThatOutlivesTheTimeoutThrowsStoreErrorAndIsDiscarded) {
+TEST_F(RedisStore, CommandThatOutlivesTheTimeoutThrowsStoreErrorAndIsDiscarded) {
   const auto s = open_store_for_test(1, 100ms);
   const std::string message = store_error_message([&] {
     (void)s->query("BLPOP", {test_prefix() + ":never", "0"});
@@ -269,7 +282,7 @@ TEST(RedisStore, CommandThatOutlivesTheTimeoutThrowsStoreErrorAndIsDiscarded) {
   EXPECT_EQ(single(s->query("PING", {})), "PONG");
 }
 
-TEST(RedisStore, ScriptsAreLoadedAgainAfterScriptFlush) {
+TEST_F(RedisStore, ScriptsAreLoadedAgainAfterScriptFlush) {
   const auto s = open_store_for_test();
   ASSERT_EQ(s->begin({"p", "a"}, fp_of(1), "t", t0, k_lease, k_ttl).outcome,
             begin_outcome::acquired);
@@ -283,11 +296,11 @@ TEST(RedisStore, ScriptsAreLoadedAgainAfterScriptFlush) {
 
 // --- begin -----------------------------------------------------------------------------------
 
-TEST(RedisStore, KindIsRedis) {
+TEST_F(RedisStore, KindIsRedis) {
   EXPECT_EQ(open_store_for_test()->kind(), stormguard::guard::store_kind::redis);
 }
 
-TEST(RedisStore, BeginAcquiresOnceThenReportsTheLeaseHolder) {
+TEST_F(RedisStore, BeginAcquiresOnceThenReportsTheLeaseHolder) {
   const auto s = open_store_for_test();
   const auto first = s->begin({"p", "k"}, fp_of(1), "t1", t0, k_lease, k_ttl);
   EXPECT_EQ(first.outcome, begin_outcome::acquired);
@@ -299,7 +312,7 @@ TEST(RedisStore, BeginAcquiresOnceThenReportsTheLeaseHolder) {
   EXPECT_FALSE(second.response.has_value());
 }
 
-TEST(RedisStore, RecordIsOneHashWithAPexpireOfTheTtl) {
+TEST_F(RedisStore, RecordIsOneHashWithAPexpireOfTheTtl) {
   const auto s = open_store_for_test();
   ASSERT_EQ(s->begin({"p", "k"}, fp_of(1), "t1", t0, k_lease, 1h).outcome, begin_outcome::acquired);
   const std::string key = record_key_text(test_prefix(), "p", "k");
@@ -316,7 +329,7 @@ TEST(RedisStore, RecordIsOneHashWithAPexpireOfTheTtl) {
   EXPECT_LE(pttl, 3'600'000);
 }
 
-TEST(RedisStore, KeysOfDifferentPrincipalsNeverCollide) {
+TEST_F(RedisStore, KeysOfDifferentPrincipalsNeverCollide) {
   const auto s = open_store_for_test();
   // With a plain "principal:key" layout, these two would be the same key "a:b:c".
   ASSERT_EQ(s->begin({"a:b", "c"}, fp_of(1), "t1", t0, k_lease, k_ttl).outcome,
@@ -327,7 +340,7 @@ TEST(RedisStore, KeysOfDifferentPrincipalsNeverCollide) {
             begin_outcome::acquired);
 }
 
-TEST(RedisStore, LeaseCanBeTakenOverExactlyWhenItExpires) {
+TEST_F(RedisStore, LeaseCanBeTakenOverExactlyWhenItExpires) {
   const auto s = open_store_for_test();
   ASSERT_EQ(s->begin({"p", "k"}, fp_of(1), "t1", t0, k_lease, k_ttl).outcome,
             begin_outcome::acquired);
@@ -341,7 +354,7 @@ TEST(RedisStore, LeaseCanBeTakenOverExactlyWhenItExpires) {
   EXPECT_EQ(now_held.lease_expires, t0 + 2 * k_lease);
 }
 
-TEST(RedisStore, RecordExpiresExactlyAtItsExpiry) {
+TEST_F(RedisStore, RecordExpiresExactlyAtItsExpiry) {
   const auto s = open_store_for_test();
   ASSERT_EQ(s->begin({"p", "k"}, fp_of(1), "t1", t0, k_lease, k_ttl).outcome,
             begin_outcome::acquired);
@@ -358,7 +371,7 @@ TEST(RedisStore, RecordExpiresExactlyAtItsExpiry) {
             "0");
 }
 
-TEST(RedisStore, TimesBeforeTheEpochCompareCorrectly) {
+TEST_F(RedisStore, TimesBeforeTheEpochCompareCorrectly) {
   const auto s = open_store_for_test();
   const wall_time_point early{-1h};
   ASSERT_EQ(s->begin({"p", "k"}, fp_of(1), "t1", early, k_lease, k_ttl).outcome,
@@ -368,7 +381,7 @@ TEST(RedisStore, TimesBeforeTheEpochCompareCorrectly) {
   EXPECT_TRUE(s->begin({"p", "k"}, fp_of(1), "t2", early + k_lease, k_lease, k_ttl).took_over);
 }
 
-TEST(RedisStore, BadArgumentsThrowInvalidArgumentNamingThem) {
+TEST_F(RedisStore, BadArgumentsThrowInvalidArgumentNamingThem) {
   const auto s = open_store_for_test();
   EXPECT_NE(invalid_argument_message([&] {
               (void)s->begin({"p", "k"}, fp_of(1), "t", t0, 0ns, k_ttl);
@@ -391,7 +404,7 @@ TEST(RedisStore, BadArgumentsThrowInvalidArgumentNamingThem) {
 
 // --- complete --------------------------------------------------------------------------------
 
-TEST(RedisStore, CompletedResponseIsReplayedByteForByte) {
+TEST_F(RedisStore, CompletedResponseIsReplayedByteForByte) {
   const auto s = open_store_for_test();
   const std::string body("binary\0body\xff\r\n", 15);
   const stored_response response{
@@ -409,7 +422,7 @@ TEST(RedisStore, CompletedResponseIsReplayedByteForByte) {
   EXPECT_EQ(*replay.response, response);
 }
 
-TEST(RedisStore, QueuedCommandsApplyExactlyWhenCompleteReturnsCompleted) {
+TEST_F(RedisStore, QueuedCommandsApplyExactlyWhenCompleteReturnsCompleted) {
   const auto s = open_store_for_test();
   const std::string ledger = test_prefix() + ":ledger";
   const std::string total = test_prefix() + ":total";
@@ -432,7 +445,7 @@ TEST(RedisStore, QueuedCommandsApplyExactlyWhenCompleteReturnsCompleted) {
   EXPECT_EQ(single(admin().query("HGET", {ledger + ":meta", "by"})), "p");
 }
 
-TEST(RedisStore, TakenOverLeaseCannotCompleteAndItsCommandsNeverRun) {
+TEST_F(RedisStore, TakenOverLeaseCannotCompleteAndItsCommandsNeverRun) {
   const auto s = open_store_for_test();
   const std::string ledger = test_prefix() + ":ledger";
   ASSERT_EQ(s->begin({"p", "k"}, fp_of(1), "old", t0, k_lease, k_ttl).outcome,
@@ -463,7 +476,7 @@ TEST(RedisStore, TakenOverLeaseCannotCompleteAndItsCommandsNeverRun) {
             complete_outcome::lease_lost);
 }
 
-TEST(RedisStore, CompleteOfAReleasedOrMissingRecordIsLeaseLost) {
+TEST_F(RedisStore, CompleteOfAReleasedOrMissingRecordIsLeaseLost) {
   const auto s = open_store_for_test();
   bool ran = false;
   EXPECT_EQ(s->complete({"p", "absent"}, "t", t0, k_ttl,
@@ -475,7 +488,7 @@ TEST(RedisStore, CompleteOfAReleasedOrMissingRecordIsLeaseLost) {
   EXPECT_TRUE(ran);  // the work runs first (it only queues); its commands are discarded
 }
 
-TEST(RedisStore, ThrowingWorkSendsNothingAndPropagates) {
+TEST_F(RedisStore, ThrowingWorkSendsNothingAndPropagates) {
   const auto s = open_store_for_test();
   const std::string ledger = test_prefix() + ":ledger";
   ASSERT_EQ(s->begin({"p", "k"}, fp_of(1), "t1", t0, k_lease, k_ttl).outcome,
@@ -491,7 +504,7 @@ TEST(RedisStore, ThrowingWorkSendsNothingAndPropagates) {
             begin_outcome::in_progress);
 }
 
-TEST(RedisStore, QueuedCommandThatCannotRunIsRefusedBeforeAnythingIsWritten) {
+TEST_F(RedisStore, QueuedCommandThatCannotRunIsRefusedBeforeAnythingIsWritten) {
   const auto s = open_store_for_test();
   const std::string ledger = test_prefix() + ":ledger";
   ASSERT_EQ(s->begin({"p", "k"}, fp_of(1), "t1", t0, k_lease, k_ttl).outcome,
@@ -522,7 +535,7 @@ TEST(RedisStore, QueuedCommandThatCannotRunIsRefusedBeforeAnythingIsWritten) {
             begin_outcome::in_progress);
 }
 
-TEST(RedisStore, QueuedCommandFailingWhileRunningKeepsEarlierWritesAndTheRecordInProgress) {
+TEST_F(RedisStore, QueuedCommandFailingWhileRunningKeepsEarlierWritesAndTheRecordInProgress) {
   // Documented: a Redis script does not roll back. The checks before running catch unknown
   // commands and bad argument counts; a WRONGTYPE or a non-integer can only fail while running.
   const auto s = open_store_for_test();
@@ -547,7 +560,7 @@ TEST(RedisStore, QueuedCommandFailingWhileRunningKeepsEarlierWritesAndTheRecordI
             begin_outcome::in_progress);
 }
 
-TEST(RedisStore, SelectCannotBeQueued) {
+TEST_F(RedisStore, SelectCannotBeQueued) {
   const auto s = open_store_for_test();
   ASSERT_EQ(s->begin({"p", "k"}, fp_of(1), "t1", t0, k_lease, k_ttl).outcome,
             begin_outcome::acquired);
@@ -562,7 +575,7 @@ TEST(RedisStore, SelectCannotBeQueued) {
 
 // --- release and query -----------------------------------------------------------------------
 
-TEST(RedisStore, ReleaseDeletesOnlyAnInProgressRecordUnderItsToken) {
+TEST_F(RedisStore, ReleaseDeletesOnlyAnInProgressRecordUnderItsToken) {
   const auto s = open_store_for_test();
   ASSERT_EQ(s->begin({"p", "k"}, fp_of(1), "t1", t0, k_lease, k_ttl).outcome,
             begin_outcome::acquired);
@@ -581,7 +594,7 @@ TEST(RedisStore, ReleaseDeletesOnlyAnInProgressRecordUnderItsToken) {
   EXPECT_EQ(s->purge_expired(t0 + 2 * k_ttl), 0U);
 }
 
-TEST(RedisStore, QueryGivesOneRowPerArrayElementAndOneColumnEach) {
+TEST_F(RedisStore, QueryGivesOneRowPerArrayElementAndOneColumnEach) {
   const auto s = open_store_for_test();
   const std::string list = test_prefix() + ":list";
   EXPECT_EQ(single(s->query("SET", {test_prefix() + ":s", "v"})), "OK");
@@ -597,13 +610,13 @@ TEST(RedisStore, QueryGivesOneRowPerArrayElementAndOneColumnEach) {
   EXPECT_EQ(scan[1], (row{list}));
 }
 
-TEST(RedisStore, QueryErrorReplyThrowsStoreError) {
+TEST_F(RedisStore, QueryErrorReplyThrowsStoreError) {
   const auto s = open_store_for_test();
   const std::string message = store_error_message([&] { (void)s->query("NOSUCHCOMMAND", {"x"}); });
   EXPECT_NE(message.find("NOSUCHCOMMAND: ERR unknown command"), std::string::npos) << message;
 }
 
-TEST(RedisStore, QueryRefusesCommandsThatChangeThePooledConnection) {
+TEST_F(RedisStore, QueryRefusesCommandsThatChangeThePooledConnection) {
   const auto s = open_store_for_test();
   for (const auto& [name, arg] :
        std::vector<std::pair<std::string, std::string>>{{"SELECT", "1"},
@@ -623,7 +636,7 @@ TEST(RedisStore, QueryRefusesCommandsThatChangeThePooledConnection) {
   EXPECT_EQ(single(s->query("PING", {})), "PONG");
 }
 
-TEST(RedisStore, OutOfMemoryIsRefusedBeforeAnythingIsWritten) {
+TEST_F(RedisStore, OutOfMemoryIsRefusedBeforeAnythingIsWritten) {
   const auto s = open_store_for_test();
   const std::string ledger = test_prefix() + ":ledger";
   const std::string other = test_prefix() + ":other";
@@ -672,7 +685,7 @@ std::string header_of(const stored_response& r, std::string_view name) {
   return "<none>";
 }
 
-TEST(GuardOnRedis, LostConnectionAtBeginAnswers503AndNeverRunsTheHandler) {
+TEST_F(GuardOnRedis, LostConnectionAtBeginAnswers503AndNeverRunsTheHandler) {
   const auto s = open_store_for_test(1);
   stormguard::testing::manual_clock clock;
   stormguard::guard::idempotency_guard guard(*s, {.time = &clock});
@@ -693,7 +706,7 @@ TEST(GuardOnRedis, LostConnectionAtBeginAnswers503AndNeverRunsTheHandler) {
             stormguard::guard::decision::ran);
 }
 
-TEST(GuardOnRedis, LostConnectionAtCompleteAnswers503CommitsNothingAndTheLeaseThenExpires) {
+TEST_F(GuardOnRedis, LostConnectionAtCompleteAnswers503CommitsNothingAndTheLeaseThenExpires) {
   const auto s = open_store_for_test(1);
   stormguard::testing::manual_clock clock;
   stormguard::guard::idempotency_guard guard(*s, {.time = &clock});
@@ -724,7 +737,7 @@ TEST(GuardOnRedis, LostConnectionAtCompleteAnswers503CommitsNothingAndTheLeaseTh
 
 // --- concurrency -----------------------------------------------------------------------------
 
-TEST(RedisStore, ConcurrentBeginsOnOneKeyAcquireExactlyOnce) {
+TEST_F(RedisStore, ConcurrentBeginsOnOneKeyAcquireExactlyOnce) {
   const auto s = open_store_for_test(4);
   constexpr int k_threads = 32;
   std::atomic<int> acquired{0};
@@ -743,7 +756,7 @@ TEST(RedisStore, ConcurrentBeginsOnOneKeyAcquireExactlyOnce) {
   EXPECT_EQ(in_progress.load(), k_threads - 1);
 }
 
-TEST(RedisStore, GuardRunsTheHandlerOnceUnderConcurrentRepeats) {
+TEST_F(RedisStore, GuardRunsTheHandlerOnceUnderConcurrentRepeats) {
   const auto s = open_store_for_test(4);
   stormguard::testing::manual_clock clock;
   stormguard::guard::idempotency_guard guard(*s, {.time = &clock});

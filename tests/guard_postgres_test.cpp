@@ -1,6 +1,8 @@
-// Tests of the PostgreSQL idempotency store (make_postgres_store, stores.hpp) against a real
-// PostgreSQL 15 server (tests/support/postgres_server.hpp), one per test executable; each test
-// has its own table. Time is the `now` passed in, never the real clock.
+// The PostgreSQL store: the shared conformance suite (tests/guard_store_suite.hpp) and what only
+// PostgreSQL has (options, a server that is down, a killed connection, row locks, prepared
+// statements, concurrent table creation), against a real PostgreSQL 15 server
+// (tests/support/postgres_server.hpp), one per test executable; each test has its own table.
+// Time is the `now` passed in, never the real clock.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -14,9 +16,8 @@
 #include <thread>
 #include <vector>
 
-#include "stormguard/guard/guard.hpp"
+#include "guard_store_suite.hpp"
 #include "stormguard/guard/stores.hpp"
-#include "stormguard/testing/manual_clock.hpp"
 #include "support/postgres_server.hpp"
 #include "test_util.hpp"
 
@@ -284,30 +285,6 @@ TEST_F(PostgresStore, ATakeoverAfterTheLeaseExpiresFencesOutTheFirstHolder) {
   EXPECT_EQ(begin(id, 1, "third", t0 + 12s).response->body, "second");
 }
 
-TEST_F(PostgresStore, AnExpiredRecordIsNewAgainWithoutTakeover) {
-  const record_key id{"alice", "k1"};
-  ASSERT_EQ(begin(id, 1, "tok").outcome, begin_outcome::acquired);
-  ASSERT_EQ(store_->complete(id, "tok", t0, 60s, [](transaction&) { return stored_response{}; }),
-            complete_outcome::completed);
-  EXPECT_EQ(begin(id, 2, "tok-2", t0 + 60s - 1ns).outcome, begin_outcome::completed);
-  const auto fresh = begin(id, 2, "tok-2", t0 + 60s);
-  EXPECT_EQ(fresh.outcome, begin_outcome::acquired);
-  EXPECT_FALSE(fresh.took_over);
-}
-
-TEST_F(PostgresStore, ReleaseDeletesOnlyAnInProgressRecordUnderItsToken) {
-  const record_key id{"alice", "k1"};
-  ASSERT_EQ(begin(id, 1, "tok").outcome, begin_outcome::acquired);
-  store_->release(id, "not-the-token");
-  EXPECT_EQ(begin(id, 1, "x").outcome, begin_outcome::in_progress);
-  store_->release(id, "tok");
-  EXPECT_EQ(begin(id, 1, "tok-2").outcome, begin_outcome::acquired);
-  ASSERT_EQ(store_->complete(id, "tok-2", t0, 60s, [](transaction&) { return stored_response{}; }),
-            complete_outcome::completed);
-  store_->release(id, "tok-2");  // completed: a no-op
-  EXPECT_EQ(begin(id, 1, "y").outcome, begin_outcome::completed);
-}
-
 TEST_F(PostgresStore, CompleteAfterReleaseIsLeaseLost) {
   const record_key id{"alice", "k1"};
   ASSERT_EQ(begin(id, 1, "tok").outcome, begin_outcome::acquired);
@@ -506,25 +483,18 @@ TEST_F(PostgresStore, ATableOfAnotherLayoutIsReportedWhenTheStoreOpens) {
   }
 }
 
-TEST_F(PostgresStore, TheGuardRunsTheHandlerOnceAndReplaysItsResponse) {
-  stormguard::testing::manual_clock clock;
-  stormguard::guard::idempotency_guard guard(*store_, {.time = &clock});
-  int runs = 0;
-  const stormguard::guard::request req{.principal = "alice",
-                                       .method = "POST",
-                                       .target = "/charges",
-                                       .body = "{\"amount\":250}",
-                                       .idempotency_key = "\"abc\""};
-  auto handler = [&](transaction&) {
-    ++runs;
-    return stored_response{201, {{"Content-Type", "application/json"}}, "{\"id\":1}"};
-  };
-  const auto first = guard.handle(req, handler);
-  EXPECT_EQ(first.decision, stormguard::guard::decision::ran);
-  const auto second = guard.handle(req, handler);
-  EXPECT_EQ(second.decision, stormguard::guard::decision::replayed);
-  EXPECT_EQ(second.response.body, "{\"id\":1}");
-  EXPECT_EQ(runs, 1);
+}  // namespace
+
+namespace stormguard_test {
+namespace {
+
+std::unique_ptr<sg::store> make_in(const std::string& table) {
+  return sg::make_postgres_store(
+      {.url = stormguard::test_support::shared_postgres_server().url(), .table = table});
 }
 
 }  // namespace
+
+STORMGUARD_INSTANTIATE_STORE_SUITE(Postgres, (store_factory{"postgres", make_in}));
+
+}  // namespace stormguard_test

@@ -40,6 +40,7 @@
 #include <utility>
 #include <vector>
 
+#include "guard/codec.hpp"
 #include "guard/pool.hpp"
 #include "stormguard/detail/format.hpp"
 #include "stormguard/detail/saturate.hpp"
@@ -267,45 +268,6 @@ std::uint64_t read_big_endian(std::string_view v, std::size_t n, std::string_vie
   return out;
 }
 
-void append_u32(std::string& out, std::size_t n) {
-  for (int shift = 24; shift >= 0; shift -= 8) {
-    out.push_back(static_cast<char>((n >> static_cast<unsigned>(shift)) & 0xffU));
-  }
-}
-
-/// (u32 big-endian length, name, u32 length, value) for each header.
-std::string encode_headers(const std::vector<std::pair<std::string, std::string>>& headers) {
-  std::string out;
-  for (const auto& [name, value] : headers) {
-    if (name.size() > UINT32_MAX || value.size() > UINT32_MAX) {
-      throw std::invalid_argument("postgres store: a response header of more than 4 GiB");
-    }
-    append_u32(out, name.size());
-    out += name;
-    append_u32(out, value.size());
-    out += value;
-  }
-  return out;
-}
-
-std::vector<std::pair<std::string, std::string>> decode_headers(std::string_view in) {
-  std::vector<std::pair<std::string, std::string>> out;
-  auto take = [&](std::string& into) {
-    if (in.size() < 4) fail("begin", "the stored headers are corrupt (a cut length)");
-    const std::size_t n = read_big_endian(in.substr(0, 4), 4, "headers");
-    in.remove_prefix(4);
-    if (in.size() < n) fail("begin", "the stored headers are corrupt (a length past the end)");
-    into.assign(in.substr(0, n));
-    in.remove_prefix(n);
-  };
-  while (!in.empty()) {
-    auto& [name, value] = out.emplace_back();
-    take(name);
-    take(value);
-  }
-  return out;
-}
-
 std::string_view as_bytes(const fingerprint& fp) noexcept {
   return {reinterpret_cast<const char*>(fp.data()), fp.size()};
 }
@@ -319,12 +281,6 @@ void check_record_key(const record_key& id) {
     throw std::invalid_argument("postgres store: key " + detail::quote_for_message(id.key) +
                                 ": at most 255 bytes");
   }
-}
-
-std::int64_t nanoseconds(wall_time_point t) noexcept { return t.time_since_epoch().count(); }
-
-std::int64_t nanoseconds_after(wall_time_point t, duration d) noexcept {
-  return detail::saturating_add(t.time_since_epoch(), d).count();
 }
 
 /// FNV-1a (64 bits): the advisory lock key under which the table is created.
@@ -600,9 +556,9 @@ begin_result postgres_store::begin(const record_key& id, const fingerprint& fp,
   p.bytes("key", id.key);
   p.bytes("fingerprint", as_bytes(fp));
   p.bytes("token", token);
-  p.int8(nanoseconds_after(now, lease));
-  p.int8(nanoseconds_after(now, ttl));
-  p.int8(nanoseconds(now));
+  p.int8(internal::add_ns(now, lease));
+  p.int8(internal::add_ns(now, ttl));
+  p.int8(internal::to_ns(now));
   return with_connection([&](pg_connection& conn) {
     for (int attempt = 0; attempt < k_begin_attempts; ++attempt) {
       pg_result r(
@@ -623,8 +579,8 @@ begin_result postgres_store::begin(const record_key& id, const fingerprint& fp,
                           " bytes, expected 32");
       }
       std::memcpy(out.fingerprint.data(), fp_found.data(), out.fingerprint.size());
-      out.lease_expires = wall_time_point(duration(
-          static_cast<std::int64_t>(read_big_endian(field(res, 0, 4), 8, "lease_expires"))));
+      out.lease_expires = internal::from_ns(
+          static_cast<std::int64_t>(read_big_endian(field(res, 0, 4), 8, "lease_expires")));
       if (state == "completed") {
         out.outcome = begin_outcome::completed;
         stored_response response;
@@ -632,7 +588,9 @@ begin_result postgres_store::begin(const record_key& id, const fingerprint& fp,
           response.status = static_cast<std::int32_t>(
               static_cast<std::uint32_t>(read_big_endian(field(res, 0, 5), 4, "status")));
         }
-        response.headers = decode_headers(field(res, 0, 6));
+        auto headers = internal::decode_headers(field(res, 0, 6));
+        if (!headers) fail("begin", "the stored headers are corrupt");
+        response.headers = std::move(*headers);
         response.body.assign(field(res, 0, 7));
         out.response = std::move(response);
       } else {
@@ -719,7 +677,7 @@ complete_outcome postgres_store::complete(const record_key& id, std::string_view
       fail("complete", "a statement of the handler failed (" + tx.error() +
                            ") and the handler returned anyway; rolled back");
     }
-    const std::string headers = encode_headers(response.headers);
+    const std::string headers = internal::encode_headers(response.headers);
     bound_params st;
     st.bytes("principal", id.principal);
     st.bytes("key", id.key);
@@ -727,7 +685,7 @@ complete_outcome postgres_store::complete(const record_key& id, std::string_view
     st.int4(response.status);
     st.bytes("headers", headers);
     st.bytes("body", response.body);
-    st.int8(nanoseconds_after(now, ttl));
+    st.int8(internal::add_ns(now, ttl));
     const command batch[] = {{command::kind::execute, k_store, nullptr, {}, &st},
                              {command::kind::execute, k_tx_commit}};
     auto results = run_pipeline(conn, batch, "complete: COMMIT");
@@ -761,7 +719,7 @@ void postgres_store::release(const record_key& id, std::string_view token) {
 
 std::size_t postgres_store::purge_expired(wall_time_point now) {
   bound_params p;
-  p.int8(nanoseconds(now));
+  p.int8(internal::to_ns(now));
   return with_connection([&](pg_connection& conn) {
     pg_result r(
         PQexecPrepared(conn.get(), k_purge, p.size(), p.values(), p.lengths(), p.formats(), 1));

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstddef>
+#include <future>
 #include <latch>
 #include <memory>
 #include <optional>
@@ -446,6 +447,30 @@ TEST_F(PostgresStore, ATakeoverDuringCompleteWaitsForItsCommitAndSeesTheResponse
   ASSERT_TRUE(seen.has_value());
   EXPECT_EQ(seen->outcome, begin_outcome::completed);
   EXPECT_EQ(seen->response.value_or(stored_response{}).body, "done");
+}
+
+TEST_F(PostgresStore, ARepeatDuringCompleteIsAnsweredInProgressWithoutWaitingForTheHolder) {
+  const record_key id{"p", "k"};
+  ASSERT_EQ(begin(id, 1, "holder").outcome, begin_outcome::acquired);
+  std::promise<stormguard::guard::begin_result> answer;
+  auto answered = answer.get_future();
+  std::jthread repeat;
+  ASSERT_EQ(store_->complete(id, "holder", t0 + 1s, 60s,
+                             [&](transaction&) {
+                               // complete() holds the row's lock; the lease is still live.
+                               repeat = std::jthread(
+                                   [&] { answer.set_value(begin(id, 1, "repeat", t0 + 2s)); });
+                               // Bounded only so that a wrong implementation fails, not hangs.
+                               if (answered.wait_for(10s) != std::future_status::ready) {
+                                 ADD_FAILURE() << "begin waited for the holder's transaction";
+                               }
+                               return stored_response{};
+                             }),
+            complete_outcome::completed);
+  repeat.join();
+  const auto seen = answered.get();
+  EXPECT_EQ(seen.outcome, begin_outcome::in_progress);
+  EXPECT_EQ(seen.lease_expires, t0 + 10s);
 }
 
 TEST_F(PostgresStore, StoresOpeningTheSameNewTableAtOnceAllSucceed) {

@@ -25,6 +25,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <charconv>
 #include <climits>
 #include <cstdint>
@@ -399,33 +400,47 @@ postgres_store::postgres_store(const postgres_options& o)
           INT_MAX, std::chrono::ceil<std::chrono::seconds>(o.connect_timeout).count()))),
       pool_(o.max_connections, [this] { return open_connection(); }) {
   const std::string t = quoted(table_);
-  // begin: one statement, atomic under concurrency. `ins` inserts the record, or takes over an
-  // expired one (ON CONFLICT DO UPDATE ... WHERE: PostgreSQL locks the latest version of a
-  // conflicting row, waiting for a concurrent writer, and keeps the lock even when the WHERE is
-  // false). When `ins` wrote nothing, `existing` reads the live record; FOR SHARE makes it read
-  // the latest version (the one `ins` locked), not the statement snapshot's. A record committed
-  // by another transaction after the snapshot is invisible to `existing` even so: the statement
-  // then returns no row and begin() runs it again (k_begin_attempts).
+  // begin: one statement, atomic under concurrency.
+  // - `live` reads the record in the statement's snapshot; when it is live (completed, or in
+  //   progress under an unexpired lease) that is the answer, without taking a lock: a repeat
+  //   during the holder's complete() is answered at once (in_progress), and a replay writes
+  //   nothing.
+  // - Otherwise `ins` inserts the record, or takes over an expired one: ON CONFLICT DO UPDATE
+  //   locks the latest version of a conflicting row (waiting for a concurrent writer, e.g. the
+  //   holder's complete()) and re-checks the WHERE on it, so exactly one of concurrent begins
+  //   acquires. The lock is kept when the WHERE is false.
+  // - When `ins` wrote nothing, `existing` reads the record again, FOR SHARE: the latest version
+  //   (the one `ins` locked), not the snapshot's. A record committed by another transaction after
+  //   the snapshot is invisible to it even so: the statement then returns no row and begin()
+  //   runs it again (k_begin_attempts); the next snapshot sees the record.
+  const std::string record_columns = "state, fingerprint, lease_expires, status, headers, body";
   statements_.push_back(
       {k_begin,
-       "WITH ins AS (INSERT INTO " + t +
+       "WITH live AS (SELECT " + record_columns + " FROM " + t +
+           " WHERE principal = $1 AND key = $2 AND expires > $7"
+           " AND (state = 'completed' OR lease_expires > $7)),"
+           " ins AS (INSERT INTO " +
+           t +
            " AS r (principal, key, fingerprint, state, token, took_over, lease_expires, expires)"
-           " VALUES ($1, $2, $3, 'in_progress', $4, FALSE, $5, $6)"
+           " SELECT $1, $2, $3, 'in_progress', $4, FALSE, $5, $6"
+           " WHERE NOT EXISTS (SELECT 1 FROM live)"
            " ON CONFLICT (principal, key) DO UPDATE SET fingerprint = EXCLUDED.fingerprint,"
            " state = 'in_progress', token = EXCLUDED.token, took_over = (r.state = 'in_progress'),"
            " lease_expires = EXCLUDED.lease_expires, expires = EXCLUDED.expires, status = NULL,"
            " headers = NULL, body = NULL"
            " WHERE r.expires <= $7 OR (r.state = 'in_progress' AND r.lease_expires <= $7)"
            " RETURNING r.took_over),"
-           " existing AS (SELECT e.state, e.fingerprint, e.lease_expires, e.status, e.headers,"
-           " e.body FROM " +
-           t +
-           " AS e WHERE e.principal = $1 AND e.key = $2 AND NOT EXISTS (SELECT 1 FROM ins)"
-           " FOR SHARE)"
+           " existing AS (SELECT " +
+           record_columns + " FROM " + t +
+           " WHERE principal = $1 AND key = $2 AND NOT EXISTS (SELECT 1 FROM live)"
+           " AND NOT EXISTS (SELECT 1 FROM ins) FOR SHARE)"
            " SELECT TRUE, ins.took_over, NULL::text, NULL::bytea, NULL::bigint, NULL::integer,"
            " NULL::bytea, NULL::bytea FROM ins"
-           " UNION ALL SELECT FALSE, FALSE, state, fingerprint, lease_expires, status, headers,"
-           " body FROM existing",
+           " UNION ALL SELECT FALSE, FALSE, " +
+           record_columns +
+           " FROM live"
+           " UNION ALL SELECT FALSE, FALSE, " +
+           record_columns + " FROM existing",
        {k_bytea, k_bytea, k_bytea, k_bytea, k_int8, k_int8, k_int8}});
   statements_.push_back({k_tx_begin, "BEGIN", {}});
   // complete's fencing: lock our record's row for the transaction (a takeover waits for us).

@@ -15,7 +15,8 @@
 //
 // Fast rather than durable: initdb --no-sync, the server with fsync=off, trust authentication
 // (user postgres, no password), listening on 127.0.0.1 only (and a Unix socket in the temporary
-// directory). Starting takes about two seconds (initdb), so a test executable shares one server
+// directory). The directory is on /dev/shm (tmpfs) when it has room. Starting takes about half a
+// second there (initdb; over a second on a disk), so a test executable shares one server
 // (shared_postgres_server) and isolates its tests by table (unique_table_name) or database
 // (create_database).
 #ifndef STORMGUARD_TESTS_SUPPORT_POSTGRES_SERVER_HPP

@@ -38,7 +38,8 @@ struct postgres_options {
   std::string url{};                 ///< a libpq connection URI or key=value string; not empty
   std::string table{default_table};  ///< as sqlite_options::table
   std::chrono::milliseconds connect_timeout{5000};  ///< per connection attempt; >= 1 s (libpq's
-                                                    ///< unit is whole seconds; rounded up)
+                                                    ///< unit is whole seconds; rounded up; libpq
+                                                    ///< waits at least 2 s)
   std::size_t max_connections = 8;                  ///< 1..1024
 };
 [[nodiscard]] std::unique_ptr<store> make_postgres_store(const postgres_options& options);

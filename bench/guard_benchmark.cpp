@@ -24,7 +24,8 @@ const std::filesystem::path& scratch() {
   static const struct dir {
     std::filesystem::path path;
     dir() {
-      std::string tmpl = (std::filesystem::temp_directory_path() / "sg-guard-bench-XXXXXX").string();
+      std::string tmpl =
+          (std::filesystem::temp_directory_path() / "sg-guard-bench-XXXXXX").string();
       if (::mkdtemp(tmpl.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
       path = tmpl;
     }
@@ -52,7 +53,7 @@ sg::store& store_of(kind k) {
             {.url = stormguard::test_support::shared_postgres_server().url()});
         break;
       case kind::redis:
-        s = sg::make_redis_store({.url = stormguard_test::shared_redis().url()});
+        s = sg::make_redis_store({.url = stormguard::test_support::redis_server::shared().url()});
         break;
     }
     if (s->kind() != sg::store_kind::redis) {
@@ -101,11 +102,11 @@ void Guarded(benchmark::State& state, kind k) {
   std::int64_t i = 0;
   for (auto _ : state) {
     const std::string key = "g-" + run + "-" + std::to_string(i++);
-    const auto r = g.handle({"bench", "POST", "/charges", "{\"amount\":1}", key},
-                            [&](sg::transaction& tx) {
-                              write_ledger(tx, key);
-                              return sg::stored_response{201, {}, "{}"};
-                            });
+    const auto r =
+        g.handle({"bench", "POST", "/charges", "{\"amount\":1}", key}, [&](sg::transaction& tx) {
+          write_ledger(tx, key);
+          return sg::stored_response{201, {}, "{}"};
+        });
     if (r.decision != sg::decision::ran) state.SkipWithError("not ran");
   }
 }
@@ -126,7 +127,7 @@ void Replay(benchmark::State& state, kind k) {
   }
 }
 
-#define STORE_BENCHMARKS(k)                                                 \
+#define STORE_BENCHMARKS(k)                                                \
   BENCHMARK_CAPTURE(Bare, k, kind::k)->Unit(benchmark::kMicrosecond);      \
   BENCHMARK_CAPTURE(RoundTrip, k, kind::k)->Unit(benchmark::kMicrosecond); \
   BENCHMARK_CAPTURE(Guarded, k, kind::k)->Unit(benchmark::kMicrosecond);   \

@@ -22,6 +22,7 @@
 #include <functional>
 #include <latch>
 #include <memory>
+#include <ostream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -40,6 +41,9 @@ struct store_factory {
   /// A fresh store whose records live in `table` (SQL table or Redis key prefix), empty.
   std::function<std::unique_ptr<sg::store>(const std::string& table)> make;
 };
+
+/// gtest prints a parameter by its name (not a hex dump of the struct).
+inline void PrintTo(const store_factory& f, std::ostream* os) { *os << f.name; }
 
 /// The handler's ledger in the store's own language: one row per charge.
 inline void ledger_create(sg::store& s, const std::string& ledger) {
@@ -363,6 +367,27 @@ TEST_P(GuardOnStore, AThrowingHandlerReleasesTheKeyAndCommitsNothing) {
   std::atomic<int> runs{0};
   EXPECT_EQ(g.handle(charge("p", "k"), handler(runs, "k")).decision, sg::decision::ran)
       << "released: the retry runs at once";
+  EXPECT_EQ(rows(), 1);
+}
+
+TEST_P(GuardOnStore, AFailedSqlStatementReleasesTheKeyLikeAThrowingHandler) {
+  if (store().kind() == sg::store_kind::redis) GTEST_SKIP() << "Redis queues; see guard_redis_test";
+  sg::idempotency_guard g(store(), options());
+  // The handler swallows the error and returns: the guard must still commit nothing.
+  EXPECT_THROW((void)g.handle(charge("p", "k"),
+                              [&](sg::transaction& tx) {
+                                ledger_add(tx, ledger_, "k");
+                                try {
+                                  tx.execute("INSERT INTO no_such_table VALUES ($1)", {"x"});
+                                } catch (const sg::statement_error&) {
+                                }
+                                return sg::stored_response{201, {}, "charged"};
+                              }),
+               sg::statement_error);
+  EXPECT_EQ(rows(), 0);
+  std::atomic<int> runs{0};
+  EXPECT_EQ(g.handle(charge("p", "k"), handler(runs, "k")).decision, sg::decision::ran)
+      << "released at once: the corrected retry runs without waiting for the lease";
   EXPECT_EQ(rows(), 1);
 }
 

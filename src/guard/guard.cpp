@@ -353,6 +353,14 @@ result idempotency_guard::handle(const request& req, const handler& h) {
                                std::to_string(options_.max_response_bytes) +
                                "); nothing was committed"),
             decision::response_too_large};
+  } catch (const statement_error&) {
+    // A statement of the handler failed: the transaction certainly rolled back. As a handler
+    // exception: release the key so that a corrected retry runs at once, and rethrow.
+    try {
+      store_.release(id, token);
+    } catch (const store_error&) {  // the lease expires by itself
+    }
+    throw;
   } catch (const store_error& e) {
     // Nothing committed, or the commit's outcome is unknown: the record stays in progress under
     // our token until the lease expires, so a retry sees the stored response or takes over.

@@ -626,8 +626,10 @@ class pg_transaction final : public transaction {
   std::vector<row> execute(std::string_view statement,
                            std::span<const std::string_view> params) override {
     if (failed_) {
-      fail("transaction::execute", "an earlier statement of this transaction failed (" + error_ +
-                                       "); the transaction rolls back");
+      throw statement_error(
+          "postgres store: transaction::execute: an earlier statement of this "
+          "transaction failed (" +
+          error_ + "); the transaction rolls back");
     }
     try {
       auto rows = postgres_store::run_statement(conn_, statement, params, "transaction::execute");
@@ -640,6 +642,9 @@ class pg_transaction final : public transaction {
     } catch (const store_error& e) {
       failed_ = true;
       error_ = e.what();
+      // The server answered with an error (the connection is fine): the statement failed and
+      // the transaction will roll back. A lost connection stays a plain store_error.
+      if (PQstatus(conn_.get()) == CONNECTION_OK) throw statement_error(e.what());
       throw;
     }
   }
@@ -689,8 +694,8 @@ complete_outcome postgres_store::complete(const record_key& id, std::string_view
     }
     if (tx.failed()) {  // the handler caught the error and returned: nothing may commit
       rollback_quietly(conn);
-      fail("complete", "a statement of the handler failed (" + tx.error() +
-                           ") and the handler returned anyway; rolled back");
+      throw statement_error("postgres store: complete: a statement of the handler failed (" +
+                            tx.error() + ") and the handler returned anyway; rolled back");
     }
     const std::string headers = internal::encode_headers(response.headers);
     bound_params st;

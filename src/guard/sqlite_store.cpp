@@ -186,12 +186,27 @@ class sqlite_transaction final : public transaction {
   [[nodiscard]] store_kind kind() const noexcept override { return store_kind::sqlite; }
   std::vector<row> execute(std::string_view statement,
                            std::span<const std::string_view> params) override {
-    return run_user(c_, statement, params);
+    if (failed_) {
+      throw statement_error("sqlite store: an earlier statement of this transaction failed (" +
+                            error_ + "); the transaction rolls back");
+    }
+    try {
+      return run_user(c_, statement, params);
+    } catch (const store_error& e) {
+      failed_ = true;
+      error_ = e.what();
+      throw statement_error(e.what());
+    }
   }
   using transaction::execute;
 
+  [[nodiscard]] bool failed() const noexcept { return failed_; }
+  [[nodiscard]] const std::string& error() const noexcept { return error_; }
+
  private:
   connection& c_;
+  bool failed_ = false;
+  std::string error_;
 };
 
 bool valid_table(std::string_view t) {
@@ -296,6 +311,10 @@ class sqlite_store final : public store {
     if (!held(*c, id, token)) return complete_outcome::lease_lost;
     sqlite_transaction user(*c);
     const stored_response r = w(user);
+    if (user.failed()) {  // the handler caught the error and returned: nothing may commit
+      throw statement_error("sqlite store: a statement of the handler failed (" + user.error() +
+                            ") and the handler returned anyway; rolled back");
+    }
     sqlite3_stmt* s = c->prepare(finish_);
     reset_on_exit reset{s};
     bind_key(*c, s, id);

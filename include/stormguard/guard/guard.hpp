@@ -140,7 +140,8 @@ class idempotency_guard {
  public:
   /// The handler: runs the operation, writing through the transaction, and returns the response.
   /// It may throw: nothing commits, the record is released (the client may retry at once) and
-  /// the exception propagates out of handle().
+  /// the exception propagates out of handle(). A failed SQL statement of the handler
+  /// (statement_error) is treated the same way, even when the handler catches it and returns.
   using handler = std::function<stored_response(transaction&)>;
 
   /// Throws std::invalid_argument naming the field of `options` that is out of range.

@@ -55,6 +55,16 @@ class store_error : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+/// A statement of the handler failed in a SQL store (a syntax error, a constraint violated): the
+/// transaction certainly rolled back, so — unlike a plain store_error, after which a commit's
+/// outcome may be unknown — the guard releases the key at once (as when the handler throws) and
+/// rethrows. what() names the store, the statement and the server's message. Redis never throws
+/// it: a queued command runs only inside the completing script (see docs/idempotency.md).
+class statement_error : public store_error {
+ public:
+  using store_error::store_error;
+};
+
 /// SHA-256 of a request (guard::fingerprint_of), 32 bytes.
 using fingerprint = std::array<std::uint8_t, 32>;
 
@@ -84,7 +94,10 @@ class transaction {
   /// (`statement` is its name, e.g. "RPUSH", `params` its arguments) to run in the same atomic
   /// Lua script that stores the response; returns no rows (the command has not run yet). SELECT
   /// is refused (std::invalid_argument): it would move the record's own writes.
-  /// Throws store_error when the statement fails (the whole transaction then rolls back).
+  /// Throws statement_error when the statement fails in a SQL store (the whole transaction then
+  /// rolls back), store_error when the connection fails, std::invalid_argument when the
+  /// parameters do not match the statement ($N missing, a NUL byte in a PostgreSQL text value)
+  /// or a Redis command is refused (see redis_store).
   virtual std::vector<row> execute(std::string_view statement,
                                    std::span<const std::string_view> params) = 0;
   /// execute() with the parameters in braces: tx.execute("INSERT ... VALUES ($1, $2)", {a, b}).

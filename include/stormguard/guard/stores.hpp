@@ -46,7 +46,7 @@ struct postgres_options {
 
 /// A Redis server (hiredis), shared by the replicas of a fleet.
 struct redis_options {
-  std::string url{};///< redis://HOST[:PORT][/DB] (PORT default 6379, DB default 0); not empty
+  std::string url{};  ///< redis://HOST[:PORT][/DB] (PORT default 6379, DB default 0); not empty
   std::string prefix{default_table};        ///< prefix of every key written, before ':'; 1..63
                                             ///< characters of printable ASCII without spaces
                                             ///< (also the connections' CLIENT SETNAME)

@@ -13,6 +13,7 @@
 
 #include "stormguard/guard/guard.hpp"
 #include "stormguard/guard/stores.hpp"
+#include "stormguard/idempotency.hpp"
 #include "support/postgres_server.hpp"
 #include "support/redis_server.hpp"
 
@@ -71,11 +72,19 @@ void write_ledger(sg::transaction& tx, std::string_view key) {
   }
 }
 
+/// A key never used before in this run or an earlier one (the stores outlive a run: the
+/// PostgreSQL and Redis servers are fresh, the SQLite file too, but Google Benchmark calls each
+/// function several times).
+std::string fresh_key(std::string_view prefix) {
+  static const std::string run = stormguard::make_idempotency_key();
+  static std::int64_t n = 0;
+  return std::string(prefix) + "-" + run + "-" + std::to_string(n++);
+}
+
 void Bare(benchmark::State& state, kind k) {
   sg::store& s = store_of(k);
-  std::int64_t i = 0;
   for (auto _ : state) {
-    const std::string key = "bare-" + std::to_string(i++);
+    const std::string key = fresh_key("bare");
     if (s.kind() == sg::store_kind::redis) {
       benchmark::DoNotOptimize(s.query("RPUSH", {"bench_ledger", key}));
     } else {
@@ -98,10 +107,8 @@ void RoundTrip(benchmark::State& state, kind k) {
 void Guarded(benchmark::State& state, kind k) {
   sg::store& s = store_of(k);
   sg::idempotency_guard g(s);
-  const std::string run = std::to_string(reinterpret_cast<std::uintptr_t>(&state));
-  std::int64_t i = 0;
   for (auto _ : state) {
-    const std::string key = "g-" + run + "-" + std::to_string(i++);
+    const std::string key = fresh_key("g");
     const auto r =
         g.handle({"bench", "POST", "/charges", "{\"amount\":1}", key}, [&](sg::transaction& tx) {
           write_ledger(tx, key);
@@ -114,7 +121,7 @@ void Guarded(benchmark::State& state, kind k) {
 void Replay(benchmark::State& state, kind k) {
   sg::store& s = store_of(k);
   sg::idempotency_guard g(s);
-  const std::string key = "replay-" + std::to_string(reinterpret_cast<std::uintptr_t>(&state));
+  const std::string key = fresh_key("replay");
   const sg::request req{"bench", "POST", "/charges", "{\"amount\":1}", key};
   auto h = [&](sg::transaction& tx) {
     write_ledger(tx, key);

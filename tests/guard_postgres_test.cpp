@@ -520,6 +520,6 @@ std::unique_ptr<sg::store> make_in(const std::string& table) {
 
 }  // namespace
 
-STORMGUARD_INSTANTIATE_STORE_SUITE(Postgres, (store_factory{"postgres", make_in}));
+STORMGUARD_INSTANTIATE_SQL_STORE_SUITE(Postgres, (store_factory{"postgres", make_in}));
 
 }  // namespace stormguard_test

@@ -37,7 +37,7 @@ std::unique_ptr<sg::store> make_in(const std::string& table) {
 
 }  // namespace
 
-STORMGUARD_INSTANTIATE_STORE_SUITE(Sqlite, (store_factory{"sqlite", make_in}));
+STORMGUARD_INSTANTIATE_SQL_STORE_SUITE(Sqlite, (store_factory{"sqlite", make_in}));
 
 TEST(SqliteStore, OptionsOutOfRangeNameTheField) {
   auto message = [](const sg::sqlite_options& o) {

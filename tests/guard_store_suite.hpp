@@ -372,6 +372,7 @@ TEST_P(GuardOnStore, AThrowingHandlerReleasesTheKeyAndCommitsNothing) {
 
 /// What only the SQL stores do (Redis queues the handler's commands: guard_redis_test).
 class SqlGuardOnStore : public GuardOnStore {};
+GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(SqlGuardOnStore);  // the Redis executable
 
 TEST_P(SqlGuardOnStore, AFailedSqlStatementReleasesTheKeyLikeAThrowingHandler) {
   sg::idempotency_guard g(store(), options());

@@ -67,7 +67,11 @@ bool may_resend(std::string_view method, bool has_idempotency_key) noexcept {
 classification classify_http_status(int status, std::string_view method, bool has_idempotency_key,
                                     std::optional<duration> retry_after,
                                     const retryable_statuses& statuses) {
-  if (!statuses.contains(status)) return classification::stop();
+  // 409 on a keyed request: the server's idempotency guard says "a request with this key is in
+  // progress" (draft-ietf-httpapi-idempotency-key-header-07 §2.7); the same request, sent again
+  // after its Retry-After, gets the first request's response.
+  const bool key_in_progress = status == 409 && has_idempotency_key;
+  if (!statuses.contains(status) && !key_in_progress) return classification::stop();
   if (!may_resend(method, has_idempotency_key)) return classification::stop();
   if (retry_after) return classification::retry_after(*retry_after);
   return classification::retry();

@@ -122,9 +122,21 @@ TEST(ClassifyHttpStatus, RetriesTheDefaultStatusesForIdempotentMethods) {
 }
 
 TEST(ClassifyHttpStatus, NeverRetriesOther4xxEvenWithRetryAfterOrKey) {
-  for (const int s : {400, 401, 403, 404, 405, 409, 410, 413, 422}) {
+  for (const int s : {400, 401, 403, 404, 405, 410, 413, 422}) {
     EXPECT_EQ(classify_http_status(s, "GET", true, 1s), classification::stop()) << s;
   }
+}
+
+TEST(ClassifyHttpStatus, Retries409OnlyOnAKeyedRequestHonouringRetryAfter) {
+  // The server's idempotency guard: "a request with this key is in progress".
+  EXPECT_EQ(classify_http_status(409, "POST", true, 3s), classification::retry_after(3s));
+  EXPECT_EQ(classify_http_status(409, "POST", true, std::nullopt), classification::retry());
+  EXPECT_EQ(classify_http_status(409, "POST", true, 3s, retryable_statuses{}),
+            classification::retry_after(3s))
+      << "whatever the configured set holds";
+  EXPECT_EQ(classify_http_status(409, "POST", false, 3s), classification::stop());
+  EXPECT_EQ(classify_http_status(409, "GET", false, 3s), classification::stop())
+      << "without a key a 409 is a lasting conflict";
 }
 
 TEST(ClassifyHttpStatus, DoesNotRetry500Or501ByDefault) {

@@ -2,7 +2,10 @@
 //
 // Which failed HTTP attempts are worth another attempt (DESIGN.md, RFC 9110):
 // - a final response: retry 429, 502, 503, 504 (configurable: retryable_statuses), honouring
-//   Retry-After; never another 4xx; not 500/501 by default (more likely a bug than a blip);
+//   Retry-After; never another 4xx — except 409 Conflict on a request that carries an
+//   Idempotency-Key, which is the server's idempotency guard saying "a request with this key is
+//   in progress" (draft-ietf-httpapi-idempotency-key-header-07 §2.7; stormguard::guard); not
+//   500/501 by default (more likely a bug than a blip);
 // - a transport failure before the request was sent (resolve, connect, refused): retry;
 // - anything that may have reached the server (a retryable status, a send/receive error, a
 //   timeout waiting for the response) is retried only when the request may be sent again: an
@@ -78,7 +81,10 @@ class retryable_statuses {
 
 /// Classifies an attempt that got a final HTTP response with `status` (the client calls it
 /// only for statuses it does not treat as success, i.e. outside 2xx/3xx):
-///  - status not in `statuses` => stop;
+///  - status not in `statuses` => stop, except 409 with has_idempotency_key (the key's first
+///    request is still in progress at the server: retried, honouring its Retry-After, whatever
+///    `statuses` holds; a server that uses 409 for a lasting conflict replays it under the same
+///    key, so the retries end at the policy's attempt limit);
 ///  - !may_resend(method, has_idempotency_key) => stop (a POST without a key is never retried,
 ///    whatever the error);
 ///  - `retry_after` set => classification::retry_after(*retry_after);

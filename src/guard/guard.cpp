@@ -19,26 +19,40 @@ namespace stormguard::guard {
 
 std::string_view to_string(store_kind kind) noexcept {
   switch (kind) {
-    case store_kind::sqlite: return "sqlite";
-    case store_kind::postgres: return "postgres";
-    case store_kind::redis: return "redis";
+    case store_kind::sqlite:
+      return "sqlite";
+    case store_kind::postgres:
+      return "postgres";
+    case store_kind::redis:
+      return "redis";
   }
   return "unknown";
 }
 
 std::string_view to_string(decision d) noexcept {
   switch (d) {
-    case decision::ran: return "ran";
-    case decision::replayed: return "replayed";
-    case decision::passed_through: return "passed_through";
-    case decision::missing_key: return "missing_key";
-    case decision::bad_key: return "bad_key";
-    case decision::bad_principal: return "bad_principal";
-    case decision::in_progress: return "in_progress";
-    case decision::lease_lost: return "lease_lost";
-    case decision::mismatch: return "mismatch";
-    case decision::response_too_large: return "response_too_large";
-    case decision::store_unavailable: return "store_unavailable";
+    case decision::ran:
+      return "ran";
+    case decision::replayed:
+      return "replayed";
+    case decision::passed_through:
+      return "passed_through";
+    case decision::missing_key:
+      return "missing_key";
+    case decision::bad_key:
+      return "bad_key";
+    case decision::bad_principal:
+      return "bad_principal";
+    case decision::in_progress:
+      return "in_progress";
+    case decision::lease_lost:
+      return "lease_lost";
+    case decision::mismatch:
+      return "mismatch";
+    case decision::response_too_large:
+      return "response_too_large";
+    case decision::store_unavailable:
+      return "store_unavailable";
   }
   return "unknown";
 }
@@ -84,8 +98,8 @@ fingerprint fingerprint_of(std::string_view method, std::string_view target,
 outcome<std::string, std::string> parse_idempotency_key(std::string_view field_value) {
   const std::string_view value = detail::trim_ows(field_value);
   auto bad = [&](std::string_view why) {
-    return failure{std::string("Idempotency-Key ") + detail::quote_for_message(field_value) +
-                   ": " + std::string(why)};
+    return failure{std::string("Idempotency-Key ") + detail::quote_for_message(field_value) + ": " +
+                   std::string(why)};
   };
   std::string key;
   if (!value.empty() && value.front() == '"') {
@@ -97,7 +111,8 @@ outcome<std::string, std::string> parse_idempotency_key(std::string_view field_v
       const char c = value[i];
       if (c == '\\') {
         if (i + 1 == value.size() || (value[i + 1] != '"' && value[i + 1] != '\\')) {
-          return bad("a '\\' in a quoted key must be followed by '\"' or '\\' (RFC 8941 sf-string)");
+          return bad(
+              "a '\\' in a quoted key must be followed by '\"' or '\\' (RFC 8941 sf-string)");
         }
         key.push_back(value[++i]);
       } else if (c == '"') {
@@ -126,28 +141,52 @@ outcome<std::string, std::string> parse_idempotency_key(std::string_view field_v
 
 namespace {
 
+/// An RFC 9457 problem details body (application/problem+json), as the draft's examples
+/// (draft-ietf-httpapi-idempotency-key-header-07 §2.7): title, status, detail, and `code`, the
+/// decision's name, for programs.
 stored_response error_response(int status, std::string_view code, std::string_view message) {
   stored_response r;
   r.status = status;
-  r.headers.emplace_back("Content-Type", "application/json");
-  std::string body = "{\"error\":\"";
-  body += code;
-  body += "\",\"message\":\"";
-  for (const char c : message) {  // JSON string escaping of an ASCII message
-    if (c == '"' || c == '\\') {
-      body += '\\';
-      body += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      static constexpr char hex[] = "0123456789abcdef";
-      body += "\\u00";
-      body += hex[(static_cast<unsigned char>(c) >> 4U) & 0xfU];
-      body += hex[static_cast<unsigned char>(c) & 0xfU];
-    } else {
-      body += c;
+  r.headers.emplace_back("Content-Type", "application/problem+json");
+  // JSON string escaping; the messages are valid UTF-8 (detail::quote_for_message escapes the
+  // rest).
+  auto json_string = [](std::string_view text) {
+    std::string out = "\"";
+    for (const char c : text) {
+      if (c == '"' || c == '\\') {
+        out += '\\';
+        out += c;
+      } else if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
+        static constexpr char hex[] = "0123456789abcdef";
+        out += "\\u00";
+        out += hex[(static_cast<unsigned char>(c) >> 4U) & 0xfU];
+        out += hex[static_cast<unsigned char>(c) & 0xfU];
+      } else {
+        out += c;
+      }
     }
+    return out + "\"";
+  };
+  std::string title;
+  switch (status) {
+    case 400:
+      title = "Bad Request";
+      break;
+    case 409:
+      title = "Conflict";
+      break;
+    case 422:
+      title = "Unprocessable Content";
+      break;
+    case 503:
+      title = "Service Unavailable";
+      break;
+    default:
+      title = "Internal Server Error";
+      break;
   }
-  body += "\"}";
-  r.body = std::move(body);
+  r.body = "{\"title\":" + json_string(title) + ",\"status\":" + std::to_string(status) +
+           ",\"code\":" + json_string(code) + ",\"detail\":" + json_string(message) + "}";
   return r;
 }
 
@@ -163,8 +202,7 @@ bool iequals(std::string_view a, std::string_view b) noexcept {
          });
 }
 
-void check_range(bool ok, std::string_view field, std::string_view value,
-                 std::string_view range) {
+void check_range(bool ok, std::string_view field, std::string_view value, std::string_view range) {
   if (!ok) {
     throw std::invalid_argument("guard_options." + std::string(field) + " " + std::string(value) +
                                 ": must be " + std::string(range));
@@ -206,7 +244,8 @@ std::pair<stored_response, std::size_t> keep(const stored_response& r,
   out.status = r.status;
   std::size_t size = r.body.size();
   for (const auto& [name, value] : r.headers) {
-    if (std::any_of(kept.begin(), kept.end(), [&](const std::string& k) { return iequals(k, name); })) {
+    if (std::any_of(kept.begin(), kept.end(),
+                    [&](const std::string& k) { return iequals(k, name); })) {
       out.headers.emplace_back(name, value);
       size += name.size() + value.size();
     }
@@ -223,9 +262,9 @@ struct too_large {
 
 result idempotency_guard::handle(const request& req, const handler& h) {
   if (req.principal.size() > max_principal_length) {
-    return {error_response(400, "bad_principal",
-                           "principal of " + std::to_string(req.principal.size()) +
-                               " bytes: at most 255"),
+    return {error_response(
+                400, "bad_principal",
+                "principal of " + std::to_string(req.principal.size()) + " bytes: at most 255"),
             decision::bad_principal};
   }
   if (!req.idempotency_key) {

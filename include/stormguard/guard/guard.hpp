@@ -87,18 +87,18 @@ struct request {
 
 /// Why the guard answered as it did (result::decision).
 enum class decision : std::uint8_t {
-  ran,                ///< the handler ran and its response committed (200-599 as it returned)
-  replayed,           ///< the stored response of an earlier run
-  passed_through,     ///< no key and options.require_key false: the handler ran unguarded
-  missing_key,        ///< 400
-  bad_key,            ///< 400
-  bad_principal,      ///< 400
-  in_progress,        ///< 409 + Retry-After
-  lease_lost,         ///< 409 + Retry-After 1: our lease was taken over; nothing committed
-  mismatch,           ///< 422
-  response_too_large, ///< 500: the handler's response exceeds options.max_response_bytes;
-                      ///< nothing committed, the record released
-  store_unavailable,  ///< 503 + Retry-After
+  ran,                 ///< the handler ran and its response committed (200-599 as it returned)
+  replayed,            ///< the stored response of an earlier run
+  passed_through,      ///< no key and options.require_key false: the handler ran unguarded
+  missing_key,         ///< 400
+  bad_key,             ///< 400
+  bad_principal,       ///< 400
+  in_progress,         ///< 409 + Retry-After
+  lease_lost,          ///< 409 + Retry-After 1: our lease was taken over; nothing committed
+  mismatch,            ///< 422
+  response_too_large,  ///< 500: the handler's response exceeds options.max_response_bytes;
+                       ///< nothing committed, the record released
+  store_unavailable,   ///< 503 + Retry-After
 };
 
 /// "ran", "replayed", ... (the enumerator's name).

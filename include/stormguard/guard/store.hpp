@@ -104,17 +104,17 @@ enum class begin_outcome : std::uint8_t {
 /// The result of store::begin.
 struct begin_result {
   begin_outcome outcome = begin_outcome::acquired;
-  bool took_over = false;          ///< acquired by taking over an expired lease
-  guard::fingerprint fingerprint{};  ///< of the record found (in_progress, completed)
-  wall_time_point lease_expires{};   ///< in_progress: when its lease expires
+  bool took_over = false;                   ///< acquired by taking over an expired lease
+  guard::fingerprint fingerprint{};         ///< of the record found (in_progress, completed)
+  wall_time_point lease_expires{};          ///< in_progress: when its lease expires
   std::optional<stored_response> response;  ///< completed: the stored response
 };
 
 /// What store::complete did.
 enum class complete_outcome : std::uint8_t {
-  completed,  ///< the handler's writes and the response committed together
-  lease_lost, ///< the record was no longer in progress under our token (taken over or released):
-              ///< nothing committed (SQL: rolled back; Redis: the queued commands not run)
+  completed,   ///< the handler's writes and the response committed together
+  lease_lost,  ///< the record was no longer in progress under our token (taken over or released):
+               ///< nothing committed (SQL: rolled back; Redis: the queued commands not run)
 };
 
 /// The identity of a record: keys are scoped per principal, so one principal can never read

@@ -179,7 +179,7 @@ int run_lab_payments(const lab_payments_options& o, bool json,
       try {
         started = lab::server::start(*scenario, {.port = 0, .payments = payments});
       } catch (const std::invalid_argument& e) {
-        print_error("--idempotency: " + printable_message(e.what()));
+        print_error("--idempotency: " + printable_message(e.what()) + "; or off (no guard)");
         return exit_usage;
       }
       if (!started) {

@@ -134,7 +134,7 @@ int run(const serve_options& o) {
                                            .start_clock = !o.wait_start,
                                            .payments = payments});
   } catch (const std::invalid_argument& e) {
-    print_error("--idempotency: " + printable_message(e.what()));
+    print_error("--idempotency: " + printable_message(e.what()) + "; or off (no guard)");
     return exit_usage;
   }
   if (!started) {

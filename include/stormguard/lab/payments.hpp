@@ -15,9 +15,10 @@
 // {"amount": A, "currency": C}; one logical request, attempted by stormguard::retrier with the
 // options' policy and no retry budget. Attempt n of charge i goes to servers[(i + n - 1) % size]:
 // with several servers a retry always lands on another replica than the attempt before it. Each
-// attempt is one http::client request (no retries of its own), classified by
-// classify_charge_attempt: a dropped connection (the request may have been processed) and a 409
-// (the key in progress elsewhere) are retried, as a 503 is.
+// attempt is one http::client request (no retries of its own: the client cannot move a retry to
+// another URL), classified with the client's own rules (classify_charge_attempt): a dropped
+// connection (the request may have been processed) and a 409 (the key in progress elsewhere) are
+// retried, as a 503 is.
 //
 // The audit counts only the rows of this run's keys (a shared PostgreSQL or Redis ledger may hold
 // other runs' rows: other_rows), each row once however many servers returned it (rows are
@@ -110,13 +111,13 @@ struct payments_audit {
 };
 
 /// The verdict on one attempt of a charge (a POST with an Idempotency-Key), for stormguard's
-/// retrier. `status` is the response's status, or nullopt when there was none (then `phase`
-/// says whether the request may have reached the server, or is empty for a failure that is not a
-/// transport one); `retry_after` is the parsed Retry-After, if any.
-///  - 409 (the key is in progress on another request, draft-ietf-httpapi-idempotency-key-header
-///    §2.7): retry after the Retry-After, or the backoff; a keyed request is safe to repeat, and
-///    the repeat gets the stored response once the first completes.
-///  - any other status: classify_http_status(status, "POST", true, retry_after, statuses).
+/// retrier: the rules of stormguard's HTTP clients (http_classify.hpp). `status` is the
+/// response's status, or nullopt when there was none (then `phase` says whether the request may
+/// have reached the server, or is empty for a failure that is not a transport one);
+/// `retry_after` is the parsed Retry-After, if any.
+///  - a status: classify_http_status(status, "POST", true, retry_after, statuses) — a 409 (the
+///    key in progress at the server, draft-ietf-httpapi-idempotency-key-header-07 §2.7) is
+///    retried after its Retry-After whatever `statuses` holds, as the statuses in it are;
 ///  - no response: classify_transport_failure(phase, "POST", true) — a connection closed after
 ///    the request was sent is retried, since the key makes the repeat safe; stop without a phase.
 /// Pure; thread-safe.

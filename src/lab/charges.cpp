@@ -20,13 +20,18 @@ using stormguard::detail::trim_ows;
 
 constexpr std::int64_t k_max_amount = 99'999'999;  // Stripe's largest amount: 8 digits
 
-// The error body, in the guard's shape: {"error": CODE, "message": MESSAGE}.
+// An error in the guard's shape: RFC 9457 problem details (application/problem+json) with
+// "title", "status", "code" and "detail".
 guard::stored_response error(int status, std::string_view code, const std::string& message) {
   nlohmann::ordered_json j;
-  j["error"] = code;
-  j["message"] = message;
+  j["title"] = status == 400   ? "Bad Request"
+               : status == 401 ? "Unauthorized"
+                               : "Service Unavailable";
+  j["status"] = status;
+  j["code"] = code;
+  j["detail"] = message;
   return {status,
-          {{"Content-Type", "application/json"}},
+          {{"Content-Type", "application/problem+json"}},
           j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n"};
 }
 

@@ -403,7 +403,8 @@ std::string format_table(const payments_audit& a) {
   line("unconfirmed", a.unconfirmed, "failed for the client, yet in the ledger");
   line("attempts", a.attempts, "POST /charges requests the servers read");
   if (a.client_attempts != a.attempts) {
-    line("client tries", a.client_attempts, "attempts the retrier made (the servers' count differs)");
+    line("client tries", a.client_attempts,
+         "attempts the retrier made (the servers' count differs)");
   }
   line("succeeded", a.succeeded, "charges whose call ended 2xx");
   line("failed", a.failed, "charges whose call ended otherwise");

@@ -48,7 +48,8 @@ sg::store& store_of(kind k) {
         s = sg::make_sqlite_store({.path = (scratch() / "bench.db").string()});
         break;
       case kind::postgres:
-        s = sg::make_postgres_store({.url = stormguard_test::shared_postgres().url()});
+        s = sg::make_postgres_store(
+            {.url = stormguard::test_support::shared_postgres_server().url()});
         break;
       case kind::redis:
         s = sg::make_redis_store({.url = stormguard_test::shared_redis().url()});

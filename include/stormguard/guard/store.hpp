@@ -82,7 +82,8 @@ class transaction {
   /// text) as a prepared statement (prepared once per connection, cached by its text) inside the
   /// transaction that also stores the response; returns its rows. Redis: queues the command
   /// (`statement` is its name, e.g. "RPUSH", `params` its arguments) to run in the same atomic
-  /// Lua script that stores the response; returns no rows (the command has not run yet).
+  /// Lua script that stores the response; returns no rows (the command has not run yet). SELECT
+  /// is refused (std::invalid_argument): it would move the record's own writes.
   /// Throws store_error when the statement fails (the whole transaction then rolls back).
   virtual std::vector<row> execute(std::string_view statement,
                                    std::span<const std::string_view> params) = 0;
@@ -174,7 +175,10 @@ class store {
   /// own schema (CREATE TABLE IF NOT EXISTS ...) and reads (an audit). SQL: as
   /// transaction::execute, in its own transaction. Redis: the command's reply — an array gives one
   /// row per element, anything else one row; each row one column (nil as nullopt, integers as
-  /// decimal text). Throws store_error.
+  /// decimal text), except an element that is itself an array (SCAN's keys): one row with a
+  /// column per element. Redis refuses (std::invalid_argument) the commands that would change
+  /// the state of a pooled connection: SELECT, MULTI/EXEC/WATCH, (P|S)SUBSCRIBE, MONITOR, RESET,
+  /// HELLO, AUTH, QUIT, CLIENT REPLY/TRACKING. Throws store_error.
   virtual std::vector<row> query(std::string_view statement,
                                  std::span<const std::string_view> params) = 0;
   /// query() with the parameters in braces.

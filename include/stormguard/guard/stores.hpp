@@ -26,7 +26,7 @@ inline constexpr std::string_view default_table = "stormguard_idempotency";
 /// An SQLite database file (libsqlite3): zero set-up, one machine. Journal mode WAL, synchronous
 /// FULL (a committed record survives a power cut), busy timeout as below.
 struct sqlite_options {
-  std::string path;                  ///< the database file; created if absent; not empty
+  std::string path{};                ///< the database file; created if absent; not empty
   std::string table{default_table};  ///< [A-Za-z_][A-Za-z0-9_]*, at most 63 characters
   std::chrono::milliseconds busy_timeout{5000};  ///< how long a write waits for the lock; > 0
   std::size_t max_connections = 8;               ///< 1..1024
@@ -35,19 +35,21 @@ struct sqlite_options {
 
 /// A PostgreSQL server (libpq), shared by the replicas of a fleet.
 struct postgres_options {
-  std::string url;                   ///< a libpq connection URI or key=value string; not empty
+  std::string url{};                 ///< a libpq connection URI or key=value string; not empty
   std::string table{default_table};  ///< as sqlite_options::table
   std::chrono::milliseconds connect_timeout{5000};  ///< per connection attempt; >= 1 s (libpq's
-                                                    ///< unit is whole seconds; rounded up)
+                                                    ///< unit is whole seconds; rounded up; libpq
+                                                    ///< waits at least 2 s)
   std::size_t max_connections = 8;                  ///< 1..1024
 };
 [[nodiscard]] std::unique_ptr<store> make_postgres_store(const postgres_options& options);
 
 /// A Redis server (hiredis), shared by the replicas of a fleet.
 struct redis_options {
-  std::string url;  ///< redis://HOST[:PORT][/DB] (PORT default 6379, DB default 0); not empty
-  std::string prefix{default_table};        ///< prefix of every key written, before ':'; printable
-                                            ///< ASCII without spaces, at most 63 characters
+  std::string url{};///< redis://HOST[:PORT][/DB] (PORT default 6379, DB default 0); not empty
+  std::string prefix{default_table};        ///< prefix of every key written, before ':'; 1..63
+                                            ///< characters of printable ASCII without spaces
+                                            ///< (also the connections' CLIENT SETNAME)
   std::chrono::milliseconds timeout{2000};  ///< connect and command timeout; > 0
   std::size_t max_connections = 8;          ///< 1..1024
 };

@@ -1,0 +1,274 @@
+#include "support/redis_server.hpp"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+#include <string_view>
+#include <system_error>
+#include <thread>
+#include <vector>
+
+namespace stormguard::test_support {
+
+namespace {
+
+using namespace std::chrono_literals;
+
+constexpr auto k_start_timeout = 10s;
+constexpr auto k_stop_timeout = 5s;
+constexpr auto k_poll = 10ms;
+constexpr int k_port_attempts = 5;
+
+std::system_error os_error(const std::string& what) {
+  return std::system_error(errno, std::generic_category(), what);
+}
+
+/// redis-server in PATH, /usr/bin, /usr/sbin or /usr/local/bin.
+std::string find_redis_server() {
+  std::vector<std::string> dirs;
+  if (const char* path = std::getenv("PATH"); path != nullptr) {
+    std::string_view rest = path;
+    while (!rest.empty()) {
+      const auto colon = rest.find(':');
+      dirs.emplace_back(rest.substr(0, colon));
+      if (colon == std::string_view::npos) break;
+      rest.remove_prefix(colon + 1);
+    }
+  }
+  for (const char* d : {"/usr/bin", "/usr/sbin", "/usr/local/bin"}) dirs.emplace_back(d);
+  for (const auto& d : dirs) {
+    if (d.empty()) continue;
+    const std::string candidate = d + "/redis-server";
+    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
+  }
+  throw std::runtime_error(
+      "redis-server not found (looked in PATH, /usr/bin, /usr/sbin, /usr/local/bin): the Redis "
+      "store tests need a real server; run scripts/bootstrap to install Debian's redis-server");
+}
+
+std::filesystem::path make_temp_dir() {
+  const char* tmp = std::getenv("TMPDIR");
+  std::string pattern =
+      std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") + "/stormguard-redis-XXXXXX";
+  if (::mkdtemp(pattern.data()) == nullptr) throw os_error("redis_server: mkdtemp " + pattern);
+  return pattern;
+}
+
+/// The last `lines` lines of a file ("" if unreadable).
+std::string tail(const std::filesystem::path& file, std::size_t lines = 15) {
+  std::ifstream in(file, std::ios::binary);
+  std::vector<std::string> kept;
+  for (std::string line; std::getline(in, line);) {
+    kept.push_back(std::move(line));
+    if (kept.size() > lines) kept.erase(kept.begin());
+  }
+  std::string out;
+  for (const auto& l : kept) out += l + "\n";
+  return out;
+}
+
+/// Sends PING to 127.0.0.1:port and says whether +PONG came back (within 1 s).
+bool answers_ping(std::uint16_t port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return false;
+  struct fd_closer {
+    int fd;
+    ~fd_closer() { ::close(fd); }
+  } const closer{fd};
+  timeval tv{1, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(port);
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0) return false;
+  constexpr std::string_view ping = "*1\r\n$4\r\nPING\r\n";
+  if (::send(fd, ping.data(), ping.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(ping.size())) {
+    return false;
+  }
+  std::string reply;
+  char buffer[64];
+  while (reply.find("\r\n") == std::string::npos) {
+    const ssize_t n = ::recv(fd, buffer, sizeof buffer, 0);
+    if (n <= 0) return false;
+    reply.append(buffer, static_cast<std::size_t>(n));
+  }
+  return reply.rfind("+PONG\r\n", 0) == 0;
+}
+
+/// Waits for `pid` to exit, at most `timeout`; true if it did (and was reaped).
+bool reap_within(pid_t pid, std::chrono::steady_clock::duration timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    int status = 0;
+    const pid_t r = ::waitpid(pid, &status, WNOHANG);
+    if (r == pid || (r < 0 && errno == ECHILD)) return true;
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(k_poll);
+  }
+}
+
+void stop_process(pid_t pid) {
+  if (pid <= 0) return;
+  ::kill(pid, SIGTERM);
+  if (!reap_within(pid, k_stop_timeout)) {
+    ::kill(pid, SIGKILL);
+    reap_within(pid, k_stop_timeout);
+  }
+}
+
+std::string describe_status(int status) {
+  if (WIFEXITED(status)) return "exited with status " + std::to_string(WEXITSTATUS(status));
+  if (WIFSIGNALED(status)) return "was killed by signal " + std::to_string(WTERMSIG(status));
+  return "stopped";
+}
+
+/// Starts redis-server on `port`; returns its pid.
+pid_t spawn(const std::string& exe, std::uint16_t port, const std::filesystem::path& dir,
+            const std::filesystem::path& log) {
+  std::vector<std::string> args = {exe,      "--port",       std::to_string(port),
+                                   "--bind", "127.0.0.1",    "--save",
+                                   "",       "--appendonly", "no",
+                                   "--dir",  dir.string(),   "--daemonize",
+                                   "no",     "--logfile",    ""};
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+
+  const int log_fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (log_fd < 0) throw os_error("redis_server: open " + log.string());
+  const int null_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  if (null_fd < 0) {
+    ::close(log_fd);
+    throw os_error("redis_server: open /dev/null");
+  }
+  const bool main_thread = ::syscall(SYS_gettid) == ::getpid();
+  const pid_t parent = ::getpid();
+  const pid_t pid = ::fork();
+  if (pid == 0) {  // the child: async-signal-safe calls only
+    if (main_thread) {
+      ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+      if (::getppid() != parent) ::_exit(1);
+    }
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    ::dup2(null_fd, 0);
+    ::dup2(log_fd, 1);
+    ::dup2(log_fd, 2);
+    ::execv(exe.c_str(), argv.data());
+    ::_exit(127);
+  }
+  const int fork_errno = errno;
+  ::close(log_fd);
+  ::close(null_fd);
+  if (pid < 0) {
+    errno = fork_errno;
+    throw os_error("redis_server: fork");
+  }
+  return pid;
+}
+
+}  // namespace
+
+std::uint16_t redis_server::unused_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) throw os_error("redis_server: socket");
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  if (::bind(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    const auto e = os_error("redis_server: bind 127.0.0.1:0");
+    ::close(fd);
+    throw e;
+  }
+  ::close(fd);
+  return ntohs(addr.sin_port);
+}
+
+redis_server::redis_server() {
+  const std::string exe = find_redis_server();
+  dir_ = make_temp_dir();
+  const auto log = dir_ / "redis.log";
+  std::string last_failure;
+  try {
+    for (int attempt = 0; attempt < k_port_attempts; ++attempt) {
+      port_ = unused_port();
+      pid_ = spawn(exe, port_, dir_, log);
+      const auto deadline = std::chrono::steady_clock::now() + k_start_timeout;
+      for (;;) {
+        int status = 0;
+        if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+          pid_ = -1;
+          last_failure = exe + " on 127.0.0.1:" + std::to_string(port_) + " " +
+                         describe_status(status) + "; the end of " + log.string() + ":\n" +
+                         tail(log);
+          break;
+        }
+        if (answers_ping(port_)) return;
+        if (std::chrono::steady_clock::now() >= deadline) {
+          stop_process(pid_);
+          pid_ = -1;
+          throw std::runtime_error(exe + " on 127.0.0.1:" + std::to_string(port_) +
+                                   " did not answer PING within 10 s; the end of " + log.string() +
+                                   ":\n" + tail(log));
+        }
+        std::this_thread::sleep_for(k_poll);
+      }
+      // Exited: another process may have taken the port between unused_port() and the bind.
+      if (last_failure.find("Address already in use") == std::string::npos) break;
+    }
+    throw std::runtime_error(last_failure);
+  } catch (...) {
+    std::error_code ignored;
+    std::filesystem::remove_all(dir_, ignored);
+    throw;
+  }
+}
+
+redis_server::~redis_server() {
+  stop_process(pid_);
+  std::error_code ignored;
+  std::filesystem::remove_all(dir_, ignored);
+}
+
+std::string redis_server::url(int db) const {
+  return "redis://127.0.0.1:" + std::to_string(port_) + "/" + std::to_string(db);
+}
+
+redis_server& redis_server::shared() {
+  static std::mutex mutex;
+  static std::unique_ptr<redis_server> server;
+  static std::string failure;
+  const std::lock_guard lock(mutex);
+  if (server) return *server;
+  if (!failure.empty()) throw std::runtime_error(failure);
+  try {
+    server = std::make_unique<redis_server>();
+  } catch (const std::exception& e) {
+    failure = e.what();
+    throw;
+  }
+  return *server;
+}
+
+}  // namespace stormguard::test_support

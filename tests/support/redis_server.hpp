@@ -1,0 +1,62 @@
+// A real redis-server for the tests of the Redis idempotency store: started in a fresh temporary
+// directory on a free 127.0.0.1 port, stopped and its directory deleted at the end.
+//
+//   auto& server = stormguard::test_support::redis_server::shared();   // one per test process
+//   auto store = stormguard::guard::make_redis_store({.url = server.url(), .prefix = "my_test"});
+//
+// The server is Debian's redis-server (7.x; scripts/bootstrap installs it), run in the
+// foreground without persistence: `--port P --bind 127.0.0.1 --save "" --appendonly no --dir TMP
+// --daemonize no`, its log in TMP/redis.log. The constructor waits (at most 10 s, polling every
+// 10 ms) until it answers PING; when it does not, or exits, it throws with the log's tail. When
+// redis-server is not installed it throws telling to run scripts/bootstrap: the tests fail,
+// they are not skipped. Tests share one server per process and isolate themselves by key prefix
+// (or by database number: url(db)).
+//
+// When started on the main thread, the server gets PR_SET_PDEATHSIG (SIGTERM), so a test process
+// that crashes or is killed by a ctest timeout does not leave it running (Linux sends the signal
+// when the starting *thread* exits, hence only the main thread).
+//
+// Thread-safety: the accessors may be called from any thread; shared() is thread-safe.
+#ifndef STORMGUARD_TESTS_SUPPORT_REDIS_SERVER_HPP
+#define STORMGUARD_TESTS_SUPPORT_REDIS_SERVER_HPP
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+
+namespace stormguard::test_support {
+
+class redis_server {
+ public:
+  /// Starts a server (see the file comment). Throws std::runtime_error saying what went wrong.
+  redis_server();
+  /// SIGTERM (redis-server then exits without saving), waits for it (at most 5 s, then SIGKILL)
+  /// and deletes its directory.
+  ~redis_server();
+  redis_server(const redis_server&) = delete;
+  redis_server& operator=(const redis_server&) = delete;
+
+  /// The server of this test process, started on first use and stopped at exit. Throws as the
+  /// constructor; after a failed start every call throws the same message without trying again.
+  static redis_server& shared();
+
+  /// A port on 127.0.0.1 where nothing listens (bound, then closed): for "the server is down".
+  static std::uint16_t unused_port();
+
+  [[nodiscard]] std::uint16_t port() const noexcept { return port_; }
+  /// "redis://127.0.0.1:PORT/DB".
+  [[nodiscard]] std::string url(int db = 0) const;
+  [[nodiscard]] const std::filesystem::path& directory() const noexcept { return dir_; }
+  [[nodiscard]] pid_t pid() const noexcept { return pid_; }
+
+ private:
+  std::filesystem::path dir_;
+  std::uint16_t port_ = 0;
+  pid_t pid_ = -1;
+};
+
+}  // namespace stormguard::test_support
+
+#endif  // STORMGUARD_TESTS_SUPPORT_REDIS_SERVER_HPP

@@ -1,7 +1,8 @@
 // `stormguard lab payments` end to end, small: 300 charges with a fault rate of 0.2 audited as no
 // double charge and no lost charge behind the SQLite guard (one replica, two replicas, two
-// `stormguard serve` processes sharing one SQLite file), the double charges it finds with
-// --idempotency off (exit 1), and the usage errors (exit 2, naming the option).
+// `stormguard serve` processes sharing one SQLite file), two replicas sharing a real PostgreSQL
+// and a real Redis (tests/support/), the double charges it finds with --idempotency off (exit 1),
+// and the usage errors (exit 2, naming the option).
 #include <gtest/gtest.h>
 
 #ifdef STORMGUARD_CLI_PATH
@@ -21,6 +22,8 @@
 #include <vector>
 
 #include "support/cli_runner.hpp"
+#include "support/postgres_server.hpp"
+#include "support/redis_server.hpp"
 
 extern char** environ;
 
@@ -84,6 +87,36 @@ TEST(LabPaymentsCli, TwoReplicasSharingSqliteHaveNoDuplicate) {
   EXPECT_EQ(a["duplicates"], 0);
   EXPECT_EQ(a["lost"], 0);
   EXPECT_EQ(a["ledger_rows"], 300);
+  EXPECT_GT(a["replayed"].get<int>(), 0);
+}
+
+TEST(LabPaymentsCli, TwoReplicasSharingPostgresHaveNoDuplicate) {
+  const std::string url = stormguard::test_support::shared_postgres_server().create_database();
+  const program_run r = lab_payments(
+      {"--charges", "200", "--replicas", "2", "--idempotency", "postgres:" + url, "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const nlohmann::json a = audit_of(r);
+  ASSERT_TRUE(a.is_object()) << r.out;
+  EXPECT_EQ(a["store"], "postgres");
+  EXPECT_EQ(a["servers"], 2);
+  EXPECT_EQ(a["ledger_rows"], 200);
+  EXPECT_EQ(a["duplicates"], 0);
+  EXPECT_EQ(a["lost"], 0);
+  EXPECT_GT(a["replayed"].get<int>(), 0);
+}
+
+TEST(LabPaymentsCli, TwoReplicasSharingRedisHaveNoDuplicate) {
+  const std::string url = stormguard::test_support::redis_server::shared().url();
+  const program_run r = lab_payments(
+      {"--charges", "200", "--replicas", "2", "--idempotency", "redis:" + url, "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const nlohmann::json a = audit_of(r);
+  ASSERT_TRUE(a.is_object()) << r.out;
+  EXPECT_EQ(a["store"], "redis");
+  EXPECT_EQ(a["servers"], 2);
+  EXPECT_EQ(a["ledger_rows"], 200);
+  EXPECT_EQ(a["duplicates"], 0);
+  EXPECT_EQ(a["lost"], 0);
   EXPECT_GT(a["replayed"].get<int>(), 0);
 }
 
@@ -156,6 +189,26 @@ TEST(LabPaymentsCli, TwoServeProcessesSharingOneSqliteFileHaveNoDuplicate) {
     EXPECT_TRUE(audit["fault_after_commit"].is_null()) << "the servers' business";
   }
   std::filesystem::remove_all(dir);
+}
+
+TEST(LabPaymentsCli, TwoServeProcessesSharingRedisHaveNoDuplicate) {
+  // The set-up: two `stormguard serve` processes on one Redis, the client alternating
+  // between them (a retry lands on the other process).
+  const std::string spec = "redis:" + stormguard::test_support::redis_server::shared().url();
+  const serve_child a({"--idempotency", spec, "--fault-after-commit", "0.2", "--seed", "1"});
+  const serve_child b({"--idempotency", spec, "--fault-after-commit", "0.2", "--seed", "2"});
+  ASSERT_FALSE(a.url().empty());
+  ASSERT_FALSE(b.url().empty());
+  const program_run r =
+      lab_payments({"--charges", "200", "--server", a.url(), "--server", b.url(), "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const nlohmann::json audit = audit_of(r);
+  ASSERT_TRUE(audit.is_object()) << r.out;
+  EXPECT_EQ(audit["store"], "redis");
+  EXPECT_EQ(audit["ledger_rows"], 200) << "this run's rows, each once";
+  EXPECT_EQ(audit["duplicates"], 0);
+  EXPECT_EQ(audit["lost"], 0);
+  EXPECT_GT(audit["dropped"].get<int>(), 0);
 }
 
 TEST(LabPaymentsCli, BadOptionsExit2NamingTheOption) {

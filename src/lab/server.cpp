@@ -412,17 +412,28 @@ class server::impl {
   }
 
   // Closes the request's connection without answering (fault_after_commit): the client sees the
-  // connection end with no response. Called from the request's own callback, which libevent
-  // 2.1 leaves at once for an incoming connection (evhttp_connection_done touches neither the
-  // connection nor the request after it), so the connection and the request are freed here;
-  // shutting the socket down instead would leave both to the end of the server, since evhttp
-  // stops reading a connection while its request waits for the answer.
-  static void drop(evhttp_request* req) {
-    if (evhttp_connection* connection = evhttp_request_get_connection(req)) {
-      evhttp_connection_free(connection);  // frees `req` with it
-    } else {
-      evhttp_request_free(req);  // already detached: ours to free
+  // connection end with no response. evhttp stops reading a connection while its request waits
+  // for the answer, so it would never notice a socket we merely shut down: the connection (and
+  // the request with it) is freed with evhttp_connection_free — from an event of its own on the
+  // next turn of the loop, not from inside this request's callback, where the bufferevent is
+  // still in use (ThreadSanitizer then saw libevent touch the descriptor after its number had
+  // been reused by another thread). Nothing else frees the connection before that event runs:
+  // evhttp reads nothing more from it and the request is not answered; if the server stops
+  // first, evhttp_free frees it and the event is dropped with the loop.
+  void drop(evhttp_request* req) {
+    evhttp_connection* connection = evhttp_request_get_connection(req);
+    if (connection == nullptr) {  // already detached: ours to free
+      evhttp_request_free(req);
+      return;
     }
+    const timeval now{0, 0};
+    if (event_base_once(base_, -1, EV_TIMEOUT, &impl::on_drop, connection, &now) != 0) {
+      evhttp_connection_free(connection);  // out of memory in libevent: free it here
+    }
+  }
+
+  static void on_drop(evutil_socket_t, short, void* connection) {
+    evhttp_connection_free(static_cast<evhttp_connection*>(connection));  // frees its request
   }
 
   [[nodiscard]] bool in_incident(std::int64_t now) const noexcept {

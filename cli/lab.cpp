@@ -3,7 +3,8 @@
 // (run_lab, to_json, format_table); this file reads the options, scales the scenario, draws the
 // progress bar, turns SIGINT/SIGTERM into a clean stop with a partial report and, with
 // --metrics-port, serves the fleet's client-side metrics (stormguard::metrics) with
-// prometheus-cpp's pull exposer on 127.0.0.1.
+// prometheus-cpp's pull exposer on 127.0.0.1. `lab payments` (a reserved SCENARIO name) is the
+// double-charge audit of lab_payments.cpp.
 #include <fmt/format.h>
 #include <prometheus/exposer.h>
 #include <prometheus/registry.h>
@@ -24,6 +25,7 @@
 
 #include "command.hpp"
 #include "gnuplot.hpp"
+#include "lab_payments.hpp"
 #include "numbers.hpp"
 #include "output.hpp"
 #include "policy_file.hpp"
@@ -49,6 +51,7 @@ constexpr double k_default_rate = 200.0;
 struct lab_options {
   std::string scenario;
   std::vector<std::string> strategies;
+  CLI::Option* strategy_option = nullptr;
   std::vector<std::string> policies;
   double scale = 0.0;
   CLI::Option* scale_option = nullptr;
@@ -59,13 +62,16 @@ struct lab_options {
   CLI::Option* plot_option = nullptr;
   int metrics_port = 0;
   CLI::Option* metrics_port_option = nullptr;
+  lab_payments_options payments;
 };
 
 constexpr const char* k_exit_statuses =
     "Exit status: 0 the report was printed; 1 a server could not be started, the HTTP client\n"
     "could not be set up, the --metrics-port could not be bound, or stdout could not be written;\n"
     "2 a bad command line, scenario or --policy file; 130 (143) after SIGINT (SIGTERM), with the "
-    "partial report printed.";
+    "partial report printed.\n"
+    "lab payments: 0 the audit found no double charge and no lost charge; 1 it found one (or the\n"
+    "replicas, their store or the ledger could not be set up or read); 2 a bad command line.";
 
 void print_error(const std::string& message) { report_error("lab", message); }
 
@@ -178,7 +184,35 @@ bool write_plot(const lab::lab_report& report, const std::string& file) {
   return true;
 }
 
+bool typed(const CLI::Option* option) { return option != nullptr && option->count() > 0; }
+
+// `lab payments`: the double-charge audit (lab_payments.cpp), with SIGINT/SIGTERM as for a lab
+// run.
+int run_payments(const lab_options& o) {
+  for (const CLI::Option* option :
+       {o.strategy_option, o.scale_option, o.csv_option, o.plot_option, o.metrics_port_option}) {
+    if (typed(option)) {
+      print_error(option->get_name() + " does not apply to lab payments");
+      return exit_usage;
+    }
+  }
+  g_stop.store(false);
+  g_signal.store(0);
+  int status = exit_failure;
+  {
+    const stop_on_signals handler;
+    status = run_lab_payments(o.payments, o.json, o.policies, &g_stop);
+  }
+  if (const int signal = g_signal.load(); signal != 0) return 128 + signal;
+  return status;
+}
+
 int run(const lab_options& o) {
+  if (o.scenario == k_payments_scenario) return run_payments(o);
+  if (const std::string name = typed_payments_option(o.payments); !name.empty()) {
+    print_error(name + " applies to lab payments only (lab payments [--charges N] ...)");
+    return exit_usage;
+  }
   auto scenario = load_scenario_argument("lab", o.scenario);
   if (!scenario) return exit_usage;
   const bool scale_given = o.scale_option != nullptr && o.scale_option->count() > 0;
@@ -297,13 +331,20 @@ command add_lab_command(CLI::App& parent) {
       "(clients, Poisson arrivals, per-attempt timeout) through the async HTTP client, one\n"
       "strategy after another, each against a fresh server, in real time; prints each figure next\n"
       "to the simulator's for the same scenario and seed. Ctrl-C stops with a partial report.\n"
-      "See docs/lab.md.");
+      "See docs/lab.md.\n"
+      "`lab payments` (a reserved SCENARIO name) is another run: charges with idempotency keys\n"
+      "through the retrying client to replicas of serve's POST /charges behind the idempotency\n"
+      "guard, a fault that drops the answer after the commit, and an audit of the ledger for\n"
+      "double charges. See docs/idempotency-audit.md.");
   sub->footer(k_exit_statuses);
-  add_scenario_argument(*sub, options->scenario);
-  sub->add_option("--strategy,-s", options->strategies,
-                  "Strategy to run; repeat or separate with commas (default: none, naive, full, "
-                  "full+budget): " +
-                      sim::strategy_names());
+  add_scenario_argument(*sub, options->scenario)
+      ->description("A built-in scenario (" + sim::builtin_scenario_names() +
+                    ") or a scenario file; or payments, the double-charge audit");
+  options->strategy_option = sub->add_option(
+      "--strategy,-s", options->strategies,
+      "Strategy to run; repeat or separate with commas (default: none, naive, full, "
+      "full+budget): " +
+          sim::strategy_names());
   add_typed_option(*sub, "--policy", options->policies,
                    "Also run the policies of a policy file ([grpc:|envoy:]FILE[:NAME], "
                    "repeatable; docs/policy.md)",
@@ -331,6 +372,7 @@ command add_lab_command(CLI::App& parent) {
                        "N")
           ->transform(whole_number())
           ->check(CLI::Range(0, 65535));
+  add_lab_payments_options(*sub, options->payments);
   return {sub, [options] { return run(*options); }};
 }
 

@@ -1,6 +1,8 @@
 // `stormguard serve`: the scenario's server as a real HTTP/1.1 server on 127.0.0.1. Thin: the
 // server is stormguard::lab::server; this file loads and scales the scenario, prints the address,
-// a live line per second and a summary, and ends cleanly on SIGINT or SIGTERM.
+// a live line per second and a summary, and ends cleanly on SIGINT or SIGTERM. The payments
+// endpoint (POST /charges, GET /ledger) is on, behind the idempotency guard with an SQLite store
+// in a temporary directory unless --idempotency says otherwise (temporary_store.hpp).
 #include <fmt/format.h>
 #include <pthread.h>
 
@@ -10,14 +12,18 @@
 #include <csignal>
 #include <ctime>
 #include <memory>
+#include <optional>
+#include <stdexcept>
 #include <string>
 
 #include "command.hpp"
+#include "numbers.hpp"
 #include "output.hpp"
 #include "scenario_argument.hpp"
 #include "stormguard/detail/format.hpp"
 #include "stormguard/lab/server.hpp"
 #include "stormguard/sim/scenario.hpp"
+#include "temporary_store.hpp"
 #include "usage.hpp"
 
 namespace stormguard::cli {
@@ -29,14 +35,21 @@ struct serve_options {
   int port = 0;
   double scale = 1.0;
   bool wait_start = false;
+  std::string idempotency;
+  CLI::Option* idempotency_option = nullptr;
+  double fault_after_commit = 0.0;
+  std::uint64_t seed = 0;
+  CLI::Option* seed_option = nullptr;
 };
 
 constexpr const char* k_exit_statuses =
     "Exit status: 0 after a clean shutdown on SIGINT, SIGTERM or SIGHUP (the way serve ends), 1 "
     "when the\n"
-    "port cannot be bound (in use, not permitted) or stdout cannot be written, 2 for a bad\n"
-    "command line or scenario (unknown name, bad file, --port outside [0, 65535], --scale\n"
-    "outside (0, 1]).";
+    "port cannot be bound (in use, not permitted), the --idempotency store cannot be opened or\n"
+    "reached, or stdout cannot be written, 2 for a bad command line or scenario (unknown name, "
+    "bad\n"
+    "file, --port outside [0, 65535], --scale outside (0, 1], a bad --idempotency spec,\n"
+    "--fault-after-commit outside [0, 1]).";
 
 void print_error(const std::string& message) { report_error("serve", message); }
 
@@ -62,9 +75,11 @@ std::string live_line(const lab::server& srv, const lab::server_stats& now,
 std::string summary(const lab::server_stats& s, double seconds) {
   return fmt::format(
       "summary: {:.1f}s; {} attempts ({}/s), {} served ({} in time), {} rejected (queue full), "
-      "{} incident 503s, {} lost, {} queued and {} in service at the end",
+      "{} incident 503s, {} lost, {} queued and {} in service at the end; {} POST /charges: {} "
+      "committed ({} left unanswered by --fault-after-commit), {} replayed",
       seconds, s.attempts, per_second(s.attempts, seconds), s.served, s.served_in_time, s.rejected,
-      s.errors, s.lost, s.queued, s.in_service);
+      s.errors, s.lost, s.queued, s.in_service, s.charges, s.charges_committed, s.charges_dropped,
+      s.charges_replayed);
 }
 
 int run(const serve_options& o) {
@@ -90,8 +105,38 @@ int run(const serve_options& o) {
     ~restore_mask() { pthread_sigmask(SIG_SETMASK, &mask, nullptr); }
   } restore{previous};
 
-  auto started = lab::server::start(
-      *scaled, {.port = static_cast<std::uint16_t>(o.port), .start_clock = !o.wait_start});
+  if (!(o.fault_after_commit >= 0.0 && o.fault_after_commit <= 1.0)) {
+    print_error("--fault-after-commit " + detail::format_double(o.fault_after_commit) +
+                ": must be a probability in [0, 1]");
+    return exit_usage;
+  }
+  // The payments endpoint's store: --idempotency, else SQLite in a temporary directory that is
+  // removed when serve ends (after the server, which holds its connections).
+  std::optional<temporary_store> temporary;
+  lab::payments_options payments;
+  if (o.idempotency_option != nullptr && o.idempotency_option->count() > 0) {
+    payments.idempotency = o.idempotency;
+  } else {
+    auto made = temporary_store::create("serve");
+    if (!made) {
+      print_error(made.error());
+      return exit_failure;
+    }
+    temporary.emplace(*std::move(made));
+    payments.idempotency = temporary->spec();
+  }
+  payments.fault_after_commit = o.fault_after_commit;
+  payments.seed = o.seed_option != nullptr && o.seed_option->count() > 0 ? o.seed : (*scaled).seed;
+
+  outcome<std::unique_ptr<lab::server>, std::string> started = failure{std::string()};
+  try {
+    started = lab::server::start(*scaled, {.port = static_cast<std::uint16_t>(o.port),
+                                           .start_clock = !o.wait_start,
+                                           .payments = payments});
+  } catch (const std::invalid_argument& e) {
+    print_error("--idempotency: " + printable_message(e.what()) + "; or off (no guard)");
+    return exit_usage;
+  }
   if (!started) {
     print_error(printable_message(started.error()));
     return exit_failure;
@@ -101,6 +146,15 @@ int run(const serve_options& o) {
     print_error("cannot write to stdout: " + errno_text(errno));
     return exit_failure;
   }
+  report_log("serve",
+             fmt::format("POST /charges and GET /ledger: {}{}",
+                         payments.idempotency == "off"
+                             ? std::string("--idempotency off: no guard, the ledger in memory")
+                             : "idempotency store " + printable_message(payments.idempotency) +
+                                   (temporary ? " (temporary: removed at exit)" : ""),
+                         o.fault_after_commit > 0
+                             ? ", fault after commit " + detail::format_double(o.fault_after_commit)
+                             : std::string()));
 
   using clock = std::chrono::steady_clock;
   const auto began = clock::now();
@@ -140,8 +194,10 @@ command add_serve_command(CLI::App& parent) {
   sub->description(
       "A real HTTP/1.1 server on 127.0.0.1 that is the scenario's server: its workers, queue,\n"
       "service times and incident, on the scenario's clock. GET /stats and /metrics give the\n"
-      "counters; POST /control/start starts the clock (with --wait-start); every other path is\n"
-      "the scenario's endpoint. Runs until SIGINT, SIGTERM or SIGHUP. See docs/lab.md.");
+      "counters; POST /control/start starts the clock (with --wait-start); POST /charges is a\n"
+      "payments endpoint behind the idempotency guard and GET /ledger its ledger; every other\n"
+      "path is the scenario's endpoint. Runs until SIGINT, SIGTERM or SIGHUP. See docs/lab.md\n"
+      "and docs/idempotency-audit.md.");
   sub->footer(k_exit_statuses);
   add_scenario_argument(*sub, options->scenario);
   add_typed_option(*sub, "--port", options->port, "The port on 127.0.0.1; 0 lets the system choose",
@@ -155,6 +211,22 @@ command add_serve_command(CLI::App& parent) {
       ->capture_default_str();
   sub->add_flag("--wait-start", options->wait_start,
                 "Keep the scenario's clock at 0 until POST /control/start");
+  options->idempotency_option =
+      add_typed_option(*sub, "--idempotency", options->idempotency,
+                       "Where POST /charges keeps its idempotency keys and its ledger: "
+                       "sqlite:PATH, postgres:URL, redis:URL, or off (no guard, the ledger in "
+                       "memory); default: SQLite in a temporary directory removed at exit",
+                       "SPEC");
+  add_typed_option(*sub, "--fault-after-commit", options->fault_after_commit,
+                   "With probability P, close the connection without answering after a charge "
+                   "committed (the retried charge that happened), P in [0, 1]",
+                   "P")
+      ->transform(decimal_number())
+      ->capture_default_str();
+  options->seed_option =
+      add_typed_option(*sub, "--seed", options->seed,
+                       "Seed of the --fault-after-commit draws (default: the scenario's seed)", "N")
+          ->transform(whole_number());
   return {sub, [options] { return run(*options); }};
 }
 

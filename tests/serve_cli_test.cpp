@@ -1,6 +1,9 @@
 // `stormguard serve` as a user runs it: the first stdout line, plain curl and `stormguard http`
 // against it, a naive retry loop whose storm shows in /stats, the exit statuses (bad scenario 2,
-// port in use 1) and a clean end on SIGINT (no process left, the port free).
+// port in use 1) and a clean end on SIGINT (no process left, the port free). The payments
+// endpoint with curl: POST /charges behind the idempotency guard (replay, 400, 422, a 400 body
+// that does not use the key up, principals apart, --fault-after-commit, a restart on the same
+// SQLite file, --idempotency off) and its exit statuses.
 #include <gtest/gtest.h>
 
 #ifdef STORMGUARD_CLI_PATH
@@ -16,6 +19,7 @@
 
 #include <chrono>
 #include <csignal>
+#include <filesystem>
 #include <string>
 #include <thread>
 #include <vector>
@@ -242,6 +246,194 @@ TEST(ServeCli, AModelWithoutAServerIsNamedAsSuch) {
       run_program({k_cli, "serve", "nope"}, stderr_mode::capture, std::chrono::seconds(5));
   EXPECT_EQ(unknown.exit_code, 2);
   EXPECT_NE(unknown.err.find("the built-ins are friday-night"), std::string::npos) << unknown.err;
+}
+
+// ------------------------------------------------------------------------------------------------
+// POST /charges and GET /ledger
+// ------------------------------------------------------------------------------------------------
+
+const std::string k_body = R"({"amount": 1234, "currency": "eur"})";
+
+// curl -i: the status line, the headers and the body. `extra` are more curl arguments.
+std::string post_charge(const std::string& url, const std::string& extra,
+                        const std::string& body = k_body) {
+  return run_shell("curl -s -i -X POST -H 'Content-Type: application/json' " + extra + " -d '" +
+                   body + "' " + url + "charges")
+      .output;
+}
+
+int status_of(const std::string& response) {
+  const auto space = response.find(' ');
+  return space == std::string::npos ? 0 : std::stoi(response.substr(space + 1, 3));
+}
+
+// The body after the blank line of a curl -i response.
+std::string body_of(const std::string& response) {
+  const auto at = response.find("\r\n\r\n");
+  return at == std::string::npos ? "" : response.substr(at + 4);
+}
+
+// The number of rows in GET /ledger.
+int ledger_rows(const std::string& url) {
+  const std::string ledger = run_shell("curl -s " + url + "ledger").output;
+  int rows = 0;
+  for (auto at = ledger.find("\"id\":"); at != std::string::npos;
+       at = ledger.find("\"id\":", at + 1)) {
+    ++rows;
+  }
+  return rows;
+}
+
+TEST(ServeCli, AChargeSentTwiceIsReplayedNotChargedTwice) {
+  serve_process serve({tiny_scenario()});
+  const std::string url = serve.url();
+  ASSERT_FALSE(url.empty());
+  const std::string first = post_charge(url, "-H 'Idempotency-Key: \"k-1\"'");
+  EXPECT_EQ(status_of(first), 201) << first;
+  EXPECT_NE(first.find("Content-Type: application/json"), std::string::npos) << first;
+  EXPECT_NE(body_of(first).find("\"id\":\"ch_"), std::string::npos) << first;
+  EXPECT_EQ(first.find("Idempotent-Replayed"), std::string::npos) << first;
+  const std::string second = post_charge(url, "-H 'Idempotency-Key: \"k-1\"'");
+  EXPECT_EQ(status_of(second), 201) << second;
+  EXPECT_NE(second.find("Idempotent-Replayed: true"), std::string::npos) << second;
+  EXPECT_EQ(body_of(second), body_of(first)) << "the same charge id";
+  EXPECT_EQ(ledger_rows(url), 1);
+  const std::string stats = run_shell("curl -s " + url + "stats").output;
+  EXPECT_NE(stats.find("\"charges\":2,\"charges_committed\":1,\"charges_replayed\":1,"),
+            std::string::npos)
+      << stats;
+}
+
+TEST(ServeCli, AChargeWithoutAKeyIs400AndAnotherBodyWithTheKeyIs422) {
+  serve_process serve({tiny_scenario()});
+  const std::string url = serve.url();
+  ASSERT_FALSE(url.empty());
+  const std::string no_key = post_charge(url, "");
+  EXPECT_EQ(status_of(no_key), 400) << no_key;
+  EXPECT_NE(no_key.find("Idempotency-Key"), std::string::npos) << no_key;
+  EXPECT_EQ(status_of(post_charge(url, "-H 'Idempotency-Key: k-2'")), 201);
+  const std::string other =
+      post_charge(url, "-H 'Idempotency-Key: k-2'", R"({"amount": 999, "currency": "eur"})");
+  EXPECT_EQ(status_of(other), 422) << other;
+  EXPECT_EQ(ledger_rows(url), 1);
+}
+
+TEST(ServeCli, ABadBodyIs400AndDoesNotUseTheKeyUp) {
+  // Stripe: a request that fails validation did not start executing; the corrected request may
+  // use the same key.
+  serve_process serve({tiny_scenario()});
+  const std::string url = serve.url();
+  ASSERT_FALSE(url.empty());
+  for (const std::string& body :
+       {std::string("not json"), std::string(R"({"amount": 0, "currency": "eur"})"),
+        std::string(R"({"amount": 1, "currency": "EUR"})"),
+        std::string(R"({"amount": 1.5, "currency": "eur"})"),
+        std::string(R"({"amount": 1, "currency": "eur", "x": 1})"), std::string(R"([1234])")}) {
+    const std::string r = post_charge(url, "-H 'Idempotency-Key: k-3'", body);
+    EXPECT_EQ(status_of(r), 400) << body << ": " << r;
+    EXPECT_NE(r.find("invalid_body"), std::string::npos) << r;
+  }
+  EXPECT_EQ(status_of(post_charge(url, "-H 'Idempotency-Key: k-3'")), 201);
+  EXPECT_EQ(ledger_rows(url), 1);
+}
+
+TEST(ServeCli, TwoPrincipalsWithOneKeyGetTwoChargesAndNeverTheOthersResponse) {
+  serve_process serve({tiny_scenario()});
+  const std::string url = serve.url();
+  ASSERT_FALSE(url.empty());
+  const std::string a =
+      post_charge(url, "-H 'Authorization: Bearer cus_A' -H 'Idempotency-Key: same'");
+  const std::string b =
+      post_charge(url, "-H 'Authorization: Bearer cus_B' -H 'Idempotency-Key: same'");
+  EXPECT_EQ(status_of(a), 201) << a;
+  EXPECT_EQ(status_of(b), 201) << b;
+  EXPECT_EQ(b.find("Idempotent-Replayed"), std::string::npos) << "B never gets A's response";
+  EXPECT_NE(body_of(a), body_of(b)) << "two charge ids";
+  const std::string a_again =
+      post_charge(url, "-H 'Authorization: Bearer cus_A' -H 'Idempotency-Key: same'");
+  EXPECT_EQ(body_of(a_again), body_of(a));
+  EXPECT_EQ(ledger_rows(url), 2);
+  const std::string ledger = run_shell("curl -s " + url + "ledger").output;
+  EXPECT_NE(ledger.find("\"principal\":\"cus_A\",\"key\":\"same\""), std::string::npos) << ledger;
+  EXPECT_NE(ledger.find("\"principal\":\"cus_B\",\"key\":\"same\""), std::string::npos) << ledger;
+  // Another scheme than Bearer: 401, nothing charged.
+  const std::string basic =
+      post_charge(url, "-H 'Authorization: Basic YTpi' -H 'Idempotency-Key: x'");
+  EXPECT_EQ(status_of(basic), 401) << basic;
+  EXPECT_EQ(ledger_rows(url), 2);
+}
+
+TEST(ServeCli, FaultAfterCommitClosesTheConnectionYetTheChargeIsInTheLedger) {
+  serve_process serve({tiny_scenario(), "--fault-after-commit", "1"});
+  const std::string url = serve.url();
+  ASSERT_FALSE(url.empty());
+  const auto r =
+      run_shell("curl -s -o /dev/null -w '%{http_code}' -X POST -H 'Idempotency-Key: f-1' -d '" +
+                k_body + "' " + url + "charges");
+  EXPECT_EQ(r.exit_code, 52) << "curl: empty reply from server";
+  EXPECT_EQ(r.output, "000");
+  EXPECT_EQ(ledger_rows(url), 1);
+  // The retry is answered from the guard: the replay is never dropped.
+  const std::string again = post_charge(url, "-H 'Idempotency-Key: f-1'");
+  EXPECT_EQ(status_of(again), 201) << again;
+  EXPECT_NE(again.find("Idempotent-Replayed: true"), std::string::npos) << again;
+  EXPECT_EQ(ledger_rows(url), 1);
+}
+
+TEST(ServeCli, TheSqliteFileKeepsTheKeysAcrossARestart) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() /
+                                    ("stormguard-serve-restart-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string spec = "sqlite:" + (dir / "ledger.db").string();
+  std::string first;
+  {
+    serve_process serve({tiny_scenario(), "--idempotency", spec});
+    const std::string url = serve.url();
+    ASSERT_FALSE(url.empty());
+    first = post_charge(url, "-H 'Idempotency-Key: r-1'");
+    EXPECT_EQ(status_of(first), 201) << first;
+    ASSERT_EQ(::kill(serve.pid(), SIGTERM), 0);
+    EXPECT_NE(serve.wait(), -1);
+  }
+  serve_process serve({tiny_scenario(), "--idempotency", spec});
+  const std::string url = serve.url();
+  ASSERT_FALSE(url.empty());
+  const std::string again = post_charge(url, "-H 'Idempotency-Key: r-1'");
+  EXPECT_NE(again.find("Idempotent-Replayed: true"), std::string::npos) << again;
+  EXPECT_EQ(body_of(again), body_of(first));
+  EXPECT_EQ(ledger_rows(url), 1);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(ServeCli, IdempotencyOffChargesEveryAttempt) {
+  serve_process serve({tiny_scenario(), "--idempotency", "off"});
+  const std::string url = serve.url();
+  ASSERT_FALSE(url.empty());
+  EXPECT_EQ(status_of(post_charge(url, "-H 'Idempotency-Key: o-1'")), 201);
+  const std::string again = post_charge(url, "-H 'Idempotency-Key: o-1'");
+  EXPECT_EQ(status_of(again), 201);
+  EXPECT_EQ(again.find("Idempotent-Replayed"), std::string::npos);
+  EXPECT_EQ(ledger_rows(url), 2) << "the double charge the guard prevents";
+}
+
+TEST(ServeCli, BadPaymentsOptionsExit2AndAnUnreachableStoreExits1) {
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{k_cli, "serve", "no-incident", "--idempotency", "bogus:x"},
+        {k_cli, "serve", "no-incident", "--idempotency", "sqlite:"},
+        {k_cli, "serve", "no-incident", "--fault-after-commit", "1.5"},
+        {k_cli, "serve", "no-incident", "--fault-after-commit", "-0.1"},
+        {k_cli, "serve", "no-incident", "--seed", "x"}}) {
+    const auto r = run_program(args, stderr_mode::capture, std::chrono::seconds(5));
+    EXPECT_EQ(r.exit_code, 2) << args[3] << " " << args[4] << ": " << r.err;
+    EXPECT_NE(r.err.find(args[3]), std::string::npos) << r.err;
+    EXPECT_EQ(r.out, "");
+  }
+  const auto r = run_program(
+      {k_cli, "serve", "no-incident", "--idempotency", "sqlite:/nonexistent/dir/ledger.db"},
+      stderr_mode::capture, std::chrono::seconds(5));
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("/nonexistent/dir/ledger.db"), std::string::npos) << r.err;
+  EXPECT_EQ(r.out, "");
 }
 
 }  // namespace

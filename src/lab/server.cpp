@@ -6,11 +6,15 @@
 // (evhttp_request_get_connection returns null) and evhttp_send_reply frees it without sending.
 // Requests still attached when the server stops are freed with their connection by evhttp_free;
 // detached ones that we never answer (lost ones) are freed by us.
+//
+// The payments endpoint (POST /charges, GET /ledger) is src/lab/charges.cpp; this file only hands
+// it the request's fields and sends its answer, or drops the connection for a fault.
 #include "stormguard/lab/server.hpp"
 
 #include <event2/buffer.h>
 #include <event2/event.h>
 #include <event2/http.h>
+#include <event2/keyvalq_struct.h>
 #include <event2/listener.h>
 #include <event2/util.h>
 #include <fcntl.h>
@@ -34,8 +38,10 @@
 #include <utility>
 #include <vector>
 
+#include "lab/charges.hpp"
 #include "sim/common.hpp"
 #include "sim/server.hpp"
+#include "stormguard/guard/store.hpp"
 #include "stormguard/random.hpp"
 
 namespace stormguard::lab {
@@ -80,6 +86,63 @@ void reply_text(evhttp_request* req, int status, const char* reason, std::string
   reply(req, status, reason, "text/plain; charset=utf-8", body);
 }
 
+// The reason phrase of the statuses the payments endpoint sends (RFC 9110 §15).
+const char* reason_phrase(int status) noexcept {
+  switch (status) {
+    case 200:
+      return "OK";
+    case 201:
+      return "Created";
+    case 400:
+      return "Bad Request";
+    case 401:
+      return "Unauthorized";
+    case 404:
+      return "Not Found";
+    case 405:
+      return "Method Not Allowed";
+    case 409:
+      return "Conflict";
+    case 422:
+      return "Unprocessable Content";
+    case 500:
+      return "Internal Server Error";
+    case 503:
+      return "Service Unavailable";
+    default:
+      return status < 400 ? "OK" : status < 500 ? "Client Error" : "Server Error";
+  }
+}
+
+// Sends a response the guard stored (or the endpoint made): its status, headers and body.
+void reply_stored(evhttp_request* req, const guard::stored_response& r) {
+  evkeyvalq* headers = evhttp_request_get_output_headers(req);
+  for (const auto& [name, value] : r.headers) {
+    evhttp_add_header(headers, name.c_str(), value.c_str());
+  }
+  evbuffer* out = evbuffer_new();
+  if (out != nullptr) evbuffer_add(out, r.body.data(), r.body.size());
+  evhttp_send_reply(req, r.status, reason_phrase(r.status), out);
+  if (out != nullptr) evbuffer_free(out);
+}
+
+// The values of every input header named `name` (case-insensitive) joined with ", " (RFC 9110
+// §5.3), or nullopt when there is none.
+std::optional<std::string> header_values(evhttp_request* req, const char* name) {
+  std::optional<std::string> out;
+  const evkeyvalq* headers = evhttp_request_get_input_headers(req);
+  for (const evkeyval* h = headers->tqh_first; h != nullptr; h = h->next.tqe_next) {
+    if (evutil_ascii_strcasecmp(h->key, name) != 0) continue;
+    if (out) {
+      *out += ", ";
+      *out += h->value;
+    } else {
+      out = std::string(h->value);
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string_view phase_name(const sim::scenario& s, bool clock_started, duration elapsed) noexcept {
@@ -103,6 +166,10 @@ std::string stats_json(const sim::scenario& s, const server_stats& st) {
   j["lost"] = st.lost;
   j["queued"] = st.queued;
   j["in_service"] = st.in_service;
+  j["charges"] = st.charges;
+  j["charges_committed"] = st.charges_committed;
+  j["charges_replayed"] = st.charges_replayed;
+  j["charges_dropped"] = st.charges_dropped;
   j["workers"] = s.workers;
   j["queue_limit"] = s.queue_limit;
   return j.dump() + "\n";
@@ -221,6 +288,11 @@ class server::impl {
     return {};
   }
 
+  // Opens the payments endpoint; before open(). Throws as charges_endpoint's constructor.
+  void enable_payments(const payments_options& options) {
+    payments_ = std::make_unique<detail::charges_endpoint>(options);
+  }
+
   [[nodiscard]] std::uint16_t port() const noexcept { return port_; }
   [[nodiscard]] const sim::scenario& scenario() const noexcept { return scenario_; }
 
@@ -239,6 +311,10 @@ class server::impl {
     s.lost = lost_.load(std::memory_order_relaxed);
     s.queued = queued_.load(std::memory_order_relaxed);
     s.in_service = in_service_.load(std::memory_order_relaxed);
+    s.charges = charges_.load(std::memory_order_relaxed);
+    s.charges_committed = charges_committed_.load(std::memory_order_relaxed);
+    s.charges_replayed = charges_replayed_.load(std::memory_order_relaxed);
+    s.charges_dropped = charges_dropped_.load(std::memory_order_relaxed);
     const std::int64_t start = clock_start_.load();
     s.clock_started = start != k_not_started;
     s.elapsed = duration(s.clock_started ? steady_ns() - start : 0);
@@ -288,6 +364,7 @@ class server::impl {
       return reply(req, 200, "OK", "text/plain; version=0.0.4; charset=utf-8",
                    stats_prometheus(stats()));
     }
+    if (payments_ && (path == "/charges" || path == "/ledger")) return payments(req, path, method);
     if (path == "/control" || path.starts_with("/control/")) {
       if (path != "/control/start") return reply_text(req, 404, "Not Found", "unknown control\n");
       if (method != EVHTTP_REQ_POST)
@@ -296,6 +373,67 @@ class server::impl {
       return reply_text(req, 200, "OK", "started\n");
     }
     endpoint(req);
+  }
+
+  // The payments endpoint (src/lab/charges.hpp), on this thread: its store calls block the loop.
+  void payments(evhttp_request* req, std::string_view path, evhttp_cmd_type method) {
+    if (path == "/ledger") {
+      if (method != EVHTTP_REQ_GET && method != EVHTTP_REQ_HEAD) {
+        evhttp_add_header(evhttp_request_get_output_headers(req), "Allow", "GET, HEAD");
+        return reply_text(req, 405, "Method Not Allowed", "use GET\n");
+      }
+      return reply_stored(req, payments_->ledger());
+    }
+    if (method != EVHTTP_REQ_POST) {
+      evhttp_add_header(evhttp_request_get_output_headers(req), "Allow", "POST");
+      return reply_text(req, 405, "Method Not Allowed", "use POST\n");
+    }
+    charges_.fetch_add(1, std::memory_order_relaxed);
+    const std::optional<std::string> authorization = header_values(req, "Authorization");
+    const std::optional<std::string> key = header_values(req, "Idempotency-Key");
+    evbuffer* in = evhttp_request_get_input_buffer(req);
+    const std::size_t length = in != nullptr ? evbuffer_get_length(in) : 0;
+    std::string body(length, '\0');
+    if (length > 0) evbuffer_copyout(in, body.data(), length);
+    const char* uri = evhttp_request_get_uri(req);
+    detail::charge_request request;
+    if (authorization) request.authorization = *authorization;
+    if (key) request.idempotency_key = *key;
+    request.target = uri != nullptr ? uri : "/charges";
+    request.body = body;
+    const detail::charge_answer answer = payments_->charge(request);
+    if (answer.committed) charges_committed_.fetch_add(1, std::memory_order_relaxed);
+    if (answer.replayed) charges_replayed_.fetch_add(1, std::memory_order_relaxed);
+    if (answer.drop) {
+      charges_dropped_.fetch_add(1, std::memory_order_relaxed);
+      return drop(req);
+    }
+    reply_stored(req, answer.response);
+  }
+
+  // Closes the request's connection without answering (fault_after_commit): the client sees the
+  // connection end with no response. evhttp stops reading a connection while its request waits
+  // for the answer, so it would never notice a socket we merely shut down: the connection (and
+  // the request with it) is freed with evhttp_connection_free — from an event of its own on the
+  // next turn of the loop, not from inside this request's callback, where the bufferevent is
+  // still in use (ThreadSanitizer then saw libevent touch the descriptor after its number had
+  // been reused by another thread). Nothing else frees the connection before that event runs:
+  // evhttp reads nothing more from it and the request is not answered; if the server stops
+  // first, evhttp_free frees it and the event is dropped with the loop.
+  void drop(evhttp_request* req) {
+    evhttp_connection* connection = evhttp_request_get_connection(req);
+    if (connection == nullptr) {  // already detached: ours to free
+      evhttp_request_free(req);
+      return;
+    }
+    const timeval now{0, 0};
+    if (event_base_once(base_, -1, EV_TIMEOUT, &impl::on_drop, connection, &now) != 0) {
+      evhttp_connection_free(connection);  // out of memory in libevent: free it here
+    }
+  }
+
+  static void on_drop(evutil_socket_t, short, void* connection) {
+    evhttp_connection_free(static_cast<evhttp_connection*>(connection));  // frees its request
   }
 
   [[nodiscard]] bool in_incident(std::int64_t now) const noexcept {
@@ -459,12 +597,24 @@ class server::impl {
   std::atomic<std::int64_t> lost_{0};
   std::atomic<std::int64_t> queued_{0};
   std::atomic<std::int64_t> in_service_{0};
+  std::atomic<std::int64_t> charges_{0};
+  std::atomic<std::int64_t> charges_committed_{0};
+  std::atomic<std::int64_t> charges_replayed_{0};
+  std::atomic<std::int64_t> charges_dropped_{0};
+  std::unique_ptr<detail::charges_endpoint> payments_;  // set before open(); loop thread only
 };
 
 outcome<std::unique_ptr<server>, std::string> server::start(const sim::scenario& s,
                                                             const server_options& options) {
   if (auto problem = sim::validate(s)) throw std::invalid_argument(problem->message);
   auto p = std::make_unique<impl>(s);
+  if (options.payments) {
+    try {
+      p->enable_payments(*options.payments);
+    } catch (const guard::store_error& e) {
+      return failure{std::string(e.what())};
+    }
+  }
   if (std::string error = p->open(options); !error.empty()) return failure{std::move(error)};
   return std::unique_ptr<server>(new server(std::move(p)));
 }

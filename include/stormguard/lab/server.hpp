@@ -38,12 +38,22 @@
 // counted; every other path, with any method, is the scenario's endpoint (200 "ok" when
 // served).
 //
-// Built on libevent's evhttp (one event-loop thread; no hand-written HTTP parser).
+// The payments endpoint (server_options::payments; docs/idempotency-audit.md): `POST /charges`
+// writes one row of a ledger behind the idempotency guard (stormguard::guard) and `GET /ledger`
+// returns the rows. Both bypass the model, as /stats does. With `fault_after_commit` P, a charge
+// that committed is, with probability P, never answered: the server closes the connection instead
+// (the case that makes a client retry a charge that happened).
+//
+// Built on libevent's evhttp (one event-loop thread; no hand-written HTTP parser). The payments
+// endpoint runs on that thread too: its store calls block the loop while they run (a few hundred
+// microseconds to a few milliseconds each; at most the store's own timeout), so the scenario's
+// endpoint is late by as much while charges are being served.
 #ifndef STORMGUARD_LAB_SERVER_HPP
 #define STORMGUARD_LAB_SERVER_HPP
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -53,13 +63,32 @@
 
 namespace stormguard::lab {
 
-/// How start() listens and when the scenario's clock starts.
+/// The payments endpoint of a server (`POST /charges`, `GET /ledger`; docs/idempotency-audit.md).
+struct payments_options {
+  /// Where the guard keeps the idempotency keys and the ledger its rows, as `--idempotency`
+  /// takes it: "sqlite:PATH", "postgres:URL" or "redis:URL" (stormguard::guard::open_store; the
+  /// server opens its own store, so replicas given the same spec share the keys and the ledger
+  /// through it), or "off": no guard, the ledger in the server's memory (every attempt that
+  /// reaches the handler writes a row).
+  std::string idempotency = "off";
+  /// The probability, in [0, 1], that a charge that committed is not answered: the server closes
+  /// the connection instead of sending the 201 (a replayed response is always sent).
+  double fault_after_commit = 0.0;
+  /// The seed of the generator that draws those faults (one draw per committed charge, on the
+  /// event-loop thread, in the order the charges commit).
+  std::uint64_t seed = 0;
+};
+
+/// How start() listens, when the scenario's clock starts, and whether the payments endpoint runs.
 struct server_options {
   /// The TCP port on 127.0.0.1; 0 (the default) lets the system choose a free one (see port()).
   std::uint16_t port = 0;
   /// true (the default): the scenario's clock starts when start() returns. false: it stands at 0
   /// until start_clock() or `POST /control/start`.
   bool start_clock = true;
+  /// When set, `POST /charges` and `GET /ledger` are the payments endpoint (see the file
+  /// comment); when empty (the default) they are the scenario's endpoint like any other path.
+  std::optional<payments_options> payments{};
 };
 
 /// The counters of a running server. All counts are since start() and cover the scenario's
@@ -75,6 +104,13 @@ struct server_stats {
   std::int64_t in_service = 0;      ///< in service now (at most server.workers)
   bool clock_started = false;       ///< the scenario's clock runs
   duration elapsed{};               ///< the scenario's time now (0 until the clock starts)
+  /// The payments endpoint (0 without it): `POST /charges` requests read, charges committed by
+  /// this server (the handler ran and its row committed), responses replayed by the guard, and
+  /// committed charges left unanswered by fault_after_commit.
+  std::int64_t charges = 0;
+  std::int64_t charges_committed = 0;
+  std::int64_t charges_replayed = 0;
+  std::int64_t charges_dropped = 0;
 };
 
 /// The phase the scenario's clock is in at `elapsed`: "waiting" (clock not started), "normal",
@@ -101,8 +137,11 @@ class server {
  public:
   /// Binds 127.0.0.1:options.port and starts serving `s` (which must be valid: sim::validate).
   /// An error (a message naming the address and the system's reason, e.g. "127.0.0.1:8080:
-  /// Address already in use") when the address cannot be bound or the loop cannot be set up.
-  /// Throws std::invalid_argument for a scenario that validate() rejects, std::bad_alloc.
+  /// Address already in use") when the address cannot be bound or the loop cannot be set up, or
+  /// when the payments endpoint's store cannot be opened or reached (the store's message).
+  /// Throws std::invalid_argument for a scenario that validate() rejects, or for payments
+  /// options out of range (a bad `idempotency` spec: guard::open_store's message; a
+  /// fault_after_commit outside [0, 1]); std::bad_alloc.
   [[nodiscard]] static outcome<std::unique_ptr<server>, std::string> start(
       const sim::scenario& s, const server_options& options = {});
 

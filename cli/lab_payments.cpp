@@ -1,0 +1,228 @@
+// `stormguard lab payments` (lab_payments.hpp). Thin: the replicas are lab::server with the
+// payments endpoint, the charges and the audit are lab::run_payments; this file reads the
+// options, starts and stops the replicas, and prints the audit.
+#include "lab_payments.hpp"
+
+#include <fmt/format.h>
+
+#include <memory>
+#include <new>
+#include <optional>
+#include <stdexcept>
+
+#include "command.hpp"
+#include "numbers.hpp"
+#include "output.hpp"
+#include "policy_file.hpp"
+#include "progress.hpp"
+#include "stormguard/config/policy.hpp"
+#include "stormguard/detail/format.hpp"
+#include "stormguard/detail/splitmix64.hpp"
+#include "stormguard/lab/payments.hpp"
+#include "stormguard/lab/server.hpp"
+#include "stormguard/sim/scenario.hpp"
+#include "temporary_store.hpp"
+#include "usage.hpp"
+
+namespace stormguard::cli {
+
+namespace {
+
+constexpr int k_max_replicas = 64;
+
+void print_error(const std::string& message) { report_error("lab", message); }
+
+bool typed(const CLI::Option* o) { return o != nullptr && o->count() > 0; }
+
+}  // namespace
+
+void add_lab_payments_options(CLI::App& lab, lab_payments_options& o) {
+  const std::string group = "lab payments (SCENARIO payments)";
+  o.charges_option = add_typed_option(lab, "--charges", o.charges,
+                                      "lab payments: logical charges to send, each with its own "
+                                      "idempotency key (>= 1)",
+                                      "N")
+                         ->transform(whole_number())
+                         ->check(CLI::Range(std::int64_t{1}, std::int64_t{100'000'000}))
+                         ->capture_default_str()
+                         ->group(group);
+  o.fault_option = add_typed_option(lab, "--fault-after-commit", o.fault_after_commit,
+                                    "lab payments: with probability P a replica closes the "
+                                    "connection without answering after a charge committed, P "
+                                    "in [0, 1]",
+                                    "P")
+                       ->transform(decimal_number())
+                       ->check(CLI::Range(0.0, 1.0))
+                       ->capture_default_str()
+                       ->group(group);
+  o.idempotency_option =
+      add_typed_option(lab, "--idempotency", o.idempotency,
+                       "lab payments: the replicas' store: sqlite:PATH, postgres:URL, redis:URL, "
+                       "or off (no guard, a ledger in each replica's memory); default: SQLite in "
+                       "a temporary directory",
+                       "SPEC|off")
+          ->group(group);
+  o.replicas_option = add_typed_option(lab, "--replicas", o.replicas,
+                                       "lab payments: in-process server replicas, each opening "
+                                       "its own store from --idempotency (1..64)",
+                                       "N")
+                          ->transform(whole_number())
+                          ->check(CLI::Range(1, k_max_replicas))
+                          ->capture_default_str()
+                          ->group(group);
+  o.server_option = add_typed_option(lab, "--server", o.servers,
+                                     "lab payments: drive this `stormguard serve` (its base URL, "
+                                     "repeatable) instead of in-process replicas",
+                                     "URL")
+                        ->group(group);
+  o.concurrency_option = add_typed_option(lab, "--concurrency", o.concurrency,
+                                          "lab payments: charges in flight at once (1..256)", "N")
+                             ->transform(whole_number())
+                             ->check(CLI::Range(1, 256))
+                             ->capture_default_str()
+                             ->group(group);
+  o.seed_option = add_typed_option(lab, "--seed", o.seed,
+                                   "lab payments: seed of the replicas' fault draws (replica r "
+                                   "draws from a stream of SEED and r)",
+                                   "N")
+                      ->transform(whole_number())
+                      ->capture_default_str()
+                      ->group(group);
+}
+
+std::string typed_payments_option(const lab_payments_options& o) {
+  for (const CLI::Option* option :
+       {o.charges_option, o.fault_option, o.idempotency_option, o.replicas_option, o.server_option,
+        o.concurrency_option, o.seed_option}) {
+    if (typed(option)) return option->get_name();
+  }
+  return {};
+}
+
+int run_lab_payments(const lab_payments_options& o, bool json,
+                     const std::vector<std::string>& policies, const std::atomic<bool>* stop) {
+  const bool external = !o.servers.empty();
+  if (external) {
+    for (const CLI::Option* option :
+         {o.fault_option, o.idempotency_option, o.replicas_option, o.seed_option}) {
+      if (typed(option)) {
+        print_error(option->get_name() +
+                    " sets up in-process replicas; with --server the servers are already "
+                    "running (give it to `stormguard serve`)");
+        return exit_usage;
+      }
+    }
+    for (const std::string& url : o.servers) {
+      if (!url.starts_with("http://") && !url.starts_with("https://")) {
+        print_error("--server " + detail::quote_for_message(url) +
+                    ": expected a base URL such as http://127.0.0.1:8080/");
+        return exit_usage;
+      }
+    }
+  }
+  if (policies.size() > 1) {
+    print_error("lab payments takes one --policy (the policy of every charge), got " +
+                std::to_string(policies.size()));
+    return exit_usage;
+  }
+
+  lab::payments_run_options run;
+  run.charges = o.charges;
+  run.concurrency = o.concurrency;
+  run.stop = stop;
+  if (!policies.empty()) {
+    config::policy p;
+    try {
+      p = load_one_policy("lab", policies.front());
+    } catch (const CLI::ValidationError& e) {
+      print_error(e.what());
+      return exit_usage;
+    }
+    run.retry = p.retry;
+    run.statuses = p.statuses;
+    if (p.attempt_timeout) run.attempt_timeout = *p.attempt_timeout;
+    if (config::budget_kind(p.budget) != "none") {
+      report_warning("lab", fmt::format("--policy {}: its {} budget is not used: lab payments "
+                                        "runs without a retry budget",
+                                        detail::quote_for_message(policies.front()),
+                                        config::budget_kind(p.budget)));
+    }
+  }
+
+  // The servers: --server, else the replicas, each with its own store opened from one spec.
+  std::optional<temporary_store> temporary;
+  std::vector<std::unique_ptr<lab::server>> replicas;
+  std::string spec = o.idempotency;
+  if (external) {
+    for (std::string url : o.servers) {
+      if (!url.ends_with('/')) url += '/';
+      run.servers.push_back(url);
+    }
+  } else {
+    if (!typed(o.idempotency_option)) {
+      auto made = temporary_store::create("lab");
+      if (!made) {
+        print_error(made.error());
+        return exit_failure;
+      }
+      temporary.emplace(*std::move(made));
+      spec = temporary->spec();
+    }
+    const std::optional<sim::scenario> scenario = sim::builtin_scenario("no-incident");
+    for (int r = 0; r < o.replicas; ++r) {
+      lab::payments_options payments;
+      payments.idempotency = spec;
+      payments.fault_after_commit = o.fault_after_commit;
+      payments.seed =
+          detail::splitmix64_mix(o.seed ^ detail::splitmix64_mix(static_cast<std::uint64_t>(r)));
+      outcome<std::unique_ptr<lab::server>, std::string> started = failure{std::string()};
+      try {
+        started = lab::server::start(*scenario, {.port = 0, .payments = payments});
+      } catch (const std::invalid_argument& e) {
+        print_error("--idempotency: " + printable_message(e.what()) + "; or off (no guard)");
+        return exit_usage;
+      }
+      if (!started) {
+        print_error(printable_message(started.error()));
+        return exit_failure;
+      }
+      run.servers.push_back((*started)->url());
+      replicas.push_back(*std::move(started));
+    }
+  }
+  report_log("lab", fmt::format("payments: {} charges over {} {} ({}), policy: {}", o.charges,
+                                run.servers.size(),
+                                external ? (run.servers.size() == 1 ? "server" : "servers")
+                                         : (run.servers.size() == 1 ? "replica" : "replicas"),
+                                external ? "external"
+                                         : (spec == "off" ? std::string("--idempotency off")
+                                                          : printable_message(spec) +
+                                                                (temporary ? " (temporary)" : "")),
+                                lab::describe_payments_retry(run.retry)));
+
+  outcome<lab::payments_audit, std::string> audit = failure{std::string()};
+  {
+    progress_bar bar("payments");
+    run.progress = bar.callback();
+    try {
+      audit = lab::run_payments(run);
+    } catch (const std::bad_alloc&) {
+      print_error("out of memory");
+      return exit_failure;
+    }
+    if (auto cb = bar.callback()) cb(1, 1);  // clears the bar
+  }
+  for (auto& r : replicas) r->stop();
+  if (!audit) {
+    print_error(printable_message(audit.error()));
+    return exit_failure;
+  }
+  if (!external) (*audit).fault_after_commit = o.fault_after_commit;
+  if (!write_all(stdout, json ? lab::to_json(*audit) : lab::format_table(*audit))) {
+    print_error("cannot write to standard output: " + errno_text(errno));
+    return exit_failure;
+  }
+  return (*audit).passed() ? exit_success : exit_failure;
+}
+
+}  // namespace stormguard::cli

@@ -1,0 +1,54 @@
+// `stormguard lab payments`: the audit of double charges behind the idempotency guard. Its
+// options live on the `lab` subcommand (`payments` is a reserved SCENARIO name) in their own help
+// group; lab.cpp registers them here and hands over when SCENARIO is `payments`.
+#ifndef STORMGUARD_CLI_LAB_PAYMENTS_HPP
+#define STORMGUARD_CLI_LAB_PAYMENTS_HPP
+
+#include <CLI/CLI.hpp>
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace stormguard::cli {
+
+/// The reserved SCENARIO name of `lab`.
+inline constexpr std::string_view k_payments_scenario = "payments";
+
+/// The options of `lab payments` as the user wrote them.
+struct lab_payments_options {
+  std::int64_t charges = 1000;
+  double fault_after_commit = 0.2;
+  std::string idempotency;
+  int replicas = 1;
+  std::vector<std::string> servers;
+  int concurrency = 16;
+  std::uint64_t seed = 1;
+  // Set by add_lab_payments_options: to tell what the user typed.
+  CLI::Option* charges_option = nullptr;
+  CLI::Option* fault_option = nullptr;
+  CLI::Option* idempotency_option = nullptr;
+  CLI::Option* replicas_option = nullptr;
+  CLI::Option* server_option = nullptr;
+  CLI::Option* concurrency_option = nullptr;
+  CLI::Option* seed_option = nullptr;
+};
+
+/// Adds --charges, --fault-after-commit, --idempotency, --replicas, --server, --concurrency and
+/// --seed to `lab` (help group "lab payments").
+void add_lab_payments_options(CLI::App& lab, lab_payments_options& options);
+
+/// The first of those options the user typed ("--charges"), or "" when none.
+[[nodiscard]] std::string typed_payments_option(const lab_payments_options& options);
+
+/// Runs `lab payments`: starts the replicas (or uses --server), sends the charges, prints the
+/// audit (a table, or JSON with `json`). `policies` are lab's --policy values (at most one
+/// applies). `stop` is set by SIGINT/SIGTERM. Returns the exit status: 0 no duplicate and no
+/// lost charge, 1 otherwise or a failure at run time, 2 a usage error.
+int run_lab_payments(const lab_payments_options& options, bool json,
+                     const std::vector<std::string>& policies, const std::atomic<bool>* stop);
+
+}  // namespace stormguard::cli
+
+#endif  // STORMGUARD_CLI_LAB_PAYMENTS_HPP

@@ -1,0 +1,297 @@
+// The payments endpoint of lab::server (src/lab/charges.hpp).
+#include "lab/charges.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+#include <utility>
+
+#include "stormguard/detail/format.hpp"
+#include "stormguard/detail/http_syntax.hpp"
+#include "stormguard/idempotency.hpp"
+
+namespace stormguard::lab::detail {
+
+namespace {
+
+using stormguard::detail::to_lower_ascii;
+using stormguard::detail::trim_ows;
+
+constexpr std::int64_t k_max_amount = 99'999'999;  // Stripe's largest amount: 8 digits
+
+// An error in the guard's shape: RFC 9457 problem details (application/problem+json) with
+// "title", "status", "code" and "detail".
+guard::stored_response error(int status, std::string_view code, const std::string& message) {
+  nlohmann::ordered_json j;
+  j["title"] = status == 400   ? "Bad Request"
+               : status == 401 ? "Unauthorized"
+                               : "Service Unavailable";
+  j["status"] = status;
+  j["code"] = code;
+  j["detail"] = message;
+  return {status,
+          {{"Content-Type", "application/problem+json"}},
+          j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n"};
+}
+
+// RFC 6750 §2.1: b64token = 1*( ALPHA / DIGIT / "-" / "." / "_" / "~" / "+" / "/" ) *"="
+bool is_b64token(std::string_view t) noexcept {
+  std::size_t i = 0;
+  const auto token_char = [](char c) {
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
+           c == '.' || c == '_' || c == '~' || c == '+' || c == '/';
+  };
+  while (i < t.size() && token_char(t[i])) ++i;
+  if (i == 0) return false;
+  while (i < t.size() && t[i] == '=') ++i;
+  return i == t.size();
+}
+
+// The principal of an Authorization field: "" when absent, the token of "Bearer TOKEN", else
+// nullopt (a 401).
+std::optional<std::string> principal_of(std::optional<std::string_view> field) {
+  if (!field) return std::string();
+  const std::string_view value = trim_ows(*field);
+  constexpr std::string_view scheme = "bearer";
+  if (value.size() <= scheme.size() ||
+      !std::equal(scheme.begin(), scheme.end(), value.begin(),
+                  [](char a, char b) { return a == to_lower_ascii(b); }) ||
+      (value[scheme.size()] != ' ')) {
+    return std::nullopt;
+  }
+  const std::string_view token = trim_ows(value.substr(scheme.size()));
+  if (!is_b64token(token) || token.size() > guard::max_principal_length) return std::nullopt;
+  return std::string(token);
+}
+
+struct charge_body {
+  std::int64_t amount = 0;
+  std::string currency;
+};
+
+// The body, or the reason it is refused.
+outcome<charge_body, std::string> parse_body(std::string_view body) {
+  const nlohmann::json j = nlohmann::json::parse(body, nullptr, false);
+  if (j.is_discarded()) return failure{std::string("the body is not JSON")};
+  if (!j.is_object()) return failure{std::string("the body must be a JSON object")};
+  charge_body out;
+  bool has_amount = false;
+  bool has_currency = false;
+  for (const auto& [name, value] : j.items()) {
+    if (name == "amount") {
+      if (!value.is_number_integer() || value.get<std::int64_t>() < 1 ||
+          value.get<std::int64_t>() > k_max_amount) {
+        return failure{std::string(
+            "\"amount\" must be a whole number of the currency's smallest unit in 1..99999999")};
+      }
+      out.amount = value.get<std::int64_t>();
+      has_amount = true;
+    } else if (name == "currency") {
+      const auto* s = value.get_ptr<const std::string*>();
+      if (s == nullptr || s->size() != 3 ||
+          !std::all_of(s->begin(), s->end(), [](char c) { return c >= 'a' && c <= 'z'; })) {
+        return failure{
+            std::string("\"currency\" must be a three-letter ISO 4217 code in lowercase, e.g. "
+                        "\"eur\"")};
+      }
+      out.currency = *s;
+      has_currency = true;
+    } else {
+      return failure{"unknown parameter " + stormguard::detail::quote_for_message(name) +
+                     " (a charge has \"amount\" and \"currency\")"};
+    }
+  }
+  if (!has_amount) return failure{std::string("missing parameter \"amount\"")};
+  if (!has_currency) return failure{std::string("missing parameter \"currency\"")};
+  return out;
+}
+
+// "ch_" and 32 hex digits: a UUID v4 from the OS CSPRNG without its dashes.
+std::string new_charge_id() {
+  std::string uuid = make_idempotency_key();
+  std::erase(uuid, '-');
+  return "ch_" + uuid;
+}
+
+nlohmann::ordered_json row_json(const ledger_row& r) {
+  nlohmann::ordered_json j;
+  j["id"] = r.id;
+  j["principal"] = r.principal;
+  j["key"] = r.key;
+  j["amount"] = r.amount;
+  j["currency"] = r.currency;
+  return j;
+}
+
+std::string dump(const nlohmann::ordered_json& j) {
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+// The 201 of a charge.
+guard::stored_response created(const ledger_row& row) {
+  nlohmann::ordered_json j;
+  j["id"] = row.id;
+  j["object"] = "charge";
+  j["amount"] = row.amount;
+  j["currency"] = row.currency;
+  return {201,
+          {{"Content-Type", "application/json"}, {"Location", "/charges/" + row.id}},
+          dump(j) + "\n"};
+}
+
+std::int64_t to_int64(const std::optional<std::string>& text) {
+  std::int64_t v = 0;
+  if (text) (void)std::from_chars(text->data(), text->data() + text->size(), v);
+  return v;
+}
+
+}  // namespace
+
+charges_endpoint::charges_endpoint(const payments_options& options)
+    : options_(options), faults_(options.seed) {
+  if (!(options_.fault_after_commit >= 0.0 && options_.fault_after_commit <= 1.0)) {
+    throw std::invalid_argument("payments_options.fault_after_commit " +
+                                stormguard::detail::format_double(options_.fault_after_commit) +
+                                ": must be in [0, 1]");
+  }
+  if (options_.idempotency == "off") return;
+  store_ = guard::open_store(options_.idempotency);
+  const std::string table(ledger_table);
+  std::string create;
+  switch (store_->kind()) {
+    case guard::store_kind::sqlite:
+      create = "CREATE TABLE IF NOT EXISTS " + table +
+               " (seq INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, principal TEXT NOT NULL, "
+               "idem_key TEXT NOT NULL, amount INTEGER NOT NULL, currency TEXT NOT NULL)";
+      break;
+    case guard::store_kind::postgres:
+      create = "CREATE TABLE IF NOT EXISTS " + table +
+               " (seq BIGSERIAL PRIMARY KEY, id TEXT NOT NULL UNIQUE, principal TEXT NOT NULL, "
+               "idem_key TEXT NOT NULL, amount BIGINT NOT NULL, currency TEXT NOT NULL)";
+      break;
+    case guard::store_kind::redis:  // a list, created by the first RPUSH
+      break;
+  }
+  if (!create.empty()) {
+    try {
+      (void)store_->query(create, {});
+    } catch (const guard::store_error&) {
+      // PostgreSQL: two replicas creating the table at the same instant can collide on its type
+      // (a unique violation in pg_type); the second attempt then sees the table.
+      (void)store_->query(create, {});
+    }
+  }
+  guard_ = std::make_unique<guard::idempotency_guard>(*store_);
+}
+
+charges_endpoint::~charges_endpoint() = default;
+
+std::string_view charges_endpoint::store_name() const noexcept {
+  return store_ ? to_string(store_->kind()) : std::string_view("off");
+}
+
+charge_answer charges_endpoint::charge(const charge_request& request) {
+  charge_answer answer;
+  const std::optional<std::string> principal = principal_of(request.authorization);
+  if (!principal) {
+    answer.response = error(401, "invalid_token",
+                            "Authorization must be absent (anonymous) or \"Bearer TOKEN\" with "
+                            "a token of at most 255 characters (RFC 6750 b64token)");
+    answer.response.headers.emplace_back("WWW-Authenticate", "Bearer error=\"invalid_token\"");
+    return answer;
+  }
+  auto body = parse_body(request.body);
+  if (!body) {
+    // Before the guard, as Stripe does: nothing ran, the key is not used up.
+    answer.response = error(400, "invalid_body", body.error());
+    return answer;
+  }
+  const auto draw_fault = [&] {
+    return options_.fault_after_commit > 0.0 && uniform_unit(faults_) < options_.fault_after_commit;
+  };
+
+  if (!guard_) {  // off: every attempt that gets here charges
+    ledger_row row{new_charge_id(), *principal, "", (*body).amount, (*body).currency};
+    if (request.idempotency_key) {
+      auto key = guard::parse_idempotency_key(*request.idempotency_key);
+      row.key = key ? *key : std::string(trim_ows(*request.idempotency_key));
+    }
+    answer.response = created(row);
+    memory_.push_back(std::move(row));
+    answer.committed = true;
+    answer.drop = draw_fault();
+    return answer;
+  }
+
+  const guard::request guarded{*principal, "POST", request.target, request.body,
+                               request.idempotency_key};
+  const guard::result r = guard_->handle(guarded, [&](guard::transaction& tx) {
+    // The guard accepted the key before running us: it parses.
+    const std::string key = *guard::parse_idempotency_key(*request.idempotency_key);
+    ledger_row row{new_charge_id(), *principal, key, (*body).amount, (*body).currency};
+    const std::string amount = std::to_string(row.amount);
+    if (tx.kind() == guard::store_kind::redis) {
+      const std::string value = dump(row_json(row));
+      (void)tx.execute("RPUSH", {ledger_table, value});
+    } else {
+      (void)tx.execute("INSERT INTO " + std::string(ledger_table) +
+                           " (id, principal, idem_key, amount, currency) VALUES ($1, $2, $3, $4, "
+                           "$5)",
+                       {row.id, row.principal, row.key, amount, row.currency});
+    }
+    return created(row);
+  });
+  answer.response = r.response;
+  answer.replayed = r.decision == guard::decision::replayed;
+  answer.committed = r.decision == guard::decision::ran;
+  answer.drop = answer.committed && draw_fault();
+  return answer;
+}
+
+std::vector<ledger_row> charges_endpoint::read_ledger() {
+  if (!store_) return memory_;
+  std::vector<ledger_row> rows;
+  if (store_->kind() == guard::store_kind::redis) {
+    for (const guard::row& r : store_->query("LRANGE", {ledger_table, "0", "-1"})) {
+      if (r.empty() || !r.front()) continue;
+      const nlohmann::json j = nlohmann::json::parse(*r.front(), nullptr, false);
+      if (!j.is_object()) continue;
+      ledger_row row;
+      row.id = j.value("id", "");
+      row.principal = j.value("principal", "");
+      row.key = j.value("key", "");
+      row.amount = j.value("amount", std::int64_t{0});
+      row.currency = j.value("currency", "");
+      rows.push_back(std::move(row));
+    }
+    return rows;
+  }
+  for (const guard::row& r :
+       store_->query("SELECT id, principal, idem_key, amount, currency FROM " +
+                         std::string(ledger_table) + " ORDER BY seq",
+                     {})) {
+    if (r.size() < 5) continue;
+    rows.push_back(ledger_row{r[0].value_or(""), r[1].value_or(""), r[2].value_or(""),
+                              to_int64(r[3]), r[4].value_or("")});
+  }
+  return rows;
+}
+
+guard::stored_response charges_endpoint::ledger() {
+  std::vector<ledger_row> rows;
+  try {
+    rows = read_ledger();
+  } catch (const guard::store_error& e) {
+    auto r = error(503, "store_unavailable", std::string("the ledger cannot be read: ") + e.what());
+    r.headers.emplace_back("Retry-After", "1");
+    return r;
+  }
+  nlohmann::ordered_json j;
+  j["store"] = store_name();
+  j["rows"] = nlohmann::ordered_json::array();
+  for (const ledger_row& row : rows) j["rows"].push_back(row_json(row));
+  return {200, {{"Content-Type", "application/json"}}, dump(j) + "\n"};
+}
+
+}  // namespace stormguard::lab::detail

@@ -1,0 +1,109 @@
+// The payments endpoint of lab::server (server_options::payments; docs/idempotency-audit.md):
+// `POST /charges` writes one ledger row behind the idempotency guard, `GET /ledger` returns the
+// ledger. No libevent here: the server hands over the request's fields and sends (or, for a fault,
+// does not send) the answer.
+//
+//   lab::detail::charges_endpoint endpoint({.idempotency = "sqlite:/tmp/ledger.db"});
+//   lab::detail::charge_answer a = endpoint.charge({.authorization = "Bearer cus_1",
+//                                                   .idempotency_key = "\"k-1\"",
+//                                                   .target = "/charges",
+//                                                   .body = R"({"amount": 1234, "currency":
+//                                                   "eur"})"});
+//   // a.response: 201 {"id":"ch_...","object":"charge","amount":1234,"currency":"eur"}
+//
+// A charge, in order (Stripe's "Idempotent requests": a request that fails validation has not
+// started executing, so its key is not used up and the client may correct it and send it again):
+//   1. Authorization: absent → the anonymous principal ""; "Bearer TOKEN" (RFC 6750 §2.1, the
+//      scheme case-insensitive, TOKEN a b64token) → TOKEN; anything else → 401 invalid_token.
+//   2. The body: a JSON object with exactly "amount" (an integer in 1..99,999,999, the smallest
+//      currency unit) and "currency" (three lowercase ASCII letters) → else 400 invalid_body.
+//   3. The guard (guard::idempotency_guard, key required): 400 without a key or with a bad one,
+//      409 while in progress, 422 for another request with the same key, the stored response
+//      replayed, 503 when the store is down — or the handler runs, and writes the row through the
+//      guard's transaction (SQL: INSERT INTO stormguard_ledger; Redis: RPUSH stormguard_ledger),
+//      so the row and the stored response commit together.
+//   With idempotency "off": steps 1 and 2, then the row is appended to a ledger in memory, every
+//   time (with the key's value if there is one, or ""): the double charge a retry causes.
+//
+// Thread-safety: none; the server calls it from its event-loop thread only.
+#ifndef STORMGUARD_SRC_LAB_CHARGES_HPP
+#define STORMGUARD_SRC_LAB_CHARGES_HPP
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "stormguard/guard/guard.hpp"
+#include "stormguard/guard/store.hpp"
+#include "stormguard/lab/server.hpp"
+#include "stormguard/random.hpp"
+
+namespace stormguard::lab::detail {
+
+/// The name of the ledger's table (SQL) or list (Redis).
+inline constexpr std::string_view ledger_table = "stormguard_ledger";
+
+/// The fields of a `POST /charges` request the endpoint reads. Views valid during charge().
+struct charge_request {
+  std::optional<std::string_view> authorization;    ///< the Authorization field, if any
+  std::optional<std::string_view> idempotency_key;  ///< the Idempotency-Key field, if any
+  std::string_view target = "/charges";             ///< the request target (fingerprinted)
+  std::string_view body;
+};
+
+/// What to do with a charge.
+struct charge_answer {
+  guard::stored_response response;
+  bool committed = false;  ///< the handler ran and its row committed (or was appended: off)
+  bool replayed = false;   ///< the guard replayed an earlier response
+  bool drop = false;       ///< fault_after_commit: close the connection, send nothing
+};
+
+/// One ledger row.
+struct ledger_row {
+  std::string id;  ///< "ch_" and 32 hex digits, new for every run of the handler
+  std::string principal;
+  std::string key;  ///< the Idempotency-Key as the guard parsed it ("" without one: off only)
+  std::int64_t amount = 0;
+  std::string currency;
+};
+
+/// The endpoint (see the file comment).
+class charges_endpoint {
+ public:
+  /// Opens the store of `options.idempotency` (guard::open_store) and creates the ledger's
+  /// table if absent. Throws std::invalid_argument for a bad spec or a fault_after_commit
+  /// outside [0, 1], guard::store_error when the store cannot be opened or reached.
+  explicit charges_endpoint(const payments_options& options);
+  ~charges_endpoint();
+  charges_endpoint(const charges_endpoint&) = delete;
+  charges_endpoint& operator=(const charges_endpoint&) = delete;
+
+  /// "sqlite", "postgres", "redis" or "off".
+  [[nodiscard]] std::string_view store_name() const noexcept;
+
+  /// Handles one `POST /charges` (see the file comment). Never throws except std::bad_alloc (a
+  /// store that fails is the guard's 503).
+  [[nodiscard]] charge_answer charge(const charge_request& request);
+
+  /// The body of `GET /ledger`: {"store": NAME, "rows": [{"id", "principal", "key", "amount",
+  /// "currency"}, ...]} in the order the rows were written, as a 200; a 503 when the store
+  /// cannot be read.
+  [[nodiscard]] guard::stored_response ledger();
+
+ private:
+  [[nodiscard]] std::vector<ledger_row> read_ledger();
+
+  payments_options options_;
+  std::unique_ptr<guard::store> store_;
+  std::unique_ptr<guard::idempotency_guard> guard_;
+  std::vector<ledger_row> memory_;  // off
+  random_generator faults_;
+};
+
+}  // namespace stormguard::lab::detail
+
+#endif  // STORMGUARD_SRC_LAB_CHARGES_HPP

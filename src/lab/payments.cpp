@@ -1,0 +1,425 @@
+// `stormguard lab payments`: charges through the retrying client, then the ledger audit
+// (stormguard/lab/payments.hpp).
+#include "stormguard/lab/payments.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <exception>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+#include <thread>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
+
+#include "stormguard/detail/format.hpp"
+#include "stormguard/duration_text.hpp"
+#include "stormguard/http/client.hpp"
+#include "stormguard/idempotency.hpp"
+#include "stormguard/random.hpp"
+#include "stormguard/retry_after.hpp"
+
+namespace stormguard::lab {
+
+namespace {
+
+using namespace std::chrono_literals;
+
+constexpr int k_max_concurrency = 256;
+constexpr int k_customers = 100;  // principals per run
+
+// Why one attempt of a charge failed: what classify_charge_attempt needs.
+struct attempt_failure {
+  std::optional<int> status;
+  std::optional<transport_phase> phase;
+  std::optional<duration> retry_after;
+};
+
+// What the client saw of one charge.
+struct charge_record {
+  std::string key;
+  std::string principal;
+  std::string charge_id;  // the 2xx's "id"
+  bool started = false;
+  bool ok = false;
+};
+
+std::string field_name(std::string_view field) {
+  return "payments_run_options." + std::string(field);
+}
+
+std::int64_t amount_of(std::int64_t i) { return 100 + (i * 7919) % 99'900; }
+const char* currency_of(std::int64_t i) { return i % 3 == 0 ? "usd" : "eur"; }
+
+// Reports progress at most every 100 ms, from one thread at a time.
+class progress_reporter {
+ public:
+  progress_reporter(const sim::progress_callback& callback, std::size_t total)
+      : callback_(callback), total_(total) {}
+  void ended() {
+    const std::size_t done = done_.fetch_add(1, std::memory_order_relaxed) + 1;
+    if (!callback_) return;
+    const std::unique_lock lock(mutex_, std::try_to_lock);
+    if (!lock.owns_lock()) return;
+    const auto now = std::chrono::steady_clock::now();
+    if (now - last_ < 100ms && done != total_) return;
+    last_ = now;
+    callback_(done, total_);
+  }
+
+ private:
+  const sim::progress_callback& callback_;
+  std::size_t total_;
+  std::atomic<std::size_t> done_{0};
+  std::mutex mutex_;
+  std::chrono::steady_clock::time_point last_{};
+};
+
+struct counters {
+  std::atomic<std::int64_t> attempts{0};
+  std::atomic<std::int64_t> replayed{0};
+  std::atomic<std::int64_t> conflicts{0};
+  std::atomic<std::int64_t> unavailable{0};
+  std::atomic<std::int64_t> dropped{0};
+};
+
+struct ledger_entry {
+  std::string principal;
+  std::string key;
+};
+
+// The client that reads the servers' /stats and /ledger (GETs, with the default retries).
+http::client reading_client(duration attempt_timeout) {
+  http::client_options options;
+  options.attempt_timeout = std::max(attempt_timeout, duration(60s));
+  options.connect_timeout = 5s;
+  options.max_body_bytes = std::size_t{1} << 30;
+  return http::client(options);
+}
+
+// The servers' payments counters, summed: POST /charges read, and committed charges left
+// unanswered (GET /stats "charges", "charges_dropped"); nullopt when a server does not say.
+struct server_counters {
+  std::int64_t charges = 0;
+  std::int64_t dropped = 0;
+};
+std::optional<server_counters> read_counters(http::client& client,
+                                             const std::vector<std::string>& servers) {
+  server_counters sum;
+  for (const std::string& base : servers) {
+    http::request req;
+    req.url = base + "stats";
+    const http::result r = client.perform(req);
+    if (!r.ok() || !r.response || r.response->status != 200) return std::nullopt;
+    const nlohmann::json j = nlohmann::json::parse(r.response->body, nullptr, false);
+    if (!j.is_object() || !j.contains("charges") || !j["charges"].is_number_integer() ||
+        !j.contains("charges_dropped") || !j["charges_dropped"].is_number_integer()) {
+      return std::nullopt;
+    }
+    sum.charges += j["charges"].get<std::int64_t>();
+    sum.dropped += j["charges_dropped"].get<std::int64_t>();
+  }
+  return sum;
+}
+
+// Every server's ledger, each row once (by its charge id), and the first server's store name.
+outcome<std::pair<std::unordered_map<std::string, ledger_entry>, std::string>, std::string>
+read_ledgers(http::client& client, const std::vector<std::string>& servers) {
+  std::unordered_map<std::string, ledger_entry> rows;
+  std::string store;
+  for (const std::string& base : servers) {
+    http::request req;
+    req.url = base + "ledger";
+    const http::result r = client.perform(req);
+    if (!r.ok() || !r.response || r.response->status != 200) {
+      return failure{fmt::format(
+          "cannot read the ledger of {}: {}", base,
+          r.response ? fmt::format("status {}", r.response->status)
+                     : (r.error ? r.error->message : std::string(to_string(r.reason))))};
+    }
+    const nlohmann::json j = nlohmann::json::parse(r.response->body, nullptr, false);
+    if (!j.is_object() || !j.contains("rows") || !j["rows"].is_array()) {
+      return failure{
+          fmt::format("the ledger of {} is not {{\"store\": ..., \"rows\": [...]}}", base)};
+    }
+    if (store.empty()) store = j.value("store", "");
+    for (const auto& row : j["rows"]) {
+      if (!row.is_object()) continue;
+      rows.try_emplace(row.value("id", ""),
+                       ledger_entry{row.value("principal", ""), row.value("key", "")});
+    }
+  }
+  return std::pair{std::move(rows), std::move(store)};
+}
+
+}  // namespace
+
+retry_options default_payments_retry() noexcept {
+  retry_options r;
+  r.max_retries = 9;
+  r.backoff.base = 5ms;
+  r.backoff.cap = 200ms;
+  r.backoff.multiplier = 2.0;
+  r.backoff.jitter = jitter::full;
+  return r;
+}
+
+classification classify_charge_attempt(std::optional<int> status,
+                                       std::optional<transport_phase> phase,
+                                       std::optional<duration> retry_after,
+                                       const retryable_statuses& statuses) {
+  // The library's HTTP rules for a POST with an Idempotency-Key: a 409 (the key in progress) and
+  // a connection closed after the request was sent are retried, as a 503 is.
+  if (status) return classify_http_status(*status, "POST", true, retry_after, statuses);
+  if (!phase) return classification::stop();
+  return classify_transport_failure(*phase, "POST", true);
+}
+
+std::string describe_payments_retry(const retry_options& retry) {
+  const auto& b = retry.backoff;
+  return fmt::format("{} retries, {} jitter {}..{} x{}, Retry-After up to {}, no retry budget",
+                     retry.max_retries, to_string(b.jitter), format_duration(b.base),
+                     format_duration(b.cap), detail::format_double(b.multiplier),
+                     format_duration(retry.max_retry_after));
+}
+
+outcome<payments_audit, std::string> run_payments(const payments_run_options& o) {
+  if (o.servers.empty()) throw std::invalid_argument(field_name("servers") + ": none given");
+  if (o.charges < 1) {
+    throw std::invalid_argument(field_name("charges") + " " + std::to_string(o.charges) +
+                                ": must be >= 1");
+  }
+  if (o.concurrency < 1 || o.concurrency > k_max_concurrency) {
+    throw std::invalid_argument(field_name("concurrency") + " " + std::to_string(o.concurrency) +
+                                ": must be in 1..256");
+  }
+  if (o.attempt_timeout <= duration::zero()) {
+    throw std::invalid_argument(field_name("attempt_timeout") + " " +
+                                format_duration(o.attempt_timeout) + ": must be > 0");
+  }
+  const retry_policy policy(o.retry);  // validates
+
+  // A run id in the principals, so that a shared ledger tells this run's customers apart.
+  std::string run = make_idempotency_key().substr(0, 8);
+  const auto n = static_cast<std::size_t>(o.charges);
+  std::vector<charge_record> records(n);
+  counters count;
+  progress_reporter progress(o.progress, n);
+  std::atomic<std::int64_t> next{0};
+  std::mutex error_mutex;
+  std::string setup_error;
+
+  const auto worker = [&] {
+    std::optional<http::client> client;
+    try {
+      http::client_options options;
+      options.retry.max_retries = 0;  // one attempt per perform(): the retrier below retries
+      options.attempt_timeout = o.attempt_timeout;
+      options.connect_timeout = std::min(o.attempt_timeout, duration(5s));
+      client.emplace(options);
+    } catch (const std::exception& e) {
+      const std::lock_guard lock(error_mutex);
+      if (setup_error.empty())
+        setup_error = std::string("cannot set up the HTTP client: ") + e.what();
+      return;
+    }
+    real_clock clock;
+    random_generator random;  // the jitter: OS-seeded, one per thread
+    retrier<random_generator> retry(policy, clock, random);
+    const auto classify = [&](const attempt_failure& f) {
+      return classify_charge_attempt(f.status, f.phase, f.retry_after, o.statuses);
+    };
+    while (o.stop == nullptr || !o.stop->load(std::memory_order_relaxed)) {
+      const std::int64_t i = next.fetch_add(1, std::memory_order_relaxed);
+      if (i >= o.charges) break;
+      charge_record& rec = records[static_cast<std::size_t>(i)];
+      rec.started = true;
+      rec.key = make_idempotency_key();
+      rec.principal = fmt::format("cus_{}_{}", run, i % k_customers);
+      const std::string body =
+          fmt::format(R"({{"amount": {}, "currency": "{}"}})", amount_of(i), currency_of(i));
+      bool replay = false;
+      auto ended = retry(
+          [&](const attempt_context& ctx) -> outcome<std::string, attempt_failure> {
+            const std::string& base =
+                o.servers[static_cast<std::size_t>(i + ctx.attempt - 1) % o.servers.size()];
+            http::request req;
+            req.method = "POST";
+            req.url = base + "charges";
+            // A new connection per attempt: libcurl resends a request by itself, to the same
+            // server, when a reused connection closes before any byte of the response — the
+            // fault this run injects — and the retry must be the retrier's, on another replica.
+            req.headers = {{"Authorization", "Bearer " + rec.principal},
+                           {"Content-Type", "application/json"},
+                           {"Connection", "close"}};
+            req.body = body;
+            req.idempotency = http::key::use(rec.key);
+            count.attempts.fetch_add(1, std::memory_order_relaxed);
+            http::result r = client->perform(req);
+            if (!r.response) {
+              count.dropped.fetch_add(1, std::memory_order_relaxed);
+              return failure{attempt_failure{std::nullopt, r.error ? r.error->phase : std::nullopt,
+                                             std::nullopt}};
+            }
+            const int status = r.response->status;
+            if (status >= 200 && status < 300) {
+              replay = r.response->header_value("Idempotent-Replayed") == "true";
+              return std::move(r.response->body);
+            }
+            if (status == 409) count.conflicts.fetch_add(1, std::memory_order_relaxed);
+            if (status == 503) count.unavailable.fetch_add(1, std::memory_order_relaxed);
+            std::optional<duration> retry_after;
+            if (const auto field = r.response->header_value("Retry-After")) {
+              retry_after = parse_retry_after(*field, std::chrono::system_clock::now());
+            }
+            return failure{attempt_failure{status, std::nullopt, retry_after}};
+          },
+          classify);
+      if (ended.ok()) {
+        rec.ok = true;
+        if (replay) count.replayed.fetch_add(1, std::memory_order_relaxed);
+        const nlohmann::json j = nlohmann::json::parse(*ended.value, nullptr, false);
+        if (j.is_object()) rec.charge_id = j.value("id", "");
+      }
+      progress.ended();
+    }
+  };
+
+  http::client reader = reading_client(o.attempt_timeout);
+  const std::optional<server_counters> before = read_counters(reader, o.servers);
+  const auto began = std::chrono::steady_clock::now();
+  {
+    std::vector<std::jthread> threads;
+    const int workers = static_cast<int>(std::min<std::int64_t>(o.concurrency, o.charges));
+    threads.reserve(static_cast<std::size_t>(workers));
+    for (int t = 0; t < workers; ++t) threads.emplace_back(worker);
+  }
+  const auto sent_time = std::chrono::steady_clock::now() - began;
+  if (!setup_error.empty()) return failure{setup_error};
+
+  payments_audit a;
+  a.servers = static_cast<int>(o.servers.size());
+  a.policy = describe_payments_retry(o.retry);
+  a.elapsed = std::chrono::duration_cast<duration>(sent_time);
+  a.interrupted = o.stop != nullptr && o.stop->load() && next.load() < o.charges;
+  a.client_attempts = count.attempts.load();
+  a.attempts = a.client_attempts;
+  a.replayed = count.replayed.load();
+  a.conflicts = count.conflicts.load();
+  a.unavailable = count.unavailable.load();
+  a.no_response = count.dropped.load();
+  if (const std::optional<server_counters> after = read_counters(reader, o.servers);
+      before && after) {
+    a.attempts = after->charges - before->charges;
+    a.dropped = after->dropped - before->dropped;
+  }
+
+  auto ledger = read_ledgers(reader, o.servers);
+  if (!ledger) return failure{ledger.error()};
+  auto& [rows, store] = *ledger;
+  a.store = store;
+
+  std::unordered_map<std::string_view, std::size_t> by_key;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (!records[i].started) continue;
+    ++a.charges;
+    if (records[i].ok) {
+      ++a.succeeded;
+    } else {
+      ++a.failed;
+    }
+    by_key.emplace(records[i].key, i);
+  }
+  std::vector<std::int64_t> rows_of(n, 0);
+  std::unordered_set<std::string_view> ids;
+  for (const auto& [id, row] : rows) {
+    const auto it = by_key.find(row.key);
+    if (it == by_key.end() || records[it->second].principal != row.principal) {
+      ++a.other_rows;
+      continue;
+    }
+    ++a.ledger_rows;
+    ++rows_of[it->second];
+    ids.insert(id);
+  }
+  for (std::size_t i = 0; i < n; ++i) {
+    const charge_record& rec = records[i];
+    if (!rec.started) continue;
+    if (rows_of[i] > 1) a.duplicates += rows_of[i] - 1;
+    if (rec.ok && !ids.contains(rec.charge_id)) ++a.lost;
+    if (!rec.ok && rows_of[i] > 0) ++a.unconfirmed;
+  }
+  return a;
+}
+
+std::string to_json(const payments_audit& a) {
+  nlohmann::ordered_json j;
+  j["charges"] = a.charges;
+  j["ledger_rows"] = a.ledger_rows;
+  j["duplicates"] = a.duplicates;
+  j["lost"] = a.lost;
+  j["unconfirmed"] = a.unconfirmed;
+  j["attempts"] = a.attempts;
+  j["client_attempts"] = a.client_attempts;
+  j["succeeded"] = a.succeeded;
+  j["failed"] = a.failed;
+  j["replayed"] = a.replayed;
+  j["conflicts"] = a.conflicts;
+  j["unavailable"] = a.unavailable;
+  j["dropped"] = a.dropped ? nlohmann::ordered_json(*a.dropped) : nullptr;
+  j["no_response"] = a.no_response;
+  j["other_rows"] = a.other_rows;
+  j["store"] = a.store;
+  j["servers"] = a.servers;
+  j["fault_after_commit"] =
+      a.fault_after_commit ? nlohmann::ordered_json(*a.fault_after_commit) : nullptr;
+  j["policy"] = a.policy;
+  const double seconds = std::chrono::duration<double>(a.elapsed).count();
+  j["elapsed_s"] = seconds;
+  j["charges_per_s"] = seconds > 0 ? static_cast<double>(a.charges) / seconds : 0.0;
+  j["interrupted"] = a.interrupted;
+  j["passed"] = a.passed();
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+}
+
+std::string format_table(const payments_audit& a) {
+  const double seconds = std::chrono::duration<double>(a.elapsed).count();
+  std::string out = fmt::format(
+      "lab payments: {} charges over {} server{}, store {}{}{}\n", a.charges, a.servers,
+      a.servers == 1 ? "" : "s", a.store.empty() ? "?" : a.store,
+      a.fault_after_commit ? ", fault after commit " + detail::format_double(*a.fault_after_commit)
+                           : std::string(),
+      a.interrupted ? " (interrupted)" : "");
+  out += "policy: " + a.policy + "\n\n";
+  const auto line = [&](std::string_view name, std::int64_t v, std::string_view what) {
+    out += fmt::format("  {:<13} {:>8}  {}\n", name, v, what);
+  };
+  line("charges", a.charges, "logical charges sent, one key each");
+  line("ledger rows", a.ledger_rows, "rows of these keys in the ledger");
+  line("duplicates", a.duplicates, "rows beyond the first per key (double charges)");
+  line("lost", a.lost, "succeeded for the client, no such row in the ledger");
+  line("unconfirmed", a.unconfirmed, "failed for the client, yet in the ledger");
+  line("attempts", a.attempts, "POST /charges requests the servers read");
+  if (a.client_attempts != a.attempts) {
+    line("client tries", a.client_attempts,
+         "attempts the retrier made (the servers' count differs)");
+  }
+  line("succeeded", a.succeeded, "charges whose call ended 2xx");
+  line("failed", a.failed, "charges whose call ended otherwise");
+  line("replayed", a.replayed, "successes answered from the guard's stored response");
+  line("409s", a.conflicts, "attempts answered 409 (key in progress)");
+  line("503s", a.unavailable, "attempts answered 503");
+  if (a.dropped) line("dropped", *a.dropped, "charges committed, then left unanswered (fault)");
+  line("no response", a.no_response, "client tries that got no response");
+  if (a.other_rows > 0) line("other rows", a.other_rows, "rows of other keys (other runs)");
+  out += fmt::format("  {:<13} {:>8}  {:.0f} charges/s\n", "time", fmt::format("{:.1f}s", seconds),
+                     seconds > 0 ? static_cast<double>(a.charges) / seconds : 0.0);
+  out += a.passed() ? "\nPASS: no double charge, no lost charge\n"
+                    : fmt::format("\nFAIL: {} double charge{}, {} lost charge{}\n", a.duplicates,
+                                  a.duplicates == 1 ? "" : "s", a.lost, a.lost == 1 ? "" : "s");
+  return out;
+}
+
+}  // namespace stormguard::lab

@@ -1,0 +1,251 @@
+// `stormguard lab payments` end to end, small: 300 charges with a fault rate of 0.2 audited as no
+// double charge and no lost charge behind the SQLite guard (one replica, two replicas, two
+// `stormguard serve` processes sharing one SQLite file), two replicas sharing a real PostgreSQL
+// and a real Redis (tests/support/), the double charges it finds with --idempotency off (exit 1),
+// and the usage errors (exit 2, naming the option).
+#include <gtest/gtest.h>
+
+#ifdef STORMGUARD_CLI_PATH
+
+#include <fcntl.h>
+#include <poll.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <csignal>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "support/cli_runner.hpp"
+#include "support/postgres_server.hpp"
+#include "support/redis_server.hpp"
+
+extern char** environ;
+
+namespace {
+
+using stormguard::test_support::program_run;
+using stormguard::test_support::run_program;
+using stormguard::test_support::stderr_mode;
+
+const std::string k_cli = STORMGUARD_CLI_PATH;
+
+program_run lab_payments(std::vector<std::string> args) {
+  args.insert(args.begin(), {k_cli, "lab", "payments"});
+  return run_program(args, stderr_mode::capture, std::chrono::seconds(60));
+}
+
+// The --json object of a run (null when stdout is not JSON).
+nlohmann::json audit_of(const program_run& r) {
+  return nlohmann::json::parse(r.out, nullptr, false);
+}
+
+TEST(LabPaymentsCli, SqliteGuardAt20PercentFaultsHasNoDuplicateAndNoLostCharge) {
+  const program_run r = lab_payments({"--charges", "300", "--fault-after-commit", "0.2", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const nlohmann::json a = audit_of(r);
+  ASSERT_TRUE(a.is_object()) << r.out;
+  EXPECT_EQ(a["charges"], 300);
+  EXPECT_EQ(a["ledger_rows"], 300);
+  EXPECT_EQ(a["duplicates"], 0);
+  EXPECT_EQ(a["lost"], 0);
+  EXPECT_EQ(a["unconfirmed"], 0);
+  EXPECT_GT(a["attempts"].get<int>(), 300) << "the faults made the client retry";
+  EXPECT_GT(a["replayed"].get<int>(), 0) << "the retries were answered from the guard";
+  EXPECT_EQ(a["dropped"], a["replayed"]) << "every dropped answer was replayed, none re-run";
+  EXPECT_EQ(a["store"], "sqlite");
+  EXPECT_EQ(a["passed"], true);
+  // The policy is printed on stderr; the table without --json ends with the verdict.
+  EXPECT_NE(r.err.find("policy: 9 retries"), std::string::npos) << r.err;
+}
+
+TEST(LabPaymentsCli, IdempotencyOffFindsTheDoubleChargesAndExits1) {
+  const program_run r = lab_payments({"--charges", "300", "--idempotency", "off"});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("FAIL: "), std::string::npos) << r.out;
+  const program_run j = lab_payments({"--charges", "300", "--idempotency", "off", "--json"});
+  EXPECT_EQ(j.exit_code, 1);
+  const nlohmann::json a = audit_of(j);
+  ASSERT_TRUE(a.is_object()) << j.out;
+  EXPECT_GT(a["duplicates"].get<int>(), 0);
+  EXPECT_EQ(a["lost"], 0);
+  EXPECT_EQ(a["ledger_rows"], a["attempts"]) << "off: every attempt that got there charged";
+  EXPECT_EQ(a["passed"], false);
+}
+
+TEST(LabPaymentsCli, TwoReplicasSharingSqliteHaveNoDuplicate) {
+  const program_run r = lab_payments({"--charges", "300", "--replicas", "2", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const nlohmann::json a = audit_of(r);
+  ASSERT_TRUE(a.is_object()) << r.out;
+  EXPECT_EQ(a["servers"], 2);
+  EXPECT_EQ(a["duplicates"], 0);
+  EXPECT_EQ(a["lost"], 0);
+  EXPECT_EQ(a["ledger_rows"], 300);
+  EXPECT_GT(a["replayed"].get<int>(), 0);
+}
+
+TEST(LabPaymentsCli, TwoReplicasSharingPostgresHaveNoDuplicate) {
+  const std::string url = stormguard::test_support::shared_postgres_server().create_database();
+  const program_run r = lab_payments(
+      {"--charges", "200", "--replicas", "2", "--idempotency", "postgres:" + url, "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const nlohmann::json a = audit_of(r);
+  ASSERT_TRUE(a.is_object()) << r.out;
+  EXPECT_EQ(a["store"], "postgres");
+  EXPECT_EQ(a["servers"], 2);
+  EXPECT_EQ(a["ledger_rows"], 200);
+  EXPECT_EQ(a["duplicates"], 0);
+  EXPECT_EQ(a["lost"], 0);
+  EXPECT_GT(a["replayed"].get<int>(), 0);
+}
+
+TEST(LabPaymentsCli, TwoReplicasSharingRedisHaveNoDuplicate) {
+  const std::string url = stormguard::test_support::redis_server::shared().url();
+  const program_run r = lab_payments(
+      {"--charges", "200", "--replicas", "2", "--idempotency", "redis:" + url, "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const nlohmann::json a = audit_of(r);
+  ASSERT_TRUE(a.is_object()) << r.out;
+  EXPECT_EQ(a["store"], "redis");
+  EXPECT_EQ(a["servers"], 2);
+  EXPECT_EQ(a["ledger_rows"], 200);
+  EXPECT_EQ(a["duplicates"], 0);
+  EXPECT_EQ(a["lost"], 0);
+  EXPECT_GT(a["replayed"].get<int>(), 0);
+}
+
+// `stormguard serve ARGS...` as a child; the URL of its first stdout line. SIGKILLed at the end.
+class serve_child {
+ public:
+  explicit serve_child(std::vector<std::string> args) {
+    args.insert(args.begin(), {k_cli, "serve", "no-incident"});
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    int out[2];
+    if (::pipe2(out, O_CLOEXEC) != 0) return;
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_adddup2(&actions, out[1], 1);
+    posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
+    if (::posix_spawn(&pid_, argv[0], &actions, nullptr, argv.data(), environ) != 0) pid_ = -1;
+    posix_spawn_file_actions_destroy(&actions);
+    ::close(out[1]);
+    std::string line;
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (std::chrono::steady_clock::now() < until) {
+      pollfd p{out[0], POLLIN, 0};
+      if (::poll(&p, 1, 50) <= 0) continue;
+      char c = 0;
+      if (::read(out[0], &c, 1) != 1 || c == '\n') break;
+      line += c;
+    }
+    ::close(out[0]);
+    const std::string prefix = "listening on ";
+    if (line.rfind(prefix, 0) == 0) url_ = line.substr(prefix.size());
+  }
+  ~serve_child() {
+    if (pid_ > 0) {
+      ::kill(pid_, SIGKILL);
+      int status = 0;
+      ::waitpid(pid_, &status, 0);
+    }
+  }
+  serve_child(const serve_child&) = delete;
+  serve_child& operator=(const serve_child&) = delete;
+  [[nodiscard]] const std::string& url() const { return url_; }
+
+ private:
+  pid_t pid_ = -1;
+  std::string url_;
+};
+
+TEST(LabPaymentsCli, TwoServeProcessesSharingOneSqliteFileHaveNoDuplicate) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() /
+                                    ("stormguard-lab-payments-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string spec = "sqlite:" + (dir / "ledger.db").string();
+  {
+    const serve_child a({"--idempotency", spec, "--fault-after-commit", "0.2", "--seed", "1"});
+    const serve_child b({"--idempotency", spec, "--fault-after-commit", "0.2", "--seed", "2"});
+    ASSERT_FALSE(a.url().empty());
+    ASSERT_FALSE(b.url().empty());
+    const program_run r =
+        lab_payments({"--charges", "200", "--server", a.url(), "--server", b.url(), "--json"});
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    const nlohmann::json audit = audit_of(r);
+    ASSERT_TRUE(audit.is_object()) << r.out;
+    EXPECT_EQ(audit["servers"], 2);
+    EXPECT_EQ(audit["ledger_rows"], 200) << "each shared row counted once";
+    EXPECT_EQ(audit["duplicates"], 0);
+    EXPECT_EQ(audit["lost"], 0);
+    EXPECT_GT(audit["dropped"].get<int>(), 0);
+    EXPECT_TRUE(audit["fault_after_commit"].is_null()) << "the servers' business";
+  }
+  std::filesystem::remove_all(dir);
+}
+
+TEST(LabPaymentsCli, TwoServeProcessesSharingRedisHaveNoDuplicate) {
+  // The set-up: two `stormguard serve` processes on one Redis, the client alternating
+  // between them (a retry lands on the other process).
+  const std::string spec = "redis:" + stormguard::test_support::redis_server::shared().url();
+  const serve_child a({"--idempotency", spec, "--fault-after-commit", "0.2", "--seed", "1"});
+  const serve_child b({"--idempotency", spec, "--fault-after-commit", "0.2", "--seed", "2"});
+  ASSERT_FALSE(a.url().empty());
+  ASSERT_FALSE(b.url().empty());
+  const program_run r =
+      lab_payments({"--charges", "200", "--server", a.url(), "--server", b.url(), "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const nlohmann::json audit = audit_of(r);
+  ASSERT_TRUE(audit.is_object()) << r.out;
+  EXPECT_EQ(audit["store"], "redis");
+  EXPECT_EQ(audit["ledger_rows"], 200) << "this run's rows, each once";
+  EXPECT_EQ(audit["duplicates"], 0);
+  EXPECT_EQ(audit["lost"], 0);
+  EXPECT_GT(audit["dropped"].get<int>(), 0);
+}
+
+TEST(LabPaymentsCli, BadOptionsExit2NamingTheOption) {
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"--charges", "0"}, "--charges"},
+      {{"--charges", "x"}, "--charges"},
+      {{"--fault-after-commit", "1.5"}, "--fault-after-commit"},
+      {{"--fault-after-commit", "-1"}, "--fault-after-commit"},
+      {{"--replicas", "0"}, "--replicas"},
+      {{"--replicas", "65"}, "--replicas"},
+      {{"--concurrency", "0"}, "--concurrency"},
+      {{"--idempotency", "bogus:x"}, "--idempotency"},
+      {{"--idempotency", "nothing"}, "--idempotency"},
+      {{"--server", "ftp://x/"}, "--server"},
+      {{"--server", "http://127.0.0.1:1/", "--replicas", "2"}, "--replicas"},
+      {{"--strategy", "naive"}, "--strategy"},
+      {{"--scale", "0.5"}, "--scale"},
+      {{"--policy", "/nonexistent.json"}, "--policy"},
+  };
+  for (const auto& [args, option] : cases) {
+    const program_run r = lab_payments(args);
+    EXPECT_EQ(r.exit_code, 2) << args.front() << " " << args.back() << ": " << r.err;
+    EXPECT_NE(r.err.find(option), std::string::npos) << r.err;
+    EXPECT_EQ(r.out, "");
+  }
+  // The payments options belong to lab payments only.
+  const program_run other = run_program({k_cli, "lab", "no-incident", "--charges", "10"},
+                                        stderr_mode::capture, std::chrono::seconds(10));
+  EXPECT_EQ(other.exit_code, 2) << other.err;
+  EXPECT_NE(other.err.find("--charges applies to lab payments only"), std::string::npos)
+      << other.err;
+  // An unreachable store: a failure at run time.
+  const program_run unreachable =
+      lab_payments({"--charges", "10", "--idempotency", "sqlite:/nonexistent/dir/l.db"});
+  EXPECT_EQ(unreachable.exit_code, 1) << unreachable.err;
+}
+
+}  // namespace
+
+#endif  // STORMGUARD_CLI_PATH

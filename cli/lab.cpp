@@ -335,7 +335,7 @@ command add_lab_command(CLI::App& parent) {
       "`lab payments` (a reserved SCENARIO name) is another run: charges with idempotency keys\n"
       "through the retrying client to replicas of serve's POST /charges behind the idempotency\n"
       "guard, a fault that drops the answer after the commit, and an audit of the ledger for\n"
-      "double charges. See docs/idempotency-audit.md.");
+      "double charges. See docs/idempotency.md.");
   sub->footer(k_exit_statuses);
   add_scenario_argument(*sub, options->scenario)
       ->description("A built-in scenario (" + sim::builtin_scenario_names() +

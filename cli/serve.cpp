@@ -197,7 +197,7 @@ command add_serve_command(CLI::App& parent) {
       "counters; POST /control/start starts the clock (with --wait-start); POST /charges is a\n"
       "payments endpoint behind the idempotency guard and GET /ledger its ledger; every other\n"
       "path is the scenario's endpoint. Runs until SIGINT, SIGTERM or SIGHUP. See docs/lab.md\n"
-      "and docs/idempotency-audit.md.");
+      "and docs/idempotency.md.");
   sub->footer(k_exit_statuses);
   add_scenario_argument(*sub, options->scenario);
   add_typed_option(*sub, "--port", options->port, "The port on 127.0.0.1; 0 lets the system choose",

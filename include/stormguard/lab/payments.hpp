@@ -10,7 +10,7 @@
 //   std::cout << stormguard::lab::format_table(*a);   // or to_json(*a)
 //   return a->passed() ? 0 : 1;                         // 0 duplicates and 0 lost
 //
-// Each charge (docs/idempotency-audit.md): its own key (stormguard::make_idempotency_key), a
+// Each charge (docs/idempotency.md): its own key (stormguard::make_idempotency_key), a
 // principal ("Authorization: Bearer cus_RUN_N", 100 customers per run), a body
 // {"amount": A, "currency": C}; one logical request, attempted by stormguard::retrier with the
 // options' policy and no retry budget. Attempt n of charge i goes to servers[(i + n - 1) % size]:

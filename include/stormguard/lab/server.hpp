@@ -38,7 +38,7 @@
 // counted; every other path, with any method, is the scenario's endpoint (200 "ok" when
 // served).
 //
-// The payments endpoint (server_options::payments; docs/idempotency-audit.md): `POST /charges`
+// The payments endpoint (server_options::payments; docs/idempotency.md): `POST /charges`
 // writes one row of a ledger behind the idempotency guard (stormguard::guard) and `GET /ledger`
 // returns the rows. Both bypass the model, as /stats does. With `fault_after_commit` P, a charge
 // that committed is, with probability P, never answered: the server closes the connection instead
@@ -63,7 +63,7 @@
 
 namespace stormguard::lab {
 
-/// The payments endpoint of a server (`POST /charges`, `GET /ledger`; docs/idempotency-audit.md).
+/// The payments endpoint of a server (`POST /charges`, `GET /ledger`; docs/idempotency.md).
 struct payments_options {
   /// Where the guard keeps the idempotency keys and the ledger its rows, as `--idempotency`
   /// takes it: "sqlite:PATH", "postgres:URL" or "redis:URL" (stormguard::guard::open_store; the

@@ -217,7 +217,7 @@ const clock& time_source(const guard_options& o) {
 }  // namespace
 
 idempotency_guard::idempotency_guard(guard::store& s, guard_options options)
-    : store_(s), options_(std::move(options)) {
+    : store_(s), options_(std::move(options)), token_prefix_(make_idempotency_key()) {
   using namespace std::chrono_literals;
   const auto& o = options_;
   check_range(o.lease > duration::zero() && o.lease <= o.ttl, "lease", format_duration(o.lease),
@@ -295,7 +295,8 @@ result idempotency_guard::handle(const request& req, const handler& h) {
   const fingerprint fp = fingerprint_of(req.method, req.target, req.body);
   const record_key id{req.principal, *key};
   const clock& time = time_source(options_);
-  const std::string token = make_idempotency_key();
+  const std::string token =
+      token_prefix_ + "-" + std::to_string(token_counter_.fetch_add(1, std::memory_order_relaxed));
   auto unavailable = [&](const store_error& e) {
     result r{error_response(503, "store_unavailable",
                             std::string("the idempotency store is unavailable: ") + e.what()),

@@ -32,10 +32,11 @@
 // Keys are scoped per principal: P2 sending P1's key gets its own record, never P1's response.
 //
 // Thread-safety: handle() may be called from any number of threads at once (the store
-// serializes); the guard's own state is immutable after construction.
+// serializes); the guard's own state is immutable after construction, but for an atomic counter.
 #ifndef STORMGUARD_GUARD_GUARD_HPP
 #define STORMGUARD_GUARD_GUARD_HPP
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -158,6 +159,11 @@ class idempotency_guard {
  private:
   guard::store& store_;
   guard_options options_;
+  /// Lease tokens: a random (v4 UUID) prefix drawn once from the OS CSPRNG, then a counter — unique
+  /// across processes and replicas without a system call per request. A token fences the
+  /// holder's commit; it needs to be unique, not secret (it never leaves the store).
+  std::string token_prefix_;
+  std::atomic<std::uint64_t> token_counter_{0};
 };
 
 }  // namespace stormguard::guard

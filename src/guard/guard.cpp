@@ -260,117 +260,73 @@ struct too_large {
 
 }  // namespace
 
-result idempotency_guard::handle(const request& req, const handler& h) {
-  if (req.principal.size() > max_principal_length) {
-    return {error_response(
-                400, "bad_principal",
-                "principal of " + std::to_string(req.principal.size()) + " bytes: at most 255"),
-            decision::bad_principal};
-  }
-  if (!req.idempotency_key) {
-    if (options_.require_key) {
-      return {error_response(400, "missing_key",
-                             "this endpoint requires an Idempotency-Key header "
-                             "(draft-ietf-httpapi-idempotency-key-header-07 §2.7)"),
-              decision::missing_key};
-    }
-    class direct final : public transaction {
-     public:
-      explicit direct(guard::store& s) : s_(s) {}
-      [[nodiscard]] store_kind kind() const noexcept override { return s_.kind(); }
-      std::vector<row> execute(std::string_view statement,
-                               std::span<const std::string_view> params) override {
-        return s_.query(statement, params);
-      }
-      using transaction::execute;
+namespace {
 
-     private:
-      guard::store& s_;
-    } tx(store_);
-    return {h(tx), decision::passed_through};
-  }
-  auto key = parse_idempotency_key(*req.idempotency_key);
-  if (!key) return {error_response(400, "bad_key", key.error()), decision::bad_key};
+result unavailable(const store_error& e, duration retry_after) {
+  result r{error_response(503, "store_unavailable",
+                          std::string("the idempotency store is unavailable: ") + e.what()),
+           decision::store_unavailable};
+  r.response.headers.emplace_back("Retry-After", retry_after_seconds(retry_after));
+  return r;
+}
 
-  const fingerprint fp = fingerprint_of(req.method, req.target, req.body);
-  const record_key id{req.principal, *key};
-  const clock& time = time_source(options_);
-  const std::string token =
-      token_prefix_ + "-" + std::to_string(token_counter_.fetch_add(1, std::memory_order_relaxed));
-  auto unavailable = [&](const store_error& e) {
-    result r{error_response(503, "store_unavailable",
-                            std::string("the idempotency store is unavailable: ") + e.what()),
-             decision::store_unavailable};
-    r.response.headers.emplace_back("Retry-After",
-                                    retry_after_seconds(options_.unavailable_retry_after));
-    return r;
-  };
-
-  begin_result begun;
+/// Deletes our in-progress record after a failure that committed nothing; when the store fails
+/// too, the lease expires by itself.
+void release_quietly(store& s, const record_key& id, std::string_view token) noexcept {
   try {
-    begun = store_.begin(id, fp, token, time.wall_now(), options_.lease, options_.ttl);
-  } catch (const store_error& e) {
-    return unavailable(e);
+    s.release(id, token);
+  } catch (...) {  // NOLINT(bugprone-empty-catch): the lease expires by itself
   }
-  if (begun.outcome != begin_outcome::acquired && begun.fingerprint != fp) {
-    return {error_response(422, "mismatch",
-                           "this Idempotency-Key was used with a different request (method, "
-                           "target or body); use a new key for a new request"),
-            decision::mismatch};
-  }
-  if (begun.outcome == begin_outcome::completed) {
-    stored_response r = begun.response.value_or(stored_response{});
-    r.headers.emplace_back(replayed_header, "true");
-    return {std::move(r), decision::replayed};
-  }
-  if (begun.outcome == begin_outcome::in_progress) {
-    result r{error_response(409, "in_progress",
-                            "a request with this Idempotency-Key is in progress; retry after "
-                            "the Retry-After delay"),
-             decision::in_progress};
-    r.response.headers.emplace_back("Retry-After",
-                                    retry_after_seconds(begun.lease_expires - time.wall_now()));
-    return r;
-  }
+}
 
-  // Acquired: run the handler inside the store's atomic completion.
+/// No key and keys optional: the handler runs with its statements in autocommit.
+result run_unguarded(store& s, const idempotency_guard::handler& h) {
+  class direct final : public transaction {
+   public:
+    explicit direct(store& st) : s_(st) {}
+    [[nodiscard]] store_kind kind() const noexcept override { return s_.kind(); }
+    std::vector<row> execute(std::string_view statement,
+                             std::span<const std::string_view> params) override {
+      return s_.query(statement, params);
+    }
+    using transaction::execute;
+
+   private:
+    store& s_;
+  } tx(s);
+  return {h(tx), decision::passed_through};
+}
+
+/// We hold the lease on `id` under `token`: run the handler inside the store's atomic completion.
+result run_acquired(store& s, const guard_options& o, const clock& time, const record_key& id,
+                    const std::string& token, bool took_over, const idempotency_guard::handler& h) {
   stored_response produced;
   complete_outcome done{};
   try {
-    done = store_.complete(id, token, time.wall_now(), options_.ttl, [&](transaction& tx) {
-      auto [kept, size] = keep(h(tx), options_.kept_headers);
-      if (size > options_.max_response_bytes) throw too_large{size};
+    done = s.complete(id, token, time.wall_now(), o.ttl, [&](transaction& tx) {
+      auto [kept, size] = keep(h(tx), o.kept_headers);
+      if (size > o.max_response_bytes) throw too_large{size};
       produced = kept;
       return kept;
     });
   } catch (const too_large& t) {
-    try {
-      store_.release(id, token);
-    } catch (const store_error&) {  // the lease expires by itself
-    }
+    release_quietly(s, id, token);
     return {error_response(500, "response_too_large",
                            "the handler's response (" + std::to_string(t.size) +
                                " bytes) exceeds max_response_bytes (" +
-                               std::to_string(options_.max_response_bytes) +
-                               "); nothing was committed"),
+                               std::to_string(o.max_response_bytes) + "); nothing was committed"),
             decision::response_too_large};
   } catch (const statement_error&) {
     // A statement of the handler failed: the transaction certainly rolled back. As a handler
     // exception: release the key so that a corrected retry runs at once, and rethrow.
-    try {
-      store_.release(id, token);
-    } catch (const store_error&) {  // the lease expires by itself
-    }
+    release_quietly(s, id, token);
     throw;
   } catch (const store_error& e) {
     // Nothing committed, or the commit's outcome is unknown: the record stays in progress under
     // our token until the lease expires, so a retry sees the stored response or takes over.
-    return unavailable(e);
-  } catch (...) {
-    try {
-      store_.release(id, token);
-    } catch (const store_error&) {  // the lease expires by itself
-    }
+    return unavailable(e, o.unavailable_retry_after);
+  } catch (...) {  // the handler threw: nothing committed
+    release_quietly(s, id, token);
     throw;
   }
   if (done == complete_outcome::lease_lost) {
@@ -381,7 +337,64 @@ result idempotency_guard::handle(const request& req, const handler& h) {
     r.response.headers.emplace_back("Retry-After", "1");
     return r;
   }
-  return {std::move(produced), decision::ran, begun.took_over};
+  return {std::move(produced), decision::ran, took_over};
+}
+
+}  // namespace
+
+result idempotency_guard::handle(const request& req, const handler& h) {
+  if (req.principal.size() > max_principal_length) {
+    return {error_response(
+                400, "bad_principal",
+                "principal of " + std::to_string(req.principal.size()) + " bytes: at most 255"),
+            decision::bad_principal};
+  }
+  if (!req.idempotency_key) {
+    if (!options_.require_key) return run_unguarded(store_, h);
+    return {error_response(400, "missing_key",
+                           "this endpoint requires an Idempotency-Key header "
+                           "(draft-ietf-httpapi-idempotency-key-header-07 §2.7)"),
+            decision::missing_key};
+  }
+  auto key = parse_idempotency_key(*req.idempotency_key);
+  if (!key) return {error_response(400, "bad_key", key.error()), decision::bad_key};
+
+  const fingerprint fp = fingerprint_of(req.method, req.target, req.body);
+  const record_key id{req.principal, *key};
+  const clock& time = time_source(options_);
+  const std::string token =
+      token_prefix_ + "-" + std::to_string(token_counter_.fetch_add(1, std::memory_order_relaxed));
+  begin_result begun;
+  try {
+    begun = store_.begin(id, fp, token, time.wall_now(), options_.lease, options_.ttl);
+  } catch (const store_error& e) {
+    return unavailable(e, options_.unavailable_retry_after);
+  }
+  if (begun.outcome != begin_outcome::acquired && begun.fingerprint != fp) {
+    return {error_response(422, "mismatch",
+                           "this Idempotency-Key was used with a different request (method, "
+                           "target or body); use a new key for a new request"),
+            decision::mismatch};
+  }
+  switch (begun.outcome) {
+    case begin_outcome::completed: {
+      stored_response r = begun.response.value_or(stored_response{});
+      r.headers.emplace_back(replayed_header, "true");
+      return {std::move(r), decision::replayed};
+    }
+    case begin_outcome::in_progress: {
+      result r{error_response(409, "in_progress",
+                              "a request with this Idempotency-Key is in progress; retry after "
+                              "the Retry-After delay"),
+               decision::in_progress};
+      r.response.headers.emplace_back("Retry-After",
+                                      retry_after_seconds(begun.lease_expires - time.wall_now()));
+      return r;
+    }
+    case begin_outcome::acquired:
+      break;
+  }
+  return run_acquired(store_, options_, time, id, token, begun.took_over, h);
 }
 
 }  // namespace stormguard::guard

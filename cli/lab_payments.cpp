@@ -99,37 +99,37 @@ std::string typed_payments_option(const lab_payments_options& o) {
   return {};
 }
 
-int run_lab_payments(const lab_payments_options& o, bool json,
-                     const std::vector<std::string>& policies, const std::atomic<bool>* stop) {
-  const bool external = !o.servers.empty();
-  if (external) {
-    for (const CLI::Option* option :
-         {o.fault_option, o.idempotency_option, o.replicas_option, o.seed_option}) {
-      if (typed(option)) {
-        print_error(option->get_name() +
-                    " sets up in-process replicas; with --server the servers are already "
-                    "running (give it to `stormguard serve`)");
-        return exit_usage;
-      }
-    }
-    for (const std::string& url : o.servers) {
-      if (!url.starts_with("http://") && !url.starts_with("https://")) {
-        print_error("--server " + detail::quote_for_message(url) +
-                    ": expected a base URL such as http://127.0.0.1:8080/");
-        return exit_usage;
-      }
+namespace {
+
+/// --server: the options that set up in-process replicas are refused, and each URL checked.
+int check_external(const lab_payments_options& o) {
+  for (const CLI::Option* option :
+       {o.fault_option, o.idempotency_option, o.replicas_option, o.seed_option}) {
+    if (typed(option)) {
+      print_error(option->get_name() +
+                  " sets up in-process replicas; with --server the servers are already "
+                  "running (give it to `stormguard serve`)");
+      return exit_usage;
     }
   }
+  for (const std::string& url : o.servers) {
+    if (!url.starts_with("http://") && !url.starts_with("https://")) {
+      print_error("--server " + detail::quote_for_message(url) +
+                  ": expected a base URL such as http://127.0.0.1:8080/");
+      return exit_usage;
+    }
+  }
+  return exit_success;
+}
+
+/// --policy (at most one): its retries, statuses and attempt time-out replace the defaults.
+int apply_policy(const std::vector<std::string>& policies, lab::payments_run_options& run) {
   if (policies.size() > 1) {
     print_error("lab payments takes one --policy (the policy of every charge), got " +
                 std::to_string(policies.size()));
     return exit_usage;
   }
 
-  lab::payments_run_options run;
-  run.charges = o.charges;
-  run.concurrency = o.concurrency;
-  run.stop = stop;
   if (!policies.empty()) {
     config::policy p;
     try {
@@ -149,6 +149,50 @@ int run_lab_payments(const lab_payments_options& o, bool json,
     }
   }
 
+  return exit_success;
+}
+
+/// The in-process replicas, each with its own store opened from `spec`; their URLs into `run`.
+int start_replicas(const lab_payments_options& o, const std::string& spec,
+                   lab::payments_run_options& run,
+                   std::vector<std::unique_ptr<lab::server>>& replicas) {
+  const std::optional<sim::scenario> scenario = sim::builtin_scenario("no-incident");
+  for (int r = 0; r < o.replicas; ++r) {
+    lab::payments_options payments;
+    payments.idempotency = spec;
+    payments.fault_after_commit = o.fault_after_commit;
+    payments.seed =
+        detail::splitmix64_mix(o.seed ^ detail::splitmix64_mix(static_cast<std::uint64_t>(r)));
+    outcome<std::unique_ptr<lab::server>, std::string> started = failure{std::string()};
+    try {
+      started = lab::server::start(*scenario, {.port = 0, .payments = payments});
+    } catch (const std::invalid_argument& e) {
+      print_error("--idempotency: " + printable_message(e.what()) + "; or off (no guard)");
+      return exit_usage;
+    }
+    if (!started) {
+      print_error(printable_message(started.error()));
+      return exit_failure;
+    }
+    run.servers.push_back((*started)->url());
+    replicas.push_back(*std::move(started));
+  }
+  return exit_success;
+}
+
+}  // namespace
+
+int run_lab_payments(const lab_payments_options& o, bool json,
+                     const std::vector<std::string>& policies, const std::atomic<bool>* stop) {
+  const bool external = !o.servers.empty();
+  if (external) {
+    if (const int rc = check_external(o); rc != exit_success) return rc;
+  }
+  lab::payments_run_options run;
+  run.charges = o.charges;
+  run.concurrency = o.concurrency;
+  run.stop = stop;
+  if (const int rc = apply_policy(policies, run); rc != exit_success) return rc;
   // The servers: --server, else the replicas, each with its own store opened from one spec.
   std::optional<temporary_store> temporary;
   std::vector<std::unique_ptr<lab::server>> replicas;
@@ -168,27 +212,7 @@ int run_lab_payments(const lab_payments_options& o, bool json,
       temporary.emplace(*std::move(made));
       spec = temporary->spec();
     }
-    const std::optional<sim::scenario> scenario = sim::builtin_scenario("no-incident");
-    for (int r = 0; r < o.replicas; ++r) {
-      lab::payments_options payments;
-      payments.idempotency = spec;
-      payments.fault_after_commit = o.fault_after_commit;
-      payments.seed =
-          detail::splitmix64_mix(o.seed ^ detail::splitmix64_mix(static_cast<std::uint64_t>(r)));
-      outcome<std::unique_ptr<lab::server>, std::string> started = failure{std::string()};
-      try {
-        started = lab::server::start(*scenario, {.port = 0, .payments = payments});
-      } catch (const std::invalid_argument& e) {
-        print_error("--idempotency: " + printable_message(e.what()) + "; or off (no guard)");
-        return exit_usage;
-      }
-      if (!started) {
-        print_error(printable_message(started.error()));
-        return exit_failure;
-      }
-      run.servers.push_back((*started)->url());
-      replicas.push_back(*std::move(started));
-    }
+    if (const int rc = start_replicas(o, spec, run, replicas); rc != exit_success) return rc;
   }
   report_log("lab", fmt::format("payments: {} charges over {} {} ({}), policy: {}", o.charges,
                                 run.servers.size(),

@@ -154,6 +154,60 @@ read_ledgers(http::client& client, const std::vector<std::string>& servers) {
   return std::pair{std::move(rows), std::move(store)};
 }
 
+void check_options(const payments_run_options& o) {
+  if (o.servers.empty()) throw std::invalid_argument(field_name("servers") + ": none given");
+  if (o.charges < 1) {
+    throw std::invalid_argument(field_name("charges") + " " + std::to_string(o.charges) +
+                                ": must be >= 1");
+  }
+  if (o.concurrency < 1 || o.concurrency > k_max_concurrency) {
+    throw std::invalid_argument(field_name("concurrency") + " " + std::to_string(o.concurrency) +
+                                ": must be in 1..256");
+  }
+  if (o.attempt_timeout <= duration::zero()) {
+    throw std::invalid_argument(field_name("attempt_timeout") + " " +
+                                format_duration(o.attempt_timeout) + ": must be > 0");
+  }
+}
+
+/// The audit proper: this run's charges against the ledger's rows (rows of other runs counted
+/// apart), into `a`'s charges, succeeded, failed, ledger_rows, other_rows, duplicates, lost and
+/// unconfirmed.
+void count_ledger(const std::vector<charge_record>& records,
+                  const std::unordered_map<std::string, ledger_entry>& rows, payments_audit& a) {
+  const std::size_t n = records.size();
+  std::unordered_map<std::string_view, std::size_t> by_key;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (!records[i].started) continue;
+    ++a.charges;
+    if (records[i].ok) {
+      ++a.succeeded;
+    } else {
+      ++a.failed;
+    }
+    by_key.emplace(records[i].key, i);
+  }
+  std::vector<std::int64_t> rows_of(n, 0);
+  std::unordered_set<std::string_view> ids;
+  for (const auto& [id, row] : rows) {
+    const auto it = by_key.find(row.key);
+    if (it == by_key.end() || records[it->second].principal != row.principal) {
+      ++a.other_rows;
+      continue;
+    }
+    ++a.ledger_rows;
+    ++rows_of[it->second];
+    ids.insert(id);
+  }
+  for (std::size_t i = 0; i < n; ++i) {
+    const charge_record& rec = records[i];
+    if (!rec.started) continue;
+    if (rows_of[i] > 1) a.duplicates += rows_of[i] - 1;
+    if (rec.ok && !ids.contains(rec.charge_id)) ++a.lost;
+    if (!rec.ok && rows_of[i] > 0) ++a.unconfirmed;
+  }
+}
+
 }  // namespace
 
 retry_options default_payments_retry() noexcept {
@@ -186,19 +240,7 @@ std::string describe_payments_retry(const retry_options& retry) {
 }
 
 outcome<payments_audit, std::string> run_payments(const payments_run_options& o) {
-  if (o.servers.empty()) throw std::invalid_argument(field_name("servers") + ": none given");
-  if (o.charges < 1) {
-    throw std::invalid_argument(field_name("charges") + " " + std::to_string(o.charges) +
-                                ": must be >= 1");
-  }
-  if (o.concurrency < 1 || o.concurrency > k_max_concurrency) {
-    throw std::invalid_argument(field_name("concurrency") + " " + std::to_string(o.concurrency) +
-                                ": must be in 1..256");
-  }
-  if (o.attempt_timeout <= duration::zero()) {
-    throw std::invalid_argument(field_name("attempt_timeout") + " " +
-                                format_duration(o.attempt_timeout) + ": must be > 0");
-  }
+  check_options(o);
   const retry_policy policy(o.retry);  // validates
 
   // A run id in the principals, so that a shared ledger tells this run's customers apart.
@@ -321,36 +363,7 @@ outcome<payments_audit, std::string> run_payments(const payments_run_options& o)
   auto& [rows, store] = *ledger;
   a.store = store;
 
-  std::unordered_map<std::string_view, std::size_t> by_key;
-  for (std::size_t i = 0; i < n; ++i) {
-    if (!records[i].started) continue;
-    ++a.charges;
-    if (records[i].ok) {
-      ++a.succeeded;
-    } else {
-      ++a.failed;
-    }
-    by_key.emplace(records[i].key, i);
-  }
-  std::vector<std::int64_t> rows_of(n, 0);
-  std::unordered_set<std::string_view> ids;
-  for (const auto& [id, row] : rows) {
-    const auto it = by_key.find(row.key);
-    if (it == by_key.end() || records[it->second].principal != row.principal) {
-      ++a.other_rows;
-      continue;
-    }
-    ++a.ledger_rows;
-    ++rows_of[it->second];
-    ids.insert(id);
-  }
-  for (std::size_t i = 0; i < n; ++i) {
-    const charge_record& rec = records[i];
-    if (!rec.started) continue;
-    if (rows_of[i] > 1) a.duplicates += rows_of[i] - 1;
-    if (rec.ok && !ids.contains(rec.charge_id)) ++a.lost;
-    if (!rec.ok && rows_of[i] > 0) ++a.unconfirmed;
-  }
+  count_ledger(records, rows, a);
   return a;
 }
 

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <memory>
 #include <new>
 #include <optional>
@@ -51,8 +52,7 @@ void add_lab_payments_options(CLI::App& lab, lab_payments_options& o) {
                                     "connection without answering after a charge committed, P "
                                     "in [0, 1]",
                                     "P")
-                       ->transform(decimal_number())
-                       ->check(CLI::Range(0.0, 1.0))
+                       ->transform(probability())
                        ->capture_default_str()
                        ->group(group);
   o.idempotency_option =
@@ -112,12 +112,23 @@ int check_external(const lab_payments_options& o) {
       return exit_usage;
     }
   }
+  std::vector<std::string> seen;
   for (const std::string& url : o.servers) {
-    if (!url.starts_with("http://") && !url.starts_with("https://")) {
+    const std::string_view scheme = url.starts_with("https://") ? "https://" : "http://";
+    if ((!url.starts_with("http://") && !url.starts_with("https://")) ||
+        url.size() == scheme.size() || url[scheme.size()] == '/') {
       print_error("--server " + detail::quote_for_message(url) +
-                  ": expected a base URL such as http://127.0.0.1:8080/");
+                  ": expected a base URL with a host, such as http://127.0.0.1:8080/");
       return exit_usage;
     }
+    std::string base = url;
+    if (!base.ends_with('/')) base += '/';
+    if (std::find(seen.begin(), seen.end(), base) != seen.end()) {
+      print_error("--server " + detail::quote_for_message(url) +
+                  ": given twice (each server once: its counters would be read twice)");
+      return exit_usage;
+    }
+    seen.push_back(std::move(base));
   }
   return exit_success;
 }

@@ -76,8 +76,13 @@ std::optional<double> parse_decimal_number(std::string_view text, bool allow_neg
 CLI::Validator whole_number() {
   return CLI::Validator(
       [](std::string& text) -> std::string {
-        // Digits only; a value too large for the option is CLI11's conversion error after this.
+        // Digits only; a value too large for the option is CLI11's conversion error after this,
+        // except above 2^64 - 1, which CLI11 2.1 would saturate silently for an unsigned option.
         if (!text.empty() && text.find_first_not_of("0123456789") == std::string::npos) {
+          if (!parse_whole_number(text)) {
+            return "too large: at most 18446744073709551615, got " +
+                   detail::quote_for_message(text);
+          }
           strip_leading_zeros(text);  // CLI11 would read "010" as octal 8
           return {};
         }
@@ -94,7 +99,32 @@ CLI::Validator decimal_number() {
           strip_leading_zeros(text);
           return {};
         }
-        return "not a number in plain decimal (e.g. 1.5): " + detail::quote_for_message(text);
+        if (!text.empty() && text.front() == '-' && parse_decimal_number(text, true)) {
+          return "must be >= 0, got " + detail::quote_for_message(text);
+        }
+        return "not a number in plain decimal (e.g. 1.5), or out of a double's range: " +
+               detail::quote_for_message(text);
+      },
+      "");
+}
+
+}  // namespace stormguard::cli
+
+namespace stormguard::cli {
+
+CLI::Validator probability() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        const auto p = parse_decimal_number(text, true);
+        if (!p) {
+          return "not a number in plain decimal (e.g. 0.2), or out of a double's range: " +
+                 detail::quote_for_message(text);
+        }
+        if (!(*p >= 0.0 && *p <= 1.0)) {
+          return "must be a probability in [0, 1], got " + detail::quote_for_message(text);
+        }
+        strip_leading_zeros(text);
+        return {};
       },
       "");
 }

@@ -41,6 +41,10 @@ namespace stormguard::cli {
 /// grammar, no sign): 'not a number in plain decimal (e.g. 1.5): " 2"'.
 [[nodiscard]] CLI::Validator decimal_number();
 
+/// A CLI11 transform for a probability: parse_decimal_number's grammar, a value in [0, 1]:
+/// 'must be a probability in [0, 1], got "1.5"'.
+[[nodiscard]] CLI::Validator probability();
+
 }  // namespace stormguard::cli
 
 #endif  // STORMGUARD_CLI_NUMBERS_HPP

@@ -72,14 +72,35 @@ std::string live_line(const lab::server& srv, const lab::server_stats& now,
       per_second(now.lost - before.lost, seconds));
 }
 
+// The idempotency store's outages, said once when they begin and once when they end: a second
+// with charges answered 503 by the guard (store unreachable or failing) begins one, a second
+// with charges committed and none answered 503 ends it.
+void report_store_state(const lab::server_stats& now, const lab::server_stats& before,
+                        bool& store_down) {
+  const std::int64_t unavailable = now.charges_unavailable - before.charges_unavailable;
+  if (unavailable > 0 && !store_down) {
+    store_down = true;
+    report_warning("serve", fmt::format("the idempotency store is unavailable: {} charge{} "
+                                        "answered 503 with Retry-After in the last second (the "
+                                        "503's body says why)",
+                                        unavailable, unavailable == 1 ? "" : "s"));
+  } else if (store_down && unavailable == 0 &&
+             now.charges_committed + now.charges_replayed >
+                 before.charges_committed + before.charges_replayed) {
+    store_down = false;
+    report_log("serve", "the idempotency store answers again");
+  }
+}
+
 std::string summary(const lab::server_stats& s, double seconds) {
   return fmt::format(
       "summary: {:.1f}s; {} attempts ({}/s), {} served ({} in time), {} rejected (queue full), "
       "{} incident 503s, {} lost, {} queued and {} in service at the end; {} POST /charges: {} "
-      "committed ({} left unanswered by --fault-after-commit), {} replayed",
+      "committed ({} left unanswered by --fault-after-commit), {} replayed, {} answered 503 "
+      "(store unavailable)",
       seconds, s.attempts, per_second(s.attempts, seconds), s.served, s.served_in_time, s.rejected,
       s.errors, s.lost, s.queued, s.in_service, s.charges, s.charges_committed, s.charges_dropped,
-      s.charges_replayed);
+      s.charges_replayed, s.charges_unavailable);
 }
 
 int run(const serve_options& o) {
@@ -161,6 +182,7 @@ int run(const serve_options& o) {
   auto next_tick = began + std::chrono::seconds(1);
   lab::server_stats before = srv->stats();
   auto before_time = began;
+  bool store_down = false;
   while (true) {
     const auto left = std::max(clock::duration::zero(), next_tick - clock::now());
     const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(left).count();
@@ -174,6 +196,7 @@ int run(const serve_options& o) {
     const lab::server_stats now = srv->stats();
     report_log("serve", live_line(*srv, now, before,
                                   std::chrono::duration<double>(now_time - before_time).count()));
+    report_store_state(now, before, store_down);
     before = now;
     before_time = now_time;
     next_tick += std::chrono::seconds(1);
@@ -221,7 +244,7 @@ command add_serve_command(CLI::App& parent) {
                    "With probability P, close the connection without answering after a charge "
                    "committed (the retried charge that happened), P in [0, 1]",
                    "P")
-      ->transform(decimal_number())
+      ->transform(probability())
       ->capture_default_str();
   options->seed_option =
       add_typed_option(*sub, "--seed", options->seed,

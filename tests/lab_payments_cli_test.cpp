@@ -223,6 +223,11 @@ TEST(LabPaymentsCli, BadOptionsExit2NamingTheOption) {
       {{"--idempotency", "bogus:x"}, "--idempotency"},
       {{"--idempotency", "nothing"}, "--idempotency"},
       {{"--server", "ftp://x/"}, "--server"},
+      {{"--server", "http://"}, "--server"},
+      {{"--server", "http:///x"}, "--server"},
+      {{"--server", "http://127.0.0.1:9/", "--server", "http://127.0.0.1:9"}, "given twice"},
+      {{"--seed", "18446744073709551616"}, "--seed"},
+      {{"--fault-after-commit", "nan"}, "--fault-after-commit"},
       {{"--server", "http://127.0.0.1:1/", "--replicas", "2"}, "--replicas"},
       {{"--strategy", "naive"}, "--strategy"},
       {{"--scale", "0.5"}, "--scale"},
@@ -244,6 +249,13 @@ TEST(LabPaymentsCli, BadOptionsExit2NamingTheOption) {
   const program_run unreachable =
       lab_payments({"--charges", "10", "--idempotency", "sqlite:/nonexistent/dir/l.db"});
   EXPECT_EQ(unreachable.exit_code, 1) << unreachable.err;
+  // A server that does not answer fails before the first charge, not after every retry.
+  const auto began = std::chrono::steady_clock::now();
+  const program_run dead = lab_payments({"--server", "http://127.0.0.1:1/", "--charges", "1000"});
+  EXPECT_EQ(dead.exit_code, 1) << dead.err;
+  EXPECT_NE(dead.err.find("cannot reach the server http://127.0.0.1:1/"), std::string::npos)
+      << dead.err;
+  EXPECT_LT(std::chrono::steady_clock::now() - began, std::chrono::seconds(10));
 }
 
 }  // namespace

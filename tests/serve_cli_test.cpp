@@ -20,11 +20,13 @@
 #include <chrono>
 #include <csignal>
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "support/cli_runner.hpp"
+#include "support/redis_server.hpp"
 #include "test_util.hpp"
 
 extern char** environ;
@@ -53,7 +55,9 @@ std::string tiny_scenario() {
 // /dev/null. The destructor SIGKILLs it if it still runs.
 class serve_process {
  public:
-  explicit serve_process(std::vector<std::string> args) {
+  // stderr goes to `stderr_path` (appended), /dev/null by default.
+  explicit serve_process(std::vector<std::string> args,
+                         const std::string& stderr_path = "/dev/null") {
     args.insert(args.begin(), {k_cli, "serve"});
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
@@ -63,7 +67,8 @@ class serve_process {
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
     posix_spawn_file_actions_adddup2(&actions, out[1], 1);
-    posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
+    posix_spawn_file_actions_addopen(&actions, 2, stderr_path.c_str(),
+                                     O_WRONLY | O_CREAT | O_APPEND, 0600);
     if (::posix_spawn(&pid_, argv[0], &actions, nullptr, argv.data(), environ) != 0) pid_ = -1;
     posix_spawn_file_actions_destroy(&actions);
     ::close(out[1]);
@@ -414,6 +419,47 @@ TEST(ServeCli, IdempotencyOffChargesEveryAttempt) {
   EXPECT_EQ(status_of(again), 201);
   EXPECT_EQ(again.find("Idempotent-Replayed"), std::string::npos);
   EXPECT_EQ(ledger_rows(url), 2) << "the double charge the guard prevents";
+}
+
+TEST(ServeCli, AStoreOutageIsA503WithRetryAfterAndSaidOnceOnStderr) {
+  auto redis = std::make_unique<stormguard::test_support::redis_server>();  // ours: we kill it
+  const std::string err = (std::filesystem::temp_directory_path() /
+                           ("sg-serve-outage-" + std::to_string(::getpid()) + ".err"))
+                              .string();
+  std::filesystem::remove(err);
+  serve_process serve({tiny_scenario(), "--idempotency", "redis:" + redis->url()}, err);
+  const std::string url = serve.url();
+  ASSERT_FALSE(url.empty());
+  EXPECT_EQ(status_of(post_charge(url, "-H 'Idempotency-Key: before'")), 201);
+  ::kill(redis->pid(), SIGKILL);
+  redis.reset();  // reaps it and removes its directory
+  const std::string during = post_charge(url, "-H 'Idempotency-Key: during'");
+  EXPECT_EQ(status_of(during), 503) << during;
+  EXPECT_NE(during.find("Retry-After: 1"), std::string::npos) << during;
+  EXPECT_NE(during.find("store_unavailable"), std::string::npos) << during;
+  // The live line's tick (once a second) reports the outage once.
+  std::string log;
+  for (int i = 0; i < 40 && log.find("store is unavailable") == std::string::npos; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    log = run_shell("cat " + err).output;
+  }
+  EXPECT_NE(log.find("warning: the idempotency store is unavailable: 1 charge answered 503"),
+            std::string::npos)
+      << log;
+  const std::string stats = run_shell("curl -s " + url + "stats").output;
+  EXPECT_NE(stats.find("\"charges_unavailable\":1"), std::string::npos) << stats;
+  std::filesystem::remove(err);
+}
+
+TEST(ServeCli, ADuplicateMemberInTheBodyIs400) {
+  serve_process serve({tiny_scenario()});
+  const std::string url = serve.url();
+  ASSERT_FALSE(url.empty());
+  const std::string twice = post_charge(url, "-H 'Idempotency-Key: dup'",
+                                        R"({"amount": 100, "amount": 200, "currency": "eur"})");
+  EXPECT_EQ(status_of(twice), 400) << twice;
+  EXPECT_NE(twice.find("given twice"), std::string::npos) << twice;
+  EXPECT_EQ(ledger_rows(url), 0);
 }
 
 TEST(ServeCli, BadPaymentsOptionsExit2AndAnUnreachableStoreExits1) {

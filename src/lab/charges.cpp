@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <utility>
+#include <vector>
 
 #include "stormguard/detail/format.hpp"
 #include "stormguard/detail/http_syntax.hpp"
@@ -72,8 +73,25 @@ struct charge_body {
 
 // The body, or the reason it is refused.
 outcome<charge_body, std::string> parse_body(std::string_view body) {
-  const nlohmann::json j = nlohmann::json::parse(body, nullptr, false);
+  // A member named twice is refused (RFC 8259 §4: names SHOULD be unique, and parsers differ on
+  // which one wins): two readings of one payment body must never charge different amounts.
+  std::vector<std::string> names;
+  std::string duplicate;
+  const nlohmann::json::parser_callback_t on_event =
+      [&](int depth, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
+        if (event == nlohmann::json::parse_event_t::key && depth == 1 && duplicate.empty()) {
+          const auto& name = parsed.get_ref<const std::string&>();
+          if (std::find(names.begin(), names.end(), name) != names.end()) duplicate = name;
+          names.push_back(name);
+        }
+        return true;
+      };
+  const nlohmann::json j = nlohmann::json::parse(body, on_event, false);
   if (j.is_discarded()) return failure{std::string("the body is not JSON")};
+  if (!duplicate.empty()) {
+    return failure{"parameter " + stormguard::detail::quote_for_message(duplicate) +
+                   " given twice"};
+  }
   if (!j.is_object()) return failure{std::string("the body must be a JSON object")};
   charge_body out;
   bool has_amount = false;
@@ -244,6 +262,7 @@ charge_answer charges_endpoint::charge(const charge_request& request) {
   });
   answer.response = r.response;
   answer.replayed = r.decision == guard::decision::replayed;
+  answer.store_unavailable = r.decision == guard::decision::store_unavailable;
   answer.committed = r.decision == guard::decision::ran;
   answer.drop = answer.committed && draw_fault();
   return answer;

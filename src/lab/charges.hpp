@@ -57,9 +57,10 @@ struct charge_request {
 /// What to do with a charge.
 struct charge_answer {
   guard::stored_response response;
-  bool committed = false;  ///< the handler ran and its row committed (or was appended: off)
-  bool replayed = false;   ///< the guard replayed an earlier response
-  bool drop = false;       ///< fault_after_commit: close the connection, send nothing
+  bool committed = false;          ///< the handler ran and its row committed (or was appended: off)
+  bool replayed = false;           ///< the guard replayed an earlier response
+  bool store_unavailable = false;  ///< the guard answered 503: the store is down
+  bool drop = false;               ///< fault_after_commit: close the connection, send nothing
 };
 
 /// One ledger row.

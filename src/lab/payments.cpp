@@ -100,23 +100,33 @@ http::client reading_client(duration attempt_timeout) {
 }
 
 // The servers' payments counters, summed: POST /charges read, and committed charges left
-// unanswered (GET /stats "charges", "charges_dropped"); nullopt when a server does not say.
+// unanswered (GET /stats "charges", "charges_dropped"); an error naming the first server that
+// cannot be read or does not say.
 struct server_counters {
   std::int64_t charges = 0;
   std::int64_t dropped = 0;
 };
-std::optional<server_counters> read_counters(http::client& client,
-                                             const std::vector<std::string>& servers) {
+outcome<server_counters, std::string> read_counters(http::client& client,
+                                                    const std::vector<std::string>& servers) {
   server_counters sum;
   for (const std::string& base : servers) {
     http::request req;
     req.url = base + "stats";
     const http::result r = client.perform(req);
-    if (!r.ok() || !r.response || r.response->status != 200) return std::nullopt;
+    if (!r.response) {
+      return failure{"cannot reach the server " + base + ": " +
+                     (r.error ? r.error->message : std::string("no response"))};
+    }
+    if (r.response->status != 200) {
+      return failure{"the server " + base + " answered GET /stats with " +
+                     std::to_string(r.response->status)};
+    }
     const nlohmann::json j = nlohmann::json::parse(r.response->body, nullptr, false);
     if (!j.is_object() || !j.contains("charges") || !j["charges"].is_number_integer() ||
         !j.contains("charges_dropped") || !j["charges_dropped"].is_number_integer()) {
-      return std::nullopt;
+      return failure{"the server " + base +
+                     " is not a stormguard serve with the payments endpoint (GET /stats has no "
+                     "\"charges\")"};
     }
     sum.charges += j["charges"].get<std::int64_t>();
     sum.dropped += j["charges_dropped"].get<std::int64_t>();
@@ -330,7 +340,9 @@ outcome<payments_audit, std::string> run_payments(const payments_run_options& o)
   };
 
   http::client reader = reading_client(o.attempt_timeout);
-  const std::optional<server_counters> before = read_counters(reader, o.servers);
+  // Every server answers before the first charge: a dead or wrong --server fails at once.
+  const outcome<server_counters, std::string> before = read_counters(reader, o.servers);
+  if (!before) return failure{before.error()};
   const auto began = std::chrono::steady_clock::now();
   {
     std::vector<std::jthread> threads;
@@ -352,10 +364,9 @@ outcome<payments_audit, std::string> run_payments(const payments_run_options& o)
   a.conflicts = count.conflicts.load();
   a.unavailable = count.unavailable.load();
   a.no_response = count.dropped.load();
-  if (const std::optional<server_counters> after = read_counters(reader, o.servers);
-      before && after) {
-    a.attempts = after->charges - before->charges;
-    a.dropped = after->dropped - before->dropped;
+  if (const outcome<server_counters, std::string> after = read_counters(reader, o.servers); after) {
+    a.attempts = (*after).charges - (*before).charges;
+    a.dropped = (*after).dropped - (*before).dropped;
   }
 
   auto ledger = read_ledgers(reader, o.servers);

@@ -170,6 +170,7 @@ std::string stats_json(const sim::scenario& s, const server_stats& st) {
   j["charges_committed"] = st.charges_committed;
   j["charges_replayed"] = st.charges_replayed;
   j["charges_dropped"] = st.charges_dropped;
+  j["charges_unavailable"] = st.charges_unavailable;
   j["workers"] = s.workers;
   j["queue_limit"] = s.queue_limit;
   return j.dump() + "\n";
@@ -315,6 +316,7 @@ class server::impl {
     s.charges_committed = charges_committed_.load(std::memory_order_relaxed);
     s.charges_replayed = charges_replayed_.load(std::memory_order_relaxed);
     s.charges_dropped = charges_dropped_.load(std::memory_order_relaxed);
+    s.charges_unavailable = charges_unavailable_.load(std::memory_order_relaxed);
     const std::int64_t start = clock_start_.load();
     s.clock_started = start != k_not_started;
     s.elapsed = duration(s.clock_started ? steady_ns() - start : 0);
@@ -404,6 +406,7 @@ class server::impl {
     const detail::charge_answer answer = payments_->charge(request);
     if (answer.committed) charges_committed_.fetch_add(1, std::memory_order_relaxed);
     if (answer.replayed) charges_replayed_.fetch_add(1, std::memory_order_relaxed);
+    if (answer.store_unavailable) charges_unavailable_.fetch_add(1, std::memory_order_relaxed);
     if (answer.drop) {
       charges_dropped_.fetch_add(1, std::memory_order_relaxed);
       return drop(req);
@@ -601,6 +604,7 @@ class server::impl {
   std::atomic<std::int64_t> charges_committed_{0};
   std::atomic<std::int64_t> charges_replayed_{0};
   std::atomic<std::int64_t> charges_dropped_{0};
+  std::atomic<std::int64_t> charges_unavailable_{0};
   std::unique_ptr<detail::charges_endpoint> payments_;  // set before open(); loop thread only
 };
 

@@ -111,6 +111,9 @@ struct server_stats {
   std::int64_t charges_committed = 0;
   std::int64_t charges_replayed = 0;
   std::int64_t charges_dropped = 0;
+  /// Of `charges`, those answered 503 because the idempotency store was unreachable or failing
+  /// (the guard's store_unavailable; the handler did not run).
+  std::int64_t charges_unavailable = 0;
 };
 
 /// The phase the scenario's clock is in at `elapsed`: "waiting" (clock not started), "normal",

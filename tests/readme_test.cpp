@@ -66,8 +66,9 @@ TEST(ReadmeSnippets, EveryCppBlockNamesAnExample) {
   }
 }
 
-TEST(ReadmeSnippets, AreVerbatimExcerptsOfTheirExamples) {
-  for (const auto& s : cpp_snippets(read_file(STORMGUARD_SOURCE_DIR "/README.md"))) {
+// Every block of `doc` that names an example is, line by line and in order, in that example.
+void expect_verbatim_excerpts(const std::string& doc) {
+  for (const auto& s : cpp_snippets(read_file(STORMGUARD_SOURCE_DIR "/" + doc))) {
     if (s.file.empty()) continue;
     std::vector<std::string> example;
     for (const auto& line : lines_of(read_file(STORMGUARD_SOURCE_DIR "/" + s.file))) {
@@ -76,10 +77,20 @@ TEST(ReadmeSnippets, AreVerbatimExcerptsOfTheirExamples) {
     std::size_t at = 0;
     for (const auto& line : s.lines) {
       while (at < example.size() && example[at] != line) ++at;
-      ASSERT_LT(at, example.size()) << s.file << " has no line (in README order): " << line;
+      ASSERT_LT(at, example.size())
+          << s.file << " has no line (in " << doc << "'s order): " << line;
       ++at;
     }
   }
+}
+
+TEST(ReadmeSnippets, AreVerbatimExcerptsOfTheirExamples) { expect_verbatim_excerpts("README.md"); }
+
+TEST(DocSnippets, AreVerbatimExcerptsOfTheirExamples) {
+  const auto snippets = cpp_snippets(read_file(STORMGUARD_SOURCE_DIR "/docs/idempotency.md"));
+  ASSERT_FALSE(snippets.empty());
+  EXPECT_EQ(snippets.front().file, "examples/idempotent_handler.cpp");
+  expect_verbatim_excerpts("docs/idempotency.md");
 }
 
 #ifdef STORMGUARD_CLI_PATH

@@ -239,6 +239,7 @@ int run_lab_payments(const lab_payments_options& o, bool json,
   {
     progress_bar bar("payments");
     run.progress = bar.callback();
+    run.on_first_unavailable = [](const std::string& what) { report_warning("lab", what); };
     try {
       audit = lab::run_payments(run);
     } catch (const std::bad_alloc&) {

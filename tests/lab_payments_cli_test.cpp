@@ -16,6 +16,8 @@
 #include <chrono>
 #include <csignal>
 #include <filesystem>
+#include <fstream>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
@@ -209,6 +211,33 @@ TEST(LabPaymentsCli, TwoServeProcessesSharingRedisHaveNoDuplicate) {
   EXPECT_EQ(audit["duplicates"], 0);
   EXPECT_EQ(audit["lost"], 0);
   EXPECT_GT(audit["dropped"].get<int>(), 0);
+}
+
+TEST(LabPaymentsCli, AStoreOutageIsSaidOnceAndTheAuditGivesNoVerdict) {
+  // serve on its own Redis, which dies before the run: every attempt is a 503 from the guard.
+  auto redis = std::make_unique<stormguard::test_support::redis_server>();
+  const serve_child serve({"--idempotency", "redis:" + redis->url()});
+  ASSERT_FALSE(serve.url().empty());
+  ::kill(redis->pid(), SIGKILL);
+  redis.reset();
+  const std::filesystem::path policy =
+      std::filesystem::temp_directory_path() /
+      ("stormguard-lab-payments-policy-" + std::to_string(::getpid()) + ".json");
+  {
+    std::ofstream out(policy);
+    out << R"({"policies": [{"name": "once", "retries": 1, "backoff": {"base": "1ms", "cap": "1ms"},
+               "max_retry_after": "1ms"}]})";
+  }
+  const program_run r = lab_payments({"--charges", "4", "--concurrency", "2", "--server",
+                                      serve.url(), "--policy", policy.string()});
+  std::filesystem::remove(policy);
+  // The ledger cannot be read while the store is down: no verdict, a run-time failure.
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.err.find("cannot read the ledger"), std::string::npos) << r.err;
+  const std::string warning = "warning: a server answered 503";
+  const auto first = r.err.find(warning);
+  EXPECT_NE(first, std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find(warning, first + 1), std::string::npos) << "said once: " << r.err;
 }
 
 TEST(LabPaymentsCli, BadOptionsExit2NamingTheOption) {

@@ -321,7 +321,13 @@ outcome<payments_audit, std::string> run_payments(const payments_run_options& o)
               return std::move(r.response->body);
             }
             if (status == 409) count.conflicts.fetch_add(1, std::memory_order_relaxed);
-            if (status == 503) count.unavailable.fetch_add(1, std::memory_order_relaxed);
+            if (status == 503 && count.unavailable.fetch_add(1, std::memory_order_relaxed) == 0 &&
+                o.on_first_unavailable) {
+              o.on_first_unavailable(
+                  "a server answered 503 (" + base +
+                  "): its idempotency store is unavailable; the charges wait and retry, so the run "
+                  "lasts as long as the outage or the retries");
+            }
             std::optional<duration> retry_after;
             if (const auto field = r.response->header_value("Retry-After")) {
               retry_after = parse_retry_after(*field, std::chrono::system_clock::now());

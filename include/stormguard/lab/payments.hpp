@@ -29,6 +29,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -65,6 +66,10 @@ struct payments_run_options {
   /// Called about every 100 ms from one of the sending threads (never two at once) with
   /// (charges ended, charges). Empty = no calls.
   sim::progress_callback progress{};
+  /// Called once, from a sending thread, with a sentence for the user when the first attempt is
+  /// answered 503 (a server's idempotency store unavailable: the charges wait and retry, and the
+  /// run lasts as long as the outage or the retries). Empty = no call.
+  std::function<void(const std::string&)> on_first_unavailable{};
   /// When set and it becomes true, no further charge starts; those in flight end, then the
   /// ledger is audited for the charges sent. Must outlive the run.
   const std::atomic<bool>* stop = nullptr;

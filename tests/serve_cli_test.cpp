@@ -20,6 +20,7 @@
 #include <chrono>
 #include <csignal>
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <string>
 #include <thread>
@@ -449,6 +450,30 @@ TEST(ServeCli, AStoreOutageIsA503WithRetryAfterAndSaidOnceOnStderr) {
   const std::string stats = run_shell("curl -s " + url + "stats").output;
   EXPECT_NE(stats.find("\"charges_unavailable\":1"), std::string::npos) << stats;
   std::filesystem::remove(err);
+}
+
+TEST(ServeCli, AHugeChargeBodyIs413AndTheServerCarriesOn) {
+  serve_process serve({tiny_scenario()});
+  const std::string url = serve.url();
+  ASSERT_FALSE(url.empty());
+  const std::filesystem::path big = std::filesystem::temp_directory_path() /
+                                    ("sg-serve-big-" + std::to_string(::getpid()) + ".json");
+  {
+    std::ofstream out(big, std::ios::binary);
+    out << R"({"amount": 100, "currency": "eur", "pad": ")" << std::string(2U << 20U, 'x') << "\"}";
+  }
+  const std::string huge =
+      run_shell(
+          "curl -s -i -X POST -H 'Idempotency-Key: huge' -H 'Content-Type: application/json' "
+          "--data-binary @" +
+          big.string() + " " + url + "charges")
+          .output;
+  std::filesystem::remove(big);
+  EXPECT_EQ(status_of(huge), 413) << huge.substr(0, 200);
+  EXPECT_EQ(ledger_rows(url), 0);
+  EXPECT_EQ(status_of(post_charge(url, "-H 'Idempotency-Key: huge'")), 201)
+      << "the key was not used up, and the server still serves";
+  EXPECT_EQ(ledger_rows(url), 1);
 }
 
 TEST(ServeCli, ADuplicateMemberInTheBodyIs400) {

@@ -125,7 +125,7 @@ TEST_F(LabPayments, IdempotencyOffChargesTwice) {
 }
 
 TEST_F(LabPayments, TheServerChecksItsPaymentsOptions) {
-  const auto& scenario = *stormguard::sim::builtin_scenario("no-incident");
+  const stormguard::sim::scenario scenario = *stormguard::sim::builtin_scenario("no-incident");
   EXPECT_THROW((void)lab::server::start(scenario, {.payments = lab::payments_options{"bogus:x"}}),
                std::invalid_argument);
   EXPECT_THROW((void)lab::server::start(scenario, {.payments = lab::payments_options{"off", 1.5}}),

@@ -338,10 +338,13 @@ TEST_P(GuardOnStore, MissingAndBadKeysGet400AndNeverRunTheHandler) {
     EXPECT_EQ(r.response.status, 400) << bad;
   }
   EXPECT_EQ(g.handle(charge(std::string(256, 'p'), "k"), handler(runs, "k")).response.status, 400);
+  EXPECT_EQ(g.handle(charge(std::string(255, 'p'), "k"), handler(runs, "k")).decision,
+            sg::decision::ran)
+      << "a principal of 255 bytes is the limit, inclusive";
   EXPECT_EQ(g.handle(charge("p", std::string(255, 'k')), handler(runs, "k")).decision,
             sg::decision::ran)
       << "255 characters is the limit, inclusive";
-  EXPECT_EQ(runs.load(), 1);
+  EXPECT_EQ(runs.load(), 2);
 }
 
 TEST_P(GuardOnStore, APrincipalNeverReceivesAnothersStoredResponse) {

@@ -122,7 +122,7 @@ TEST(LabPaymentsCli, TwoReplicasSharingRedisHaveNoDuplicate) {
   EXPECT_GT(a["replayed"].get<int>(), 0);
 }
 
-// `stormguard serve ARGS...` as a child; the URL of its first stdout line. SIGKILLed at the end.
+// `stormguard serve ARGS...` as a child; the URL of its first stdout line. Ended at the end.
 class serve_child {
  public:
   explicit serve_child(std::vector<std::string> args) {
@@ -152,12 +152,16 @@ class serve_child {
     const std::string prefix = "listening on ";
     if (line.rfind(prefix, 0) == 0) url_ = line.substr(prefix.size());
   }
-  ~serve_child() {
-    if (pid_ > 0) {
-      ::kill(pid_, SIGKILL);
-      int status = 0;
-      ::waitpid(pid_, &status, 0);
+  ~serve_child() {  // SIGTERM, so that serve removes its temporary store; SIGKILL after 2 s
+    if (pid_ <= 0) return;
+    ::kill(pid_, SIGTERM);
+    int status = 0;
+    for (int i = 0; i < 400; ++i) {
+      if (::waitpid(pid_, &status, WNOHANG) == pid_) return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
+    ::kill(pid_, SIGKILL);
+    ::waitpid(pid_, &status, 0);
   }
   serve_child(const serve_child&) = delete;
   serve_child& operator=(const serve_child&) = delete;

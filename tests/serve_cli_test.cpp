@@ -41,19 +41,26 @@ using stormguard::test_util::run_shell;
 const std::string k_cli = STORMGUARD_CLI_PATH;
 
 // A small scenario file: 1 worker, no queue, 50 ms per request.
+// Written once per test process and removed at its exit.
 std::string tiny_scenario() {
-  const std::string path = "/tmp/stormguard-serve-test-" + std::to_string(::getpid()) + ".json";
-  FILE* f = std::fopen(path.c_str(), "w");
-  std::fputs(
-      R"({"name": "tiny", "seed": 1, "duration": "10s", "requests_per_second": 10, "clients": 1,
+  static const struct file {
+    std::string path = "/tmp/stormguard-serve-test-" + std::to_string(::getpid()) + ".json";
+    file() {
+      FILE* f = std::fopen(path.c_str(), "w");
+      std::fputs(
+          R"({"name": "tiny", "seed": 1, "duration": "10s", "requests_per_second": 10, "clients": 1,
           "timeout": "1s", "server": {"workers": 1, "queue_limit": 0, "service_time": "50ms"}, "incident": null})",
-      f);
-  std::fclose(f);
-  return path;
+          f);
+      std::fclose(f);
+    }
+    ~file() { std::remove(path.c_str()); }
+  } scenario;
+  return scenario.path;
 }
 
 // `stormguard serve ARGS...` as a child: stdout on a pipe (the first line read), stderr to
-// /dev/null. The destructor SIGKILLs it if it still runs.
+// /dev/null. The destructor ends it with SIGTERM if it still runs, so that serve removes its
+// temporary SQLite directory, and SIGKILLs it after 2 s.
 class serve_process {
  public:
   // stderr goes to `stderr_path` (appended), /dev/null by default.
@@ -77,8 +84,11 @@ class serve_process {
   }
   ~serve_process() {
     if (pid_ > 0) {
-      ::kill(pid_, SIGKILL);
-      (void)wait();
+      ::kill(pid_, SIGTERM);
+      if (wait() == -1) {
+        ::kill(pid_, SIGKILL);
+        (void)wait();
+      }
     }
     if (out_ >= 0) ::close(out_);
   }
@@ -452,26 +462,36 @@ TEST(ServeCli, AStoreOutageIsA503WithRetryAfterAndSaidOnceOnStderr) {
   std::filesystem::remove(err);
 }
 
-TEST(ServeCli, AHugeChargeBodyIs413AndTheServerCarriesOn) {
+TEST(ServeCli, AChargeBodyOverOneMebibyteIs413AtTheLimitNot) {
   serve_process serve({tiny_scenario()});
   const std::string url = serve.url();
   ASSERT_FALSE(url.empty());
-  const std::filesystem::path big = std::filesystem::temp_directory_path() /
-                                    ("sg-serve-big-" + std::to_string(::getpid()) + ".json");
-  {
-    std::ofstream out(big, std::ios::binary);
-    out << R"({"amount": 100, "currency": "eur", "pad": ")" << std::string(2U << 20U, 'x') << "\"}";
-  }
-  const std::string huge =
-      run_shell(
-          "curl -s -i -X POST -H 'Idempotency-Key: huge' -H 'Content-Type: application/json' "
-          "--data-binary @" +
-          big.string() + " " + url + "charges")
-          .output;
-  std::filesystem::remove(big);
-  EXPECT_EQ(status_of(huge), 413) << huge.substr(0, 200);
+  // A JSON body of exactly `size` bytes (refused as a body for its extra member, not its size).
+  auto post_sized = [&](std::size_t size, const std::string& key) {
+    const std::string head = R"({"amount": 100, "currency": "eur", "pad": ")";
+    const std::string tail = "\"}";
+    const std::filesystem::path file = std::filesystem::temp_directory_path() /
+                                       ("sg-serve-big-" + std::to_string(::getpid()) + ".json");
+    {
+      std::ofstream out(file, std::ios::binary);
+      out << head << std::string(size - head.size() - tail.size(), 'x') << tail;
+    }
+    const std::string response = run_shell("curl -s -i -X POST -H 'Idempotency-Key: " + key +
+                                           "' -H 'Content-Type: application/json' --data-binary @" +
+                                           file.string() + " " + url + "charges")
+                                     .output;
+    std::filesystem::remove(file);
+    return response;
+  };
+  const std::string at_limit = post_sized(std::size_t{1} << 20U, "at-limit");
+  EXPECT_EQ(status_of(at_limit), 400) << "read and validated: " << at_limit.substr(0, 300);
+  EXPECT_NE(at_limit.find("unknown parameter"), std::string::npos) << at_limit.substr(0, 300);
+  const std::string over = post_sized((std::size_t{1} << 20U) + 1, "over");
+  EXPECT_EQ(status_of(over), 413) << over.substr(0, 300);
+  const std::string huge = post_sized(std::size_t{64} << 20U, "huge");
+  EXPECT_EQ(status_of(huge), 413) << huge.substr(0, 300);
   EXPECT_EQ(ledger_rows(url), 0);
-  EXPECT_EQ(status_of(post_charge(url, "-H 'Idempotency-Key: huge'")), 201)
+  EXPECT_EQ(status_of(post_charge(url, "-H 'Idempotency-Key: over'")), 201)
       << "the key was not used up, and the server still serves";
   EXPECT_EQ(ledger_rows(url), 1);
 }

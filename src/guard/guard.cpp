@@ -238,20 +238,15 @@ idempotency_guard::idempotency_guard(guard::store& s, guard_options options)
 namespace {
 
 /// The response with only the kept headers, and its stored size (body + kept headers).
-std::pair<stored_response, std::size_t> keep(const stored_response& r,
+std::pair<stored_response, std::size_t> keep(stored_response r,
                                              const std::vector<std::string>& kept) {
-  stored_response out;
-  out.status = r.status;
+  std::erase_if(r.headers, [&](const auto& h) {
+    return std::none_of(kept.begin(), kept.end(),
+                        [&](const std::string& k) { return iequals(k, h.first); });
+  });
   std::size_t size = r.body.size();
-  for (const auto& [name, value] : r.headers) {
-    if (std::any_of(kept.begin(), kept.end(),
-                    [&](const std::string& k) { return iequals(k, name); })) {
-      out.headers.emplace_back(name, value);
-      size += name.size() + value.size();
-    }
-  }
-  out.body = r.body;
-  return {std::move(out), size};
+  for (const auto& [name, value] : r.headers) size += name.size() + value.size();
+  return {std::move(r), size};
 }
 
 struct too_large {
@@ -306,7 +301,7 @@ result run_acquired(store& s, const guard_options& o, const clock& time, const r
     done = s.complete(id, token, time.wall_now(), o.ttl, [&](transaction& tx) {
       auto [kept, size] = keep(h(tx), o.kept_headers);
       if (size > o.max_response_bytes) throw too_large{size};
-      produced = kept;
+      produced = kept;  // the one copy: the store keeps `kept`, the caller gets `produced`
       return kept;
     });
   } catch (const too_large& t) {

@@ -1,0 +1,223 @@
+#include "stormguard/fleet_budget.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+#include <string>
+
+#include "stormguard/detail/uint128.hpp"
+#include "stormguard/duration_text.hpp"
+
+namespace stormguard {
+
+namespace {
+
+[[noreturn]] void reject(const std::string& message) {
+  throw std::invalid_argument("stormguard::fleet_budget: " + message);
+}
+
+const fleet_budget_options& validated(const fleet_budget_options& o) {
+  // The ratio fields: ratio_budget's own validation (one definition of their ranges).
+  (void)ratio_budget(o.ratio);
+  using std::chrono::milliseconds;
+  using std::chrono::seconds;
+  if (o.sync_interval < milliseconds(10) || o.sync_interval > seconds(10)) {
+    reject("sync_interval must be in [10ms, 10s], got " + format_duration(o.sync_interval));
+  }
+  if (o.max_sync_interval < o.sync_interval || o.max_sync_interval > seconds(60)) {
+    reject("max_sync_interval must be in [sync_interval (" + format_duration(o.sync_interval) +
+           "), 60s], got " + format_duration(o.max_sync_interval));
+  }
+  if (o.sync_every_requests < 1 || o.sync_every_requests > 1'000'000) {
+    reject("sync_every_requests must be in [1, 1000000], got " +
+           std::to_string(o.sync_every_requests));
+  }
+  if (o.expected_clients < 0 || o.expected_clients > 10'000'000) {
+    reject("expected_clients must be in [0, 10000000], got " + std::to_string(o.expected_clients));
+  }
+  return o;
+}
+
+// a · b / c for non-negative a, b and positive c, without overflow, saturated to int64.
+std::int64_t mul_div(std::int64_t a, std::int64_t b, std::int64_t c) noexcept {
+  const detail::uint128 q = static_cast<detail::uint128>(a) * static_cast<detail::uint128>(b) /
+                            static_cast<detail::uint128>(c);
+  constexpr auto max = static_cast<detail::uint128>(INT64_MAX);
+  return static_cast<std::int64_t>(q > max ? max : q);
+}
+
+}  // namespace
+
+fleet_budget::fleet_budget(fleet_budget_options options)
+    : options_(validated(options)),
+      deposit_amount_(std::llround(options_.ratio.ratio * static_cast<double>(k_scale))),
+      // floor/s · window(s) · 10^6 = floor · window(ns) / 1000, as ratio_budget's reserve.
+      fleet_reserve_(options_.ratio.min_retries_per_second *
+                     (options_.ratio.window.count() / 1000)),
+      slice_ns_((options_.ratio.window.count() + ratio_budget::k_slices - 1) /
+                ratio_budget::k_slices),
+      local_(slice_ns_) {}
+
+bool fleet_budget::joined(time_point now) const noexcept {
+  return has_joined_ && now - last_success_ <= 3 * options_.max_sync_interval;
+}
+
+void fleet_budget::admit(time_point now) noexcept {
+  const detail::lock hold(mutex_);
+  local_.add(now, counts{1, 0});
+  ++pending_.requests;
+  ++requests_since_sync_;
+  credit_ += deposit_amount_;
+  since_take_ += deposit_amount_;
+}
+
+bool fleet_budget::withdraw_local(time_point now) noexcept {
+  // The fallback: a ratio budget over this process's own window, with its part of the floor.
+  std::int64_t clients = live_clients_ > 0 ? live_clients_ : options_.expected_clients;
+  const std::int64_t reserve = clients > 0 ? fleet_reserve_ / clients : 0;
+  const counts total = local_.total(now);
+  const std::int64_t balance = total.requests * deposit_amount_ + reserve - total.retries * k_scale;
+  return balance >= k_scale;
+}
+
+bool fleet_budget::withdraw(time_point now, std::int64_t draw) noexcept {
+  const detail::lock hold(mutex_);
+  bool granted = false;
+  if (joined(now)) {
+    if (credit_ >= k_scale) {
+      granted = true;
+      credit_ -= k_scale;
+      since_take_ -= k_scale;
+    } else if (credit_ > 0) {
+      // A fractional share: granted with probability credit / 10^6, and used up either way, so
+      // the expected number of retries it buys is exactly credit / 10^6.
+      granted = draw < credit_;
+      const std::int64_t spent = granted ? k_scale : credit_;
+      credit_ -= spent;
+      since_take_ -= spent;
+    }
+  } else {
+    granted = withdraw_local(now);
+  }
+  if (granted) {
+    local_.add(now, counts{0, 1});
+    ++pending_.retries;
+  }
+  return granted;
+}
+
+bool fleet_budget::sync_due(time_point now) const noexcept {
+  const detail::lock hold(mutex_);
+  if (syncing_) return false;
+  if (!synced_once_) return true;
+  const duration since = now - last_sync_start_;
+  if (since >= options_.max_sync_interval) return true;
+  return since >= options_.sync_interval && requests_since_sync_ >= options_.sync_every_requests;
+}
+
+fleet_deltas fleet_budget::begin_sync(time_point now) noexcept {
+  const detail::lock hold(mutex_);
+  syncing_ = true;
+  synced_once_ = true;
+  last_sync_start_ = now;
+  requests_since_sync_ = 0;
+  in_flight_ = pending_;
+  pending_ = counts{};
+  since_take_ = 0;
+  return fleet_deltas{in_flight_.requests, in_flight_.retries};
+}
+
+void fleet_budget::end_sync(time_point now, const fleet_view& view) noexcept {
+  if (view.requests < 0 || view.retries < 0 || view.live_clients < 1) {
+    sync_failed(now);
+    return;
+  }
+  const detail::lock hold(mutex_);
+  syncing_ = false;
+  in_flight_ = counts{};
+  // The fleet's allowance left in its window, in micro-retries (saturating: garbage counts from
+  // a store must not overflow).
+  const std::int64_t deposits = mul_div(view.requests, deposit_amount_, 1);
+  const std::int64_t spent = mul_div(view.retries, k_scale, 1);
+  const std::int64_t allowance =
+      std::max<std::int64_t>(0, std::min(INT64_MAX - fleet_reserve_, deposits) + fleet_reserve_ -
+                                    spent);
+  // This process's share: its requests in its own window over the fleet's (clamped to 1: a
+  // store that lags behind this process must not hand it more than the whole allowance).
+  const std::int64_t own = local_.total(now).requests;
+  std::int64_t share_ppm = 0;
+  if (view.requests > 0) {
+    share_ppm = std::min<std::int64_t>(k_scale, mul_div(own, k_scale, view.requests));
+  } else {
+    share_ppm = k_scale / view.live_clients;
+  }
+  share_ppm_ = share_ppm;
+  live_clients_ = view.live_clients;
+  credit_ = mul_div(allowance, share_ppm, k_scale) + since_take_;
+  since_take_ = 0;
+  if (!has_joined_) has_joined_ = true;
+  last_success_ = now;
+}
+
+void fleet_budget::sync_failed(time_point) noexcept {
+  const detail::lock hold(mutex_);
+  syncing_ = false;
+  // Nothing is lost: the deltas the failed sync carried go out with the next one.
+  pending_ += in_flight_;
+  in_flight_ = counts{};
+  if (has_joined_) ++fallbacks_;
+  has_joined_ = false;
+}
+
+fleet_budget::mode fleet_budget::current_mode(time_point now) const noexcept {
+  const detail::lock hold(mutex_);
+  return joined(now) ? mode::joined : mode::fallback;
+}
+
+std::int64_t fleet_budget::fallbacks() const noexcept {
+  const detail::lock hold(mutex_);
+  return fallbacks_;
+}
+
+std::int64_t fleet_budget::credit_micro() const noexcept {
+  const detail::lock hold(mutex_);
+  return credit_;
+}
+
+std::int64_t fleet_budget::share_ppm() const noexcept {
+  const detail::lock hold(mutex_);
+  return share_ppm_;
+}
+
+std::int64_t fleet_budget::live_clients() const noexcept {
+  const detail::lock hold(mutex_);
+  return live_clients_;
+}
+
+fleet_window_store::fleet_window_store(duration window, duration heartbeat_ttl)
+    : heartbeat_ttl_(heartbeat_ttl),
+      window_((window.count() + ratio_budget::k_slices - 1) / ratio_budget::k_slices) {
+  if (window < std::chrono::seconds(1) || window > std::chrono::seconds(60)) {
+    throw std::invalid_argument("stormguard::fleet_window_store: window must be in [1s, 60s], got " +
+                                format_duration(window));
+  }
+  if (heartbeat_ttl <= duration::zero()) {
+    throw std::invalid_argument(
+        "stormguard::fleet_window_store: heartbeat_ttl must be > 0, got " +
+        format_duration(heartbeat_ttl));
+  }
+}
+
+fleet_view fleet_window_store::sync(time_point now, const std::string& client,
+                                    const fleet_deltas& deltas) {
+  const auto clamp = [](std::int64_t v) {
+    return std::clamp<std::int64_t>(v, 0, k_max_delta);
+  };
+  window_.add(now, slot{clamp(deltas.requests), clamp(deltas.retries)});
+  expiry_.insert_or_assign(client, now + heartbeat_ttl_);
+  std::erase_if(expiry_, [now](const auto& entry) { return entry.second <= now; });
+  const slot total = window_.total(now);
+  return fleet_view{total.requests, total.retries, static_cast<std::int64_t>(expiry_.size())};
+}
+
+}  // namespace stormguard

@@ -139,9 +139,8 @@ void fleet_budget::end_sync(time_point now, const fleet_view& view) noexcept {
   // a store must not overflow).
   const std::int64_t deposits = mul_div(view.requests, deposit_amount_, 1);
   const std::int64_t spent = mul_div(view.retries, k_scale, 1);
-  const std::int64_t allowance =
-      std::max<std::int64_t>(0, std::min(INT64_MAX - fleet_reserve_, deposits) + fleet_reserve_ -
-                                    spent);
+  const std::int64_t allowance = std::max<std::int64_t>(
+      0, std::min(INT64_MAX - fleet_reserve_, deposits) + fleet_reserve_ - spent);
   // This process's share: its requests in its own window over the fleet's (clamped to 1: a
   // store that lags behind this process must not hand it more than the whole allowance).
   const std::int64_t own = local_.total(now).requests;
@@ -198,21 +197,19 @@ fleet_window_store::fleet_window_store(duration window, duration heartbeat_ttl)
     : heartbeat_ttl_(heartbeat_ttl),
       window_((window.count() + ratio_budget::k_slices - 1) / ratio_budget::k_slices) {
   if (window < std::chrono::seconds(1) || window > std::chrono::seconds(60)) {
-    throw std::invalid_argument("stormguard::fleet_window_store: window must be in [1s, 60s], got " +
-                                format_duration(window));
+    throw std::invalid_argument(
+        "stormguard::fleet_window_store: window must be in [1s, 60s], got " +
+        format_duration(window));
   }
   if (heartbeat_ttl <= duration::zero()) {
-    throw std::invalid_argument(
-        "stormguard::fleet_window_store: heartbeat_ttl must be > 0, got " +
-        format_duration(heartbeat_ttl));
+    throw std::invalid_argument("stormguard::fleet_window_store: heartbeat_ttl must be > 0, got " +
+                                format_duration(heartbeat_ttl));
   }
 }
 
 fleet_view fleet_window_store::sync(time_point now, const std::string& client,
                                     const fleet_deltas& deltas) {
-  const auto clamp = [](std::int64_t v) {
-    return std::clamp<std::int64_t>(v, 0, k_max_delta);
-  };
+  const auto clamp = [](std::int64_t v) { return std::clamp<std::int64_t>(v, 0, k_max_delta); };
   window_.add(now, slot{clamp(deltas.requests), clamp(deltas.retries)});
   expiry_.insert_or_assign(client, now + heartbeat_ttl_);
   std::erase_if(expiry_, [now](const auto& entry) { return entry.second <= now; });

@@ -224,7 +224,7 @@ TEST(FleetWindowStore, ClampsDeltasAndExpiresClients) {
   EXPECT_EQ(store.sync(t0, "a", {5, 1}), (fleet_view{5, 1, 1}));
   EXPECT_EQ(store.sync(t0 + 100ms, "b", {-7, fleet_window_store::k_max_delta + 9}),
             (fleet_view{5, 1 + fleet_window_store::k_max_delta, 2}));
-  EXPECT_EQ(store.sync(t0 + 350ms, "b", {0, 0}).live_clients, 1);  // a's heartbeat expired
+  EXPECT_EQ(store.sync(t0 + 350ms, "b", {0, 0}).live_clients, 1);       // a's heartbeat expired
   EXPECT_EQ(store.sync(t0 + 12s, "b", {0, 0}), (fleet_view{0, 0, 1}));  // the window moved on
   EXPECT_THROW(fleet_window_store(0s, 1s), std::invalid_argument);
   EXPECT_THROW(fleet_window_store(10s, 0s), std::invalid_argument);

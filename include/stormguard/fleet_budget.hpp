@@ -14,9 +14,9 @@
 // reads a clock. The owner drives the exchange (the sync step):
 //
 //   if (budget.sync_due(now)) {
-//     const fleet_deltas out = budget.begin_sync(now);       // this process's counts since the last
-//     fleet_view in;                                         // ... one round trip to the store ...
-//     if (ok) budget.end_sync(now, in); else budget.sync_failed(now);
+//     const fleet_deltas out = budget.begin_sync(now);       // this process's counts since the
+//     last fleet_view in;                                         // ... one round trip to the
+//     store ... if (ok) budget.end_sync(now, in); else budget.sync_failed(now);
 //   }
 //
 // and the executors use it like any budget (retry_budget concept of budget.hpp):
@@ -203,7 +203,7 @@ class fleet_budget {
 
   mutable detail::mutex mutex_;
   detail::sliding_window<counts, ratio_budget::k_slices> local_ STORMGUARD_GUARDED_BY(mutex_);
-  counts pending_ STORMGUARD_GUARDED_BY(mutex_);   // not yet reported
+  counts pending_ STORMGUARD_GUARDED_BY(mutex_);    // not yet reported
   counts in_flight_ STORMGUARD_GUARDED_BY(mutex_);  // reported by a sync not yet ended
   std::int64_t credit_ STORMGUARD_GUARDED_BY(mutex_) = 0;
   std::int64_t since_take_ STORMGUARD_GUARDED_BY(mutex_) = 0;  // credit change since begin_sync
@@ -217,7 +217,6 @@ class fleet_budget {
   time_point last_sync_start_ STORMGUARD_GUARDED_BY(mutex_){};
   time_point last_success_ STORMGUARD_GUARDED_BY(mutex_){};
 };
-
 
 /// An in-memory fleet store: the reference model of what stormguard::fleet's Redis script keeps,
 /// used by the simulator (on virtual time) and by tests. Window slots are indexed by the store's

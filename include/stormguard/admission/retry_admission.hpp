@@ -1,0 +1,87 @@
+// stormguard/admission/retry_admission.hpp: a retry budget kept by the server, for every client.
+//
+// Client-side budgets bound only the clients that run them, and only per process. A server sees
+// every retry of every client (browsers, scripts and other teams' services included) when the
+// requests say which attempt they are (stormguard/retry_headers.hpp: x-envoy-attempt-count or
+// grpc-previous-rpc-attempts). retry_admission admits first attempts always and retries only while
+// they stay within a ratio of the first attempts over a window: Finagle's RetryBudget algorithm,
+// the very stormguard::ratio_budget the clients use (deposit on a first attempt, withdraw on a
+// retry), kept by the server.
+//
+//   stormguard::admission::retry_admission admission;  // 10 % over 10 s, floor 10 retries/s
+//   const auto attempt = stormguard::parse_attempt(header("x-envoy-attempt-count"),
+//                                                  header("grpc-previous-rpc-attempts"));
+//   if (!admission.admit(clock.now(), attempt)) {
+//     // 503 with `grpc-retry-pushback-ms: -1` (k_refusal_pushback) and no Retry-After: the
+//     // client must not retry; refusing costs the server almost nothing.
+//   }
+//
+// The floor (min_retries_per_second) is per server instance: K replicas, each with its own
+// retry_admission, admit up to K floors of retries per second between them; a server scaled down
+// by X (the lab's --scale) should be given floor · X to behave like the full-size one.
+//
+// A request whose attempt header is malformed (attempt_info::malformed) is treated as a retry:
+// it never deposits, so a hostile header can never win more than the header's absence would.
+//
+// Thread-safe (the ratio budget's one short critical section plus relaxed atomic counters); no
+// allocation.
+#ifndef STORMGUARD_ADMISSION_RETRY_ADMISSION_HPP
+#define STORMGUARD_ADMISSION_RETRY_ADMISSION_HPP
+
+#include <atomic>
+#include <cstdint>
+#include <string_view>
+
+#include "stormguard/budget.hpp"
+#include "stormguard/clock.hpp"
+#include "stormguard/retry_headers.hpp"
+
+namespace stormguard::admission {
+
+/// The pushback a refused retry is answered with: gRFC A6's "do not retry".
+inline constexpr std::string_view k_refusal_pushback = "-1";
+/// The status a refused retry is answered with (HTTP 503 Service Unavailable).
+inline constexpr int k_refusal_status = 503;
+
+/// Counts of what retry_admission decided since construction.
+struct retry_admission_counts {
+  std::int64_t first_attempts = 0;    ///< first attempts (always admitted)
+  std::int64_t retries_admitted = 0;  ///< retries admitted by the budget
+  std::int64_t retries_refused = 0;   ///< retries refused (answered 503 + pushback -1)
+  std::int64_t malformed = 0;         ///< requests whose attempt header was unreadable
+  friend constexpr bool operator==(const retry_admission_counts&,
+                                   const retry_admission_counts&) = default;
+};
+
+/// A server-side retry budget: see the file comment. Thread-safe; no allocation.
+class retry_admission {
+ public:
+  /// `options`: the ratio budget (ratio, window, floor per second of this server). Throws
+  /// std::invalid_argument naming the field and the value, as ratio_budget does.
+  explicit retry_admission(ratio_budget_options options = {}) : budget_(options) {}
+  retry_admission(const retry_admission&) = delete;
+  retry_admission& operator=(const retry_admission&) = delete;
+
+  /// Decides on one request arriving at `now` (the server's steady clock): a first attempt
+  /// deposits and is admitted; a retry (malformed headers included) is admitted only when the
+  /// budget grants it.
+  [[nodiscard]] bool admit(time_point now, const attempt_info& attempt) noexcept;
+
+  /// What has been decided so far (each count read atomically; the set is not a snapshot).
+  [[nodiscard]] retry_admission_counts counts() const noexcept;
+  /// The retries the budget would grant now (ratio_budget::balance).
+  [[nodiscard]] std::int64_t balance(time_point now) const noexcept { return budget_.balance(now); }
+  /// The validated settings.
+  [[nodiscard]] const ratio_budget_options& options() const noexcept { return budget_.options(); }
+
+ private:
+  ratio_budget budget_;
+  std::atomic<std::int64_t> first_attempts_{0};
+  std::atomic<std::int64_t> retries_admitted_{0};
+  std::atomic<std::int64_t> retries_refused_{0};
+  std::atomic<std::int64_t> malformed_{0};
+};
+
+}  // namespace stormguard::admission
+
+#endif  // STORMGUARD_ADMISSION_RETRY_ADMISSION_HPP

@@ -1,0 +1,102 @@
+// stormguard/retry_headers.hpp: the header fields that carry retry state between a client and a
+// server, defined once for both sides: which attempt a request is, how long its caller still
+// waits, and the server's pushback.
+//
+//   x-envoy-attempt-count: 2            the attempt number, 1 for the first (Envoy's
+//                                       x-envoy-attempt-count)
+//   grpc-previous-rpc-attempts: 1       attempts before this one, 0 for the first (gRFC A6)
+//   grpc-timeout: 250m                  the caller's remaining time: at most 8 digits and a unit,
+//                                       H M S m u n (gRPC over HTTP/2, "Requests")
+//   grpc-retry-pushback-ms: 500         the server's word on retrying (gRFC A6): a non-negative
+//                                       integer is the minimum delay in milliseconds; a negative
+//                                       or unparsable value means "do not retry"
+//
+// A client sends the first three (format_attempt_count, format_grpc_timeout) and reads the last
+// (parse_pushback); a server does the opposite (stormguard/admission/). Every function here is a
+// pure function of its arguments: thread-safe, no allocation, never throws.
+//
+// Hostile values are read conservatively, so that a header can never win a request more than its
+// absence would: an attempt count that is not a plain decimal integer in range reads as a retry
+// of unknown number (attempt_info::malformed), and a grpc-timeout that does not follow the grammar
+// reads as absent (no deadline).
+#ifndef STORMGUARD_RETRY_HEADERS_HPP
+#define STORMGUARD_RETRY_HEADERS_HPP
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+#include "stormguard/clock.hpp"
+
+namespace stormguard {
+
+/// The field names (lower case, as HTTP/2 and HTTP/3 send them; HTTP/1.1 field names are
+/// case-insensitive).
+inline constexpr std::string_view k_attempt_count_header = "x-envoy-attempt-count";
+inline constexpr std::string_view k_previous_attempts_header = "grpc-previous-rpc-attempts";
+inline constexpr std::string_view k_grpc_timeout_header = "grpc-timeout";
+inline constexpr std::string_view k_pushback_header = "grpc-retry-pushback-ms";
+
+/// Which attempt a request says it is.
+struct attempt_info {
+  /// The attempt number: 1 for a first attempt (and when no header says otherwise), >= 2 for a
+  /// retry. For a malformed header, 2 (a retry of unknown number).
+  std::int64_t attempt = 1;
+  /// True when a header was present but unreadable (not a plain decimal integer, out of range,
+  /// or the two headers disagree).
+  bool malformed = false;
+
+  /// True for a retry (attempt >= 2), malformed headers included.
+  [[nodiscard]] constexpr bool is_retry() const noexcept { return attempt >= 2; }
+  friend constexpr bool operator==(const attempt_info&, const attempt_info&) = default;
+};
+
+/// The largest attempt number accepted (gRFC A6 allows 5 attempts; Envoy's counts stay small):
+/// anything larger reads as malformed.
+inline constexpr std::int64_t k_max_attempt_number = 1'000'000;
+
+/// Reads the attempt from `x-envoy-attempt-count` (1-based) and/or `grpc-previous-rpc-attempts`
+/// (0-based); pass an empty optional for a field the request does not carry. Both absent: the
+/// first attempt. Each present value must be 1*DIGIT (surrounding SP/HTAB allowed) within
+/// [1, k_max_attempt_number] (resp. [0, k_max_attempt_number − 1]); otherwise, or when both are
+/// present and disagree, the result is malformed (attempt 2).
+[[nodiscard]] attempt_info parse_attempt(
+    std::optional<std::string_view> attempt_count,
+    std::optional<std::string_view> previous_attempts) noexcept;
+
+/// Writes `attempt` (>= 1; smaller values are written as 1) as the value of
+/// x-envoy-attempt-count into `out` and returns the part written (at most 20 characters).
+[[nodiscard]] std::string_view format_attempt_count(std::int64_t attempt,
+                                                    std::array<char, 24>& out) noexcept;
+
+/// Parses a grpc-timeout value: 1 to 8 ASCII digits and one unit letter, H (hours), M (minutes),
+/// S (seconds), m (milliseconds), u (microseconds) or n (nanoseconds), nothing else (no spaces,
+/// no sign). Returns the duration (0 allowed: already expired), or an empty optional for any
+/// other text, which callers treat as "no deadline" (gRPC over HTTP/2, "Timeout").
+[[nodiscard]] std::optional<duration> parse_grpc_timeout(std::string_view value) noexcept;
+
+/// Writes `remaining` as a grpc-timeout value into `out` and returns the part written: the finest
+/// unit whose count fits in 8 digits, rounded down, so that the server never believes the
+/// caller waits longer than it does. A negative `remaining` is written as "0n"; a remaining time
+/// above 99,999,999 hours is written as "99999999H".
+[[nodiscard]] std::string_view format_grpc_timeout(duration remaining,
+                                                   std::array<char, 16>& out) noexcept;
+
+/// The server's pushback (gRFC A6, grpc-retry-pushback-ms).
+struct pushback {
+  /// True: the server asks the client not to retry at all (a negative or unparsable value).
+  bool do_not_retry = false;
+  /// The minimum delay before the next attempt when do_not_retry is false (>= 0).
+  duration delay{};
+  friend constexpr bool operator==(const pushback&, const pushback&) = default;
+};
+
+/// Reads a grpc-retry-pushback-ms value: an optional '-' and 1*DIGIT (surrounding SP/HTAB
+/// allowed). A non-negative value is the delay in milliseconds (saturating at duration::max());
+/// a negative value, or any text that is not an integer, means "do not retry", as gRFC A6 says.
+[[nodiscard]] pushback parse_pushback(std::string_view value) noexcept;
+
+}  // namespace stormguard
+
+#endif  // STORMGUARD_RETRY_HEADERS_HPP

@@ -1,0 +1,219 @@
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "stormguard/admission/codel.hpp"
+#include "stormguard/admission/concurrency_limit.hpp"
+#include "stormguard/admission/defences.hpp"
+#include "stormguard/admission/retry_admission.hpp"
+#include "stormguard/random.hpp"
+
+namespace {
+
+using namespace std::chrono_literals;
+using stormguard::attempt_info;
+using stormguard::duration;
+using stormguard::random_generator;
+using stormguard::ratio_budget_options;
+using stormguard::time_point;
+using namespace stormguard::admission;
+
+constexpr time_point t0{};
+constexpr attempt_info first{1, false};
+constexpr attempt_info second{2, false};
+constexpr attempt_info garbage{2, true};
+
+TEST(RetryAdmission, AdmitsRetriesOnlyWithinTheRatioOfFirstAttempts) {
+  retry_admission admission(ratio_budget_options{.ratio = 0.1, .min_retries_per_second = 0});
+  for (int i = 0; i < 100; ++i) ASSERT_TRUE(admission.admit(t0, first));
+  int admitted = 0;
+  for (int i = 0; i < 50; ++i) admitted += admission.admit(t0, second) ? 1 : 0;
+  EXPECT_EQ(admitted, 10);
+  EXPECT_EQ(admission.counts(), (retry_admission_counts{100, 10, 40, 0}));
+}
+
+TEST(RetryAdmission, TheFloorIsPerServer) {
+  retry_admission admission(ratio_budget_options{.ratio = 0.1, .min_retries_per_second = 2});
+  int admitted = 0;
+  for (int i = 0; i < 100; ++i) admitted += admission.admit(t0, second) ? 1 : 0;
+  EXPECT_EQ(admitted, 20);  // 2/s over the 10 s window, with no first attempt at all
+}
+
+TEST(RetryAdmission, AMalformedAttemptHeaderNeverWinsMoreThanItsAbsence) {
+  retry_admission admission(ratio_budget_options{.ratio = 0.1, .min_retries_per_second = 0});
+  // Malformed headers are retries: they neither pass freely nor deposit.
+  for (int i = 0; i < 100; ++i) EXPECT_FALSE(admission.admit(t0, garbage));
+  EXPECT_EQ(admission.counts().malformed, 100);
+  EXPECT_EQ(admission.counts().first_attempts, 0);
+  EXPECT_EQ(admission.balance(t0), 0);
+}
+
+TEST(Codel, DropsOnlyWhileOverloadedAndOnlyPastTwiceTheTarget) {
+  codel c;  // 5 ms, 100 ms
+  time_point now = t0 + 1s;
+  // Interval 1: delays of 20 ms or more (minimum 20 ms > 5 ms): not yet judged, no drop.
+  EXPECT_FALSE(c.should_drop(now, 20ms));
+  EXPECT_FALSE(c.should_drop(now + 10ms, 30ms));
+  EXPECT_FALSE(c.overloaded());
+  // Interval 2 starts: interval 1 is judged overloaded; its first request is never dropped.
+  now += 101ms;
+  EXPECT_FALSE(c.should_drop(now, 30ms));
+  EXPECT_TRUE(c.overloaded());
+  EXPECT_TRUE(c.should_drop(now + 1ms, 11ms));   // > 2 · 5 ms
+  EXPECT_FALSE(c.should_drop(now + 2ms, 10ms));  // not above 2 · target
+  EXPECT_FALSE(c.should_drop(now + 3ms, 1ms));   // a fast one: the interval's minimum is 1 ms
+  // Interval 3: interval 2's minimum (1 ms) is under target: healthy again.
+  now += 101ms;
+  EXPECT_FALSE(c.should_drop(now, 50ms));
+  EXPECT_FALSE(c.overloaded());
+  EXPECT_FALSE(c.should_drop(now + 1ms, 50ms));
+}
+
+TEST(Codel, BadOptionsNameTheField) {
+  EXPECT_THROW(codel({.target = 0ms}), std::invalid_argument);
+  try {
+    codel c({.target = 5ms, .interval = 1ms});
+    FAIL();
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("interval must be in [1ms, 60s] and >= target, got 1ms"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(AdaptiveLifoQueue, IsFifoWhenHealthyAndNewestFirstWhenOverloaded) {
+  adaptive_lifo_queue<int> q({}, 100);
+  std::vector<int> dropped;
+  const auto drop = [&](int& i) { dropped.push_back(i); };
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(q.push(t0, i));
+  EXPECT_EQ(q.pop(t0 + 1ms, drop), 0);  // FIFO
+  EXPECT_EQ(q.pop(t0 + 1ms, drop), 1);
+  EXPECT_EQ(q.pop(t0 + 1ms, drop), 2);
+  // A standing queue: every request waits 50 ms for a whole interval.
+  time_point now = t0 + 1s;
+  for (int i = 10; i < 20; ++i) ASSERT_TRUE(q.push(now - 50ms, i));
+  EXPECT_EQ(q.pop(now, drop), 10);  // the interval's first: FIFO, kept
+  EXPECT_EQ(q.pop(now + 1ms, drop), 11);
+  now += 101ms;  // the interval is judged: overloaded, so LIFO and drop past 10 ms
+  for (int i = 20; i < 23; ++i) ASSERT_TRUE(q.push(now, i));
+  EXPECT_EQ(q.pop(now, drop), 22);  // the next interval's first request: newest first, kept
+  EXPECT_EQ(q.pop(now, drop), 21);  // waited 0 ms
+  EXPECT_EQ(q.pop(now, drop), 20);
+  EXPECT_EQ(q.pop(now, drop), std::nullopt);  // 12..19 waited 151 ms: dropped, never served
+  EXPECT_EQ(dropped, (std::vector<int>{19, 18, 17, 16, 15, 14, 13, 12}));
+  EXPECT_EQ(q.dropped(), 8);
+}
+
+TEST(AdaptiveLifoQueue, RefusesPastItsCapacity) {
+  adaptive_lifo_queue<int> q({}, 2);
+  EXPECT_TRUE(q.push(t0, 1));
+  EXPECT_TRUE(q.push(t0, 2));
+  EXPECT_FALSE(q.push(t0, 3));
+  EXPECT_EQ(q.size(), 2U);
+}
+
+TEST(ConcurrencyLimit, EnvoyStartsInAMinRttWindowAtMinConcurrency) {
+  concurrency_limit limit({}, t0);
+  EXPECT_TRUE(limit.measuring_min_rtt());
+  EXPECT_EQ(limit.limit(), 3);
+  EXPECT_TRUE(limit.try_acquire(t0));
+  EXPECT_TRUE(limit.try_acquire(t0));
+  EXPECT_TRUE(limit.try_acquire(t0));
+  EXPECT_FALSE(limit.try_acquire(t0));
+  EXPECT_EQ(limit.refused(), 1);
+}
+
+TEST(ConcurrencyLimit, MeasuresMinRttThenFollowsTheGradient) {
+  random_generator g(1);
+  concurrency_limit limit({.initial_limit = 100}, t0);
+  time_point now = t0;
+  // 50 requests of 10 ms: minRTT = 10 ms, limit stays 100.
+  for (int i = 0; i < 50; ++i) {
+    ASSERT_TRUE(limit.try_acquire(now));
+    limit.release(now + 10ms, now, g);
+  }
+  EXPECT_FALSE(limit.measuring_min_rtt());
+  EXPECT_EQ(limit.min_rtt(), 10ms);
+  EXPECT_EQ(limit.limit(), 100);
+  // Latency doubles to 25 ms: gradient = 12.5 / 25 = 0.5: limit = 50 + sqrt(50) = 57.
+  now += 20ms;
+  for (int i = 0; i < 10; ++i) {
+    ASSERT_TRUE(limit.try_acquire(now));
+    limit.release(now + 25ms, now, g);
+  }
+  now += 200ms;
+  (void)limit.try_acquire(now);  // past update_interval: the limit is recomputed
+  EXPECT_EQ(limit.limit(), 57);
+  limit.cancel();
+  // Fast again (10 ms): gradient = 12.5 / 10 = 1.25: 71.25 + 8.44 = 79.
+  for (int i = 0; i < 10; ++i) {
+    ASSERT_TRUE(limit.try_acquire(now));
+    limit.release(now + 10ms, now, g);
+  }
+  now += 200ms;
+  (void)limit.try_acquire(now);
+  EXPECT_EQ(limit.limit(), 79);
+}
+
+TEST(ConcurrencyLimit, RefusalRetryAfterIsSpreadOverTheWindow) {
+  concurrency_limit limit({}, t0);
+  random_generator g(3);
+  std::vector<int> seen(6, 0);
+  for (int i = 0; i < 10'000; ++i) {
+    const auto s =
+        std::chrono::duration_cast<std::chrono::seconds>(limit.retry_after_for_refusal(g));
+    ASSERT_GE(s.count(), 1);
+    ASSERT_LE(s.count(), 5);
+    ++seen[static_cast<std::size_t>(s.count())];
+  }
+  // Uniform over 1..5: each about 2,000 (σ ≈ 40); a constant would put 10,000 in one.
+  for (int s = 1; s <= 5; ++s) EXPECT_NEAR(seen[static_cast<std::size_t>(s)], 2000, 250) << s;
+}
+
+TEST(ConcurrencyLimit, BadOptionsNameTheField) {
+  try {
+    concurrency_limit limit({.min_concurrency = 0}, t0);
+    FAIL();
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("min_concurrency must be in [1, 1000], got 0"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW(concurrency_limit({.sample_percentile = 0.0}, t0), std::invalid_argument);
+  EXPECT_THROW(concurrency_limit({.initial_limit = 2}, t0), std::invalid_argument);
+  EXPECT_THROW(concurrency_limit({.retry_after_max = 500ms}, t0), std::invalid_argument);
+}
+
+TEST(Defences, ParseCombinationsAndRejectWhatIsNotOne) {
+  EXPECT_TRUE(parse_defences("none").empty());
+  EXPECT_EQ(parse_defences("all"), defence_set::all());
+  const defence_set two = parse_defences("lifo-codel+drop-expired");
+  EXPECT_TRUE(two.has(defence::drop_expired));
+  EXPECT_TRUE(two.has(defence::lifo_codel));
+  EXPECT_FALSE(two.has(defence::retry_budget));
+  EXPECT_EQ(to_string(two), "drop-expired+lifo-codel");
+  EXPECT_EQ(to_string(defence_set::all()),
+            "drop-expired+lifo-codel+retry-budget+concurrency-limit");
+  for (const char* bad : {"", "+", "bogus", "retry-budget+", "retry-budget+retry-budget",
+                          "none+retry-budget", "all+lifo-codel", "drop-expired,lifo-codel"}) {
+    EXPECT_THROW((void)parse_defences(bad), std::invalid_argument) << bad;
+  }
+  try {
+    (void)parse_defences("drop-expired,lifo-codel");
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("use '+'"), std::string::npos);
+  }
+}
+
+TEST(Deadlines, SaturateAndCompare) {
+  EXPECT_EQ(deadline_of(t0, std::nullopt), time_point::max());
+  EXPECT_EQ(deadline_of(t0 + 1s, 250ms), t0 + 1250ms);
+  EXPECT_EQ(deadline_of(t0 + 1s, duration::max()), time_point::max());
+  EXPECT_TRUE(expired(t0 + 1s, t0 + 1s));
+  EXPECT_FALSE(expired(t0 + 1s - 1ns, t0 + 1s));
+}
+
+}  // namespace

@@ -1,0 +1,81 @@
+// What server-side admission costs per request, against a bare atomic counter measured in the same
+// run (1 and 2 threads sharing one instance):
+//
+//   BM_Baseline_AtomicCounter     one relaxed fetch_add (the least a server can do per request)
+//   BM_RetryAdmission             parse x-envoy-attempt-count and grpc-timeout, compute the
+//                                 deadline and check it, then retry_admission::admit (a first
+//                                 attempt deposits; every 10th request is a retry that withdraws)
+//   BM_ConcurrencyLimit           try_acquire + release with a latency sample (mutex; a percentile
+//                                 every 100 ms of virtual time)
+//
+// Each row reports allocs/op (counted by the replaced operator new).
+//
+// Reproduce: build/bench/admission_benchmark (see docs/admission.md and docs/performance.md).
+#include <benchmark/benchmark.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+#include "counting_allocator.hpp"
+#include "stormguard/admission/concurrency_limit.hpp"
+#include "stormguard/admission/defences.hpp"
+#include "stormguard/admission/retry_admission.hpp"
+#include "stormguard/random.hpp"
+#include "stormguard/retry_headers.hpp"
+
+namespace {
+
+using namespace std::chrono_literals;
+using stormguard_bench::g_allocations;
+
+template <class Body>
+void run_counting_allocations(benchmark::State& state, Body body) {
+  const long before = g_allocations.load();
+  for (auto _ : state) body();
+  state.counters["allocs/op"] = benchmark::Counter(
+      static_cast<double>(g_allocations.load() - before), benchmark::Counter::kAvgIterations);
+  state.SetItemsProcessed(state.iterations());
+}
+
+void BM_Baseline_AtomicCounter(benchmark::State& state) {
+  static std::atomic<std::int64_t> counter{0};
+  run_counting_allocations(
+      state, [&] { benchmark::DoNotOptimize(counter.fetch_add(1, std::memory_order_relaxed)); });
+}
+BENCHMARK(BM_Baseline_AtomicCounter)->Threads(1)->Threads(2)->UseRealTime();
+
+void BM_RetryAdmission(benchmark::State& state) {
+  static stormguard::admission::retry_admission admission;
+  stormguard::time_point now{};
+  std::int64_t i = 0;
+  run_counting_allocations(state, [&] {
+    now += 1us;
+    const std::string_view attempt_header = (++i % 10 == 0) ? "2" : "1";
+    std::string_view timeout_header = "250m";
+    benchmark::DoNotOptimize(timeout_header);
+    const auto attempt = stormguard::parse_attempt(attempt_header, std::nullopt);
+    const auto deadline =
+        stormguard::admission::deadline_of(now, stormguard::parse_grpc_timeout(timeout_header));
+    const bool admitted =
+        !stormguard::admission::expired(now, deadline) && admission.admit(now, attempt);
+    benchmark::DoNotOptimize(admitted);
+  });
+}
+BENCHMARK(BM_RetryAdmission)->Threads(1)->Threads(2)->UseRealTime();
+
+void BM_ConcurrencyLimit(benchmark::State& state) {
+  static stormguard::admission::concurrency_limit limit({.initial_limit = 1000},
+                                                        stormguard::time_point{});
+  stormguard::random_generator g(static_cast<std::uint64_t>(state.thread_index()) + 1);
+  stormguard::time_point now{};
+  run_counting_allocations(state, [&] {
+    now += 1us;
+    if (limit.try_acquire(now)) limit.release(now + 5ms, now, g);
+  });
+}
+BENCHMARK(BM_ConcurrencyLimit)->Threads(1)->Threads(2)->UseRealTime();
+
+}  // namespace

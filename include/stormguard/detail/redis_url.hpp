@@ -1,0 +1,172 @@
+// Internal: the one parser of Redis URLs, shared by the idempotency guard's Redis store and the
+// fleet budget's Redis syncer (header-only, standard library only).
+//
+//   redis://[[USER:]PASSWORD@]HOST[:PORT][/DB]
+//
+// USER and PASSWORD may be percent-encoded (RFC 3986 §2.1; "%40" for '@'); HOST may be an IPv6
+// address in brackets ([::1]); PORT is 1..65535 (default 6379); DB is 0..2147483647 (default 0).
+// A USER without a password is refused (Redis's AUTH takes a password, or a user and a password,
+// the ACL form). `rediss://` is refused with a message that TLS needs hiredis >= 1.0, which
+// Debian 12 does not have. Errors never contain the password: every message shows the URL
+// through redacted().
+#ifndef STORMGUARD_DETAIL_REDIS_URL_HPP
+#define STORMGUARD_DETAIL_REDIS_URL_HPP
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+namespace stormguard::detail {
+
+/// A parsed Redis URL.
+struct redis_url {
+  std::string host;      ///< a name, an IPv4 address, or an IPv6 address without brackets
+  int port = 6379;       ///< 1..65535
+  std::int64_t db = 0;   ///< the database SELECTed after connecting
+  std::string user;      ///< the ACL user; empty = the default user
+  std::string password;  ///< empty when has_password is false
+  bool has_password = false;
+};
+
+/// `url` with the password (if any) replaced by "***": safe to print. Works on unparsable text
+/// too (whatever sits between "//" and the last '@' before the host is hidden).
+[[nodiscard]] inline std::string redact_redis_url(std::string_view url) {
+  const auto scheme_end = url.find("://");
+  if (scheme_end == std::string_view::npos) return std::string(url);
+  const std::size_t authority = scheme_end + 3;
+  const std::size_t end = url.find_first_of("/?#", authority);
+  const std::string_view auth = url.substr(
+      authority, end == std::string_view::npos ? std::string_view::npos : end - authority);
+  const auto at = auth.rfind('@');
+  if (at == std::string_view::npos) return std::string(url);
+  const std::string_view userinfo = auth.substr(0, at);
+  const auto colon = userinfo.find(':');
+  std::string out(url.substr(0, authority));
+  if (colon == std::string_view::npos) {
+    out += "***";  // redis://PASSWORD@HOST: the whole userinfo is the password
+  } else {
+    out += userinfo.substr(0, colon);
+    out += ":***";
+  }
+  out += url.substr(authority + at);
+  return out;
+}
+
+namespace redis_url_detail {
+
+inline int hex_value(char c) noexcept {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+// Percent-decodes `text`; false on a bad escape.
+inline bool percent_decode(std::string_view text, std::string& out) {
+  out.clear();
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] != '%') {
+      out += text[i];
+      continue;
+    }
+    if (i + 2 >= text.size()) return false;  // "%" or "%X" at the end
+    const int hi = hex_value(text[i + 1]);
+    const int lo = hex_value(text[i + 2]);
+    if (hi < 0 || lo < 0) return false;
+    out += static_cast<char>(hi * 16 + lo);
+    i += 2;
+  }
+  return true;
+}
+
+// 1*DIGIT within [lo, hi].
+inline bool decimal(std::string_view text, std::int64_t lo, std::int64_t hi, std::int64_t& out) {
+  if (text.empty() || text.size() > 10) return false;
+  std::int64_t v = 0;
+  for (const char c : text) {
+    if (c < '0' || c > '9') return false;
+    v = v * 10 + (c - '0');
+  }
+  if (v < lo || v > hi) return false;
+  out = v;
+  return true;
+}
+
+}  // namespace redis_url_detail
+
+/// Parses `url` (see the file comment). Throws std::invalid_argument "FIELD \"URL\": why", with
+/// `field` naming the setting the URL came from (e.g. "budget.fleet.store") and the URL redacted.
+[[nodiscard]] inline redis_url parse_redis_url(std::string_view url, std::string_view field) {
+  using namespace redis_url_detail;
+  const auto bad = [&](std::string_view why) {
+    return std::invalid_argument(std::string(field) + " \"" + redact_redis_url(url) +
+                                 "\": " + std::string(why));
+  };
+  constexpr std::string_view scheme = "redis://";
+  if (url.substr(0, 9) == "rediss://") {
+    throw bad("TLS (rediss://) needs hiredis >= 1.0, which Debian 12 does not have: use redis://");
+  }
+  if (url.substr(0, scheme.size()) != scheme) {
+    throw bad("expected redis://[[USER:]PASSWORD@]HOST[:PORT][/DB]");
+  }
+  std::string_view rest = url.substr(scheme.size());
+  if (rest.find_first_of("?#") != std::string_view::npos) {
+    throw bad("a query or fragment is not supported: redis://[[USER:]PASSWORD@]HOST[:PORT][/DB]");
+  }
+  redis_url r;
+  std::string_view path;
+  if (const auto slash = rest.find('/'); slash != std::string_view::npos) {
+    path = rest.substr(slash + 1);
+    rest = rest.substr(0, slash);
+    if (path.empty()) throw bad("an empty DB after '/' (write /0, or no '/')");
+  }
+  if (const auto at = rest.rfind('@'); at != std::string_view::npos) {
+    const std::string_view userinfo = rest.substr(0, at);
+    rest = rest.substr(at + 1);
+    const auto colon = userinfo.find(':');
+    const std::string_view user =
+        colon == std::string_view::npos ? std::string_view{} : userinfo.substr(0, colon);
+    const std::string_view password =
+        colon == std::string_view::npos ? userinfo : userinfo.substr(colon + 1);
+    if (password.empty()) throw bad("an empty password before '@'");
+    if (!percent_decode(user, r.user) || !percent_decode(password, r.password)) {
+      throw bad("a bad percent-escape in the user info");
+    }
+    r.has_password = true;
+  }
+  std::string_view port;
+  if (!rest.empty() && rest.front() == '[') {
+    const auto close = rest.find(']');
+    if (close == std::string_view::npos) throw bad("'[' without ']' around an IPv6 host");
+    r.host = std::string(rest.substr(1, close - 1));
+    rest.remove_prefix(close + 1);
+    if (!rest.empty()) {
+      if (rest.front() != ':') throw bad("expected ':' PORT after the IPv6 host");
+      port = rest.substr(1);
+      if (port.empty()) throw bad("an empty PORT after ':'");
+    }
+  } else {
+    const auto colon = rest.find(':');
+    r.host = std::string(rest.substr(0, colon));
+    if (colon != std::string_view::npos) {
+      port = rest.substr(colon + 1);
+      if (port.empty()) throw bad("an empty PORT after ':'");
+    }
+  }
+  if (r.host.empty()) throw bad("no HOST");
+  std::int64_t value = 0;
+  if (!port.empty()) {
+    if (!decimal(port, 1, 65535, value)) throw bad("PORT must be a number in [1, 65535]");
+    r.port = static_cast<int>(value);
+  }
+  if (!path.empty()) {
+    if (!decimal(path, 0, 2147483647, value)) throw bad("DB must be a number in [0, 2147483647]");
+    r.db = value;
+  }
+  return r;
+}
+
+}  // namespace stormguard::detail
+
+#endif  // STORMGUARD_DETAIL_REDIS_URL_HPP

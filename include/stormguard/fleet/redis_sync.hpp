@@ -1,0 +1,107 @@
+// stormguard/fleet/redis_sync.hpp: keeps a stormguard::fleet_budget in step with the rest of its
+// fleet through Redis, off the request path.
+//
+// Every process of a service runs one redis_sync per fleet_budget. A background thread wakes a
+// few times per sync interval; when the budget says a sync is due it sends the process's counts
+// since the last sync and receives the fleet's window totals and the number of live processes, in
+// one round trip (one EVALSHA of a Lua script, atomic in Redis). Requests never wait on it: when
+// Redis is down, slow or answers garbage the budget falls back to its local counts (see
+// fleet_budget.hpp), the syncer says so once through the log hook, and rejoins when Redis answers.
+//
+//   stormguard::fleet_budget budget({.ratio = {.ratio = 0.1, .min_retries_per_second = 10}});
+//   stormguard::real_clock clock;
+//   stormguard::fleet::redis_sync sync(budget, {.url = "redis://127.0.0.1:6379/0",
+//                                               .key = "checkout-api"}, clock);
+//   stormguard::retrier retry(policy, clock, rng, budget);   // requests use the budget as usual
+//
+// What Redis holds, under the hash tag {KEY} (one cluster slot per service):
+//   {KEY}:window   a hash of window slots "r:N" / "w:N" (requests / retries of slice N, where
+//                  N = floor(Redis TIME in ms / slice)), the slices older than the window deleted
+//                  at each sync, the key expiring (PEXPIRE) two windows after the last sync
+//   {KEY}:clients  a sorted set of client ids scored by the Redis TIME (ms) their heartbeat
+//                  expires; expired members removed at each sync
+// Only Redis's clock is used (TIME inside the script): no process's clock is compared with
+// another's. Deltas are clamped to [0, fleet_window_store::k_max_delta] by the script.
+// Store load: one round trip per process per sync interval (docs/budgets.md).
+//
+// Thread-safety: the constructor starts the thread, the destructor stops and joins it (within
+// one command timeout). sync_once() and the accessors may be called from any thread.
+#ifndef STORMGUARD_FLEET_REDIS_SYNC_HPP
+#define STORMGUARD_FLEET_REDIS_SYNC_HPP
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <thread>
+
+#include "stormguard/clock.hpp"
+#include "stormguard/fleet_budget.hpp"
+
+namespace stormguard::fleet {
+
+/// Where and how a redis_sync talks to Redis.
+struct redis_sync_options {
+  /// redis://[[USER:]PASSWORD@]HOST[:PORT][/DB] (see stormguard/detail/redis_url.hpp).
+  std::string url;
+  /// The service's fleet key: 1 to 200 printable ASCII characters other than '{' and '}'.
+  std::string key;
+  /// A password given apart from the URL (e.g. read from the environment variable a policy's
+  /// `password_env` names); overrides one in the URL. Never printed.
+  std::string password;
+  /// This process's id in the fleet; empty = generated (host name, pid and 64 random bits).
+  std::string client_id;
+  /// The connect and command timeout of one round trip. In [1 ms, 10 s]; 100 ms.
+  duration timeout = std::chrono::milliseconds(100);
+  /// How long a process counts as live after its last sync. 0 = 3 · max_sync_interval of the
+  /// budget; otherwise in [max_sync_interval, 1 h].
+  duration heartbeat_ttl{};
+  /// false: no background thread; the owner calls sync_once() (tests, or an event loop of its
+  /// own).
+  bool start_thread = true;
+};
+
+/// Counts of the syncer's work since construction.
+struct redis_sync_stats {
+  std::int64_t syncs = 0;         ///< successful round trips
+  std::int64_t errors = 0;        ///< failed ones (connection, timeout, garbage)
+  duration last_latency{};        ///< the last successful round trip
+  bool store_up = false;          ///< the last round trip succeeded
+  std::int64_t live_clients = 0;  ///< the fleet size the store reported last
+};
+
+/// The syncer: see the file comment.
+class redis_sync {
+ public:
+  /// A line for the operator: the fallback when the store goes away ("... falls back to local
+  /// counts: WHY"), once, and the rejoin, once. Never contains the password. Must not throw.
+  using log_hook = std::function<void(std::string_view)>;
+
+  /// Validates `options` (throws std::invalid_argument naming the field, the URL redacted) and,
+  /// unless start_thread is false, starts the background thread. Does not connect yet: the first
+  /// sync does, so a Redis that is down at start-up never fails construction.
+  redis_sync(fleet_budget& budget, redis_sync_options options, clock& clock, log_hook log = {});
+  /// Stops and joins the thread.
+  ~redis_sync();
+  redis_sync(const redis_sync&) = delete;
+  redis_sync& operator=(const redis_sync&) = delete;
+
+  /// One sync now if the budget says one is due (or `force`): true when it succeeded.
+  bool sync_once(bool force = false);
+
+  /// The counts so far.
+  [[nodiscard]] redis_sync_stats stats() const;
+  /// This process's id in the fleet.
+  [[nodiscard]] const std::string& client_id() const noexcept;
+
+ private:
+  struct impl;
+  std::unique_ptr<impl> impl_;
+  std::jthread thread_;
+};
+
+}  // namespace stormguard::fleet
+
+#endif  // STORMGUARD_FLEET_REDIS_SYNC_HPP

@@ -1,0 +1,309 @@
+#include "stormguard/fleet/redis_sync.hpp"
+
+#include <hiredis/hiredis.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <charconv>
+#include <mutex>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "stormguard/detail/format.hpp"
+#include "stormguard/detail/mutex.hpp"
+#include "stormguard/detail/redis_url.hpp"
+#include "stormguard/duration_text.hpp"
+#include "stormguard_redis/sigpipe_guard.hpp"
+
+namespace stormguard::fleet {
+
+namespace {
+
+// The exchange, atomic in Redis. KEYS: {KEY}:window, {KEY}:clients. ARGV: client id, requests,
+// retries, slice (ms), slices, heartbeat ttl (ms), largest delta. Returns {requests, retries,
+// live clients} of the window (the current slice and the `slices` before it, as
+// detail::sliding_window keeps them).
+constexpr std::string_view k_script = R"lua(
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local slice = tonumber(ARGV[4])
+local slices = tonumber(ARGV[5])
+local ttl = tonumber(ARGV[6])
+local maxd = tonumber(ARGV[7])
+local function clamp(v)
+  v = tonumber(v) or 0
+  if v < 0 then return 0 end
+  if v > maxd then return maxd end
+  return math.floor(v)
+end
+local n = math.floor(now / slice)
+local dr, dw = clamp(ARGV[2]), clamp(ARGV[3])
+if dr > 0 then redis.call('HINCRBY', KEYS[1], 'r:' .. n, dr) end
+if dw > 0 then redis.call('HINCRBY', KEYS[1], 'w:' .. n, dw) end
+local all = redis.call('HGETALL', KEYS[1])
+local req, ret = 0, 0
+local stale = {}
+for i = 1, #all, 2 do
+  local f = all[i]
+  local slot = tonumber(string.sub(f, 3))
+  if slot == nil or slot < n - slices then
+    stale[#stale + 1] = f
+  elseif string.sub(f, 1, 1) == 'r' then
+    req = req + tonumber(all[i + 1])
+  else
+    ret = ret + tonumber(all[i + 1])
+  end
+end
+if #stale > 0 then redis.call('HDEL', KEYS[1], unpack(stale)) end
+redis.call('PEXPIRE', KEYS[1], 2 * slice * (slices + 1))
+redis.call('ZADD', KEYS[2], now + ttl, ARGV[1])
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
+redis.call('PEXPIRE', KEYS[2], 2 * ttl)
+return {req, ret, redis.call('ZCARD', KEYS[2])}
+)lua";
+
+struct reply_deleter {
+  void operator()(redisReply* r) const noexcept { freeReplyObject(r); }
+};
+using reply_ptr = std::unique_ptr<redisReply, reply_deleter>;
+struct context_deleter {
+  void operator()(redisContext* c) const noexcept { redisFree(c); }
+};
+using context_ptr = std::unique_ptr<redisContext, context_deleter>;
+
+class failure : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+std::string generated_client_id() {
+  std::array<char, 256> host{};
+  if (gethostname(host.data(), host.size() - 1) != 0) host[0] = '\0';
+  std::random_device rd;
+  const std::uint64_t r = (static_cast<std::uint64_t>(rd()) << 32) ^ rd();
+  std::array<char, 17> hex{};
+  const auto [end, ec] = std::to_chars(hex.data(), hex.data() + 16, r, 16);
+  (void)ec;  // 16 hex digits hold any 64-bit value
+  return std::string(host.data()) + "/" + std::to_string(getpid()) + "/" +
+         std::string(hex.data(), end);
+}
+
+void check_key(const std::string& key) {
+  const bool printable = std::all_of(
+      key.begin(), key.end(), [](char c) { return c > ' ' && c < 127 && c != '{' && c != '}'; });
+  if (key.empty() || key.size() > 200 || !printable) {
+    throw std::invalid_argument(
+        "budget.fleet.key must be 1 to 200 printable ASCII characters other than '{' and '}', "
+        "got " +
+        detail::quote_for_message(key));
+  }
+}
+
+}  // namespace
+
+struct redis_sync::impl {
+  fleet_budget& budget;
+  redis_sync_options options;
+  detail::redis_url endpoint;
+  clock& time;
+  log_hook log;
+  std::string window_key;
+  std::string clients_key;
+  std::string slice_ms;
+  std::string ttl_ms;
+  std::string shown_url;  // redacted
+
+  detail::mutex mutex;  // one sync at a time; guards the connection and the stats
+  context_ptr ctx STORMGUARD_GUARDED_BY(mutex);
+  std::string sha STORMGUARD_GUARDED_BY(mutex);
+  redis_sync_stats stats STORMGUARD_GUARDED_BY(mutex);
+  bool said_down STORMGUARD_GUARDED_BY(mutex) = false;
+
+  impl(fleet_budget& b, redis_sync_options o, clock& c, log_hook l)
+      : budget(b),
+        options(std::move(o)),
+        endpoint(detail::parse_redis_url(options.url, "budget.fleet.store")),
+        time(c),
+        log(std::move(l)),
+        shown_url(detail::redact_redis_url(options.url)) {
+    check_key(options.key);
+    using namespace std::chrono_literals;
+    if (options.timeout < 1ms || options.timeout > 10s) {
+      throw std::invalid_argument("budget.fleet timeout must be in [1ms, 10s], got " +
+                                  format_duration(options.timeout));
+    }
+    const duration max_interval = budget.options().max_sync_interval;
+    if (options.heartbeat_ttl == duration::zero()) options.heartbeat_ttl = 3 * max_interval;
+    if (options.heartbeat_ttl < max_interval || options.heartbeat_ttl > 1h) {
+      throw std::invalid_argument("budget.fleet heartbeat_ttl must be in [max_sync_interval (" +
+                                  format_duration(max_interval) + "), 1h], got " +
+                                  format_duration(options.heartbeat_ttl));
+    }
+    if (!options.password.empty()) {
+      endpoint.password = options.password;
+      endpoint.has_password = true;
+    }
+    if (options.client_id.empty()) options.client_id = generated_client_id();
+    window_key = "{" + options.key + "}:window";
+    clients_key = "{" + options.key + "}:clients";
+    const auto window_ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(budget.options().ratio.window)
+            .count();
+    slice_ms = std::to_string((window_ms + ratio_budget::k_slices - 1) / ratio_budget::k_slices);
+    ttl_ms = std::to_string(
+        std::chrono::duration_cast<std::chrono::milliseconds>(options.heartbeat_ttl).count());
+  }
+
+  void say(std::string_view line) noexcept {
+    if (!log) return;
+    try {
+      log(line);
+    } catch (...) {
+      // A failed diagnostic never changes what the budget does.
+    }
+  }
+
+  reply_ptr command(const std::vector<std::string>& args) STORMGUARD_REQUIRES(mutex) {
+    std::vector<const char*> argv;
+    std::vector<std::size_t> lens;
+    for (const auto& a : args) {
+      argv.push_back(a.data());
+      lens.push_back(a.size());
+    }
+    auto* raw = static_cast<redisReply*>(
+        redisCommandArgv(ctx.get(), static_cast<int>(argv.size()), argv.data(), lens.data()));
+    if (raw == nullptr) {
+      throw failure(std::string(args.front()) + ": " +
+                    (ctx->errstr[0] != '\0' ? ctx->errstr : "no reply"));
+    }
+    return reply_ptr(raw);
+  }
+
+  void connect() STORMGUARD_REQUIRES(mutex) {
+    const auto us = std::chrono::duration_cast<std::chrono::microseconds>(options.timeout).count();
+    const timeval tv{static_cast<time_t>(us / 1'000'000), static_cast<suseconds_t>(us % 1'000'000)};
+    ctx.reset(redisConnectWithTimeout(endpoint.host.c_str(), endpoint.port, tv));
+    if (!ctx) throw failure("connect: cannot allocate a hiredis context");
+    if (ctx->err != 0) throw failure(std::string("connect: ") + ctx->errstr);
+    if (redisSetTimeout(ctx.get(), tv) != REDIS_OK) throw failure("setting the timeout");
+    if (endpoint.has_password) {
+      std::vector<std::string> auth{"AUTH"};
+      if (!endpoint.user.empty()) auth.push_back(endpoint.user);
+      auth.push_back(endpoint.password);
+      const reply_ptr r = command(auth);
+      // The server's own words on AUTH never echo the password; say only that it was refused.
+      if (r->type == REDIS_REPLY_ERROR) throw failure("AUTH refused");
+    }
+    if (endpoint.db != 0) {
+      const reply_ptr r = command({"SELECT", std::to_string(endpoint.db)});
+      if (r->type == REDIS_REPLY_ERROR) throw failure(std::string("SELECT: ") + r->str);
+    }
+    const reply_ptr r = command({"SCRIPT", "LOAD", std::string(k_script)});
+    if (r->type != REDIS_REPLY_STRING) {
+      throw failure(std::string("SCRIPT LOAD: ") +
+                    (r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply"));
+    }
+    sha.assign(r->str, r->len);
+  }
+
+  fleet_view exchange(const fleet_deltas& out) STORMGUARD_REQUIRES(mutex) {
+    if (!ctx) connect();
+    std::vector<std::string> args{"EVALSHA",
+                                  sha,
+                                  "2",
+                                  window_key,
+                                  clients_key,
+                                  options.client_id,
+                                  std::to_string(out.requests),
+                                  std::to_string(out.retries),
+                                  slice_ms,
+                                  std::to_string(ratio_budget::k_slices),
+                                  ttl_ms,
+                                  std::to_string(fleet_window_store::k_max_delta)};
+    reply_ptr r = command(args);
+    if (r->type == REDIS_REPLY_ERROR && std::string_view(r->str, r->len).starts_with("NOSCRIPT")) {
+      args[0] = "EVAL";  // the server lost its script cache (a restart, SCRIPT FLUSH)
+      args[1] = std::string(k_script);
+      r = command(args);
+    }
+    if (r->type == REDIS_REPLY_ERROR) throw failure(std::string("EVALSHA: ") + r->str);
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != 3) throw failure("an unexpected reply");
+    std::array<long long, 3> v{};
+    for (std::size_t i = 0; i < 3; ++i) {
+      if (r->element[i]->type != REDIS_REPLY_INTEGER) throw failure("an unexpected reply");
+      v[i] = r->element[i]->integer;
+    }
+    return fleet_view{v[0], v[1], v[2]};
+  }
+
+  bool sync(bool force) {
+    const time_point start = time.now();
+    if (!force && !budget.sync_due(start)) return false;
+    const detail::lock hold(mutex);
+    const fleet_deltas out = budget.begin_sync(start);
+    const redis_detail::sigpipe_guard no_sigpipe;
+    try {
+      const fleet_view view = exchange(out);
+      const time_point end = time.now();
+      budget.end_sync(end, view);
+      ++stats.syncs;
+      stats.last_latency = end - start;
+      stats.store_up = true;
+      stats.live_clients = view.live_clients;
+      if (said_down) {
+        said_down = false;
+        say("fleet budget " + options.key + ": store " + shown_url +
+            " answers again: rejoined the fleet (" + std::to_string(view.live_clients) +
+            " live clients)");
+      }
+      return true;
+    } catch (const std::exception& e) {
+      ctx.reset();  // reconnect at the next sync
+      budget.sync_failed(time.now());
+      ++stats.errors;
+      stats.store_up = false;
+      if (!said_down) {
+        said_down = true;
+        say("fleet budget " + options.key + ": store " + shown_url + " unavailable (" + e.what() +
+            "): falling back to local counts");
+      }
+      return false;
+    }
+  }
+};
+
+redis_sync::redis_sync(fleet_budget& budget, redis_sync_options options, clock& clock, log_hook log)
+    : impl_(std::make_unique<impl>(budget, std::move(options), clock, std::move(log))) {
+  if (!impl_->options.start_thread) return;
+  thread_ = std::jthread([this](std::stop_token stop) {
+    // Wake a few times per sync interval (the budget decides whether a sync is due).
+    const duration poll =
+        std::clamp<duration>(impl_->budget.options().sync_interval / 4,
+                             std::chrono::milliseconds(1), std::chrono::milliseconds(25));
+    while (!stop.stop_requested()) {
+      (void)impl_->sync(false);
+      (void)impl_->time.sleep_for(poll, stop);
+    }
+  });
+}
+
+redis_sync::~redis_sync() {
+  if (thread_.joinable()) {
+    thread_.request_stop();
+    thread_.join();
+  }
+}
+
+bool redis_sync::sync_once(bool force) { return impl_->sync(force); }
+
+redis_sync_stats redis_sync::stats() const {
+  const detail::lock hold(impl_->mutex);
+  return impl_->stats;
+}
+
+const std::string& redis_sync::client_id() const noexcept { return impl_->options.client_id; }
+
+}  // namespace stormguard::fleet

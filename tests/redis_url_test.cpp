@@ -1,0 +1,62 @@
+#include "stormguard/detail/redis_url.hpp"
+
+#include <gtest/gtest.h>
+
+#include <stdexcept>
+#include <string>
+
+namespace {
+
+using stormguard::detail::parse_redis_url;
+using stormguard::detail::redact_redis_url;
+
+std::string error_of(const std::string& url) {
+  try {
+    (void)parse_redis_url(url, "budget.fleet.store");
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(RedisUrl, ReadsHostPortDbAndUserInfo) {
+  auto r = parse_redis_url("redis://127.0.0.1:6380/2", "f");
+  EXPECT_EQ(r.host, "127.0.0.1");
+  EXPECT_EQ(r.port, 6380);
+  EXPECT_EQ(r.db, 2);
+  EXPECT_FALSE(r.has_password);
+  r = parse_redis_url("redis://s3cret@cache", "f");
+  EXPECT_EQ(r.host, "cache");
+  EXPECT_EQ(r.port, 6379);
+  EXPECT_TRUE(r.has_password);
+  EXPECT_EQ(r.user, "");
+  EXPECT_EQ(r.password, "s3cret");
+  r = parse_redis_url("redis://app:p%40ss%3Aword@[::1]:7000/0", "f");
+  EXPECT_EQ(r.host, "::1");
+  EXPECT_EQ(r.port, 7000);
+  EXPECT_EQ(r.user, "app");
+  EXPECT_EQ(r.password, "p@ss:word");
+}
+
+TEST(RedisUrl, ErrorsNameTheFieldAndNeverThePassword) {
+  const std::string e = error_of("redis://app:hunter2@cache:99999/0");
+  EXPECT_NE(e.find("budget.fleet.store \"redis://app:***@cache:99999/0\": PORT"), std::string::npos)
+      << e;
+  EXPECT_EQ(e.find("hunter2"), std::string::npos);
+  EXPECT_NE(error_of("rediss://cache").find("hiredis >= 1.0"), std::string::npos);
+  EXPECT_NE(error_of("http://cache").find("expected redis://"), std::string::npos);
+  for (const char* bad : {"redis://", "redis://:@h", "redis://h:", "redis://h/", "redis://h/x",
+                          "redis://[::1", "redis://h?x=1", "redis://u:p%4@h", "redis://h:0"}) {
+    EXPECT_NE(error_of(bad), "") << bad;
+  }
+}
+
+TEST(RedisUrl, RedactsWhateverTheTextIs) {
+  EXPECT_EQ(redact_redis_url("redis://u:pw@h:1/0"), "redis://u:***@h:1/0");
+  EXPECT_EQ(redact_redis_url("redis://pw@h"), "redis://***@h");
+  EXPECT_EQ(redact_redis_url("redis://h:1/0"), "redis://h:1/0");
+  EXPECT_EQ(redact_redis_url("not a url"), "not a url");
+  EXPECT_EQ(redact_redis_url("x://a:b@c@d/e"), "x://a:***@d/e");
+}
+
+}  // namespace

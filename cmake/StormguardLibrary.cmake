@@ -151,3 +151,25 @@ function(stormguard_add_library component)
   set_property(GLOBAL PROPERTY STORMGUARD_PUBLIC_NEEDS_${component} ${arg_PUBLIC_DEPS})
   set_property(GLOBAL PROPERTY STORMGUARD_HEADER_ONLY_${component} ${arg_HEADER_ONLY})
 endfunction()
+
+#   stormguard_add_internal_library(<name> DIR <path under src/> SOURCES <file under src/>...
+#                                   [PUBLIC_DEPS <target>...] [PRIVATE_DEPS <target>...])
+#       An internal library (e.g. a piece that two components share): the OBJECT library
+#       stormguard_<name>, never installed, whose headers under src/<DIR> its users include as
+#       "<DIR>/...". A component links it as PRIVATE_DEPS $<BUILD_INTERFACE:stormguard_<name>>:
+#       its objects go into the component's own library (static or shared), so an installed
+#       consumer needs nothing more.
+function(stormguard_add_internal_library name)
+  cmake_parse_arguments(PARSE_ARGV 1 arg "" "DIR" "SOURCES;PUBLIC_DEPS;PRIVATE_DEPS")
+  set(target "stormguard_${name}")
+  list(TRANSFORM arg_SOURCES PREPEND "${PROJECT_SOURCE_DIR}/src/")
+  add_library(${target} OBJECT ${arg_SOURCES})
+  stormguard_private_include(${target} PUBLIC "${arg_DIR}")
+  target_compile_features(${target} PUBLIC cxx_std_20)
+  target_link_libraries(${target} PUBLIC ${arg_PUBLIC_DEPS} PRIVATE ${arg_PRIVATE_DEPS})
+  set_target_properties(${target} PROPERTIES
+    POSITION_INDEPENDENT_CODE ON
+    CXX_VISIBILITY_PRESET hidden
+    VISIBILITY_INLINES_HIDDEN ON)
+  stormguard_target_defaults(${target})
+endfunction()

@@ -38,9 +38,9 @@
 #include <optional>
 #include <string_view>
 
-#include "stormguard/export.hpp"
 #include "stormguard/clock.hpp"
 #include "stormguard/detail/empty_braces.hpp"
+#include "stormguard/export.hpp"
 #include "stormguard/random.hpp"
 
 namespace stormguard {

@@ -42,10 +42,10 @@
 #include <mutex>
 #include <string_view>
 
-#include "stormguard/export.hpp"
 #include "stormguard/clock.hpp"
 #include "stormguard/detail/empty_braces.hpp"
 #include "stormguard/detail/sliding_window.hpp"
+#include "stormguard/export.hpp"
 #include "stormguard/random.hpp"
 
 namespace stormguard {

@@ -21,8 +21,8 @@
 #include <exception>
 #include <system_error>
 
-#include "stormguard/export.hpp"
 #include "stormguard/clock.hpp"
+#include "stormguard/export.hpp"
 
 namespace stormguard {
 

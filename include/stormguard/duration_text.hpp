@@ -20,8 +20,8 @@
 #include <string>
 #include <string_view>
 
-#include "stormguard/export.hpp"
 #include "stormguard/clock.hpp"
+#include "stormguard/export.hpp"
 
 namespace stormguard {
 
@@ -36,7 +36,8 @@ namespace stormguard {
 /// and no real delay needs sub-nanosecond precision.
 ///
 /// Exact: the value is computed in 128-bit integers. Thread-safe (no state); never throws.
-[[nodiscard]] STORMGUARD_EXPORT std::optional<duration> parse_duration(std::string_view text) noexcept;
+[[nodiscard]] STORMGUARD_EXPORT std::optional<duration> parse_duration(
+    std::string_view text) noexcept;
 
 /// Why `text` is not a duration, in words for an error message, or "" when parse_duration(text)
 /// has a value. The one place that explains a rejection, with the same exact parse:

@@ -46,7 +46,8 @@ namespace stormguard {
 /// writes the result as lowercase 8-4-4-4-12 hex (36 chars). The other 122 bits are the input's.
 /// make_idempotency_key() is this function applied to bytes from the OS CSPRNG; tests use it to
 /// check the formatting with known bytes. Never throws except std::bad_alloc.
-[[nodiscard]] STORMGUARD_EXPORT std::string format_uuid_v4(const std::array<std::uint8_t, 16>& random_bytes);
+[[nodiscard]] STORMGUARD_EXPORT std::string format_uuid_v4(
+    const std::array<std::uint8_t, 16>& random_bytes);
 
 /// The longest idempotency key accepted, in characters.
 inline constexpr std::size_t max_idempotency_key_length = 255;

@@ -24,8 +24,8 @@
 #include <optional>
 #include <string_view>
 
-#include "stormguard/export.hpp"
 #include "stormguard/clock.hpp"
+#include "stormguard/export.hpp"
 
 namespace stormguard {
 

@@ -16,13 +16,13 @@
 #include <chrono>
 #include <string_view>
 
-#include "stormguard/export.hpp"
 #include "stormguard/backoff.hpp"
 #include "stormguard/budget.hpp"
 #include "stormguard/classify.hpp"
 #include "stormguard/clock.hpp"
 #include "stormguard/detail/empty_braces.hpp"
 #include "stormguard/detail/saturate.hpp"
+#include "stormguard/export.hpp"
 #include "stormguard/random.hpp"
 
 namespace stormguard {

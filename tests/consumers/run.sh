@@ -72,17 +72,22 @@ gtest_dir="$(dirname "$(find /usr/lib /usr/local/lib -name GTestConfig.cmake -pr
 configure -S "${source_dir}" -B "${work}/core-shared" "${hidden[@]}" "${components_off[@]}" \
   -DBUILD_SHARED_LIBS=ON -DGTest_DIR="${gtest_dir}"
 build "${work}/core-shared"
-ctest --test-dir "${work}/core-shared" -j2 --output-on-failure 2>&1 | tail -n 3
+ctest --test-dir "${work}/core-shared" -j2 --output-on-failure >"${work}/core-shared/ctest.log" 2>&1 ||
+  { cat "${work}/core-shared/ctest.log"; exit 1; }
+echo "   $(grep -E 'tests passed' "${work}/core-shared/ctest.log")"
 library="$(find "${work}/core-shared" -maxdepth 1 -name 'libstormguard_core.so.*.*.*')"
 soname="$(readelf -d "${library}" | sed -n 's/.*SONAME.*\[\(.*\)\]/\1/p')"
 [[ "${soname}" =~ ^libstormguard_core\.so\.[0-9]+\.[0-9]+$ ]] ||
   { echo "consumers: SONAME '${soname}'" >&2; exit 1; }
-# Only the public API leaves the library: an internal helper of backoff.cpp does not.
-exported="$(nm -DC --defined-only "${library}")"
+# Only the public API leaves the library (STORMGUARD_EXPORT, -fvisibility=hidden,
+# -fvisibility-inlines-hidden): every exported definition is stormguard's, none detail's.
+exported="$(nm -DC --defined-only "${library}" | awk '$2 ~ /^[TWDBRV]$/ { $1 = ""; $2 = ""; print }')"
 grep -q 'stormguard::backoff::backoff' <<<"${exported}" ||
   { echo "consumers: backoff's constructor is not exported" >&2; exit 1; }
-if grep -q 'compute_ceiling' <<<"${exported}"; then
-  echo "consumers: an internal function is exported (-fvisibility=hidden not applied)" >&2
+if grep -vq 'stormguard::' <<<"${exported}" || grep -Eq 'stormguard::detail::|anonymous namespace' <<<"${exported}"; then
+  echo "consumers: symbols beyond the public API are exported:" >&2
+  grep -v 'stormguard::' <<<"${exported}" | head >&2
+  grep -E 'stormguard::detail::|anonymous namespace' <<<"${exported}" | head >&2
   exit 1
 fi
 echo "   ${soname}: $(wc -l <<<"${exported}") exported symbols"

@@ -1,16 +1,14 @@
 // A consumer of stormguard::core alone: the version macros and a backoff computed with the
 // library's own generator (links the library, static or shared, and runs).
+#include <chrono>
+#include <iostream>
 #include <stormguard/backoff.hpp>
 #include <stormguard/random.hpp>
 #include <stormguard/version.hpp>
-
-#include <chrono>
-#include <iostream>
 #include <string>
 
-static_assert(STORMGUARD_VERSION ==
-              STORMGUARD_VERSION_MAJOR * 10000 + STORMGUARD_VERSION_MINOR * 100 +
-                  STORMGUARD_VERSION_PATCH);
+static_assert(STORMGUARD_VERSION == STORMGUARD_VERSION_MAJOR * 10000 +
+                                        STORMGUARD_VERSION_MINOR * 100 + STORMGUARD_VERSION_PATCH);
 
 int main() {
   const std::string header_version = std::to_string(STORMGUARD_VERSION_MAJOR) + "." +

@@ -1,9 +1,8 @@
 // A consumer of stormguard::http: builds a client (libcurl's handles) without sending anything.
+#include <iostream>
 #include <stormguard/http/client.hpp>
 #include <stormguard/http/syntax.hpp>
 #include <stormguard/version.hpp>
-
-#include <iostream>
 
 int main() {
   const stormguard::http::client client;

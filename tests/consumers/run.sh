@@ -8,7 +8,8 @@
 #      shared library and runs
 #   3. add_subdirectory and 4. FetchContent from a local clone (the committed HEAD), hidden
 #   5. with --full BUILD_DIR (a configured and built default build, e.g. build/ after `make test`):
-#      it is installed and the `http` consumer builds with find_package and with pkg-config.
+#      it is installed and the `http` consumer builds with find_package and with pkg-config; the
+#      `optional` consumer configures with pkg-config finding nothing
 #
 # "Hidden": CMAKE_FIND_ROOT_PATH=/nonexistent with the package, include and library modes ONLY
 # and an empty PKG_CONFIG_LIBDIR; only what a step names (stormguard_DIR, GTest_DIR) is found.
@@ -125,5 +126,8 @@ if [[ -n "${full_build}" ]]; then
   c++ -std=c++20 -o "${work}/pkgconfig-http" "${here}/http/main.cpp" \
     $(PKG_CONFIG_PATH="${full_pc_dir}" pkg-config --cflags --libs stormguard-http)
   run_consumer "${work}/pkgconfig-http"
+  step "   QUIET and OPTIONAL_COMPONENTS when pkg-config finds nothing"
+  PKG_CONFIG_LIBDIR=/nonexistent cmake "${generator[@]}" -S "${here}/optional" \
+    -B "${work}/consumer-optional" -Dstormguard_DIR="${full_dir}" >/dev/null
 fi
 echo "== consumers: all passed"

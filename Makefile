@@ -4,6 +4,9 @@
 #   make build         configure + build the release preset into build/
 #   make run           build, then ./build/bin/stormguard simulate (also plots build/friday-night.png)
 #   make test          build, then run every test (ctest --preset release, 2 in parallel)
+#   make consumers     build, then tests/consumers/run.sh: core-only builds (static, shared) with
+#                      every optional package hidden, and consumer projects (find_package,
+#                      add_subdirectory, FetchContent, pkg-config) in build-consumers/
 #   make bench         build (with the benchmark programs), then run every build/bench/*_benchmark
 #                      (BENCH_ARGS=... to pass flags)
 #   make fuzz          build the libFuzzer targets (clang++-19, ASan+UBSan, build-fuzz/) and fuzz
@@ -23,7 +26,7 @@ FUZZ_MAX_LEN ?= $(if $(filter policy,$(FUZZ_TARGET)),4096,512)
 FORMAT_DIRS := include src cli sim tests bench examples fuzz
 FORMAT_FILES = $(shell find $(wildcard $(FORMAT_DIRS)) -type f \( -name '*.hpp' -o -name '*.cpp' \) | sort)
 
-.PHONY: all bootstrap build run test bench fuzz format format-check clean
+.PHONY: all bootstrap build run test consumers bench fuzz format format-check clean
 
 all: build
 
@@ -39,6 +42,9 @@ run: build
 
 test: build
 	ctest --preset release -j2
+
+consumers: build
+	tests/consumers/run.sh --full build build-consumers
 
 bench: build
 	cmake --build --preset release --target stormguard_benchmarks
@@ -69,4 +75,4 @@ format-check: bootstrap
 	@echo "format-check: all sources are clang-formatted"
 
 clean:
-	rm -rf build build-debug build-asan build-tsan build-clang build-fuzz
+	rm -rf build build-debug build-core build-asan build-tsan build-clang build-fuzz build-consumers

@@ -3,7 +3,10 @@
 // CLI::ParseError after parsing, such as a bad --base) to exit code 2 and turns any escaping
 // exception (std::bad_alloc included) into a one-line error and exit code 1. Every diagnostic goes
 // through cli/output.hpp, so that a broken stderr never changes the exit code.
+#include <curl/curl.h>
+
 #include <CLI/CLI.hpp>
+#include <asio/version.hpp>
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
@@ -48,9 +51,21 @@ int top_level_extras(const std::vector<cli::command>& commands,
                      " (the subcommands are " + names + ")");
 }
 
+// `stormguard --version`: the library version, the components built with the program
+// (STORMGUARD_CLI_COMPONENTS, from cli/CMakeLists.txt), the libcurl it runs with and the Asio it
+// was compiled with (ASIO_VERSION is MAJOR * 100000 + MINOR * 100 + PATCH).
+std::string version_text() {
+  const curl_version_info_data* curl = curl_version_info(CURLVERSION_NOW);
+  return "stormguard " + std::string(stormguard::version()) +
+         "\ncomponents: " STORMGUARD_CLI_COMPONENTS "\nlibcurl " +
+         std::string(curl != nullptr && curl->version != nullptr ? curl->version : "unknown") +
+         ", Asio " + std::to_string(ASIO_VERSION / 100000) + "." +
+         std::to_string(ASIO_VERSION / 100 % 1000) + "." + std::to_string(ASIO_VERSION % 100);
+}
+
 int run(int argc, char** argv) {
   CLI::App app{"stormguard: retries that cannot turn into a retry storm", "stormguard"};
-  app.set_version_flag("--version", std::string(stormguard::version()));
+  app.set_version_flag("--version", version_text());
   app.require_subcommand(0, 1);
   app.footer(
       "Exit status: 2 for a bad command line or a bad file named on it (a scenario, -d @FILE),\n"

@@ -1,12 +1,13 @@
 #include "stormguard/version.hpp"
 
-// The build sets STORMGUARD_VERSION_STRING from project(stormguard VERSION ...).
-#ifndef STORMGUARD_VERSION_STRING
-#error "STORMGUARD_VERSION_STRING must be defined by the build (see CMakeLists.txt)"
-#endif
+#define STORMGUARD_STRINGIZE_(x) #x
+#define STORMGUARD_STRINGIZE(x) STORMGUARD_STRINGIZE_(x)
 
 namespace stormguard {
 
-std::string_view version() noexcept { return STORMGUARD_VERSION_STRING; }
+std::string_view version() noexcept {
+  return STORMGUARD_STRINGIZE(STORMGUARD_VERSION_MAJOR) "." STORMGUARD_STRINGIZE(
+      STORMGUARD_VERSION_MINOR) "." STORMGUARD_STRINGIZE(STORMGUARD_VERSION_PATCH);
+}
 
 }  // namespace stormguard

@@ -40,6 +40,7 @@
 
 #include "stormguard/clock.hpp"
 #include "stormguard/detail/empty_braces.hpp"
+#include "stormguard/export.hpp"
 #include "stormguard/random.hpp"
 
 namespace stormguard {
@@ -53,11 +54,11 @@ enum class jitter {
 };
 
 /// "none", "equal", "full" or "decorrelated"; "unknown" for a value outside the enum.
-[[nodiscard]] std::string_view to_string(jitter j) noexcept;
+[[nodiscard]] STORMGUARD_EXPORT std::string_view to_string(jitter j) noexcept;
 
 /// Parses the names printed by to_string(jitter). Returns nullopt for anything else (the match is
 /// exact and case-sensitive).
-[[nodiscard]] std::optional<jitter> parse_jitter(std::string_view text) noexcept;
+[[nodiscard]] STORMGUARD_EXPORT std::optional<jitter> parse_jitter(std::string_view text) noexcept;
 
 /// Which power of the multiplier the ceiling of retry n uses.
 enum class ceiling_exponent {
@@ -96,7 +97,7 @@ struct backoff_options {
 ///
 /// Immutable after construction, so one instance may be shared by any number of threads; the
 /// random generator passed to delay() is the caller's and is not synchronised.
-class backoff {
+class STORMGUARD_EXPORT backoff {
  public:
   /// Validates `options` and precomputes the first ceilings. Throws std::invalid_argument naming
   /// the field and the value when base < 0, cap < base, multiplier is NaN, infinite or < 1,

@@ -45,6 +45,7 @@
 #include "stormguard/clock.hpp"
 #include "stormguard/detail/empty_braces.hpp"
 #include "stormguard/detail/sliding_window.hpp"
+#include "stormguard/export.hpp"
 #include "stormguard/random.hpp"
 
 namespace stormguard {
@@ -60,7 +61,7 @@ enum class attempt_status : unsigned char {
 };
 
 /// "success", "failure", "timeout", "not_retryable"; "unknown" outside the enum.
-[[nodiscard]] std::string_view to_string(attempt_status s) noexcept;
+[[nodiscard]] STORMGUARD_EXPORT std::string_view to_string(attempt_status s) noexcept;
 
 /// What a budget is told after each attempt (retry_budget::record).
 struct attempt_report {
@@ -155,7 +156,7 @@ struct ratio_budget_options {
 /// older than the newest seen counts in the newest slice. Consequently one time far ahead of the
 /// others (time_point::max(), a clock from another epoch) moves the window there, and nothing
 /// expires until the times passed in catch up: pass times from one steady clock.
-class ratio_budget {
+class STORMGUARD_EXPORT ratio_budget {
  public:
   /// The scale of the integer arithmetic: one retry = 10^6 micro-retries.
   static constexpr std::int64_t k_scale = 1'000'000;
@@ -244,7 +245,7 @@ struct token_bucket_throttle_options {
 ///
 /// Kept in integer milli-tokens (gRFC A6's three decimals), in one std::atomic: lock-free,
 /// thread-safe; no clock involved (time plays no part in gRPC's algorithm).
-class token_bucket_throttle {
+class STORMGUARD_EXPORT token_bucket_throttle {
  public:
   /// Validates `options`; throws std::invalid_argument naming the field and the value when
   /// max_tokens is NaN or outside (0, 1000], token_ratio is NaN or outside (0, 1000], or either
@@ -318,7 +319,7 @@ struct retry_quota_options {
 /// With every attempt failing the quota grants floor(max_tokens / cost) retries in all, then
 /// none until successes pay back. One std::atomic (compare-and-swap): lock-free, thread-safe; no
 /// clock involved (the AWS algorithm has no time in it).
-class retry_quota {
+class STORMGUARD_EXPORT retry_quota {
  public:
   /// Validates `options`; throws std::invalid_argument naming the field and the value when
   /// max_tokens is outside [1, 1e9] or a cost or the increment is outside [0, max_tokens].
@@ -401,7 +402,7 @@ struct adaptive_throttle_options {
 /// the draw happens outside it. As with ratio_budget, a time older than the newest seen counts in
 /// the newest slice, so one time far ahead of the others freezes the window until the times
 /// passed in catch up: pass times from one steady clock.
-class adaptive_throttle {
+class STORMGUARD_EXPORT adaptive_throttle {
  public:
   /// The number of slices the window is kept as.
   static constexpr int k_slices = 60;
@@ -504,7 +505,7 @@ struct concurrency_budget_options {
 /// Thread-safe and lock-free: two std::atomic counters; a grant is one compare-and-swap against
 /// the limit computed from the active count read just before (so a grant racing with a request
 /// that ends may exceed the new, lower limit by the number of racing grants, as in Envoy).
-class concurrency_budget {
+class STORMGUARD_EXPORT concurrency_budget {
  public:
   /// Validates `options`; throws std::invalid_argument naming the field and the value when
   /// budget_percent is NaN or outside [0, 100], or min_retry_concurrency is outside

@@ -22,6 +22,7 @@
 #include <system_error>
 
 #include "stormguard/clock.hpp"
+#include "stormguard/export.hpp"
 
 namespace stormguard {
 
@@ -75,12 +76,12 @@ class classification {
 /// (EINTR). Compares through std::error_condition, so a std::system_category code from errno
 /// matches too. False for everything else, notably operation_canceled and a success (ec == 0).
 /// Thread-safe; never throws.
-[[nodiscard]] bool is_transient(const std::error_code& ec) noexcept;
+[[nodiscard]] STORMGUARD_EXPORT bool is_transient(const std::error_code& ec) noexcept;
 
 /// The std::error_code carried by a std::system_error (or a type derived from it) held in `e`;
 /// an empty error_code (value 0) when `e` is null or holds any other exception.
 /// Rethrows `e` internally to look (the cost of one throw). Thread-safe; never throws.
-[[nodiscard]] std::error_code error_code_of(const std::exception_ptr& e) noexcept;
+[[nodiscard]] STORMGUARD_EXPORT std::error_code error_code_of(const std::exception_ptr& e) noexcept;
 
 /// The retrier's default classifier.
 ///

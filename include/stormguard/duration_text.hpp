@@ -21,6 +21,7 @@
 #include <string_view>
 
 #include "stormguard/clock.hpp"
+#include "stormguard/export.hpp"
 
 namespace stormguard {
 
@@ -35,7 +36,8 @@ namespace stormguard {
 /// and no real delay needs sub-nanosecond precision.
 ///
 /// Exact: the value is computed in 128-bit integers. Thread-safe (no state); never throws.
-[[nodiscard]] std::optional<duration> parse_duration(std::string_view text) noexcept;
+[[nodiscard]] STORMGUARD_EXPORT std::optional<duration> parse_duration(
+    std::string_view text) noexcept;
 
 /// Why `text` is not a duration, in words for an error message, or "" when parse_duration(text)
 /// has a value. The one place that explains a rejection, with the same exact parse:
@@ -52,13 +54,13 @@ namespace stormguard {
 /// echoes the text itself (the caller quotes it, e.g. with detail::quote_for_message); it may
 /// quote at most 16 bytes of an unknown unit, escaped. Thread-safe (no state). Throws
 /// std::bad_alloc only.
-[[nodiscard]] std::string duration_error(std::string_view text);
+[[nodiscard]] STORMGUARD_EXPORT std::string duration_error(std::string_view text);
 
 /// Formats a duration exactly, in the largest of s, ms, us, ns that keeps the number >= 1, with
 /// only the decimals needed: "1.5s", "60s", "20ms", "0s". A negative duration gets a leading '-'
 /// (which parse_duration rejects). parse_duration(format_duration(d)) == d for every d >= 0.
 /// Thread-safe. Throws std::bad_alloc only.
-[[nodiscard]] std::string format_duration(duration d);
+[[nodiscard]] STORMGUARD_EXPORT std::string format_duration(duration d);
 
 }  // namespace stormguard
 

@@ -33,13 +33,14 @@
 
 #include "stormguard/classify.hpp"
 #include "stormguard/clock.hpp"
+#include "stormguard/export.hpp"
 
 namespace stormguard {
 
 /// The set of HTTP status codes that may be retried. Default: 429, 502, 503, 504 (seed,
 /// DESIGN.md). Not 500/501 by default. Plain value type: cheap to copy (a 600-bit set), no
 /// allocation; const member functions are thread-safe, mutation needs external synchronisation.
-class retryable_statuses {
+class STORMGUARD_EXPORT retryable_statuses {
  public:
   /// The lowest and highest status code accepted (RFC 9110 §15: three digits, 1xx..5xx).
   static constexpr int min_status = 100;
@@ -77,7 +78,8 @@ class retryable_statuses {
 /// True when a request may be sent again although it may already have reached the server:
 /// its method is idempotent (is_idempotent_method, RFC 9110 §9.2.2; case-sensitive), or it carries
 /// an idempotency key. Never throws.
-[[nodiscard]] bool may_resend(std::string_view method, bool has_idempotency_key) noexcept;
+[[nodiscard]] STORMGUARD_EXPORT bool may_resend(std::string_view method,
+                                                bool has_idempotency_key) noexcept;
 
 /// Classifies an attempt that got a final HTTP response with `status` (the client calls it
 /// only for statuses it does not treat as success, i.e. outside 2xx/3xx):
@@ -93,10 +95,9 @@ class retryable_statuses {
 /// `retry_after` is the parsed Retry-After (parse_retry_after), >= 0; a negative value counts as
 /// 0 (classification::retry_after clamps). Whether a delay is too long (max_retry_after, the
 /// deadline) is the retry policy's decision, not this function's. Never throws.
-[[nodiscard]] classification classify_http_status(int status, std::string_view method,
-                                                  bool has_idempotency_key,
-                                                  std::optional<duration> retry_after,
-                                                  const retryable_statuses& statuses = {});
+[[nodiscard]] STORMGUARD_EXPORT classification
+classify_http_status(int status, std::string_view method, bool has_idempotency_key,
+                     std::optional<duration> retry_after, const retryable_statuses& statuses = {});
 
 /// Where a transport failure happened relative to sending the request.
 enum class transport_phase {
@@ -107,9 +108,8 @@ enum class transport_phase {
 
 /// not_sent => retry for any method; maybe_sent => retry only if may_resend(...), else stop.
 /// Never throws.
-[[nodiscard]] classification classify_transport_failure(transport_phase phase,
-                                                        std::string_view method,
-                                                        bool has_idempotency_key) noexcept;
+[[nodiscard]] STORMGUARD_EXPORT classification classify_transport_failure(
+    transport_phase phase, std::string_view method, bool has_idempotency_key) noexcept;
 
 }  // namespace stormguard
 

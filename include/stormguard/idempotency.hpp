@@ -21,12 +21,14 @@
 #include <string>
 #include <string_view>
 
+#include "stormguard/export.hpp"
+
 namespace stormguard {
 
 /// RFC 9110 §9.2.2 idempotent methods: GET, HEAD, OPTIONS, TRACE, PUT, DELETE. Methods are
 /// case-sensitive (RFC 9110 §9.1): "get" is not GET. Every other method (POST, PATCH, CONNECT,
 /// an extension method, "") is not idempotent. Never throws.
-[[nodiscard]] bool is_idempotent_method(std::string_view method) noexcept;
+[[nodiscard]] STORMGUARD_EXPORT bool is_idempotent_method(std::string_view method) noexcept;
 
 /// A new idempotency key: a random (version 4) UUID, RFC 9562 §5.4, from the OS CSPRNG,
 /// lowercase 8-4-4-4-12 hex (36 chars). Throws std::system_error when the OS source fails.
@@ -37,14 +39,15 @@ namespace stormguard {
 /// is not used: libstdc++ maps it to the CPU's RDSEED/RDRAND instructions when present, which are
 /// not the OS CSPRNG. Constructs the device on each call (no hidden global state); costs a few
 /// system calls, fine once per logical request.
-[[nodiscard]] std::string make_idempotency_key();
+[[nodiscard]] STORMGUARD_EXPORT std::string make_idempotency_key();
 
 /// Formats 16 random bytes as a version 4 UUID (RFC 9562 §5.4): sets the version nibble (the
 /// high four bits of byte 6) to 0100 and the variant (the high two bits of byte 8) to 10, and
 /// writes the result as lowercase 8-4-4-4-12 hex (36 chars). The other 122 bits are the input's.
 /// make_idempotency_key() is this function applied to bytes from the OS CSPRNG; tests use it to
 /// check the formatting with known bytes. Never throws except std::bad_alloc.
-[[nodiscard]] std::string format_uuid_v4(const std::array<std::uint8_t, 16>& random_bytes);
+[[nodiscard]] STORMGUARD_EXPORT std::string format_uuid_v4(
+    const std::array<std::uint8_t, 16>& random_bytes);
 
 /// The longest idempotency key accepted, in characters.
 inline constexpr std::size_t max_idempotency_key_length = 255;
@@ -57,7 +60,7 @@ inline constexpr std::size_t max_idempotency_key_length = 255;
 /// bytes as \xNN, cut after 80 bytes with "... (N bytes)"), and names the position of the first
 /// bad character. Every key that passes
 /// can be sent in both formats of idempotency_key_format (except as noted there).
-void validate_idempotency_key(std::string_view key);
+STORMGUARD_EXPORT void validate_idempotency_key(std::string_view key);
 
 /// How the Idempotency-Key header value is written.
 enum class idempotency_key_format {
@@ -74,7 +77,7 @@ enum class idempotency_key_format {
 /// bare: the key itself; additionally throws std::invalid_argument when the key begins or ends
 /// with a space, because HTTP strips leading and trailing whitespace from a field value (RFC 9110
 /// §5.5) and the server would see a different key.
-[[nodiscard]] std::string idempotency_key_field_value(
+[[nodiscard]] STORMGUARD_EXPORT std::string idempotency_key_field_value(
     std::string_view key, idempotency_key_format format = idempotency_key_format::structured);
 
 /// The header's name.

@@ -25,6 +25,7 @@
 #include <string_view>
 
 #include "stormguard/clock.hpp"
+#include "stormguard/export.hpp"
 
 namespace stormguard {
 
@@ -65,7 +66,7 @@ struct retry_after_value {
 ///   `now` is used for nothing else.
 ///
 /// Returns std::nullopt for anything else. Thread-safe; never throws; no allocation, no locale.
-[[nodiscard]] std::optional<std::chrono::sys_seconds> parse_http_date(
+[[nodiscard]] STORMGUARD_EXPORT std::optional<std::chrono::sys_seconds> parse_http_date(
     std::string_view text, std::chrono::system_clock::time_point now) noexcept;
 
 /// Parses a Retry-After field value (RFC 9110 §10.2.3): delay-seconds or an HTTP-date in any of
@@ -80,11 +81,11 @@ struct retry_after_value {
 /// accepted and a value above duration::max() (about 292 years) is duration::max(). Dates follow
 /// parse_http_date (strictness documented there); a date is converted to a delay exactly, to the
 /// nanosecond of `now`. Thread-safe; no allocation.
-[[nodiscard]] std::optional<duration> parse_retry_after(
+[[nodiscard]] STORMGUARD_EXPORT std::optional<duration> parse_retry_after(
     std::string_view field_value, std::chrono::system_clock::time_point now) noexcept;
 
 /// As parse_retry_after, and also says which form matched (for logs and diagnostics).
-[[nodiscard]] std::optional<retry_after_value> parse_retry_after_detailed(
+[[nodiscard]] STORMGUARD_EXPORT std::optional<retry_after_value> parse_retry_after_detailed(
     std::string_view field_value, std::chrono::system_clock::time_point now) noexcept;
 
 }  // namespace stormguard

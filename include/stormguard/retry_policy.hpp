@@ -22,6 +22,7 @@
 #include "stormguard/clock.hpp"
 #include "stormguard/detail/empty_braces.hpp"
 #include "stormguard/detail/saturate.hpp"
+#include "stormguard/export.hpp"
 #include "stormguard/random.hpp"
 
 namespace stormguard {
@@ -41,7 +42,7 @@ enum class end_reason {
 /// "success", "not_retryable", "attempts_exhausted", "budget_exhausted",
 /// "retry_after_too_long", "deadline_exceeded", "cancelled", "throttled"; "unknown" for a value
 /// outside the enum.
-[[nodiscard]] std::string_view to_string(end_reason r) noexcept;
+[[nodiscard]] STORMGUARD_EXPORT std::string_view to_string(end_reason r) noexcept;
 
 /// The settings of a retry_policy. Defaults from the seed's DefaultRetryConfig.
 struct retry_options {
@@ -69,7 +70,7 @@ struct retry_decision {
 
 /// A validated set of retry rules: how many retries, which backoff, the longest Retry-After.
 /// Immutable; share one instance between threads freely.
-class retry_policy {
+class STORMGUARD_EXPORT retry_policy {
  public:
   /// Validates `options`: throws std::invalid_argument naming the field and the value when
   /// max_retries is outside [0, 1,000,000], max_retry_after <= 0, or the backoff is invalid

@@ -1,0 +1,175 @@
+# Helpers of the top-level CMakeLists.txt: one function per library block, the lookups of a
+# component's dependencies (also written into the package config and the pkg-config files), and
+# the per-target view of src/.
+#
+#   stormguard_require(<component> <PUBLIC|PRIVATE> DEBIAN <deb> PACKAGE <find_package args>... [PC <module>...])
+#   stormguard_require(<component> <PUBLIC|PRIVATE> DEBIAN <deb> PKG_CONFIG <prefix> <module>... )
+#   stormguard_require(<component> <PUBLIC|PRIVATE> DEBIAN <deb> HEADER <variable> <header>)
+#       Finds one dependency of a component, inside that component's block. Not found: a configure
+#       error naming the component's option (STORMGUARD_WITH_<COMPONENT>) and the package. Every
+#       dependency a consumer of the installed package needs (PUBLIC ones; PRIVATE ones as well
+#       for static libraries, whose link line carries them) is recorded for the package config
+#       (cmake/stormguardConfig.cmake.in) and the component's pkg-config file.
+#
+#   stormguard_add_library(<component> [HEADER_ONLY] [HIDDEN_VISIBILITY]
+#                          SOURCES <file under src/>... HEADERS <file under include/stormguard/>...
+#                          [PUBLIC_DEPS <target>...] [PRIVATE_DEPS <target>...])
+#       The target stormguard_<component> (alias stormguard::<component>, EXPORT_NAME
+#       <component>), static or shared after BUILD_SHARED_LIBS, installed and exported in its own
+#       export set (stormguard-<component>-targets.cmake) with its own pkg-config file. It sees
+#       only its own private folder src/<component>/ (see stormguard_private_include), never src/
+#       as a whole. Internal build-only targets (stormguard_json_reader) go into PRIVATE_DEPS as
+#       $<BUILD_INTERFACE:...>.
+#
+#   stormguard_private_include(<target> <PRIVATE|INTERFACE> <path under src/>)
+#       Makes "#include "<path>/..."" (or "<path>" for one file) resolve for <target> (PRIVATE) or
+#       its users (INTERFACE): src/<path> appears as <path> under a per-target include root in the
+#       build tree (a symbolic link), so a library names its private headers as before
+#       ("http/transfer.hpp") and another library's private folder stays out of reach.
+include_guard(GLOBAL)
+
+# Settings every stormguard-owned target gets (libraries, tests, examples, benchmarks, CLI).
+function(stormguard_target_defaults target)
+  target_link_libraries(${target} PRIVATE $<BUILD_INTERFACE:stormguard_warnings>)
+  set_target_properties(${target} PROPERTIES CXX_EXTENSIONS OFF)
+endfunction()
+
+function(stormguard_private_include target scope path)
+  set(root "${PROJECT_BINARY_DIR}/private-include/${target}")
+  get_filename_component(parent "${root}/${path}" DIRECTORY)
+  file(MAKE_DIRECTORY "${parent}")
+  file(CREATE_LINK "${PROJECT_SOURCE_DIR}/src/${path}" "${root}/${path}" SYMBOLIC)
+  get_target_property(dirs ${target} STORMGUARD_PRIVATE_INCLUDE_ROOT)
+  if(NOT dirs)
+    target_include_directories(${target} ${scope} "$<BUILD_INTERFACE:${root}>")
+    set_target_properties(${target} PROPERTIES STORMGUARD_PRIVATE_INCLUDE_ROOT "${root}")
+  endif()
+endfunction()
+
+function(stormguard_require component scope)
+  cmake_parse_arguments(PARSE_ARGV 2 arg "" "DEBIAN" "PACKAGE;PKG_CONFIG;HEADER;PC")
+  string(TOUPPER "${component}" upper)
+  set(option "STORMGUARD_WITH_${upper}")
+  set(hint "(Debian: ${arg_DEBIAN}; `scripts/bootstrap --components ${component}` installs it)")
+  if(arg_PACKAGE)
+    list(GET arg_PACKAGE 0 name)
+    find_package(${arg_PACKAGE} QUIET)
+    if(NOT ${name}_FOUND)
+      message(FATAL_ERROR "${option} is ON but the package ${name} was not found ${hint}; "
+        "set -D${option}=OFF to build without stormguard::${component}")
+    endif()
+    string(REPLACE ";" "|" lookup "PACKAGE|${arg_PACKAGE}")
+    set(pc_modules ${arg_PC})
+  elseif(arg_PKG_CONFIG)
+    list(POP_FRONT arg_PKG_CONFIG prefix)
+    find_package(PkgConfig QUIET)
+    if(NOT PKG_CONFIG_FOUND)
+      message(FATAL_ERROR "${option} is ON but pkg-config was not found (Debian: pkg-config), "
+        "needed to find ${arg_PKG_CONFIG}; set -D${option}=OFF to build without stormguard::${component}")
+    endif()
+    if(NOT TARGET PkgConfig::${prefix})
+      pkg_check_modules(${prefix} QUIET IMPORTED_TARGET GLOBAL ${arg_PKG_CONFIG})
+    endif()
+    if(NOT TARGET PkgConfig::${prefix})
+      message(FATAL_ERROR "${option} is ON but the pkg-config package(s) ${arg_PKG_CONFIG} "
+        "were not found ${hint}; set -D${option}=OFF to build without stormguard::${component}")
+    endif()
+    string(REPLACE ";" "|" lookup "PKG_CONFIG|${prefix}|${arg_PKG_CONFIG}")
+    set(pc_modules ${arg_PKG_CONFIG})
+  elseif(arg_HEADER)
+    list(GET arg_HEADER 0 variable)
+    list(GET arg_HEADER 1 header)
+    find_path(${variable} ${header})
+    if(NOT ${variable})
+      message(FATAL_ERROR "${option} is ON but ${header} was not found ${hint}; "
+        "set -D${option}=OFF to build without stormguard::${component}")
+    endif()
+    set(lookup "HEADER|${header}")
+    set(pc_modules "")
+  else()
+    message(FATAL_ERROR "stormguard_require: PACKAGE, PKG_CONFIG or HEADER expected")
+  endif()
+  # What an installed consumer needs: PUBLIC dependencies, and PRIVATE ones of static libraries.
+  if(scope STREQUAL "PUBLIC" OR NOT BUILD_SHARED_LIBS)
+    set_property(GLOBAL APPEND PROPERTY STORMGUARD_LOOKUPS_${component} "${lookup}")
+    set_property(GLOBAL APPEND PROPERTY STORMGUARD_PC_REQUIRES_${component} ${pc_modules})
+  elseif(pc_modules)
+    set_property(GLOBAL APPEND PROPERTY STORMGUARD_PC_REQUIRES_PRIVATE_${component} ${pc_modules})
+  endif()
+endfunction()
+
+function(stormguard_add_library component)
+  cmake_parse_arguments(PARSE_ARGV 1 arg "HEADER_ONLY;HIDDEN_VISIBILITY" ""
+    "SOURCES;HEADERS;PUBLIC_DEPS;PRIVATE_DEPS")
+  set(target "stormguard_${component}")
+  list(TRANSFORM arg_SOURCES PREPEND "${PROJECT_SOURCE_DIR}/src/")
+  list(TRANSFORM arg_HEADERS PREPEND "${PROJECT_SOURCE_DIR}/include/stormguard/")
+  if(arg_HEADER_ONLY)
+    set(scope INTERFACE)
+    add_library(${target} INTERFACE)
+  else()
+    set(scope PUBLIC)
+    add_library(${target} ${arg_SOURCES})
+    if(IS_DIRECTORY "${PROJECT_SOURCE_DIR}/src/${component}")
+      stormguard_private_include(${target} PRIVATE "${component}")
+    endif()
+    set_target_properties(${target} PROPERTIES
+      OUTPUT_NAME "${target}"
+      POSITION_INDEPENDENT_CODE ON
+      VERSION "${PROJECT_VERSION}"
+      # 0.x: every minor version may change the ABI.
+      SOVERSION "${PROJECT_VERSION_MAJOR}.${PROJECT_VERSION_MINOR}")
+    if(arg_HIDDEN_VISIBILITY)
+      # Only what the headers mark STORMGUARD_EXPORT leaves a shared library.
+      set_target_properties(${target} PROPERTIES
+        CXX_VISIBILITY_PRESET hidden
+        VISIBILITY_INLINES_HIDDEN ON)
+    endif()
+    stormguard_target_defaults(${target})
+  endif()
+  add_library(stormguard::${component} ALIAS ${target})
+  target_sources(${target} ${scope}
+    FILE_SET HEADERS
+    BASE_DIRS "${PROJECT_SOURCE_DIR}/include" "${PROJECT_BINARY_DIR}/include"
+    FILES ${arg_HEADERS})
+  target_compile_features(${target} ${scope} cxx_std_20)
+  target_link_libraries(${target} ${scope} ${arg_PUBLIC_DEPS})
+  if(arg_PRIVATE_DEPS)
+    target_link_libraries(${target} PRIVATE ${arg_PRIVATE_DEPS})
+  endif()
+  set_target_properties(${target} PROPERTIES EXPORT_NAME "${component}")
+
+  # The other stormguard components an installed consumer of this one needs loaded first.
+  set(needs "")
+  foreach(dep IN LISTS arg_PUBLIC_DEPS arg_PRIVATE_DEPS)
+    if(dep MATCHES "^stormguard_(.+)$" AND NOT dep STREQUAL "stormguard_warnings")
+      list(APPEND needs "${CMAKE_MATCH_1}")
+    endif()
+  endforeach()
+  set_property(GLOBAL APPEND PROPERTY STORMGUARD_COMPONENTS "${component}")
+  set_property(GLOBAL PROPERTY STORMGUARD_NEEDS_${component} ${needs})
+  set_property(GLOBAL PROPERTY STORMGUARD_PUBLIC_NEEDS_${component} ${arg_PUBLIC_DEPS})
+  set_property(GLOBAL PROPERTY STORMGUARD_HEADER_ONLY_${component} ${arg_HEADER_ONLY})
+endfunction()
+
+#   stormguard_add_internal_library(<name> DIR <path under src/> SOURCES <file under src/>...
+#                                   [PUBLIC_DEPS <target>...] [PRIVATE_DEPS <target>...])
+#       An internal library (e.g. a piece that two components share): the OBJECT library
+#       stormguard_<name>, never installed, whose headers under src/<DIR> its users include as
+#       "<DIR>/...". A component links it as PRIVATE_DEPS $<BUILD_INTERFACE:stormguard_<name>>:
+#       its objects go into the component's own library (static or shared), so an installed
+#       consumer needs nothing more.
+function(stormguard_add_internal_library name)
+  cmake_parse_arguments(PARSE_ARGV 1 arg "" "DIR" "SOURCES;PUBLIC_DEPS;PRIVATE_DEPS")
+  set(target "stormguard_${name}")
+  list(TRANSFORM arg_SOURCES PREPEND "${PROJECT_SOURCE_DIR}/src/")
+  add_library(${target} OBJECT ${arg_SOURCES})
+  stormguard_private_include(${target} PUBLIC "${arg_DIR}")
+  target_compile_features(${target} PUBLIC cxx_std_20)
+  target_link_libraries(${target} PUBLIC ${arg_PUBLIC_DEPS} PRIVATE ${arg_PRIVATE_DEPS})
+  set_target_properties(${target} PROPERTIES
+    POSITION_INDEPENDENT_CODE ON
+    CXX_VISIBILITY_PRESET hidden
+    VISIBILITY_INLINES_HIDDEN ON)
+  stormguard_target_defaults(${target})
+endfunction()

@@ -1,0 +1,133 @@
+#!/usr/bin/env bash
+# Builds stormguard the ways a project consumes it, and a small consumer against each
+# (tests/consumers/*/), as .ci/run does:
+#   1. core only, static, tests off, with every optional package hidden (below); installed; the
+#      `core` consumer (find_package, hidden too) and a pkg-config consumer of stormguard-core.pc
+#   2. core only, shared (BUILD_SHARED_LIBS=ON), hidden but GoogleTest: builds and passes the
+#      core's tests; SONAME and exported symbols checked; installed; the `core` consumer links the
+#      shared library and runs
+#   3. add_subdirectory and 4. FetchContent from a local clone (the committed HEAD), hidden
+#   5. with --full BUILD_DIR (a configured and built default build, e.g. build/ after `make test`):
+#      it is installed and the `http` consumer builds with find_package and with pkg-config; the
+#      `optional` consumer configures with pkg-config finding nothing
+#
+# "Hidden": CMAKE_FIND_ROOT_PATH=/nonexistent with the package, include and library modes ONLY
+# and an empty PKG_CONFIG_LIBDIR; only what a step names (stormguard_DIR, GTest_DIR) is found.
+#
+#   tests/consumers/run.sh [--full BUILD_DIR] [WORK_DIR]     (WORK_DIR default: build-consumers)
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+source_dir="$(cd "${here}/../.." && pwd)"
+full_build=""
+if [[ "${1:-}" == "--full" ]]; then
+  full_build="$(cd "$2" && pwd)"
+  shift 2
+fi
+work="${1:-${source_dir}/build-consumers}"
+rm -rf "${work}"
+mkdir -p "${work}"
+work="$(cd "${work}" && pwd)"
+
+generator=()
+command -v ninja >/dev/null && generator=(-G Ninja)
+hidden=(
+  -DCMAKE_FIND_ROOT_PATH=/nonexistent
+  -DCMAKE_FIND_ROOT_PATH_MODE_PACKAGE=ONLY
+  -DCMAKE_FIND_ROOT_PATH_MODE_INCLUDE=ONLY
+  -DCMAKE_FIND_ROOT_PATH_MODE_LIBRARY=ONLY
+  -DCMAKE_FIND_ROOT_PATH_MODE_PROGRAM=NEVER
+)
+components_off=()
+for c in CONFIG SIM ASIO HTTP LAB METRICS GUARD; do components_off+=("-DSTORMGUARD_WITH_${c}=OFF"); done
+
+step() { echo "== consumers: $*"; }
+configure() { PKG_CONFIG_LIBDIR="" cmake --no-warn-unused-cli "${generator[@]}" -DCMAKE_BUILD_TYPE=Release "$@" >/dev/null; }
+build() { cmake --build "$1" >/dev/null; }
+run_consumer() {
+  local out
+  out="$("$1")"
+  [[ "${out}" == "stormguard "* ]] || { echo "consumers: $1 printed '${out}'" >&2; exit 1; }
+  echo "   $1: ${out}"
+}
+
+step "1. core only, static, no tests, every optional package hidden"
+configure -S "${source_dir}" -B "${work}/core-static" "${hidden[@]}" "${components_off[@]}" \
+  -DSTORMGUARD_BUILD_TESTS=OFF
+build "${work}/core-static"
+cmake --install "${work}/core-static" --prefix "${work}/core-static-prefix" >/dev/null
+static_dir="$(dirname "$(find "${work}/core-static-prefix" -name stormguardConfig.cmake)")"
+configure -S "${here}/core" -B "${work}/consumer-core-static" "${hidden[@]}" -Dstormguard_DIR="${static_dir}"
+build "${work}/consumer-core-static"
+run_consumer "${work}/consumer-core-static/consumer"
+
+step "   pkg-config: stormguard-core.pc"
+pc_dir="$(dirname "$(find "${work}/core-static-prefix" -name stormguard-core.pc)")"
+# shellcheck disable=SC2046  # pkg-config prints flags to split
+c++ -std=c++20 -o "${work}/pkgconfig-core" "${here}/core/main.cpp" \
+  $(PKG_CONFIG_LIBDIR="${pc_dir}" pkg-config --cflags --libs stormguard-core)
+run_consumer "${work}/pkgconfig-core"
+
+step "2. core only, shared, with the core's tests (GoogleTest visible, the rest hidden)"
+gtest_dir="$(dirname "$(find /usr/lib /usr/local/lib -name GTestConfig.cmake -print -quit)")"
+configure -S "${source_dir}" -B "${work}/core-shared" "${hidden[@]}" "${components_off[@]}" \
+  -DBUILD_SHARED_LIBS=ON -DGTest_DIR="${gtest_dir}"
+build "${work}/core-shared"
+ctest --test-dir "${work}/core-shared" -j2 --output-on-failure >"${work}/core-shared/ctest.log" 2>&1 ||
+  { cat "${work}/core-shared/ctest.log"; exit 1; }
+echo "   $(grep -E 'tests passed' "${work}/core-shared/ctest.log")"
+library="$(find "${work}/core-shared" -maxdepth 1 -name 'libstormguard_core.so.*.*.*')"
+soname="$(readelf -d "${library}" | sed -n 's/.*SONAME.*\[\(.*\)\]/\1/p')"
+[[ "${soname}" =~ ^libstormguard_core\.so\.[0-9]+\.[0-9]+$ ]] ||
+  { echo "consumers: SONAME '${soname}'" >&2; exit 1; }
+# Only the public API leaves the library (STORMGUARD_EXPORT, -fvisibility=hidden,
+# -fvisibility-inlines-hidden): every exported definition is stormguard's, none detail's.
+exported="$(nm -DC --defined-only "${library}" | awk '$2 ~ /^[TWDBRV]$/ { $1 = ""; $2 = ""; print }')"
+grep -q 'stormguard::backoff::backoff' <<<"${exported}" ||
+  { echo "consumers: backoff's constructor is not exported" >&2; exit 1; }
+if grep -vq 'stormguard::' <<<"${exported}" || grep -Eq 'stormguard::detail::|anonymous namespace' <<<"${exported}"; then
+  echo "consumers: symbols beyond the public API are exported:" >&2
+  grep -v 'stormguard::' <<<"${exported}" | head >&2
+  grep -E 'stormguard::detail::|anonymous namespace' <<<"${exported}" | head >&2
+  exit 1
+fi
+echo "   ${soname}: $(wc -l <<<"${exported}") exported symbols"
+cmake --install "${work}/core-shared" --prefix "${work}/core-shared-prefix" >/dev/null
+shared_dir="$(dirname "$(find "${work}/core-shared-prefix" -name stormguardConfig.cmake)")"
+configure -S "${here}/core" -B "${work}/consumer-core-shared" "${hidden[@]}" -Dstormguard_DIR="${shared_dir}"
+build "${work}/consumer-core-shared"
+ldd "${work}/consumer-core-shared/consumer" | grep -q "${soname}" ||
+  { echo "consumers: the consumer is not linked to ${soname}" >&2; exit 1; }
+run_consumer "${work}/consumer-core-shared/consumer"
+
+step "3. add_subdirectory, every optional package hidden"
+configure -S "${here}/subdirectory" -B "${work}/consumer-subdirectory" "${hidden[@]}" \
+  -DSTORMGUARD_SOURCE_DIR="${source_dir}"
+build "${work}/consumer-subdirectory"
+run_consumer "${work}/consumer-subdirectory/consumer"
+
+step "4. FetchContent from a local clone (HEAD), every optional package hidden"
+configure -S "${here}/fetchcontent" -B "${work}/consumer-fetchcontent" "${hidden[@]}" \
+  -DSTORMGUARD_GIT_URL="file://${source_dir}" \
+  -DSTORMGUARD_GIT_TAG="$(git -C "${source_dir}" rev-parse HEAD)"
+build "${work}/consumer-fetchcontent"
+run_consumer "${work}/consumer-fetchcontent/consumer"
+
+if [[ -n "${full_build}" ]]; then
+  step "5. the full build ${full_build}: find_package(COMPONENTS http) and pkg-config"
+  cmake --install "${full_build}" --prefix "${work}/full-prefix" >/dev/null
+  full_dir="$(dirname "$(find "${work}/full-prefix" -name stormguardConfig.cmake)")"
+  cmake "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -S "${here}/http" -B "${work}/consumer-http" \
+    -Dstormguard_DIR="${full_dir}" >/dev/null
+  build "${work}/consumer-http"
+  run_consumer "${work}/consumer-http/consumer"
+  full_pc_dir="$(dirname "$(find "${work}/full-prefix" -name stormguard-http.pc)")"
+  # shellcheck disable=SC2046
+  c++ -std=c++20 -o "${work}/pkgconfig-http" "${here}/http/main.cpp" \
+    $(PKG_CONFIG_PATH="${full_pc_dir}" pkg-config --cflags --libs stormguard-http)
+  run_consumer "${work}/pkgconfig-http"
+  step "   QUIET and OPTIONAL_COMPONENTS when pkg-config finds nothing"
+  PKG_CONFIG_LIBDIR=/nonexistent cmake "${generator[@]}" -S "${here}/optional" \
+    -B "${work}/consumer-optional" -Dstormguard_DIR="${full_dir}" >/dev/null
+fi
+echo "== consumers: all passed"

@@ -69,7 +69,7 @@ class classification {
   bool timeout_ = false;
 };
 
-/// True for the transient I/O errors that the seed retries: std::errc::connection_refused,
+/// True for the transient I/O errors worth retrying (a network blip, not a bug): std::errc::connection_refused,
 /// connection_reset, connection_aborted, timed_out, host_unreachable, network_unreachable,
 /// resource_unavailable_try_again (EAGAIN; also EWOULDBLOCK where they differ) and interrupted
 /// (EINTR). Compares through std::error_condition, so a std::system_category code from errno

@@ -188,7 +188,7 @@ namespace detail {
 /// and the time slept.
 ///
 /// Every failed attempt's error, in attempt order, is previous_errors followed by last_error (as
-/// Go's errors.Join in the seed; for_each_error visits them in that order). last_error is held
+/// Go's errors.Join; for_each_error visits them in that order). last_error is held
 /// inline: a call whose only failure is its last attempt never allocates; previous_errors
 /// allocates from the second failed attempt on (and on success after failures, which moves the
 /// last failure there). A plain value type, not thread-safe.

@@ -10,7 +10,7 @@
 //   std::cout << stormguard::lab::format_table(*report);
 //
 // The fleet (docs/lab.md "stormguard lab"): `clients` client instances, each with its own
-// generator and budget, seeded as the simulator's clients are (from the seed, the client's index
+// generator and budget, seeded as the simulator's clients are (from the scenario's seed, the client's index
 // and the strategy's name); logical requests arrive as one open-loop Poisson process at
 // `requests_per_second` (the simulator's arrival stream: the same arrival times) and go
 // round-robin to the clients. Each attempt is one GET through http::async_client (libcurl multi on

@@ -40,7 +40,7 @@ using budget_config = stormguard::config::budget_options;
 /// A named retry strategy: the policy (max retries, backoff, jitter) and the per-client budget.
 struct strategy {
   std::string name;         ///< the name used on the command line and in reports
-  std::string description;  ///< one line: what it is, in the DESIGN.md vocabulary
+  std::string description;  ///< one line: what it is (backoff, jitter, budget)
   stormguard::retry_options retry;
   budget_config budget;
   /// The per-attempt timeout of this strategy, replacing the scenario's `timeout` (a policy's
@@ -73,7 +73,7 @@ struct strategy {
 /// - `full+envoy`: as full, plus Envoy's concurrency_budget per client (retries in flight <=
 ///   max(3, 20 % of the requests in flight)).
 ///
-/// `naive` is the seed's anti-pattern (a loop with a fixed 100 ms sleep). Thread-safe (a static
+/// `naive` is the anti-pattern of a loop with a fixed 100 ms sleep (docs/design.md, "The essay this project started from"). Thread-safe (a static
 /// table built once).
 [[nodiscard]] std::span<const strategy> builtin_strategies();
 

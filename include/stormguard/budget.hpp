@@ -98,13 +98,16 @@ concept retry_budget = bit_generator<G> &&
 /// nothing.
 struct no_budget {
   template <class G>
+  /// Admits every first attempt: returns true.
   [[nodiscard]] constexpr bool try_admit(time_point, G&) noexcept {
     return true;
   }
   template <class G>
+  /// Grants every retry: returns true.
   [[nodiscard]] constexpr bool try_withdraw(time_point, attempt_status, G&) noexcept {
     return true;
   }
+  /// Does nothing.
   constexpr void record(time_point, const attempt_report&) noexcept {}
   friend constexpr bool operator==(const no_budget&, const no_budget&) noexcept = default;
 };

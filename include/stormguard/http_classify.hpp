@@ -41,8 +41,9 @@ namespace stormguard {
 /// allocation; const member functions are thread-safe, mutation needs external synchronisation.
 class retryable_statuses {
  public:
-  /// The lowest and highest status code accepted (RFC 9110 §15: three digits, 1xx..5xx).
+  /// The lowest status code accepted (RFC 9110 §15: three digits, 1xx..5xx).
   static constexpr int min_status = 100;
+  /// The highest status code accepted.
   static constexpr int max_status = 599;
 
   /// {429, 502, 503, 504}.

@@ -83,15 +83,20 @@ struct fleet_result {
 /// One strategy of a lab run: the lab's figures and the simulator's for the same scenario and
 /// seed.
 struct lab_comparison {
+  /// The strategy's name.
   std::string name;
+  /// The figures measured on real sockets.
   sim::strategy_result lab;
+  /// The simulator's figures for the same scenario, strategy and seed.
   sim::strategy_result sim;
   bool completed = true;  ///< false for a run stopped early (its lab figures are partial)
 };
 
 /// A lab run: the scenario (as run: scaled) and one comparison per strategy run.
 struct lab_report {
+  /// The scenario as run (scaled).
   sim::scenario scenario;
+  /// One comparison per strategy, in the order given.
   std::vector<lab_comparison> strategies;
   bool interrupted = false;  ///< stopped before every strategy ran to its end
 };

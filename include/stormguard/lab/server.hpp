@@ -108,8 +108,11 @@ struct server_stats {
   /// this server (the handler ran and its row committed), responses replayed by the guard, and
   /// committed charges left unanswered by fault_after_commit.
   std::int64_t charges = 0;
+  /// Charges committed by this server (the handler ran and its row committed).
   std::int64_t charges_committed = 0;
+  /// Responses replayed by the idempotency guard.
   std::int64_t charges_replayed = 0;
+  /// Committed charges left unanswered on purpose (fault_after_commit).
   std::int64_t charges_dropped = 0;
   /// Of `charges`, those answered 503 because the idempotency store was unreachable or failing
   /// (the guard's store_unavailable; the handler did not run).

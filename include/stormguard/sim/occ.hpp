@@ -90,7 +90,9 @@ struct occ_trial {
 
 /// The mean of one point of the sweep.
 struct occ_point {
+  /// The number of clients writing concurrently.
   int clients = 0;
+  /// The backoff algorithm's name (one of occ_algorithms).
   std::string algorithm;
   double calls = 0.0;  ///< mean writes reaching the server per trial
   double time = 0.0;   ///< mean completion time per trial, in time units (ms)
@@ -98,8 +100,6 @@ struct occ_point {
   friend bool operator==(const occ_point&, const occ_point&) = default;
 };
 
-/// The whole sweep: one point per (clients, algorithm), clients ascending, algorithms in
-/// occ_algorithms order.
 /// The writes of one trial over time, for the plot: when each write reached the server.
 struct occ_timeline {
   int clients = 0;                    ///< the trial's client count
@@ -107,9 +107,14 @@ struct occ_timeline {
   std::vector<duration> write_times;  ///< ascending
 };
 
+/// The whole sweep: one point per (clients, algorithm), clients ascending, algorithms in
+/// occ_algorithms order.
 struct occ_report {
+  /// The options the sweep ran with.
   occ_options options;
+  /// The algorithms' names, in occ_algorithms order.
   std::vector<std::string> algorithms;
+  /// One point per (clients, algorithm), clients ascending, algorithms in occ_algorithms order.
   std::vector<occ_point> sweep;
   std::int64_t events = 0;  ///< events processed by all trials together
   /// Trial 0 of `exponential` and of `full` at the swept client count nearest to 100 (the plot's

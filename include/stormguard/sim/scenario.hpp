@@ -117,7 +117,9 @@ struct scenario {
 /// sentence that names the field and quotes the value, e.g.
 /// `server.workers: must be an integer in [1, 1000000], got -3`.
 struct scenario_error {
+  /// The JSON path of the offending field; empty for the document.
   std::string field;
+  /// A complete sentence naming the field and quoting the value.
   std::string message;
 
   friend bool operator==(const scenario_error&, const scenario_error&) = default;

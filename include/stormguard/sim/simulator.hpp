@@ -141,7 +141,9 @@ struct strategy_result {
 
 /// The results of several strategies on one scenario, in the order they were given.
 struct simulation_report {
+  /// The scenario as simulated.
   sim::scenario scenario;
+  /// One result per strategy, in the order given.
   std::vector<strategy_result> strategies;
 };
 

@@ -41,7 +41,9 @@ using budget_config = stormguard::config::budget_options;
 struct strategy {
   std::string name;         ///< the name used on the command line and in reports
   std::string description;  ///< one line: what it is (backoff, jitter, budget)
+  /// Retries and backoff.
   stormguard::retry_options retry;
+  /// The per-client retry budget.
   budget_config budget;
   /// The per-attempt timeout of this strategy, replacing the scenario's `timeout` (a policy's
   /// attempt_timeout, in (0, 1 h]); nullopt = the scenario's. Time-series model only.

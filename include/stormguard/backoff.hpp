@@ -73,7 +73,8 @@ enum class ceiling_exponent {
 };
 
 /// The settings of a backoff. Defaults: base 100 ms, cap 3 s, multiplier 2, full jitter (Brooker
-/// 2015's advice; the numbers of the Go engine in docs/design.md, "The essay this project started from").
+/// 2015's advice; the numbers of the Go engine in docs/design.md, "The essay this project started
+/// from").
 struct backoff_options {
   /// The first ceiling: the largest delay before retry 1. >= 0; 0 means retry at once (the
   /// anti-pattern, allowed so that simulations can show it), except with decorrelated jitter,

@@ -2,9 +2,9 @@
 // (and, for adaptive throttling, first attempts) may add.
 //
 // A budget is shared by every call a client (or a proxy) makes. The share of retries in all
-// traffic has a hard ceiling (Google SRE book, chapter 21: a per-client retry budget); beyond it a call fails fast instead of retrying.
-// The retry executor (retry.hpp) and the storm simulator talk to every budget through the
-// `stormguard::retry_budget` concept, three calls per logical request:
+// traffic has a hard ceiling (Google SRE book, chapter 21: a per-client retry budget); beyond it a
+// call fails fast instead of retrying. The retry executor (retry.hpp) and the storm simulator talk
+// to every budget through the `stormguard::retry_budget` concept, three calls per logical request:
 //
 //   b.try_admit(now, g)              before the first attempt; false = rejected locally (only
 //                                    adaptive_throttle ever says false; the call ends with

@@ -69,12 +69,12 @@ class classification {
   bool timeout_ = false;
 };
 
-/// True for the transient I/O errors worth retrying (a network blip, not a bug): std::errc::connection_refused,
-/// connection_reset, connection_aborted, timed_out, host_unreachable, network_unreachable,
-/// resource_unavailable_try_again (EAGAIN; also EWOULDBLOCK where they differ) and interrupted
-/// (EINTR). Compares through std::error_condition, so a std::system_category code from errno
-/// matches too. False for everything else, notably operation_canceled and a success (ec == 0).
-/// Thread-safe; never throws.
+/// True for the transient I/O errors worth retrying (a network blip, not a bug):
+/// std::errc::connection_refused, connection_reset, connection_aborted, timed_out,
+/// host_unreachable, network_unreachable, resource_unavailable_try_again (EAGAIN; also EWOULDBLOCK
+/// where they differ) and interrupted (EINTR). Compares through std::error_condition, so a
+/// std::system_category code from errno matches too. False for everything else, notably
+/// operation_canceled and a success (ec == 0). Thread-safe; never throws.
 [[nodiscard]] bool is_transient(const std::error_code& ec) noexcept;
 
 /// The std::error_code carried by a std::system_error (or a type derived from it) held in `e`;
@@ -99,13 +99,15 @@ class classification {
 ///
 /// Stateless; thread-safe.
 struct default_classifier {
-  /// A transient error code (is_transient) is retried (timed_out marked as_timeout()); any other stops.
+  /// A transient error code (is_transient) is retried (timed_out marked as_timeout()); any other
+  /// stops.
   [[nodiscard]] classification operator()(const std::error_code& ec) const noexcept {
     if (!is_transient(ec)) return classification::stop();
     return ec == std::errc::timed_out ? classification::retry().as_timeout()
                                       : classification::retry();
   }
-  /// An exception: classified as its error code (error_code_of); stops unless a transient std::system_error.
+  /// An exception: classified as its error code (error_code_of); stops unless a transient
+  /// std::system_error.
   [[nodiscard]] classification operator()(const std::exception_ptr& e) const noexcept {
     return (*this)(error_code_of(e));
   }

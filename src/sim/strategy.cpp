@@ -41,9 +41,9 @@ std::vector<strategy> make_table() {
   retry_options naive;
   naive.max_retries = 3;
   naive.backoff = backoff::constant(100ms, jitter::none).options();
-  table.push_back(
-      builtin("naive", "3 retries, constant 100 ms, no jitter (the for-loop anti-pattern)",
-              naive, no_budget{}));
+  table.push_back(builtin("naive",
+                          "3 retries, constant 100 ms, no jitter (the for-loop anti-pattern)",
+                          naive, no_budget{}));
 
   table.push_back(builtin("exponential",
                           "3 retries, exponential 100 ms x2 capped at 3 s, no jitter",

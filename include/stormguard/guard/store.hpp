@@ -147,7 +147,8 @@ struct record_key {
 class store {
  public:
   virtual ~store() = default;
-  /// Which kind of store this is, and so which statements the handler writes (SQL dialect or Redis).
+  /// Which kind of store this is, and so which statements the handler writes (SQL dialect or
+  /// Redis).
   [[nodiscard]] virtual store_kind kind() const noexcept = 0;
 
   /// One atomic step (one round trip for PostgreSQL and Redis): when there is no live record for

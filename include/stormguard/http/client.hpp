@@ -104,8 +104,8 @@ struct request {
   /// Extra header fields, sent in order; an empty value is sent as an empty value ("X-A:"),
   /// never dropped or read as libcurl's "remove this header". Content-Length is rejected (the
   /// client sets it from `body`). A field named Idempotency-Key is rejected: use
-  /// `idempotency`. The client adds User-Agent ("stormguard/" and the version) unless one is given, and
-  /// "Expect:" (empty: no 100-continue wait) unless an Expect field is given.
+  /// `idempotency`. The client adds User-Agent ("stormguard/" and the version) unless one is given,
+  /// and "Expect:" (empty: no 100-continue wait) unless an Expect field is given.
   std::vector<header> headers{};
   /// The body (sent with Content-Length when non-empty, for any method including GET, or for
   /// POST, PUT and PATCH). A HEAD with a body is rejected (libcurl cannot send one).
@@ -299,7 +299,8 @@ class client {
 
   client(const client&) = delete;
   client& operator=(const client&) = delete;
-  /// Moves the client: `other`'s connection and budgets come along; `other` may only be destroyed or assigned to.
+  /// Moves the client: `other`'s connection and budgets come along; `other` may only be destroyed
+  /// or assigned to.
   client(client&&) noexcept;
   /// Move-assigns, as the move constructor.
   client& operator=(client&&) noexcept;

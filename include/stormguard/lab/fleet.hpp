@@ -10,9 +10,9 @@
 //   std::cout << stormguard::lab::format_table(*report);
 //
 // The fleet (docs/lab.md "stormguard lab"): `clients` client instances, each with its own
-// generator and budget, seeded as the simulator's clients are (from the scenario's seed, the client's index
-// and the strategy's name); logical requests arrive as one open-loop Poisson process at
-// `requests_per_second` (the simulator's arrival stream: the same arrival times) and go
+// generator and budget, seeded as the simulator's clients are (from the scenario's seed, the
+// client's index and the strategy's name); logical requests arrive as one open-loop Poisson process
+// at `requests_per_second` (the simulator's arrival stream: the same arrival times) and go
 // round-robin to the clients. Each attempt is one GET through http::async_client (libcurl multi on
 // Asio, one thread) with the scenario's per-attempt timeout (or the strategy's); a 200 is a
 // success, a 503 a failure (retried when the strategy retries 503s), a time-out or a transport

@@ -74,8 +74,8 @@ struct payments_options {
   /// The probability, in [0, 1], that a charge that committed is not answered: the server closes
   /// the connection instead of sending the 201 (a replayed response is always sent).
   double fault_after_commit = 0.0;
-  /// The random seed of the generator that draws those faults (one draw per committed charge, on the
-  /// event-loop thread, in the order the charges commit).
+  /// The random seed of the generator that draws those faults (one draw per committed charge, on
+  /// the event-loop thread, in the order the charges commit).
   std::uint64_t seed = 0;
 };
 

@@ -83,8 +83,8 @@ struct occ_trial {
                                            std::uint64_t seed, const occ_options& o,
                                            std::vector<duration>* write_times = nullptr);
 
-/// The random seed of trial `trial` of the point (clients, algorithm index) in simulate_occ: the same
-/// trial can be rerun on its own (with write_times, for the plot of writes over time).
+/// The random seed of trial `trial` of the point (clients, algorithm index) in simulate_occ: the
+/// same trial can be rerun on its own (with write_times, for the plot of writes over time).
 [[nodiscard]] std::uint64_t occ_trial_seed(std::uint64_t seed, int clients, std::size_t algorithm,
                                            std::size_t trial) noexcept;
 

@@ -3,7 +3,8 @@
 //
 // A scenario is plain data. `parse_scenario` reads one from JSON text, `load_scenario` from a file,
 // and `friday_night()` returns the built-in default (the Friday-night incident of
-// docs/design.md, "The essay this project started from"; identical to scenarios/friday-night.json). Durations in scenario files are JSON strings with a unit
+// docs/design.md, "The essay this project started from"; identical to scenarios/friday-night.json).
+// Durations in scenario files are JSON strings with a unit
 // ("20ms", "1.5s"); rates are plain numbers per second. docs/simulator.md lists every field.
 //
 //   auto parsed = stormguard::sim::load_scenario("scenarios/friday-night.json");
@@ -157,10 +158,10 @@ using scenario_result = stormguard::outcome<scenario, scenario_error>;
 /// does only if `s` does). Never throws (std::bad_alloc aside). Thread-safe (a pure function).
 [[nodiscard]] scenario_result scale_scenario(const scenario& s, double factor);
 
-/// The Friday-night incident (docs/design.md, "The essay this project started from"), built into the library (equal to the parse of
-/// scenarios/friday-night.json): 2,000 req/s from 20 clients, 100 workers × 20 ms (5,000 req/s,
-/// 2.5× demand), queue limit 20,000, per-attempt timeout 1 s, service time 1.5 s from t = 10 s to
-/// t = 20 s, 60 s simulated, seed 42.
+/// The Friday-night incident (docs/design.md, "The essay this project started from"), built into
+/// the library (equal to the parse of scenarios/friday-night.json): 2,000 req/s from 20 clients,
+/// 100 workers × 20 ms (5,000 req/s, 2.5× demand), queue limit 20,000, per-attempt timeout 1 s,
+/// service time 1.5 s from t = 10 s to t = 20 s, 60 s simulated, seed 42.
 [[nodiscard]] scenario friday_night();
 
 /// The scenario of the file scenarios/metastable.json (equal to it): the example of Bronson et
@@ -179,7 +180,8 @@ using scenario_result = stormguard::outcome<scenario, scenario_error>;
 
 /// The scenario of scenarios/outage-80.json: 2,000 logical req/s from 20 clients against a
 /// healthy server (100 workers × 20 ms); from t = 30 s to 60 s, 80 % of attempts fail at once
-/// with a 503; 3 retries; 90 s simulated, seed 42 (the Google SRE book, chapter 21; docs/design.md, "The essay this project started from").
+/// with a 503; 3 retries; 90 s simulated, seed 42 (the Google SRE book, chapter 21; docs/design.md,
+/// "The essay this project started from").
 [[nodiscard]] scenario outage_80();
 
 /// The scenario of scenarios/outage-80-fleet.json: outage_80() with the same load from 1,000

@@ -75,8 +75,8 @@ struct strategy {
 /// - `full+envoy`: as full, plus Envoy's concurrency_budget per client (retries in flight <=
 ///   max(3, 20 % of the requests in flight)).
 ///
-/// `naive` is the anti-pattern of a loop with a fixed 100 ms sleep (docs/design.md, "The essay this project started from"). Thread-safe (a static
-/// table built once).
+/// `naive` is the anti-pattern of a loop with a fixed 100 ms sleep (docs/design.md, "The essay this
+/// project started from"). Thread-safe (a static table built once).
 [[nodiscard]] std::span<const strategy> builtin_strategies();
 
 /// The built-in strategy called `name` (exact, case-sensitive match), or nullptr.

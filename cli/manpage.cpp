@@ -29,7 +29,7 @@ std::vector<const CLI::Option*> visible_options(const CLI::App& app) {
   return app.get_options([](const CLI::Option* o) { return !o->get_group().empty(); });
 }
 
-bool takes_value(const CLI::Option& o) { return o.get_type_size_max() > 0; }
+bool takes_value(const CLI::Option& o) { return o.get_items_expected_max() > 0; }
 
 // "-X, --request" (or "SCENARIO" for a positional).
 std::string names_of(const CLI::Option& o) {

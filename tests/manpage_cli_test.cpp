@@ -90,6 +90,8 @@ TEST(BashCompletion, CompletesSubcommandsOptionsAndFiles) {
   EXPECT_EQ(completions(script, "stormguard http --idem"), "--idempotency-key\n");
   EXPECT_EQ(completions(script, "stormguard --ver"), "--version\n");
   EXPECT_EQ(completions(script, "stormguard plan --seed ''"), "") << "a number: nothing to offer";
+  EXPECT_EQ(completions(script, "stormguard plan --json --s"), "--samples\n--seed\n")
+      << "a flag takes no value: options again after it";
   std::vector<std::string> expected = k_subcommands;
   std::sort(expected.begin(), expected.end());
   std::string expected_text;

@@ -72,9 +72,10 @@ TEST(HelpText, NamesNoPathInTheSourceTree) {
 
 // The words bash offers for the command line `words` (the last one being completed).
 std::string completions(const std::string& script, const std::string& words) {
-  const program_run r = bash("source '" + script + "' && COMP_WORDS=(" + words +
-                             ") && COMP_CWORD=$((${#COMP_WORDS[@]} - 1)) && _stormguard && "
-                             "if ((${#COMPREPLY[@]})); then printf '%s\\n' \"${COMPREPLY[@]}\" | sort; fi");
+  const program_run r =
+      bash("source '" + script + "' && COMP_WORDS=(" + words +
+           ") && COMP_CWORD=$((${#COMP_WORDS[@]} - 1)) && _stormguard && "
+           "if ((${#COMPREPLY[@]})); then printf '%s\\n' \"${COMPREPLY[@]}\" | sort; fi");
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.err, "");
   return r.out;

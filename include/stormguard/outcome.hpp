@@ -26,6 +26,7 @@ struct failure {
   /// The error the outcome will hold.
   E error;
 };
+/// Deduces failure<E> from the error: `failure{ec}`.
 template <class E>
 failure(E) -> failure<E>;
 

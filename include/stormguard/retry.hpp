@@ -528,8 +528,10 @@ struct retrier_access {
 };
 }  // namespace detail
 
+/// Deduces a retrier without a budget: `retrier r(policy, clock, rng);`.
 template <class G>
 retrier(retry_policy, clock&, G&) -> retrier<G, no_budget>;
+/// Deduces a retrier with the budget `B`: `retrier r(policy, clock, rng, budget);`.
 template <class G, class B>
 retrier(retry_policy, clock&, G&, B&) -> retrier<G, B>;
 

@@ -10,9 +10,9 @@
 
 namespace stormguard {
 
-// Returns the library version as "MAJOR.MINOR.PATCH" (the VERSION of the CMake project).
-// The view refers to a string literal: it is valid for the life of the program.
-// Thread-safe.
+/// Returns the library version as "MAJOR.MINOR.PATCH" (the VERSION of the CMake project).
+/// The view refers to a string literal: it is valid for the life of the program.
+/// Thread-safe.
 [[nodiscard]] std::string_view version() noexcept;
 
 }  // namespace stormguard

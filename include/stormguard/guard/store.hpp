@@ -209,7 +209,7 @@ class store {
 
 /// Opens a store from a spec, as `--idempotency` takes it:
 ///   sqlite:PATH        an SQLite database file (created if absent; WAL journal)
-///   postgres:URL       a PostgreSQL connection URI (postgresql://user@host:port/db; libpq's
+///   postgres:URL       a PostgreSQL connection URI (`postgresql://user@host:port/db`; libpq's
 ///                      syntax, https://www.postgresql.org/docs/15/libpq-connect.html)
 ///   redis:URL          redis://host:port[/db]
 /// Creates the store's table (SQL) if absent. Throws std::invalid_argument naming "store" and

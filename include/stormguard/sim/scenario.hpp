@@ -191,7 +191,7 @@ using scenario_result = stormguard::outcome<scenario, scenario_error>;
 
 /// The built-in scenario called `name`: "friday-night", "no-incident", "metastable",
 /// "metastable-slowdown", "outage-80" or "outage-80-fleet" (each equal to
-/// scenarios/<name>.json); nullopt otherwise.
+/// scenarios/NAME.json); nullopt otherwise.
 [[nodiscard]] std::optional<scenario> builtin_scenario(std::string_view name);
 
 /// The names builtin_scenario knows, joined by ", ".

@@ -13,6 +13,8 @@
 #                      FUZZ_TARGET (retry_after, the default: the Retry-After parser; or policy:
 #                      the policy file parser) for FUZZ_SECONDS (default 60) from
 #                      fuzz/corpus/FUZZ_TARGET
+#   make docs          the API reference (Doxygen, ./Doxyfile) into build/docs/html/index.html;
+#                      fails on any Doxygen warning (an undocumented public entity, a bad \param)
 #   make format        clang-format -i over our sources
 #   make format-check  fail if any source is not clang-formatted
 #   make clean         remove the build directories of all presets
@@ -26,7 +28,7 @@ FUZZ_MAX_LEN ?= $(if $(filter policy,$(FUZZ_TARGET)),4096,512)
 FORMAT_DIRS := include src cli sim tests bench examples fuzz
 FORMAT_FILES = $(shell find $(wildcard $(FORMAT_DIRS)) -type f \( -name '*.hpp' -o -name '*.cpp' \) | sort)
 
-.PHONY: all bootstrap build run test consumers bench fuzz format format-check clean
+.PHONY: all bootstrap build run test consumers bench fuzz docs format format-check clean
 
 all: build
 
@@ -66,6 +68,12 @@ fuzz: bootstrap
 	build-fuzz/fuzz/$(FUZZ_TARGET)_fuzz -max_total_time=$(FUZZ_SECONDS) -max_len=$(FUZZ_MAX_LEN) \
 	  -dict=fuzz/$(FUZZ_TARGET).dict -artifact_prefix=build-fuzz/ -print_final_stats=1 \
 	  build-fuzz/corpus/$(FUZZ_TARGET) fuzz/corpus/$(FUZZ_TARGET)
+
+# docs/ is a folder, hence .PHONY: without it make would answer "Nothing to be done".
+docs: bootstrap
+	@mkdir -p build/docs
+	STORMGUARD_VERSION=$$(sed -nE 's/^  VERSION ([0-9.]+)$$/\1/p' CMakeLists.txt | head -n 1) doxygen Doxyfile
+	@echo "docs: build/docs/html/index.html"
 
 format: bootstrap
 	@files="$(FORMAT_FILES)"; [ -z "$$files" ] || $(CLANG_FORMAT) -i $$files

@@ -26,6 +26,7 @@
 #include "command.hpp"
 #include "gnuplot.hpp"
 #include "lab_payments.hpp"
+#include "manpage.hpp"
 #include "numbers.hpp"
 #include "output.hpp"
 #include "policy_file.hpp"
@@ -331,11 +332,13 @@ command add_lab_command(CLI::App& parent) {
       "(clients, Poisson arrivals, per-attempt timeout) through the async HTTP client, one\n"
       "strategy after another, each against a fresh server, in real time; prints each figure next\n"
       "to the simulator's for the same scenario and seed. Ctrl-C stops with a partial report.\n"
-      "See docs/lab.md.\n"
+      "See " +
+      doc_path("lab.md") + ".\n" +
       "`lab payments` (a reserved SCENARIO name) is another run: charges with idempotency keys\n"
       "through the retrying client to replicas of serve's POST /charges behind the idempotency\n"
       "guard, a fault that drops the answer after the commit, and an audit of the ledger for\n"
-      "double charges. See docs/idempotency.md.");
+      "double charges. See " +
+      doc_path("idempotency.md") + ".");
   sub->footer(k_exit_statuses);
   add_scenario_argument(*sub, options->scenario)
       ->description("A built-in scenario (" + sim::builtin_scenario_names() +
@@ -347,7 +350,8 @@ command add_lab_command(CLI::App& parent) {
           sim::strategy_names());
   add_typed_option(*sub, "--policy", options->policies,
                    "Also run the policies of a policy file ([grpc:|envoy:]FILE[:NAME], "
-                   "repeatable; docs/policy.md)",
+                   "repeatable; " +
+                       doc_path("policy.md") + ")",
                    "FILE[:NAME]");
   options->scale_option =
       add_typed_option(*sub, "--scale", options->scale,
@@ -368,7 +372,8 @@ command add_lab_command(CLI::App& parent) {
       add_typed_option(*sub, "--metrics-port", options->metrics_port,
                        "Serve the fleet's client-side metrics (Prometheus text format) on "
                        "http://127.0.0.1:N/metrics during the run; 0 lets the system choose "
-                       "(docs/metrics.md)",
+                       "(" +
+                           doc_path("metrics.md") + ")",
                        "N")
           ->transform(whole_number())
           ->check(CLI::Range(0, 65535));

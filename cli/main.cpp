@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "command.hpp"
+#include "manpage.hpp"
 #include "output.hpp"
 #include "stormguard/detail/format.hpp"
 #include "stormguard/version.hpp"
@@ -83,6 +84,11 @@ int run(int argc, char** argv) {
   // that the error can name them. Subcommands keep rejecting their own unknown options.
   app.allow_extras();
   for (const auto& c : commands) c.app->allow_extras(false);
+  // The build's generators of the man page and the bash completion (manpage.hpp).
+  if (const int status = cli::generate_if_asked(argc, argv, app, stormguard::version());
+      status >= 0) {
+    return status;
+  }
 
   const auto chosen_command = [&]() -> const cli::command* {
     const cli::command* chosen = nullptr;

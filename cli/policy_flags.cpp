@@ -3,6 +3,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "manpage.hpp"
 #include "numbers.hpp"
 #include "policy_file.hpp"
 #include "stormguard/backoff.hpp"
@@ -72,8 +73,8 @@ bool typed(const CLI::Option* option) { return option != nullptr && option->coun
 void add_policy_flags(CLI::App& app, policy_flags& flags) {
   flags.policy_option =
       add_typed_option(app, "--policy", flags.policy,
-                       "A policy file ([grpc:|envoy:]FILE[:NAME]; docs/policy.md); the flags "
-                       "below, when typed, override its values",
+                       "A policy file ([grpc:|envoy:]FILE[:NAME]; " + doc_path("policy.md") +
+                           "); the flags below, when typed, override its values",
                        "FILE[:NAME]");
   flags.base_option =
       add_typed_option(

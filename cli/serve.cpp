@@ -17,6 +17,7 @@
 #include <string>
 
 #include "command.hpp"
+#include "manpage.hpp"
 #include "numbers.hpp"
 #include "output.hpp"
 #include "scenario_argument.hpp"
@@ -219,8 +220,8 @@ command add_serve_command(CLI::App& parent) {
       "service times and incident, on the scenario's clock. GET /stats and /metrics give the\n"
       "counters; POST /control/start starts the clock (with --wait-start); POST /charges is a\n"
       "payments endpoint behind the idempotency guard and GET /ledger its ledger; every other\n"
-      "path is the scenario's endpoint. Runs until SIGINT, SIGTERM or SIGHUP. See docs/lab.md\n"
-      "and docs/idempotency.md.");
+      "path is the scenario's endpoint. Runs until SIGINT, SIGTERM or SIGHUP. See\n" +
+      doc_path("lab.md") + " and " + doc_path("idempotency.md") + ".");
   sub->footer(k_exit_statuses);
   add_scenario_argument(*sub, options->scenario);
   add_typed_option(*sub, "--port", options->port, "The port on 127.0.0.1; 0 lets the system choose",

@@ -23,6 +23,7 @@
 
 #include "command.hpp"
 #include "gnuplot.hpp"
+#include "manpage.hpp"
 #include "numbers.hpp"
 #include "output.hpp"
 #include "policy_file.hpp"
@@ -554,7 +555,8 @@ command add_simulate_command(CLI::App& parent) {
       "Strategy to run; repeat or separate with commas (default: all): " + sim::strategy_names());
   add_typed_option(*sub, "--policy", options->policies,
                    "Also run the policies of a policy file ([grpc:|envoy:]FILE[:NAME], "
-                   "repeatable; docs/policy.md); one named like a built-in replaces it",
+                   "repeatable; " +
+                       doc_path("policy.md") + "); one named like a built-in replaces it",
                    "FILE[:NAME]");
   options->seed_option = sub->add_option(
       "--seed", options->seed,

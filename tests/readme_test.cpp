@@ -3,6 +3,7 @@
 // every non-blank line of the block, without its indentation, must appear in that file, in order.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -110,6 +111,66 @@ TEST(ReadmeExcerpt, IsWhatSimulatePrints) {
   ASSERT_EQ(std::system(command.c_str()), 0) << command;
   EXPECT_EQ(excerpt, read_file(out_path))
       << "update the README block with the output of build/bin/stormguard simulate";
+}
+
+// The README's table of subcommands ("## The command-line tool": one row per subcommand, its
+// first cell starting with the subcommand's name) and its count ("has seven subcommands") say
+// what `stormguard --help` lists, no more and no fewer.
+std::vector<std::string> readme_subcommands(const std::vector<std::string>& readme) {
+  std::vector<std::string> names;
+  std::size_t at = 0;
+  while (at < readme.size() && readme[at] != "## The command-line tool") ++at;
+  for (++at; at < readme.size() && readme[at].rfind("## ", 0) != 0; ++at) {
+    const std::string& line = readme[at];
+    if (line.rfind("| `", 0) != 0) continue;
+    const std::string cell = line.substr(3, line.find('`', 3) - 3);
+    const std::string name = cell.substr(0, cell.find(' '));
+    if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+// The subcommands `stormguard --help` lists: the lines of its "SUBCOMMANDS:" block.
+std::vector<std::string> cli_subcommands(const std::string& help) {
+  std::vector<std::string> names;
+  const auto lines = lines_of(help);
+  std::size_t at = 0;
+  while (at < lines.size() && trim(lines[at]) != "SUBCOMMANDS:" &&
+         trim(lines[at]) != "Subcommands:") {
+    ++at;
+  }
+  // One line per subcommand, indented by two spaces; its description's continuation lines are
+  // indented further; the block ends at a line that is not indented (the footer).
+  for (++at; at < lines.size() && (lines[at].empty() || lines[at].front() == ' '); ++at) {
+    const std::string& line = lines[at];
+    if (line.size() > 2 && line.rfind("  ", 0) == 0 && line[2] != ' ') {
+      names.push_back(line.substr(2, line.find(' ', 2) - 2));
+    }
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+TEST(ReadmeSubcommands, AreTheCliSubcommands) {
+  const auto readme = lines_of(read_file(STORMGUARD_SOURCE_DIR "/README.md"));
+  const std::string out_path = ::testing::TempDir() + "readme_help.txt";
+  const std::string command =
+      std::string("\"") + STORMGUARD_CLI_PATH + "\" --help > \"" + out_path + "\"";
+  ASSERT_EQ(std::system(command.c_str()), 0) << command;
+  const auto cli = cli_subcommands(read_file(out_path));
+  ASSERT_GE(cli.size(), 7u) << "no SUBCOMMANDS block in stormguard --help";
+  EXPECT_EQ(readme_subcommands(readme), cli)
+      << "the README's table of subcommands (## The command-line tool) differs from --help";
+
+  const std::vector<std::string> counts = {"zero", "one",    "two",   "three", "four",
+                                           "five", "six",    "seven", "eight", "nine",
+                                           "ten",  "eleven", "twelve"};
+  ASSERT_LT(cli.size(), counts.size());
+  const std::string sentence = "has " + counts[cli.size()] + " subcommands";
+  bool found = false;
+  for (const auto& line : readme) found = found || line.find(sentence) != std::string::npos;
+  EXPECT_TRUE(found) << "the README should say `stormguard` " << sentence;
 }
 #endif
 

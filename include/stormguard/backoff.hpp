@@ -63,7 +63,7 @@ enum class jitter {
 /// Which power of the multiplier the ceiling of retry n uses.
 enum class ceiling_exponent {
   /// ceiling(n) = min(cap, base · multiplier^(n-1)): the first retry's ceiling is base (the
-  /// default, and DESIGN.md's vocabulary: "base is the first ceiling").
+  /// default: "base is the first ceiling").
   retry_minus_one,
   /// ceiling(n) = min(cap, base · multiplier^n): the first retry's ceiling is base · multiplier.
   /// The convention of the code behind Brooker's "Exponential Backoff And Jitter" (AWS
@@ -73,7 +73,9 @@ enum class ceiling_exponent {
   retry,
 };
 
-/// The settings of a backoff. Defaults are the seed's DefaultRetryConfig and Brooker's advice.
+/// The settings of a backoff. Defaults: base 100 ms, cap 3 s, multiplier 2, full jitter (Brooker
+/// 2015's advice; the numbers of the Go engine in docs/design.md, "The essay this project started
+/// from").
 struct backoff_options {
   /// The first ceiling: the largest delay before retry 1. >= 0; 0 means retry at once (the
   /// anti-pattern, allowed so that simulations can show it), except with decorrelated jitter,

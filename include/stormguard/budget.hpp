@@ -1,10 +1,10 @@
 // stormguard/budget.hpp: retry budgets and throttles, the ceiling on how much extra load retries
 // (and, for adaptive throttling, first attempts) may add.
 //
-// A budget is shared by every call a client (or a proxy) makes. The seed's rule 1: the share of
-// retries in all traffic has a hard ceiling; beyond it a call fails fast instead of retrying.
-// The retry executor (retry.hpp) and the storm simulator talk to every budget through the
-// `stormguard::retry_budget` concept, three calls per logical request:
+// A budget is shared by every call a client (or a proxy) makes. The share of retries in all
+// traffic has a hard ceiling (Google SRE book, chapter 21: a per-client retry budget); beyond it a
+// call fails fast instead of retrying. The retry executor (retry.hpp) and the storm simulator talk
+// to every budget through the `stormguard::retry_budget` concept, three calls per logical request:
 //
 //   b.try_admit(now, g)              before the first attempt; false = rejected locally (only
 //                                    adaptive_throttle ever says false; the call ends with
@@ -99,19 +99,22 @@ concept retry_budget = bit_generator<G> &&
 /// nothing.
 struct no_budget {
   template <class G>
+  /// Admits every first attempt: returns true.
   [[nodiscard]] constexpr bool try_admit(time_point, G&) noexcept {
     return true;
   }
   template <class G>
+  /// Grants every retry: returns true.
   [[nodiscard]] constexpr bool try_withdraw(time_point, attempt_status, G&) noexcept {
     return true;
   }
+  /// Does nothing.
   constexpr void record(time_point, const attempt_report&) noexcept {}
   friend constexpr bool operator==(const no_budget&, const no_budget&) noexcept = default;
 };
 
-/// The settings of a ratio_budget. Defaults: the seed (10 % over 10 s) and Finagle/Linkerd
-/// (a floor of 10 retries per second).
+/// The settings of a ratio_budget. Defaults: 10 % (the Google SRE book, chapter 21) over 10 s, and
+/// a floor of 10 retries per second (Finagle's RetryBudget and Linkerd's window and floor).
 struct ratio_budget_options {
   /// Retries allowed per logical request, over the window: 0.1 = 10 %. In [0, 1000] (Finagle's
   /// range); resolved to 1e-6 (a deposit is round(ratio · 10^6) micro-retries). A non-zero ratio

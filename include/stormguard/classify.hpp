@@ -70,12 +70,12 @@ class classification {
   bool timeout_ = false;
 };
 
-/// True for the transient I/O errors that the seed retries: std::errc::connection_refused,
-/// connection_reset, connection_aborted, timed_out, host_unreachable, network_unreachable,
-/// resource_unavailable_try_again (EAGAIN; also EWOULDBLOCK where they differ) and interrupted
-/// (EINTR). Compares through std::error_condition, so a std::system_category code from errno
-/// matches too. False for everything else, notably operation_canceled and a success (ec == 0).
-/// Thread-safe; never throws.
+/// True for the transient I/O errors worth retrying (a network blip, not a bug):
+/// std::errc::connection_refused, connection_reset, connection_aborted, timed_out,
+/// host_unreachable, network_unreachable, resource_unavailable_try_again (EAGAIN; also EWOULDBLOCK
+/// where they differ) and interrupted (EINTR). Compares through std::error_condition, so a
+/// std::system_category code from errno matches too. False for everything else, notably
+/// operation_canceled and a success (ec == 0). Thread-safe; never throws.
 [[nodiscard]] STORMGUARD_EXPORT bool is_transient(const std::error_code& ec) noexcept;
 
 /// The std::error_code carried by a std::system_error (or a type derived from it) held in `e`;
@@ -100,15 +100,20 @@ class classification {
 ///
 /// Stateless; thread-safe.
 struct default_classifier {
+  /// A transient error code (is_transient) is retried (timed_out marked as_timeout()); any other
+  /// stops.
   [[nodiscard]] classification operator()(const std::error_code& ec) const noexcept {
     if (!is_transient(ec)) return classification::stop();
     return ec == std::errc::timed_out ? classification::retry().as_timeout()
                                       : classification::retry();
   }
+  /// An exception: classified as its error code (error_code_of); stops unless a transient
+  /// std::system_error.
   [[nodiscard]] classification operator()(const std::exception_ptr& e) const noexcept {
     return (*this)(error_code_of(e));
   }
   template <class E>
+  /// Any other error type: retry.
   [[nodiscard]] constexpr classification operator()(const E&) const noexcept {
     return classification::retry();
   }
@@ -118,6 +123,7 @@ struct default_classifier {
 /// default before default_classifier; kept for callers that name it. Stateless; thread-safe.
 struct retry_any_error {
   template <class E>
+  /// Any error: retry.
   [[nodiscard]] constexpr classification operator()(const E&) const noexcept {
     return classification::retry();
   }
@@ -132,8 +138,10 @@ struct retry_any_error {
 template <std::size_t N, bool listed_retry>
 class errc_classifier {
  public:
+  /// A classifier over the conditions `codes` (see the class comment for what `listed_retry` does).
   constexpr explicit errc_classifier(std::array<std::errc, N> codes) noexcept : codes_(codes) {}
 
+  /// Retry or stop for `ec`, as the class comment says.
   [[nodiscard]] classification operator()(const std::error_code& ec) const noexcept {
     if (!ec || ec == std::errc::operation_canceled) return classification::stop();
     const bool listed =
@@ -142,6 +150,7 @@ class errc_classifier {
     return ec == std::errc::timed_out ? classification::retry().as_timeout()
                                       : classification::retry();
   }
+  /// An exception: classified as its error code (error_code_of); stops unless a std::system_error.
   [[nodiscard]] classification operator()(const std::exception_ptr& e) const noexcept {
     return (*this)(error_code_of(e));
   }

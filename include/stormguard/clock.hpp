@@ -60,7 +60,9 @@ class clock {
 
  protected:
   clock() = default;
+  /// Copyable by derived classes only (no slicing through the interface).
   clock(const clock&) = default;
+  /// Assignable by derived classes only.
   clock& operator=(const clock&) = default;
 };
 

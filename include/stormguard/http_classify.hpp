@@ -1,6 +1,7 @@
 // stormguard/http_classify.hpp: the retry rules of HTTP, as classifications.
 //
-// Which failed HTTP attempts are worth another attempt (DESIGN.md, RFC 9110):
+// Which failed HTTP attempts are worth another attempt (RFC 9110; docs/design.md, "The essay this
+// project started from"):
 // - a final response: retry 429, 502, 503, 504 (configurable: retryable_statuses), honouring
 //   Retry-After; never another 4xx — except 409 Conflict on a request that carries an
 //   Idempotency-Key, which is the server's idempotency guard saying "a request with this key is
@@ -37,13 +38,15 @@
 
 namespace stormguard {
 
-/// The set of HTTP status codes that may be retried. Default: 429, 502, 503, 504 (seed,
-/// DESIGN.md). Not 500/501 by default. Plain value type: cheap to copy (a 600-bit set), no
-/// allocation; const member functions are thread-safe, mutation needs external synchronisation.
+/// The set of HTTP status codes that may be retried. Default: 429, 502, 503, 504 (RFC 9110
+/// §15.5.20, §15.6.3-15.6.5: temporary conditions). Not 500/501 by default. Plain value type: cheap
+/// to copy (a 600-bit set), no allocation; const member functions are thread-safe, mutation needs
+/// external synchronisation.
 class STORMGUARD_EXPORT retryable_statuses {
  public:
-  /// The lowest and highest status code accepted (RFC 9110 §15: three digits, 1xx..5xx).
+  /// The lowest status code accepted (RFC 9110 §15: three digits, 1xx..5xx).
   static constexpr int min_status = 100;
+  /// The highest status code accepted.
   static constexpr int max_status = 599;
 
   /// {429, 502, 503, 504}.

@@ -57,7 +57,7 @@ inline constexpr std::size_t max_idempotency_key_length = 255;
 /// ASCII 0x20..0x7E.
 ///
 /// The message quotes the key as every echoed value is (detail::quote_for_message: control
-/// bytes as \xNN, cut after 80 bytes with "... (N bytes)"), and names the position of the first
+/// bytes as `\xNN`, cut after 80 bytes with "... (N bytes)"), and names the position of the first
 /// bad character. Every key that passes
 /// can be sent in both formats of idempotency_key_format (except as noted there).
 STORMGUARD_EXPORT void validate_idempotency_key(std::string_view key);

@@ -23,8 +23,10 @@ namespace stormguard {
 /// Wraps an error so that it converts to an outcome<T, E> holding the error.
 template <class E>
 struct failure {
+  /// The error the outcome will hold.
   E error;
 };
+/// Deduces failure<E> from the error: `failure{ec}`.
 template <class E>
 failure(E) -> failure<E>;
 
@@ -42,17 +44,23 @@ class outcome {
   requires std::constructible_from<E, F>
   constexpr outcome(failure<F> f) : state_(std::in_place_index<1>, std::move(f.error)) {}
 
+  /// True when the outcome holds a value.
   [[nodiscard]] constexpr bool has_value() const noexcept { return state_.index() == 0; }
+  /// has_value().
   constexpr explicit operator bool() const noexcept { return has_value(); }
   /// The value. Precondition: has_value().
   [[nodiscard]] constexpr T& operator*() & noexcept { return *std::get_if<0>(&state_); }
+  /// The value. Precondition: has_value().
   [[nodiscard]] constexpr const T& operator*() const& noexcept { return *std::get_if<0>(&state_); }
+  /// The value, moved out. Precondition: has_value().
   [[nodiscard]] constexpr T&& operator*() && noexcept {
     return std::move(*std::get_if<0>(&state_));
   }
   /// The error. Precondition: !has_value().
   [[nodiscard]] constexpr E& error() & noexcept { return *std::get_if<1>(&state_); }
+  /// The error. Precondition: !has_value().
   [[nodiscard]] constexpr const E& error() const& noexcept { return *std::get_if<1>(&state_); }
+  /// The error, moved out. Precondition: !has_value().
   [[nodiscard]] constexpr E&& error() && noexcept { return std::move(*std::get_if<1>(&state_)); }
 
  private:

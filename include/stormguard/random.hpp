@@ -43,6 +43,7 @@ concept bit_generator =
 /// sequence on every platform. Not thread-safe: give each thread its own generator.
 class random_generator {
  public:
+  /// The type of the values operator() returns (UniformRandomBitGenerator).
   using result_type = std::uint64_t;
 
   /// Seeds from the operating system's entropy source (std::random_device).
@@ -63,7 +64,9 @@ class random_generator {
     for (auto& word : state_) word = detail::splitmix64_next(seed_value);
   }
 
+  /// The smallest value operator() returns: 0.
   static constexpr result_type min() noexcept { return 0; }
+  /// The largest value operator() returns: 2^64 - 1.
   static constexpr result_type max() noexcept { return std::numeric_limits<result_type>::max(); }
 
   /// The next 64 random bits.

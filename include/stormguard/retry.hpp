@@ -145,6 +145,7 @@ using attempt_outcome_t =
 /// on_end. A retrier whose hook is no_hook does not even form the call. Stateless; thread-safe.
 struct no_hook {
   template <class... A>
+  /// Does nothing, whatever the arguments.
   constexpr void operator()(A&&...) const noexcept {}
 };
 
@@ -188,7 +189,7 @@ namespace detail {
 /// and the time slept.
 ///
 /// Every failed attempt's error, in attempt order, is previous_errors followed by last_error (as
-/// Go's errors.Join in the seed; for_each_error visits them in that order). last_error is held
+/// Go's errors.Join; for_each_error visits them in that order). last_error is held
 /// inline: a call whose only failure is its last attempt never allocates; previous_errors
 /// allocates from the second failed attempt on (and on success after failures, which moves the
 /// last failure there). A plain value type, not thread-safe.
@@ -197,11 +198,14 @@ struct [[nodiscard]] retry_result {
   std::optional<T> value;          ///< set when reason == success
   std::optional<E> last_error;     ///< the last attempt's error, when it failed and the call failed
   std::vector<E> previous_errors;  ///< the errors of the other failed attempts, oldest first
+  /// Why the call ended: success, or why it stopped (see end_reason).
   end_reason reason = end_reason::success;
   int attempts = 0;  ///< attempts made (0 only if cancelled or past the deadline at the start)
   duration slept{};  ///< the total of the backoff delays waited (saturates at duration::max())
 
+  /// True when the call succeeded (reason is end_reason::success; value is set).
   [[nodiscard]] bool ok() const noexcept { return reason == end_reason::success; }
+  /// ok().
   explicit operator bool() const noexcept { return ok(); }
 
   /// How many attempts failed: previous_errors.size() plus one if last_error is set.
@@ -524,8 +528,10 @@ struct retrier_access {
 };
 }  // namespace detail
 
+/// Deduces a retrier without a budget: `retrier r(policy, clock, rng);`.
 template <class G>
 retrier(retry_policy, clock&, G&) -> retrier<G, no_budget>;
+/// Deduces a retrier with the budget `B`: `retrier r(policy, clock, rng, budget);`.
 template <class G, class B>
 retrier(retry_policy, clock&, G&, B&) -> retrier<G, B>;
 

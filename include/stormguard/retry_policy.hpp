@@ -44,7 +44,9 @@ enum class end_reason {
 /// outside the enum.
 [[nodiscard]] STORMGUARD_EXPORT std::string_view to_string(end_reason r) noexcept;
 
-/// The settings of a retry_policy. Defaults from the seed's DefaultRetryConfig.
+/// The settings of a retry_policy. Defaults: 3 retries with the default backoff, the numbers of
+/// the Go engine in docs/design.md, "The essay this project started from"; a Retry-After of at
+/// most 60 s.
 struct retry_options {
   /// Retries after the first attempt: 3 means at most 4 attempts. In [0, 1,000,000].
   int max_retries = 3;
@@ -53,7 +55,7 @@ struct retry_options {
   /// The longest Retry-After the policy will wait for; a longer one ends the call at once with
   /// end_reason::retry_after_too_long (never an early retry). Also bounds the sleep: the upward
   /// spread added to a Retry-After never takes it past max_retry_after (see decide). > 0.
-  /// Default 60 s (DESIGN.md).
+  /// Default 60 s.
   duration max_retry_after = std::chrono::seconds(60);
 
   friend bool operator==(const retry_options&, const retry_options&) = default;

@@ -28,10 +28,10 @@
 
 namespace stormguard {
 
-// Returns the version of the linked library as "MAJOR.MINOR.PATCH"; with a shared library it can
-// differ from the STORMGUARD_VERSION_* macros of the headers a program was compiled with.
-// The view refers to a string literal: it is valid for the life of the program.
-// Thread-safe.
+/// Returns the version of the linked library as "MAJOR.MINOR.PATCH"; with a shared library it can
+/// differ from the STORMGUARD_VERSION_* macros of the headers a program was compiled with.
+/// The view refers to a string literal: it is valid for the life of the program.
+/// Thread-safe.
 [[nodiscard]] STORMGUARD_EXPORT std::string_view version() noexcept;
 
 }  // namespace stormguard

@@ -11,7 +11,8 @@ namespace {
 
 using namespace std::chrono_literals;
 
-// The seed's backoff: base 100 ms, cap 3 s, ×2, with the given jitter.
+// The default backoff: base 100 ms, cap 3 s, ×2 (docs/design.md, the essay's Go engine), with the
+// given jitter.
 retry_options exponential_with(jitter j) {
   retry_options options;
   options.max_retries = 3;
@@ -40,9 +41,9 @@ std::vector<strategy> make_table() {
   retry_options naive;
   naive.max_retries = 3;
   naive.backoff = backoff::constant(100ms, jitter::none).options();
-  table.push_back(
-      builtin("naive", "3 retries, constant 100 ms, no jitter (the seed's for-loop anti-pattern)",
-              naive, no_budget{}));
+  table.push_back(builtin("naive",
+                          "3 retries, constant 100 ms, no jitter (the for-loop anti-pattern)",
+                          naive, no_budget{}));
 
   table.push_back(builtin("exponential",
                           "3 retries, exponential 100 ms x2 capped at 3 s, no jitter",

@@ -35,6 +35,7 @@ namespace stormguard::testing {
 /// Not thread-safe: use it from its executor's thread, like an asio timer.
 class manual_timer {
  public:
+  /// The executor type (Asio's polymorphic I/O executor).
   using executor_type = ::asio::any_io_executor;
 
   /// A timer on `clk`, which must be a testing::manual_clock (std::invalid_argument otherwise:
@@ -48,6 +49,7 @@ class manual_timer {
     }
   }
 
+  /// The executor the timer's waits complete on.
   [[nodiscard]] executor_type get_executor() const noexcept { return ex_; }
 
   /// The next wait lasts `d` of virtual time (a negative `d` counts as zero).

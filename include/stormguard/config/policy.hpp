@@ -85,8 +85,10 @@ struct policy {
 /// came from a file; field() is the path alone ("policies[0].backoff.cap"; "" for the document).
 class policy_error : public std::runtime_error {
  public:
+  /// An error about `field` (a JSON path; "" for the document), with the complete `message`.
   policy_error(std::string field, const std::string& message)
       : std::runtime_error(message), field_(std::move(field)) {}
+  /// The JSON path of the offending field, e.g. "policies[0].backoff.cap"; "" for the document.
   [[nodiscard]] const std::string& field() const noexcept { return field_; }
 
  private:
@@ -125,7 +127,9 @@ inline constexpr std::size_t k_max_policy_file_bytes = 1024 * 1024;
 /// A policy named on a command line: `[grpc:|envoy:]FILE[:NAME]`. The part after the last ':'
 /// is NAME when FILE alone names no existing file (so a file whose name has a ':' still works).
 struct policy_reference {
+  /// How the file is read: a stormguard policy file, a gRPC service config or an Envoy route.
   policy_format format = policy_format::stormguard;
+  /// The file's path, as given.
   std::filesystem::path file;
   std::string name;  ///< empty: every policy of the file (simulate) or the first (other commands)
 };

@@ -108,6 +108,7 @@ enum class decision : std::uint8_t {
 /// The guard's answer.
 struct result {
   stored_response response;  ///< what to send
+  /// What the guard did: ran the handler, replayed a stored response, or refused (see decision).
   guard::decision decision = decision::ran;
   bool took_over = false;  ///< ran after taking over an expired lease
 };
@@ -153,7 +154,9 @@ class idempotency_guard {
   /// (after releasing the record, when the store is reachable), and std::bad_alloc.
   [[nodiscard]] result handle(const request& req, const handler& h);
 
+  /// The options the guard was built with.
   [[nodiscard]] const guard_options& options() const noexcept { return options_; }
+  /// The store the guard keeps its records in.
   [[nodiscard]] guard::store& backing_store() const noexcept { return store_; }
 
  private:

@@ -72,6 +72,7 @@ using fingerprint = std::array<std::uint8_t, 32>;
 struct stored_response {
   int status = 200;                                          ///< 100..599
   std::vector<std::pair<std::string, std::string>> headers;  ///< name (as given), value
+  /// The response body, bytes as sent.
   std::string body;
   friend bool operator==(const stored_response&, const stored_response&) = default;
 };
@@ -117,6 +118,7 @@ enum class begin_outcome : std::uint8_t {
 
 /// The result of store::begin.
 struct begin_result {
+  /// What begin found or did (see begin_outcome).
   begin_outcome outcome = begin_outcome::acquired;
   bool took_over = false;                   ///< acquired by taking over an expired lease
   guard::fingerprint fingerprint{};         ///< of the record found (in_progress, completed)
@@ -134,7 +136,9 @@ enum class complete_outcome : std::uint8_t {
 /// The identity of a record: keys are scoped per principal, so one principal can never read
 /// another's record. Both at most 255 bytes, any bytes (stores keep them as given).
 struct record_key {
+  /// Who sent the request (e.g. an authenticated user or API key id).
   std::string_view principal;
+  /// The Idempotency-Key, as received.
   std::string_view key;
 };
 
@@ -143,6 +147,8 @@ struct record_key {
 class store {
  public:
   virtual ~store() = default;
+  /// Which kind of store this is, and so which statements the handler writes (SQL dialect or
+  /// Redis).
   [[nodiscard]] virtual store_kind kind() const noexcept = 0;
 
   /// One atomic step (one round trip for PostgreSQL and Redis): when there is no live record for
@@ -203,7 +209,7 @@ class store {
 
 /// Opens a store from a spec, as `--idempotency` takes it:
 ///   sqlite:PATH        an SQLite database file (created if absent; WAL journal)
-///   postgres:URL       a PostgreSQL connection URI (postgresql://user@host:port/db; libpq's
+///   postgres:URL       a PostgreSQL connection URI (`postgresql://user@host:port/db`; libpq's
 ///                      syntax, https://www.postgresql.org/docs/15/libpq-connect.html)
 ///   redis:URL          redis://host:port[/db]
 /// Creates the store's table (SQL) if absent. Throws std::invalid_argument naming "store" and

@@ -31,6 +31,8 @@ struct sqlite_options {
   std::chrono::milliseconds busy_timeout{5000};  ///< how long a write waits for the lock; > 0
   std::size_t max_connections = 8;               ///< 1..1024
 };
+/// An SQLite store with `options`. Throws store_error when the database cannot be opened or
+/// set up, std::invalid_argument for an option out of its range.
 [[nodiscard]] std::unique_ptr<store> make_sqlite_store(const sqlite_options& options);
 
 /// A PostgreSQL server (libpq), shared by the replicas of a fleet.
@@ -42,6 +44,8 @@ struct postgres_options {
                                                     ///< waits at least 2 s)
   std::size_t max_connections = 8;                  ///< 1..1024
 };
+/// A PostgreSQL store with `options`. Throws store_error when the server cannot be reached or
+/// the table set up, std::invalid_argument for an option out of its range.
 [[nodiscard]] std::unique_ptr<store> make_postgres_store(const postgres_options& options);
 
 /// A Redis server (hiredis), shared by the replicas of a fleet.
@@ -53,6 +57,8 @@ struct redis_options {
   std::chrono::milliseconds timeout{2000};  ///< connect and command timeout; > 0
   std::size_t max_connections = 8;          ///< 1..1024
 };
+/// A Redis store with `options`. Throws store_error when the server cannot be reached,
+/// std::invalid_argument for an option out of its range.
 [[nodiscard]] std::unique_ptr<store> make_redis_store(const redis_options& options);
 
 }  // namespace stormguard::guard

@@ -87,6 +87,7 @@ class result_handler_for final : public result_handler {
 /// movable (libcurl's callbacks hold its address).
 class async_client {
  public:
+  /// The executor type (Asio's polymorphic I/O executor).
   using executor_type = ::asio::any_io_executor;
 
   /// A client on `ex` with its own real_clock and OS-seeded random_generator. Validates

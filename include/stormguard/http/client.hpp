@@ -54,7 +54,9 @@ namespace stormguard::http {
 /// One header field: name and value, as sent or received (names keep their case; compare them
 /// case-insensitively, RFC 9110 §5.1).
 struct header {
+  /// The field name, e.g. "Content-Type".
   std::string name{};
+  /// The field value.
   std::string value{};
 
   friend bool operator==(const header&, const header&) = default;
@@ -80,6 +82,7 @@ class key {
 
   /// What the option says.
   enum class kind { none, generate, supplied };
+  /// Which of the three the option is.
   [[nodiscard]] kind what() const noexcept { return kind_; }
   /// The caller's key (kind::supplied); empty otherwise.
   [[nodiscard]] const std::string& value() const noexcept { return value_; }
@@ -101,8 +104,8 @@ struct request {
   /// Extra header fields, sent in order; an empty value is sent as an empty value ("X-A:"),
   /// never dropped or read as libcurl's "remove this header". Content-Length is rejected (the
   /// client sets it from `body`). A field named Idempotency-Key is rejected: use
-  /// `idempotency`. The client adds User-Agent (stormguard/<version>) unless one is given, and
-  /// "Expect:" (empty: no 100-continue wait) unless an Expect field is given.
+  /// `idempotency`. The client adds User-Agent ("stormguard/" and the version) unless one is given,
+  /// and "Expect:" (empty: no 100-continue wait) unless an Expect field is given.
   std::vector<header> headers{};
   /// The body (sent with Content-Length when non-empty, for any method including GET, or for
   /// POST, PUT and PATCH). A HEAD with a body is rejected (libcurl cannot send one).
@@ -206,6 +209,7 @@ class host_budgets {
   /// The hosts that have a budget, sorted.
   [[nodiscard]] std::vector<std::string> hosts() const;
 
+  /// The options every host's budget is built with.
   [[nodiscard]] const ratio_budget_options& options() const noexcept { return options_; }
 
  private:
@@ -257,7 +261,9 @@ struct result {
   /// Total backoff waited (steady time).
   duration slept{};
 
+  /// True when the call succeeded (reason is end_reason::success).
   [[nodiscard]] bool ok() const noexcept { return reason == end_reason::success; }
+  /// ok().
   explicit operator bool() const noexcept { return ok(); }
 };
 
@@ -293,7 +299,10 @@ class client {
 
   client(const client&) = delete;
   client& operator=(const client&) = delete;
+  /// Moves the client: `other`'s connection and budgets come along; `other` may only be destroyed
+  /// or assigned to.
   client(client&&) noexcept;
+  /// Move-assigns, as the move constructor.
   client& operator=(client&&) noexcept;
 
   /// Performs `req` as one logical request (see the file comment for what is retried).

@@ -10,9 +10,9 @@
 //   std::cout << stormguard::lab::format_table(*report);
 //
 // The fleet (docs/lab.md "stormguard lab"): `clients` client instances, each with its own
-// generator and budget, seeded as the simulator's clients are (from the seed, the client's index
-// and the strategy's name); logical requests arrive as one open-loop Poisson process at
-// `requests_per_second` (the simulator's arrival stream: the same arrival times) and go
+// generator and budget, seeded as the simulator's clients are (from the scenario's seed, the
+// client's index and the strategy's name); logical requests arrive as one open-loop Poisson process
+// at `requests_per_second` (the simulator's arrival stream: the same arrival times) and go
 // round-robin to the clients. Each attempt is one GET through http::async_client (libcurl multi on
 // Asio, one thread) with the scenario's per-attempt timeout (or the strategy's); a 200 is a
 // success, a 503 a failure (retried when the strategy retries 503s), a time-out or a transport
@@ -83,15 +83,20 @@ struct fleet_result {
 /// One strategy of a lab run: the lab's figures and the simulator's for the same scenario and
 /// seed.
 struct lab_comparison {
+  /// The strategy's name.
   std::string name;
+  /// The figures measured on real sockets.
   sim::strategy_result lab;
+  /// The simulator's figures for the same scenario, strategy and seed.
   sim::strategy_result sim;
   bool completed = true;  ///< false for a run stopped early (its lab figures are partial)
 };
 
 /// A lab run: the scenario (as run: scaled) and one comparison per strategy run.
 struct lab_report {
+  /// The scenario as run (scaled).
   sim::scenario scenario;
+  /// One comparison per strategy, in the order given.
   std::vector<lab_comparison> strategies;
   bool interrupted = false;  ///< stopped before every strategy ran to its end
 };

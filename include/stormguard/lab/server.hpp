@@ -74,8 +74,8 @@ struct payments_options {
   /// The probability, in [0, 1], that a charge that committed is not answered: the server closes
   /// the connection instead of sending the 201 (a replayed response is always sent).
   double fault_after_commit = 0.0;
-  /// The seed of the generator that draws those faults (one draw per committed charge, on the
-  /// event-loop thread, in the order the charges commit).
+  /// The random seed of the generator that draws those faults (one draw per committed charge, on
+  /// the event-loop thread, in the order the charges commit).
   std::uint64_t seed = 0;
 };
 
@@ -108,8 +108,11 @@ struct server_stats {
   /// this server (the handler ran and its row committed), responses replayed by the guard, and
   /// committed charges left unanswered by fault_after_commit.
   std::int64_t charges = 0;
+  /// Charges committed by this server (the handler ran and its row committed).
   std::int64_t charges_committed = 0;
+  /// Responses replayed by the idempotency guard.
   std::int64_t charges_replayed = 0;
+  /// Committed charges left unanswered on purpose (fault_after_commit).
   std::int64_t charges_dropped = 0;
   /// Of `charges`, those answered 503 because the idempotency store was unreachable or failing
   /// (the guard's store_unavailable; the handler did not run).

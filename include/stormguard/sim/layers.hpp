@@ -76,7 +76,9 @@ struct layers_row {
 /// The rows in order: for each strategy, its every-layer row, then (for a strategy that retries)
 /// its top-only row.
 struct layers_report {
+  /// The options the model ran with.
   layers_options options;
+  /// One row per strategy and layer setting, in the order above.
   std::vector<layers_row> rows;
 };
 

@@ -35,6 +35,7 @@ enum class model_option : unsigned {
 
 /// One model: its name as a scenario argument, what it is, the options it takes.
 struct model_info {
+  /// Which model it is.
   model_kind kind;
   /// The scenario argument that selects it ("brooker-occ", "layers"); for time_series, which
   /// any other argument selects, "a scenario".

@@ -83,14 +83,16 @@ struct occ_trial {
                                            std::uint64_t seed, const occ_options& o,
                                            std::vector<duration>* write_times = nullptr);
 
-/// The seed of trial `trial` of the point (clients, algorithm index) in simulate_occ: the same
-/// trial can be rerun on its own (with write_times, for the plot of writes over time).
+/// The random seed of trial `trial` of the point (clients, algorithm index) in simulate_occ: the
+/// same trial can be rerun on its own (with write_times, for the plot of writes over time).
 [[nodiscard]] std::uint64_t occ_trial_seed(std::uint64_t seed, int clients, std::size_t algorithm,
                                            std::size_t trial) noexcept;
 
 /// The mean of one point of the sweep.
 struct occ_point {
+  /// The number of clients writing concurrently.
   int clients = 0;
+  /// The backoff algorithm's name (one of occ_algorithms).
   std::string algorithm;
   double calls = 0.0;  ///< mean writes reaching the server per trial
   double time = 0.0;   ///< mean completion time per trial, in time units (ms)
@@ -98,8 +100,6 @@ struct occ_point {
   friend bool operator==(const occ_point&, const occ_point&) = default;
 };
 
-/// The whole sweep: one point per (clients, algorithm), clients ascending, algorithms in
-/// occ_algorithms order.
 /// The writes of one trial over time, for the plot: when each write reached the server.
 struct occ_timeline {
   int clients = 0;                    ///< the trial's client count
@@ -107,9 +107,14 @@ struct occ_timeline {
   std::vector<duration> write_times;  ///< ascending
 };
 
+/// The whole sweep: one point per (clients, algorithm), clients ascending, algorithms in
+/// occ_algorithms order.
 struct occ_report {
+  /// The options the sweep ran with.
   occ_options options;
+  /// The algorithms' names, in occ_algorithms order.
   std::vector<std::string> algorithms;
+  /// One point per (clients, algorithm), clients ascending, algorithms in occ_algorithms order.
   std::vector<occ_point> sweep;
   std::int64_t events = 0;  ///< events processed by all trials together
   /// Trial 0 of `exponential` and of `full` at the swept client count nearest to 100 (the plot's

@@ -2,8 +2,9 @@
 // incident — and the strict parser of scenario files.
 //
 // A scenario is plain data. `parse_scenario` reads one from JSON text, `load_scenario` from a file,
-// and `friday_night()` returns the built-in default (the seed's Friday-night incident, identical
-// to scenarios/friday-night.json). Durations in scenario files are JSON strings with a unit
+// and `friday_night()` returns the built-in default (the Friday-night incident of
+// docs/design.md, "The essay this project started from"; identical to scenarios/friday-night.json).
+// Durations in scenario files are JSON strings with a unit
 // ("20ms", "1.5s"); rates are plain numbers per second. docs/simulator.md lists every field.
 //
 //   auto parsed = stormguard::sim::load_scenario("scenarios/friday-night.json");
@@ -117,7 +118,9 @@ struct scenario {
 /// sentence that names the field and quotes the value, e.g.
 /// `server.workers: must be an integer in [1, 1000000], got -3`.
 struct scenario_error {
+  /// The JSON path of the offending field; empty for the document.
   std::string field;
+  /// A complete sentence naming the field and quoting the value.
   std::string message;
 
   friend bool operator==(const scenario_error&, const scenario_error&) = default;
@@ -144,7 +147,7 @@ using scenario_result = stormguard::outcome<scenario, scenario_error>;
 [[nodiscard]] std::optional<scenario_error> validate(const scenario& s);
 
 /// `s` scaled down by `factor` in (0, 1], for running a scenario on real sockets at a load that
-/// one machine holds (`stormguard serve --scale`, `lab --scale`; issue 13): requests_per_second,
+/// one machine holds (`stormguard serve --scale`, `lab --scale`): requests_per_second,
 /// server.workers, server.queue_limit and server.overload.above_rate are multiplied by `factor`,
 /// and clients too; clients and workers are rounded to the nearest integer and kept >= 1,
 /// queue_limit rounded to the nearest integer (>= 0). Everything else stays: durations, timeout,
@@ -155,10 +158,10 @@ using scenario_result = stormguard::outcome<scenario, scenario_error>;
 /// does only if `s` does). Never throws (std::bad_alloc aside). Thread-safe (a pure function).
 [[nodiscard]] scenario_result scale_scenario(const scenario& s, double factor);
 
-/// The seed's Friday-night incident, built into the library (equal to the parse of
-/// scenarios/friday-night.json): 2,000 req/s from 20 clients, 100 workers × 20 ms (5,000 req/s,
-/// 2.5× demand), queue limit 20,000, per-attempt timeout 1 s, service time 1.5 s from t = 10 s to
-/// t = 20 s, 60 s simulated, seed 42.
+/// The Friday-night incident (docs/design.md, "The essay this project started from"), built into
+/// the library (equal to the parse of scenarios/friday-night.json): 2,000 req/s from 20 clients,
+/// 100 workers × 20 ms (5,000 req/s, 2.5× demand), queue limit 20,000, per-attempt timeout 1 s,
+/// service time 1.5 s from t = 10 s to t = 20 s, 60 s simulated, seed 42.
 [[nodiscard]] scenario friday_night();
 
 /// The scenario of the file scenarios/metastable.json (equal to it): the example of Bronson et
@@ -177,7 +180,8 @@ using scenario_result = stormguard::outcome<scenario, scenario_error>;
 
 /// The scenario of scenarios/outage-80.json: 2,000 logical req/s from 20 clients against a
 /// healthy server (100 workers × 20 ms); from t = 30 s to 60 s, 80 % of attempts fail at once
-/// with a 503; 3 retries; 90 s simulated, seed 42 (the seed's §5 and issue 4).
+/// with a 503; 3 retries; 90 s simulated, seed 42 (the Google SRE book, chapter 21; docs/design.md,
+/// "The essay this project started from").
 [[nodiscard]] scenario outage_80();
 
 /// The scenario of scenarios/outage-80-fleet.json: outage_80() with the same load from 1,000
@@ -187,7 +191,7 @@ using scenario_result = stormguard::outcome<scenario, scenario_error>;
 
 /// The built-in scenario called `name`: "friday-night", "no-incident", "metastable",
 /// "metastable-slowdown", "outage-80" or "outage-80-fleet" (each equal to
-/// scenarios/<name>.json); nullopt otherwise.
+/// scenarios/NAME.json); nullopt otherwise.
 [[nodiscard]] std::optional<scenario> builtin_scenario(std::string_view name);
 
 /// The names builtin_scenario knows, joined by ", ".

@@ -141,7 +141,9 @@ struct strategy_result {
 
 /// The results of several strategies on one scenario, in the order they were given.
 struct simulation_report {
+  /// The scenario as simulated.
   sim::scenario scenario;
+  /// One result per strategy, in the order given.
   std::vector<strategy_result> strategies;
 };
 
@@ -164,6 +166,7 @@ inline constexpr double k_max_estimated_attempts = 40'000'000;
 /// request: its state and its latency), and the memory that the runs side by side of
 /// simulate(s, strategies, threads) may take together: k_max_parallel_bytes.
 [[nodiscard]] double estimated_run_bytes(const scenario& s) noexcept;
+/// The memory, in bytes, that the runs side by side of simulate() may take together (768 MiB).
 inline constexpr double k_max_parallel_bytes = 768.0 * 1024 * 1024;
 
 /// The number of runs of `s` that go side by side on `threads` threads (0 = one per hardware

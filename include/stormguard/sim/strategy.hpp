@@ -40,8 +40,10 @@ using budget_config = stormguard::config::budget_options;
 /// A named retry strategy: the policy (max retries, backoff, jitter) and the per-client budget.
 struct strategy {
   std::string name;         ///< the name used on the command line and in reports
-  std::string description;  ///< one line: what it is, in the DESIGN.md vocabulary
+  std::string description;  ///< one line: what it is (backoff, jitter, budget)
+  /// Retries and backoff.
   stormguard::retry_options retry;
+  /// The per-client retry budget.
   budget_config budget;
   /// The per-attempt timeout of this strategy, replacing the scenario's `timeout` (a policy's
   /// attempt_timeout, in (0, 1 h]); nullopt = the scenario's. Time-series model only.
@@ -73,8 +75,8 @@ struct strategy {
 /// - `full+envoy`: as full, plus Envoy's concurrency_budget per client (retries in flight <=
 ///   max(3, 20 % of the requests in flight)).
 ///
-/// `naive` is the seed's anti-pattern (a loop with a fixed 100 ms sleep). Thread-safe (a static
-/// table built once).
+/// `naive` is the anti-pattern of a loop with a fixed 100 ms sleep (docs/design.md, "The essay this
+/// project started from"). Thread-safe (a static table built once).
 [[nodiscard]] std::span<const strategy> builtin_strategies();
 
 /// The built-in strategy called `name` (exact, case-sensitive match), or nullptr.

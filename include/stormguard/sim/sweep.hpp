@@ -52,12 +52,14 @@ struct load_point {
   std::optional<double> incident_amplification;  ///< as strategy_result::incident_amplification
   double after_attempt_rate = 0.0;  ///< mean attempts/s over the whole seconds after the incident
 
+  /// True when the run recovered (recovery_s is set).
   [[nodiscard]] bool recovered() const noexcept { return recovery_s.has_value(); }
   friend bool operator==(const load_point&, const load_point&) = default;
 };
 
 /// Where a strategy stops recovering.
 struct stability_limit {
+  /// The strategy's name.
   std::string strategy;
   /// The highest swept load at and below which every swept load recovered; nullopt when even
   /// the lowest did not.
@@ -72,9 +74,13 @@ struct stability_limit {
 /// per strategy.
 struct load_sweep_report {
   sim::scenario scenario;  ///< the scenario as given (its own requests_per_second is not used)
+  /// The loads swept (requests_per_second).
   load_range range;
+  /// The strategies' names, in the order given.
   std::vector<std::string> strategies;
+  /// Every run, ordered by load, then strategy.
   std::vector<load_point> points;
+  /// One limit per strategy, in the order given.
   std::vector<stability_limit> limits;
 };
 

@@ -38,12 +38,17 @@ namespace stormguard::testing {
 /// stormguard::bit_generator. Not thread-safe.
 class scripted_random {
  public:
+  /// The type of the values operator() returns (UniformRandomBitGenerator).
   using result_type = std::uint64_t;
 
+  /// A generator that returns `values`, in order.
   scripted_random(std::initializer_list<std::uint64_t> values) : values_(values) {}
+  /// A generator that returns `values`, in order.
   explicit scripted_random(std::vector<std::uint64_t> values) : values_(std::move(values)) {}
 
+  /// The smallest value operator() returns: 0.
   static constexpr result_type min() noexcept { return 0; }
+  /// The largest value operator() returns: 2^64 - 1.
   static constexpr result_type max() noexcept { return std::numeric_limits<result_type>::max(); }
 
   /// The next scripted value.

@@ -67,6 +67,7 @@
 #include "stormguard/clock.hpp"
 #include "stormguard/detail/mutex.hpp"
 #include "stormguard/detail/sliding_window.hpp"
+#include "stormguard/export.hpp"
 #include "stormguard/random.hpp"
 
 namespace stormguard {
@@ -113,7 +114,7 @@ struct fleet_view {
 /// The ratio budget of Finagle (see ratio_budget) kept for a whole fleet; see the file comment
 /// for the algorithm, the overshoot bound and the fallback. Thread-safe (one mutex); no member
 /// allocates.
-class fleet_budget {
+class STORMGUARD_EXPORT fleet_budget {
  public:
   /// Whether the budget spends its share of the fleet's allowance or falls back to local counts.
   enum class mode : unsigned char {
@@ -224,7 +225,7 @@ class fleet_budget {
 /// sync is younger than `heartbeat_ttl`. Deltas are clamped to [0, k_max_delta] per sync, so one
 /// buggy process cannot poison the totals. Not thread-safe (a model: its owner serialises calls);
 /// allocates per new client id.
-class fleet_window_store {
+class STORMGUARD_EXPORT fleet_window_store {
  public:
   /// The largest requests or retries one sync may add (larger reports are clamped to it).
   static constexpr std::int64_t k_max_delta = 10'000'000;

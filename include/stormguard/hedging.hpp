@@ -40,6 +40,7 @@
 
 #include "stormguard/clock.hpp"
 #include "stormguard/detail/mutex.hpp"
+#include "stormguard/export.hpp"
 #include "stormguard/retry_headers.hpp"
 
 namespace stormguard {
@@ -72,7 +73,7 @@ enum class hedge_stop : unsigned char {
 
 /// "none", "max_attempts", "server_refused", "retry_after_too_long", "deadline_exceeded";
 /// "unknown" outside the enum.
-[[nodiscard]] std::string_view to_string(hedge_stop s) noexcept;
+[[nodiscard]] STORMGUARD_EXPORT std::string_view to_string(hedge_stop s) noexcept;
 
 /// When the next copy goes out, or why none will.
 struct hedge_plan {
@@ -85,7 +86,7 @@ struct hedge_plan {
 /// Recent latencies of successful calls, for an adaptive hedging delay: the last k_window of
 /// them, with the quantile recomputed every k_recompute records (a query costs a lock and a
 /// read). Thread-safe (one short critical section); no allocation.
-class latency_tracker {
+class STORMGUARD_EXPORT latency_tracker {
  public:
   /// The latencies kept.
   static constexpr std::size_t k_window = 1024;
@@ -112,7 +113,7 @@ class latency_tracker {
 };
 
 /// A validated hedging policy: see the file comment. Immutable; share between threads freely.
-class hedging_policy {
+class STORMGUARD_EXPORT hedging_policy {
  public:
   /// Validates `options`; throws std::invalid_argument naming the field and the value:
   /// max_attempts outside [2, 5] ("hedging.max_attempts"), delay outside [0, 1 h],

@@ -28,6 +28,7 @@
 #include <string_view>
 
 #include "stormguard/clock.hpp"
+#include "stormguard/export.hpp"
 
 namespace stormguard {
 
@@ -61,27 +62,28 @@ inline constexpr std::int64_t k_max_attempt_number = 1'000'000;
 /// first attempt. Each present value must be 1*DIGIT (surrounding SP/HTAB allowed) within
 /// [1, k_max_attempt_number] (resp. [0, k_max_attempt_number − 1]); otherwise, or when both are
 /// present and disagree, the result is malformed (attempt 2).
-[[nodiscard]] attempt_info parse_attempt(
-    std::optional<std::string_view> attempt_count,
-    std::optional<std::string_view> previous_attempts) noexcept;
+[[nodiscard]] STORMGUARD_EXPORT attempt_info
+parse_attempt(std::optional<std::string_view> attempt_count,
+              std::optional<std::string_view> previous_attempts) noexcept;
 
 /// Writes `attempt` (>= 1; smaller values are written as 1) as the value of
 /// x-envoy-attempt-count into `out` and returns the part written (at most 20 characters).
-[[nodiscard]] std::string_view format_attempt_count(std::int64_t attempt,
-                                                    std::array<char, 24>& out) noexcept;
+[[nodiscard]] STORMGUARD_EXPORT std::string_view format_attempt_count(
+    std::int64_t attempt, std::array<char, 24>& out) noexcept;
 
 /// Parses a grpc-timeout value: 1 to 8 ASCII digits and one unit letter, H (hours), M (minutes),
 /// S (seconds), m (milliseconds), u (microseconds) or n (nanoseconds), nothing else (no spaces,
 /// no sign). Returns the duration (0 allowed: already expired), or an empty optional for any
 /// other text, which callers treat as "no deadline" (gRPC over HTTP/2, "Timeout").
-[[nodiscard]] std::optional<duration> parse_grpc_timeout(std::string_view value) noexcept;
+[[nodiscard]] STORMGUARD_EXPORT std::optional<duration> parse_grpc_timeout(
+    std::string_view value) noexcept;
 
 /// Writes `remaining` as a grpc-timeout value into `out` and returns the part written: the finest
 /// unit whose count fits in 8 digits, rounded down, so that the server never believes the
 /// caller waits longer than it does. A negative `remaining` is written as "0n"; a remaining time
 /// above 99,999,999 hours is written as "99999999H".
-[[nodiscard]] std::string_view format_grpc_timeout(duration remaining,
-                                                   std::array<char, 16>& out) noexcept;
+[[nodiscard]] STORMGUARD_EXPORT std::string_view format_grpc_timeout(
+    duration remaining, std::array<char, 16>& out) noexcept;
 
 /// The server's pushback (gRFC A6, grpc-retry-pushback-ms).
 struct pushback {
@@ -95,7 +97,7 @@ struct pushback {
 /// Reads a grpc-retry-pushback-ms value: an optional '-' and 1*DIGIT (surrounding SP/HTAB
 /// allowed). A non-negative value is the delay in milliseconds (saturating at duration::max());
 /// a negative value, or any text that is not an integer, means "do not retry", as gRFC A6 says.
-[[nodiscard]] pushback parse_pushback(std::string_view value) noexcept;
+[[nodiscard]] STORMGUARD_EXPORT pushback parse_pushback(std::string_view value) noexcept;
 
 }  // namespace stormguard
 

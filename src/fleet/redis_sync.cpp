@@ -16,7 +16,7 @@
 #include "stormguard/detail/mutex.hpp"
 #include "stormguard/detail/redis_url.hpp"
 #include "stormguard/duration_text.hpp"
-#include "stormguard_redis/sigpipe_guard.hpp"
+#include "redis/sigpipe_guard.hpp"
 
 namespace stormguard::fleet {
 

@@ -39,7 +39,7 @@ hidden=(
   -DCMAKE_FIND_ROOT_PATH_MODE_PROGRAM=NEVER
 )
 components_off=()
-for c in CONFIG SIM ASIO HTTP LAB METRICS GUARD; do components_off+=("-DSTORMGUARD_WITH_${c}=OFF"); done
+for c in CONFIG SIM ASIO HTTP LAB METRICS GUARD ADMISSION FLEET; do components_off+=("-DSTORMGUARD_WITH_${c}=OFF"); done
 
 step() { echo "== consumers: $*"; }
 configure() { PKG_CONFIG_LIBDIR="" cmake --no-warn-unused-cli "${generator[@]}" -DCMAKE_BUILD_TYPE=Release "$@" >/dev/null; }

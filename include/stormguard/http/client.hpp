@@ -12,7 +12,8 @@
 //    waiting for the response) only for idempotent methods (RFC 9110 §9.2.2) or requests that
 //    carry an Idempotency-Key (draft-ietf-httpapi-idempotency-key-header), which is the same on
 //    every attempt. A POST or PATCH without a key is never retried, whatever the error.
-// Each host has a retry budget (stormguard::ratio_budget) shared by every call of the client.
+// Each host has a retry budget (any kind: stormguard::any_budget, a ratio_budget by default)
+// shared by every call of the client.
 //
 //   stormguard::http::client client;                       // real clock, OS-seeded jitter
 //   stormguard::http::result r = client.perform({.method = "POST",
@@ -43,6 +44,7 @@
 #include <vector>
 
 #include "stormguard/budget.hpp"
+#include "stormguard/budget_kinds.hpp"
 #include "stormguard/clock.hpp"
 #include "stormguard/http_classify.hpp"
 #include "stormguard/idempotency.hpp"
@@ -191,27 +193,29 @@ struct attempt_info {
 };
 
 /// Retry budgets per host ("scheme://host:port", lowercase), created on first use with the same
-/// options. Thread-safe: clients in several threads may share one instance (then each host's
+/// options: a budget of any kind of the core's list (stormguard::any_budget; a ratio budget by
+/// default). Thread-safe: clients in several threads may share one instance (then each host's
 /// budget bounds the retries of all of them together).
 class host_budgets {
  public:
-  /// Validates `options` (as stormguard::ratio_budget: throws std::invalid_argument naming the
-  /// field and the value).
-  explicit host_budgets(ratio_budget_options options = {});
+  /// Validates `options` (as the kind's class: throws std::invalid_argument naming the field and
+  /// the value).
+  explicit host_budgets(budget_options options = ratio_budget_options{});
 
   /// The budget of `host`, created on first use. The reference stays valid as long as this
   /// object lives.
-  [[nodiscard]] ratio_budget& for_host(const std::string& host);
+  [[nodiscard]] any_budget& for_host(const std::string& host);
 
   /// The hosts that have a budget, sorted.
   [[nodiscard]] std::vector<std::string> hosts() const;
 
-  [[nodiscard]] const ratio_budget_options& options() const noexcept { return options_; }
+  /// The options every host's budget is built from.
+  [[nodiscard]] const budget_options& options() const noexcept { return options_; }
 
  private:
-  ratio_budget_options options_;
+  budget_options options_;
   mutable std::mutex mutex_;
-  std::map<std::string, std::unique_ptr<ratio_budget>, std::less<>> budgets_;
+  std::map<std::string, std::unique_ptr<any_budget>, std::less<>> budgets_;
 };
 
 /// The settings of a client.
@@ -219,8 +223,9 @@ struct client_options {
   /// Retries, backoff and the longest Retry-After honoured (stormguard::retry_options; default
   /// 3 retries, full jitter 100 ms .. 3 s, Retry-After up to 60 s).
   retry_options retry{};
-  /// The retry budget per host (default: 10 % of requests over 10 s, plus 10 retries/s).
-  ratio_budget_options budget{};
+  /// The retry budget per host, any kind of the core's list (stormguard/budget_kinds.hpp;
+  /// default: a ratio budget, 10 % of requests over 10 s, plus 10 retries/s).
+  budget_options budget = ratio_budget_options{};
   /// Budgets shared with other clients; when null the client makes its own (from `budget`).
   std::shared_ptr<host_budgets> shared_budgets{};
   /// Time limit of one attempt (connect, send, wait, receive), steady time; > 0. Shortened to
@@ -281,7 +286,7 @@ class client {
  public:
   /// A client with its own real_clock and OS-seeded random_generator. Validates `options`:
   /// throws std::invalid_argument naming the field and the value (retry options as
-  /// stormguard::retry_policy, budget options as stormguard::ratio_budget, attempt_timeout,
+  /// stormguard::retry_policy, budget options as the budget kind's class, attempt_timeout,
   /// connect_timeout or max_body_bytes not > 0). Throws std::runtime_error when libcurl cannot
   /// be initialised.
   explicit client(client_options options = {});

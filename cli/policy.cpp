@@ -95,7 +95,8 @@ command add_policy_command(CLI::App& parent) {
   check
       ->add_option("file", options->files,
                    "[grpc:|envoy:]FILE[:NAME] (repeatable): a policy file (docs/policy.md), a "
-                   "gRPC service config or an Envoy route")
+                   "gRPC service config or an Envoy route; builtin: (or builtin:NAME) for the "
+                   "simulator's built-in strategies")
       ->required()
       ->type_name("FILE[:NAME]");
   check->add_flag("--json", options->json, "Print only the normalized policies (JSON)");

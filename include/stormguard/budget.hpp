@@ -26,6 +26,10 @@
 //   concurrency_budget     Envoy's retry budget: retries in flight <= max(3, 20 % of the
 //                          logical requests in flight).
 //
+// The kinds are one list, stormguard::budget_options in budget_kinds.hpp: each options type below
+// names its kind ("ratio", "token_bucket", "quota", "adaptive", "concurrency"; "none" for
+// no_budget), its class and its settings, and any_budget holds a budget of any kind.
+//
 // Time is passed in (read from the caller's stormguard::clock), so a budget never reads a clock;
 // randomness (adaptive_throttle only) comes from the caller's generator. Every budget here is
 // thread-safe (atomics or one short critical section) and exposes its state for observability.

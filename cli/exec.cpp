@@ -21,10 +21,10 @@
 #include "command.hpp"
 #include "output.hpp"
 #include "policy_flags.hpp"
-#include "stormguard/budget_kinds.hpp"
-#include "stormguard/config/executors.hpp"
 #include "process.hpp"
+#include "stormguard/budget_kinds.hpp"
 #include "stormguard/clock.hpp"
+#include "stormguard/config/executors.hpp"
 #include "stormguard/detail/format.hpp"
 #include "stormguard/detail/saturate.hpp"
 #include "stormguard/duration_text.hpp"
@@ -59,7 +59,7 @@ struct exec_options {
 // The options once converted and checked.
 struct exec_settings {
   config::retrier_settings run;  // the policy, through the library's adapter
-  bool only_listed = false;  // --retry-on-exit: retry only the listed statuses
+  bool only_listed = false;      // --retry-on-exit: retry only the listed statuses
   exit_codes retry_on;
   exit_codes stop_on;
 };

@@ -326,8 +326,8 @@ TEST(Backoff, ZeroBaseStaysZeroForAnyRetryNumber) {
   // 0 · infinity must not saturate to the cap (it did: 100 ms from retry 1025 on).
   scripted_random g{};
   for (const double m : {1.5, 2.0, 10.0, 1e300}) {
-    for (const auto e : {stormguard::ceiling_exponent::retry_minus_one,
-                         stormguard::ceiling_exponent::retry}) {
+    for (const auto e :
+         {stormguard::ceiling_exponent::retry_minus_one, stormguard::ceiling_exponent::retry}) {
       const backoff b(backoff_options{
           .base = 0ns, .cap = 100ms, .multiplier = m, .jitter = jitter::none, .exponent = e});
       for (int retry : {1, 2, 63, 64, 1023, 1024, 1025, 1026, 1030, 100'000, INT_MAX}) {

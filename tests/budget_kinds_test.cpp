@@ -62,13 +62,13 @@ TEST(BudgetKinds, DefaultOptionsByName) {
 TEST(BudgetKinds, FieldsListEverySettingWithItsRange) {
   std::vector<std::string> names;
   const stormguard::retry_quota_options quota{.max_tokens = 40};
-  stormguard::retry_quota_options::fields(quota, [&](std::string_view name, const auto& value,
-                                                     const auto& lo, const auto& hi) {
-    names.emplace_back(name);
-    EXPECT_LE(lo, value) << name;
-    EXPECT_LE(value, hi) << name;
-    if (name == "retry_cost") EXPECT_EQ(hi, 40) << "a cost is at most max_tokens";
-  });
+  stormguard::retry_quota_options::fields(
+      quota, [&](std::string_view name, const auto& value, const auto& lo, const auto& hi) {
+        names.emplace_back(name);
+        EXPECT_LE(lo, value) << name;
+        EXPECT_LE(value, hi) << name;
+        if (name == "retry_cost") EXPECT_EQ(hi, 40) << "a cost is at most max_tokens";
+      });
   EXPECT_EQ(names, (std::vector<std::string>{"max_tokens", "retry_cost", "timeout_cost",
                                              "no_retry_increment"}));
 }
@@ -111,8 +111,8 @@ TEST(AnyBudget, QuotaGrantsWhatItsTokensPayFor) {
 }
 
 TEST(AnyBudget, ConcurrencyHearsTheEndOfRetriesAndRequests) {
-  any_budget budget(stormguard::concurrency_budget_options{.budget_percent = 0,
-                                                           .min_retry_concurrency = 1});
+  any_budget budget(
+      stormguard::concurrency_budget_options{.budget_percent = 0, .min_retry_concurrency = 1});
   random_generator g(1);
   ASSERT_TRUE(budget.try_admit(t0, g));
   EXPECT_TRUE(budget.try_withdraw(t0, attempt_status::failure, g));
@@ -154,9 +154,10 @@ TEST(AnyBudget, TheRetrierStopsWhereTheKindSays) {
   stormguard::retry_options options;
   options.max_retries = 10;
   stormguard::retrier retry(stormguard::retry_policy(options), clock, rng, *budget);
-  const auto result = retry([](const stormguard::attempt_context&) -> stormguard::outcome<int, int> {
-    return stormguard::failure{1};
-  });
+  const auto result =
+      retry([](const stormguard::attempt_context&) -> stormguard::outcome<int, int> {
+        return stormguard::failure{1};
+      });
   EXPECT_EQ(result.reason, stormguard::end_reason::budget_exhausted);
   EXPECT_EQ(result.attempts, 2);
 }

@@ -263,7 +263,7 @@ TEST_F(PolicyCli, HttpSpendsThePolicysBudgetOfAnyKind) {
   const std::string policy = write("t.json", R"({"policies": [{"name": "t", "retries": 9,
     "backoff": {"base": "1ms", "cap": "1ms"}, "budget": {"kind": "token_bucket", "max_tokens": 4}}]})");
   const run_result r = run("http --policy '" + policy + "' '" + server.url() + "'");
-  EXPECT_EQ(r.exit_code, 5) << r.output;  // budget_exhausted
+  EXPECT_EQ(r.exit_code, 5) << r.output;                // budget_exhausted
   EXPECT_EQ(server.requests().size(), 2U) << r.output;  // ceil(4 / 2) - 1 = 1 retry
   EXPECT_EQ(r.output.find("is not used"), std::string::npos) << r.output;
 }

@@ -281,8 +281,8 @@ TEST(RetryMetrics, HttpClientWithAQuotaBudgetPerHostIsLabelledQuota) {
   EXPECT_EQ(server.requests().size(), 3U);
   EXPECT_EQ(client.budgets().for_host(client.budgets().hosts().at(0)).kind(), "quota");
   const std::string text = scrape(registry);
-  EXPECT_EQ(value(text, "stormguard_budget_denials_total{budget=\"quota\",client=\"quota-client\"}"),
-            1);
+  EXPECT_EQ(
+      value(text, "stormguard_budget_denials_total{budget=\"quota\",client=\"quota-client\"}"), 1);
 }
 
 TEST(RetryMetrics, BudgetLabelsAreThePolicyFilesKindNames) {

@@ -1,11 +1,10 @@
-#include "stormguard/sim/strategy.hpp"
-
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
 #include "stormguard/config/policy.hpp"
+#include "stormguard/sim/strategy.hpp"
 
 namespace {
 

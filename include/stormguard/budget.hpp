@@ -158,8 +158,7 @@ struct ratio_budget_options {
   static void fields(Self& o, F&& f) {
     f("ratio", o.ratio, 0.0, 1000.0);
     f("window", o.window, duration(std::chrono::seconds(1)), duration(std::chrono::seconds(60)));
-    f("min_retries_per_second", o.min_retries_per_second, std::int64_t{0},
-      std::int64_t{1'000'000});
+    f("min_retries_per_second", o.min_retries_per_second, std::int64_t{0}, std::int64_t{1'000'000});
   }
 
   friend bool operator==(const ratio_budget_options&, const ratio_budget_options&) = default;
@@ -432,9 +431,7 @@ class retry_quota {
   [[nodiscard]] std::int64_t available() const noexcept;
 
   /// available(), for the budget level gauge.
-  [[nodiscard]] double level(time_point) const noexcept {
-    return static_cast<double>(available());
-  }
+  [[nodiscard]] double level(time_point) const noexcept { return static_cast<double>(available()); }
 
   /// The validated settings.
   [[nodiscard]] const retry_quota_options& options() const noexcept { return options_; }

@@ -50,7 +50,8 @@ template <class O>
 concept budget_kind_options = requires {
   { O::kind } -> std::convertible_to<std::string_view>;
   typename O::budget_type;
-} && std::constructible_from<typename O::budget_type, const O&>;
+}
+&&std::constructible_from<typename O::budget_type, const O&>;
 
 /// THE list of budget kinds, in the order policy files document them. Adding a kind: its own
 /// header and source (an options type with `kind`, `budget_type` and `fields`, and the class,
@@ -148,8 +149,9 @@ class any_budget {
   /// Builds the class `options` name. Throws std::invalid_argument as that class's constructor
   /// (naming the field and the value).
   explicit any_budget(const budget_options& options) : options_(options) {
-    std::visit([this]<class O>(const O& o) { budget_.template emplace<typename O::budget_type>(o); },
-               options);
+    std::visit(
+        [this]<class O>(const O& o) { budget_.template emplace<typename O::budget_type>(o); },
+        options);
   }
   any_budget(const any_budget&) = delete;
   any_budget& operator=(const any_budget&) = delete;

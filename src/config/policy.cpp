@@ -113,7 +113,8 @@ O read_budget_fields(const json& fields, const std::string& path) {
     } else if constexpr (std::is_same_v<T, double>) {
       field = r.number_between(name, lo, hi);
     } else {
-      static_assert(std::is_same_v<T, std::int64_t>, "a budget setting is a duration, double or int64");
+      static_assert(std::is_same_v<T, std::int64_t>,
+                    "a budget setting is a duration, double or int64");
       field = r.integer(name, lo, hi);
     }
   });

@@ -145,7 +145,7 @@ struct payments_audit {
 /// One line describing a retry policy: "9 retries, full jitter 5ms..200ms, Retry-After up to
 /// 1m, no retry budget" (or "a quota retry budget").
 [[nodiscard]] std::string describe_payments_retry(const retry_options& retry,
-                                                 const budget_options& budget = no_budget{});
+                                                  const budget_options& budget = no_budget{});
 
 /// One JSON object: charges, ledger_rows, duplicates, lost, unconfirmed, attempts,
 /// client_attempts, succeeded, failed, replayed, conflicts, unavailable, dropped (null when

@@ -22,7 +22,9 @@
 #include "output.hpp"
 #include "policy_flags.hpp"
 #include "process.hpp"
+#include "stormguard/budget_kinds.hpp"
 #include "stormguard/clock.hpp"
+#include "stormguard/config/executors.hpp"
 #include "stormguard/detail/format.hpp"
 #include "stormguard/detail/saturate.hpp"
 #include "stormguard/duration_text.hpp"
@@ -56,10 +58,8 @@ struct exec_options {
 
 // The options once converted and checked.
 struct exec_settings {
-  retry_options policy;
-  duration attempt_timeout = duration::max();
-  duration deadline = duration::max();
-  bool only_listed = false;  // --retry-on-exit: retry only the listed statuses
+  config::retrier_settings run;  // the policy, through the library's adapter
+  bool only_listed = false;      // --retry-on-exit: retry only the listed statuses
   exit_codes retry_on;
   exit_codes stop_on;
 };
@@ -112,20 +112,15 @@ duration parse_limit(const CLI::Option* option, std::string_view flag, const std
 exec_settings parse_settings(const exec_options& options) {
   exec_settings s;
   // Precedence: a flag typed > the --policy file's value > the default (policy_flags.hpp).
-  const config::policy policy = resolve_policy("exec", options.policy);
-  s.policy = policy.retry;
-  s.attempt_timeout =
-      parse_limit(options.attempt_timeout_option, "--attempt-timeout", options.attempt_timeout);
-  if (!typed(options.attempt_timeout_option) && policy.attempt_timeout) {
-    s.attempt_timeout = *policy.attempt_timeout;
+  config::policy policy = resolve_policy("exec", options.policy);
+  if (typed(options.attempt_timeout_option)) {
+    policy.attempt_timeout =
+        parse_limit(options.attempt_timeout_option, "--attempt-timeout", options.attempt_timeout);
   }
-  s.deadline = parse_limit(options.deadline_option, "--deadline", options.deadline);
-  if (!typed(options.deadline_option) && policy.deadline) s.deadline = *policy.deadline;
-  if (!std::holds_alternative<no_budget>(policy.budget) && !options.quiet) {
-    report_warning("exec",
-                   "the --policy budget \"" + std::string(config::budget_kind(policy.budget)) +
-                       "\" is not used: `stormguard exec` runs one command, with no budget");
+  if (typed(options.deadline_option)) {
+    policy.deadline = parse_limit(options.deadline_option, "--deadline", options.deadline);
   }
+  s.run = config::retrier_settings_for(policy);
   s.only_listed = options.retry_on_option->count() > 0;
   if (s.only_listed) s.retry_on = parse_codes("--retry-on-exit", options.retry_on_exit);
   if (options.stop_on_option->count() > 0) {
@@ -176,13 +171,18 @@ std::string give_up_reason(end_reason reason, int signal, const exec_settings& s
         return fmt::format(
             "the next retry's delay would end past the --deadline of {} ({} left), so it was not "
             "made",
-            format_duration(s.deadline), log_duration(left));
+            format_duration(s.run.deadline), log_duration(left));
       }
-      return fmt::format("the --deadline of {} ran out", format_duration(s.deadline));
+      return fmt::format("the --deadline of {} ran out", format_duration(s.run.deadline));
     case end_reason::not_retryable:
       return "exit status not retried";
     case end_reason::attempts_exhausted:
-      return fmt::format("no retries left (--retries {})", s.policy.max_retries);
+      return fmt::format("no retries left (--retries {})", s.run.retry.max_retries);
+    case end_reason::budget_exhausted:
+      return fmt::format("the --policy budget ({}) refused the retry", budget_kind(s.run.budget));
+    case end_reason::throttled:
+      return fmt::format("the --policy budget ({}) rejected the first attempt",
+                         budget_kind(s.run.budget));
     default:
       return std::string(to_string(reason));
   }
@@ -219,7 +219,7 @@ int run_exec(const exec_options& options) {
     print_error("no command to run (use: stormguard exec [options] -- CMD [ARGS...])");
     return exit_usage;
   }
-  if (const auto warning = zero_delay_warning(settings.policy); warning && !options.quiet) {
+  if (const auto warning = zero_delay_warning(settings.run.retry); warning && !options.quiet) {
     report_warning("exec", *warning);
   }
 
@@ -236,19 +236,17 @@ int run_exec(const exec_options& options) {
     }
   });
   random_generator random;
-  retrier retry(retry_policy(settings.policy), clock, random);
+  any_budget budget(settings.run.budget);  // the policy's budget, any kind (none by default)
+  retrier retry(settings.run.policy(), clock, random, budget);
   const auto run_once = [&](const attempt_context& context) -> outcome<int, child_status> {
     attempt = context.attempt;
-    const duration limit = std::min(settings.attempt_timeout, context.time_left);
+    const duration limit = std::min(settings.run.attempt_timeout, context.time_left);
     last = run_process(options.command, limit, k_kill_grace, forwarder);
     if (last->how == child_status::kind::exited && last->value == 0) return 0;
     return failure{*last};
   };
-  call_options call;
+  call_options call = settings.run.call(clock.now());
   call.stop = forwarder.token();
-  if (settings.deadline != duration::max()) {
-    call.deadline = detail::saturating_add(clock.now(), settings.deadline);
-  }
 
   const auto result = retry(
       run_once, [&](const child_status& s) { return classify_status(s, settings); }, call);

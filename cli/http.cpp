@@ -28,6 +28,7 @@
 #include "stormguard/detail/saturate.hpp"
 #include "stormguard/duration_text.hpp"
 #include "stormguard/http/client.hpp"
+#include "stormguard/http/policy.hpp"
 #include "stormguard/http/syntax.hpp"
 #include "stormguard/http_classify.hpp"
 #include "stormguard/idempotency.hpp"
@@ -234,8 +235,8 @@ int exit_status_for(const http::result& r, int signal) {
     case end_reason::cancelled:
       return 128 + (signal != 0 ? signal : 2);
     case end_reason::budget_exhausted:
-    case end_reason::throttled:  // only with a throttling budget; the client's ratio_budget never
-      return exit_budget;        // rejects a first attempt
+    case end_reason::throttled:  // only with a budget that rejects first attempts (adaptive)
+      return exit_budget;
     case end_reason::deadline_exceeded:
     case end_reason::retry_after_too_long:
       return exit_out_of_time;
@@ -283,31 +284,25 @@ http_call parse_call(const http_options& o) {
   http_call call;
   http::client_options& client = call.client;
   // Precedence: a flag typed > the --policy file's value > the default (policy_flags.hpp).
-  const config::policy policy = resolve_policy("http", o.policy);
+  config::policy policy = resolve_policy("http", o.policy);
   const bool file = typed(o.policy.policy_option);
-  client.retry = policy.retry;
-  client.statuses = policy.statuses;
   if (!file || typed(o.max_retry_after_option)) {
-    client.retry.max_retry_after = positive_duration("--max-retry-after", o.max_retry_after);
+    policy.retry.max_retry_after = positive_duration("--max-retry-after", o.max_retry_after);
   }
-  client.attempt_timeout = positive_duration("--attempt-timeout", o.attempt_timeout);
-  if (file && !typed(o.attempt_timeout_option) && policy.attempt_timeout) {
-    client.attempt_timeout = *policy.attempt_timeout;
+  if (!file || typed(o.attempt_timeout_option) || !policy.attempt_timeout) {
+    policy.attempt_timeout = positive_duration("--attempt-timeout", o.attempt_timeout);
   }
-  client.connect_timeout = positive_duration("--connect-timeout", o.connect_timeout);
   if (typed(o.deadline_option)) {
-    call.deadline = positive_duration("--deadline", o.deadline);
-  } else if (file) {
-    call.deadline = policy.deadline;
+    policy.deadline = positive_duration("--deadline", o.deadline);
+  } else if (!file) {
+    policy.deadline.reset();
   }
-  if (const auto* ratio = std::get_if<ratio_budget_options>(&policy.budget)) {
-    client.budget = *ratio;
-  } else if (file) {
-    report_warning("http", "the --policy budget \"" +
-                               std::string(config::budget_kind(policy.budget)) +
-                               "\" is not used: `stormguard http` keeps a ratio budget per host "
-                               "(10 % over 10s, floor 10/s)");
-  }
+  // Without --policy, the client's own default: a ratio budget per host. With one, its budget
+  // of any kind, "none" included.
+  if (!file) policy.budget = ratio_budget_options{};
+  client = http::client_options_for(policy, client);
+  call.deadline = policy.deadline;
+  client.connect_timeout = positive_duration("--connect-timeout", o.connect_timeout);
   if (o.key_format == "structured") {
     client.key_format = idempotency_key_format::structured;
   } else if (o.key_format == "bare") {

@@ -16,6 +16,7 @@
 #include "output.hpp"
 #include "policy_file.hpp"
 #include "progress.hpp"
+#include "stormguard/config/executors.hpp"
 #include "stormguard/config/policy.hpp"
 #include "stormguard/detail/format.hpp"
 #include "stormguard/detail/splitmix64.hpp"
@@ -133,7 +134,8 @@ int check_external(const lab_payments_options& o) {
   return exit_success;
 }
 
-/// --policy (at most one): its retries, statuses and attempt time-out replace the defaults.
+/// --policy (at most one): its retries, statuses, budget and attempt time-out replace the
+/// defaults.
 int apply_policy(const std::vector<std::string>& policies, lab::payments_run_options& run) {
   if (policies.size() > 1) {
     print_error("lab payments takes one --policy (the policy of every charge), got " +
@@ -149,15 +151,11 @@ int apply_policy(const std::vector<std::string>& policies, lab::payments_run_opt
       print_error(e.what());
       return exit_usage;
     }
-    run.retry = p.retry;
-    run.statuses = p.statuses;
-    if (p.attempt_timeout) run.attempt_timeout = *p.attempt_timeout;
-    if (config::budget_kind(p.budget) != "none") {
-      report_warning("lab", fmt::format("--policy {}: its {} budget is not used: lab payments "
-                                        "runs without a retry budget",
-                                        detail::quote_for_message(policies.front()),
-                                        config::budget_kind(p.budget)));
-    }
+    const config::retrier_settings settings = config::retrier_settings_for(p);
+    run.retry = settings.retry;
+    run.statuses = settings.statuses;
+    run.budget = settings.budget;
+    if (p.attempt_timeout) run.attempt_timeout = settings.attempt_timeout;
   }
 
   return exit_success;
@@ -233,7 +231,7 @@ int run_lab_payments(const lab_payments_options& o, bool json,
                                          : (spec == "off" ? std::string("--idempotency off")
                                                           : printable_message(spec) +
                                                                 (temporary ? " (temporary)" : "")),
-                                lab::describe_payments_retry(run.retry)));
+                                lab::describe_payments_retry(run.retry, run.budget)));
 
   outcome<lab::payments_audit, std::string> audit = failure{std::string()};
   {

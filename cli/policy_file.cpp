@@ -1,9 +1,11 @@
 #include "policy_file.hpp"
 
 #include <CLI/CLI.hpp>
+#include <optional>
 
 #include "output.hpp"
 #include "stormguard/detail/format.hpp"
+#include "stormguard/sim/strategy.hpp"
 
 namespace stormguard::cli {
 
@@ -23,11 +25,28 @@ config::policy_reference reference_of(const std::string& value, std::string_view
   }
 }
 
+constexpr std::string_view k_builtin = "builtin:";
+
 std::vector<config::policy> load(const config::policy_reference& reference, std::string_view flag) {
   try {
     return config::load_policies(reference);
   } catch (const config::policy_error& e) {
     throw bad_file(flag, e);
+  }
+}
+
+// `builtin:` (every built-in strategy, as policies) or `builtin:NAME` (one); nullopt for a value
+// that does not start with "builtin:".
+std::optional<std::vector<config::policy>> load_builtin(const std::string& value,
+                                                        std::string_view flag) {
+  if (value.substr(0, k_builtin.size()) != k_builtin) return std::nullopt;
+  std::vector<config::policy> all = sim::builtin_policies();
+  const std::string name = value.substr(k_builtin.size());
+  if (name.empty()) return all;
+  try {
+    return std::vector<config::policy>{config::select_policy(all, name)};
+  } catch (const config::policy_error& e) {
+    throw bad_file(flag, config::policy_error("", "builtin: " + std::string(e.what())));
   }
 }
 
@@ -42,6 +61,7 @@ void warn(std::string_view command, const config::policy_reference& reference,
 
 std::vector<config::policy> load_policy_option(std::string_view command, const std::string& value,
                                                std::string_view flag) {
+  if (auto builtin = load_builtin(value, flag)) return std::move(*builtin);
   const config::policy_reference reference = reference_of(value, flag);
   std::vector<config::policy> policies = load(reference, flag);
   for (const config::policy& p : policies) warn(command, reference, p);
@@ -49,9 +69,14 @@ std::vector<config::policy> load_policy_option(std::string_view command, const s
 }
 
 config::policy load_one_policy(std::string_view command, const std::string& value) {
-  const config::policy_reference reference = reference_of(value, "--policy");
-  std::vector<config::policy> policies = load(reference, "--policy");
-  warn(command, reference, policies.front());
+  std::vector<config::policy> policies;
+  if (auto builtin = load_builtin(value, "--policy")) {
+    policies = std::move(*builtin);
+  } else {
+    const config::policy_reference reference = reference_of(value, "--policy");
+    policies = load(reference, "--policy");
+    warn(command, reference, policies.front());
+  }
   if (policies.size() > 1) {
     report_log(command, "using the policy " + detail::quote_for_message(policies.front().name) +
                             ", the first of " + std::to_string(policies.size()) +

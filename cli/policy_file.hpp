@@ -1,6 +1,7 @@
 // `--policy [grpc:|envoy:]FILE[:NAME]`, shared by the subcommands that take a policy file
 // (simulate, plan, exec, http, policy check): loading it with stormguard::config, and printing
-// what an importer could not map.
+// what an importer could not map. `builtin:` names the simulator's built-in strategies as
+// policies (policies/builtin-strategies.json, embedded), `builtin:NAME` one of them.
 //
 // A bad value or file (missing, unreadable, too large, invalid, a wrong field, an unknown NAME)
 // throws CLI::ValidationError("--policy", message): the message names the file, the field path,

@@ -34,6 +34,9 @@ void reject(const std::string& message) {
 // saturating at cap. Powers of two scale a double exactly, so with multiplier 2 every ceiling
 // below 2^63 ns is exact.
 duration compute_ceiling(const backoff_options& o, int retry) noexcept {
+  // Base 0 stays 0 for every retry: the power below overflows to infinity from retry 1025 (with
+  // multiplier 2) and 0 · inf is NaN, which the saturation test would take for "above the cap".
+  if (o.base == duration::zero()) return duration::zero();
   // In double: retry may be INT_MAX, and retry - 1 + 1 must not overflow an int.
   const double exponent =
       static_cast<double>(retry) - (o.exponent == ceiling_exponent::retry ? 0.0 : 1.0);

@@ -321,6 +321,23 @@ TEST(Backoff, HugeRetryNumbersReachTheCapExactly) {
   EXPECT_EQ(b.ceiling(23), duration::max());
 }
 
+TEST(Backoff, ZeroBaseStaysZeroForAnyRetryNumber) {
+  // base 0 · multiplier^n: the power overflows to infinity from retry 1025 (multiplier 2), and
+  // 0 · infinity must not saturate to the cap (it did: 100 ms from retry 1025 on).
+  scripted_random g{};
+  for (const double m : {1.5, 2.0, 10.0, 1e300}) {
+    for (const auto e :
+         {stormguard::ceiling_exponent::retry_minus_one, stormguard::ceiling_exponent::retry}) {
+      const backoff b(backoff_options{
+          .base = 0ns, .cap = 100ms, .multiplier = m, .jitter = jitter::none, .exponent = e});
+      for (int retry : {1, 2, 63, 64, 1023, 1024, 1025, 1026, 1030, 100'000, INT_MAX}) {
+        EXPECT_EQ(b.ceiling(retry), 0ns) << "retry " << retry << " m " << m;
+        EXPECT_EQ(b.delay(retry, g), 0ns) << "retry " << retry << " m " << m;
+      }
+    }
+  }
+}
+
 TEST(FullJitter, TopDrawAtMaximumCapIsTheCap) {
   const backoff b = make(jitter::full, 1h, duration::max());
   scripted_random g{k_max_draw, k_max_draw};

@@ -423,6 +423,15 @@ TEST_F(ExecCli, HelpDocumentsTheExitStatuses) {
   }
 }
 
+TEST_F(ExecCli, ZeroBaseNeverWaitsAtAnyRetryNumber) {
+  // From retry 1025 the ceiling's power overflows to infinity; 0 x infinity waited the cap.
+  const auto r =
+      run_cli("exec --retries 1030 --base 0s --cap 100ms --jitter none -q --stats -- false");
+  EXPECT_NE(r.output.find("attempts 1031, retries 1030, reason attempts_exhausted, slept 0s"),
+            std::string::npos)
+      << r.output;
+}
+
 #endif  // STORMGUARD_CLI_PATH
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "support/http_test_server.hpp"
 #include "test_util.hpp"
 
 namespace {
@@ -218,6 +219,53 @@ TEST_F(PolicyCli, PolicyCheckRefusesOutputThatWouldNotBeAValidPolicyFile) {
   const run_result twice = run("policy check " + policy + " " + policy);
   EXPECT_EQ(twice.exit_code, 2) << twice.output;
   EXPECT_NE(twice.output.find("the policy \"ours\" is in"), std::string::npos) << twice.output;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The built-in strategies as policies, and every kind of budget on every command.
+// ---------------------------------------------------------------------------------------------
+
+TEST_F(PolicyCli, PolicyCheckBuiltinPrintsTheBuiltInStrategiesFile) {
+  const run_result builtin = run("policy check --json builtin:", false);
+  ASSERT_EQ(builtin.exit_code, 0) << builtin.output;
+  const run_result file = run(std::string("policy check --json '") + STORMGUARD_SOURCE_DIR +
+                                  "/policies/builtin-strategies.json'",
+                              false);
+  EXPECT_EQ(builtin.output, file.output);
+  const auto doc = nlohmann::json::parse(builtin.output);
+  ASSERT_EQ(doc["policies"].size(), 11U);
+  EXPECT_EQ(doc["policies"][6]["name"], "full+budget");
+  EXPECT_EQ(doc["policies"][9]["budget"]["kind"], "adaptive");
+  const run_result one = run("policy check --json builtin:full+envoy", false);
+  EXPECT_EQ(nlohmann::json::parse(one.output)["policies"][0]["budget"]["kind"], "concurrency");
+  const run_result unknown = run("policy check builtin:Full");
+  EXPECT_EQ(unknown.exit_code, 2);
+  EXPECT_NE(unknown.output.find("no policy named \"Full\""), std::string::npos) << unknown.output;
+}
+
+TEST_F(PolicyCli, ExecSpendsThePolicysBudget) {
+  // A quota of 10 tokens at 5 per retry: two retries, then the budget refuses the third.
+  const std::string policy = write("q.json", R"({"policies": [{"name": "q", "retries": 9,
+    "backoff": {"base": "0s", "cap": "0s", "jitter": "none"},
+    "budget": {"kind": "quota", "max_tokens": 10}}]})");
+  const run_result r = run("exec --stats --policy '" + policy + "' -- false");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("attempts 3, retries 2, reason budget_exhausted"), std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("the --policy budget (quota) refused the retry"), std::string::npos)
+      << r.output;
+  EXPECT_EQ(r.output.find("is not used"), std::string::npos) << r.output;
+}
+
+TEST_F(PolicyCli, HttpSpendsThePolicysBudgetOfAnyKind) {
+  stormguard::test_support::http_test_server server;
+  server.set_fallback({.status = 503});
+  const std::string policy = write("t.json", R"({"policies": [{"name": "t", "retries": 9,
+    "backoff": {"base": "1ms", "cap": "1ms"}, "budget": {"kind": "token_bucket", "max_tokens": 4}}]})");
+  const run_result r = run("http --policy '" + policy + "' '" + server.url() + "'");
+  EXPECT_EQ(r.exit_code, 5) << r.output;                // budget_exhausted
+  EXPECT_EQ(server.requests().size(), 2U) << r.output;  // ceil(4 / 2) - 1 = 1 retry
+  EXPECT_EQ(r.output.find("is not used"), std::string::npos) << r.output;
 }
 
 #endif  // STORMGUARD_CLI_PATH

@@ -262,6 +262,39 @@ TEST(RetryMetrics, HttpClientHookCountsAttemptsAgainstALoopbackServer) {
       value(text, attempts("loopback", "success")) + value(text, attempts("loopback", "failure")));
 }
 
+TEST(RetryMetrics, HttpClientWithAQuotaBudgetPerHostIsLabelledQuota) {
+  // The per-host budget holds any kind: a quota of 10 tokens pays for two retries (5 each).
+  stormguard::test_support::http_test_server server;
+  server.set_fallback({.status = 503});
+  prometheus::Registry registry;
+  retry_metrics metrics(registry);
+  stormguard::http::client_options options;
+  options.retry = {.max_retries = 9, .backoff = {.base = 1ms, .cap = 2ms}};
+  options.budget = stormguard::retry_quota_options{.max_tokens = 10};
+  options.on_attempt = stormguard::metrics::http_hook(metrics, "quota-client", options);
+  manual_clock clock;
+  random_generator rng(5);
+  stormguard::http::client client(options, clock, rng);
+  const auto r = client.perform({.url = server.url("/x")});
+  EXPECT_EQ(r.reason, stormguard::end_reason::budget_exhausted);
+  EXPECT_EQ(r.attempts, 3);
+  EXPECT_EQ(server.requests().size(), 3U);
+  EXPECT_EQ(client.budgets().for_host(client.budgets().hosts().at(0)).kind(), "quota");
+  const std::string text = scrape(registry);
+  EXPECT_EQ(
+      value(text, "stormguard_budget_denials_total{budget=\"quota\",client=\"quota-client\"}"), 1);
+}
+
+TEST(RetryMetrics, BudgetLabelsAreThePolicyFilesKindNames) {
+  // Since the one list of budget kinds: "adaptive" (it was "adaptive_throttle").
+  EXPECT_EQ(stormguard::metrics::budget_kind<stormguard::adaptive_throttle>(), "adaptive");
+  EXPECT_EQ(stormguard::metrics::budget_kind<stormguard::retry_quota>(), "quota");
+  EXPECT_EQ(stormguard::metrics::budget_kind<stormguard::no_budget>(), "none");
+  const stormguard::any_budget quota(stormguard::retry_quota_options{});
+  EXPECT_EQ(stormguard::metrics::budget_kind(quota), "quota");
+  EXPECT_EQ(stormguard::metrics::budget_level(quota, stormguard::time_point{}), 500.0);
+}
+
 TEST(RetryMetrics, RejectsAnInvalidLabelOrPrefix) {
   prometheus::Registry registry;
   EXPECT_THROW(retry_metrics(registry, {.label = "bad-label"}), std::invalid_argument);

@@ -26,6 +26,10 @@
 //   concurrency_budget     Envoy's retry budget: retries in flight <= max(3, 20 % of the
 //                          logical requests in flight).
 //
+// The kinds are one list, stormguard::budget_options in budget_kinds.hpp: each options type below
+// names its kind ("ratio", "token_bucket", "quota", "adaptive", "concurrency"; "none" for
+// no_budget), its class and its settings, and any_budget holds a budget of any kind.
+//
 // Time is passed in (read from the caller's stormguard::clock), so a budget never reads a clock;
 // randomness (adaptive_throttle only) comes from the caller's generator. Every budget here is
 // thread-safe (atomics or one short critical section) and exposes its state for observability.
@@ -49,6 +53,12 @@
 #include "stormguard/random.hpp"
 
 namespace stormguard {
+
+class ratio_budget;
+class token_bucket_throttle;
+class retry_quota;
+class adaptive_throttle;
+class concurrency_budget;
 
 /// How one attempt ended, as a budget sees it. The retrier derives it from the attempt's result
 /// and the classifier's verdict (classify.hpp); the simulator from its model.
@@ -98,6 +108,15 @@ concept retry_budget = bit_generator<G> &&
 /// The absent budget: admits every request and grants every retry. Free: every call inlines to
 /// nothing.
 struct no_budget {
+  /// Its kind in policy files and metric labels (budget_kinds.hpp).
+  static constexpr std::string_view kind = "none";
+  /// It is its own options and its own class.
+  using budget_type = no_budget;
+  using options_type = no_budget;
+  /// No settings (see ratio_budget_options::fields).
+  template <class Self, class F>
+  static constexpr void fields(Self&, F&&) noexcept {}
+
   template <class G>
   /// Admits every first attempt: returns true.
   [[nodiscard]] constexpr bool try_admit(time_point, G&) noexcept {
@@ -131,6 +150,21 @@ struct ratio_budget_options {
   /// clients, each with its own budget, adds up to N · min_retries_per_second retries per second.
   std::int64_t min_retries_per_second = 10;
 
+  /// Its kind in policy files and metric labels (budget_kinds.hpp).
+  static constexpr std::string_view kind = "ratio";
+  /// The class these options build.
+  using budget_type = ratio_budget;
+  /// Calls f(name, field, lo, hi) for each setting, in file order: its name in policy files,
+  /// a reference to it (const when `o` is), and its valid range [lo, hi] (of the field's type).
+  /// A range may depend on a setting listed before it. Policy files are read and written
+  /// through this list (stormguard::config); the class constructor's validation stays the rule.
+  template <class Self, class F>
+  static void fields(Self& o, F&& f) {
+    f("ratio", o.ratio, 0.0, 1000.0);
+    f("window", o.window, duration(std::chrono::seconds(1)), duration(std::chrono::seconds(60)));
+    f("min_retries_per_second", o.min_retries_per_second, std::int64_t{0}, std::int64_t{1'000'000});
+  }
+
   friend bool operator==(const ratio_budget_options&, const ratio_budget_options&) = default;
 };
 
@@ -161,6 +195,8 @@ struct ratio_budget_options {
 /// expires until the times passed in catch up: pass times from one steady clock.
 class STORMGUARD_EXPORT ratio_budget {
  public:
+  /// The options type that builds it (its kind: ratio_budget_options::kind).
+  using options_type = ratio_budget_options;
   /// The scale of the integer arithmetic: one retry = 10^6 micro-retries.
   static constexpr std::int64_t k_scale = 1'000'000;
   /// The number of slices the window is kept as (Finagle's WindowedAdder uses 10).
@@ -206,6 +242,11 @@ class STORMGUARD_EXPORT ratio_budget {
   /// (floor(balance / 10^6), never negative). For observability; thread-safe.
   [[nodiscard]] std::int64_t balance(time_point now) const noexcept;
 
+  /// The retries it would grant now (balance(now)), for the budget level gauge.
+  [[nodiscard]] double level(time_point now) const noexcept {
+    return static_cast<double>(balance(now));
+  }
+
   /// The validated settings.
   [[nodiscard]] const ratio_budget_options& options() const noexcept { return options_; }
 
@@ -226,6 +267,20 @@ struct token_bucket_throttle_options {
   double max_tokens = 10.0;
   /// Tokens added by each success. > 0, at most 1000, at most 3 decimal places.
   double token_ratio = 0.1;
+
+  /// Its kind in policy files and metric labels (budget_kinds.hpp).
+  static constexpr std::string_view kind = "token_bucket";
+  /// The class these options build.
+  using budget_type = token_bucket_throttle;
+  /// Calls f(name, field, lo, hi) for each setting, in file order: its name in policy files,
+  /// a reference to it (const when `o` is), and its valid range [lo, hi] (of the field's type).
+  /// A range may depend on a setting listed before it. Policy files are read and written
+  /// through this list (stormguard::config); the class constructor's validation stays the rule.
+  template <class Self, class F>
+  static void fields(Self& o, F&& f) {
+    f("max_tokens", o.max_tokens, 0.001, 1000.0);
+    f("token_ratio", o.token_ratio, 0.001, 1000.0);
+  }
 
   friend bool operator==(const token_bucket_throttle_options&,
                          const token_bucket_throttle_options&) = default;
@@ -250,6 +305,8 @@ struct token_bucket_throttle_options {
 /// thread-safe; no clock involved (time plays no part in gRPC's algorithm).
 class STORMGUARD_EXPORT token_bucket_throttle {
  public:
+  /// The options type that builds it (its kind: token_bucket_throttle_options::kind).
+  using options_type = token_bucket_throttle_options;
   /// Validates `options`; throws std::invalid_argument naming the field and the value when
   /// max_tokens is NaN or outside (0, 1000], token_ratio is NaN or outside (0, 1000], or either
   /// has more than 3 decimal places.
@@ -284,6 +341,9 @@ class STORMGUARD_EXPORT token_bucket_throttle {
   /// max_tokens in milli-tokens (exact).
   [[nodiscard]] std::int64_t max_milli_tokens() const noexcept { return max_milli_; }
 
+  /// tokens(), for the budget level gauge.
+  [[nodiscard]] double level(time_point) const noexcept { return tokens(); }
+
   /// The validated settings.
   [[nodiscard]] const token_bucket_throttle_options& options() const noexcept { return options_; }
 
@@ -307,6 +367,22 @@ struct retry_quota_options {
   /// Tokens a success on the first attempt returns. In [0, max_tokens]. AWS: 1.
   std::int64_t no_retry_increment = 1;
 
+  /// Its kind in policy files and metric labels (budget_kinds.hpp).
+  static constexpr std::string_view kind = "quota";
+  /// The class these options build.
+  using budget_type = retry_quota;
+  /// Calls f(name, field, lo, hi) for each setting, in file order: its name in policy files,
+  /// a reference to it (const when `o` is), and its valid range [lo, hi] (of the field's type).
+  /// A range may depend on a setting listed before it. Policy files are read and written
+  /// through this list (stormguard::config); the class constructor's validation stays the rule.
+  template <class Self, class F>
+  static void fields(Self& o, F&& f) {
+    f("max_tokens", o.max_tokens, std::int64_t{1}, std::int64_t{1'000'000'000});
+    f("retry_cost", o.retry_cost, std::int64_t{0}, std::int64_t{o.max_tokens});
+    f("timeout_cost", o.timeout_cost, std::int64_t{0}, std::int64_t{o.max_tokens});
+    f("no_retry_increment", o.no_retry_increment, std::int64_t{0}, std::int64_t{o.max_tokens});
+  }
+
   friend bool operator==(const retry_quota_options&, const retry_quota_options&) = default;
 };
 
@@ -324,6 +400,8 @@ struct retry_quota_options {
 /// clock involved (the AWS algorithm has no time in it).
 class STORMGUARD_EXPORT retry_quota {
  public:
+  /// The options type that builds it (its kind: retry_quota_options::kind).
+  using options_type = retry_quota_options;
   /// Validates `options`; throws std::invalid_argument naming the field and the value when
   /// max_tokens is outside [1, 1e9] or a cost or the increment is outside [0, max_tokens].
   explicit retry_quota(retry_quota_options options = {});
@@ -356,6 +434,9 @@ class STORMGUARD_EXPORT retry_quota {
   /// The tokens now, in [0, max_tokens].
   [[nodiscard]] std::int64_t available() const noexcept;
 
+  /// available(), for the budget level gauge.
+  [[nodiscard]] double level(time_point) const noexcept { return static_cast<double>(available()); }
+
   /// The validated settings.
   [[nodiscard]] const retry_quota_options& options() const noexcept { return options_; }
 
@@ -380,6 +461,21 @@ struct adaptive_throttle_options {
   /// the second request with probability 1/2. gRPC's RLS client (grpc-go
   /// balancer/rls/internal/adaptive) uses 8.
   double requests_padding = 1.0;
+
+  /// Its kind in policy files and metric labels (budget_kinds.hpp).
+  static constexpr std::string_view kind = "adaptive";
+  /// The class these options build.
+  using budget_type = adaptive_throttle;
+  /// Calls f(name, field, lo, hi) for each setting, in file order: its name in policy files,
+  /// a reference to it (const when `o` is), and its valid range [lo, hi] (of the field's type).
+  /// A range may depend on a setting listed before it. Policy files are read and written
+  /// through this list (stormguard::config); the class constructor's validation stays the rule.
+  template <class Self, class F>
+  static void fields(Self& o, F&& f) {
+    f("window", o.window, duration(std::chrono::seconds(1)), duration(std::chrono::hours(1)));
+    f("k", o.k, 1.0, 1000.0);
+    f("requests_padding", o.requests_padding, 1.0, 1e6);
+  }
 
   friend bool operator==(const adaptive_throttle_options&,
                          const adaptive_throttle_options&) = default;
@@ -407,6 +503,8 @@ struct adaptive_throttle_options {
 /// passed in catch up: pass times from one steady clock.
 class STORMGUARD_EXPORT adaptive_throttle {
  public:
+  /// The options type that builds it (its kind: adaptive_throttle_options::kind).
+  using options_type = adaptive_throttle_options;
   /// The number of slices the window is kept as.
   static constexpr int k_slices = 60;
 
@@ -483,6 +581,20 @@ struct concurrency_budget_options {
   /// Retries in flight always allowed, whatever the active requests. In [0, 1,000,000]. Envoy: 3.
   std::int64_t min_retry_concurrency = 3;
 
+  /// Its kind in policy files and metric labels (budget_kinds.hpp).
+  static constexpr std::string_view kind = "concurrency";
+  /// The class these options build.
+  using budget_type = concurrency_budget;
+  /// Calls f(name, field, lo, hi) for each setting, in file order: its name in policy files,
+  /// a reference to it (const when `o` is), and its valid range [lo, hi] (of the field's type).
+  /// A range may depend on a setting listed before it. Policy files are read and written
+  /// through this list (stormguard::config); the class constructor's validation stays the rule.
+  template <class Self, class F>
+  static void fields(Self& o, F&& f) {
+    f("budget_percent", o.budget_percent, 0.0, 100.0);
+    f("min_retry_concurrency", o.min_retry_concurrency, std::int64_t{0}, std::int64_t{1'000'000});
+  }
+
   friend bool operator==(const concurrency_budget_options&,
                          const concurrency_budget_options&) = default;
 };
@@ -510,6 +622,8 @@ struct concurrency_budget_options {
 /// that ends may exceed the new, lower limit by the number of racing grants, as in Envoy).
 class STORMGUARD_EXPORT concurrency_budget {
  public:
+  /// The options type that builds it (its kind: concurrency_budget_options::kind).
+  using options_type = concurrency_budget_options;
   /// Validates `options`; throws std::invalid_argument naming the field and the value when
   /// budget_percent is NaN or outside [0, 100], or min_retry_concurrency is outside
   /// [0, 1,000,000].
@@ -550,6 +664,11 @@ class STORMGUARD_EXPORT concurrency_budget {
   [[nodiscard]] std::int64_t limit() const noexcept { return limit_for(active()); }
   /// The limit for `active` requests (the formula, in one place).
   [[nodiscard]] std::int64_t limit_for(std::int64_t active) const noexcept;
+
+  /// limit() − retries_in_flight(): the retries it would grant now, for the budget level gauge.
+  [[nodiscard]] double level(time_point) const noexcept {
+    return static_cast<double>(limit() - retries_in_flight());
+  }
 
   /// The validated settings.
   [[nodiscard]] const concurrency_budget_options& options() const noexcept { return options_; }

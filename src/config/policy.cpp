@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <cmath>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 #include <string>
+#include <type_traits>
 #include <utility>
 
 #include "config/policy_json.hpp"
@@ -92,9 +94,36 @@ backoff_options read_backoff(const json& value, const std::string& path) {
   return b;
 }
 
+// The settings of a budget of kind O, read through O::fields (the one list of each kind's
+// settings, with their ranges), then checked by the class's own constructor.
+template <class O>
+O read_budget_fields(const json& fields, const std::string& path) {
+  std::vector<std::string_view> known{"kind"};
+  const O defaults{};
+  O::fields(defaults, [&](std::string_view name, const auto&, const auto&, const auto&) {
+    known.push_back(name);
+  });
+  sj::object_reader r(fields, path, known);
+  O o;
+  O::fields(o, [&r](std::string_view name, auto& field, auto lo, auto hi) {
+    if (!r.has(name)) return;
+    using T = std::decay_t<decltype(field)>;
+    if constexpr (std::is_same_v<T, duration>) {
+      field = r.time_between(name, lo, hi);
+    } else if constexpr (std::is_same_v<T, double>) {
+      field = r.number_between(name, lo, hi);
+    } else {
+      static_assert(std::is_same_v<T, std::int64_t>,
+                    "a budget setting is a duration, double or int64");
+      field = r.integer(name, lo, hi);
+    }
+  });
+  check_budget<typename O::budget_type>(path, o);
+  return o;
+}
+
 budget_options read_budget(const json& value, const std::string& path) {
-  const std::string kinds =
-      "\"none\", \"ratio\", \"token_bucket\", \"quota\", \"adaptive\" or \"concurrency\"";
+  const std::string kinds = budget_kind_names();
   std::string kind;
   if (value.is_string()) {
     kind = value.get<std::string>();
@@ -112,63 +141,15 @@ budget_options read_budget(const json& value, const std::string& path) {
   const std::string kind_field = value.is_string() ? path : sj::join_path(path, "kind");
   const json empty = json::object();
   const json& fields = value.is_object() ? value : empty;
-  if (kind == "none") {
-    (void)sj::object_reader(fields, path, {"kind"});
-    return no_budget{};
+  std::optional<budget_options> read;
+  for_each_budget_kind([&]<class O>(std::type_identity<O>) {
+    if (!read && O::kind == kind) read = read_budget_fields<O>(fields, path);
+  });
+  if (!read) {
+    sj::fail(kind_field,
+             "must be " + kinds + ", got " + stormguard::detail::quote_for_message(kind));
   }
-  if (kind == "ratio") {
-    sj::object_reader r(fields, path, {"kind", "ratio", "window", "min_retries_per_second"});
-    ratio_budget_options o;
-    if (r.has("ratio")) o.ratio = r.number_between("ratio", 0, 1000);
-    if (r.has("window")) o.window = r.time_between("window", 1s, 60s);
-    if (r.has("min_retries_per_second")) {
-      o.min_retries_per_second = r.integer("min_retries_per_second", 0, 1'000'000);
-    }
-    check_budget<ratio_budget>(path, o);
-    return o;
-  }
-  if (kind == "token_bucket") {
-    sj::object_reader r(fields, path, {"kind", "max_tokens", "token_ratio"});
-    token_bucket_throttle_options o;
-    if (r.has("max_tokens")) o.max_tokens = r.number_between("max_tokens", 0.001, 1000);
-    if (r.has("token_ratio")) o.token_ratio = r.number_between("token_ratio", 0.001, 1000);
-    check_budget<token_bucket_throttle>(path, o);
-    return o;
-  }
-  if (kind == "quota") {
-    sj::object_reader r(fields, path,
-                        {"kind", "max_tokens", "retry_cost", "timeout_cost", "no_retry_increment"});
-    retry_quota_options o;
-    if (r.has("max_tokens")) o.max_tokens = r.integer("max_tokens", 1, 1'000'000'000);
-    if (r.has("retry_cost")) o.retry_cost = r.integer("retry_cost", 0, o.max_tokens);
-    if (r.has("timeout_cost")) o.timeout_cost = r.integer("timeout_cost", 0, o.max_tokens);
-    if (r.has("no_retry_increment")) {
-      o.no_retry_increment = r.integer("no_retry_increment", 0, o.max_tokens);
-    }
-    check_budget<retry_quota>(path, o);
-    return o;
-  }
-  if (kind == "adaptive") {
-    sj::object_reader r(fields, path, {"kind", "window", "k", "requests_padding"});
-    adaptive_throttle_options o;
-    if (r.has("window")) o.window = r.time_between("window", 1s, 1h);
-    if (r.has("k")) o.k = r.number_between("k", 1, 1000);
-    if (r.has("requests_padding"))
-      o.requests_padding = r.number_between("requests_padding", 1, 1e6);
-    check_budget<adaptive_throttle>(path, o);
-    return o;
-  }
-  if (kind == "concurrency") {
-    sj::object_reader r(fields, path, {"kind", "budget_percent", "min_retry_concurrency"});
-    concurrency_budget_options o;
-    if (r.has("budget_percent")) o.budget_percent = r.number_between("budget_percent", 0, 100);
-    if (r.has("min_retry_concurrency")) {
-      o.min_retry_concurrency = r.integer("min_retry_concurrency", 0, 1'000'000);
-    }
-    check_budget<concurrency_budget>(path, o);
-    return o;
-  }
-  sj::fail(kind_field, "must be " + kinds + ", got " + stormguard::detail::quote_for_message(kind));
+  return *read;
 }
 
 retryable_statuses read_statuses(const json& value, const std::string& path) {
@@ -354,28 +335,14 @@ ordered_json policy_json(const policy& p) {
   ordered_json b;
   b["kind"] = std::string(budget_kind(p.budget));
   std::visit(
-      [&b](const auto& o) {
-        using T = std::decay_t<decltype(o)>;
-        if constexpr (std::is_same_v<T, ratio_budget_options>) {
-          b["ratio"] = o.ratio;
-          b["window"] = format_duration(o.window);
-          b["min_retries_per_second"] = o.min_retries_per_second;
-        } else if constexpr (std::is_same_v<T, token_bucket_throttle_options>) {
-          b["max_tokens"] = o.max_tokens;
-          b["token_ratio"] = o.token_ratio;
-        } else if constexpr (std::is_same_v<T, retry_quota_options>) {
-          b["max_tokens"] = o.max_tokens;
-          b["retry_cost"] = o.retry_cost;
-          b["timeout_cost"] = o.timeout_cost;
-          b["no_retry_increment"] = o.no_retry_increment;
-        } else if constexpr (std::is_same_v<T, adaptive_throttle_options>) {
-          b["window"] = format_duration(o.window);
-          b["k"] = o.k;
-          b["requests_padding"] = o.requests_padding;
-        } else if constexpr (std::is_same_v<T, concurrency_budget_options>) {
-          b["budget_percent"] = o.budget_percent;
-          b["min_retry_concurrency"] = o.min_retry_concurrency;
-        }
+      [&b]<class O>(const O& o) {
+        O::fields(o, [&b](std::string_view name, const auto& field, const auto&, const auto&) {
+          if constexpr (std::is_same_v<std::decay_t<decltype(field)>, duration>) {
+            b[std::string(name)] = format_duration(field);
+          } else {
+            b[std::string(name)] = field;
+          }
+        });
       },
       p.budget);
   j["budget"] = std::move(b);
@@ -387,13 +354,6 @@ ordered_json policy_json(const policy& p) {
 }
 
 }  // namespace detail
-
-std::string_view budget_kind(const budget_options& budget) noexcept {
-  static constexpr std::string_view names[] = {"none",  "ratio",    "token_bucket",
-                                               "quota", "adaptive", "concurrency"};
-  static_assert(std::size(names) == std::variant_size_v<budget_options>);
-  return names[budget.index()];
-}
 
 std::vector<policy> parse_policies(std::string_view text, policy_format format) {
   return checked([&] {

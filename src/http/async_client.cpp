@@ -210,7 +210,7 @@ struct detail::async_call : std::enable_shared_from_this<async_call> {
   };
   using retrier_type =
       decltype(retrier(std::declval<const retry_policy&>(), std::declval<clock&>(),
-                       std::declval<random_generator&>(), std::declval<ratio_budget&>())
+                       std::declval<random_generator&>(), std::declval<any_budget&>())
                    .on_retry(std::declval<retry_hook>()));
 
   async_call(async_client::impl& c, request r) : client(&c), setup(c.setup), req(std::move(r)) {}

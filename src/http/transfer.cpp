@@ -262,7 +262,7 @@ call_plan request_planner::plan(const request& req) {
   validate_request(req);
   if (last_budget_ == nullptr || req.url != last_url_) {
     auto t = std::make_shared<const target>(resolve_target(req.url));
-    ratio_budget& budget = budgets_->for_host(t->budget_key);
+    any_budget& budget = budgets_->for_host(t->budget_key);
     last_url_ = req.url;
     last_target_ = std::move(t);
     last_budget_ = &budget;

@@ -56,7 +56,7 @@ struct attempt_failure {
 /// a transfer (the header list), so that calls in flight together never share a freed one.
 struct call_plan {
   std::shared_ptr<const target> where;
-  ratio_budget* budget = nullptr;
+  any_budget* budget = nullptr;
   std::optional<std::string> key_field;  // the Idempotency-Key field value, if any
   bool fresh_connection = false;         // never ride a pooled connection (docs/http.md)
   std::shared_ptr<const slist> fields;   // the request's header list
@@ -93,7 +93,7 @@ class request_planner {
   host_budgets* budgets_;
   std::string last_url_;
   std::shared_ptr<const target> last_target_;
-  ratio_budget* last_budget_ = nullptr;
+  any_budget* last_budget_ = nullptr;
   std::vector<header> last_headers_;
   std::optional<std::string> last_key_field_;
   bool last_has_body_ = false;

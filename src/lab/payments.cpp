@@ -241,17 +241,21 @@ classification classify_charge_attempt(std::optional<int> status,
   return classify_transport_failure(*phase, "POST", true);
 }
 
-std::string describe_payments_retry(const retry_options& retry) {
+std::string describe_payments_retry(const retry_options& retry, const budget_options& budget) {
   const auto& b = retry.backoff;
-  return fmt::format("{} retries, {} jitter {}..{} x{}, Retry-After up to {}, no retry budget",
+  return fmt::format("{} retries, {} jitter {}..{} x{}, Retry-After up to {}, {}",
                      retry.max_retries, to_string(b.jitter), format_duration(b.base),
                      format_duration(b.cap), detail::format_double(b.multiplier),
-                     format_duration(retry.max_retry_after));
+                     format_duration(retry.max_retry_after),
+                     std::holds_alternative<no_budget>(budget)
+                         ? std::string("no retry budget")
+                         : fmt::format("a {} retry budget", budget_kind(budget)));
 }
 
 outcome<payments_audit, std::string> run_payments(const payments_run_options& o) {
   check_options(o);
   const retry_policy policy(o.retry);  // validates
+  any_budget budget(o.budget);         // one for the run, shared by every charge
 
   // A run id in the principals, so that a shared ledger tells this run's customers apart.
   std::string run = make_idempotency_key().substr(0, 8);
@@ -279,7 +283,7 @@ outcome<payments_audit, std::string> run_payments(const payments_run_options& o)
     }
     real_clock clock;
     random_generator random;  // the jitter: OS-seeded, one per thread
-    retrier<random_generator> retry(policy, clock, random);
+    retrier<random_generator, any_budget> retry(policy, clock, random, budget);
     const auto classify = [&](const attempt_failure& f) {
       return classify_charge_attempt(f.status, f.phase, f.retry_after, o.statuses);
     };
@@ -361,7 +365,7 @@ outcome<payments_audit, std::string> run_payments(const payments_run_options& o)
 
   payments_audit a;
   a.servers = static_cast<int>(o.servers.size());
-  a.policy = describe_payments_retry(o.retry);
+  a.policy = describe_payments_retry(o.retry, o.budget);
   a.elapsed = std::chrono::duration_cast<duration>(sent_time);
   a.interrupted = o.stop != nullptr && o.stop->load() && next.load() < o.charges;
   a.client_attempts = count.attempts.load();

@@ -413,16 +413,8 @@ std::string to_json(const scenario& s) {
         doc["strategies"].push_back(strat.name);
         continue;
       }
-      // The policy the strategy runs (from_policy's inverse up to the statuses, which only
-      // matter through 503).
-      config::policy p;
-      p.name = strat.name;
-      p.description = strat.description;
-      p.retry = strat.retry;
-      p.budget = strat.budget;
-      if (!strat.retries_503) p.statuses.remove(503);
-      p.attempt_timeout = strat.attempt_timeout;
-      doc["strategies"].push_back(config::detail::policy_json(p));
+      // The policy the strategy runs, whole (a strategy is a policy).
+      doc["strategies"].push_back(config::detail::policy_json(strat.as_policy()));
     }
   }
   return doc.dump(2) + "\n";

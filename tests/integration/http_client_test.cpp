@@ -446,8 +446,7 @@ TEST(HttpClient, BudgetExhaustedFailsFast) {
   http_test_server server;
   server.set_fallback(status(503));
   client_options o = fast_options();
-  o.budget.ratio = 0;
-  o.budget.min_retries_per_second = 0;
+  o.budget = stormguard::ratio_budget_options{.ratio = 0, .min_retries_per_second = 0};
   client c(o);
   const auto r = c.perform(get(server));
   EXPECT_EQ(r.reason, end_reason::budget_exhausted);
@@ -462,8 +461,8 @@ TEST(HttpClient, BudgetIsPerHostAndSharedByTheCalls) {
   server_b.set_fallback(status(503));
   client_options o = fast_options();
   o.retry.max_retries = 10;
-  o.budget.ratio = 0;
-  o.budget.min_retries_per_second = 1;  // a reserve of 10 retries per 10 s window, per host
+  // A reserve of 10 retries per 10 s window, per host.
+  o.budget = stormguard::ratio_budget_options{.ratio = 0, .min_retries_per_second = 1};
   client c(o);
   const auto a1 = c.perform(get(server_a));
   EXPECT_EQ(a1.reason, end_reason::attempts_exhausted);
@@ -642,8 +641,10 @@ TEST(HttpClient, BadOptionsThrowNamingTheField) {
   o.retry.max_retries = -1;
   EXPECT_NE(invalid_argument_message([&] { client c(o); }).find("max_retries"), std::string::npos);
   o = fast_options();
-  o.budget.ratio = -1;
+  o.budget = stormguard::ratio_budget_options{.ratio = -1};
   EXPECT_NE(invalid_argument_message([&] { client c(o); }).find("ratio"), std::string::npos);
+  o.budget = stormguard::retry_quota_options{.max_tokens = 0};  // any kind is validated
+  EXPECT_NE(invalid_argument_message([&] { client c(o); }).find("max_tokens"), std::string::npos);
 }
 
 TEST(HttpClient, HttpDateRetryAfterIsMeasuredOnTheInjectedClocksWallTime) {

@@ -14,7 +14,7 @@
 //   auto policies = stormguard::config::load_policies("policies/recommended.json");
 //   const auto& p = stormguard::config::select_policy(policies, "ours");
 //   stormguard::retry_policy policy(p.retry);                 // backoff, retries, Retry-After
-//   stormguard::ratio_budget budget(std::get<stormguard::ratio_budget_options>(p.budget));
+//   stormguard::any_budget budget(p.budget);                  // the budget of its kind
 //   stormguard::http::client_options http;                    // or the HTTP client's options
 //   http.retry = p.retry;
 //   http.statuses = p.statuses;
@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "stormguard/budget.hpp"
+#include "stormguard/budget_kinds.hpp"
 #include "stormguard/clock.hpp"
 #include "stormguard/http_classify.hpp"
 #include "stormguard/retry_policy.hpp"
@@ -41,15 +42,13 @@ namespace stormguard::config {
 
 /// A policy's retry budget: the options of the budget class a client gets (one instance per
 /// client, or per host for the HTTP client). `budget.kind` in files: "none", "ratio",
-/// "token_bucket", "quota", "adaptive", "concurrency" (in this order). The same type as
-/// stormguard::sim::budget_config.
-using budget_options =
-    std::variant<no_budget, ratio_budget_options, token_bucket_throttle_options,
-                 retry_quota_options, adaptive_throttle_options, concurrency_budget_options>;
+/// "token_bucket", "quota", "adaptive", "concurrency" (in this order): the core's one list of
+/// budget kinds (stormguard/budget_kinds.hpp), whose settings files read and write by name.
+using budget_options = stormguard::budget_options;
 
 /// The file name of a budget kind: "none", "ratio", "token_bucket", "quota", "adaptive" or
-/// "concurrency".
-[[nodiscard]] std::string_view budget_kind(const budget_options& budget) noexcept;
+/// "concurrency" (stormguard::budget_kind).
+using stormguard::budget_kind;
 
 /// One named retry policy: what a retrier, the HTTP client and the simulator need.
 struct policy {

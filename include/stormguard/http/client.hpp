@@ -12,7 +12,8 @@
 //    waiting for the response) only for idempotent methods (RFC 9110 §9.2.2) or requests that
 //    carry an Idempotency-Key (draft-ietf-httpapi-idempotency-key-header), which is the same on
 //    every attempt. A POST or PATCH without a key is never retried, whatever the error.
-// Each host has a retry budget (stormguard::ratio_budget) shared by every call of the client.
+// Each host has a retry budget (any kind: stormguard::any_budget, a ratio_budget by default)
+// shared by every call of the client.
 //
 //   stormguard::http::client client;                       // real clock, OS-seeded jitter
 //   stormguard::http::result r = client.perform({.method = "POST",
@@ -43,6 +44,7 @@
 #include <vector>
 
 #include "stormguard/budget.hpp"
+#include "stormguard/budget_kinds.hpp"
 #include "stormguard/clock.hpp"
 #include "stormguard/http_classify.hpp"
 #include "stormguard/idempotency.hpp"
@@ -54,9 +56,7 @@ namespace stormguard::http {
 /// One header field: name and value, as sent or received (names keep their case; compare them
 /// case-insensitively, RFC 9110 §5.1).
 struct header {
-  /// The field name, e.g. "Content-Type".
   std::string name{};
-  /// The field value.
   std::string value{};
 
   friend bool operator==(const header&, const header&) = default;
@@ -82,7 +82,6 @@ class key {
 
   /// What the option says.
   enum class kind { none, generate, supplied };
-  /// Which of the three the option is.
   [[nodiscard]] kind what() const noexcept { return kind_; }
   /// The caller's key (kind::supplied); empty otherwise.
   [[nodiscard]] const std::string& value() const noexcept { return value_; }
@@ -104,8 +103,8 @@ struct request {
   /// Extra header fields, sent in order; an empty value is sent as an empty value ("X-A:"),
   /// never dropped or read as libcurl's "remove this header". Content-Length is rejected (the
   /// client sets it from `body`). A field named Idempotency-Key is rejected: use
-  /// `idempotency`. The client adds User-Agent ("stormguard/" and the version) unless one is given,
-  /// and "Expect:" (empty: no 100-continue wait) unless an Expect field is given.
+  /// `idempotency`. The client adds User-Agent (stormguard/<version>) unless one is given, and
+  /// "Expect:" (empty: no 100-continue wait) unless an Expect field is given.
   std::vector<header> headers{};
   /// The body (sent with Content-Length when non-empty, for any method including GET, or for
   /// POST, PUT and PATCH). A HEAD with a body is rejected (libcurl cannot send one).
@@ -194,28 +193,29 @@ struct attempt_info {
 };
 
 /// Retry budgets per host ("scheme://host:port", lowercase), created on first use with the same
-/// options. Thread-safe: clients in several threads may share one instance (then each host's
+/// options: a budget of any kind of the core's list (stormguard::any_budget; a ratio budget by
+/// default). Thread-safe: clients in several threads may share one instance (then each host's
 /// budget bounds the retries of all of them together).
 class host_budgets {
  public:
-  /// Validates `options` (as stormguard::ratio_budget: throws std::invalid_argument naming the
-  /// field and the value).
-  explicit host_budgets(ratio_budget_options options = {});
+  /// Validates `options` (as the kind's class: throws std::invalid_argument naming the field and
+  /// the value).
+  explicit host_budgets(budget_options options = ratio_budget_options{});
 
   /// The budget of `host`, created on first use. The reference stays valid as long as this
   /// object lives.
-  [[nodiscard]] ratio_budget& for_host(const std::string& host);
+  [[nodiscard]] any_budget& for_host(const std::string& host);
 
   /// The hosts that have a budget, sorted.
   [[nodiscard]] std::vector<std::string> hosts() const;
 
-  /// The options every host's budget is built with.
-  [[nodiscard]] const ratio_budget_options& options() const noexcept { return options_; }
+  /// The options every host's budget is built from.
+  [[nodiscard]] const budget_options& options() const noexcept { return options_; }
 
  private:
-  ratio_budget_options options_;
+  budget_options options_;
   mutable std::mutex mutex_;
-  std::map<std::string, std::unique_ptr<ratio_budget>, std::less<>> budgets_;
+  std::map<std::string, std::unique_ptr<any_budget>, std::less<>> budgets_;
 };
 
 /// The settings of a client.
@@ -223,8 +223,9 @@ struct client_options {
   /// Retries, backoff and the longest Retry-After honoured (stormguard::retry_options; default
   /// 3 retries, full jitter 100 ms .. 3 s, Retry-After up to 60 s).
   retry_options retry{};
-  /// The retry budget per host (default: 10 % of requests over 10 s, plus 10 retries/s).
-  ratio_budget_options budget{};
+  /// The retry budget per host, any kind of the core's list (stormguard/budget_kinds.hpp;
+  /// default: a ratio budget, 10 % of requests over 10 s, plus 10 retries/s).
+  budget_options budget = ratio_budget_options{};
   /// Budgets shared with other clients; when null the client makes its own (from `budget`).
   std::shared_ptr<host_budgets> shared_budgets{};
   /// Time limit of one attempt (connect, send, wait, receive), steady time; > 0. Shortened to
@@ -261,9 +262,7 @@ struct result {
   /// Total backoff waited (steady time).
   duration slept{};
 
-  /// True when the call succeeded (reason is end_reason::success).
   [[nodiscard]] bool ok() const noexcept { return reason == end_reason::success; }
-  /// ok().
   explicit operator bool() const noexcept { return ok(); }
 };
 
@@ -287,7 +286,7 @@ class client {
  public:
   /// A client with its own real_clock and OS-seeded random_generator. Validates `options`:
   /// throws std::invalid_argument naming the field and the value (retry options as
-  /// stormguard::retry_policy, budget options as stormguard::ratio_budget, attempt_timeout,
+  /// stormguard::retry_policy, budget options as the budget kind's class, attempt_timeout,
   /// connect_timeout or max_body_bytes not > 0). Throws std::runtime_error when libcurl cannot
   /// be initialised.
   explicit client(client_options options = {});
@@ -299,10 +298,7 @@ class client {
 
   client(const client&) = delete;
   client& operator=(const client&) = delete;
-  /// Moves the client: `other`'s connection and budgets come along; `other` may only be destroyed
-  /// or assigned to.
   client(client&&) noexcept;
-  /// Move-assigns, as the move constructor.
   client& operator=(client&&) noexcept;
 
   /// Performs `req` as one logical request (see the file comment for what is retried).

@@ -34,6 +34,7 @@
 #include <string>
 #include <vector>
 
+#include "stormguard/budget_kinds.hpp"
 #include "stormguard/classify.hpp"
 #include "stormguard/clock.hpp"
 #include "stormguard/http_classify.hpp"
@@ -59,6 +60,9 @@ struct payments_run_options {
   int concurrency = 16;
   /// The retry policy of each charge.
   retry_options retry = default_payments_retry();
+  /// The retry budget of the run, one instance shared by every charge (any kind of the core's
+  /// list; none by default).
+  budget_options budget{};
   /// The statuses retried besides 409 (classify_charge_attempt); default 429, 502, 503, 504.
   retryable_statuses statuses{};
   /// The time limit of one attempt; > 0.
@@ -139,8 +143,9 @@ struct payments_audit {
     const payments_run_options& options);
 
 /// One line describing a retry policy: "9 retries, full jitter 5ms..200ms, Retry-After up to
-/// 1m, no retry budget".
-[[nodiscard]] std::string describe_payments_retry(const retry_options& retry);
+/// 1m, no retry budget" (or "a quota retry budget").
+[[nodiscard]] std::string describe_payments_retry(const retry_options& retry,
+                                                  const budget_options& budget = no_budget{});
 
 /// One JSON object: charges, ledger_rows, duplicates, lost, unconfirmed, attempts,
 /// client_attempts, succeeded, failed, replayed, conflicts, unavailable, dropped (null when

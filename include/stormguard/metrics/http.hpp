@@ -19,7 +19,8 @@
 namespace stormguard::metrics {
 
 /// A client_options::on_attempt that records every attempt of an HTTP client into
-/// metrics.for_client(client, "ratio") (the clients' per-host ratio_budget): the attempt's
+/// metrics.for_client(client, budget) (`budget`: the kind of the client's per-host budgets,
+/// stormguard::budget_kind(options.budget); see the overload below): the attempt's
 /// outcome (success when the call ends with success; not_retryable when it ends so; timeout for a
 /// transport time-out, CURLE_OPERATION_TIMEDOUT; failure otherwise), a retry with its delay
 /// (Retry-After honoured when the response carried a parsed Retry-After), and the end of the call
@@ -28,9 +29,9 @@ namespace stormguard::metrics {
 /// chosen by the caller (one per upstream or policy, never the URL). The returned function holds
 /// a pointer to the instruments: `metrics` must outlive it.
 [[nodiscard]] inline std::function<void(const http::attempt_info&)> http_hook(
-    retry_metrics& metrics, std::string_view client,
-    std::function<void(const http::attempt_info&)> next = {}) {
-  client_metrics* m = &metrics.for_client(client, budget_kind<ratio_budget>());
+    retry_metrics& metrics, std::string_view client, std::string_view budget,
+    std::function<void(const http::attempt_info&)> next) {
+  client_metrics* m = &metrics.for_client(client, budget);
   return [m, next = std::move(next)](const http::attempt_info& info) {
     constexpr int k_curle_operation_timedout = 28;
     attempt_status status = attempt_status::failure;
@@ -46,6 +47,21 @@ namespace stormguard::metrics {
     if (info.reason) m->record_end(*info.reason);
     if (next) next(info);
   };
+}
+
+/// http_hook for a client with the default budget kind, "ratio" (client_options' default).
+[[nodiscard]] inline std::function<void(const http::attempt_info&)> http_hook(
+    retry_metrics& metrics, std::string_view client,
+    std::function<void(const http::attempt_info&)> next = {}) {
+  return http_hook(metrics, client, budget_kind_of<ratio_budget>(), std::move(next));
+}
+
+/// http_hook labelled with the kind of `options.budget` (set options.budget before calling):
+/// `options.on_attempt = http_hook(metrics, "api", options);`
+[[nodiscard]] inline std::function<void(const http::attempt_info&)> http_hook(
+    retry_metrics& metrics, std::string_view client, const http::client_options& options,
+    std::function<void(const http::attempt_info&)> next = {}) {
+  return http_hook(metrics, client, budget_kind(options.budget), std::move(next));
 }
 
 }  // namespace stormguard::metrics

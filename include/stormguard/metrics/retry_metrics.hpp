@@ -46,6 +46,7 @@
 #include <vector>
 
 #include "stormguard/budget.hpp"
+#include "stormguard/budget_kinds.hpp"
 #include "stormguard/retry.hpp"
 
 namespace stormguard::metrics {
@@ -61,24 +62,24 @@ struct metrics_options {
                                     1,     2.5,  5,     10,   30,  60};
 };
 
-/// The name of a budget type, the value of the `budget` label: "none", "ratio",
-/// "token_bucket", "quota", "adaptive_throttle", "concurrency"; "custom" for another type.
+/// The name of a budget type, the value of the `budget` label: its kind in policy files
+/// (stormguard::budget_kind_of: "none", "ratio", "token_bucket", "quota", "adaptive",
+/// "concurrency"); "custom" for another type. Since the one list of budget kinds, the label of
+/// stormguard::adaptive_throttle is "adaptive" (it was "adaptive_throttle").
 template <class B>
 [[nodiscard]] constexpr std::string_view budget_kind() noexcept {
-  if constexpr (std::same_as<B, no_budget>)
-    return "none";
-  else if constexpr (std::same_as<B, ratio_budget>)
-    return "ratio";
-  else if constexpr (std::same_as<B, token_bucket_throttle>)
-    return "token_bucket";
-  else if constexpr (std::same_as<B, retry_quota>)
-    return "quota";
-  else if constexpr (std::same_as<B, adaptive_throttle>)
-    return "adaptive_throttle";
-  else if constexpr (std::same_as<B, concurrency_budget>)
-    return "concurrency";
-  else
-    return "custom";
+  return budget_kind_of<B>();
+}
+
+/// The `budget` label of `budget`: budget.kind() for a budget whose kind is chosen at run time
+/// (stormguard::any_budget), budget_kind<B>() otherwise.
+template <class B>
+[[nodiscard]] constexpr std::string_view budget_kind(const B& budget) noexcept {
+  if constexpr (requires { budget.kind(); }) {
+    return budget.kind();
+  } else {
+    return budget_kind<B>();
+  }
 }
 
 /// The instruments of one label set (one client name and budget kind): plain pointers into the
@@ -115,20 +116,14 @@ class client_metrics {
   prometheus::Gauge* budget_level_ = nullptr;
 };
 
-/// The retry budget's level in retries it would grant now, for the budgets that have one:
-/// ratio_budget (balance), token_bucket_throttle (tokens), retry_quota (available),
-/// concurrency_budget (limit − retries in flight). Negative: none (no_budget,
-/// adaptive_throttle, other types).
+/// The retry budget's level in retries it would grant now, for the budgets that have one
+/// (budget.level(now): ratio_budget's balance, token_bucket_throttle's tokens, retry_quota's
+/// available tokens, concurrency_budget's limit − retries in flight; any_budget forwards).
+/// Negative: none (no_budget, adaptive_throttle, other types).
 template <class B>
 [[nodiscard]] double budget_level(const B& budget, time_point now) noexcept {
-  if constexpr (std::same_as<B, ratio_budget>) {
-    return static_cast<double>(budget.balance(now));
-  } else if constexpr (std::same_as<B, token_bucket_throttle>) {
-    return budget.tokens();
-  } else if constexpr (std::same_as<B, retry_quota>) {
-    return static_cast<double>(budget.available());
-  } else if constexpr (std::same_as<B, concurrency_budget>) {
-    return static_cast<double>(budget.limit() - budget.retries_in_flight());
+  if constexpr (requires { budget.level(now); }) {
+    return budget.level(now);
   } else {
     (void)budget;
     (void)now;
@@ -168,7 +163,9 @@ class retry_metrics {
   [[nodiscard]] auto instrument(const retrier<G, B, OnRetry, OnGiveUp, OnAttempt, OnEnd>& r,
                                 std::string_view client) {
     using access = detail::retrier_access;
-    client_metrics* m = &for_client(client, budget_kind<B>());
+    const auto* budget = access::budget_pointer(r);
+    client_metrics* m =
+        &for_client(client, budget != nullptr ? budget_kind(*budget) : budget_kind<B>());
     return r.on_attempt(attempt_hook<OnAttempt>{m, access::on_attempt(r)})
         .on_end(
             end_hook<B, OnEnd>{m, access::budget_pointer(r), &access::clk(r), access::on_end(r)});

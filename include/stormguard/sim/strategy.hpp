@@ -12,10 +12,10 @@
 // A user's policy (stormguard::config::policy, from a policy file, a gRPC service config or an
 // Envoy route) becomes a strategy with `from_policy`: the same code path as the built-ins.
 //
-// Adding a strategy with a new kind of budget (full+throttle, full+quota, full+adaptive,
-// full+envoy): add the budget's options type to `stormguard::config::budget_options`, map it to
-// the budget class in src/sim/common.hpp (`budget_for`), and add a row to the table in
-// src/sim/strategy.cpp.
+// The built-in strategies are the policies of policies/builtin-strategies.json, embedded at build
+// time (`stormguard policy check builtin:` prints them). Adding one: a policy in that file (its
+// budget of any kind of stormguard/budget_kinds.hpp); a new kind of budget is added to that list
+// and nowhere here.
 #ifndef STORMGUARD_SIM_STRATEGY_HPP
 #define STORMGUARD_SIM_STRATEGY_HPP
 
@@ -24,36 +24,33 @@
 #include <string>
 #include <string_view>
 #include <variant>
+#include <vector>
 
 #include "stormguard/budget.hpp"
+#include "stormguard/budget_kinds.hpp"
 #include "stormguard/config/policy.hpp"
 #include "stormguard/retry.hpp"
 
 namespace stormguard::sim {
 
 /// The retry budget of a strategy, as the options of the budget class each client instance gets
-/// its own instance of: stormguard::no_budget (grants every retry), ratio_budget,
-/// token_bucket_throttle, retry_quota, adaptive_throttle or concurrency_budget (the policy
-/// files' budget kinds).
-using budget_config = stormguard::config::budget_options;
+/// its own instance of (the core's list of budget kinds, stormguard::budget_options).
+using budget_config = stormguard::budget_options;
 
-/// A named retry strategy: the policy (max retries, backoff, jitter) and the per-client budget.
-struct strategy {
-  std::string name;         ///< the name used on the command line and in reports
-  std::string description;  ///< one line: what it is (backoff, jitter, budget)
-  /// Retries and backoff.
-  stormguard::retry_options retry;
-  /// The per-client retry budget.
-  budget_config budget;
-  /// The per-attempt timeout of this strategy, replacing the scenario's `timeout` (a policy's
-  /// attempt_timeout, in (0, 1 h]); nullopt = the scenario's. Time-series model only.
-  std::optional<duration> attempt_timeout;
-  /// Whether a 503 is retried (a policy whose retryable_statuses lack 503 does not); a timeout
-  /// always is. Time-series model only.
+/// A named retry strategy: a policy (config::policy: name, description, retries and backoff,
+/// budget, retryable statuses, attempt time-out), plus what only the simulator needs. The
+/// simulated clients' generators are seeded from the name. The policy's deadline plays no part.
+struct strategy : stormguard::config::policy {
+  /// Whether a 503 is retried: statuses.contains(503), set by from_policy and the built-ins (a
+  /// timeout always is). A field of its own so that the engine reads it per attempt without a
+  /// lookup; change `statuses` through from_policy to keep the two equal. Time-series model only.
   bool retries_503 = true;
   /// Whether a scenario's `max_retries` replaces this strategy's: true for the built-ins, false
   /// for a user's policy (whose retries are what the user wrote).
   bool scenario_retries = true;
+
+  /// The policy it runs.
+  [[nodiscard]] const stormguard::config::policy& as_policy() const noexcept { return *this; }
 
   friend bool operator==(const strategy&, const strategy&) = default;
 };
@@ -75,9 +72,14 @@ struct strategy {
 /// - `full+envoy`: as full, plus Envoy's concurrency_budget per client (retries in flight <=
 ///   max(3, 20 % of the requests in flight)).
 ///
-/// `naive` is the anti-pattern of a loop with a fixed 100 ms sleep (docs/design.md, "The essay this
-/// project started from"). Thread-safe (a static table built once).
+/// `naive` is the seed's anti-pattern (a loop with a fixed 100 ms sleep). Each is the policy of
+/// the same name in policies/builtin-strategies.json (embedded at build time), with
+/// scenario_retries true. Thread-safe (a static table built once).
 [[nodiscard]] std::span<const strategy> builtin_strategies();
+
+/// The built-in strategies as policies, in report order: policies/builtin-strategies.json as
+/// embedded. Thread-safe.
+[[nodiscard]] std::vector<stormguard::config::policy> builtin_policies();
 
 /// The built-in strategy called `name` (exact, case-sensitive match), or nullptr.
 [[nodiscard]] const strategy* find_strategy(std::string_view name) noexcept;
@@ -85,10 +87,11 @@ struct strategy {
 /// The built-in names joined by ", " in report order, for error messages.
 [[nodiscard]] std::string strategy_names();
 
-/// The strategy that runs `p` in the simulator: its name, description, retry options and budget;
-/// its attempt_timeout (replacing the scenario's timeout); 503 retried only when p.statuses
-/// contains 503; a scenario's max_retries does not apply (scenario_retries false). A policy with
-/// a built-in's name and values runs exactly as that built-in (same name: same client seeds).
+/// The strategy that runs `p` in the simulator (the simulator's adapter on the one path from a
+/// policy to each executor): the policy itself; its attempt_timeout replaces the scenario's
+/// timeout; 503 retried only when p.statuses contains 503; a scenario's max_retries does not
+/// apply (scenario_retries false). A policy with a built-in's name and values runs exactly as
+/// that built-in (same name: same client seeds).
 [[nodiscard]] strategy from_policy(const stormguard::config::policy& p);
 
 }  // namespace stormguard::sim

@@ -1,0 +1,41 @@
+// stormguard/http/policy.hpp: a policy (stormguard::config::policy, from a policy file, a gRPC
+// service config or an Envoy route) as the HTTP clients' options — the clients' adapter on the
+// one path from a policy to every executor (stormguard/config/executors.hpp lists the others).
+//
+//   const auto& p = stormguard::config::select_policy(policies, "ours");
+//   stormguard::http::client client(stormguard::http::client_options_for(p));
+//   auto r = client.perform(req, stormguard::http::call_options_for(p, client_clock.now()));
+//
+// Header-only: the policy type is a plain value of stormguard::config's public header, and
+// nothing of the config library is called (no link dependency). Thread-safe (pure functions).
+#ifndef STORMGUARD_HTTP_POLICY_HPP
+#define STORMGUARD_HTTP_POLICY_HPP
+
+#include "stormguard/config/executors.hpp"
+#include "stormguard/config/policy.hpp"
+#include "stormguard/http/client.hpp"
+
+namespace stormguard::http {
+
+/// `base` with every field that `p` sets: retry (retries, backoff, Retry-After limit), statuses,
+/// the per-host budget (any kind), and the attempt time-out when `p` has one (else base's). The
+/// other fields of `base` (connect_timeout, key_format, shared_budgets, on_attempt, ...) are
+/// kept. The client validates the result when it is built.
+[[nodiscard]] inline client_options client_options_for(const config::policy& p,
+                                                       client_options base = {}) {
+  base.retry = p.retry;
+  base.statuses = p.statuses;
+  base.budget = p.budget;
+  if (p.attempt_timeout) base.attempt_timeout = *p.attempt_timeout;
+  return base;
+}
+
+/// The call options of a call starting at `now` (the client's clock): the policy's deadline,
+/// now + deadline (saturating), or none.
+[[nodiscard]] inline call_options call_options_for(const config::policy& p, time_point now) {
+  return config::retrier_settings_for(p).call(now);
+}
+
+}  // namespace stormguard::http
+
+#endif  // STORMGUARD_HTTP_POLICY_HPP

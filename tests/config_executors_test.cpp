@@ -1,0 +1,66 @@
+#include <gtest/gtest.h>
+
+#include <chrono>
+
+#include "stormguard/config/executors.hpp"
+#include "stormguard/http/policy.hpp"
+
+namespace {
+
+using namespace std::chrono_literals;
+namespace config = stormguard::config;
+using stormguard::duration;
+using stormguard::time_point;
+
+config::policy sample() {
+  return config::parse_policies(R"({"policies": [{"name": "p", "retries": 5,
+    "backoff": {"base": "10ms", "cap": "1s", "jitter": "equal"},
+    "budget": {"kind": "adaptive", "k": 1.5}, "retryable_statuses": [503],
+    "attempt_timeout": "2s", "deadline": "9s", "max_retry_after": "5s"}]})")[0];
+}
+
+TEST(RetrierSettings, CarryEveryFieldThatActsOnACall) {
+  const config::policy p = sample();
+  const auto s = config::retrier_settings_for(p);
+  EXPECT_EQ(s.retry, p.retry);
+  EXPECT_EQ(s.budget, p.budget);
+  EXPECT_EQ(stormguard::budget_kind(s.budget), "adaptive");
+  EXPECT_EQ(s.statuses, p.statuses);
+  EXPECT_EQ(s.attempt_timeout, 2s);
+  EXPECT_EQ(s.deadline, 9s);
+  EXPECT_EQ(s.policy().options(), p.retry);
+  EXPECT_EQ(s.call(time_point{} + 1s).deadline, time_point{} + 10s);
+}
+
+TEST(RetrierSettings, NoLimitIsDurationMaxAndNoDeadline) {
+  config::policy p = sample();
+  p.attempt_timeout.reset();
+  p.deadline.reset();
+  const auto s = config::retrier_settings_for(p);
+  EXPECT_EQ(s.attempt_timeout, duration::max());
+  EXPECT_EQ(s.deadline, duration::max());
+  EXPECT_EQ(s.call(time_point{} + 1s).deadline, time_point::max());
+  p.deadline = duration::max();  // saturates instead of overflowing
+  EXPECT_EQ(config::retrier_settings_for(p).call(time_point{} + 1h).deadline, time_point::max());
+}
+
+TEST(HttpClientOptionsFor, SetsThePolicysFieldsAndKeepsTheOthers) {
+  const config::policy p = sample();
+  stormguard::http::client_options base;
+  base.connect_timeout = 3s;
+  base.key_format = stormguard::idempotency_key_format::bare;
+  const auto o = stormguard::http::client_options_for(p, base);
+  EXPECT_EQ(o.retry, p.retry);
+  EXPECT_EQ(o.statuses, p.statuses);
+  EXPECT_EQ(o.budget, p.budget);
+  EXPECT_EQ(o.attempt_timeout, 2s);
+  EXPECT_EQ(o.connect_timeout, 3s);
+  EXPECT_EQ(o.key_format, stormguard::idempotency_key_format::bare);
+  config::policy no_timeout = p;
+  no_timeout.attempt_timeout.reset();
+  EXPECT_EQ(stormguard::http::client_options_for(no_timeout, base).attempt_timeout,
+            base.attempt_timeout);
+  EXPECT_EQ(stormguard::http::call_options_for(p, time_point{}).deadline, time_point{} + 9s);
+}
+
+}  // namespace

@@ -39,10 +39,9 @@
 #include <vector>
 
 #include "lab/charges.hpp"
-#include "sim/common.hpp"
-#include "sim/server.hpp"
 #include "stormguard/guard/store.hpp"
 #include "stormguard/random.hpp"
+#include "stormguard_engine/server.hpp"
 
 namespace stormguard::lab {
 
@@ -214,18 +213,7 @@ std::string stats_prometheus(const server_stats& st) {
 class server::impl {
  public:
   explicit impl(const sim::scenario& s)
-      : scenario_(s),
-        model_(model_of(s)),
-        engine_(model_, sim::seeds::mix(s.seed, sim::seeds::k_tag_service)),
-        incident_rng_(sim::seeds::mix(s.seed, sim::seeds::k_tag_incident)),
-        timeout_ns_(s.timeout.count()) {
-    if (model_.incident) {
-      incident_start_ = model_.incident->start.count();
-      incident_end_ = model_.incident->end.count();
-      loss_rate_ = model_.incident->loss_rate;
-      error_or_loss_rate_ = model_.incident->loss_rate + model_.incident->error_rate;
-    }
-  }
+      : scenario_(s), model_(model_of(s)), engine_(model_), timeout_ns_(s.timeout.count()) {}
 
   ~impl() { stop(); }
   impl(const impl&) = delete;
@@ -439,41 +427,32 @@ class server::impl {
     evhttp_connection_free(static_cast<evhttp_connection*>(connection));  // frees its request
   }
 
-  [[nodiscard]] bool in_incident(std::int64_t now) const noexcept {
-    return now >= incident_start_ && now < incident_end_;
-  }
-
-  // The scenario's endpoint: the model.
+  // The scenario's endpoint: the engine's server model (stormguard_engine/server.hpp), as in the
+  // simulator.
   void endpoint(evhttp_request* req) {
     attempts_.fetch_add(1, std::memory_order_relaxed);
     const std::int64_t now = scenario_now();
-    // After the duration the load no longer slows the server: the engine reads model_.overload
+    // After the duration the load no longer slows the server: the model reads model_.overload
     // at each decision (it keeps a reference to model_), so dropping it here is enough.
     if (model_.overload && now >= model_.length.count()) model_.overload.reset();
-    if (error_or_loss_rate_ > 0.0 && in_incident(now)) {
-      // One draw decides, as in the simulator: lost with loss_rate, else a 503 with error_rate.
-      const double u = uniform_unit(incident_rng_);
-      if (u < loss_rate_) {
+    switch (engine_.admit(now)) {
+      case sim::engine::admission::lost:
         lost_.fetch_add(1, std::memory_order_relaxed);
         lost_requests_.push_back(req);
         return;
-      }
-      if (u < error_or_loss_rate_) {
+      case sim::engine::admission::error:
         errors_.fetch_add(1, std::memory_order_relaxed);
         return reply_text(req, 503, "Service Unavailable", "incident error\n");
-      }
-    }
-    engine_.arrive(now);
-    const bool start_now = engine_.has_free_worker();
-    if (!start_now && engine_.queue_full()) {
-      rejected_.fetch_add(1, std::memory_order_relaxed);
-      return reply_text(req, 503, "Service Unavailable", "queue full\n");
+      case sim::engine::admission::rejected:
+        rejected_.fetch_add(1, std::memory_order_relaxed);
+        return reply_text(req, 503, "Service Unavailable", "queue full\n");
+      case sim::engine::admission::accepted:
+        break;
     }
     slot& s = take_slot(req);
-    if (start_now) {
-      begin_service(s, engine_.start(now).time);
+    if (const auto svc = engine_.take(now, {s.index, 1})) {
+      begin_service(s, svc->time);
     } else {
-      engine_.enqueue({s.index, 1});
       queued_.fetch_add(1, std::memory_order_relaxed);
     }
   }
@@ -571,13 +550,8 @@ class server::impl {
 
   const sim::scenario scenario_;
   sim::scenario model_;  // engine_ keeps a reference to it
-  sim::engine::server engine_;
-  random_generator incident_rng_;
+  sim::engine::server_model engine_;
   std::int64_t timeout_ns_;
-  std::int64_t incident_start_ = 0;
-  std::int64_t incident_end_ = 0;
-  double loss_rate_ = 0.0;
-  double error_or_loss_rate_ = 0.0;
 
   event_base* base_ = nullptr;
   evhttp* http_ = nullptr;

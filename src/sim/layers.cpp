@@ -8,8 +8,8 @@
 #include <type_traits>
 #include <variant>
 
-#include "sim/common.hpp"
-#include "sim/event_queue.hpp"
+#include "stormguard_engine/seeds.hpp"
+#include "stormguard_engine/event_queue.hpp"
 #include "stormguard/budget.hpp"
 #include "stormguard/budget_protocol.hpp"
 #include "stormguard/detail/format.hpp"

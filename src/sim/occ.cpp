@@ -9,7 +9,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "sim/common.hpp"
+#include "stormguard_engine/seeds.hpp"
 #include "stormguard/backoff.hpp"
 #include "stormguard/budget.hpp"
 #include "stormguard/detail/saturate.hpp"

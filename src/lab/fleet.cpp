@@ -15,7 +15,6 @@
 #include <functional>
 #include <limits>
 #include <memory>
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <queue>
 #include <stdexcept>
@@ -28,6 +27,7 @@
 #include "stormguard/random.hpp"
 #include "stormguard/sim/report.hpp"
 #include "stormguard_engine/driver.hpp"
+#include "stormguard_engine/json_writer.hpp"
 #include "stormguard_engine/seeds.hpp"
 
 namespace stormguard::lab {
@@ -213,8 +213,6 @@ class lab_transport {
   sim::engine::driver<B, lab_transport> driver_;
 };
 
-std::string json_string(const std::string& text) { return nlohmann::json(text).dump(); }
-
 std::string cell(std::optional<double> lab, std::optional<double> sim, int decimals,
                  const char* unit = "") {
   const auto one = [&](std::optional<double> v) {
@@ -290,18 +288,14 @@ outcome<lab_report, std::string> run_lab(const sim::scenario& s,
 }
 
 std::string to_json(const lab_report& report) {
-  std::string out =
-      fmt::format("{{\"scenario\":{},\"seed\":{},\"interrupted\":{},\"strategies\":[",
-                  json_string(report.scenario.name), report.scenario.seed, report.interrupted);
-  bool first = true;
+  sim::engine::json_writer w;
+  w.begin_object().field("scenario", report.scenario.name).field("seed", report.scenario.seed);
+  w.field("interrupted", report.interrupted).key("strategies").begin_array();
   for (const lab_comparison& c : report.strategies) {
-    if (!first) out += ',';
-    first = false;
-    out += fmt::format("{{\"name\":{},\"completed\":{},\"lab\":{},\"sim\":{}}}",
-                       json_string(c.name), c.completed, sim::to_json(c.lab), sim::to_json(c.sim));
+    w.begin_object().field("name", c.name).field("completed", c.completed);
+    w.key("lab").raw(sim::to_json(c.lab)).key("sim").raw(sim::to_json(c.sim)).end_object();
   }
-  out += "]}\n";
-  return out;
+  return std::move(w.end_array().end_object()).line();
 }
 
 std::string format_table(const lab_report& report) {

@@ -14,12 +14,14 @@
 #include <unordered_set>
 #include <utility>
 
+#include "lab/wire.hpp"
 #include "stormguard/detail/format.hpp"
 #include "stormguard/duration_text.hpp"
 #include "stormguard/http/client.hpp"
 #include "stormguard/idempotency.hpp"
 #include "stormguard/random.hpp"
 #include "stormguard/retry_after.hpp"
+#include "stormguard_engine/json_writer.hpp"
 
 namespace stormguard::lab {
 
@@ -90,6 +92,18 @@ struct ledger_entry {
   std::string key;
 };
 
+// A wire message (lab/wire.hpp) from a response body; nullopt when it is not one.
+template <class Message>
+std::optional<Message> parse_wire(const std::string& body) {
+  const nlohmann::json j = nlohmann::json::parse(body, nullptr, false);
+  if (!j.is_object()) return std::nullopt;
+  try {
+    return j.get<Message>();
+  } catch (const nlohmann::json::exception&) {
+    return std::nullopt;
+  }
+}
+
 // The client that reads the servers' /stats and /ledger (GETs, with the default retries).
 http::client reading_client(duration attempt_timeout) {
   http::client_options options;
@@ -121,15 +135,14 @@ outcome<server_counters, std::string> read_counters(http::client& client,
       return failure{"the server " + base + " answered GET /stats with " +
                      std::to_string(r.response->status)};
     }
-    const nlohmann::json j = nlohmann::json::parse(r.response->body, nullptr, false);
-    if (!j.is_object() || !j.contains("charges") || !j["charges"].is_number_integer() ||
-        !j.contains("charges_dropped") || !j["charges_dropped"].is_number_integer()) {
+    const auto stats = parse_wire<wire::stats_message>(r.response->body);
+    if (!stats) {
       return failure{"the server " + base +
                      " is not a stormguard serve with the payments endpoint (GET /stats has no "
                      "\"charges\")"};
     }
-    sum.charges += j["charges"].get<std::int64_t>();
-    sum.dropped += j["charges_dropped"].get<std::int64_t>();
+    sum.charges += stats->stats.charges;
+    sum.dropped += stats->stats.charges_dropped;
   }
   return sum;
 }
@@ -149,16 +162,15 @@ read_ledgers(http::client& client, const std::vector<std::string>& servers) {
           r.response ? fmt::format("status {}", r.response->status)
                      : (r.error ? r.error->message : std::string(to_string(r.reason))))};
     }
-    const nlohmann::json j = nlohmann::json::parse(r.response->body, nullptr, false);
-    if (!j.is_object() || !j.contains("rows") || !j["rows"].is_array()) {
+    auto ledger = parse_wire<wire::ledger_message>(r.response->body);
+    if (!ledger) {
       return failure{
           fmt::format("the ledger of {} is not {{\"store\": ..., \"rows\": [...]}}", base)};
     }
-    if (store.empty()) store = j.value("store", "");
-    for (const auto& row : j["rows"]) {
-      if (!row.is_object()) continue;
-      rows.try_emplace(row.value("id", ""),
-                       ledger_entry{row.value("principal", ""), row.value("key", "")});
+    if (store.empty()) store = ledger->store;
+    for (wire::ledger_row& row : ledger->rows) {
+      rows.try_emplace(std::move(row.id),
+                       ledger_entry{std::move(row.principal), std::move(row.key)});
     }
   }
   return std::pair{std::move(rows), std::move(store)};
@@ -411,7 +423,7 @@ std::string to_json(const payments_audit& a) {
   j["charges_per_s"] = seconds > 0 ? static_cast<double>(a.charges) / seconds : 0.0;
   j["interrupted"] = a.interrupted;
   j["passed"] = a.passed();
-  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+  return sim::engine::dump_json(j) + "\n";
 }
 
 std::string format_table(const payments_audit& a) {

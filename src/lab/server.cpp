@@ -39,8 +39,10 @@
 #include <vector>
 
 #include "lab/charges.hpp"
+#include "lab/wire.hpp"
 #include "stormguard/guard/store.hpp"
 #include "stormguard/random.hpp"
+#include "stormguard_engine/json_writer.hpp"
 #include "stormguard_engine/server.hpp"
 
 namespace stormguard::lab {
@@ -152,27 +154,9 @@ std::string_view phase_name(const sim::scenario& s, bool clock_started, duration
 }
 
 std::string stats_json(const sim::scenario& s, const server_stats& st) {
-  nlohmann::ordered_json j;
-  j["scenario"] = s.name;
-  j["phase"] = phase_name(s, st.clock_started, st.elapsed);
-  j["clock_started"] = st.clock_started;
-  j["elapsed_s"] = std::chrono::duration<double>(st.elapsed).count();
-  j["attempts"] = st.attempts;
-  j["served"] = st.served;
-  j["served_in_time"] = st.served_in_time;
-  j["rejected"] = st.rejected;
-  j["errors"] = st.errors;
-  j["lost"] = st.lost;
-  j["queued"] = st.queued;
-  j["in_service"] = st.in_service;
-  j["charges"] = st.charges;
-  j["charges_committed"] = st.charges_committed;
-  j["charges_replayed"] = st.charges_replayed;
-  j["charges_dropped"] = st.charges_dropped;
-  j["charges_unavailable"] = st.charges_unavailable;
-  j["workers"] = s.workers;
-  j["queue_limit"] = s.queue_limit;
-  return j.dump() + "\n";
+  const wire::stats_message m{s.name, std::string(phase_name(s, st.clock_started, st.elapsed)), st,
+                              s.workers, s.queue_limit};
+  return sim::engine::dump_json(nlohmann::ordered_json(m)) + "\n";
 }
 
 std::string stats_prometheus(const server_stats& st) {

@@ -261,138 +261,181 @@ std::string describe_payments_retry(const retry_options& retry) {
                      format_duration(retry.max_retry_after));
 }
 
-outcome<payments_audit, std::string> run_payments(const payments_run_options& o) {
-  check_options(o);
-  const retry_policy policy(o.retry);  // validates
+namespace {
 
-  // A run id in the principals, so that a shared ledger tells this run's customers apart.
-  std::string run = make_idempotency_key().substr(0, 8);
-  const auto n = static_cast<std::size_t>(o.charges);
-  std::vector<charge_record> records(n);
-  counters count;
-  progress_reporter progress(o.progress, n);
-  std::atomic<std::int64_t> next{0};
-  std::mutex error_mutex;
-  std::string setup_error;
+// One run of run_payments: the charges' records and counters, shared by the worker threads.
+class payments_run {
+ public:
+  explicit payments_run(const payments_run_options& o)
+      : o_(o),
+        policy_(o.retry),  // validates
+        // A run id in the principals, so that a shared ledger tells this run's customers apart.
+        run_(make_idempotency_key().substr(0, 8)),
+        records_(static_cast<std::size_t>(o.charges)),
+        progress_(o.progress, static_cast<std::size_t>(o.charges)) {}
 
-  const auto worker = [&] {
+  // Sends every charge from o.concurrency threads; the time it took, or why not.
+  outcome<duration, std::string> send_all() {
+    const auto began = std::chrono::steady_clock::now();
+    {
+      std::vector<std::jthread> threads;
+      const int workers = static_cast<int>(std::min<std::int64_t>(o_.concurrency, o_.charges));
+      threads.reserve(static_cast<std::size_t>(workers));
+      for (int t = 0; t < workers; ++t) threads.emplace_back([this] { work(); });
+    }
+    const auto sent_time = std::chrono::steady_clock::now() - began;
+    if (!setup_error_.empty()) return failure{setup_error_};
+    return std::chrono::duration_cast<duration>(sent_time);
+  }
+
+  // The audit's client-side figures.
+  [[nodiscard]] payments_audit client_side(duration elapsed) const {
+    payments_audit a;
+    a.servers = static_cast<int>(o_.servers.size());
+    a.policy = describe_payments_retry(o_.retry);
+    a.elapsed = elapsed;
+    a.interrupted = o_.stop != nullptr && o_.stop->load() && next_.load() < o_.charges;
+    a.client_attempts = count_.attempts.load();
+    a.attempts = a.client_attempts;
+    a.replayed = count_.replayed.load();
+    a.conflicts = count_.conflicts.load();
+    a.unavailable = count_.unavailable.load();
+    a.no_response = count_.dropped.load();
+    return a;
+  }
+
+  [[nodiscard]] const std::vector<charge_record>& records() const noexcept { return records_; }
+
+ private:
+  // One worker thread: its own HTTP client and retrier, then charges until none is left.
+  void work() {
     std::optional<http::client> client;
     try {
       http::client_options options;
       options.retry.max_retries = 0;  // one attempt per perform(): the retrier below retries
-      options.attempt_timeout = o.attempt_timeout;
-      options.connect_timeout = std::min(o.attempt_timeout, duration(5s));
+      options.attempt_timeout = o_.attempt_timeout;
+      options.connect_timeout = std::min(o_.attempt_timeout, duration(5s));
       client.emplace(options);
     } catch (const std::exception& e) {
-      const std::lock_guard lock(error_mutex);
-      if (setup_error.empty())
-        setup_error = std::string("cannot set up the HTTP client: ") + e.what();
+      const std::lock_guard lock(error_mutex_);
+      if (setup_error_.empty()) {
+        setup_error_ = std::string("cannot set up the HTTP client: ") + e.what();
+      }
       return;
     }
     real_clock clock;
     random_generator random;  // the jitter: OS-seeded, one per thread
-    retrier<random_generator> retry(policy, clock, random);
-    const auto classify = [&](const attempt_failure& f) {
-      return classify_charge_attempt(f.status, f.phase, f.retry_after, o.statuses);
-    };
-    while (o.stop == nullptr || !o.stop->load(std::memory_order_relaxed)) {
-      const std::int64_t i = next.fetch_add(1, std::memory_order_relaxed);
-      if (i >= o.charges) break;
-      charge_record& rec = records[static_cast<std::size_t>(i)];
-      rec.started = true;
-      rec.key = make_idempotency_key();
-      rec.principal = fmt::format("cus_{}_{}", run, i % k_customers);
-      const std::string body =
-          fmt::format(R"({{"amount": {}, "currency": "{}"}})", amount_of(i), currency_of(i));
-      bool replay = false;
-      auto ended = retry(
-          [&](const attempt_context& ctx) -> outcome<std::string, attempt_failure> {
-            const std::string& base =
-                o.servers[static_cast<std::size_t>(i + ctx.attempt - 1) % o.servers.size()];
-            http::request req;
-            req.method = "POST";
-            req.url = base + "charges";
-            // A new connection per attempt: libcurl resends a request by itself, to the same
-            // server, when a reused connection closes before any byte of the response — the
-            // fault this run injects — and the retry must be the retrier's, on another replica.
-            req.headers = {{"Authorization", "Bearer " + rec.principal},
-                           {"Content-Type", "application/json"},
-                           {"Connection", "close"}};
-            req.body = body;
-            req.idempotency = http::key::use(rec.key);
-            count.attempts.fetch_add(1, std::memory_order_relaxed);
-            http::result r = client->perform(req);
-            if (!r.response) {
-              count.dropped.fetch_add(1, std::memory_order_relaxed);
-              return failure{attempt_failure{std::nullopt, r.error ? r.error->phase : std::nullopt,
-                                             std::nullopt}};
-            }
-            const int status = r.response->status;
-            if (status >= 200 && status < 300) {
-              replay = r.response->header_value("Idempotent-Replayed") == "true";
-              return std::move(r.response->body);
-            }
-            if (status == 409) count.conflicts.fetch_add(1, std::memory_order_relaxed);
-            if (status == 503 && count.unavailable.fetch_add(1, std::memory_order_relaxed) == 0 &&
-                o.on_first_unavailable) {
-              o.on_first_unavailable(
-                  "a server answered 503 (" + base +
-                  "): its idempotency store is unavailable; the charges wait and retry, so the run "
-                  "lasts as long as the outage or the retries");
-            }
-            std::optional<duration> retry_after;
-            if (const auto field = r.response->header_value("Retry-After")) {
-              retry_after = parse_retry_after(*field, std::chrono::system_clock::now());
-            }
-            return failure{attempt_failure{status, std::nullopt, retry_after}};
-          },
-          classify);
-      if (ended.ok()) {
-        rec.ok = true;
-        if (replay) count.replayed.fetch_add(1, std::memory_order_relaxed);
-        const nlohmann::json j = nlohmann::json::parse(*ended.value, nullptr, false);
-        if (j.is_object()) rec.charge_id = j.value("id", "");
-      }
-      progress.ended();
+    retrier<random_generator> retry(policy_, clock, random);
+    while (o_.stop == nullptr || !o_.stop->load(std::memory_order_relaxed)) {
+      const std::int64_t i = next_.fetch_add(1, std::memory_order_relaxed);
+      if (i >= o_.charges) break;
+      charge(*client, retry, i);
+      progress_.ended();
     }
-  };
+  }
 
+  // Charge i, with its retries.
+  void charge(http::client& client, retrier<random_generator>& retry, std::int64_t i) {
+    charge_record& rec = records_[static_cast<std::size_t>(i)];
+    rec.started = true;
+    rec.key = make_idempotency_key();
+    rec.principal = fmt::format("cus_{}_{}", run_, i % k_customers);
+    const std::string body =
+        fmt::format(R"({{"amount": {}, "currency": "{}"}})", amount_of(i), currency_of(i));
+    bool replay = false;
+    const auto classify = [&](const attempt_failure& f) {
+      return classify_charge_attempt(f.status, f.phase, f.retry_after, o_.statuses);
+    };
+    auto ended = retry(
+        [&](const attempt_context& ctx) {
+          const std::string& base =
+              o_.servers[static_cast<std::size_t>(i + ctx.attempt - 1) % o_.servers.size()];
+          return attempt(client, base, rec, body, replay);
+        },
+        classify);
+    if (ended.ok()) {
+      rec.ok = true;
+      if (replay) count_.replayed.fetch_add(1, std::memory_order_relaxed);
+      const nlohmann::json j = nlohmann::json::parse(*ended.value, nullptr, false);
+      if (j.is_object()) rec.charge_id = j.value("id", "");
+    }
+  }
+
+  // One POST /charges to `base`: the 2xx's body, or what failed.
+  outcome<std::string, attempt_failure> attempt(http::client& client, const std::string& base,
+                                                const charge_record& rec, const std::string& body,
+                                                bool& replay) {
+    http::request req;
+    req.method = "POST";
+    req.url = base + "charges";
+    // A new connection per attempt: libcurl resends a request by itself, to the same server,
+    // when a reused connection closes before any byte of the response — the fault this run
+    // injects — and the retry must be the retrier's, on another replica.
+    req.headers = {{"Authorization", "Bearer " + rec.principal},
+                   {"Content-Type", "application/json"},
+                   {"Connection", "close"}};
+    req.body = body;
+    req.idempotency = http::key::use(rec.key);
+    count_.attempts.fetch_add(1, std::memory_order_relaxed);
+    http::result r = client.perform(req);
+    if (!r.response) {
+      count_.dropped.fetch_add(1, std::memory_order_relaxed);
+      return failure{
+          attempt_failure{std::nullopt, r.error ? r.error->phase : std::nullopt, std::nullopt}};
+    }
+    const int status = r.response->status;
+    if (status >= 200 && status < 300) {
+      replay = r.response->header_value("Idempotent-Replayed") == "true";
+      return std::move(r.response->body);
+    }
+    if (status == 409) count_.conflicts.fetch_add(1, std::memory_order_relaxed);
+    if (status == 503 && count_.unavailable.fetch_add(1, std::memory_order_relaxed) == 0 &&
+        o_.on_first_unavailable) {
+      o_.on_first_unavailable(
+          "a server answered 503 (" + base +
+          "): its idempotency store is unavailable; the charges wait and retry, so the run "
+          "lasts as long as the outage or the retries");
+    }
+    std::optional<duration> retry_after;
+    if (const auto field = r.response->header_value("Retry-After")) {
+      retry_after = parse_retry_after(*field, std::chrono::system_clock::now());
+    }
+    return failure{attempt_failure{status, std::nullopt, retry_after}};
+  }
+
+  const payments_run_options& o_;
+  const retry_policy policy_;
+  const std::string run_;
+  std::vector<charge_record> records_;
+  counters count_;
+  progress_reporter progress_;
+  std::atomic<std::int64_t> next_{0};
+  std::mutex error_mutex_;
+  std::string setup_error_;
+};
+
+}  // namespace
+
+outcome<payments_audit, std::string> run_payments(const payments_run_options& o) {
+  check_options(o);
+  payments_run run(o);
   http::client reader = reading_client(o.attempt_timeout);
   // Every server answers before the first charge: a dead or wrong --server fails at once.
   const outcome<server_counters, std::string> before = read_counters(reader, o.servers);
   if (!before) return failure{before.error()};
-  const auto began = std::chrono::steady_clock::now();
-  {
-    std::vector<std::jthread> threads;
-    const int workers = static_cast<int>(std::min<std::int64_t>(o.concurrency, o.charges));
-    threads.reserve(static_cast<std::size_t>(workers));
-    for (int t = 0; t < workers; ++t) threads.emplace_back(worker);
-  }
-  const auto sent_time = std::chrono::steady_clock::now() - began;
-  if (!setup_error.empty()) return failure{setup_error};
+  const auto sent = run.send_all();
+  if (!sent) return failure{sent.error()};
 
-  payments_audit a;
-  a.servers = static_cast<int>(o.servers.size());
-  a.policy = describe_payments_retry(o.retry);
-  a.elapsed = std::chrono::duration_cast<duration>(sent_time);
-  a.interrupted = o.stop != nullptr && o.stop->load() && next.load() < o.charges;
-  a.client_attempts = count.attempts.load();
-  a.attempts = a.client_attempts;
-  a.replayed = count.replayed.load();
-  a.conflicts = count.conflicts.load();
-  a.unavailable = count.unavailable.load();
-  a.no_response = count.dropped.load();
+  payments_audit a = run.client_side(*sent);
   if (const outcome<server_counters, std::string> after = read_counters(reader, o.servers); after) {
     a.attempts = (*after).charges - (*before).charges;
     a.dropped = (*after).dropped - (*before).dropped;
   }
-
   auto ledger = read_ledgers(reader, o.servers);
   if (!ledger) return failure{ledger.error()};
   auto& [rows, store] = *ledger;
   a.store = store;
-
-  count_ledger(records, rows, a);
+  count_ledger(run.records(), rows, a);
   return a;
 }
 

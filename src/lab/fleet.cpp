@@ -289,7 +289,7 @@ outcome<lab_report, std::string> run_lab(const sim::scenario& s,
 
 std::string to_json(const lab_report& report) {
   sim::engine::json_writer w;
-  w.begin_object().field("scenario", report.scenario.name).field("seed", report.scenario.seed);
+  w.begin_report(report.scenario.name, report.scenario.seed);
   w.field("interrupted", report.interrupted).key("strategies").begin_array();
   for (const lab_comparison& c : report.strategies) {
     w.begin_object().field("name", c.name).field("completed", c.completed);

@@ -440,33 +440,20 @@ outcome<payments_audit, std::string> run_payments(const payments_run_options& o)
 }
 
 std::string to_json(const payments_audit& a) {
-  nlohmann::ordered_json j;
-  j["charges"] = a.charges;
-  j["ledger_rows"] = a.ledger_rows;
-  j["duplicates"] = a.duplicates;
-  j["lost"] = a.lost;
-  j["unconfirmed"] = a.unconfirmed;
-  j["attempts"] = a.attempts;
-  j["client_attempts"] = a.client_attempts;
-  j["succeeded"] = a.succeeded;
-  j["failed"] = a.failed;
-  j["replayed"] = a.replayed;
-  j["conflicts"] = a.conflicts;
-  j["unavailable"] = a.unavailable;
-  j["dropped"] = a.dropped ? nlohmann::ordered_json(*a.dropped) : nullptr;
-  j["no_response"] = a.no_response;
-  j["other_rows"] = a.other_rows;
-  j["store"] = a.store;
-  j["servers"] = a.servers;
-  j["fault_after_commit"] =
-      a.fault_after_commit ? nlohmann::ordered_json(*a.fault_after_commit) : nullptr;
-  j["policy"] = a.policy;
   const double seconds = std::chrono::duration<double>(a.elapsed).count();
-  j["elapsed_s"] = seconds;
-  j["charges_per_s"] = seconds > 0 ? static_cast<double>(a.charges) / seconds : 0.0;
-  j["interrupted"] = a.interrupted;
-  j["passed"] = a.passed();
-  return sim::engine::dump_json(j) + "\n";
+  sim::engine::json_writer w;
+  w.begin_object().field("charges", a.charges).field("ledger_rows", a.ledger_rows);
+  w.field("duplicates", a.duplicates).field("lost", a.lost).field("unconfirmed", a.unconfirmed);
+  w.field("attempts", a.attempts).field("client_attempts", a.client_attempts);
+  w.field("succeeded", a.succeeded).field("failed", a.failed).field("replayed", a.replayed);
+  w.field("conflicts", a.conflicts).field("unavailable", a.unavailable);
+  w.field("dropped", a.dropped).field("no_response", a.no_response);
+  w.field("other_rows", a.other_rows).field("store", a.store).field("servers", a.servers);
+  w.field("fault_after_commit", a.fault_after_commit).field("policy", a.policy);
+  w.field("elapsed_s", seconds);
+  w.field("charges_per_s", seconds > 0 ? static_cast<double>(a.charges) / seconds : 0.0);
+  w.field("interrupted", a.interrupted).field("passed", a.passed());
+  return std::move(w.end_object()).line();
 }
 
 std::string format_table(const payments_audit& a) {

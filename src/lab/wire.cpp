@@ -1,31 +1,32 @@
 #include "lab/wire.hpp"
 
 #include <chrono>
+#include <iterator>
 
 namespace stormguard::lab::wire {
 
 namespace {
 
-// The server_stats members that are counts, with their names on the wire, in wire order.
-struct count_member {
-  const char* name;
-  std::int64_t server_stats::*member;
-};
-constexpr count_member k_counts[] = {
-    {"attempts", &server_stats::attempts},
-    {"served", &server_stats::served},
-    {"served_in_time", &server_stats::served_in_time},
-    {"rejected", &server_stats::rejected},
-    {"errors", &server_stats::errors},
-    {"lost", &server_stats::lost},
-    {"queued", &server_stats::queued},
-    {"in_service", &server_stats::in_service},
-    {"charges", &server_stats::charges},
-    {"charges_committed", &server_stats::charges_committed},
-    {"charges_replayed", &server_stats::charges_replayed},
-    {"charges_dropped", &server_stats::charges_dropped},
-    {"charges_unavailable", &server_stats::charges_unavailable},
-};
+// The server_stats members that are counts and their names on the wire, in wire order.
+// clang-format off
+constexpr const char* k_count_names[] = {
+    "attempts", "served", "served_in_time", "rejected", "errors", "lost", "queued", "in_service",
+    "charges", "charges_committed", "charges_replayed", "charges_dropped", "charges_unavailable"};
+// clang-format on
+constexpr std::int64_t server_stats::*k_counts[] = {&server_stats::attempts,
+                                                    &server_stats::served,
+                                                    &server_stats::served_in_time,
+                                                    &server_stats::rejected,
+                                                    &server_stats::errors,
+                                                    &server_stats::lost,
+                                                    &server_stats::queued,
+                                                    &server_stats::in_service,
+                                                    &server_stats::charges,
+                                                    &server_stats::charges_committed,
+                                                    &server_stats::charges_replayed,
+                                                    &server_stats::charges_dropped,
+                                                    &server_stats::charges_unavailable};
+static_assert(std::size(k_count_names) == std::size(k_counts));
 
 }  // namespace
 
@@ -35,7 +36,7 @@ void to_json(nlohmann::ordered_json& j, const stats_message& m) {
   j["phase"] = m.phase;
   j["clock_started"] = m.stats.clock_started;
   j["elapsed_s"] = std::chrono::duration<double>(m.stats.elapsed).count();
-  for (const count_member& c : k_counts) j[c.name] = m.stats.*c.member;
+  for (std::size_t i = 0; i < std::size(k_counts); ++i) j[k_count_names[i]] = m.stats.*k_counts[i];
   j["workers"] = m.workers;
   j["queue_limit"] = m.queue_limit;
 }
@@ -46,12 +47,13 @@ void from_json(const nlohmann::json& j, stats_message& m) {
   j.at("clock_started").get_to(m.stats.clock_started);
   m.stats.elapsed = std::chrono::duration_cast<duration>(
       std::chrono::duration<double>(j.at("elapsed_s").get<double>()));
-  for (const count_member& c : k_counts) {
-    const nlohmann::json& v = j.at(c.name);
+  for (std::size_t i = 0; i < std::size(k_counts); ++i) {
+    const nlohmann::json& v = j.at(k_count_names[i]);
     if (!v.is_number_integer()) {
-      throw nlohmann::json::type_error::create(302, std::string(c.name) + " is not an integer", &v);
+      throw nlohmann::json::type_error::create(
+          302, std::string(k_count_names[i]) + " is not an integer", &v);
     }
-    m.stats.*c.member = v.get<std::int64_t>();
+    m.stats.*k_counts[i] = v.get<std::int64_t>();
   }
   j.at("workers").get_to(m.workers);
   j.at("queue_limit").get_to(m.queue_limit);

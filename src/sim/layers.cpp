@@ -272,8 +272,8 @@ layers_report simulate_layers(const layers_options& o, std::span<const strategy>
 
 std::string to_json(const layers_report& report) {
   engine::json_writer w;
-  w.begin_object().field("scenario", "layers").field("seed", report.options.seed);
-  w.field("layers", report.options.layers).key("strategies").begin_array();
+  w.begin_report("layers", report.options.seed).field("layers", report.options.layers);
+  w.key("strategies").begin_array();
   for (const layers_row& r : report.rows) {
     w.begin_object().field("name", r.name);
     w.field("retries_at", r.top_only ? "top layer" : "every layer");

@@ -357,8 +357,8 @@ occ_report simulate_occ(const occ_options& o, const progress_callback& progress)
 
 std::string to_json(const occ_report& report) {
   engine::json_writer w;
-  w.begin_object().field("scenario", "brooker-occ").field("seed", report.options.seed);
-  w.field("trials", report.options.trials).key("sweep").begin_array();
+  w.begin_report("brooker-occ", report.options.seed).field("trials", report.options.trials);
+  w.key("sweep").begin_array();
   for (const occ_point& p : report.sweep) {
     w.begin_object().field("clients", p.clients).field("algorithm", p.algorithm);
     w.fixed("calls", p.calls, 2).fixed("time", p.time, 2).end_object();

@@ -150,8 +150,7 @@ std::string to_json(const strategy_result& r) {
 
 std::string to_json(const simulation_report& report) {
   engine::json_writer w;
-  w.begin_object().field("scenario", report.scenario.name).field("seed", report.scenario.seed);
-  w.key("strategies").begin_array();
+  w.begin_report(report.scenario.name, report.scenario.seed).key("strategies").begin_array();
   for (const strategy_result& r : report.strategies) w.raw(to_json(r));
   return std::move(w.end_array().end_object()).line();
 }

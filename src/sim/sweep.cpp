@@ -144,8 +144,7 @@ load_sweep_report sweep_load(const scenario& s, std::span<const strategy> strate
 
 std::string to_json(const load_sweep_report& report) {
   engine::json_writer w;
-  w.begin_object().field("scenario", report.scenario.name).field("seed", report.scenario.seed);
-  w.key("sweep").begin_array();
+  w.begin_report(report.scenario.name, report.scenario.seed).key("sweep").begin_array();
   for (const load_point& p : report.points) {
     w.begin_object().number("load", p.load).field("strategy", p.strategy);
     w.field("recovered", p.recovered()).fixed("recovery_s", p.recovery_s, 1);

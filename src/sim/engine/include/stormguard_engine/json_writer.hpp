@@ -52,6 +52,11 @@ class json_writer {
   json_writer& begin_array() { return open('['); }
   json_writer& end_array() { return close(']'); }
 
+  // A report's object opened with its first members: {"scenario":NAME,"seed":SEED
+  json_writer& begin_report(std::string_view scenario, std::uint64_t seed) {
+    return begin_object().field("scenario", scenario).field("seed", seed);
+  }
+
   // The next member's key (in an object).
   json_writer& key(std::string_view name) {
     separate();
@@ -70,6 +75,12 @@ class json_writer {
     return put(fmt::format("{}", n));
   }
   json_writer& null() { return put("null"); }
+  // A double as nlohmann::json writes it (the shortest exact form, "1.0" for a whole number).
+  json_writer& value(double v) { return put(dump_json(nlohmann::json(v))); }
+  template <class T>
+  json_writer& value(const std::optional<T>& v) {
+    return v ? value(*v) : null();
+  }
   // A value built with nlohmann::json.
   json_writer& value(const nlohmann::ordered_json& j) { return put(dump_json(j)); }
   // Text that is already JSON (another writer's output).

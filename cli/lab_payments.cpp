@@ -174,24 +174,36 @@ int start_replicas(const lab_payments_options& o, const std::string& spec,
     payments.fault_after_commit = o.fault_after_commit;
     payments.seed =
         detail::splitmix64_mix(o.seed ^ detail::splitmix64_mix(static_cast<std::uint64_t>(r)));
-    outcome<std::unique_ptr<lab::server>, std::string> started = failure{std::string()};
-    try {
-      started = lab::server::start(*scenario, {.port = 0, .payments = payments});
-    } catch (const std::invalid_argument& e) {
-      print_error("--idempotency: " + printable_message(e.what()) + "; or off (no guard)");
-      return exit_usage;
-    }
-    if (!started) {
-      print_error(printable_message(started.error()));
-      return exit_failure;
-    }
-    run.servers.push_back((*started)->url());
-    replicas.push_back(*std::move(started));
+    int status = exit_success;
+    auto started =
+        start_payments_server("lab", *scenario, {.port = 0, .payments = payments}, status);
+    if (!started) return status;
+    run.servers.push_back(started->url());
+    replicas.push_back(std::move(started));
   }
   return exit_success;
 }
 
 }  // namespace
+
+std::unique_ptr<lab::server> start_payments_server(std::string_view command, const sim::scenario& s,
+                                                   const lab::server_options& options,
+                                                   int& status) {
+  outcome<std::unique_ptr<lab::server>, std::string> started = failure{std::string()};
+  try {
+    started = lab::server::start(s, options);
+  } catch (const std::invalid_argument& e) {
+    report_error(command, "--idempotency: " + printable_message(e.what()) + "; or off (no guard)");
+    status = exit_usage;
+    return nullptr;
+  }
+  if (!started) {
+    report_error(command, printable_message(started.error()));
+    status = exit_failure;
+    return nullptr;
+  }
+  return *std::move(started);
+}
 
 int run_lab_payments(const lab_payments_options& o, bool json,
                      const std::vector<std::string>& policies, const std::atomic<bool>* stop) {

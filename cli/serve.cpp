@@ -17,6 +17,7 @@
 #include <string>
 
 #include "command.hpp"
+#include "lab_payments.hpp"
 #include "numbers.hpp"
 #include "output.hpp"
 #include "scenario_argument.hpp"
@@ -189,20 +190,14 @@ int run(const serve_options& o) {
   std::optional<temporary_store> temporary;
   const auto payments = payments_of(o, *scaled, temporary);
   if (!payments) return exit_failure;
-  outcome<std::unique_ptr<lab::server>, std::string> started = failure{std::string()};
-  try {
-    started = lab::server::start(*scaled, {.port = static_cast<std::uint16_t>(o.port),
-                                           .start_clock = !o.wait_start,
-                                           .payments = *payments});
-  } catch (const std::invalid_argument& e) {
-    print_error("--idempotency: " + printable_message(e.what()) + "; or off (no guard)");
-    return exit_usage;
-  }
-  if (!started) {
-    print_error(printable_message(started.error()));
-    return exit_failure;
-  }
-  const std::unique_ptr<lab::server> srv = *std::move(started);
+  int status = exit_success;
+  const std::unique_ptr<lab::server> srv =
+      start_payments_server("serve", *scaled,
+                            {.port = static_cast<std::uint16_t>(o.port),
+                             .start_clock = !o.wait_start,
+                             .payments = *payments},
+                            status);
+  if (!srv) return status;
   if (!write_all(stdout, "listening on " + srv->url() + "\n")) {
     print_error("cannot write to stdout: " + errno_text(errno));
     return exit_failure;

@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
@@ -276,19 +277,9 @@ class server::impl {
 
   [[nodiscard]] server_stats stats() const noexcept {
     server_stats s;
-    s.attempts = attempts_.load(std::memory_order_relaxed);
-    s.served = served_.load(std::memory_order_relaxed);
-    s.served_in_time = served_in_time_.load(std::memory_order_relaxed);
-    s.rejected = rejected_.load(std::memory_order_relaxed);
-    s.errors = errors_.load(std::memory_order_relaxed);
-    s.lost = lost_.load(std::memory_order_relaxed);
-    s.queued = queued_.load(std::memory_order_relaxed);
-    s.in_service = in_service_.load(std::memory_order_relaxed);
-    s.charges = charges_.load(std::memory_order_relaxed);
-    s.charges_committed = charges_committed_.load(std::memory_order_relaxed);
-    s.charges_replayed = charges_replayed_.load(std::memory_order_relaxed);
-    s.charges_dropped = charges_dropped_.load(std::memory_order_relaxed);
-    s.charges_unavailable = charges_unavailable_.load(std::memory_order_relaxed);
+    for (std::size_t i = 0; i < counts_.size(); ++i) {
+      s.*wire::k_stats_counts[i] = counts_[i].load(std::memory_order_relaxed);
+    }
     const std::int64_t start = clock_start_.load();
     s.clock_started = start != k_not_started;
     s.elapsed = duration(s.clock_started ? steady_ns() - start : 0);
@@ -315,6 +306,14 @@ class server::impl {
     std::int64_t arrival_ns = 0;  // steady clock
     event* timer = nullptr;       // its service's end
   };
+
+  // Adds `n` to the count of server_stats member M (relaxed: stats() is a snapshot of counters).
+  template <std::int64_t server_stats::*M>
+  void count(std::int64_t n = 1) noexcept {
+    constexpr std::size_t i = wire::stats_count_index(M);
+    static_assert(i < std::size(wire::k_stats_counts), "not a count of server_stats");
+    counts_[i].fetch_add(n, std::memory_order_relaxed);
+  }
 
   // The scenario's time now, in ns (0 until the clock starts).
   [[nodiscard]] std::int64_t scenario_now() const noexcept {
@@ -362,7 +361,7 @@ class server::impl {
       evhttp_add_header(evhttp_request_get_output_headers(req), "Allow", "POST");
       return reply_text(req, 405, "Method Not Allowed", "use POST\n");
     }
-    charges_.fetch_add(1, std::memory_order_relaxed);
+    count<&server_stats::charges>();
     const std::optional<std::string> authorization = header_values(req, "Authorization");
     const std::optional<std::string> key = header_values(req, "Idempotency-Key");
     evbuffer* in = evhttp_request_get_input_buffer(req);
@@ -376,11 +375,11 @@ class server::impl {
     request.target = uri != nullptr ? uri : "/charges";
     request.body = body;
     const detail::charge_answer answer = payments_->charge(request);
-    if (answer.committed) charges_committed_.fetch_add(1, std::memory_order_relaxed);
-    if (answer.replayed) charges_replayed_.fetch_add(1, std::memory_order_relaxed);
-    if (answer.store_unavailable) charges_unavailable_.fetch_add(1, std::memory_order_relaxed);
+    if (answer.committed) count<&server_stats::charges_committed>();
+    if (answer.replayed) count<&server_stats::charges_replayed>();
+    if (answer.store_unavailable) count<&server_stats::charges_unavailable>();
     if (answer.drop) {
-      charges_dropped_.fetch_add(1, std::memory_order_relaxed);
+      count<&server_stats::charges_dropped>();
       return drop(req);
     }
     reply_stored(req, answer.response);
@@ -414,21 +413,21 @@ class server::impl {
   // The scenario's endpoint: the engine's server model (stormguard_engine/server.hpp), as in the
   // simulator.
   void endpoint(evhttp_request* req) {
-    attempts_.fetch_add(1, std::memory_order_relaxed);
+    count<&server_stats::attempts>();
     const std::int64_t now = scenario_now();
     // After the duration the load no longer slows the server: the model reads model_.overload
     // at each decision (it keeps a reference to model_), so dropping it here is enough.
     if (model_.overload && now >= model_.length.count()) model_.overload.reset();
     switch (engine_.admit(now)) {
       case sim::engine::admission::lost:
-        lost_.fetch_add(1, std::memory_order_relaxed);
+        count<&server_stats::lost>();
         lost_requests_.push_back(req);
         return;
       case sim::engine::admission::error:
-        errors_.fetch_add(1, std::memory_order_relaxed);
+        count<&server_stats::errors>();
         return reply_text(req, 503, "Service Unavailable", "incident error\n");
       case sim::engine::admission::rejected:
-        rejected_.fetch_add(1, std::memory_order_relaxed);
+        count<&server_stats::rejected>();
         return reply_text(req, 503, "Service Unavailable", "queue full\n");
       case sim::engine::admission::accepted:
         break;
@@ -437,7 +436,7 @@ class server::impl {
     if (const auto svc = engine_.take(now, {s.index, 1})) {
       begin_service(s, svc->time);
     } else {
-      queued_.fetch_add(1, std::memory_order_relaxed);
+      count<&server_stats::queued>();
     }
   }
 
@@ -459,7 +458,7 @@ class server::impl {
   }
 
   void begin_service(slot& s, std::int64_t service_ns) {
-    in_service_.fetch_add(1, std::memory_order_relaxed);
+    count<&server_stats::in_service>();
     if (s.timer == nullptr) s.timer = evtimer_new(base_, &impl::on_service_done, &s);
     const timeval tv = to_timeval(service_ns);
     if (s.timer == nullptr || evtimer_add(s.timer, &tv) != 0) {
@@ -477,15 +476,15 @@ class server::impl {
   // give it to the head of the queue.
   void finish(slot& s) {
     const std::int64_t waited = steady_ns() - s.arrival_ns;
-    served_.fetch_add(1, std::memory_order_relaxed);
+    count<&server_stats::served>();
     if (waited < timeout_ns_)  // at the deadline is late, as in the model
-      served_in_time_.fetch_add(1, std::memory_order_relaxed);
+      count<&server_stats::served_in_time>();
     evhttp_request* req = std::exchange(s.request, nullptr);
     free_slots_.push_back(s.index);
-    in_service_.fetch_sub(1, std::memory_order_relaxed);
+    count<&server_stats::in_service>(-1);
     reply_text(req, 200, "OK", "ok\n");
     if (auto next = engine_.finish(scenario_now())) {
-      queued_.fetch_sub(1, std::memory_order_relaxed);
+      count<&server_stats::queued>(-1);
       begin_service(slots_[next->attempt.request], next->svc.time);
     }
   }
@@ -550,19 +549,8 @@ class server::impl {
   std::vector<evhttp_request*> lost_requests_;
 
   std::atomic<std::int64_t> clock_start_{k_not_started};
-  std::atomic<std::int64_t> attempts_{0};
-  std::atomic<std::int64_t> served_{0};
-  std::atomic<std::int64_t> served_in_time_{0};
-  std::atomic<std::int64_t> rejected_{0};
-  std::atomic<std::int64_t> errors_{0};
-  std::atomic<std::int64_t> lost_{0};
-  std::atomic<std::int64_t> queued_{0};
-  std::atomic<std::int64_t> in_service_{0};
-  std::atomic<std::int64_t> charges_{0};
-  std::atomic<std::int64_t> charges_committed_{0};
-  std::atomic<std::int64_t> charges_replayed_{0};
-  std::atomic<std::int64_t> charges_dropped_{0};
-  std::atomic<std::int64_t> charges_unavailable_{0};
+  // The server_stats counts, in wire::k_stats_counts order (count<M>() adds to one).
+  std::array<std::atomic<std::int64_t>, std::size(wire::k_stats_counts)> counts_{};
   std::unique_ptr<detail::charges_endpoint> payments_;  // set before open(); loop thread only
 };
 

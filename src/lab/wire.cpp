@@ -5,30 +5,7 @@
 
 namespace stormguard::lab::wire {
 
-namespace {
-
-// The server_stats members that are counts and their names on the wire, in wire order.
-// clang-format off
-constexpr const char* k_count_names[] = {
-    "attempts", "served", "served_in_time", "rejected", "errors", "lost", "queued", "in_service",
-    "charges", "charges_committed", "charges_replayed", "charges_dropped", "charges_unavailable"};
-// clang-format on
-constexpr std::int64_t server_stats::*k_counts[] = {&server_stats::attempts,
-                                                    &server_stats::served,
-                                                    &server_stats::served_in_time,
-                                                    &server_stats::rejected,
-                                                    &server_stats::errors,
-                                                    &server_stats::lost,
-                                                    &server_stats::queued,
-                                                    &server_stats::in_service,
-                                                    &server_stats::charges,
-                                                    &server_stats::charges_committed,
-                                                    &server_stats::charges_replayed,
-                                                    &server_stats::charges_dropped,
-                                                    &server_stats::charges_unavailable};
-static_assert(std::size(k_count_names) == std::size(k_counts));
-
-}  // namespace
+namespace {}  // namespace
 
 void to_json(nlohmann::ordered_json& j, const stats_message& m) {
   j = nlohmann::ordered_json::object();
@@ -36,7 +13,8 @@ void to_json(nlohmann::ordered_json& j, const stats_message& m) {
   j["phase"] = m.phase;
   j["clock_started"] = m.stats.clock_started;
   j["elapsed_s"] = std::chrono::duration<double>(m.stats.elapsed).count();
-  for (std::size_t i = 0; i < std::size(k_counts); ++i) j[k_count_names[i]] = m.stats.*k_counts[i];
+  for (std::size_t i = 0; i < std::size(k_stats_counts); ++i)
+    j[k_stats_count_names[i]] = m.stats.*k_stats_counts[i];
   j["workers"] = m.workers;
   j["queue_limit"] = m.queue_limit;
 }
@@ -47,13 +25,13 @@ void from_json(const nlohmann::json& j, stats_message& m) {
   j.at("clock_started").get_to(m.stats.clock_started);
   m.stats.elapsed = std::chrono::duration_cast<duration>(
       std::chrono::duration<double>(j.at("elapsed_s").get<double>()));
-  for (std::size_t i = 0; i < std::size(k_counts); ++i) {
-    const nlohmann::json& v = j.at(k_count_names[i]);
+  for (std::size_t i = 0; i < std::size(k_stats_counts); ++i) {
+    const nlohmann::json& v = j.at(k_stats_count_names[i]);
     if (!v.is_number_integer()) {
       throw nlohmann::json::type_error::create(
-          302, std::string(k_count_names[i]) + " is not an integer", &v);
+          302, std::string(k_stats_count_names[i]) + " is not an integer", &v);
     }
-    m.stats.*k_counts[i] = v.get<std::int64_t>();
+    m.stats.*k_stats_counts[i] = v.get<std::int64_t>();
   }
   j.at("workers").get_to(m.workers);
   j.at("queue_limit").get_to(m.queue_limit);

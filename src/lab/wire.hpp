@@ -14,7 +14,9 @@
 #ifndef STORMGUARD_SRC_LAB_WIRE_HPP
 #define STORMGUARD_SRC_LAB_WIRE_HPP
 
+#include <cstddef>
 #include <cstdint>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -22,6 +24,35 @@
 #include "stormguard/lab/server.hpp"
 
 namespace stormguard::lab::wire {
+
+/// The server_stats members that are counts and their names in GET /stats, in wire order.
+// clang-format off
+inline constexpr const char* k_stats_count_names[] = {
+    "attempts", "served", "served_in_time", "rejected", "errors", "lost", "queued", "in_service",
+    "charges", "charges_committed", "charges_replayed", "charges_dropped", "charges_unavailable"};
+// clang-format on
+inline constexpr std::int64_t server_stats::*k_stats_counts[] = {
+    &server_stats::attempts,
+    &server_stats::served,
+    &server_stats::served_in_time,
+    &server_stats::rejected,
+    &server_stats::errors,
+    &server_stats::lost,
+    &server_stats::queued,
+    &server_stats::in_service,
+    &server_stats::charges,
+    &server_stats::charges_committed,
+    &server_stats::charges_replayed,
+    &server_stats::charges_dropped,
+    &server_stats::charges_unavailable};
+static_assert(std::size(k_stats_count_names) == std::size(k_stats_counts));
+
+/// The index of counter `m` in k_stats_counts (its size when `m` is not a count).
+constexpr std::size_t stats_count_index(std::int64_t server_stats::*m) noexcept {
+  std::size_t i = 0;
+  while (i < std::size(k_stats_counts) && k_stats_counts[i] != m) ++i;
+  return i;
+}
 
 /// GET /stats: the server's counters (server_stats, elapsed in seconds), its scenario's name,
 /// phase (phase_name), workers and queue limit.

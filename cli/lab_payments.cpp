@@ -35,6 +35,14 @@ void print_error(const std::string& message) { report_error("lab", message); }
 
 bool typed(const CLI::Option* o) { return o != nullptr && o->count() > 0; }
 
+// A whole number in [1, max], its default shown in --help, in `group`.
+CLI::Option* whole_in_range(CLI::Option* option, std::int64_t max, const std::string& group) {
+  return option->transform(whole_number())
+      ->check(CLI::Range(std::int64_t{1}, max))
+      ->capture_default_str()
+      ->group(group);
+}
+
 }  // namespace
 
 void add_lab_payments_options(CLI::App& lab, lab_payments_options& o) {
@@ -42,11 +50,8 @@ void add_lab_payments_options(CLI::App& lab, lab_payments_options& o) {
   o.charges_option = add_typed_option(lab, "--charges", o.charges,
                                       "lab payments: logical charges to send, each with its own "
                                       "idempotency key (>= 1)",
-                                      "N")
-                         ->transform(whole_number())
-                         ->check(CLI::Range(std::int64_t{1}, std::int64_t{100'000'000}))
-                         ->capture_default_str()
-                         ->group(group);
+                                      "N");
+  whole_in_range(o.charges_option, 100'000'000, group);
   o.fault_option = add_typed_option(lab, "--fault-after-commit", o.fault_after_commit,
                                     "lab payments: with probability P a replica closes the "
                                     "connection without answering after a charge committed, P "
@@ -65,22 +70,16 @@ void add_lab_payments_options(CLI::App& lab, lab_payments_options& o) {
   o.replicas_option = add_typed_option(lab, "--replicas", o.replicas,
                                        "lab payments: in-process server replicas, each opening "
                                        "its own store from --idempotency (1..64)",
-                                       "N")
-                          ->transform(whole_number())
-                          ->check(CLI::Range(1, k_max_replicas))
-                          ->capture_default_str()
-                          ->group(group);
+                                       "N");
+  whole_in_range(o.replicas_option, k_max_replicas, group);
   o.server_option = add_typed_option(lab, "--server", o.servers,
                                      "lab payments: drive this `stormguard serve` (its base URL, "
                                      "repeatable) instead of in-process replicas",
                                      "URL")
                         ->group(group);
   o.concurrency_option = add_typed_option(lab, "--concurrency", o.concurrency,
-                                          "lab payments: charges in flight at once (1..256)", "N")
-                             ->transform(whole_number())
-                             ->check(CLI::Range(1, 256))
-                             ->capture_default_str()
-                             ->group(group);
+                                          "lab payments: charges in flight at once (1..256)", "N");
+  whole_in_range(o.concurrency_option, 256, group);
   o.seed_option = add_typed_option(lab, "--seed", o.seed,
                                    "lab payments: seed of the replicas' fault draws (replica r "
                                    "draws from a stream of SEED and r)",

@@ -39,6 +39,10 @@ inline std::string dump_json(const nlohmann::ordered_json& j) {
 inline std::string dump_json(const nlohmann::json& j) {
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
+// `j` indented by `indent` spaces per level (a document meant to be read and edited).
+inline std::string dump_json(const nlohmann::ordered_json& j, int indent) {
+  return j.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
+}
 
 // `text` as a JSON string literal, quotes included: the one escaping helper.
 inline std::string json_string(std::string_view text) {

@@ -179,8 +179,9 @@ class driver {
     transport_.schedule_arrival(now + static_cast<std::int64_t>(std::llround(gap_ns)));
   }
 
-  // An attempt failed: the fleet decides (the library's retry_policy), the driver acts. A copy
-  // still in flight keeps the request alive only when the request has several (hedging).
+  // An attempt failed: the fleet decides (the library's retry_policy), the driver acts. With
+  // other copies still in flight (hedging) a retry leaves the request awaiting them; a give-up
+  // ends the request, and their answers then count as wasted work.
   void failed(std::uint32_t id, std::int64_t now, classification verdict) {
     const retry_decision next = fleet_.failed(id, now, verdict);
     request& r = fleet_[id];

@@ -208,89 +208,138 @@ int run_payments(const lab_options& o) {
   return status;
 }
 
-int run(const lab_options& o) {
-  if (o.scenario == k_payments_scenario) return run_payments(o);
-  if (const std::string name = typed_payments_option(o.payments); !name.empty()) {
-    print_error(name + " applies to lab payments only (lab payments [--charges N] ...)");
-    return exit_usage;
-  }
+// A lab run's inputs, checked: the scenario scaled and the strategies.
+struct lab_run {
+  sim::scenario scenario;
+  std::vector<sim::strategy> strategies;
+  bool csv = false;
+  bool plot = false;
+};
+
+// The options and the scenario checked (usage errors: exit 2) and the CSV directory created;
+// nullopt after printing why not, with the exit status in `status`.
+std::optional<lab_run> prepare(const lab_options& o, int& status) {
+  status = exit_usage;
   auto scenario = load_scenario_argument("lab", o.scenario);
-  if (!scenario) return exit_usage;
+  if (!scenario) return std::nullopt;
   const bool scale_given = o.scale_option != nullptr && o.scale_option->count() > 0;
   const double scale =
       scale_given ? o.scale : std::min(1.0, k_default_rate / scenario->requests_per_second);
   auto scaled = sim::scale_scenario(*scenario, scale);
   if (!scaled) {
     print_error("--scale " + detail::format_double(scale) + ": " + scaled.error().message);
-    return exit_usage;
+    return std::nullopt;
   }
   auto strategies = chosen(o);
-  if (!strategies) return exit_usage;
+  if (!strategies) return std::nullopt;
   if (auto problem = sim::check_work(*scaled, *strategies)) {
     print_error(problem->message);
-    return exit_usage;
+    return std::nullopt;
   }
-  const bool csv = o.csv_option != nullptr && o.csv_option->count() > 0;
-  if (csv && o.csv_dir.empty()) {
+  lab_run r{*std::move(scaled), *std::move(strategies),
+            o.csv_option != nullptr && o.csv_option->count() > 0,
+            o.plot_option != nullptr && o.plot_option->count() > 0};
+  if (r.csv && o.csv_dir.empty()) {
     print_error("--csv needs a directory, got \"\"");
-    return exit_usage;
+    return std::nullopt;
   }
-  const bool plot = o.plot_option != nullptr && o.plot_option->count() > 0;
-  if (plot && !sim::plot_format_for(o.plot)) {
+  if (r.plot && !sim::plot_format_for(o.plot)) {
     print_error(fmt::format("--plot needs a file name ending in .png or .svg, got {}",
                             detail::quote_for_message(o.plot)));
-    return exit_usage;
+    return std::nullopt;
   }
-  if (csv) {
+  if (r.csv) {
     std::error_code ec;
     std::filesystem::create_directories(o.csv_dir, ec);
     if (ec || !std::filesystem::is_directory(o.csv_dir, ec)) {
       print_error(fmt::format("cannot create the CSV directory {}: {}",
                               detail::quote_for_message(o.csv_dir),
                               ec ? ec.message() : "not a directory"));
-      return exit_failure;
+      status = exit_failure;
+      return std::nullopt;
     }
   }
   if (!scale_given && scale < 1.0) {
     report_log("lab", fmt::format("scale {} ({:g} req/s); --scale to change it",
-                                  detail::format_double(scale), (*scaled).requests_per_second));
+                                  detail::format_double(scale), r.scenario.requests_per_second));
   }
+  return r;
+}
 
-  // --metrics-port: the fleet's metrics on a registry served on 127.0.0.1 during the run.
-  const bool serve_metrics = o.metrics_port_option != nullptr && o.metrics_port_option->count() > 0;
-  const auto registry = std::make_shared<prometheus::Registry>();
-  std::optional<metrics::retry_metrics> fleet_metrics;
+// --metrics-port: the fleet's metrics on a registry served on 127.0.0.1 during the run.
+struct metrics_endpoint {
+  std::shared_ptr<prometheus::Registry> registry = std::make_shared<prometheus::Registry>();
+  std::optional<metrics::retry_metrics> fleet;
   std::unique_ptr<prometheus::Exposer> exposer;
-  if (serve_metrics) {
-    const std::string address = fmt::format("127.0.0.1:{}", o.metrics_port);
-    try {
-      fleet_metrics.emplace(*registry);
-      exposer = std::make_unique<prometheus::Exposer>(address, 1);
-      exposer->RegisterCollectable(registry);
-    } catch (const std::bad_alloc&) {
-      print_error("out of memory");
-      return exit_failure;
-    } catch (const std::exception& e) {
-      print_error(
-          fmt::format("--metrics-port: cannot serve the metrics on {} (in use or not "
-                      "permitted): {}",
-                      address, printable_message(e.what())));
-      return exit_failure;
-    }
-    const std::vector<int> ports = exposer->GetListeningPorts();
-    report_log("lab", fmt::format("metrics on http://127.0.0.1:{}/metrics",
-                                  ports.empty() ? o.metrics_port : ports.front()));
+};
+
+// Serves the metrics when --metrics-port is given; false after printing why not.
+bool serve_metrics(const lab_options& o, metrics_endpoint& m) {
+  if (o.metrics_port_option == nullptr || o.metrics_port_option->count() == 0) return true;
+  const std::string address = fmt::format("127.0.0.1:{}", o.metrics_port);
+  try {
+    m.fleet.emplace(*m.registry);
+    m.exposer = std::make_unique<prometheus::Exposer>(address, 1);
+    m.exposer->RegisterCollectable(m.registry);
+  } catch (const std::bad_alloc&) {
+    print_error("out of memory");
+    return false;
+  } catch (const std::exception& e) {
+    print_error(
+        fmt::format("--metrics-port: cannot serve the metrics on {} (in use or not "
+                    "permitted): {}",
+                    address, printable_message(e.what())));
+    return false;
   }
+  const std::vector<int> ports = m.exposer->GetListeningPorts();
+  report_log("lab", fmt::format("metrics on http://127.0.0.1:{}/metrics",
+                                ports.empty() ? o.metrics_port : ports.front()));
+  return true;
+}
+
+// Prints the report, then writes the CSV files and the plot; the exit status.
+int write_results(const lab_options& o, const lab_run& r, const lab::lab_report& report) {
+  if (!write_all(stdout, o.json ? lab::to_json(report) : lab::format_table(report))) {
+    print_error("cannot write to standard output: " + errno_text(errno));
+    return exit_failure;
+  }
+  std::fflush(stdout);
+  if (r.csv) {
+    // The lab's and the simulator's 1-s time series of each strategy, side by side.
+    for (const lab::lab_comparison& c : report.strategies) {
+      const std::filesystem::path dir(o.csv_dir);
+      if (!write_text_file("lab", dir / csv_file_name(c.name, "-lab.csv"), sim::to_csv(c.lab)) ||
+          !write_text_file("lab", dir / csv_file_name(c.name, "-sim.csv"), sim::to_csv(c.sim))) {
+        return exit_failure;
+      }
+    }
+  }
+  if (r.plot && !write_plot(report, o.plot)) return exit_failure;
+  if (const int signal = g_signal.load(); signal != 0) return 128 + signal;
+  return exit_success;
+}
+
+int run(const lab_options& o) {
+  if (o.scenario == k_payments_scenario) return run_payments(o);
+  if (const std::string name = typed_payments_option(o.payments); !name.empty()) {
+    print_error(name + " applies to lab payments only (lab payments [--charges N] ...)");
+    return exit_usage;
+  }
+  int status = exit_usage;
+  const auto r = prepare(o, status);
+  if (!r) return status;
+  metrics_endpoint m;
+  if (!serve_metrics(o, m)) return exit_failure;
 
   g_stop.store(false);
   g_signal.store(0);
   outcome<lab::lab_report, std::string> report = failure{std::string()};
   {
     const stop_on_signals handler;
-    progress_bar bar(detail::escape_control((*scaled).name) + " lab");
+    progress_bar bar(detail::escape_control(r->scenario.name) + " lab");
     try {
-      report = lab::run_lab(*scaled, *strategies,
-                            {bar.callback(), &g_stop, fleet_metrics ? &*fleet_metrics : nullptr});
+      report = lab::run_lab(r->scenario, r->strategies,
+                            {bar.callback(), &g_stop, m.fleet ? &*m.fleet : nullptr});
     } catch (const std::bad_alloc&) {
       print_error("out of memory");
       return exit_failure;
@@ -301,24 +350,7 @@ int run(const lab_options& o) {
     print_error(printable_message(report.error()));
     return exit_failure;
   }
-  if (!write_all(stdout, o.json ? lab::to_json(*report) : lab::format_table(*report))) {
-    print_error("cannot write to standard output: " + errno_text(errno));
-    return exit_failure;
-  }
-  std::fflush(stdout);
-  if (csv) {
-    // The lab's and the simulator's 1-s time series of each strategy, side by side.
-    for (const lab::lab_comparison& c : (*report).strategies) {
-      const std::filesystem::path dir(o.csv_dir);
-      if (!write_text_file("lab", dir / csv_file_name(c.name, "-lab.csv"), sim::to_csv(c.lab)) ||
-          !write_text_file("lab", dir / csv_file_name(c.name, "-sim.csv"), sim::to_csv(c.sim))) {
-        return exit_failure;
-      }
-    }
-  }
-  if (plot && !write_plot(*report, o.plot)) return exit_failure;
-  if (const int signal = g_signal.load(); signal != 0) return 128 + signal;
-  return exit_success;
+  return write_results(o, *r, *report);
 }
 
 }  // namespace

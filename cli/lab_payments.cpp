@@ -36,6 +36,14 @@ void print_error(const std::string& message) { report_error("lab", message); }
 
 bool typed(const CLI::Option* o) { return o != nullptr && o->count() > 0; }
 
+// A whole number in [1, max], its default shown in --help, in `group`.
+CLI::Option* whole_in_range(CLI::Option* option, std::int64_t max, const std::string& group) {
+  return option->transform(whole_number())
+      ->check(CLI::Range(std::int64_t{1}, max))
+      ->capture_default_str()
+      ->group(group);
+}
+
 }  // namespace
 
 void add_lab_payments_options(CLI::App& lab, lab_payments_options& o) {
@@ -43,11 +51,8 @@ void add_lab_payments_options(CLI::App& lab, lab_payments_options& o) {
   o.charges_option = add_typed_option(lab, "--charges", o.charges,
                                       "lab payments: logical charges to send, each with its own "
                                       "idempotency key (>= 1)",
-                                      "N")
-                         ->transform(whole_number())
-                         ->check(CLI::Range(std::int64_t{1}, std::int64_t{100'000'000}))
-                         ->capture_default_str()
-                         ->group(group);
+                                      "N");
+  whole_in_range(o.charges_option, 100'000'000, group);
   o.fault_option = add_typed_option(lab, "--fault-after-commit", o.fault_after_commit,
                                     "lab payments: with probability P a replica closes the "
                                     "connection without answering after a charge committed, P "
@@ -66,22 +71,16 @@ void add_lab_payments_options(CLI::App& lab, lab_payments_options& o) {
   o.replicas_option = add_typed_option(lab, "--replicas", o.replicas,
                                        "lab payments: in-process server replicas, each opening "
                                        "its own store from --idempotency (1..64)",
-                                       "N")
-                          ->transform(whole_number())
-                          ->check(CLI::Range(1, k_max_replicas))
-                          ->capture_default_str()
-                          ->group(group);
+                                       "N");
+  whole_in_range(o.replicas_option, k_max_replicas, group);
   o.server_option = add_typed_option(lab, "--server", o.servers,
                                      "lab payments: drive this `stormguard serve` (its base URL, "
                                      "repeatable) instead of in-process replicas",
                                      "URL")
                         ->group(group);
   o.concurrency_option = add_typed_option(lab, "--concurrency", o.concurrency,
-                                          "lab payments: charges in flight at once (1..256)", "N")
-                             ->transform(whole_number())
-                             ->check(CLI::Range(1, 256))
-                             ->capture_default_str()
-                             ->group(group);
+                                          "lab payments: charges in flight at once (1..256)", "N");
+  whole_in_range(o.concurrency_option, 256, group);
   o.seed_option = add_typed_option(lab, "--seed", o.seed,
                                    "lab payments: seed of the replicas' fault draws (replica r "
                                    "draws from a stream of SEED and r)",
@@ -172,24 +171,36 @@ int start_replicas(const lab_payments_options& o, const std::string& spec,
     payments.fault_after_commit = o.fault_after_commit;
     payments.seed =
         detail::splitmix64_mix(o.seed ^ detail::splitmix64_mix(static_cast<std::uint64_t>(r)));
-    outcome<std::unique_ptr<lab::server>, std::string> started = failure{std::string()};
-    try {
-      started = lab::server::start(*scenario, {.port = 0, .payments = payments});
-    } catch (const std::invalid_argument& e) {
-      print_error("--idempotency: " + printable_message(e.what()) + "; or off (no guard)");
-      return exit_usage;
-    }
-    if (!started) {
-      print_error(printable_message(started.error()));
-      return exit_failure;
-    }
-    run.servers.push_back((*started)->url());
-    replicas.push_back(*std::move(started));
+    int status = exit_success;
+    auto started =
+        start_payments_server("lab", *scenario, {.port = 0, .payments = payments}, status);
+    if (!started) return status;
+    run.servers.push_back(started->url());
+    replicas.push_back(std::move(started));
   }
   return exit_success;
 }
 
 }  // namespace
+
+std::unique_ptr<lab::server> start_payments_server(std::string_view command, const sim::scenario& s,
+                                                   const lab::server_options& options,
+                                                   int& status) {
+  outcome<std::unique_ptr<lab::server>, std::string> started = failure{std::string()};
+  try {
+    started = lab::server::start(s, options);
+  } catch (const std::invalid_argument& e) {
+    report_error(command, "--idempotency: " + printable_message(e.what()) + "; or off (no guard)");
+    status = exit_usage;
+    return nullptr;
+  }
+  if (!started) {
+    report_error(command, printable_message(started.error()));
+    status = exit_failure;
+    return nullptr;
+  }
+  return *std::move(started);
+}
 
 int run_lab_payments(const lab_payments_options& o, bool json,
                      const std::vector<std::string>& policies, const std::atomic<bool>* stop) {

@@ -7,9 +7,12 @@
 #include <CLI/CLI.hpp>
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "stormguard/lab/server.hpp"
 
 namespace stormguard::cli {
 
@@ -46,6 +49,14 @@ void add_lab_payments_options(CLI::App& lab, lab_payments_options& options);
 /// audit (a table, or JSON with `json`). `policies` are lab's --policy values (at most one
 /// applies). `stop` is set by SIGINT/SIGTERM. Returns the exit status: 0 no duplicate and no
 /// lost charge, 1 otherwise or a failure at run time, 2 a usage error.
+/// Starts a lab server with its payments endpoint (lab::server::start); nullptr after reporting
+/// why not as "stormguard COMMAND: error: ...", with the exit status in `status`: 2 for a bad
+/// --idempotency value, 1 when the server cannot start. Used by `serve` and `lab payments`.
+[[nodiscard]] std::unique_ptr<lab::server> start_payments_server(std::string_view command,
+                                                                 const sim::scenario& s,
+                                                                 const lab::server_options& options,
+                                                                 int& status);
+
 int run_lab_payments(const lab_payments_options& options, bool json,
                      const std::vector<std::string>& policies, const std::atomic<bool>* stop);
 

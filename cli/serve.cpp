@@ -17,6 +17,7 @@
 #include <string>
 
 #include "command.hpp"
+#include "lab_payments.hpp"
 #include "manpage.hpp"
 #include "numbers.hpp"
 #include "output.hpp"
@@ -104,6 +105,61 @@ std::string summary(const lab::server_stats& s, double seconds) {
       s.charges_replayed, s.charges_unavailable);
 }
 
+// The payments endpoint's options: its store is --idempotency, else SQLite in a temporary
+// directory (`temporary`) that is removed when serve ends (after the server, which holds its
+// connections). nullopt after printing why not.
+std::optional<lab::payments_options> payments_of(const serve_options& o, const sim::scenario& s,
+                                                 std::optional<temporary_store>& temporary) {
+  lab::payments_options payments;
+  if (o.idempotency_option != nullptr && o.idempotency_option->count() > 0) {
+    payments.idempotency = o.idempotency;
+  } else {
+    auto made = temporary_store::create("serve");
+    if (!made) {
+      print_error(made.error());
+      return std::nullopt;
+    }
+    temporary.emplace(*std::move(made));
+    payments.idempotency = temporary->spec();
+  }
+  payments.fault_after_commit = o.fault_after_commit;
+  payments.seed = o.seed_option != nullptr && o.seed_option->count() > 0 ? o.seed : s.seed;
+  return payments;
+}
+
+// Prints the live line every second until SIGINT, SIGTERM or SIGHUP (blocked in `signals`),
+// then stops the server and prints the summary.
+void serve_until_signal(lab::server& srv, const sigset_t& signals) {
+  using clock = std::chrono::steady_clock;
+  const auto began = clock::now();
+  auto next_tick = began + std::chrono::seconds(1);
+  lab::server_stats before = srv.stats();
+  auto before_time = began;
+  bool store_down = false;
+  while (true) {
+    const auto left = std::max(clock::duration::zero(), next_tick - clock::now());
+    const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(left).count();
+    timespec wait{static_cast<std::time_t>(ns / 1'000'000'000),
+                  static_cast<long>(ns % 1'000'000'000)};
+    const int signal = sigtimedwait(&signals, nullptr, &wait);
+    if (signal == SIGINT || signal == SIGTERM || signal == SIGHUP) break;
+    if (signal < 0 && errno == EINTR) continue;
+    const auto now_time = clock::now();
+    if (now_time < next_tick) continue;
+    const lab::server_stats now = srv.stats();
+    report_log("serve", live_line(srv, now, before,
+                                  std::chrono::duration<double>(now_time - before_time).count()));
+    report_store_state(now, before, store_down);
+    before = now;
+    before_time = now_time;
+    next_tick += std::chrono::seconds(1);
+    if (next_tick < now_time) next_tick = now_time + std::chrono::seconds(1);
+  }
+  srv.stop();
+  report_log("serve",
+             summary(srv.stats(), std::chrono::duration<double>(clock::now() - began).count()));
+}
+
 int run(const serve_options& o) {
   auto scenario = load_scenario_argument("serve", o.scenario);
   if (!scenario) return exit_usage;
@@ -132,80 +188,32 @@ int run(const serve_options& o) {
                 ": must be a probability in [0, 1]");
     return exit_usage;
   }
-  // The payments endpoint's store: --idempotency, else SQLite in a temporary directory that is
-  // removed when serve ends (after the server, which holds its connections).
   std::optional<temporary_store> temporary;
-  lab::payments_options payments;
-  if (o.idempotency_option != nullptr && o.idempotency_option->count() > 0) {
-    payments.idempotency = o.idempotency;
-  } else {
-    auto made = temporary_store::create("serve");
-    if (!made) {
-      print_error(made.error());
-      return exit_failure;
-    }
-    temporary.emplace(*std::move(made));
-    payments.idempotency = temporary->spec();
-  }
-  payments.fault_after_commit = o.fault_after_commit;
-  payments.seed = o.seed_option != nullptr && o.seed_option->count() > 0 ? o.seed : (*scaled).seed;
-
-  outcome<std::unique_ptr<lab::server>, std::string> started = failure{std::string()};
-  try {
-    started = lab::server::start(*scaled, {.port = static_cast<std::uint16_t>(o.port),
-                                           .start_clock = !o.wait_start,
-                                           .payments = payments});
-  } catch (const std::invalid_argument& e) {
-    print_error("--idempotency: " + printable_message(e.what()) + "; or off (no guard)");
-    return exit_usage;
-  }
-  if (!started) {
-    print_error(printable_message(started.error()));
-    return exit_failure;
-  }
-  const std::unique_ptr<lab::server> srv = *std::move(started);
+  const auto payments = payments_of(o, *scaled, temporary);
+  if (!payments) return exit_failure;
+  int status = exit_success;
+  const std::unique_ptr<lab::server> srv =
+      start_payments_server("serve", *scaled,
+                            {.port = static_cast<std::uint16_t>(o.port),
+                             .start_clock = !o.wait_start,
+                             .payments = *payments},
+                            status);
+  if (!srv) return status;
   if (!write_all(stdout, "listening on " + srv->url() + "\n")) {
     print_error("cannot write to stdout: " + errno_text(errno));
     return exit_failure;
   }
   report_log("serve",
              fmt::format("POST /charges and GET /ledger: {}{}",
-                         payments.idempotency == "off"
+                         payments->idempotency == "off"
                              ? std::string("--idempotency off: no guard, the ledger in memory")
-                             : "idempotency store " + printable_message(payments.idempotency) +
+                             : "idempotency store " + printable_message(payments->idempotency) +
                                    (temporary ? " (temporary: removed at exit)" : ""),
                          o.fault_after_commit > 0
                              ? ", fault after commit " + detail::format_double(o.fault_after_commit)
                              : std::string()));
 
-  using clock = std::chrono::steady_clock;
-  const auto began = clock::now();
-  auto next_tick = began + std::chrono::seconds(1);
-  lab::server_stats before = srv->stats();
-  auto before_time = began;
-  bool store_down = false;
-  while (true) {
-    const auto left = std::max(clock::duration::zero(), next_tick - clock::now());
-    const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(left).count();
-    timespec wait{static_cast<std::time_t>(ns / 1'000'000'000),
-                  static_cast<long>(ns % 1'000'000'000)};
-    const int signal = sigtimedwait(&signals, nullptr, &wait);
-    if (signal == SIGINT || signal == SIGTERM || signal == SIGHUP) break;
-    if (signal < 0 && errno == EINTR) continue;
-    const auto now_time = clock::now();
-    if (now_time < next_tick) continue;
-    const lab::server_stats now = srv->stats();
-    report_log("serve", live_line(*srv, now, before,
-                                  std::chrono::duration<double>(now_time - before_time).count()));
-    report_store_state(now, before, store_down);
-    before = now;
-    before_time = now_time;
-    next_tick += std::chrono::seconds(1);
-    if (next_tick < now_time) next_tick = now_time + std::chrono::seconds(1);
-  }
-  srv->stop();
-  report_log("serve",
-             summary(srv->stats(), std::chrono::duration<double>(clock::now() - began).count()));
+  serve_until_signal(*srv, signals);
   return exit_success;
 }
 

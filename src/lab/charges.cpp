@@ -11,6 +11,7 @@
 #include "stormguard/detail/format.hpp"
 #include "stormguard/detail/http_syntax.hpp"
 #include "stormguard/idempotency.hpp"
+#include "stormguard_engine/json_writer.hpp"
 
 namespace stormguard::lab::detail {
 
@@ -31,9 +32,7 @@ guard::stored_response error(int status, std::string_view code, const std::strin
   j["status"] = status;
   j["code"] = code;
   j["detail"] = message;
-  return {status,
-          {{"Content-Type", "application/problem+json"}},
-          j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n"};
+  return {status, {{"Content-Type", "application/problem+json"}}, sim::engine::dump_json(j) + "\n"};
 }
 
 // RFC 6750 §2.1: b64token = 1*( ALPHA / DIGIT / "-" / "." / "_" / "~" / "+" / "/" ) *"="
@@ -132,20 +131,6 @@ std::string new_charge_id() {
   return "ch_" + uuid;
 }
 
-nlohmann::ordered_json row_json(const ledger_row& r) {
-  nlohmann::ordered_json j;
-  j["id"] = r.id;
-  j["principal"] = r.principal;
-  j["key"] = r.key;
-  j["amount"] = r.amount;
-  j["currency"] = r.currency;
-  return j;
-}
-
-std::string dump(const nlohmann::ordered_json& j) {
-  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-}
-
 // The 201 of a charge.
 guard::stored_response created(const ledger_row& row) {
   nlohmann::ordered_json j;
@@ -155,7 +140,7 @@ guard::stored_response created(const ledger_row& row) {
   j["currency"] = row.currency;
   return {201,
           {{"Content-Type", "application/json"}, {"Location", "/charges/" + row.id}},
-          dump(j) + "\n"};
+          sim::engine::dump_json(j) + "\n"};
 }
 
 std::int64_t to_int64(const std::optional<std::string>& text) {
@@ -250,7 +235,7 @@ charge_answer charges_endpoint::charge(const charge_request& request) {
     ledger_row row{new_charge_id(), *principal, key, (*body).amount, (*body).currency};
     const std::string amount = std::to_string(row.amount);
     if (tx.kind() == guard::store_kind::redis) {
-      const std::string value = dump(row_json(row));
+      const std::string value = sim::engine::dump_json(nlohmann::ordered_json(row));
       (void)tx.execute("RPUSH", {ledger_table, value});
     } else {
       (void)tx.execute("INSERT INTO " + std::string(ledger_table) +
@@ -276,13 +261,7 @@ std::vector<ledger_row> charges_endpoint::read_ledger() {
       if (r.empty() || !r.front()) continue;
       const nlohmann::json j = nlohmann::json::parse(*r.front(), nullptr, false);
       if (!j.is_object()) continue;
-      ledger_row row;
-      row.id = j.value("id", "");
-      row.principal = j.value("principal", "");
-      row.key = j.value("key", "");
-      row.amount = j.value("amount", std::int64_t{0});
-      row.currency = j.value("currency", "");
-      rows.push_back(std::move(row));
+      rows.push_back(j.get<ledger_row>());
     }
     return rows;
   }
@@ -306,11 +285,10 @@ guard::stored_response charges_endpoint::ledger() {
     r.headers.emplace_back("Retry-After", "1");
     return r;
   }
-  nlohmann::ordered_json j;
-  j["store"] = store_name();
-  j["rows"] = nlohmann::ordered_json::array();
-  for (const ledger_row& row : rows) j["rows"].push_back(row_json(row));
-  return {200, {{"Content-Type", "application/json"}}, dump(j) + "\n"};
+  const ledger_message m{std::string(store_name()), std::move(rows)};
+  return {200,
+          {{"Content-Type", "application/json"}},
+          sim::engine::dump_json(nlohmann::ordered_json(m)) + "\n"};
 }
 
 }  // namespace stormguard::lab::detail

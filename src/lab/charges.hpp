@@ -36,6 +36,7 @@
 #include <string_view>
 #include <vector>
 
+#include "lab/wire.hpp"
 #include "stormguard/guard/guard.hpp"
 #include "stormguard/guard/store.hpp"
 #include "stormguard/lab/server.hpp"
@@ -63,14 +64,8 @@ struct charge_answer {
   bool drop = false;               ///< fault_after_commit: close the connection, send nothing
 };
 
-/// One ledger row.
-struct ledger_row {
-  std::string id;  ///< "ch_" and 32 hex digits, new for every run of the handler
-  std::string principal;
-  std::string key;  ///< the Idempotency-Key as the guard parsed it ("" without one: off only)
-  std::int64_t amount = 0;
-  std::string currency;
-};
+using wire::ledger_message;
+using wire::ledger_row;
 
 /// The endpoint (see the file comment).
 class charges_endpoint {

@@ -1,6 +1,6 @@
-// The lab's client fleet (include/stormguard/lab/fleet.hpp): the simulator's fleet and metrics
-// (src/sim/fleet.hpp, src/sim/metrics.hpp) driven by real time and real HTTP attempts through
-// http::async_client, on one Asio thread.
+// The lab's client fleet (include/stormguard/lab/fleet.hpp): the engine's driver (the
+// simulator's clients, retries and metrics: stormguard_engine/driver.hpp) on real time and real
+// HTTP attempts through http::async_client, on one Asio thread.
 #include "stormguard/lab/fleet.hpp"
 
 #include <fmt/format.h>
@@ -15,7 +15,6 @@
 #include <functional>
 #include <limits>
 #include <memory>
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <queue>
 #include <stdexcept>
@@ -23,13 +22,13 @@
 #include <utility>
 #include <variant>
 
-#include "sim/common.hpp"
-#include "sim/fleet.hpp"
-#include "sim/metrics.hpp"
 #include "stormguard/http/async_client.hpp"
 #include "stormguard/metrics/retry_metrics.hpp"
 #include "stormguard/random.hpp"
 #include "stormguard/sim/report.hpp"
+#include "stormguard_engine/driver.hpp"
+#include "stormguard_engine/json_writer.hpp"
+#include "stormguard_engine/seeds.hpp"
 
 namespace stormguard::lab {
 
@@ -47,63 +46,70 @@ struct pending {
   friend bool operator>(const pending& a, const pending& b) noexcept { return a.time > b.time; }
 };
 
+// The lab's transport for the engine's driver (stormguard_engine/driver.hpp): the scenario's
+// clock is the steady clock from the start of the run, scheduled starts wait on an Asio timer,
+// and each attempt is one HTTP GET through http::async_client to the lab's server (which runs the
+// engine's server model). Prometheus metrics, when asked for, hear of every outcome.
 template <class B>
-class lab_engine {
+class lab_transport {
  public:
   template <class Config>
-  lab_engine(asio::io_context& io, const sim::scenario& s, const sim::strategy& strat,
-             const Config& config, server& srv, const fleet_options& options)
+  lab_transport(asio::io_context& io, const sim::scenario& s, const sim::strategy& strat,
+                const Config& config, server& srv, const fleet_options& options)
       : io_(io),
-        s_(s),
         srv_(srv),
         options_(options),
         url_(srv.url()),
         end_(s.length.count()),
-        timeout_(strat.attempt_timeout.value_or(s.timeout)),
-        unavailable_(strat.retries_503 ? classification::retry() : classification::stop()),
-        client_(io.get_executor(), client_options_for(timeout_)),
-        fleet_(s, strat, config, expected_requests(s)),
-        metrics_(s, strat.name, expected_requests(s)),
-        arrivals_rng_(sim::seeds::mix(s.seed, sim::seeds::k_tag_arrivals)),
+        client_(io.get_executor(), client_options_for(strat.attempt_timeout.value_or(s.timeout))),
         starts_timer_(io),
         tick_timer_(io),
         prometheus_(options.metrics == nullptr
                         ? nullptr
-                        : &options.metrics->for_client(strat.name, metrics::budget_kind<B>())) {
-    if (s.incident) {
-      incident_start_ = s.incident->start.count();
-      incident_end_ = s.incident->end.count();
-    }
-  }
+                        : &options.metrics->for_client(strat.name, metrics::budget_kind<B>())),
+        driver_(s, strat, config, *this) {}
 
   fleet_result run() {
     srv_.start_clock();
     t0_ = steady::now();
-    schedule_next_arrival(0);
+    driver_.begin();
     arm_starts();
     tick();
     io_.run();
     fleet_result out;
     out.completed = completed_;
-    std::int64_t in_flight_attempts = 0;
-    std::int64_t requests_in_flight = 0;
-    for (const sim::engine::request& r : fleet_.requests()) {
-      if (r.state == sim::engine::request_state::awaiting) ++in_flight_attempts;
-      if (r.state != sim::engine::request_state::ended) ++requests_in_flight;
-    }
     const server_stats st = srv_.stats();
-    metrics_.sample_queue_until(end_ + sim::engine::k_bin_ns, st.queued);
-    metrics_.counters().lost = st.lost;
-    metrics_.counters().wasted_work = std::max<std::int64_t>(0, st.served - st.served_in_time);
-    out.result = metrics_.finish(in_flight_attempts, requests_in_flight);
+    sim::engine::metrics& m = driver_.run_metrics();
+    m.sample_queue_until(end_ + sim::engine::k_bin_ns, st.queued);
+    m.counters().lost = st.lost;
+    m.counters().wasted_work = std::max<std::int64_t>(0, st.served - st.served_in_time);
+    out.result = driver_.finish();
     return out;
   }
 
- private:
-  static double expected_requests(const sim::scenario& s) {
-    return s.requests_per_second * std::chrono::duration<double>(s.length).count();
+  // The driver's transport.
+  void schedule_arrival(std::int64_t at) { push(pending{at, k_arrival, 0}); }
+  void schedule_attempt(std::int64_t at, std::uint32_t id, std::int32_t attempt) {
+    if (at < end_) push(pending{at, id, attempt});
+  }
+  void send(std::uint32_t id, std::int32_t attempt, std::int64_t) {
+    http::request req;
+    req.url = url_;
+    client_.async_perform(std::move(req),
+                          [this, id, attempt](http::result res) { on_result(id, attempt, res); });
+  }
+  void note_throttled() { note_end(end_reason::throttled); }
+  void note_outcome(attempt_status status) {
+    if (prometheus_ != nullptr) prometheus_->record_outcome(status);
+  }
+  void note_retry(duration delay) {
+    if (prometheus_ != nullptr) prometheus_->record_retry(delay, false);
+  }
+  void note_end(end_reason reason) {
+    if (prometheus_ != nullptr) prometheus_->record_end(reason);
   }
 
+ private:
   // One attempt per call: the fleet decides the retries.
   static http::client_options client_options_for(duration timeout) {
     http::client_options o;
@@ -115,17 +121,6 @@ class lab_engine {
 
   [[nodiscard]] std::int64_t now() const {
     return std::chrono::duration_cast<std::chrono::nanoseconds>(steady::now() - t0_).count();
-  }
-  [[nodiscard]] bool in_incident(std::int64_t t) const noexcept {
-    return t >= incident_start_ && t < incident_end_;
-  }
-
-  void schedule_next_arrival(std::int64_t from) {
-    // The simulator's arrival process: exponential gaps -ln(1 - u) / rate from its own stream.
-    const double u = uniform_unit(arrivals_rng_);
-    const double gap_ns = -std::log1p(-u) / s_.requests_per_second * 1e9;
-    if (!(gap_ns < static_cast<double>(end_ - from))) return;
-    push(pending{from + static_cast<std::int64_t>(std::llround(gap_ns)), k_arrival, 0});
   }
 
   void push(pending p) {
@@ -150,9 +145,9 @@ class lab_engine {
         const pending p = starts_.top();
         starts_.pop();
         if (p.id == k_arrival) {
-          on_arrival(p.time);
+          driver_.arrival(p.time);
         } else {
-          start_attempt(p.id, p.attempt, p.time);
+          driver_.start_attempt(p.id, p.attempt, p.time);
         }
       }
       if (!armed_) arm_starts();
@@ -167,7 +162,7 @@ class lab_engine {
       stop();
       return;
     }
-    metrics_.sample_queue_until(t, srv_.stats().queued);
+    driver_.run_metrics().sample_queue_until(t, srv_.stats().queued);
     if (options_.progress) {
       options_.progress(static_cast<std::size_t>(t / k_tick_ns),
                         static_cast<std::size_t>((end_ + k_tick_ns - 1) / k_tick_ns));
@@ -185,96 +180,27 @@ class lab_engine {
     io_.stop();
   }
 
-  void on_arrival(std::int64_t at) {
-    const bool incident = in_incident(at);
-    const std::uint32_t id = fleet_.add(at, incident);
-    metrics_.arrival(at, incident);
-    if (!fleet_.admit(id, at)) {
-      fleet_[id].state = sim::engine::request_state::ended;
-      ++metrics_.counters().throttled;
-      if (prometheus_ != nullptr) prometheus_->record_end(end_reason::throttled);
-    } else {
-      start_attempt(id, 1, at);
-    }
-    schedule_next_arrival(at);
-  }
-
-  void start_attempt(std::uint32_t id, std::int32_t attempt, std::int64_t at) {
-    sim::engine::request& r = fleet_[id];
-    r.attempt = attempt;
-    r.state = sim::engine::request_state::awaiting;
-    metrics_.attempt(at, r.in_incident);
-    http::request req;
-    req.url = url_;
-    client_.async_perform(std::move(req), [this, id](http::result res) { on_result(id, res); });
-  }
-
-  void on_result(std::uint32_t id, const http::result& res) {
+  // An attempt's HTTP result: a 2xx is a success, another status a 503 of the model, no
+  // response a timeout (the client's attempt timeout is the scenario's).
+  void on_result(std::uint32_t id, std::int32_t attempt, const http::result& res) {
     if (stopped_) return;
     const std::int64_t t = now();
     if (t >= end_) return;  // after the run: still in flight, as in the simulator
-    sim::engine::request& r = fleet_[id];
     if (res.response && res.response->status >= 200 && res.response->status < 300) {
-      r.state = sim::engine::request_state::ended;
-      metrics_.success(t, t - r.start);
-      fleet_.succeeded(id, t);
-      fleet_.ended(id, t);
-      if (prometheus_ != nullptr) {
-        prometheus_->record_outcome(attempt_status::success);
-        prometheus_->record_end(end_reason::success);
-      }
-      return;
-    }
-    if (res.response) {
-      metrics_.failure(t);
-      if (prometheus_ != nullptr) {
-        prometheus_->record_outcome(unavailable_.action() != classification::kind::stop
-                                        ? attempt_status::failure
-                                        : attempt_status::not_retryable);
-      }
-      on_failure(id, t, unavailable_);
+      driver_.succeeded(id, attempt, t);
+    } else if (res.response) {
+      driver_.unavailable(id, attempt, t);
     } else {
-      metrics_.timeout(t);
-      if (prometheus_ != nullptr) prometheus_->record_outcome(attempt_status::timeout);
-      on_failure(id, t, classification::retry().as_timeout());
-    }
-  }
-
-  void on_failure(std::uint32_t id, std::int64_t t, classification verdict) {
-    const retry_decision next = fleet_.failed(id, t, verdict);
-    sim::engine::request& r = fleet_[id];
-    if (next.retry) {
-      if (prometheus_ != nullptr) prometheus_->record_retry(next.delay, false);
-      r.state = sim::engine::request_state::backing_off;
-      r.previous_delay = next.delay.count();
-      const std::int64_t delay = std::max<std::int64_t>(0, next.delay.count());
-      if (delay < end_ - t) push(pending{t + delay, id, r.attempt + 1});
-      return;
-    }
-    r.state = sim::engine::request_state::ended;
-    fleet_.ended(id, t);
-    if (prometheus_ != nullptr) prometheus_->record_end(next.reason);
-    if (next.reason == end_reason::budget_exhausted) {
-      ++metrics_.counters().budget_exhausted;
-    } else {
-      ++metrics_.counters().attempts_exhausted;
+      driver_.timed_out(id, attempt, t);
     }
   }
 
   asio::io_context& io_;
-  const sim::scenario& s_;
   server& srv_;
   const fleet_options& options_;
   std::string url_;
   std::int64_t end_;
-  duration timeout_;
-  classification unavailable_;
-  std::int64_t incident_start_ = 0;
-  std::int64_t incident_end_ = 0;
   http::async_client client_;
-  sim::engine::fleet<B> fleet_;
-  sim::engine::metrics metrics_;
-  random_generator arrivals_rng_;
   std::priority_queue<pending, std::vector<pending>, std::greater<>> starts_;
   asio::steady_timer starts_timer_;
   asio::steady_timer tick_timer_;
@@ -284,9 +210,8 @@ class lab_engine {
   bool stopped_ = false;
   bool completed_ = true;
   metrics::client_metrics* prometheus_;  // nullptr: no Prometheus metrics
+  sim::engine::driver<B, lab_transport> driver_;
 };
-
-std::string json_string(const std::string& text) { return nlohmann::json(text).dump(); }
 
 std::string cell(std::optional<double> lab, std::optional<double> sim, int decimals,
                  const char* unit = "") {
@@ -310,8 +235,8 @@ outcome<fleet_result, std::string> run_fleet(const sim::scenario& s, const sim::
     return std::visit(
         [&](const auto& config) -> fleet_result {
           using budget_type = typename sim::budget_for<std::decay_t<decltype(config)>>::type;
-          lab_engine<budget_type> engine(io, s, applied, config, srv, options);
-          return engine.run();
+          lab_transport<budget_type> transport(io, s, applied, config, srv, options);
+          return transport.run();
         },
         applied.budget);
   } catch (const std::runtime_error& e) {  // libcurl could not be initialised
@@ -363,18 +288,14 @@ outcome<lab_report, std::string> run_lab(const sim::scenario& s,
 }
 
 std::string to_json(const lab_report& report) {
-  std::string out =
-      fmt::format("{{\"scenario\":{},\"seed\":{},\"interrupted\":{},\"strategies\":[",
-                  json_string(report.scenario.name), report.scenario.seed, report.interrupted);
-  bool first = true;
+  sim::engine::json_writer w;
+  w.begin_report(report.scenario.name, report.scenario.seed);
+  w.field("interrupted", report.interrupted).key("strategies").begin_array();
   for (const lab_comparison& c : report.strategies) {
-    if (!first) out += ',';
-    first = false;
-    out += fmt::format("{{\"name\":{},\"completed\":{},\"lab\":{},\"sim\":{}}}",
-                       json_string(c.name), c.completed, sim::to_json(c.lab), sim::to_json(c.sim));
+    w.begin_object().field("name", c.name).field("completed", c.completed);
+    w.key("lab").raw(sim::to_json(c.lab)).key("sim").raw(sim::to_json(c.sim)).end_object();
   }
-  out += "]}\n";
-  return out;
+  return std::move(w.end_array().end_object()).line();
 }
 
 std::string format_table(const lab_report& report) {

@@ -14,12 +14,14 @@
 #include <unordered_set>
 #include <utility>
 
+#include "lab/wire.hpp"
 #include "stormguard/detail/format.hpp"
 #include "stormguard/duration_text.hpp"
 #include "stormguard/http/client.hpp"
 #include "stormguard/idempotency.hpp"
 #include "stormguard/random.hpp"
 #include "stormguard/retry_after.hpp"
+#include "stormguard_engine/json_writer.hpp"
 
 namespace stormguard::lab {
 
@@ -90,6 +92,18 @@ struct ledger_entry {
   std::string key;
 };
 
+// A wire message (lab/wire.hpp) from a response body; nullopt when it is not one.
+template <class Message>
+std::optional<Message> parse_wire(const std::string& body) {
+  const nlohmann::json j = nlohmann::json::parse(body, nullptr, false);
+  if (!j.is_object()) return std::nullopt;
+  try {
+    return j.get<Message>();
+  } catch (const nlohmann::json::exception&) {
+    return std::nullopt;
+  }
+}
+
 // The client that reads the servers' /stats and /ledger (GETs, with the default retries).
 http::client reading_client(duration attempt_timeout) {
   http::client_options options;
@@ -121,15 +135,14 @@ outcome<server_counters, std::string> read_counters(http::client& client,
       return failure{"the server " + base + " answered GET /stats with " +
                      std::to_string(r.response->status)};
     }
-    const nlohmann::json j = nlohmann::json::parse(r.response->body, nullptr, false);
-    if (!j.is_object() || !j.contains("charges") || !j["charges"].is_number_integer() ||
-        !j.contains("charges_dropped") || !j["charges_dropped"].is_number_integer()) {
+    const auto stats = parse_wire<wire::stats_message>(r.response->body);
+    if (!stats) {
       return failure{"the server " + base +
                      " is not a stormguard serve with the payments endpoint (GET /stats has no "
                      "\"charges\")"};
     }
-    sum.charges += j["charges"].get<std::int64_t>();
-    sum.dropped += j["charges_dropped"].get<std::int64_t>();
+    sum.charges += stats->stats.charges;
+    sum.dropped += stats->stats.charges_dropped;
   }
   return sum;
 }
@@ -149,16 +162,15 @@ read_ledgers(http::client& client, const std::vector<std::string>& servers) {
           r.response ? fmt::format("status {}", r.response->status)
                      : (r.error ? r.error->message : std::string(to_string(r.reason))))};
     }
-    const nlohmann::json j = nlohmann::json::parse(r.response->body, nullptr, false);
-    if (!j.is_object() || !j.contains("rows") || !j["rows"].is_array()) {
+    auto ledger = parse_wire<wire::ledger_message>(r.response->body);
+    if (!ledger) {
       return failure{
           fmt::format("the ledger of {} is not {{\"store\": ..., \"rows\": [...]}}", base)};
     }
-    if (store.empty()) store = j.value("store", "");
-    for (const auto& row : j["rows"]) {
-      if (!row.is_object()) continue;
-      rows.try_emplace(row.value("id", ""),
-                       ledger_entry{row.value("principal", ""), row.value("key", "")});
+    if (store.empty()) store = ledger->store;
+    for (wire::ledger_row& row : ledger->rows) {
+      rows.try_emplace(std::move(row.id),
+                       ledger_entry{std::move(row.principal), std::move(row.key)});
     }
   }
   return std::pair{std::move(rows), std::move(store)};
@@ -252,170 +264,201 @@ std::string describe_payments_retry(const retry_options& retry, const budget_opt
                          : fmt::format("a {} retry budget", budget_kind(budget)));
 }
 
-outcome<payments_audit, std::string> run_payments(const payments_run_options& o) {
-  check_options(o);
-  const retry_policy policy(o.retry);  // validates
-  any_budget budget(o.budget);         // one for the run, shared by every charge
+namespace {
 
-  // A run id in the principals, so that a shared ledger tells this run's customers apart.
-  std::string run = make_idempotency_key().substr(0, 8);
-  const auto n = static_cast<std::size_t>(o.charges);
-  std::vector<charge_record> records(n);
-  counters count;
-  progress_reporter progress(o.progress, n);
-  std::atomic<std::int64_t> next{0};
-  std::mutex error_mutex;
-  std::string setup_error;
+// One run of run_payments: the charges' records and counters, shared by the worker threads.
+class payments_run {
+ public:
+  explicit payments_run(const payments_run_options& o)
+      : o_(o),
+        policy_(o.retry),  // validates
+        budget_(o.budget),  // one for the run, shared by every charge
+        // A run id in the principals, so that a shared ledger tells this run's customers apart.
+        run_(make_idempotency_key().substr(0, 8)),
+        records_(static_cast<std::size_t>(o.charges)),
+        progress_(o.progress, static_cast<std::size_t>(o.charges)) {}
 
-  const auto worker = [&] {
+  // Sends every charge from o.concurrency threads; the time it took, or why not.
+  outcome<duration, std::string> send_all() {
+    const auto began = std::chrono::steady_clock::now();
+    {
+      std::vector<std::jthread> threads;
+      const int workers = static_cast<int>(std::min<std::int64_t>(o_.concurrency, o_.charges));
+      threads.reserve(static_cast<std::size_t>(workers));
+      for (int t = 0; t < workers; ++t) threads.emplace_back([this] { work(); });
+    }
+    const auto sent_time = std::chrono::steady_clock::now() - began;
+    if (!setup_error_.empty()) return failure{setup_error_};
+    return std::chrono::duration_cast<duration>(sent_time);
+  }
+
+  // The audit's client-side figures.
+  [[nodiscard]] payments_audit client_side(duration elapsed) const {
+    payments_audit a;
+    a.servers = static_cast<int>(o_.servers.size());
+    a.policy = describe_payments_retry(o_.retry, o_.budget);
+    a.elapsed = elapsed;
+    a.interrupted = o_.stop != nullptr && o_.stop->load() && next_.load() < o_.charges;
+    a.client_attempts = count_.attempts.load();
+    a.attempts = a.client_attempts;
+    a.replayed = count_.replayed.load();
+    a.conflicts = count_.conflicts.load();
+    a.unavailable = count_.unavailable.load();
+    a.no_response = count_.dropped.load();
+    return a;
+  }
+
+  [[nodiscard]] const std::vector<charge_record>& records() const noexcept { return records_; }
+
+ private:
+  // One worker thread: its own HTTP client and retrier, then charges until none is left.
+  void work() {
     std::optional<http::client> client;
     try {
       http::client_options options;
       options.retry.max_retries = 0;  // one attempt per perform(): the retrier below retries
-      options.attempt_timeout = o.attempt_timeout;
-      options.connect_timeout = std::min(o.attempt_timeout, duration(5s));
+      options.attempt_timeout = o_.attempt_timeout;
+      options.connect_timeout = std::min(o_.attempt_timeout, duration(5s));
       client.emplace(options);
     } catch (const std::exception& e) {
-      const std::lock_guard lock(error_mutex);
-      if (setup_error.empty())
-        setup_error = std::string("cannot set up the HTTP client: ") + e.what();
+      const std::lock_guard lock(error_mutex_);
+      if (setup_error_.empty()) {
+        setup_error_ = std::string("cannot set up the HTTP client: ") + e.what();
+      }
       return;
     }
     real_clock clock;
     random_generator random;  // the jitter: OS-seeded, one per thread
-    retrier<random_generator, any_budget> retry(policy, clock, random, budget);
-    const auto classify = [&](const attempt_failure& f) {
-      return classify_charge_attempt(f.status, f.phase, f.retry_after, o.statuses);
-    };
-    while (o.stop == nullptr || !o.stop->load(std::memory_order_relaxed)) {
-      const std::int64_t i = next.fetch_add(1, std::memory_order_relaxed);
-      if (i >= o.charges) break;
-      charge_record& rec = records[static_cast<std::size_t>(i)];
-      rec.started = true;
-      rec.key = make_idempotency_key();
-      rec.principal = fmt::format("cus_{}_{}", run, i % k_customers);
-      const std::string body =
-          fmt::format(R"({{"amount": {}, "currency": "{}"}})", amount_of(i), currency_of(i));
-      bool replay = false;
-      auto ended = retry(
-          [&](const attempt_context& ctx) -> outcome<std::string, attempt_failure> {
-            const std::string& base =
-                o.servers[static_cast<std::size_t>(i + ctx.attempt - 1) % o.servers.size()];
-            http::request req;
-            req.method = "POST";
-            req.url = base + "charges";
-            // A new connection per attempt: libcurl resends a request by itself, to the same
-            // server, when a reused connection closes before any byte of the response — the
-            // fault this run injects — and the retry must be the retrier's, on another replica.
-            req.headers = {{"Authorization", "Bearer " + rec.principal},
-                           {"Content-Type", "application/json"},
-                           {"Connection", "close"}};
-            req.body = body;
-            req.idempotency = http::key::use(rec.key);
-            count.attempts.fetch_add(1, std::memory_order_relaxed);
-            http::result r = client->perform(req);
-            if (!r.response) {
-              count.dropped.fetch_add(1, std::memory_order_relaxed);
-              return failure{attempt_failure{std::nullopt, r.error ? r.error->phase : std::nullopt,
-                                             std::nullopt}};
-            }
-            const int status = r.response->status;
-            if (status >= 200 && status < 300) {
-              replay = r.response->header_value("Idempotent-Replayed") == "true";
-              return std::move(r.response->body);
-            }
-            if (status == 409) count.conflicts.fetch_add(1, std::memory_order_relaxed);
-            if (status == 503 && count.unavailable.fetch_add(1, std::memory_order_relaxed) == 0 &&
-                o.on_first_unavailable) {
-              o.on_first_unavailable(
-                  "a server answered 503 (" + base +
-                  "): its idempotency store is unavailable; the charges wait and retry, so the run "
-                  "lasts as long as the outage or the retries");
-            }
-            std::optional<duration> retry_after;
-            if (const auto field = r.response->header_value("Retry-After")) {
-              retry_after = parse_retry_after(*field, std::chrono::system_clock::now());
-            }
-            return failure{attempt_failure{status, std::nullopt, retry_after}};
-          },
-          classify);
-      if (ended.ok()) {
-        rec.ok = true;
-        if (replay) count.replayed.fetch_add(1, std::memory_order_relaxed);
-        const nlohmann::json j = nlohmann::json::parse(*ended.value, nullptr, false);
-        if (j.is_object()) rec.charge_id = j.value("id", "");
-      }
-      progress.ended();
+    retrier<random_generator, any_budget> retry(policy_, clock, random, budget_);
+    while (o_.stop == nullptr || !o_.stop->load(std::memory_order_relaxed)) {
+      const std::int64_t i = next_.fetch_add(1, std::memory_order_relaxed);
+      if (i >= o_.charges) break;
+      charge(*client, retry, i);
+      progress_.ended();
     }
-  };
+  }
 
+  // Charge i, with its retries.
+  void charge(http::client& client, retrier<random_generator, any_budget>& retry, std::int64_t i) {
+    charge_record& rec = records_[static_cast<std::size_t>(i)];
+    rec.started = true;
+    rec.key = make_idempotency_key();
+    rec.principal = fmt::format("cus_{}_{}", run_, i % k_customers);
+    const std::string body =
+        fmt::format(R"({{"amount": {}, "currency": "{}"}})", amount_of(i), currency_of(i));
+    bool replay = false;
+    const auto classify = [&](const attempt_failure& f) {
+      return classify_charge_attempt(f.status, f.phase, f.retry_after, o_.statuses);
+    };
+    auto ended = retry(
+        [&](const attempt_context& ctx) {
+          const std::string& base =
+              o_.servers[static_cast<std::size_t>(i + ctx.attempt - 1) % o_.servers.size()];
+          return attempt(client, base, rec, body, replay);
+        },
+        classify);
+    if (ended.ok()) {
+      rec.ok = true;
+      if (replay) count_.replayed.fetch_add(1, std::memory_order_relaxed);
+      const nlohmann::json j = nlohmann::json::parse(*ended.value, nullptr, false);
+      if (j.is_object()) rec.charge_id = j.value("id", "");
+    }
+  }
+
+  // One POST /charges to `base`: the 2xx's body, or what failed.
+  outcome<std::string, attempt_failure> attempt(http::client& client, const std::string& base,
+                                                const charge_record& rec, const std::string& body,
+                                                bool& replay) {
+    http::request req;
+    req.method = "POST";
+    req.url = base + "charges";
+    // A new connection per attempt: libcurl resends a request by itself, to the same server,
+    // when a reused connection closes before any byte of the response — the fault this run
+    // injects — and the retry must be the retrier's, on another replica.
+    req.headers = {{"Authorization", "Bearer " + rec.principal},
+                   {"Content-Type", "application/json"},
+                   {"Connection", "close"}};
+    req.body = body;
+    req.idempotency = http::key::use(rec.key);
+    count_.attempts.fetch_add(1, std::memory_order_relaxed);
+    http::result r = client.perform(req);
+    if (!r.response) {
+      count_.dropped.fetch_add(1, std::memory_order_relaxed);
+      return failure{
+          attempt_failure{std::nullopt, r.error ? r.error->phase : std::nullopt, std::nullopt}};
+    }
+    const int status = r.response->status;
+    if (status >= 200 && status < 300) {
+      replay = r.response->header_value("Idempotent-Replayed") == "true";
+      return std::move(r.response->body);
+    }
+    if (status == 409) count_.conflicts.fetch_add(1, std::memory_order_relaxed);
+    if (status == 503 && count_.unavailable.fetch_add(1, std::memory_order_relaxed) == 0 &&
+        o_.on_first_unavailable) {
+      o_.on_first_unavailable(
+          "a server answered 503 (" + base +
+          "): its idempotency store is unavailable; the charges wait and retry, so the run "
+          "lasts as long as the outage or the retries");
+    }
+    std::optional<duration> retry_after;
+    if (const auto field = r.response->header_value("Retry-After")) {
+      retry_after = parse_retry_after(*field, std::chrono::system_clock::now());
+    }
+    return failure{attempt_failure{status, std::nullopt, retry_after}};
+  }
+
+  const payments_run_options& o_;
+  const retry_policy policy_;
+  any_budget budget_;
+  const std::string run_;
+  std::vector<charge_record> records_;
+  counters count_;
+  progress_reporter progress_;
+  std::atomic<std::int64_t> next_{0};
+  std::mutex error_mutex_;
+  std::string setup_error_;
+};
+
+}  // namespace
+
+outcome<payments_audit, std::string> run_payments(const payments_run_options& o) {
+  check_options(o);
+  payments_run run(o);
   http::client reader = reading_client(o.attempt_timeout);
   // Every server answers before the first charge: a dead or wrong --server fails at once.
   const outcome<server_counters, std::string> before = read_counters(reader, o.servers);
   if (!before) return failure{before.error()};
-  const auto began = std::chrono::steady_clock::now();
-  {
-    std::vector<std::jthread> threads;
-    const int workers = static_cast<int>(std::min<std::int64_t>(o.concurrency, o.charges));
-    threads.reserve(static_cast<std::size_t>(workers));
-    for (int t = 0; t < workers; ++t) threads.emplace_back(worker);
-  }
-  const auto sent_time = std::chrono::steady_clock::now() - began;
-  if (!setup_error.empty()) return failure{setup_error};
+  const auto sent = run.send_all();
+  if (!sent) return failure{sent.error()};
 
-  payments_audit a;
-  a.servers = static_cast<int>(o.servers.size());
-  a.policy = describe_payments_retry(o.retry, o.budget);
-  a.elapsed = std::chrono::duration_cast<duration>(sent_time);
-  a.interrupted = o.stop != nullptr && o.stop->load() && next.load() < o.charges;
-  a.client_attempts = count.attempts.load();
-  a.attempts = a.client_attempts;
-  a.replayed = count.replayed.load();
-  a.conflicts = count.conflicts.load();
-  a.unavailable = count.unavailable.load();
-  a.no_response = count.dropped.load();
+  payments_audit a = run.client_side(*sent);
   if (const outcome<server_counters, std::string> after = read_counters(reader, o.servers); after) {
     a.attempts = (*after).charges - (*before).charges;
     a.dropped = (*after).dropped - (*before).dropped;
   }
-
   auto ledger = read_ledgers(reader, o.servers);
   if (!ledger) return failure{ledger.error()};
   auto& [rows, store] = *ledger;
   a.store = store;
-
-  count_ledger(records, rows, a);
+  count_ledger(run.records(), rows, a);
   return a;
 }
 
 std::string to_json(const payments_audit& a) {
-  nlohmann::ordered_json j;
-  j["charges"] = a.charges;
-  j["ledger_rows"] = a.ledger_rows;
-  j["duplicates"] = a.duplicates;
-  j["lost"] = a.lost;
-  j["unconfirmed"] = a.unconfirmed;
-  j["attempts"] = a.attempts;
-  j["client_attempts"] = a.client_attempts;
-  j["succeeded"] = a.succeeded;
-  j["failed"] = a.failed;
-  j["replayed"] = a.replayed;
-  j["conflicts"] = a.conflicts;
-  j["unavailable"] = a.unavailable;
-  j["dropped"] = a.dropped ? nlohmann::ordered_json(*a.dropped) : nullptr;
-  j["no_response"] = a.no_response;
-  j["other_rows"] = a.other_rows;
-  j["store"] = a.store;
-  j["servers"] = a.servers;
-  j["fault_after_commit"] =
-      a.fault_after_commit ? nlohmann::ordered_json(*a.fault_after_commit) : nullptr;
-  j["policy"] = a.policy;
   const double seconds = std::chrono::duration<double>(a.elapsed).count();
-  j["elapsed_s"] = seconds;
-  j["charges_per_s"] = seconds > 0 ? static_cast<double>(a.charges) / seconds : 0.0;
-  j["interrupted"] = a.interrupted;
-  j["passed"] = a.passed();
-  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+  sim::engine::json_writer w;
+  w.begin_object().field("charges", a.charges).field("ledger_rows", a.ledger_rows);
+  w.field("duplicates", a.duplicates).field("lost", a.lost).field("unconfirmed", a.unconfirmed);
+  w.field("attempts", a.attempts).field("client_attempts", a.client_attempts);
+  w.field("succeeded", a.succeeded).field("failed", a.failed).field("replayed", a.replayed);
+  w.field("conflicts", a.conflicts).field("unavailable", a.unavailable);
+  w.field("dropped", a.dropped).field("no_response", a.no_response);
+  w.field("other_rows", a.other_rows).field("store", a.store).field("servers", a.servers);
+  w.field("fault_after_commit", a.fault_after_commit).field("policy", a.policy);
+  w.field("elapsed_s", seconds);
+  w.field("charges_per_s", seconds > 0 ? static_cast<double>(a.charges) / seconds : 0.0);
+  w.field("interrupted", a.interrupted).field("passed", a.passed());
+  return std::move(w.end_object()).line();
 }
 
 std::string format_table(const payments_audit& a) {

@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
@@ -39,10 +40,11 @@
 #include <vector>
 
 #include "lab/charges.hpp"
-#include "sim/common.hpp"
-#include "sim/server.hpp"
+#include "lab/wire.hpp"
 #include "stormguard/guard/store.hpp"
 #include "stormguard/random.hpp"
+#include "stormguard_engine/json_writer.hpp"
+#include "stormguard_engine/server.hpp"
 
 namespace stormguard::lab {
 
@@ -153,27 +155,9 @@ std::string_view phase_name(const sim::scenario& s, bool clock_started, duration
 }
 
 std::string stats_json(const sim::scenario& s, const server_stats& st) {
-  nlohmann::ordered_json j;
-  j["scenario"] = s.name;
-  j["phase"] = phase_name(s, st.clock_started, st.elapsed);
-  j["clock_started"] = st.clock_started;
-  j["elapsed_s"] = std::chrono::duration<double>(st.elapsed).count();
-  j["attempts"] = st.attempts;
-  j["served"] = st.served;
-  j["served_in_time"] = st.served_in_time;
-  j["rejected"] = st.rejected;
-  j["errors"] = st.errors;
-  j["lost"] = st.lost;
-  j["queued"] = st.queued;
-  j["in_service"] = st.in_service;
-  j["charges"] = st.charges;
-  j["charges_committed"] = st.charges_committed;
-  j["charges_replayed"] = st.charges_replayed;
-  j["charges_dropped"] = st.charges_dropped;
-  j["charges_unavailable"] = st.charges_unavailable;
-  j["workers"] = s.workers;
-  j["queue_limit"] = s.queue_limit;
-  return j.dump() + "\n";
+  const wire::stats_message m{s.name, std::string(phase_name(s, st.clock_started, st.elapsed)), st,
+                              s.workers, s.queue_limit};
+  return sim::engine::dump_json(nlohmann::ordered_json(m)) + "\n";
 }
 
 std::string stats_prometheus(const server_stats& st) {
@@ -214,18 +198,7 @@ std::string stats_prometheus(const server_stats& st) {
 class server::impl {
  public:
   explicit impl(const sim::scenario& s)
-      : scenario_(s),
-        model_(model_of(s)),
-        engine_(model_, sim::seeds::mix(s.seed, sim::seeds::k_tag_service)),
-        incident_rng_(sim::seeds::mix(s.seed, sim::seeds::k_tag_incident)),
-        timeout_ns_(s.timeout.count()) {
-    if (model_.incident) {
-      incident_start_ = model_.incident->start.count();
-      incident_end_ = model_.incident->end.count();
-      loss_rate_ = model_.incident->loss_rate;
-      error_or_loss_rate_ = model_.incident->loss_rate + model_.incident->error_rate;
-    }
-  }
+      : scenario_(s), model_(model_of(s)), engine_(model_), timeout_ns_(s.timeout.count()) {}
 
   ~impl() { stop(); }
   impl(const impl&) = delete;
@@ -304,19 +277,9 @@ class server::impl {
 
   [[nodiscard]] server_stats stats() const noexcept {
     server_stats s;
-    s.attempts = attempts_.load(std::memory_order_relaxed);
-    s.served = served_.load(std::memory_order_relaxed);
-    s.served_in_time = served_in_time_.load(std::memory_order_relaxed);
-    s.rejected = rejected_.load(std::memory_order_relaxed);
-    s.errors = errors_.load(std::memory_order_relaxed);
-    s.lost = lost_.load(std::memory_order_relaxed);
-    s.queued = queued_.load(std::memory_order_relaxed);
-    s.in_service = in_service_.load(std::memory_order_relaxed);
-    s.charges = charges_.load(std::memory_order_relaxed);
-    s.charges_committed = charges_committed_.load(std::memory_order_relaxed);
-    s.charges_replayed = charges_replayed_.load(std::memory_order_relaxed);
-    s.charges_dropped = charges_dropped_.load(std::memory_order_relaxed);
-    s.charges_unavailable = charges_unavailable_.load(std::memory_order_relaxed);
+    for (std::size_t i = 0; i < counts_.size(); ++i) {
+      s.*wire::k_stats_counts[i] = counts_[i].load(std::memory_order_relaxed);
+    }
     const std::int64_t start = clock_start_.load();
     s.clock_started = start != k_not_started;
     s.elapsed = duration(s.clock_started ? steady_ns() - start : 0);
@@ -343,6 +306,14 @@ class server::impl {
     std::int64_t arrival_ns = 0;  // steady clock
     event* timer = nullptr;       // its service's end
   };
+
+  // Adds `n` to the count of server_stats member M (relaxed: stats() is a snapshot of counters).
+  template <std::int64_t server_stats::*M>
+  void count(std::int64_t n = 1) noexcept {
+    constexpr std::size_t i = wire::stats_count_index(M);
+    static_assert(i < std::size(wire::k_stats_counts), "not a count of server_stats");
+    counts_[i].fetch_add(n, std::memory_order_relaxed);
+  }
 
   // The scenario's time now, in ns (0 until the clock starts).
   [[nodiscard]] std::int64_t scenario_now() const noexcept {
@@ -390,7 +361,7 @@ class server::impl {
       evhttp_add_header(evhttp_request_get_output_headers(req), "Allow", "POST");
       return reply_text(req, 405, "Method Not Allowed", "use POST\n");
     }
-    charges_.fetch_add(1, std::memory_order_relaxed);
+    count<&server_stats::charges>();
     const std::optional<std::string> authorization = header_values(req, "Authorization");
     const std::optional<std::string> key = header_values(req, "Idempotency-Key");
     evbuffer* in = evhttp_request_get_input_buffer(req);
@@ -404,11 +375,11 @@ class server::impl {
     request.target = uri != nullptr ? uri : "/charges";
     request.body = body;
     const detail::charge_answer answer = payments_->charge(request);
-    if (answer.committed) charges_committed_.fetch_add(1, std::memory_order_relaxed);
-    if (answer.replayed) charges_replayed_.fetch_add(1, std::memory_order_relaxed);
-    if (answer.store_unavailable) charges_unavailable_.fetch_add(1, std::memory_order_relaxed);
+    if (answer.committed) count<&server_stats::charges_committed>();
+    if (answer.replayed) count<&server_stats::charges_replayed>();
+    if (answer.store_unavailable) count<&server_stats::charges_unavailable>();
     if (answer.drop) {
-      charges_dropped_.fetch_add(1, std::memory_order_relaxed);
+      count<&server_stats::charges_dropped>();
       return drop(req);
     }
     reply_stored(req, answer.response);
@@ -439,42 +410,33 @@ class server::impl {
     evhttp_connection_free(static_cast<evhttp_connection*>(connection));  // frees its request
   }
 
-  [[nodiscard]] bool in_incident(std::int64_t now) const noexcept {
-    return now >= incident_start_ && now < incident_end_;
-  }
-
-  // The scenario's endpoint: the model.
+  // The scenario's endpoint: the engine's server model (stormguard_engine/server.hpp), as in the
+  // simulator.
   void endpoint(evhttp_request* req) {
-    attempts_.fetch_add(1, std::memory_order_relaxed);
+    count<&server_stats::attempts>();
     const std::int64_t now = scenario_now();
-    // After the duration the load no longer slows the server: the engine reads model_.overload
+    // After the duration the load no longer slows the server: the model reads model_.overload
     // at each decision (it keeps a reference to model_), so dropping it here is enough.
     if (model_.overload && now >= model_.length.count()) model_.overload.reset();
-    if (error_or_loss_rate_ > 0.0 && in_incident(now)) {
-      // One draw decides, as in the simulator: lost with loss_rate, else a 503 with error_rate.
-      const double u = uniform_unit(incident_rng_);
-      if (u < loss_rate_) {
-        lost_.fetch_add(1, std::memory_order_relaxed);
+    switch (engine_.admit(now)) {
+      case sim::engine::admission::lost:
+        count<&server_stats::lost>();
         lost_requests_.push_back(req);
         return;
-      }
-      if (u < error_or_loss_rate_) {
-        errors_.fetch_add(1, std::memory_order_relaxed);
+      case sim::engine::admission::error:
+        count<&server_stats::errors>();
         return reply_text(req, 503, "Service Unavailable", "incident error\n");
-      }
-    }
-    engine_.arrive(now);
-    const bool start_now = engine_.has_free_worker();
-    if (!start_now && engine_.queue_full()) {
-      rejected_.fetch_add(1, std::memory_order_relaxed);
-      return reply_text(req, 503, "Service Unavailable", "queue full\n");
+      case sim::engine::admission::rejected:
+        count<&server_stats::rejected>();
+        return reply_text(req, 503, "Service Unavailable", "queue full\n");
+      case sim::engine::admission::accepted:
+        break;
     }
     slot& s = take_slot(req);
-    if (start_now) {
-      begin_service(s, engine_.start(now).time);
+    if (const auto svc = engine_.take(now, {s.index, 1})) {
+      begin_service(s, svc->time);
     } else {
-      engine_.enqueue({s.index, 1});
-      queued_.fetch_add(1, std::memory_order_relaxed);
+      count<&server_stats::queued>();
     }
   }
 
@@ -496,7 +458,7 @@ class server::impl {
   }
 
   void begin_service(slot& s, std::int64_t service_ns) {
-    in_service_.fetch_add(1, std::memory_order_relaxed);
+    count<&server_stats::in_service>();
     if (s.timer == nullptr) s.timer = evtimer_new(base_, &impl::on_service_done, &s);
     const timeval tv = to_timeval(service_ns);
     if (s.timer == nullptr || evtimer_add(s.timer, &tv) != 0) {
@@ -514,15 +476,15 @@ class server::impl {
   // give it to the head of the queue.
   void finish(slot& s) {
     const std::int64_t waited = steady_ns() - s.arrival_ns;
-    served_.fetch_add(1, std::memory_order_relaxed);
+    count<&server_stats::served>();
     if (waited < timeout_ns_)  // at the deadline is late, as in the model
-      served_in_time_.fetch_add(1, std::memory_order_relaxed);
+      count<&server_stats::served_in_time>();
     evhttp_request* req = std::exchange(s.request, nullptr);
     free_slots_.push_back(s.index);
-    in_service_.fetch_sub(1, std::memory_order_relaxed);
+    count<&server_stats::in_service>(-1);
     reply_text(req, 200, "OK", "ok\n");
     if (auto next = engine_.finish(scenario_now())) {
-      queued_.fetch_sub(1, std::memory_order_relaxed);
+      count<&server_stats::queued>(-1);
       begin_service(slots_[next->attempt.request], next->svc.time);
     }
   }
@@ -571,13 +533,8 @@ class server::impl {
 
   const sim::scenario scenario_;
   sim::scenario model_;  // engine_ keeps a reference to it
-  sim::engine::server engine_;
-  random_generator incident_rng_;
+  sim::engine::server_model engine_;
   std::int64_t timeout_ns_;
-  std::int64_t incident_start_ = 0;
-  std::int64_t incident_end_ = 0;
-  double loss_rate_ = 0.0;
-  double error_or_loss_rate_ = 0.0;
 
   event_base* base_ = nullptr;
   evhttp* http_ = nullptr;
@@ -592,19 +549,8 @@ class server::impl {
   std::vector<evhttp_request*> lost_requests_;
 
   std::atomic<std::int64_t> clock_start_{k_not_started};
-  std::atomic<std::int64_t> attempts_{0};
-  std::atomic<std::int64_t> served_{0};
-  std::atomic<std::int64_t> served_in_time_{0};
-  std::atomic<std::int64_t> rejected_{0};
-  std::atomic<std::int64_t> errors_{0};
-  std::atomic<std::int64_t> lost_{0};
-  std::atomic<std::int64_t> queued_{0};
-  std::atomic<std::int64_t> in_service_{0};
-  std::atomic<std::int64_t> charges_{0};
-  std::atomic<std::int64_t> charges_committed_{0};
-  std::atomic<std::int64_t> charges_replayed_{0};
-  std::atomic<std::int64_t> charges_dropped_{0};
-  std::atomic<std::int64_t> charges_unavailable_{0};
+  // The server_stats counts, in wire::k_stats_counts order (count<M>() adds to one).
+  std::array<std::atomic<std::int64_t>, std::size(wire::k_stats_counts)> counts_{};
   std::unique_ptr<detail::charges_endpoint> payments_;  // set before open(); loop thread only
 };
 

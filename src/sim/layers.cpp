@@ -8,8 +8,6 @@
 #include <type_traits>
 #include <variant>
 
-#include "sim/common.hpp"
-#include "sim/event_queue.hpp"
 #include "stormguard/budget.hpp"
 #include "stormguard/budget_protocol.hpp"
 #include "stormguard/detail/format.hpp"
@@ -17,6 +15,9 @@
 #include "stormguard/duration_text.hpp"
 #include "stormguard/random.hpp"
 #include "stormguard/retry.hpp"
+#include "stormguard_engine/event_queue.hpp"
+#include "stormguard_engine/json_writer.hpp"
+#include "stormguard_engine/seeds.hpp"
 
 namespace stormguard::sim {
 
@@ -196,11 +197,6 @@ class layers_engine {
   layers_row row_;
 };
 
-std::string fixed(std::optional<double> value, int decimals) {
-  if (!value) return "null";
-  return fmt::format("{:.{}f}", *value, decimals);
-}
-
 // 120000 -> "120,000".
 std::string grouped(std::int64_t n) {
   std::string digits = std::to_string(n);
@@ -275,25 +271,19 @@ layers_report simulate_layers(const layers_options& o, std::span<const strategy>
 }
 
 std::string to_json(const layers_report& report) {
-  std::string out =
-      fmt::format("{{\"scenario\":\"layers\",\"seed\":{},\"layers\":{},\"strategies\":[",
-                  report.options.seed, report.options.layers);
-  bool first = true;
+  engine::json_writer w;
+  w.begin_report("layers", report.options.seed).field("layers", report.options.layers);
+  w.key("strategies").begin_array();
   for (const layers_row& r : report.rows) {
-    std::string per_layer;
-    for (std::size_t k = 0; k < r.layer_attempts.size(); ++k) {
-      per_layer += (k == 0 ? "" : ",") + std::to_string(r.layer_attempts[k]);
-    }
-    out += fmt::format(
-        "{}{{\"name\":\"{}\",\"retries_at\":\"{}\",\"top_requests\":{},\"bottom_attempts\":{},"
-        "\"bottom_amplification\":{},\"layer_attempts\":[{}],\"budget_exhausted\":{},"
-        "\"throttled\":{}}}",
-        first ? "" : ",", r.name, r.top_only ? "top layer" : "every layer", r.top_requests,
-        r.bottom_attempts, fixed(r.bottom_amplification, 4), per_layer, r.budget_exhausted,
-        r.throttled);
-    first = false;
+    w.begin_object().field("name", r.name);
+    w.field("retries_at", r.top_only ? "top layer" : "every layer");
+    w.field("top_requests", r.top_requests).field("bottom_attempts", r.bottom_attempts);
+    w.fixed("bottom_amplification", r.bottom_amplification, 4).key("layer_attempts").begin_array();
+    for (const auto n : r.layer_attempts) w.value(n);
+    w.end_array().field("budget_exhausted", r.budget_exhausted).field("throttled", r.throttled);
+    w.end_object();
   }
-  return out + "]}\n";
+  return std::move(w.end_array().end_object()).line();
 }
 
 std::string to_csv(const layers_report& report) {

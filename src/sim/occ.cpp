@@ -9,11 +9,12 @@
 #include <stdexcept>
 #include <vector>
 
-#include "sim/common.hpp"
 #include "stormguard/backoff.hpp"
 #include "stormguard/budget.hpp"
 #include "stormguard/detail/saturate.hpp"
 #include "stormguard/random.hpp"
+#include "stormguard_engine/json_writer.hpp"
+#include "stormguard_engine/seeds.hpp"
 
 namespace stormguard::sim {
 
@@ -355,16 +356,14 @@ occ_report simulate_occ(const occ_options& o, const progress_callback& progress)
 }
 
 std::string to_json(const occ_report& report) {
-  std::string out =
-      fmt::format("{{\"scenario\":\"brooker-occ\",\"seed\":{},\"trials\":{},\"sweep\":[",
-                  report.options.seed, report.options.trials);
-  bool first = true;
+  engine::json_writer w;
+  w.begin_report("brooker-occ", report.options.seed).field("trials", report.options.trials);
+  w.key("sweep").begin_array();
   for (const occ_point& p : report.sweep) {
-    out += fmt::format("{}{{\"clients\":{},\"algorithm\":\"{}\",\"calls\":{:.2f},\"time\":{:.2f}}}",
-                       first ? "" : ",", p.clients, p.algorithm, p.calls, p.time);
-    first = false;
+    w.begin_object().field("clients", p.clients).field("algorithm", p.algorithm);
+    w.fixed("calls", p.calls, 2).fixed("time", p.time, 2).end_object();
   }
-  return out + "]}\n";
+  return std::move(w.end_array().end_object()).line();
 }
 
 std::string to_csv(const occ_report& report) {

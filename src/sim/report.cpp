@@ -5,23 +5,16 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "stormguard/detail/format.hpp"
 #include "stormguard/sim/scenario.hpp"
+#include "stormguard_engine/json_writer.hpp"
 
 namespace stormguard::sim {
 
 namespace {
-
-std::string json_string(const std::string& text) { return nlohmann::json(text).dump(); }
-
-std::string fixed(std::optional<double> value, int decimals) {
-  if (!value) return "null";
-  return fmt::format("{:.{}f}", *value, decimals);
-}
 
 // 120000 -> "120,000".
 std::string grouped(std::int64_t n) {
@@ -138,36 +131,28 @@ std::string describe(const scenario& s) {
 }
 
 std::string to_json(const strategy_result& r) {
-  std::string out = fmt::format(
-      "{{\"name\":{},\"logical_requests\":{},\"attempts\":{},\"amplification\":{},"
-      "\"incident_amplification\":{},\"peak_load_ratio\":{},\"success_ratio\":{},"
-      "\"p99_latency_ms\":{},\"recovery_s\":{},",
-      json_string(r.name), r.logical_requests, r.attempts, fixed(r.amplification, 4),
-      fixed(r.incident_amplification, 4), fixed(r.peak_load_ratio, 4), fixed(r.success_ratio, 4),
-      fixed(r.p99_latency_ms, 1), fixed(r.recovery_s, 1));
-  out += fmt::format(
-      "\"successes\":{},\"failures\":{},\"timeouts\":{},\"in_flight_attempts\":{},"
-      "\"attempts_exhausted\":{},\"budget_exhausted\":{},\"throttled\":{},"
-      "\"requests_in_flight\":{},"
-      "\"wasted_work\":{},\"incident_logical_requests\":{},\"incident_attempts\":{},"
-      "\"lost\":{}}}",
-      r.successes, r.failures, r.timeouts, r.in_flight_attempts, r.attempts_exhausted,
-      r.budget_exhausted, r.throttled, r.requests_in_flight, r.wasted_work,
-      r.incident_logical_requests, r.incident_attempts, r.lost);
-  return out;
+  engine::json_writer w;
+  w.begin_object().field("name", r.name);
+  w.field("logical_requests", r.logical_requests).field("attempts", r.attempts);
+  w.fixed("amplification", r.amplification, 4);
+  w.fixed("incident_amplification", r.incident_amplification, 4);
+  w.fixed("peak_load_ratio", r.peak_load_ratio, 4).fixed("success_ratio", r.success_ratio, 4);
+  w.fixed("p99_latency_ms", r.p99_latency_ms, 1).fixed("recovery_s", r.recovery_s, 1);
+  w.field("successes", r.successes).field("failures", r.failures).field("timeouts", r.timeouts);
+  w.field("in_flight_attempts", r.in_flight_attempts);
+  w.field("attempts_exhausted", r.attempts_exhausted);
+  w.field("budget_exhausted", r.budget_exhausted).field("throttled", r.throttled);
+  w.field("requests_in_flight", r.requests_in_flight).field("wasted_work", r.wasted_work);
+  w.field("incident_logical_requests", r.incident_logical_requests);
+  w.field("incident_attempts", r.incident_attempts).field("lost", r.lost);
+  return w.end_object().text();
 }
 
 std::string to_json(const simulation_report& report) {
-  std::string out = fmt::format("{{\"scenario\":{},\"seed\":{},\"strategies\":[",
-                                json_string(report.scenario.name), report.scenario.seed);
-  bool first = true;
-  for (const strategy_result& r : report.strategies) {
-    if (!first) out += ',';
-    first = false;
-    out += to_json(r);
-  }
-  out += "]}\n";
-  return out;
+  engine::json_writer w;
+  w.begin_report(report.scenario.name, report.scenario.seed).key("strategies").begin_array();
+  for (const strategy_result& r : report.strategies) w.raw(to_json(r));
+  return std::move(w.end_array().end_object()).line();
 }
 
 std::string to_csv(const strategy_result& result) {

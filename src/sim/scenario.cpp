@@ -21,6 +21,7 @@
 #include "stormguard/detail/format.hpp"
 #include "stormguard/duration_text.hpp"
 #include "stormguard/sim/simulator.hpp"
+#include "stormguard_engine/json_writer.hpp"
 
 namespace stormguard::sim {
 
@@ -417,7 +418,7 @@ std::string to_json(const scenario& s) {
       doc["strategies"].push_back(config::detail::policy_json(strat.as_policy()));
     }
   }
-  return doc.dump(2) + "\n";
+  return engine::dump_json(doc, 2) + "\n";
 }
 
 }  // namespace stormguard::sim

@@ -1,6 +1,6 @@
-// The time-series engine: the model's events (arrival, attempt start, timeout, service done) and
-// what each does, over the event queues (event_queue.hpp), the server (server.hpp), the client
-// fleet and its retry protocol (fleet.hpp) and the metrics (metrics.hpp).
+// The time-series model on virtual time: the engine's driver (stormguard_engine/driver.hpp: the
+// clients, their retries and the metrics) over the event queues (event_queue.hpp) and the server
+// model (server.hpp), and the checks of a run's work.
 #include "stormguard/sim/simulator.hpp"
 
 #include <fmt/format.h>
@@ -14,221 +14,106 @@
 #include <type_traits>
 #include <variant>
 
-#include "sim/common.hpp"
-#include "sim/event_queue.hpp"
-#include "sim/fleet.hpp"
-#include "sim/metrics.hpp"
-#include "sim/server.hpp"
 #include "stormguard/detail/format.hpp"
 #include "stormguard/detail/saturate.hpp"
 #include "stormguard/random.hpp"
+#include "stormguard_engine/driver.hpp"
+#include "stormguard_engine/event_queue.hpp"
+#include "stormguard_engine/seeds.hpp"
+#include "stormguard_engine/server.hpp"
 
 namespace stormguard::sim {
 
 namespace {
 
 using engine::event_kind;
+using engine::expected_requests;
 
-// now + delay in ns, saturating at the largest time instead of overflowing. The engine never
-// processes an event at or after the end of the run, so a saturated time simply means "never".
-constexpr std::int64_t add_saturated(std::int64_t now, std::int64_t delay) noexcept {
-  return stormguard::detail::saturating_add(duration(now), duration(delay)).count();
-}
-static_assert(add_saturated(std::numeric_limits<std::int64_t>::max() - 1, 5) ==
-              std::numeric_limits<std::int64_t>::max());
-
-double expected_requests(const scenario& s) {
-  return s.requests_per_second * std::chrono::duration<double>(s.length).count();
-}
-
+// The simulator's transport for the engine's driver: virtual time (the event queues) and the
+// server model in process. An attempt's timeout is pushed before its service completion so that,
+// at equal times, the timeout comes first: a response at exactly the deadline is late.
 template <class B>
-class time_series_engine {
+class virtual_transport : public engine::no_notes {
  public:
   template <class Config>
-  time_series_engine(const scenario& s, const strategy& strat, const Config& config)
-      : s_(s),
-        end_(s.length.count()),
-        timeout_(strat.attempt_timeout.value_or(s.timeout).count()),
-        unavailable_(strat.retries_503 ? classification::retry() : classification::stop()),
+  virtual_transport(const scenario& s, const strategy& strat, const Config& config)
+      : end_(s.length.count()),
         queues_(end_, s.distribution == service_distribution::fixed),
-        server_(s, seeds::mix(s.seed, seeds::k_tag_service)),
-        fleet_(s, strat, config, expected_requests(s)),
-        metrics_(s, strat.name, expected_requests(s)),
-        arrivals_rng_(seeds::mix(s.seed, seeds::k_tag_arrivals)),
-        incident_rng_(seeds::mix(s.seed, seeds::k_tag_incident)) {
-    if (s.incident) {
-      incident_start_ = s.incident->start.count();
-      incident_end_ = s.incident->end.count();
-      loss_rate_ = s.incident->loss_rate;
-      error_or_loss_rate_ = s.incident->loss_rate + s.incident->error_rate;
-    }
-  }
+        server_(s),
+        driver_(s, strat, config, *this) {}
 
   strategy_result run() {
-    schedule_next_arrival(0);
+    driver_.begin();
+    engine::metrics& metrics = driver_.run_metrics();
     std::int64_t events = 0;
     while (true) {
       const engine::event e = queues_.pop();
       if (e.time >= end_) break;  // also the "no event left" sentinel
-      metrics_.sample_queue_until(e.time, server_.queue_length());
+      metrics.sample_queue_until(e.time, server_.queue_length());
       ++events;
       dispatch(e);
     }
-    metrics_.sample_queue_until(end_ + engine::k_bin_ns, server_.queue_length());
-    metrics_.counters().events = events;
-    std::int64_t in_flight_attempts = 0;
-    std::int64_t requests_in_flight = 0;
-    for (const engine::request& r : fleet_.requests()) {
-      if (r.state == engine::request_state::awaiting) ++in_flight_attempts;
-      if (r.state != engine::request_state::ended) ++requests_in_flight;
+    metrics.sample_queue_until(end_ + engine::k_bin_ns, server_.queue_length());
+    metrics.counters().events = events;
+    return driver_.finish();
+  }
+
+  // The driver's transport.
+  void schedule_arrival(std::int64_t at) { queues_.push(at, event_kind::arrival, 0, 0); }
+  void schedule_attempt(std::int64_t at, std::uint32_t id, std::int32_t attempt) {
+    queues_.push(at, event_kind::attempt_start, id, attempt);
+  }
+  void send(std::uint32_t id, std::int32_t attempt, std::int64_t now) {
+    const std::int64_t deadline = engine::add_saturated(now, driver_.timeout());
+    switch (server_.admit(now)) {
+      case engine::admission::lost:
+        ++driver_.run_metrics().counters().lost;
+        queues_.push(deadline, event_kind::timeout, id, attempt);
+        return;
+      case engine::admission::error:
+      case engine::admission::rejected:
+        driver_.unavailable(id, attempt, now);
+        return;
+      case engine::admission::accepted:
+        break;
     }
-    return metrics_.finish(in_flight_attempts, requests_in_flight);
+    queues_.push(deadline, event_kind::timeout, id, attempt);
+    if (const auto svc = server_.take(now, engine::queued_attempt{id, attempt})) {
+      push_service_done(id, attempt, now, *svc);
+    }
   }
 
  private:
   void dispatch(const engine::event& e) {
     switch (e.kind) {
       case event_kind::arrival:
-        on_arrival(e.time);
+        driver_.arrival(e.time);
         break;
       case event_kind::attempt_start:
-        start_attempt(e.request, e.attempt, e.time);
+        driver_.start_attempt(e.request, e.attempt, e.time);
         break;
       case event_kind::timeout:
-        on_timeout(e.request, e.attempt, e.time);
+        driver_.timed_out(e.request, e.attempt, e.time);
         break;
       case event_kind::service_done:
-        on_service_done(e.request, e.attempt, e.time);
+        if (const auto next = server_.finish(e.time)) {
+          push_service_done(next->attempt.request, next->attempt.attempt, e.time, next->svc);
+        }
+        driver_.succeeded(e.request, e.attempt, e.time);
         break;
-    }
-  }
-
-  [[nodiscard]] bool in_incident(std::int64_t t) const noexcept {
-    return t >= incident_start_ && t < incident_end_;
-  }
-
-  void schedule_next_arrival(std::int64_t now) {
-    // Exponential inter-arrival time of a Poisson process: -ln(1 - u) / rate.
-    const double u = uniform_unit(arrivals_rng_);
-    // In double, and compared with the time left before rounding: for a tiny rate the gap can be
-    // far beyond the int64 range (even infinite), and then there is simply no next arrival.
-    const double gap_ns = -std::log1p(-u) / s_.requests_per_second * 1e9;
-    if (!(gap_ns < static_cast<double>(end_ - now))) return;
-    queues_.push(now + static_cast<std::int64_t>(std::llround(gap_ns)), event_kind::arrival, 0, 0);
-  }
-
-  void on_arrival(std::int64_t now) {
-    const bool incident = in_incident(now);
-    const std::uint32_t id = fleet_.add(now, incident);
-    metrics_.arrival(now, incident);
-    if (!fleet_.admit(id, now)) {
-      // Rejected locally before its first attempt (adaptive throttling): no attempt is sent.
-      fleet_[id].state = engine::request_state::ended;
-      ++metrics_.counters().throttled;
-    } else {
-      start_attempt(id, 1, now);
-    }
-    schedule_next_arrival(now);
-  }
-
-  void start_attempt(std::uint32_t id, std::int32_t attempt, std::int64_t now) {
-    engine::request& r = fleet_[id];
-    r.attempt = attempt;
-    r.state = engine::request_state::awaiting;
-    metrics_.attempt(now, r.in_incident);
-    if (error_or_loss_rate_ > 0.0 && in_incident(now)) {
-      // One draw decides: lost with probability loss_rate, else a 503 with error_rate.
-      const double u = uniform_unit(incident_rng_);
-      if (u < loss_rate_) {
-        ++metrics_.counters().lost;
-        queues_.push(add_saturated(now, timeout_), event_kind::timeout, id, attempt);
-        return;
-      }
-      if (u < error_or_loss_rate_) {
-        metrics_.failure(now);
-        on_failure(id, now, unavailable_);
-        return;
-      }
-    }
-    server_.arrive(now);
-    const bool start_now = server_.has_free_worker();
-    if (!start_now && server_.queue_full()) {
-      // Queue full: an immediate 503 (retryable unless the strategy's statuses lack 503).
-      metrics_.failure(now);
-      on_failure(id, now, unavailable_);
-      return;
-    }
-    // The timeout is pushed before the service completion so that, at equal times, the timeout
-    // comes first: a response at exactly the deadline is late.
-    queues_.push(add_saturated(now, timeout_), event_kind::timeout, id, attempt);
-    if (start_now) {
-      push_service_done(id, attempt, now, server_.start(now));
-    } else {
-      server_.enqueue(engine::queued_attempt{id, attempt});
     }
   }
 
   void push_service_done(std::uint32_t id, std::int32_t attempt, std::int64_t now,
                          engine::service svc) {
-    queues_.push(add_saturated(now, svc.time), event_kind::service_done, id, attempt, svc.lane);
+    queues_.push(engine::add_saturated(now, svc.time), event_kind::service_done, id, attempt,
+                 svc.lane);
   }
 
-  void on_service_done(std::uint32_t id, std::int32_t attempt, std::int64_t now) {
-    if (const auto next = server_.finish(now)) {
-      push_service_done(next->attempt.request, next->attempt.attempt, now, next->svc);
-    }
-    engine::request& r = fleet_[id];
-    if (r.state == engine::request_state::awaiting && r.attempt == attempt) {
-      r.state = engine::request_state::ended;
-      metrics_.success(now, now - r.start);
-      fleet_.succeeded(id, now);
-      fleet_.ended(id, now);
-    } else {
-      ++metrics_.counters().wasted_work;  // the client gave up on this attempt: ignored
-    }
-  }
-
-  void on_timeout(std::uint32_t id, std::int32_t attempt, std::int64_t now) {
-    const engine::request& r = fleet_[id];
-    if (r.state != engine::request_state::awaiting || r.attempt != attempt) return;  // answered
-    metrics_.timeout(now);
-    on_failure(id, now, classification::retry().as_timeout());
-  }
-
-  // The attempt failed: the fleet decides (the library's retry_policy), the engine acts.
-  void on_failure(std::uint32_t id, std::int64_t now, classification verdict) {
-    const retry_decision next = fleet_.failed(id, now, verdict);
-    engine::request& r = fleet_[id];
-    if (next.retry) {
-      r.state = engine::request_state::backing_off;
-      r.previous_delay = next.delay.count();
-      queues_.push(add_saturated(now, std::max<std::int64_t>(0, next.delay.count())),
-                   event_kind::attempt_start, id, r.attempt + 1);
-      return;
-    }
-    r.state = engine::request_state::ended;
-    fleet_.ended(id, now);
-    if (next.reason == end_reason::budget_exhausted) {
-      ++metrics_.counters().budget_exhausted;
-    } else {
-      ++metrics_.counters().attempts_exhausted;
-    }
-  }
-
-  const scenario& s_;
   std::int64_t end_;
-  std::int64_t timeout_;
-  classification unavailable_;  // the verdict on a 503
-  std::int64_t incident_start_ = 0;
-  std::int64_t incident_end_ = 0;  // [0, 0): no incident
-  double loss_rate_ = 0.0;
-  double error_or_loss_rate_ = 0.0;
   engine::event_queues queues_;
-  engine::server server_;
-  engine::fleet<B> fleet_;
-  engine::metrics metrics_;
-  random_generator arrivals_rng_;
-  random_generator incident_rng_;
+  engine::server_model server_;
+  engine::driver<B, virtual_transport> driver_;
 };
 
 std::string grouped(double n) {
@@ -291,7 +176,7 @@ strategy_result simulate(const scenario& s, const strategy& strat) {
   return std::visit(
       [&](const auto& config) {
         using budget_type = typename budget_for<std::decay_t<decltype(config)>>::type;
-        return time_series_engine<budget_type>(s, applied, config).run();
+        return virtual_transport<budget_type>(s, applied, config).run();
       },
       applied.budget);
 }

@@ -4,13 +4,13 @@
 
 #include <chrono>
 #include <cmath>
-#include <nlohmann/json.hpp>
 #include <stdexcept>
 
 #include "stormguard/detail/format.hpp"
 #include "stormguard/duration_text.hpp"
 #include "stormguard/sim/report.hpp"
 #include "stormguard/sim/simulator.hpp"
+#include "stormguard_engine/json_writer.hpp"
 
 namespace stormguard::sim {
 
@@ -19,16 +19,6 @@ namespace {
 constexpr std::size_t k_max_loads = 10'000;
 
 std::string number(double x) { return detail::format_double(x); }
-
-// A name as a JSON string, escaped (a scenario or strategy name comes from a file).
-std::string json_string(const std::string& text) {
-  return nlohmann::json(text).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-}
-
-std::string fixed(std::optional<double> value, int decimals) {
-  if (!value) return "null";
-  return fmt::format("{:.{}f}", *value, decimals);
-}
 
 std::string cell(std::optional<double> value, int decimals) {
   if (!value) return "";
@@ -153,29 +143,24 @@ load_sweep_report sweep_load(const scenario& s, std::span<const strategy> strate
 }
 
 std::string to_json(const load_sweep_report& report) {
-  std::string out = fmt::format("{{\"scenario\":{},\"seed\":{},\"sweep\":[",
-                                json_string(report.scenario.name), report.scenario.seed);
-  bool first = true;
+  engine::json_writer w;
+  w.begin_report(report.scenario.name, report.scenario.seed).key("sweep").begin_array();
   for (const load_point& p : report.points) {
-    out += fmt::format(
-        "{}{{\"load\":{},\"strategy\":{},\"recovered\":{},\"recovery_s\":{},"
-        "\"success_ratio\":{},\"incident_amplification\":{},\"after_attempt_rate\":{:.1f}}}",
-        first ? "" : ",", number(p.load), json_string(p.strategy), p.recovered() ? "true" : "false",
-        fixed(p.recovery_s, 1), fixed(p.success_ratio, 4), fixed(p.incident_amplification, 4),
-        p.after_attempt_rate);
-    first = false;
+    w.begin_object().number("load", p.load).field("strategy", p.strategy);
+    w.field("recovered", p.recovered()).fixed("recovery_s", p.recovery_s, 1);
+    w.fixed("success_ratio", p.success_ratio, 4);
+    w.fixed("incident_amplification", p.incident_amplification, 4);
+    w.fixed("after_attempt_rate", p.after_attempt_rate, 1).end_object();
   }
-  out += "],\"limits\":[";
-  first = true;
+  w.end_array().key("limits").begin_array();
   for (const stability_limit& l : report.limits) {
-    out +=
-        fmt::format("{}{{\"strategy\":{},\"highest_stable_load\":{},\"lowest_unstable_load\":{}}}",
-                    first ? "" : ",", json_string(l.strategy),
-                    l.highest_stable ? number(*l.highest_stable) : "null",
-                    l.lowest_unstable ? number(*l.lowest_unstable) : "null");
-    first = false;
+    w.begin_object().field("strategy", l.strategy).key("highest_stable_load");
+    l.highest_stable ? w.number(*l.highest_stable) : w.null();
+    w.key("lowest_unstable_load");
+    l.lowest_unstable ? w.number(*l.lowest_unstable) : w.null();
+    w.end_object();
   }
-  return out + "]}\n";
+  return std::move(w.end_array().end_object()).line();
 }
 
 std::string to_csv(const load_sweep_report& report) {

@@ -17,9 +17,9 @@
 // Asio, one thread) with the scenario's per-attempt timeout (or the strategy's); a 200 is a
 // success, a 503 a failure (retried when the strategy retries 503s), a time-out or a transport
 // error a timeout. The retry decision and the budget are the simulator's own code (the library's
-// retry_policy and request_budget protocol, src/sim/fleet.hpp) and so are the metrics
-// (src/sim/metrics.hpp): only the clock differs — real steady time from the moment the server's
-// scenario clock starts.
+// retry_policy and request_budget protocol) and so are the driver of arrivals, attempts and
+// retries and the metrics (the simulator's engine, written once): only the clock differs — real
+// steady time from the moment the server's scenario clock starts.
 #ifndef STORMGUARD_LAB_FLEET_HPP
 #define STORMGUARD_LAB_FLEET_HPP
 

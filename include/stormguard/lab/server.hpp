@@ -19,7 +19,7 @@
 // costs nothing but a slot. During the incident, each request *sent* in [incident.start,
 // incident.end) draws once: lost with probability `incident.loss_rate` (read, and never answered:
 // the client sees its own timeout), else a 503 at once with probability `incident.error_rate`
-// (neither reaches the workers). This is the simulator's own server code (src/sim/server.hpp),
+// (neither reaches the workers). This is the simulator's own server model (its engine's),
 // fed with real arrival times, and the draws come from the same generator streams as
 // `stormguard simulate`'s for the scenario's seed (the service times and the incident's draws;
 // the order of arrivals is the network's, so the sequences only match in distribution).

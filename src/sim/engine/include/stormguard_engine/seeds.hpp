@@ -1,7 +1,7 @@
-// What the simulator's models share (private to stormguard::sim): seed derivation and the
-// budget class behind each kind of budget_config.
-#ifndef STORMGUARD_SRC_SIM_COMMON_HPP
-#define STORMGUARD_SRC_SIM_COMMON_HPP
+// What the simulator's models share (the internal engine target stormguard_sim_engine): seed
+// derivation and the budget class behind each kind of budget_config.
+#ifndef STORMGUARD_ENGINE_SEEDS_HPP
+#define STORMGUARD_ENGINE_SEEDS_HPP
 
 #include <cstdint>
 #include <string_view>
@@ -67,4 +67,4 @@ struct budget_for<concurrency_budget_options> {
 
 }  // namespace stormguard::sim
 
-#endif  // STORMGUARD_SRC_SIM_COMMON_HPP
+#endif  // STORMGUARD_ENGINE_SEEDS_HPP

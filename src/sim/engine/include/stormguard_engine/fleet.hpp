@@ -1,22 +1,23 @@
-// The client fleet of the time-series model (private to stormguard::sim): the logical requests,
-// the client instances (each a generator and a budget) and the calls of the library's budget
-// protocol (stormguard::request_budget, budget_protocol.hpp: the same calls, in the same order,
-// as the retrier's) — admit a request, an attempt succeeded, an attempt failed (record and
-// decide), the request ended.
-#ifndef STORMGUARD_SRC_SIM_FLEET_HPP
-#define STORMGUARD_SRC_SIM_FLEET_HPP
+// The client fleet of the time-series model (the internal engine target stormguard_sim_engine): the
+// logical requests, the client instances (each a generator and a budget) and the calls of the
+// library's budget protocol (stormguard::request_budget, budget_protocol.hpp: the same calls, in
+// the same order, as the retrier's) — admit a request, an attempt succeeded, an attempt failed
+// (record and decide), the request ended.
+#ifndef STORMGUARD_ENGINE_FLEET_HPP
+#define STORMGUARD_ENGINE_FLEET_HPP
 
+#include <bit>
 #include <cstdint>
 #include <deque>
 #include <vector>
 
-#include "sim/common.hpp"
 #include "stormguard/budget.hpp"
 #include "stormguard/budget_protocol.hpp"
 #include "stormguard/random.hpp"
 #include "stormguard/retry.hpp"
 #include "stormguard/sim/scenario.hpp"
 #include "stormguard/sim/strategy.hpp"
+#include "stormguard_engine/seeds.hpp"
 
 namespace stormguard::sim::engine {
 
@@ -30,17 +31,48 @@ inline strategy with_scenario_retries(const scenario& s, const strategy& strat) 
   return applied;
 }
 
+// awaiting: at least one copy in flight; backing_off: none, a retry is scheduled; ended.
 enum class request_state : std::uint8_t { awaiting, backing_off, ended };
+
+// The most copies of one logical request in flight at once (the width of request::copies).
+inline constexpr std::int32_t k_max_copies = 8;
 
 // One logical request. Its client is its index modulo the number of clients (round-robin), so it
 // is not stored: 24 bytes per logical request, the bulk of a run's memory.
+//
+// Several copies (attempts) of one logical request may be in flight at once: `copies` has bit k
+// set while attempt `attempt - k` is in flight (neither answered nor timed out), so an answer or
+// a timeout counts once, for the copy it belongs to, and a late answer of a copy that timed out
+// is recognised as such. Without hedging there is at most one copy: bit 0, the latest attempt.
 struct request {
   std::int64_t start;           // arrival = start of attempt 1, ns
   std::int64_t previous_delay;  // the delay waited before the current attempt, ns
-  std::int32_t attempt;         // the current (latest) attempt number
+  std::int32_t attempt;         // the latest attempt number started
   request_state state;
   request_budget budget;  // the request's side of the budget protocol (1 byte)
   bool in_incident;       // started inside the incident window: its attempts count for the incident
+  std::uint8_t copies;    // bit k: attempt `attempt - k` is in flight
+
+  // Attempt `number` (above every earlier one) leaves now.
+  void start_copy(std::int32_t number) noexcept {
+    const std::int32_t shift = number - attempt;
+    copies = shift >= k_max_copies ? 0 : static_cast<std::uint8_t>(copies << shift);
+    copies |= 1U;
+    attempt = number;
+    state = request_state::awaiting;
+  }
+  // Attempt `number` is in flight (not answered, not timed out).
+  [[nodiscard]] bool in_flight(std::int32_t number) const noexcept {
+    const std::int32_t k = attempt - number;
+    return k >= 0 && k < k_max_copies && ((copies >> k) & 1U) != 0;
+  }
+  // Attempt `number` was answered or timed out: no longer in flight.
+  void end_copy(std::int32_t number) noexcept {
+    const std::int32_t k = attempt - number;
+    if (k >= 0 && k < k_max_copies) copies = static_cast<std::uint8_t>(copies & ~(1U << k));
+  }
+  // The copies in flight.
+  [[nodiscard]] int copies_in_flight() const noexcept { return std::popcount(copies); }
 };
 static_assert(sizeof(request) == 24);
 
@@ -75,7 +107,8 @@ class fleet {
   // A new logical request arrived now; returns its id.
   std::uint32_t add(std::int64_t now, bool in_incident) {
     const auto id = static_cast<std::uint32_t>(requests_.size());
-    requests_.push_back(request{now, 0, 0, request_state::awaiting, request_budget{}, in_incident});
+    requests_.push_back(
+        request{now, 0, 0, request_state::awaiting, request_budget{}, in_incident, 0});
     return id;
   }
 
@@ -122,4 +155,4 @@ class fleet {
 
 }  // namespace stormguard::sim::engine
 
-#endif  // STORMGUARD_SRC_SIM_FLEET_HPP
+#endif  // STORMGUARD_ENGINE_FLEET_HPP

@@ -1,8 +1,9 @@
-// The simulator's one event type and the queues that hold events (private to stormguard::sim):
+// The simulator's one event type and the queues that hold events (the internal engine target
+// stormguard_sim_engine):
 // a FIFO ring buffer, a radix heap, and `event_queues`, which merges one queue per kind of event
 // into the order of a single priority queue ordered by (time, sequence number).
-#ifndef STORMGUARD_SRC_SIM_EVENT_QUEUE_HPP
-#define STORMGUARD_SRC_SIM_EVENT_QUEUE_HPP
+#ifndef STORMGUARD_ENGINE_EVENT_QUEUE_HPP
+#define STORMGUARD_ENGINE_EVENT_QUEUE_HPP
 
 #include <array>
 #include <bit>
@@ -255,4 +256,4 @@ class event_queues {
 
 }  // namespace stormguard::sim::engine
 
-#endif  // STORMGUARD_SRC_SIM_EVENT_QUEUE_HPP
+#endif  // STORMGUARD_ENGINE_EVENT_QUEUE_HPP

@@ -1,8 +1,8 @@
-// The server of the time-series model (private to stormguard::sim): worker slots, a FIFO queue of
-// bounded length, the service time by phase (normal, incident, overload) and the sliding window
-// of load that server.overload compares with its threshold.
-#ifndef STORMGUARD_SRC_SIM_SERVER_HPP
-#define STORMGUARD_SRC_SIM_SERVER_HPP
+// The server of the time-series model (the internal engine target stormguard_sim_engine): worker
+// slots, a FIFO queue of bounded length, the service time by phase (normal, incident, overload) and
+// the sliding window of load that server.overload compares with its threshold.
+#ifndef STORMGUARD_ENGINE_SERVER_HPP
+#define STORMGUARD_ENGINE_SERVER_HPP
 
 #include <algorithm>
 #include <array>
@@ -11,9 +11,10 @@
 #include <cstdint>
 #include <optional>
 
-#include "sim/event_queue.hpp"
 #include "stormguard/random.hpp"
 #include "stormguard/sim/scenario.hpp"
+#include "stormguard_engine/event_queue.hpp"
+#include "stormguard_engine/seeds.hpp"
 
 namespace stormguard::sim::engine {
 
@@ -129,6 +130,63 @@ class server {
   int busy_ = 0;
 };
 
+// What the server does with an attempt that reaches it: lost (read, never answered), error (an
+// immediate 503 of the incident's error rate), rejected (an immediate 503: the queue is full), or
+// accepted (it takes a worker or a place in the queue: server_model::take).
+enum class admission : std::uint8_t { lost, error, rejected, accepted };
+
+// The scenario's server as both the simulator's virtual server and the lab's HTTP server run it:
+// the incident's one draw per attempt (lost with probability loss_rate, else a 503 with
+// error_rate, from the scenario's "incident" stream), then the workers and the queue (server).
+// Not thread-safe: one thread (the simulator's loop, or the lab server's event loop) calls it.
+class server_model {
+ public:
+  // `s` must outlive the model (it is read at each decision: the lab server drops its overload
+  // once the scenario's duration has passed).
+  explicit server_model(const scenario& s)
+      : server_(s, seeds::mix(s.seed, seeds::k_tag_service)),
+        incident_rng_(seeds::mix(s.seed, seeds::k_tag_incident)) {
+    if (s.incident) {
+      incident_start_ = s.incident->start.count();
+      incident_end_ = s.incident->end.count();
+      loss_rate_ = s.incident->loss_rate;
+      error_or_loss_rate_ = s.incident->loss_rate + s.incident->error_rate;
+    }
+  }
+
+  // An attempt reaches the server now (ns of the scenario's clock).
+  [[nodiscard]] admission admit(std::int64_t now) {
+    if (error_or_loss_rate_ > 0.0 && now >= incident_start_ && now < incident_end_) {
+      const double u = uniform_unit(incident_rng_);
+      if (u < loss_rate_) return admission::lost;
+      if (u < error_or_loss_rate_) return admission::error;
+    }
+    server_.arrive(now);
+    if (!server_.has_free_worker() && server_.queue_full()) return admission::rejected;
+    return admission::accepted;
+  }
+
+  // After admission::accepted: a worker now (its service), or nullopt when `waiting` was queued.
+  [[nodiscard]] std::optional<service> take(std::int64_t now, queued_attempt waiting) {
+    if (server_.has_free_worker()) return server_.start(now);
+    server_.enqueue(waiting);
+    return std::nullopt;
+  }
+
+  // A worker finished now; the queue's head takes it (returned with its service).
+  std::optional<server::next_service> finish(std::int64_t now) { return server_.finish(now); }
+
+  [[nodiscard]] std::int64_t queue_length() const noexcept { return server_.queue_length(); }
+
+ private:
+  server server_;
+  random_generator incident_rng_;
+  std::int64_t incident_start_ = 0;
+  std::int64_t incident_end_ = 0;  // [0, 0): no incident
+  double loss_rate_ = 0.0;
+  double error_or_loss_rate_ = 0.0;
+};
+
 }  // namespace stormguard::sim::engine
 
-#endif  // STORMGUARD_SRC_SIM_SERVER_HPP
+#endif  // STORMGUARD_ENGINE_SERVER_HPP

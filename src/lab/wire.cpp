@@ -1,0 +1,81 @@
+#include "lab/wire.hpp"
+
+#include <chrono>
+#include <iterator>
+
+namespace stormguard::lab::wire {
+
+namespace {}  // namespace
+
+void to_json(nlohmann::ordered_json& j, const stats_message& m) {
+  j = nlohmann::ordered_json::object();
+  j["scenario"] = m.scenario;
+  j["phase"] = m.phase;
+  j["clock_started"] = m.stats.clock_started;
+  j["elapsed_s"] = std::chrono::duration<double>(m.stats.elapsed).count();
+  for (std::size_t i = 0; i < std::size(k_stats_counts); ++i)
+    j[k_stats_count_names[i]] = m.stats.*k_stats_counts[i];
+  j["workers"] = m.workers;
+  j["queue_limit"] = m.queue_limit;
+}
+
+void from_json(const nlohmann::json& j, stats_message& m) {
+  j.at("scenario").get_to(m.scenario);
+  j.at("phase").get_to(m.phase);
+  j.at("clock_started").get_to(m.stats.clock_started);
+  m.stats.elapsed = std::chrono::duration_cast<duration>(
+      std::chrono::duration<double>(j.at("elapsed_s").get<double>()));
+  for (std::size_t i = 0; i < std::size(k_stats_counts); ++i) {
+    const nlohmann::json& v = j.at(k_stats_count_names[i]);
+    if (!v.is_number_integer()) {
+      throw nlohmann::json::type_error::create(
+          302, std::string(k_stats_count_names[i]) + " is not an integer", &v);
+    }
+    m.stats.*k_stats_counts[i] = v.get<std::int64_t>();
+  }
+  j.at("workers").get_to(m.workers);
+  j.at("queue_limit").get_to(m.queue_limit);
+}
+
+void to_json(nlohmann::ordered_json& j, const ledger_row& r) {
+  j = nlohmann::ordered_json::object();
+  j["id"] = r.id;
+  j["principal"] = r.principal;
+  j["key"] = r.key;
+  j["amount"] = r.amount;
+  j["currency"] = r.currency;
+}
+
+void from_json(const nlohmann::json& j, ledger_row& r) {
+  const auto text = [&](const char* name) {
+    const auto it = j.find(name);
+    return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
+  };
+  r.id = text("id");
+  r.principal = text("principal");
+  r.key = text("key");
+  const auto amount = j.find("amount");
+  r.amount = amount != j.end() && amount->is_number_integer() ? amount->get<std::int64_t>() : 0;
+  r.currency = text("currency");
+}
+
+void to_json(nlohmann::ordered_json& j, const ledger_message& m) {
+  j = nlohmann::ordered_json::object();
+  j["store"] = m.store;
+  j["rows"] = nlohmann::ordered_json::array();
+  for (const ledger_row& row : m.rows) j["rows"].push_back(row);
+}
+
+void from_json(const nlohmann::json& j, ledger_message& m) {
+  const nlohmann::json& rows = j.at("rows");
+  if (!rows.is_array())
+    throw nlohmann::json::type_error::create(302, "rows is not an array", &rows);
+  const auto store = j.find("store");
+  m.store = store != j.end() && store->is_string() ? store->get<std::string>() : std::string();
+  m.rows.clear();
+  for (const nlohmann::json& row : rows) {
+    if (row.is_object()) m.rows.push_back(row.get<ledger_row>());
+  }
+}
+
+}  // namespace stormguard::lab::wire

@@ -59,13 +59,22 @@ pg_connection::pg_connection(const pg_settings& s) : reply_timeout_(s.reply_time
     conn_ = nullptr;
     fail("cannot connect", why);
   }
-  // A library does not print the server's NOTICEs ("relation ... already exists, skipping").
-  PQsetNoticeProcessor(
-      conn_, [](void*, const char*) {}, nullptr);
+  // A library does not print the server's NOTICEs ("relation ... already exists, skipping");
+  // a FATAL message that arrives while the connection is idle (the server shuts down, the
+  // backend is terminated) is noted: the connection is about to close.
+  PQsetNoticeReceiver(
+      conn_,
+      [](void* self, const PGresult* r) {
+        const char* severity = PQresultErrorField(r, PG_DIAG_SEVERITY_NONLOCALIZED);
+        if (severity != nullptr && std::string_view(severity) == "FATAL") {
+          static_cast<pg_connection*>(self)->closing_ = true;
+        }
+      },
+      this);
 }
 
 bool pg_connection::still_connected() noexcept {
-  if (timed_out_ || PQstatus(conn_) != CONNECTION_OK) return false;
+  if (timed_out_ || closing_ || PQstatus(conn_) != CONNECTION_OK) return false;
   // Whatever arrived while the connection was idle: a harmless ParameterStatus or NOTICE, or
   // (the server restarted, the backend was terminated) a FATAL message and then the end of the
   // stream, which the next read sees. A few rounds read both.
@@ -78,7 +87,7 @@ bool pg_connection::still_connected() noexcept {
     if (rc <= 0) return rc == 0 && PQstatus(conn_) == CONNECTION_OK;
     if (PQconsumeInput(conn_) != 1) return false;
     (void)PQisBusy(conn_);  // parses what arrived (notices, a FATAL error)
-    if (PQstatus(conn_) != CONNECTION_OK) return false;
+    if (closing_ || PQstatus(conn_) != CONNECTION_OK) return false;
   }
   return PQstatus(conn_) == CONNECTION_OK;
 }

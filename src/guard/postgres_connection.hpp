@@ -66,7 +66,7 @@ class pg_connection {
   /// Usable for the next call: connected, outside any transaction, not in pipeline mode, and no
   /// reply timed out on it.
   [[nodiscard]] bool healthy() const noexcept {
-    return !timed_out_ && PQstatus(conn_) == CONNECTION_OK &&
+    return !timed_out_ && !closing_ && PQstatus(conn_) == CONNECTION_OK &&
            PQtransactionStatus(conn_) == PQTRANS_IDLE && PQpipelineStatus(conn_) == PQ_PIPELINE_OFF;
   }
   /// Whether an idle pooled connection is still there: reads what the server sent while it was
@@ -89,6 +89,7 @@ class pg_connection {
   PGconn* conn_ = nullptr;
   std::chrono::milliseconds reply_timeout_;
   bool timed_out_ = false;
+  bool closing_ = false;  ///< the server sent a FATAL message while the connection was idle
 };
 
 /// Parameters of one statement. Views passed to bytes() must outlive the statement's execution.

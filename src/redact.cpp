@@ -13,21 +13,23 @@ namespace {
 char lower(char c) noexcept { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; }
 
 bool iequals(std::string_view a, std::string_view b) noexcept {
-  return a.size() == b.size() &&
-         std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) { return lower(x) == lower(y); });
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(),
+                                            [](char x, char y) { return lower(x) == lower(y); });
 }
 
 bool is_alpha(char c) noexcept { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
-bool is_word(char c) noexcept { return is_alpha(c) || (c >= '0' && c <= '9') || c == '_' || c == '-'; }
+bool is_word(char c) noexcept {
+  return is_alpha(c) || (c >= '0' && c <= '9') || c == '_' || c == '-';
+}
 bool is_space(char c) noexcept { return c == ' ' || c == '\t'; }
 
 constexpr std::array<std::string_view, 13> k_secret_keys = {
-    "password", "passwd",       "pwd",     "pass",   "secret", "token",      "access_token",
-    "refresh_token", "api_key", "apikey",  "auth",   "sslpassword", "client_secret"};
+    "password",      "passwd",  "pwd",    "pass", "secret",      "token",        "access_token",
+    "refresh_token", "api_key", "apikey", "auth", "sslpassword", "client_secret"};
 
 constexpr std::array<std::string_view, 7> k_credential_headers = {
-    "authorization", "proxy-authorization", "cookie", "set-cookie",
-    "x-api-key",     "api-key",             "x-auth-token"};
+    "authorization", "proxy-authorization", "cookie", "set-cookie", "x-api-key",
+    "api-key",       "x-auth-token"};
 
 constexpr std::array<std::string_view, 2> k_bare_schemes = {"bearer", "basic"};
 
@@ -41,8 +43,8 @@ std::string redact_userinfo(std::string_view text) {
     if (sep == std::string_view::npos) break;
     const std::size_t start = sep + 3;
     std::size_t end = start;
-    while (end < text.size() && std::string_view("/?# \t\r\n\"'<>").find(text[end]) ==
-                                    std::string_view::npos) {
+    while (end < text.size() &&
+           std::string_view("/?# \t\r\n\"'<>").find(text[end]) == std::string_view::npos) {
       ++end;
     }
     const std::string_view authority = text.substr(start, end - start);
@@ -95,8 +97,8 @@ std::string redact_pairs(std::string_view text) {
       }
       v_end = std::min(text.size(), v_end + 1);
     } else {
-      while (v_end < text.size() && std::string_view(" \t\r\n&;,#\"'").find(text[v_end]) ==
-                                        std::string_view::npos) {
+      while (v_end < text.size() &&
+             std::string_view(" \t\r\n&;,#\"'").find(text[v_end]) == std::string_view::npos) {
         ++v_end;
       }
     }
@@ -171,15 +173,16 @@ std::string redact_bare_schemes(std::string_view text) {
     }
     std::size_t t = end + 1;
     std::size_t t_end = t;
-    while (t_end < text.size() && std::string_view(" \t\r\n,;\"'").find(text[t_end]) ==
-                                      std::string_view::npos) {
+    while (t_end < text.size() &&
+           std::string_view(" \t\r\n,;\"'").find(text[t_end]) == std::string_view::npos) {
       ++t_end;
     }
     // A credential, not prose ("the bearer of bad news"): at least one character that is not a
     // letter, or 16 letters and more.
     const std::string_view token = text.substr(t, t_end - t);
     const bool credential_like =
-        token.size() >= 16 || std::any_of(token.begin(), token.end(), [](char c) { return !is_alpha(c); });
+        token.size() >= 16 ||
+        std::any_of(token.begin(), token.end(), [](char c) { return !is_alpha(c); });
     if (token.empty() || token == redacted_text || !credential_like) continue;
     out.push_back(' ');
     out.append(redacted_text);

@@ -338,8 +338,8 @@ TEST(GrpcImport, EveryNameOfAnEntrySelectsItAndAServiceWideNameAppliesToItsMetho
   EXPECT_EQ(all[1].retry, all[0].retry);
   const std::string path = testing::TempDir() + "/grpc-names.json";
   std::ofstream(path) << text;
-  const auto update =
-      config::load_policies(config::parse_policy_reference("grpc:" + path + ":google.pubsub.v1.Publisher/UpdateTopic"));
+  const auto update = config::load_policies(
+      config::parse_policy_reference("grpc:" + path + ":google.pubsub.v1.Publisher/UpdateTopic"));
   ASSERT_EQ(update.size(), 1u);
   EXPECT_EQ(update[0].retry.max_retries, 2);
   const auto pull = config::load_policies(
@@ -362,8 +362,9 @@ TEST(GrpcImport, InternalAndUnknownSayWhichHttpStatusesTheyCorrespondTo) {
   ASSERT_EQ(p.warnings.size(), 2u);
   EXPECT_NE(p.warnings[0].find("INTERNAL corresponds to HTTP 400"), std::string::npos)
       << p.warnings[0];
-  EXPECT_NE(p.warnings[1].find("UNKNOWN corresponds to every HTTP status without a code of its own"),
-            std::string::npos)
+  EXPECT_NE(
+      p.warnings[1].find("UNKNOWN corresponds to every HTTP status without a code of its own"),
+      std::string::npos)
       << p.warnings[1];
   for (const auto& w : p.warnings) {
     EXPECT_EQ(w.find("no HTTP status"), std::string::npos) << w;
@@ -486,13 +487,15 @@ TEST(EnvoyImport, AFullBootstrapGivesOnePolicyPerRouteWithItsTimeoutAndItsCluste
             std::string::npos)
       << notes;
   // Selectable by name, as a route file's policies are.
-  const auto one = config::load_policies(config::parse_policy_reference("envoy:" + file + ":api/charges"));
+  const auto one =
+      config::load_policies(config::parse_policy_reference("envoy:" + file + ":api/charges"));
   ASSERT_EQ(one.size(), 1u);
   EXPECT_EQ(one[0].name, "api/charges");
 }
 
 TEST(EnvoyImport, ARouteTimeoutOf0sIsNoDeadlineAndABadOneNamesTheField) {
-  const std::string bootstrap = R"({"static_resources": {"listeners": [{"filter_chains": [{"filters": [
+  const std::string bootstrap =
+      R"({"static_resources": {"listeners": [{"filter_chains": [{"filters": [
     {"name": "envoy.filters.network.http_connection_manager", "typed_config": {"route_config": {
       "virtual_hosts": [{"name": "h", "routes": [{"route": {"cluster": "c", "timeout": "TIMEOUT",
         "retry_policy": {"retry_on": "5xx"}}}]}]}}}]}]}],

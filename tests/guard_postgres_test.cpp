@@ -4,7 +4,6 @@
 // (tests/support/postgres_server.hpp), one per test executable; each test has its own table.
 // Time is the `now` passed in, never the real clock.
 #include <gtest/gtest.h>
-
 #include <signal.h>
 
 #include <atomic>
@@ -102,8 +101,7 @@ TEST(PostgresOptions, TimeoutsOutOfRangeAreRejectedNamingTheField) {
             }).find("postgres_options.statement_timeout 0s"),
             std::string::npos);
   EXPECT_NE(invalid_argument_message([&] {
-              (void)make_postgres_store(
-                  {.url = url, .statement_timeout = 5s, .reply_timeout = 5s});
+              (void)make_postgres_store({.url = url, .statement_timeout = 5s, .reply_timeout = 5s});
             }).find("postgres_options.reply_timeout 5s: must be longer than statement_timeout"),
             std::string::npos);
   EXPECT_NE(invalid_argument_message([&] {
@@ -416,7 +414,8 @@ TEST_F(PostgresStore, EveryStaleConnectionOfThePoolIsReplacedWithoutAFailure) {
     for (std::size_t i = 0; i < 4; ++i) {
       threads.emplace_back([&, i] {
         together.arrive_and_wait();
-        pids[i] = pooled->query("SELECT pg_backend_pid() FROM pg_sleep(0.2)", {}).at(0).at(0).value();
+        pids[i] =
+            pooled->query("SELECT pg_backend_pid() FROM pg_sleep(0.2)", {}).at(0).at(0).value();
       });
     }
     for (auto& t : threads) t.join();
@@ -426,7 +425,8 @@ TEST_F(PostgresStore, EveryStaleConnectionOfThePoolIsReplacedWithoutAFailure) {
     wait_until_gone(*store_, pid);
   }
   for (int i = 0; i < 6; ++i) {
-    EXPECT_NO_THROW((void)pooled->begin({"p", "k" + std::to_string(i)}, fp(1), "tok", t0, 10s, 60s));
+    EXPECT_NO_THROW(
+        (void)pooled->begin({"p", "k" + std::to_string(i)}, fp(1), "tok", t0, 10s, 60s));
   }
 }
 
@@ -458,14 +458,14 @@ TEST_F(PostgresStore, AHungServerCostsOneCallAtMostTheReplyTimeout) {
 }
 
 TEST_F(PostgresStore, TheSessionsStatementTimeoutIsSet) {
-  auto s = make_postgres_store({.url = server_->url(), .table = table_, .statement_timeout = 1500ms});
+  auto s =
+      make_postgres_store({.url = server_->url(), .table = table_, .statement_timeout = 1500ms});
   EXPECT_EQ(s->query("SHOW statement_timeout", {}), (std::vector<row>{{"1500ms"}}));
-  EXPECT_THROW((void)make_postgres_store({.url = server_->url(),
-                                          .table = table_,
-                                          .statement_timeout = 100ms,
-                                          .reply_timeout = 5s})
-                   ->query("SELECT pg_sleep(1)", {}),
-               store_error);
+  EXPECT_THROW(
+      (void)make_postgres_store(
+          {.url = server_->url(), .table = table_, .statement_timeout = 100ms, .reply_timeout = 5s})
+          ->query("SELECT pg_sleep(1)", {}),
+      store_error);
 }
 
 TEST_F(PostgresStore, ConcurrentBeginsOfOneKeyAcquireItExactlyOnce) {

@@ -300,8 +300,9 @@ TEST_P(GuardOnStore, TheHandlerRunsOnceAndTheRepeatIsReplayedAndMarked) {
 TEST_P(GuardOnStore, ARepeatWhileInProgressGets409WithTheLeaseLeftAsRetryAfter) {
   sg::idempotency_guard g(store(), options());
   ASSERT_EQ(store()
-                .begin({g.stored_principal("p"), "k"}, sg::fingerprint_of("POST", "/charges", "{\"amount\":100}"),
-                       "someone", clock_.wall_now(), 30s, 24h)
+                .begin({g.stored_principal("p"), "k"},
+                       sg::fingerprint_of("POST", "/charges", "{\"amount\":100}"), "someone",
+                       clock_.wall_now(), 30s, 24h)
                 .outcome,
             sg::begin_outcome::acquired);
   clock_.advance(std::chrono::milliseconds(10'500));
@@ -316,8 +317,9 @@ TEST_P(GuardOnStore, ARepeatWhileInProgressGets409WithTheLeaseLeftAsRetryAfter) 
 TEST_P(GuardOnStore, ADeadHoldersExpiredLeaseIsTakenOver) {
   sg::idempotency_guard g(store(), options());
   ASSERT_EQ(store()
-                .begin({g.stored_principal("p"), "k"}, sg::fingerprint_of("POST", "/charges", "{\"amount\":100}"),
-                       "dead-process", clock_.wall_now(), g.options().lease, 24h)
+                .begin({g.stored_principal("p"), "k"},
+                       sg::fingerprint_of("POST", "/charges", "{\"amount\":100}"), "dead-process",
+                       clock_.wall_now(), g.options().lease, 24h)
                 .outcome,
             sg::begin_outcome::acquired);
   clock_.advance(g.options().lease);

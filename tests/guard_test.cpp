@@ -221,9 +221,7 @@ class memory_store final : public sg::store {
     }
     class no_tx final : public sg::transaction {
      public:
-      [[nodiscard]] sg::store_kind kind() const noexcept override {
-        return sg::store_kind::sqlite;
-      }
+      [[nodiscard]] sg::store_kind kind() const noexcept override { return sg::store_kind::sqlite; }
       std::vector<sg::row> execute(std::string_view, std::span<const std::string_view>) override {
         return {};
       }
@@ -410,7 +408,8 @@ TEST(GuardShortCircuit, FailsFastWhileTheStoreIsDownAndOneRequestProbesAfterTheI
   const auto fast = charge();  // fails fast: the store is not called
   EXPECT_EQ(fast.response.status, 503);
   EXPECT_EQ(fast.decision, sg::decision::store_unavailable);
-  EXPECT_EQ(fast.response.headers.back(), (std::pair<std::string, std::string>{"Retry-After", "3"}));
+  EXPECT_EQ(fast.response.headers.back(),
+            (std::pair<std::string, std::string>{"Retry-After", "3"}));
   EXPECT_EQ(s.calls, 2);
   clock.advance(3s);  // the interval is over: one probe, which fails: down for 5 s more
   EXPECT_EQ(charge().response.status, 503);

@@ -31,10 +31,8 @@ TEST(Redact, HidesSecretKeyValuePairsOfConnectionStringsAndQueries) {
 }
 
 TEST(Redact, HidesCredentialHeaderValuesKeepingTheScheme) {
-  EXPECT_EQ(redact("-H 'Authorization: Bearer abc.def' refused"),
-            "-H 'Authorization: Bearer ***");
-  EXPECT_EQ(redact("header \"Cookie: session=abc\x01\": a control byte"),
-            "header \"Cookie: ***");
+  EXPECT_EQ(redact("-H 'Authorization: Bearer abc.def' refused"), "-H 'Authorization: Bearer ***");
+  EXPECT_EQ(redact("header \"Cookie: session=abc\x01\": a control byte"), "header \"Cookie: ***");
   EXPECT_EQ(redact("x-api-key:k1\nnext line"), "x-api-key:***\nnext line");
   EXPECT_EQ(redact("sent Bearer tok123, then"), "sent Bearer ***, then");
 }

@@ -80,8 +80,11 @@ std::vector<std::string> grpc_names(const json& entry, const std::string& path) 
                                        stormguard::detail::quote_for_message(method) +
                                        " (a method belongs to a service)");
     }
-    std::string name = service.empty() ? "default" : method.empty() ? service : service + "/" + method;
-    if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(std::move(name));
+    std::string name = service.empty()  ? "default"
+                       : method.empty() ? service
+                                        : service + "/" + method;
+    if (std::find(names.begin(), names.end(), name) == names.end())
+      names.push_back(std::move(name));
   }
   return names;
 }
@@ -237,8 +240,8 @@ std::vector<policy> read_grpc(const json& doc) {
       named.name = names[n];
       check_name(sj::index_path(path + ".name", n), named.name);
       if (names.size() > 1) {
-        named.description += " (name " + std::to_string(n + 1) + " of " +
-                             std::to_string(names.size()) + ")";
+        named.description +=
+            " (name " + std::to_string(n + 1) + " of " + std::to_string(names.size()) + ")";
       }
       policies.push_back(std::move(named));
     }
@@ -442,8 +445,9 @@ void read_route_timeout(const json& action, const std::string& path, policy& p) 
   const std::string field = path + ".timeout";
   if (!action.is_object() || !action.contains("timeout")) {
     p.deadline = k_envoy_default_route_timeout;
-    p.warnings.push_back(field + ": absent: Envoy's default route timeout, 15s, which covers "
-                                 "every retry, is the policy's deadline");
+    p.warnings.push_back(field +
+                         ": absent: Envoy's default route timeout, 15s, which covers "
+                         "every retry, is the policy's deadline");
     return;
   }
   const json& v = action["timeout"];
@@ -454,13 +458,16 @@ void read_route_timeout(const json& action, const std::string& path, policy& p) 
                      });
   const auto d = shape ? parse_duration(text) : std::nullopt;
   if (!d || *d < duration::zero() || *d > 24h) {
-    sj::fail(field, "must be a protobuf Duration string such as \"15s\" in [0s, 24h] (0s: no "
-                    "timeout), got " + sj::quote(v));
+    sj::fail(field,
+             "must be a protobuf Duration string such as \"15s\" in [0s, 24h] (0s: no "
+             "timeout), got " +
+                 sj::quote(v));
   }
   if (*d == duration::zero()) {
     p.deadline.reset();
-    p.warnings.push_back(field + ": 0s: Envoy applies no route timeout, so the policy has no "
-                                 "deadline");
+    p.warnings.push_back(field +
+                         ": 0s: Envoy applies no route timeout, so the policy has no "
+                         "deadline");
   } else {
     p.deadline = *d;
   }
@@ -506,8 +513,9 @@ std::pair<budget_options, std::vector<std::string>> route_budget(const envoy_bud
     notes.push_back(path + ".cluster: " + stormguard::detail::quote_for_message(name) +
                     " is not among static_resources.clusters (a dynamic cluster?)");
   } else {
-    notes.push_back(path + ": no single cluster (weighted_clusters, cluster_header or another "
-                           "action)");
+    notes.push_back(path +
+                    ": no single cluster (weighted_clusters, cluster_header or another "
+                    "action)");
   }
   return {envoy_budget(json::object(), notes, ""), notes};
 }
@@ -532,14 +540,15 @@ void read_route_config(const json& config, const std::string& prefix,
     }
     if (host.contains("retry_policy")) {
       auto [budget, notes] = route_budget(budgets, nullptr, hpath);
-      policy p = read_envoy_policy(host["retry_policy"], hpath + ".retry_policy", host_name,
-                                   budget, notes);
+      policy p = read_envoy_policy(host["retry_policy"], hpath + ".retry_policy", host_name, budget,
+                                   notes);
       read_route_timeout(json::object(), hpath + " (routes without a timeout)", p);
       policies.push_back(std::move(p));
     }
     if (!host.contains("routes")) continue;
     const json& routes = host["routes"];
-    if (!routes.is_array()) sj::fail(hpath + ".routes", "must be an array, got " + sj::quote(routes));
+    if (!routes.is_array())
+      sj::fail(hpath + ".routes", "must be an array, got " + sj::quote(routes));
     for (std::size_t i = 0; i < routes.size(); ++i) {
       const std::string rpath = sj::index_path(hpath + ".routes", i);
       const json& route = routes[i];
@@ -585,10 +594,10 @@ void read_bootstrap_listeners(const json& statics, const envoy_budget_source& bu
         const json& filter = filters[f];
         if (!filter.is_object() || !filter.contains("typed_config")) continue;
         const json& hcm = filter["typed_config"];
-        const bool is_hcm =
-            (filter.contains("name") && filter["name"] == "envoy.filters.network.http_connection_manager") ||
-            (hcm.is_object() && hcm.contains("@type") && hcm["@type"].is_string() &&
-             hcm["@type"].get<std::string>().ends_with(".HttpConnectionManager"));
+        const bool is_hcm = (filter.contains("name") &&
+                             filter["name"] == "envoy.filters.network.http_connection_manager") ||
+                            (hcm.is_object() && hcm.contains("@type") && hcm["@type"].is_string() &&
+                             hcm["@type"].get<std::string>().ends_with(".HttpConnectionManager"));
         if (!is_hcm || !hcm.is_object()) continue;
         if (hcm.contains("rds")) ++rds;
         if (hcm.contains("route_config")) {
@@ -783,8 +792,10 @@ std::optional<policy> select_grpc_policy(const std::vector<policy>& policies,
   for (const policy& p : policies) {
     if (p.name != service) continue;
     policy chosen = p;
-    chosen.warnings.push_back(std::string(name) + " has no methodConfig entry of its own: the "
-                              "service-wide entry " + p.name + " applies to it");
+    chosen.warnings.push_back(std::string(name) +
+                              " has no methodConfig entry of its own: the "
+                              "service-wide entry " +
+                              p.name + " applies to it");
     return chosen;
   }
   return std::nullopt;

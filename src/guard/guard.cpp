@@ -56,7 +56,6 @@ std::string_view to_string(decision d) noexcept {
   return "unknown";
 }
 
-
 outcome<std::string, std::string> parse_idempotency_key(std::string_view field_value) {
   const std::string_view value = detail::trim_ows(field_value);
   auto bad = [&](std::string_view why) {
@@ -360,7 +359,8 @@ auto idempotency_guard::call_store(store_operation op, F&& f) {
     report(call_outcome::ok);
     throw;
   } catch (const store_error& e) {
-    if (options_.observer != nullptr) options_.observer->on_store_error(op, detail::redact(e.what()));
+    if (options_.observer != nullptr)
+      options_.observer->on_store_error(op, detail::redact(e.what()));
     report(call_outcome::failed);
     throw;
   } catch (const too_large&) {  // the handler's response: the store answered
@@ -383,8 +383,7 @@ result idempotency_guard::unavailable() {
 
 // --- the protocol ---
 
-void idempotency_guard::release_quietly(const record_key& id,
-                                        const std::string& token) noexcept {
+void idempotency_guard::release_quietly(const record_key& id, const std::string& token) noexcept {
   try {
     call_store(store_operation::release, [&] {
       store_.release(id, token);
@@ -412,12 +411,12 @@ result idempotency_guard::run_acquired(const record_key& id, const std::string& 
     });
   } catch (const too_large& t) {
     release_quietly(id, token);
-    return finish({error_response(500, "response_too_large",
-                                  "the handler's response (" + std::to_string(t.size) +
-                                      " bytes) exceeds max_response_bytes (" +
-                                      std::to_string(o.max_response_bytes) +
-                                      "); nothing was committed"),
-                   decision::response_too_large});
+    return finish(
+        {error_response(500, "response_too_large",
+                        "the handler's response (" + std::to_string(t.size) +
+                            " bytes) exceeds max_response_bytes (" +
+                            std::to_string(o.max_response_bytes) + "); nothing was committed"),
+         decision::response_too_large});
   } catch (const statement_error&) {
     // A statement of the handler failed: the transaction certainly rolled back. As a handler
     // exception: release the key so that a corrected retry runs at once, and rethrow.

@@ -33,15 +33,9 @@ pg_connection::pg_connection(const pg_settings& s) : reply_timeout_(s.reply_time
   // dbname with expand_dbname = 1: the URL's own parameters, then ours, which override the
   // URL's (the store's bounds hold whatever the URL says); fallback_application_name does not
   // override application_name.
-  const char* const keys[] = {"dbname",
-                              "connect_timeout",
-                              "keepalives",
-                              "keepalives_idle",
-                              "keepalives_interval",
-                              "keepalives_count",
-                              "tcp_user_timeout",
-                              "fallback_application_name",
-                              nullptr};
+  const char* const keys[] = {"dbname",           "connect_timeout",           "keepalives",
+                              "keepalives_idle",  "keepalives_interval",       "keepalives_count",
+                              "tcp_user_timeout", "fallback_application_name", nullptr};
   const char* const values[] = {s.url.c_str(),
                                 s.connect_timeout.c_str(),
                                 "1",
@@ -96,8 +90,8 @@ void pg_connection::await_result(std::chrono::steady_clock::time_point deadline,
                                  std::string_view what) {
   while (PQisBusy(conn_) != 0) {
     if (PQstatus(conn_) != CONNECTION_OK) return;  // PQgetResult reports it
-    const auto left = std::chrono::ceil<std::chrono::milliseconds>(
-        deadline - std::chrono::steady_clock::now());
+    const auto left =
+        std::chrono::ceil<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     if (left <= std::chrono::milliseconds::zero()) {
       timed_out_ = true;  // the reply may still come: the connection is out of step, close it
       fail(what, "no reply within " + format_duration(reply_timeout_) +

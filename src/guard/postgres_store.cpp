@@ -90,7 +90,7 @@ std::string layout_hint(const PGresult* r, std::string_view table) {
 std::uint64_t read_big_endian(std::string_view v, std::size_t n, std::string_view column) {
   if (v.size() != n) {
     fail("read", "column " + std::string(column) + " has " + std::to_string(v.size()) +
-                      " bytes, expected " + std::to_string(n) + " (a table of another layout?)");
+                     " bytes, expected " + std::to_string(n) + " (a table of another layout?)");
   }
   std::uint64_t out = 0;
   for (const char ch : v) out = (out << 8U) | static_cast<unsigned char>(ch);
@@ -445,8 +445,8 @@ begin_result read_record(const PGresult* res, std::string_view what) {
   const std::string_view state = field(res, 0, 2);
   const std::string_view fp_found = field(res, 0, 3);
   if (fp_found.size() != out.fingerprint.size()) {
-    fail(what, "the stored fingerprint has " + std::to_string(fp_found.size()) +
-                   " bytes, expected 32");
+    fail(what,
+         "the stored fingerprint has " + std::to_string(fp_found.size()) + " bytes, expected 32");
   }
   std::memcpy(out.fingerprint.data(), fp_found.data(), out.fingerprint.size());
   out.lease_expires = internal::from_ns(

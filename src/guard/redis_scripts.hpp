@@ -152,7 +152,6 @@ inline const std::array<std::string, k_script_count>& script_texts() {
 // which stops at its C stack limit (LUAI_MAXCSTACK, 8000 in Redis's Lua 5.1).
 inline constexpr std::size_t k_max_queued_args = 7000;
 
-
 }  // namespace stormguard::guard::internal
 
 #endif  // STORMGUARD_SRC_GUARD_REDIS_SCRIPTS_HPP

@@ -292,11 +292,11 @@ class redis_store final : public store {
   std::optional<begin_result> find(const record_key& id, wall_time_point now) override {
     const std::string key = record_key_of(id);
     argv_builder argv;
-    for (const std::string_view a : {std::string_view("HMGET"), std::string_view(key),
-                                     std::string_view("state"), std::string_view("fingerprint"),
-                                     std::string_view("lease_expires"),
-                                     std::string_view("expires"), std::string_view("status"),
-                                     std::string_view("headers"), std::string_view("body")}) {
+    for (const std::string_view a :
+         {std::string_view("HMGET"), std::string_view(key), std::string_view("state"),
+          std::string_view("fingerprint"), std::string_view("lease_expires"),
+          std::string_view("expires"), std::string_view("status"), std::string_view("headers"),
+          std::string_view("body")}) {
       argv.add(a);
     }
     auto conn = pool_.acquire();

@@ -13,8 +13,8 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <optional>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <unordered_map>
@@ -58,8 +58,8 @@ std::string unwritable_hint(const std::string& path) {
   const int why = errno;
   if (why != EACCES && why != EROFS && why != EPERM) return {};
   return " (read-only: " + std::string(exists ? "the file " : "the directory ") +
-         detail::quote_for_message(checked.string()) + " is not writable: " +
-         std::strerror(why) + "; the store writes every request)";
+         detail::quote_for_message(checked.string()) + " is not writable: " + std::strerror(why) +
+         "; the store writes every request)";
 }
 
 /// One database connection and its prepared statements (by text).
@@ -382,8 +382,8 @@ class sqlite_store final : public store {
  private:
   /// The live record `id` as begin() reports it (completed, or in progress under an unexpired
   /// lease); nullopt when there is none, `took_over` set when an in-progress one's lease expired.
-  std::optional<begin_result> live_record(connection& c, const record_key& id,
-                                          wall_time_point now, bool& took_over) {
+  std::optional<begin_result> live_record(connection& c, const record_key& id, wall_time_point now,
+                                          bool& took_over) {
     const std::int64_t now_ns = internal::to_ns(now);
     sqlite3_stmt* s = c.prepare(select_);
     reset_on_exit reset{s};

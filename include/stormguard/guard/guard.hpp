@@ -243,8 +243,8 @@ class idempotency_guard {
   struct circuit_state {
     std::size_t failures = 0;  ///< store failures in a row
     bool down = false;
-    time_point probe_at{};      ///< down: when the next probe may go
-    bool probing = false;       ///< down: a probe is in flight
+    time_point probe_at{};  ///< down: when the next probe may go
+    bool probing = false;   ///< down: a probe is in flight
   };
   /// Whether this request may call the store (closed, or it becomes the probe); else the time
   /// left before the next probe.

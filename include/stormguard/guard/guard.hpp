@@ -42,7 +42,9 @@
 // detail): it goes, redacted, to the observer (guard_observer::on_store_error).
 //
 // Thread-safety: handle() may be called from any number of threads at once (the store
-// serializes); the guard's own state is immutable after construction, but for an atomic counter.
+// serializes); the guard's own state is immutable after construction, but for an atomic counter
+// and the short circuit's state (one mutex, held for a few instructions, never during a store
+// call or an observer's callback).
 #ifndef STORMGUARD_GUARD_GUARD_HPP
 #define STORMGUARD_GUARD_GUARD_HPP
 

@@ -273,6 +273,10 @@ TEST(PolicyFile, TheExamplesInPoliciesParse) {
                                   config::policy_format::envoy)[0]
                 .name,
             "backend/0");
+  EXPECT_EQ(config::load_policies(STORMGUARD_SOURCE_DIR "/policies/envoy-bootstrap.yaml",
+                                  config::policy_format::envoy)
+                .size(),
+            2u);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -316,6 +320,57 @@ TEST(GrpcImport, RetryThrottlingIsTheTokenBucketAndUnmappedCodesWarn) {
   EXPECT_EQ(p.budget, config::budget_options(stormguard::token_bucket_throttle_options{10, 0.1}));
   ASSERT_EQ(p.warnings.size(), 1u);
   EXPECT_NE(p.warnings[0].find("DEADLINE_EXCEEDED"), std::string::npos);
+}
+
+TEST(GrpcImport, EveryNameOfAnEntrySelectsItAndAServiceWideNameAppliesToItsMethods) {
+  const std::string text = R"({"methodConfig": [
+    {"name": [{"service": "google.pubsub.v1.Publisher", "method": "CreateTopic"},
+              {"service": "google.pubsub.v1.Publisher", "method": "UpdateTopic"}],
+     "retryPolicy": {"maxAttempts": 3, "initialBackoff": "0.1s", "maxBackoff": "1s",
+                     "backoffMultiplier": 2, "retryableStatusCodes": ["UNAVAILABLE"]}},
+    {"name": [{"service": "google.pubsub.v1.Subscriber"}], "timeout": "60s",
+     "retryPolicy": {"maxAttempts": 5, "initialBackoff": "0.1s", "maxBackoff": "60s",
+                     "backoffMultiplier": 1.3, "retryableStatusCodes": ["UNAVAILABLE"]}}]})";
+  const auto all = parse(text, config::policy_format::grpc);
+  ASSERT_EQ(all.size(), 3u);
+  EXPECT_EQ(all[0].name, "google.pubsub.v1.Publisher/CreateTopic");
+  EXPECT_EQ(all[1].name, "google.pubsub.v1.Publisher/UpdateTopic");
+  EXPECT_EQ(all[1].retry, all[0].retry);
+  const std::string path = testing::TempDir() + "/grpc-names.json";
+  std::ofstream(path) << text;
+  const auto update = config::load_policies(
+      config::parse_policy_reference("grpc:" + path + ":google.pubsub.v1.Publisher/UpdateTopic"));
+  ASSERT_EQ(update.size(), 1u);
+  EXPECT_EQ(update[0].retry.max_retries, 2);
+  const auto pull = config::load_policies(
+      config::parse_policy_reference("grpc:" + path + ":google.pubsub.v1.Subscriber/Pull"));
+  ASSERT_EQ(pull.size(), 1u);
+  EXPECT_EQ(pull[0].name, "google.pubsub.v1.Subscriber");
+  EXPECT_EQ(pull[0].deadline, 60s);
+  ASSERT_FALSE(pull[0].warnings.empty());
+  EXPECT_NE(pull[0].warnings.back().find("the service-wide entry google.pubsub.v1.Subscriber"),
+            std::string::npos);
+  EXPECT_THROW((void)config::load_policies(config::parse_policy_reference(
+                   "grpc:" + path + ":google.pubsub.v1.Publisher/DeleteTopic")),
+               config::policy_error);
+  std::remove(path.c_str());
+}
+
+TEST(GrpcImport, InternalAndUnknownSayWhichHttpStatusesTheyCorrespondTo) {
+  const auto p = parse(grpc_config(3, R"(["UNAVAILABLE", "INTERNAL", "UNKNOWN"])"),
+                       config::policy_format::grpc)[0];
+  ASSERT_EQ(p.warnings.size(), 2u);
+  EXPECT_NE(p.warnings[0].find("INTERNAL corresponds to HTTP 400"), std::string::npos)
+      << p.warnings[0];
+  EXPECT_NE(
+      p.warnings[1].find("UNKNOWN corresponds to every HTTP status without a code of its own"),
+      std::string::npos)
+      << p.warnings[1];
+  for (const auto& w : p.warnings) {
+    EXPECT_EQ(w.find("no HTTP status"), std::string::npos) << w;
+    EXPECT_NE(w.find("which stormguard does not retry"), std::string::npos) << w;
+  }
+  EXPECT_EQ(p.statuses, stormguard::retryable_statuses{});  // no behaviour change
 }
 
 TEST(GrpcImport, RejectsBadFieldsNamingThem) {
@@ -398,8 +453,72 @@ retry_budget:
   EXPECT_EQ(api.retry.backoff.cap, 200ms);
   EXPECT_EQ(api.attempt_timeout, 500ms);
   EXPECT_EQ(api.budget, config::budget_options(stormguard::concurrency_budget_options{25.0, 5}));
-  ASSERT_EQ(api.warnings.size(), 1u);
+  ASSERT_EQ(api.warnings.size(), 2u);
   EXPECT_NE(api.warnings[0].find("envoy-ratelimited"), std::string::npos);
+  // No route timeout: Envoy's default 15 s covers every retry, and is the deadline.
+  EXPECT_EQ(api.deadline, 15s);
+  EXPECT_NE(api.warnings[1].find("virtual_hosts[0].routes[0].route.timeout: absent"),
+            std::string::npos)
+      << api.warnings[1];
+}
+
+TEST(EnvoyImport, AFullBootstrapGivesOnePolicyPerRouteWithItsTimeoutAndItsClustersBudget) {
+  const std::string file = STORMGUARD_SOURCE_DIR "/policies/envoy-bootstrap.yaml";
+  const auto policies = config::load_policies(file, config::policy_format::envoy);
+  ASSERT_EQ(policies.size(), 2u);
+  const config::policy& charges = policies[0];
+  EXPECT_EQ(charges.name, "api/charges");
+  EXPECT_EQ(charges.retry.max_retries, 2);
+  EXPECT_EQ(charges.deadline, 3s);
+  EXPECT_EQ(charges.attempt_timeout, 1s);
+  EXPECT_EQ(charges.statuses.to_vector(), (std::vector<int>{503}));
+  EXPECT_EQ(charges.budget,
+            config::budget_options(stormguard::concurrency_budget_options{10.0, 2}));
+  EXPECT_TRUE(charges.warnings.empty());
+  const config::policy& catalog = policies[1];
+  EXPECT_EQ(catalog.name, "api/catalog");
+  EXPECT_EQ(catalog.deadline, 15s);
+  EXPECT_EQ(catalog.budget, config::budget_options(stormguard::concurrency_budget_options{0.0, 3}));
+  std::string notes;
+  for (const auto& w : catalog.warnings) notes += w + "\n";
+  EXPECT_NE(notes.find("static_resources.clusters[1]: no retry_budget"), std::string::npos)
+      << notes;
+  EXPECT_NE(notes.find(".route.timeout: absent: Envoy's default route timeout, 15s"),
+            std::string::npos)
+      << notes;
+  // Selectable by name, as a route file's policies are.
+  const auto one =
+      config::load_policies(config::parse_policy_reference("envoy:" + file + ":api/charges"));
+  ASSERT_EQ(one.size(), 1u);
+  EXPECT_EQ(one[0].name, "api/charges");
+}
+
+TEST(EnvoyImport, ARouteTimeoutOf0sIsNoDeadlineAndABadOneNamesTheField) {
+  const std::string bootstrap =
+      R"({"static_resources": {"listeners": [{"filter_chains": [{"filters": [
+    {"name": "envoy.filters.network.http_connection_manager", "typed_config": {"route_config": {
+      "virtual_hosts": [{"name": "h", "routes": [{"route": {"cluster": "c", "timeout": "TIMEOUT",
+        "retry_policy": {"retry_on": "5xx"}}}]}]}}}]}]}],
+    "clusters": [{"name": "c"}]}})";
+  auto with = [&](const std::string& timeout) {
+    std::string text = bootstrap;
+    text.replace(text.find("TIMEOUT"), 7, timeout);
+    return text;
+  };
+  const auto p = parse(with("0s"), config::policy_format::envoy).at(0);
+  EXPECT_EQ(p.name, "h/0");
+  EXPECT_EQ(p.deadline, std::nullopt);
+  EXPECT_EQ(error_of(with("15"), config::policy_format::envoy).field(),
+            "static_resources.listeners[0].filter_chains[0].filters[0].typed_config.route_config."
+            "virtual_hosts[0].routes[0].route.timeout");
+}
+
+TEST(EnvoyImport, ABootstrapWhoseRoutesComeFromRdsSaysSo) {
+  const std::string text = R"({"static_resources": {"listeners": [{"filter_chains": [{"filters": [
+    {"name": "envoy.filters.network.http_connection_manager",
+     "typed_config": {"rds": {"route_config_name": "r"}}}]}]}]}})";
+  const std::string message = error_of(text, config::policy_format::envoy).what();
+  EXPECT_NE(message.find("RDS"), std::string::npos) << message;
 }
 
 TEST(EnvoyImport, RejectsHostileFiles) {

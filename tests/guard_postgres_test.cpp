@@ -4,8 +4,10 @@
 // (tests/support/postgres_server.hpp), one per test executable; each test has its own table.
 // Time is the `now` passed in, never the real clock.
 #include <gtest/gtest.h>
+#include <signal.h>
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstddef>
 #include <future>
@@ -90,6 +92,35 @@ TEST(PostgresOptions, ConnectTimeoutBelowOneSecondIsRejected) {
   });
   EXPECT_NE(m.find("postgres_options.connect_timeout 999ms: must be >= 1s"), std::string::npos)
       << m;
+}
+
+TEST(PostgresOptions, TimeoutsOutOfRangeAreRejectedNamingTheField) {
+  const std::string url = "postgresql://x@127.0.0.1:1/x";
+  EXPECT_NE(invalid_argument_message([&] {
+              (void)make_postgres_store({.url = url, .statement_timeout = 0ms});
+            }).find("postgres_options.statement_timeout 0s"),
+            std::string::npos);
+  EXPECT_NE(invalid_argument_message([&] {
+              (void)make_postgres_store({.url = url, .statement_timeout = 5s, .reply_timeout = 5s});
+            }).find("postgres_options.reply_timeout 5s: must be longer than statement_timeout"),
+            std::string::npos);
+  EXPECT_NE(invalid_argument_message([&] {
+              (void)make_postgres_store({.url = url, .tcp_user_timeout = 0ms});
+            }).find("postgres_options.tcp_user_timeout"),
+            std::string::npos);
+  EXPECT_NE(invalid_argument_message([&] {
+              (void)make_postgres_store({.url = url, .keepalive_idle = 0s});
+            }).find("postgres_options.keepalive_idle"),
+            std::string::npos);
+}
+
+TEST(PostgresStoreDown, TheErrorNeverCarriesThePassword) {
+  try {
+    (void)make_postgres_store({.url = "postgresql://app:hunter2@127.0.0.1:1/postgres"});
+    FAIL() << "expected store_error";
+  } catch (const store_error& e) {
+    EXPECT_EQ(std::string(e.what()).find("hunter2"), std::string::npos) << e.what();
+  }
 }
 
 TEST(PostgresStoreDown, OpeningAStoreWhoseServerIsDownThrowsStoreErrorWithLibpqsReason) {
@@ -349,21 +380,92 @@ TEST_F(PostgresStore, AQueryThatLeavesATransactionOpenIsAnErrorAndRolledBack) {
   EXPECT_EQ(single->query("SELECT 1", {}), (std::vector<row>{{"1"}}));
 }
 
-TEST_F(PostgresStore, AKilledConnectionFailsOneCallWithStoreErrorAndIsReplaced) {
+/// Waits (at most 10 s) until the backend `pid` has gone (pg_terminate_backend only signals it).
+void wait_until_gone(store& s, const std::string& pid) {
+  for (int i = 0; i < 1000; ++i) {
+    if (s.query("SELECT count(*) FROM pg_stat_activity WHERE pid = $1::int", {pid}) ==
+        std::vector<row>{{"0"}}) {
+      return;
+    }
+    std::this_thread::sleep_for(10ms);
+  }
+  FAIL() << "backend " << pid << " still there after 10 s";
+}
+
+TEST_F(PostgresStore, AnIdleConnectionTheServerClosedIsReplacedBeforeBeginIsSent) {
+  // As after a server restart: the pooled connection's backend is gone. begin() notices it
+  // before sending anything and runs on a new connection instead of failing (a needless 503).
   auto single = open(1);
   const auto pid = single->query("SELECT pg_backend_pid()", {}).at(0).at(0).value();
   ASSERT_EQ(store_->query("SELECT pg_terminate_backend($1::int)", {pid}),
             (std::vector<row>{{"t"}}));
-  try {
-    (void)single->begin({"p", "k"}, fp(1), "tok", t0, 10s, 60s);
-    FAIL() << "expected store_error";
-  } catch (const store_error& e) {
-    EXPECT_NE(std::string(e.what()).find("postgres store: begin:"), std::string::npos) << e.what();
-  }
-  // The broken connection was discarded: the next call opens a new one.
+  wait_until_gone(*store_, pid);
+  EXPECT_EQ(single->begin({"p", "k"}, fp(1), "tok", t0, 10s, 60s).outcome, begin_outcome::acquired);
   const auto new_pid = single->query("SELECT pg_backend_pid()", {}).at(0).at(0).value();
   EXPECT_NE(new_pid, pid);
-  EXPECT_EQ(single->begin({"p", "k"}, fp(1), "tok", t0, 10s, 60s).outcome, begin_outcome::acquired);
+}
+
+TEST_F(PostgresStore, EveryStaleConnectionOfThePoolIsReplacedWithoutAFailure) {
+  auto pooled = open(4);
+  std::vector<std::thread> threads;
+  std::vector<std::string> pids(4);
+  {  // open four connections at once, so that the pool holds four
+    std::latch together(4);
+    for (std::size_t i = 0; i < 4; ++i) {
+      threads.emplace_back([&, i] {
+        together.arrive_and_wait();
+        pids[i] =
+            pooled->query("SELECT pg_backend_pid() FROM pg_sleep(0.2)", {}).at(0).at(0).value();
+      });
+    }
+    for (auto& t : threads) t.join();
+  }
+  for (const auto& pid : pids) {
+    (void)store_->query("SELECT pg_terminate_backend($1::int)", {pid});
+    wait_until_gone(*store_, pid);
+  }
+  for (int i = 0; i < 6; ++i) {
+    EXPECT_NO_THROW(
+        (void)pooled->begin({"p", "k" + std::to_string(i)}, fp(1), "tok", t0, 10s, 60s));
+  }
+}
+
+TEST_F(PostgresStore, AHungServerCostsOneCallAtMostTheReplyTimeout) {
+  auto single = make_postgres_store({.url = server_->url(),
+                                     .table = table_,
+                                     .max_connections = 1,
+                                     .statement_timeout = 200ms,
+                                     .reply_timeout = 1s});
+  const auto pid = single->query("SELECT pg_backend_pid()", {}).at(0).at(0).value();
+  const pid_t backend = static_cast<pid_t>(std::stol(pid));
+  if (::kill(backend, SIGSTOP) != 0) GTEST_SKIP() << "cannot stop the backend: " << errno;
+  const auto start = std::chrono::steady_clock::now();
+  std::string message;
+  try {
+    (void)single->begin({"p", "k"}, fp(1), "tok", t0, 10s, 60s);
+  } catch (const store_error& e) {
+    message = e.what();
+  }
+  const auto took = std::chrono::steady_clock::now() - start;
+  ::kill(backend, SIGCONT);
+  EXPECT_NE(message.find("no reply within 1s"), std::string::npos) << message;
+  EXPECT_LT(took, 5s);
+  EXPECT_GE(took, 900ms);
+  // The connection was closed: the next call runs on a new one. (Another key: the stopped
+  // backend may still run the first begin once it continues.)
+  EXPECT_EQ(single->begin({"p", "k2"}, fp(1), "tok", t0, 10s, 60s).outcome,
+            begin_outcome::acquired);
+}
+
+TEST_F(PostgresStore, TheSessionsStatementTimeoutIsSet) {
+  auto s =
+      make_postgres_store({.url = server_->url(), .table = table_, .statement_timeout = 1500ms});
+  EXPECT_EQ(s->query("SHOW statement_timeout", {}), (std::vector<row>{{"1500ms"}}));
+  EXPECT_THROW(
+      (void)make_postgres_store(
+          {.url = server_->url(), .table = table_, .statement_timeout = 100ms, .reply_timeout = 5s})
+          ->query("SELECT pg_sleep(1)", {}),
+      store_error);
 }
 
 TEST_F(PostgresStore, ConcurrentBeginsOfOneKeyAcquireItExactlyOnce) {

@@ -214,6 +214,24 @@ TEST_F(RedisStore, ServerThatIsDownThrowsStoreErrorWithTheReason) {
   EXPECT_NE(message.find("refused"), std::string::npos) << message;
 }
 
+TEST_F(RedisStore, AnEvictingMaxmemoryPolicyIsRefusedNamingTheSettingAndItsValue) {
+  struct restore_policy {
+    ~restore_policy() { admin().query("CONFIG", {"SET", "maxmemory-policy", "noeviction"}); }
+  } restore;
+  admin().query("CONFIG", {"SET", "maxmemory-policy", "allkeys-lru"});
+  const std::string message = store_error_message([&] {
+    (void)make_redis_store({.url = redis_server::shared().url(), .prefix = test_prefix()});
+  });
+  EXPECT_NE(message.find("maxmemory-policy is \"allkeys-lru\""), std::string::npos) << message;
+  EXPECT_NE(message.find("noeviction"), std::string::npos) << message;
+  // Opted out: opens (for a server that hides CONFIG and is known to be noeviction).
+  EXPECT_NO_THROW((void)make_redis_store(
+      {.url = redis_server::shared().url(), .prefix = test_prefix(), .require_noeviction = false}));
+  admin().query("CONFIG", {"SET", "maxmemory-policy", "noeviction"});
+  EXPECT_NO_THROW(
+      (void)make_redis_store({.url = redis_server::shared().url(), .prefix = test_prefix()}));
+}
+
 TEST_F(RedisStore, DatabaseOutOfRangeThrowsStoreErrorAtConnect) {
   const std::string message = store_error_message(
       [&] { (void)make_redis_store({.url = redis_server::shared().url(999)}); });

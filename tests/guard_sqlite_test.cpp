@@ -1,7 +1,11 @@
 // The SQLite store: the shared conformance suite (tests/guard_store_suite.hpp) on a real
 // database file, and what only SQLite has (a file, its lock).
 #include <sqlite3.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <stdexcept>
 #include <string>
@@ -38,6 +42,51 @@ std::unique_ptr<sg::store> make_in(const std::string& table) {
 }  // namespace
 
 STORMGUARD_INSTANTIATE_SQL_STORE_SUITE(Sqlite, (store_factory{"sqlite", make_in}));
+
+/// The store_error message of opening `path`, or "opened".
+std::string open_message(const std::string& path) {
+  try {
+    (void)sg::make_sqlite_store({.path = path});
+  } catch (const sg::store_error& e) {
+    return e.what();
+  }
+  return "opened";
+}
+
+TEST(SqliteStore, AReadOnlyPathIsReportedAsReadOnly) {
+  // A directory the store cannot write to, and a database file it cannot write. Checked in a
+  // child process that runs as an unprivileged user when the tests run as root (root writes
+  // anywhere).
+  std::string tmpl = (fs::temp_directory_path() / "stormguard-ro-XXXXXX").string();
+  ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
+  const fs::path dir = tmpl;
+  fs::create_directory(dir / "ro");
+  (void)sg::make_sqlite_store({.path = (dir / "file.db").string()});
+  fs::remove(dir / "file.db-wal");
+  fs::remove(dir / "file.db-shm");
+  ::chmod(dir.c_str(), 0755);
+  ::chmod((dir / "ro").c_str(), 0555);
+  ::chmod((dir / "file.db").c_str(), 0444);
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    if (::geteuid() == 0 && (::setgid(65534) != 0 || ::setuid(65534) != 0)) ::_exit(3);
+    const std::string in_dir = open_message((dir / "ro" / "new.db").string());
+    const std::string file = open_message((dir / "file.db").string());
+    std::fprintf(stderr, "read-only directory: %s\nread-only file: %s\n", in_dir.c_str(),
+                 file.c_str());
+    const bool ok = in_dir.find("read-only") != std::string::npos &&
+                    file.find("the database is read-only") != std::string::npos;
+    ::_exit(ok ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  std::error_code ec;
+  ::chmod((dir / "ro").c_str(), 0755);
+  fs::remove_all(dir, ec);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "see the messages on stderr";
+}
 
 TEST(SqliteStore, OptionsOutOfRangeNameTheField) {
   auto message = [](const sg::sqlite_options& o) {

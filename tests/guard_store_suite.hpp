@@ -228,6 +228,27 @@ TEST_P(StoreConformance, ConcurrentBeginsAcquireExactlyOnce) {
   EXPECT_EQ(in_progress.load(), n - 1);
 }
 
+TEST_P(StoreConformance, FindReadsTheLiveRecordWithoutWriting) {
+  EXPECT_EQ(store().find({"p", "k"}, t0_), std::nullopt);
+  ASSERT_EQ(begin("p", "k", "tok", t0_, 10s).outcome, sg::begin_outcome::acquired);
+  const auto running = store().find({"p", "k"}, t0_ + 1s);
+  ASSERT_TRUE(running.has_value());
+  EXPECT_EQ(running->outcome, sg::begin_outcome::in_progress);
+  EXPECT_EQ(running->fingerprint, fp("a"));
+  EXPECT_EQ(running->lease_expires, t0_ + 10s);
+  EXPECT_EQ(store().find({"p", "k"}, t0_ + 10s), std::nullopt) << "the lease expired";
+  EXPECT_EQ(store().find({"other", "k"}, t0_ + 1s), std::nullopt) << "scoped per principal";
+  ASSERT_EQ(complete("p", "k", "tok", t0_ + 2s), sg::complete_outcome::completed);
+  const auto done = store().find({"p", "k"}, t0_ + 3s);
+  ASSERT_TRUE(done.has_value());
+  EXPECT_EQ(done->outcome, sg::begin_outcome::completed);
+  ASSERT_TRUE(done->response.has_value());
+  EXPECT_EQ(done->response->body, "ok");
+  EXPECT_EQ(store().find({"p", "k"}, t0_ + 2s + 24h), std::nullopt) << "the record expired";
+  // Nothing was written: a begin after find still sees the completed record.
+  EXPECT_EQ(begin("p", "k", "tok-2", t0_ + 4s).outcome, sg::begin_outcome::completed);
+}
+
 // ---- the guard's protocol on this store ------------------------------------------------------
 
 class GuardOnStore : public StoreConformance {
@@ -279,8 +300,9 @@ TEST_P(GuardOnStore, TheHandlerRunsOnceAndTheRepeatIsReplayedAndMarked) {
 TEST_P(GuardOnStore, ARepeatWhileInProgressGets409WithTheLeaseLeftAsRetryAfter) {
   sg::idempotency_guard g(store(), options());
   ASSERT_EQ(store()
-                .begin({"p", "k"}, sg::fingerprint_of("POST", "/charges", "{\"amount\":100}"),
-                       "someone", clock_.wall_now(), 30s, 24h)
+                .begin({g.stored_principal("p"), "k"},
+                       sg::fingerprint_of("POST", "/charges", "{\"amount\":100}"), "someone",
+                       clock_.wall_now(), 30s, 24h)
                 .outcome,
             sg::begin_outcome::acquired);
   clock_.advance(std::chrono::milliseconds(10'500));
@@ -295,8 +317,9 @@ TEST_P(GuardOnStore, ARepeatWhileInProgressGets409WithTheLeaseLeftAsRetryAfter) 
 TEST_P(GuardOnStore, ADeadHoldersExpiredLeaseIsTakenOver) {
   sg::idempotency_guard g(store(), options());
   ASSERT_EQ(store()
-                .begin({"p", "k"}, sg::fingerprint_of("POST", "/charges", "{\"amount\":100}"),
-                       "dead-process", clock_.wall_now(), g.options().lease, 24h)
+                .begin({g.stored_principal("p"), "k"},
+                       sg::fingerprint_of("POST", "/charges", "{\"amount\":100}"), "dead-process",
+                       clock_.wall_now(), g.options().lease, 24h)
                 .outcome,
             sg::begin_outcome::acquired);
   clock_.advance(g.options().lease);
@@ -305,7 +328,7 @@ TEST_P(GuardOnStore, ADeadHoldersExpiredLeaseIsTakenOver) {
   EXPECT_EQ(r.decision, sg::decision::ran);
   EXPECT_TRUE(r.took_over);
   EXPECT_EQ(runs.load(), 1);
-  EXPECT_EQ(store().complete({"p", "k"}, "dead-process", clock_.wall_now(), 24h,
+  EXPECT_EQ(store().complete({g.stored_principal("p"), "k"}, "dead-process", clock_.wall_now(), 24h,
                              [](sg::transaction&) { return sg::stored_response{}; }),
             sg::complete_outcome::lease_lost);
 }
@@ -374,6 +397,30 @@ TEST_P(GuardOnStore, AThrowingHandlerReleasesTheKeyAndCommitsNothing) {
 }
 
 /// What only the SQL stores do (Redis queues the handler's commands: guard_redis_test).
+TEST_P(GuardOnStore, PrincipalsAreStoredAsTheirKeyedHashAndOldRecordsAreStillReplayed) {
+  // A record written before principals were hashed: under the principal as is.
+  ASSERT_EQ(begin("alice-token", "old-key", "tok", t0_).outcome, sg::begin_outcome::acquired);
+  ASSERT_EQ(complete("alice-token", "old-key", "tok", t0_), sg::complete_outcome::completed);
+  auto o = options();
+  o.principal_key = "fleet key";
+  sg::idempotency_guard g(store(), o);
+  std::atomic<int> runs{0};
+  const auto replay = g.handle(charge("alice-token", "old-key", "a"), handler(runs, "old-key"));
+  EXPECT_EQ(replay.decision, sg::decision::replayed);
+  EXPECT_EQ(runs.load(), 0);
+  // A new key: stored under the hash, found again under it, never under the token.
+  const auto ran = g.handle(charge("alice-token", "new-key"), handler(runs, "new-key"));
+  ASSERT_EQ(ran.decision, sg::decision::ran);
+  const std::string hashed = sg::principal_digest("alice-token", "fleet key");
+  const auto stored = store().find({hashed, "new-key"}, clock_.wall_now());
+  ASSERT_TRUE(stored.has_value());
+  EXPECT_EQ(stored->outcome, sg::begin_outcome::completed);
+  EXPECT_EQ(store().find({"alice-token", "new-key"}, clock_.wall_now()), std::nullopt);
+  EXPECT_EQ(g.handle(charge("alice-token", "new-key"), handler(runs, "new-key")).decision,
+            sg::decision::replayed);
+  EXPECT_EQ(runs.load(), 1);
+}
+
 class SqlGuardOnStore : public GuardOnStore {};
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(SqlGuardOnStore);  // the Redis executable
 

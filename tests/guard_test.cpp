@@ -5,10 +5,15 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <map>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "stormguard/guard/store.hpp"
+#include "stormguard/testing/manual_clock.hpp"
 
 namespace {
 
@@ -113,6 +118,13 @@ TEST(GuardOptions, OutOfRangeValuesNameTheField) {
             std::string::npos);
   EXPECT_NE(message({.unavailable_retry_after = 0s}).find("unavailable_retry_after"),
             std::string::npos);
+  EXPECT_NE(message({.trip_after_failures = 0}).find("guard_options.trip_after_failures 0"),
+            std::string::npos);
+  EXPECT_NE(message({.probe_interval = 10ms}).find("guard_options.probe_interval"),
+            std::string::npos);
+  const std::string long_key(1025, 's');
+  EXPECT_EQ(message({.principal_key = long_key}),
+            "guard_options.principal_key of 1025 bytes: must be at most 1024 bytes");
   EXPECT_EQ(message({}), "accepted");
 }
 
@@ -159,6 +171,300 @@ TEST(GuardErrors, AreProblemDetailsInValidJsonEvenForHostileKeys) {
     EXPECT_EQ(body.at("code"), "bad_key");
     EXPECT_FALSE(body.at("detail").get<std::string>().empty());
   }
+}
+
+// --- the guard on an in-memory store: secrets, the short circuit, the observer ---
+
+/// A store in memory (the contract of store.hpp, without concurrency), that fails with
+/// store_error while `down` is set and advances `clock` by `latency` per call.
+class memory_store final : public sg::store {
+ public:
+  struct record {
+    sg::fingerprint fp{};
+    bool completed = false;
+    std::string token;
+    stormguard::wall_time_point lease_expires{};
+    stormguard::wall_time_point expires{};
+    sg::stored_response response;
+  };
+  using key = std::pair<std::string, std::string>;
+
+  std::map<key, record> records;
+  bool down = false;
+  std::string down_message = "memory store: down";
+  int calls = 0;
+  stormguard::testing::manual_clock* clock = nullptr;
+  stormguard::duration latency{};
+
+  [[nodiscard]] sg::store_kind kind() const noexcept override { return sg::store_kind::sqlite; }
+  sg::begin_result begin(const sg::record_key& id, const sg::fingerprint& fp,
+                         std::string_view token, stormguard::wall_time_point now,
+                         stormguard::duration lease, stormguard::duration ttl) override {
+    enter();
+    const key k{std::string(id.principal), std::string(id.key)};
+    sg::begin_result out;
+    if (auto it = records.find(k); it != records.end() && now < it->second.expires) {
+      const record& r = it->second;
+      if (r.completed || now < r.lease_expires) return state_of(r);
+      out.took_over = true;
+    }
+    records[k] = record{fp, false, std::string(token), now + lease, now + ttl, {}};
+    return out;
+  }
+  sg::complete_outcome complete(const sg::record_key& id, std::string_view token,
+                                stormguard::wall_time_point now, stormguard::duration ttl,
+                                const work& w) override {
+    enter();
+    const auto it = records.find({std::string(id.principal), std::string(id.key)});
+    if (it == records.end() || it->second.completed || it->second.token != token) {
+      return sg::complete_outcome::lease_lost;
+    }
+    class no_tx final : public sg::transaction {
+     public:
+      [[nodiscard]] sg::store_kind kind() const noexcept override { return sg::store_kind::sqlite; }
+      std::vector<sg::row> execute(std::string_view, std::span<const std::string_view>) override {
+        return {};
+      }
+      using transaction::execute;
+    } tx;
+    it->second.response = w(tx);
+    it->second.completed = true;
+    it->second.expires = now + ttl;
+    return sg::complete_outcome::completed;
+  }
+  void release(const sg::record_key& id, std::string_view token) override {
+    enter();
+    const auto it = records.find({std::string(id.principal), std::string(id.key)});
+    if (it != records.end() && !it->second.completed && it->second.token == token) {
+      records.erase(it);
+    }
+  }
+  std::optional<sg::begin_result> find(const sg::record_key& id,
+                                       stormguard::wall_time_point now) override {
+    enter();
+    const auto it = records.find({std::string(id.principal), std::string(id.key)});
+    if (it == records.end() || now >= it->second.expires) return std::nullopt;
+    if (!it->second.completed && now >= it->second.lease_expires) return std::nullopt;
+    return state_of(it->second);
+  }
+  std::size_t purge_expired(stormguard::wall_time_point) override { return 0; }
+  std::vector<sg::row> query(std::string_view, std::span<const std::string_view>) override {
+    return {};
+  }
+  using store::query;
+
+ private:
+  void enter() {
+    ++calls;
+    if (clock != nullptr) clock->advance(latency);
+    if (down) throw sg::store_error(down_message);
+  }
+  static sg::begin_result state_of(const record& r) {
+    sg::begin_result out;
+    out.outcome = r.completed ? sg::begin_outcome::completed : sg::begin_outcome::in_progress;
+    out.fingerprint = r.fp;
+    out.lease_expires = r.lease_expires;
+    if (r.completed) out.response = r.response;
+    return out;
+  }
+};
+
+/// Counts what a guard reports. Thread-safe (one mutex).
+class recording_observer final : public sg::guard_observer {
+ public:
+  void on_decision(sg::decision d, bool) noexcept override {
+    const std::lock_guard lock(mutex);
+    decisions.push_back(d);
+  }
+  void on_store_call(sg::store_operation op, stormguard::duration latency,
+                     bool failed) noexcept override {
+    const std::lock_guard lock(mutex);
+    calls.push_back({op, latency, failed});
+  }
+  void on_store_error(sg::store_operation, std::string_view message) noexcept override {
+    const std::lock_guard lock(mutex);
+    errors.emplace_back(message);
+  }
+  void on_store_state(bool down) noexcept override {
+    const std::lock_guard lock(mutex);
+    states.push_back(down);
+  }
+  struct call {
+    sg::store_operation op;
+    stormguard::duration latency;
+    bool failed;
+  };
+  std::mutex mutex;
+  std::vector<sg::decision> decisions;
+  std::vector<call> calls;
+  std::vector<std::string> errors;
+  std::vector<bool> states;
+};
+
+sg::stored_response charged() { return {201, {{"Content-Type", "application/json"}}, "{}"}; }
+
+TEST(PrincipalDigest, IsHmacSha256UnderTheKeyOrSha256WithoutOne) {
+  // RFC 4231 test case 2: HMAC-SHA-256(key "Jefe", "what do ya want for nothing?").
+  EXPECT_EQ(sg::principal_digest("what do ya want for nothing?", "Jefe"),
+            "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843");
+  // FIPS 180-2: SHA-256("abc").
+  EXPECT_EQ(sg::principal_digest("abc", ""),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+}
+
+TEST(GuardSecrets, RecordsHoldTheKeyedHashNeverThePrincipal) {
+  memory_store s;
+  const std::string token = "Bearer sk_live_4eC39HqLyjWDarjtT1zdp7dc";
+  for (const std::string key : {"", "fleet-wide secret"}) {
+    s.records.clear();
+    sg::idempotency_guard g(s, {.principal_key = key});
+    const auto r = g.handle({token, "POST", "/charges", "{}", "k1"},
+                            [](sg::transaction&) { return charged(); });
+    ASSERT_EQ(r.decision, sg::decision::ran);
+    ASSERT_EQ(s.records.size(), 1U);
+    const std::string& stored = s.records.begin()->first.first;
+    EXPECT_EQ(stored, sg::principal_digest(token, key));
+    EXPECT_EQ(stored, g.stored_principal(token));
+    EXPECT_EQ(stored.size(), 64U);
+    EXPECT_EQ(stored.find("sk_live"), std::string::npos);
+    // The same principal and key again: replayed (the hash is stable).
+    EXPECT_EQ(g.handle({token, "POST", "/charges", "{}", "k1"},
+                       [](sg::transaction&) { return charged(); })
+                  .decision,
+              sg::decision::replayed);
+  }
+  EXPECT_NE(sg::principal_digest(token, "a"), sg::principal_digest(token, "b"));
+}
+
+TEST(GuardSecrets, ARecordWrittenBeforePrincipalsWereHashedIsStillFound) {
+  stormguard::testing::manual_clock clock;
+  memory_store s;
+  const auto fp = sg::fingerprint_of("POST", "/charges", "{}");
+  const auto now = clock.wall_now();
+  s.records[{"alice-token", "k1"}] = {fp, true, "", now, now + 24h, charged()};
+  s.records[{"alice-token", "k2"}] = {fp, false, "t", now + 30s, now + 24h, {}};
+  sg::idempotency_guard g(s, {.time = &clock});
+  int runs = 0;
+  auto handler = [&](sg::transaction&) {
+    ++runs;
+    return charged();
+  };
+  const auto replay = g.handle({"alice-token", "POST", "/charges", "{}", "k1"}, handler);
+  EXPECT_EQ(replay.decision, sg::decision::replayed);
+  EXPECT_EQ(replay.response.status, 201);
+  EXPECT_EQ(g.handle({"alice-token", "POST", "/charges", "{}", "k2"}, handler).decision,
+            sg::decision::in_progress);
+  EXPECT_EQ(g.handle({"alice-token", "POST", "/charges", "{other}", "k1"}, handler).decision,
+            sg::decision::mismatch);
+  EXPECT_EQ(runs, 0);
+  EXPECT_EQ(s.records.size(), 2U);  // our hashed records were released
+  // With the lookup off (after one ttl), the key is new under the hashed principal.
+  sg::idempotency_guard later(s, {.time = &clock, .find_unhashed_records = false});
+  EXPECT_EQ(later.handle({"alice-token", "POST", "/charges", "{}", "k1"}, handler).decision,
+            sg::decision::ran);
+}
+
+TEST(GuardStoreDown, The503SaysNothingOfTheStoreAndTheObserverGetsTheCauseRedacted) {
+  memory_store s;
+  s.down = true;
+  s.down_message =
+      "postgres store: cannot connect: connection to server at \"10.1.2.3\", port 6543 failed "
+      "(postgresql://app:hunter2@10.1.2.3:6543/app)";
+  recording_observer seen;
+  sg::idempotency_guard g(s, {.observer = &seen});
+  const auto r = g.handle({"p", "POST", "/", "", "k"}, [](sg::transaction&) { return charged(); });
+  ASSERT_EQ(r.response.status, 503);
+  EXPECT_EQ(r.response.body.find("10.1.2.3"), std::string::npos) << r.response.body;
+  EXPECT_EQ(r.response.body.find("6543"), std::string::npos);
+  EXPECT_EQ(r.response.body.find("postgres"), std::string::npos);
+  EXPECT_EQ(nlohmann::json::parse(r.response.body).at("code"), "store_unavailable");
+  ASSERT_EQ(seen.errors.size(), 1U);
+  EXPECT_NE(seen.errors[0].find("10.1.2.3"), std::string::npos);
+  EXPECT_NE(seen.errors[0].find("app:***@"), std::string::npos);
+  EXPECT_EQ(seen.errors[0].find("hunter2"), std::string::npos);
+}
+
+TEST(GuardShortCircuit, FailsFastWhileTheStoreIsDownAndOneRequestProbesAfterTheInterval) {
+  stormguard::testing::manual_clock clock;
+  memory_store s;
+  s.down = true;
+  recording_observer seen;
+  sg::idempotency_guard g(s, {.unavailable_retry_after = 1s,
+                              .time = &clock,
+                              .trip_after_failures = 2,
+                              .probe_interval = 5s,
+                              .observer = &seen});
+  int key = 0;
+  auto charge = [&] {
+    return g.handle({"p", "POST", "/", "", "k" + std::to_string(++key)},
+                    [](sg::transaction&) { return charged(); });
+  };
+  EXPECT_EQ(charge().response.status, 503);
+  EXPECT_FALSE(g.store_held_down());
+  EXPECT_EQ(charge().response.status, 503);
+  EXPECT_TRUE(g.store_held_down());
+  EXPECT_EQ(s.calls, 2);
+  clock.advance(2s);
+  const auto fast = charge();  // fails fast: the store is not called
+  EXPECT_EQ(fast.response.status, 503);
+  EXPECT_EQ(fast.decision, sg::decision::store_unavailable);
+  EXPECT_EQ(fast.response.headers.back(),
+            (std::pair<std::string, std::string>{"Retry-After", "3"}));
+  EXPECT_EQ(s.calls, 2);
+  clock.advance(3s);  // the interval is over: one probe, which fails: down for 5 s more
+  EXPECT_EQ(charge().response.status, 503);
+  EXPECT_EQ(s.calls, 3);
+  EXPECT_EQ(charge().response.status, 503);
+  EXPECT_EQ(s.calls, 3);
+  s.down = false;
+  clock.advance(5s);  // the next probe succeeds: closed again
+  EXPECT_EQ(charge().decision, sg::decision::ran);
+  EXPECT_FALSE(g.store_held_down());
+  EXPECT_EQ(charge().decision, sg::decision::ran);
+  EXPECT_EQ(seen.states, (std::vector<bool>{true, false}));
+}
+
+TEST(GuardShortCircuit, ASuccessInBetweenResetsTheCount) {
+  memory_store s;
+  sg::idempotency_guard g(s, {.trip_after_failures = 2});
+  auto charge = [&](const std::string& key) {
+    return g.handle({"p", "POST", "/", "", key}, [](sg::transaction&) { return charged(); });
+  };
+  s.down = true;
+  (void)charge("a");
+  s.down = false;
+  EXPECT_EQ(charge("b").decision, sg::decision::ran);
+  s.down = true;
+  (void)charge("c");
+  EXPECT_FALSE(g.store_held_down());
+}
+
+TEST(GuardObserver, HearsEveryDecisionAndEveryStoreCallsLatency) {
+  stormguard::testing::manual_clock clock;
+  memory_store s;
+  s.clock = &clock;
+  s.latency = 7ms;
+  recording_observer seen;
+  sg::idempotency_guard g(s, {.time = &clock, .find_unhashed_records = false, .observer = &seen});
+  auto charge = [&](std::string_view body) {
+    return g.handle({"p", "POST", "/", body, "k"}, [](sg::transaction&) { return charged(); });
+  };
+  (void)charge("a");  // acquired and ran
+  (void)charge("a");  // replayed
+  (void)charge("b");  // mismatch
+  (void)g.handle({"p", "POST", "/", "", "bad key \x01"},
+                 [](sg::transaction&) { return charged(); });
+  EXPECT_EQ(seen.decisions,
+            (std::vector<sg::decision>{sg::decision::ran, sg::decision::replayed,
+                                       sg::decision::mismatch, sg::decision::bad_key}));
+  ASSERT_EQ(seen.calls.size(), 4U);  // begin, complete, begin, begin
+  EXPECT_EQ(seen.calls[0].op, sg::store_operation::begin);
+  EXPECT_EQ(seen.calls[1].op, sg::store_operation::complete);
+  for (const auto& c : seen.calls) {
+    EXPECT_EQ(c.latency, 7ms);
+    EXPECT_FALSE(c.failed);
+  }
+  EXPECT_EQ(sg::to_string(sg::store_operation::complete), "complete");
 }
 
 TEST(OpenStore, BadSpecsNameTheStoreAndQuoteTheSpec) {

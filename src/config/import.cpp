@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cctype>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -59,20 +60,33 @@ constexpr std::string_view k_grpc_codes[] = {
     "DATA_LOSS", "UNAUTHENTICATED"};
 constexpr int k_unavailable = 14;
 
-// The name of one methodConfig entry: "service/method", "service", or "default" for the
+// The names of one methodConfig entry, one per element of its `name` list: "service/method",
+// "service" (every method of the service without an entry of its own), or "default" for the
 // entry that applies to every method ({} or no name).
-std::string grpc_name(const json& entry, const std::string& path) {
+std::vector<std::string> grpc_names(const json& entry, const std::string& path) {
   const auto it = entry.find("name");
-  if (it == entry.end()) return "default";
+  if (it == entry.end()) return {"default"};
   if (!it->is_array())
     sj::fail(path + ".name", "must be an array of {service, method}, got " + sj::quote(*it));
-  if (it->empty()) return "default";
-  const std::string first = sj::index_path(path + ".name", 0);
-  sj::object_reader n((*it)[0], first, {"service", "method"});
-  const std::string service = n.has("service") ? n.string("service") : "";
-  const std::string method = n.has("method") ? n.string("method") : "";
-  if (service.empty()) return "default";
-  return method.empty() ? service : service + "/" + method;
+  if (it->empty()) return {"default"};
+  if (it->size() > 1000) sj::fail(path + ".name", "more than 1000 names");
+  std::vector<std::string> names;
+  for (std::size_t i = 0; i < it->size(); ++i) {
+    sj::object_reader n((*it)[i], sj::index_path(path + ".name", i), {"service", "method"});
+    const std::string service = n.has("service") ? n.string("service") : "";
+    const std::string method = n.has("method") ? n.string("method") : "";
+    if (!method.empty() && service.empty()) {
+      sj::fail(n.field("service"), "is empty while method is " +
+                                       stormguard::detail::quote_for_message(method) +
+                                       " (a method belongs to a service)");
+    }
+    std::string name = service.empty()  ? "default"
+                       : method.empty() ? service
+                                        : service + "/" + method;
+    if (std::find(names.begin(), names.end(), name) == names.end())
+      names.push_back(std::move(name));
+  }
+  return names;
 }
 
 // retryThrottling (gRFC A6) as a token_bucket_throttle; no_budget when absent.
@@ -90,8 +104,37 @@ budget_options read_grpc_throttling(const sj::object_reader& top, const json& do
   return o;
 }
 
+// What an unmapped gRPC code corresponds to in gRPC's HTTP-to-gRPC status table
+// (doc/http-grpc-status-mapping.md): 400 INTERNAL, 401 UNAUTHENTICATED, 403 PERMISSION_DENIED,
+// 404 UNIMPLEMENTED, 429/502/503/504 UNAVAILABLE, every other status UNKNOWN.
+std::string grpc_code_warning(int code) {
+  const std::string name(k_grpc_codes[code]);
+  const std::string not_retried =
+      ", which stormguard does not retry (the request would fail the same way again); "
+      "not mapped";
+  switch (code) {
+    case 13:  // INTERNAL
+      return name + " corresponds to HTTP 400 in gRPC's HTTP-to-gRPC status table" + not_retried;
+    case 2:  // UNKNOWN
+      return name +
+             " corresponds to every HTTP status without a code of its own in gRPC's "
+             "HTTP-to-gRPC status table (any status but 400, 401, 403, 404, 429, 502, 503, 504)" +
+             not_retried;
+    case 16:  // UNAUTHENTICATED
+      return name + " corresponds to HTTP 401 in gRPC's HTTP-to-gRPC status table" + not_retried;
+    case 7:  // PERMISSION_DENIED
+      return name + " corresponds to HTTP 403 in gRPC's HTTP-to-gRPC status table" + not_retried;
+    case 12:  // UNIMPLEMENTED
+      return name + " corresponds to HTTP 404 in gRPC's HTTP-to-gRPC status table" + not_retried;
+    default:
+      return name +
+             " has no HTTP status in gRPC's HTTP-to-gRPC status table (UNAVAILABLE is the "
+             "retryable code that does: 429, 502, 503, 504); ignored";
+  }
+}
+
 // retryPolicy.retryableStatusCodes: UNAVAILABLE maps to the HTTP statuses 429, 502, 503, 504;
-// every other code has no HTTP status to map to (a warning each).
+// every other code is reported (grpc_code_warning) and not mapped.
 void read_grpc_status_codes(const sj::object_reader& r, policy& p) {
   const json& codes = r.required("retryableStatusCodes", "a non-empty array of gRPC status codes");
   if (!codes.is_array() || codes.empty() || codes.size() > 17) {
@@ -121,9 +164,7 @@ void read_grpc_status_codes(const sj::object_reader& r, policy& p) {
     if (code == k_unavailable) {
       unavailable = true;
     } else {
-      p.warnings.push_back(field + ": " + std::string(k_grpc_codes[code]) +
-                           " has no HTTP status to map to (only UNAVAILABLE does: 429, 502, "
-                           "503, 504); ignored");
+      p.warnings.push_back(field + ": " + grpc_code_warning(code));
     }
   }
   if (unavailable) p.statuses = retryable_statuses{};  // 429, 502, 503, 504
@@ -175,8 +216,9 @@ std::vector<policy> read_grpc(const json& doc) {
     sj::object_reader m(list[i], path,
                         {"name", "waitForReady", "timeout", "maxRequestMessageBytes",
                          "maxResponseMessageBytes", "retryPolicy", "hedgingPolicy"});
+    const std::vector<std::string> names = grpc_names(list[i], path);
     policy p;
-    p.name = grpc_name(list[i], path);
+    p.name = names.front();
     check_name(path + ".name", p.name);
     p.description = "imported from gRPC methodConfig[" + std::to_string(i) + "]";
     p.budget = budget;
@@ -188,12 +230,21 @@ std::vector<policy> read_grpc(const json& doc) {
     }
     if (!m.has("retryPolicy")) {
       p.warnings.push_back(path + ": no retryPolicy: gRPC makes one attempt (0 retries)");
-      policies.push_back(std::move(p));
-      continue;
+    } else {
+      read_grpc_retry_policy(list[i]["retryPolicy"], path + ".retryPolicy", p);
+      check_retry(path, p.retry);
     }
-    read_grpc_retry_policy(list[i]["retryPolicy"], path + ".retryPolicy", p);
-    check_retry(path, p.retry);
-    policies.push_back(std::move(p));
+    // Every name of the entry selects it: one policy per name, alike but for the name.
+    for (std::size_t n = 0; n < names.size(); ++n) {
+      policy named = p;
+      named.name = names[n];
+      check_name(sj::index_path(path + ".name", n), named.name);
+      if (names.size() > 1) {
+        named.description +=
+            " (name " + std::to_string(n + 1) + " of " + std::to_string(names.size()) + ")";
+      }
+      policies.push_back(std::move(named));
+    }
   }
   check_unique_names(policies, "methodConfig");
   return policies;
@@ -237,7 +288,11 @@ const std::vector<envoy_retry_on>& envoy_conditions() {
   return table;
 }
 
-budget_options envoy_budget(const json& doc, std::vector<std::string>& notes) {
+// The retry budget of `doc` (a cluster, or a route file with the cluster's settings beside it):
+// its retry_budget, or circuit_breakers.thresholds[].retry_budget / max_retries; Envoy's default
+// (with a note) when it has none. `prefix` is the path of `doc` in the file.
+budget_options envoy_budget(const json& doc, std::vector<std::string>& notes,
+                            const std::string& prefix = "") {
   const auto retry_budget = [](const json& value, const std::string& path) {
     sj::object_reader b(value, path, {"budget_percent", "min_retry_concurrency"});
     concurrency_budget_options o;
@@ -250,16 +305,18 @@ budget_options envoy_budget(const json& doc, std::vector<std::string>& notes) {
     }
     return o;
   };
-  if (doc.contains("retry_budget")) return retry_budget(doc["retry_budget"], "retry_budget");
+  if (doc.contains("retry_budget")) {
+    return retry_budget(doc["retry_budget"], sj::join_path(prefix, "retry_budget"));
+  }
   if (doc.contains("circuit_breakers")) {
     const json& cb = doc["circuit_breakers"];
+    const std::string cb_path = sj::join_path(prefix, "circuit_breakers");
     if (!cb.is_object() || !cb.contains("thresholds") || !cb["thresholds"].is_array()) {
-      sj::fail("circuit_breakers",
-               "must be an object with a \"thresholds\" array, got " + sj::quote(cb));
+      sj::fail(cb_path, "must be an object with a \"thresholds\" array, got " + sj::quote(cb));
     }
     const json& thresholds = cb["thresholds"];
     for (std::size_t i = 0; i < thresholds.size(); ++i) {
-      const std::string path = sj::index_path("circuit_breakers.thresholds", i);
+      const std::string path = sj::index_path(cb_path + ".thresholds", i);
       if (!thresholds[i].is_object())
         sj::fail(path, "must be an object, got " + sj::quote(thresholds[i]));
       if (thresholds[i].contains("retry_budget")) {
@@ -275,6 +332,7 @@ budget_options envoy_budget(const json& doc, std::vector<std::string>& notes) {
     }
   }
   notes.push_back(
+      (prefix.empty() ? std::string() : prefix + ": ") +
       "no retry_budget: Envoy's default circuit breaker allows 3 retries in flight per cluster "
       "(max_retries 3), mapped to the concurrency budget with budget_percent 0 and "
       "min_retry_concurrency 3");
@@ -378,58 +436,234 @@ policy read_envoy_policy(const json& value, const std::string& path, std::string
   return p;
 }
 
-std::vector<policy> read_envoy(const json& doc) {
-  if (!doc.is_object()) sj::fail("", "an Envoy file must be an object, got " + sj::quote(doc));
-  std::vector<std::string> notes;
-  const budget_options budget = envoy_budget(doc, notes);
-  std::vector<policy> policies;
-  if (doc.contains("retry_policy")) {
-    policies.push_back(
-        read_envoy_policy(doc["retry_policy"], "retry_policy", "retry_policy", budget, notes));
+// Envoy's route timeout when a route sets none (RouteAction.timeout): it covers every retry.
+constexpr duration k_envoy_default_route_timeout = 15s;
+
+// A route's `timeout` as the policy's deadline: absent → Envoy's default 15 s (with a note);
+// "0s" → no deadline (Envoy: disabled).
+void read_route_timeout(const json& action, const std::string& path, policy& p) {
+  const std::string field = path + ".timeout";
+  if (!action.is_object() || !action.contains("timeout")) {
+    p.deadline = k_envoy_default_route_timeout;
+    p.warnings.push_back(field +
+                         ": absent: Envoy's default route timeout, 15s, which covers "
+                         "every retry, is the policy's deadline");
+    return;
   }
-  if (doc.contains("virtual_hosts")) {
-    const json& hosts = doc["virtual_hosts"];
-    if (!hosts.is_array()) sj::fail("virtual_hosts", "must be an array, got " + sj::quote(hosts));
-    for (std::size_t h = 0; h < hosts.size(); ++h) {
-      const std::string hpath = sj::index_path("virtual_hosts", h);
-      const json& host = hosts[h];
-      if (!host.is_object()) sj::fail(hpath, "must be an object, got " + sj::quote(host));
-      std::string host_name = std::to_string(h);
-      if (host.contains("name")) {
-        if (!host["name"].is_string())
-          sj::fail(hpath + ".name", "must be a string, got " + sj::quote(host["name"]));
-        host_name = host["name"].get<std::string>();
+  const json& v = action["timeout"];
+  const std::string text = v.is_string() ? v.get<std::string>() : std::string();
+  const bool shape = text.size() >= 2 && text.back() == 's' &&
+                     std::all_of(text.begin(), text.end() - 1, [](char c) {
+                       return std::isdigit(static_cast<unsigned char>(c)) || c == '.';
+                     });
+  const auto d = shape ? parse_duration(text) : std::nullopt;
+  if (!d || *d < duration::zero() || *d > 24h) {
+    sj::fail(field,
+             "must be a protobuf Duration string such as \"15s\" in [0s, 24h] (0s: no "
+             "timeout), got " +
+                 sj::quote(v));
+  }
+  if (*d == duration::zero()) {
+    p.deadline.reset();
+    p.warnings.push_back(field +
+                         ": 0s: Envoy applies no route timeout, so the policy has no "
+                         "deadline");
+  } else {
+    p.deadline = *d;
+  }
+}
+
+// The clusters of a bootstrap (static_resources.clusters), by name.
+struct envoy_clusters {
+  std::vector<std::pair<std::string, std::size_t>> index;  // name, position
+  const json* list = nullptr;
+  const json* find(const std::string& name, std::string& path) const {
+    for (const auto& [n, i] : index) {
+      if (n == name) {
+        path = sj::index_path("static_resources.clusters", i);
+        return &(*list)[i];
       }
-      if (host.contains("retry_policy")) {
-        policies.push_back(read_envoy_policy(host["retry_policy"], hpath + ".retry_policy",
-                                             host_name, budget, notes));
+    }
+    return nullptr;
+  }
+};
+
+// Where a route file's policies get their budget: the file's own (a route file with the
+// cluster's settings beside it), or the route's cluster in a bootstrap.
+struct envoy_budget_source {
+  const envoy_clusters* clusters = nullptr;  // a bootstrap: follow each route's cluster
+  budget_options file_budget;                // otherwise
+  std::vector<std::string> file_notes;
+};
+
+// The budget and its notes for a route whose action is `action` (RouteAction) at `path`.
+std::pair<budget_options, std::vector<std::string>> route_budget(const envoy_budget_source& src,
+                                                                 const json* action,
+                                                                 const std::string& path) {
+  if (src.clusters == nullptr) return {src.file_budget, src.file_notes};
+  std::vector<std::string> notes;
+  if (action != nullptr && action->contains("cluster") && (*action)["cluster"].is_string()) {
+    const std::string name = (*action)["cluster"].get<std::string>();
+    std::string cluster_path;
+    if (const json* cluster = src.clusters->find(name, cluster_path)) {
+      if (!cluster->is_object())
+        sj::fail(cluster_path, "must be an object, got " + sj::quote(*cluster));
+      return {envoy_budget(*cluster, notes, cluster_path), notes};
+    }
+    notes.push_back(path + ".cluster: " + stormguard::detail::quote_for_message(name) +
+                    " is not among static_resources.clusters (a dynamic cluster?)");
+  } else {
+    notes.push_back(path +
+                    ": no single cluster (weighted_clusters, cluster_header or another "
+                    "action)");
+  }
+  return {envoy_budget(json::object(), notes, ""), notes};
+}
+
+// A RouteConfiguration's policies: each virtual host's retry_policy (named after the host) and
+// each route's (host/route name, or host/index), in file order.
+void read_route_config(const json& config, const std::string& prefix,
+                       const envoy_budget_source& budgets, std::vector<policy>& policies) {
+  const std::string hosts_path = sj::join_path(prefix, "virtual_hosts");
+  if (!config.is_object() || !config.contains("virtual_hosts")) return;
+  const json& hosts = config["virtual_hosts"];
+  if (!hosts.is_array()) sj::fail(hosts_path, "must be an array, got " + sj::quote(hosts));
+  for (std::size_t h = 0; h < hosts.size(); ++h) {
+    const std::string hpath = sj::index_path(hosts_path, h);
+    const json& host = hosts[h];
+    if (!host.is_object()) sj::fail(hpath, "must be an object, got " + sj::quote(host));
+    std::string host_name = std::to_string(h);
+    if (host.contains("name")) {
+      if (!host["name"].is_string())
+        sj::fail(hpath + ".name", "must be a string, got " + sj::quote(host["name"]));
+      host_name = host["name"].get<std::string>();
+    }
+    if (host.contains("retry_policy")) {
+      auto [budget, notes] = route_budget(budgets, nullptr, hpath);
+      policy p = read_envoy_policy(host["retry_policy"], hpath + ".retry_policy", host_name, budget,
+                                   notes);
+      read_route_timeout(json::object(), hpath + " (routes without a timeout)", p);
+      policies.push_back(std::move(p));
+    }
+    if (!host.contains("routes")) continue;
+    const json& routes = host["routes"];
+    if (!routes.is_array())
+      sj::fail(hpath + ".routes", "must be an array, got " + sj::quote(routes));
+    for (std::size_t i = 0; i < routes.size(); ++i) {
+      const std::string rpath = sj::index_path(hpath + ".routes", i);
+      const json& route = routes[i];
+      if (!route.is_object()) sj::fail(rpath, "must be an object, got " + sj::quote(route));
+      if (!route.contains("route") || !route["route"].is_object() ||
+          !route["route"].contains("retry_policy")) {
+        continue;
       }
-      if (!host.contains("routes")) continue;
-      const json& routes = host["routes"];
-      if (!routes.is_array())
-        sj::fail(hpath + ".routes", "must be an array, got " + sj::quote(routes));
-      for (std::size_t i = 0; i < routes.size(); ++i) {
-        const std::string rpath = sj::index_path(hpath + ".routes", i);
-        const json& route = routes[i];
-        if (!route.is_object()) sj::fail(rpath, "must be an object, got " + sj::quote(route));
-        if (!route.contains("route") || !route["route"].is_object() ||
-            !route["route"].contains("retry_policy")) {
-          continue;
+      std::string name = host_name + "/" + std::to_string(i);
+      if (route.contains("name") && route["name"].is_string()) {
+        name = host_name + "/" + route["name"].get<std::string>();
+      }
+      const json& action = route["route"];
+      auto [budget, notes] = route_budget(budgets, &action, rpath + ".route");
+      policy p = read_envoy_policy(action["retry_policy"], rpath + ".route.retry_policy", name,
+                                   budget, notes);
+      read_route_timeout(action, rpath + ".route", p);
+      policies.push_back(std::move(p));
+    }
+  }
+}
+
+// The route configurations of a bootstrap's listeners: every HTTP connection manager filter's
+// route_config (a filter with rds instead has its routes elsewhere: counted in `rds`).
+void read_bootstrap_listeners(const json& statics, const envoy_budget_source& budgets,
+                              std::vector<policy>& policies, std::size_t& rds) {
+  if (!statics.contains("listeners")) return;
+  const json& listeners = statics["listeners"];
+  if (!listeners.is_array()) {
+    sj::fail("static_resources.listeners", "must be an array, got " + sj::quote(listeners));
+  }
+  for (std::size_t l = 0; l < listeners.size(); ++l) {
+    const std::string lpath = sj::index_path("static_resources.listeners", l);
+    const json& listener = listeners[l];
+    if (!listener.is_object() || !listener.contains("filter_chains")) continue;
+    const json& chains = listener["filter_chains"];
+    for (std::size_t c = 0; chains.is_array() && c < chains.size(); ++c) {
+      const std::string cpath = sj::index_path(lpath + ".filter_chains", c);
+      if (!chains[c].is_object() || !chains[c].contains("filters")) continue;
+      const json& filters = chains[c]["filters"];
+      for (std::size_t f = 0; filters.is_array() && f < filters.size(); ++f) {
+        const std::string fpath = sj::index_path(cpath + ".filters", f);
+        const json& filter = filters[f];
+        if (!filter.is_object() || !filter.contains("typed_config")) continue;
+        const json& hcm = filter["typed_config"];
+        const bool is_hcm = (filter.contains("name") &&
+                             filter["name"] == "envoy.filters.network.http_connection_manager") ||
+                            (hcm.is_object() && hcm.contains("@type") && hcm["@type"].is_string() &&
+                             hcm["@type"].get<std::string>().ends_with(".HttpConnectionManager"));
+        if (!is_hcm || !hcm.is_object()) continue;
+        if (hcm.contains("rds")) ++rds;
+        if (hcm.contains("route_config")) {
+          read_route_config(hcm["route_config"], fpath + ".typed_config.route_config", budgets,
+                            policies);
         }
-        std::string name = host_name + "/" + std::to_string(i);
-        if (route.contains("name") && route["name"].is_string()) {
-          name = host_name + "/" + route["name"].get<std::string>();
-        }
-        policies.push_back(read_envoy_policy(route["route"]["retry_policy"],
-                                             rpath + ".route.retry_policy", name, budget, notes));
       }
     }
   }
+}
+
+// A full bootstrap (envoy.config.bootstrap.v3.Bootstrap): static_resources.listeners → HTTP
+// connection managers → route_config → virtual_hosts → routes; each route's cluster in
+// static_resources.clusters gives its budget.
+std::vector<policy> read_envoy_bootstrap(const json& doc) {
+  const json& statics = doc["static_resources"];
+  if (!statics.is_object()) {
+    sj::fail("static_resources", "must be an object, got " + sj::quote(statics));
+  }
+  envoy_clusters clusters;
+  if (statics.contains("clusters")) {
+    const json& list = statics["clusters"];
+    if (!list.is_array())
+      sj::fail("static_resources.clusters", "must be an array, got " + sj::quote(list));
+    clusters.list = &list;
+    for (std::size_t i = 0; i < list.size(); ++i) {
+      if (list[i].is_object() && list[i].contains("name") && list[i]["name"].is_string()) {
+        clusters.index.emplace_back(list[i]["name"].get<std::string>(), i);
+      }
+    }
+  }
+  envoy_budget_source budgets;
+  budgets.clusters = &clusters;
+  std::vector<policy> policies;
+  std::size_t rds = 0;
+  read_bootstrap_listeners(statics, budgets, policies, rds);
+  if (policies.empty()) {
+    sj::fail("static_resources",
+             "no route with a retry_policy in the listeners' HTTP connection managers "
+             "(route_config.virtual_hosts[].routes[].route.retry_policy or "
+             "virtual_hosts[].retry_policy)" +
+                 (rds > 0 ? " — " + std::to_string(rds) +
+                                " of them take their routes from RDS, which is not in this file"
+                          : std::string()));
+  }
+  check_unique_names(policies, "retry policies");
+  return policies;
+}
+
+std::vector<policy> read_envoy(const json& doc) {
+  if (!doc.is_object()) sj::fail("", "an Envoy file must be an object, got " + sj::quote(doc));
+  if (doc.contains("static_resources")) return read_envoy_bootstrap(doc);
+  envoy_budget_source budgets;
+  budgets.file_budget = envoy_budget(doc, budgets.file_notes);
+  std::vector<policy> policies;
+  if (doc.contains("retry_policy")) {
+    policies.push_back(read_envoy_policy(doc["retry_policy"], "retry_policy", "retry_policy",
+                                         budgets.file_budget, budgets.file_notes));
+  }
+  read_route_config(doc, "", budgets, policies);
   if (policies.empty()) {
     sj::fail("",
-             "no retry_policy found: expected {\"retry_policy\": {...}} or a route "
+             "no retry_policy found: expected {\"retry_policy\": {...}}, a route "
              "configuration with virtual_hosts[].retry_policy or "
-             "virtual_hosts[].routes[].route.retry_policy");
+             "virtual_hosts[].routes[].route.retry_policy, or a bootstrap with "
+             "static_resources.listeners");
   }
   check_unique_names(policies, "retry policies");
   return policies;
@@ -543,6 +777,28 @@ json parse_envoy_text(std::string_view text) {
 
 std::vector<policy> import_grpc(std::string_view text) {
   return read_grpc(sj::parse(text, k_max_depth, "gRPC service config"));
+}
+
+std::optional<policy> select_grpc_policy(const std::vector<policy>& policies,
+                                         std::string_view name) {
+  for (const policy& p : policies) {
+    if (p.name == name) return p;
+  }
+  // A service-wide entry (service without method) applies to the service's methods that have
+  // no entry of their own.
+  const auto slash = name.find('/');
+  if (slash == std::string_view::npos || slash == 0) return std::nullopt;
+  const std::string_view service = name.substr(0, slash);
+  for (const policy& p : policies) {
+    if (p.name != service) continue;
+    policy chosen = p;
+    chosen.warnings.push_back(std::string(name) +
+                              " has no methodConfig entry of its own: the "
+                              "service-wide entry " +
+                              p.name + " applies to it");
+    return chosen;
+  }
+  return std::nullopt;
 }
 
 std::vector<policy> import_envoy(std::string_view text) {

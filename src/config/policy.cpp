@@ -418,6 +418,9 @@ policy_reference parse_policy_reference(std::string_view text) {
 std::vector<policy> load_policies(const policy_reference& reference) {
   std::vector<policy> all = load_policies(reference.file, reference.format);
   if (reference.name.empty()) return all;
+  if (reference.format == policy_format::grpc) {  // every name of an entry; service-wide entries
+    if (auto p = detail::select_grpc_policy(all, reference.name)) return {std::move(*p)};
+  }
   try {
     return {select_policy(all, reference.name)};
   } catch (const policy_error& e) {

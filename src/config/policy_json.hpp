@@ -4,6 +4,7 @@
 #define STORMGUARD_SRC_CONFIG_POLICY_JSON_HPP
 
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -36,6 +37,10 @@ void check_retry(const std::string& field, const retry_options& retry);
 /// The importers (import.cpp): every policy found in `text`. Throw strict_json::failure.
 [[nodiscard]] std::vector<policy> import_grpc(std::string_view text);
 [[nodiscard]] std::vector<policy> import_envoy(std::string_view text);
+/// The policy a gRPC name selects among imported gRPC policies: the one of that name, else for
+/// "service/method" the service-wide one ("service", with a warning saying so); nullopt if none.
+[[nodiscard]] std::optional<policy> select_grpc_policy(const std::vector<policy>& policies,
+                                                       std::string_view name);
 
 }  // namespace stormguard::config::detail
 

@@ -1,8 +1,6 @@
 // The idempotency guard's protocol (include/stormguard/guard/guard.hpp).
 #include "stormguard/guard/guard.hpp"
 
-#include <openssl/evp.h>
-
 #include <algorithm>
 #include <array>
 #include <memory>
@@ -12,6 +10,7 @@
 
 #include "stormguard/detail/format.hpp"
 #include "stormguard/detail/http_syntax.hpp"
+#include "stormguard/detail/redact.hpp"
 #include "stormguard/duration_text.hpp"
 #include "stormguard/idempotency.hpp"
 
@@ -55,44 +54,6 @@ std::string_view to_string(decision d) noexcept {
       return "store_unavailable";
   }
   return "unknown";
-}
-
-namespace {
-
-struct md_ctx_deleter {
-  void operator()(EVP_MD_CTX* c) const noexcept { EVP_MD_CTX_free(c); }
-};
-
-void digest_part(EVP_MD_CTX* ctx, std::string_view part) {
-  std::array<unsigned char, 8> length{};
-  auto n = static_cast<std::uint64_t>(part.size());
-  for (int i = 7; i >= 0; --i) {
-    length[static_cast<std::size_t>(i)] = static_cast<unsigned char>(n & 0xffU);
-    n >>= 8U;
-  }
-  if (EVP_DigestUpdate(ctx, length.data(), length.size()) != 1 ||
-      EVP_DigestUpdate(ctx, part.data(), part.size()) != 1) {
-    throw std::runtime_error("fingerprint: EVP_DigestUpdate failed");
-  }
-}
-
-}  // namespace
-
-fingerprint fingerprint_of(std::string_view method, std::string_view target,
-                           std::string_view body) {
-  std::unique_ptr<EVP_MD_CTX, md_ctx_deleter> ctx(EVP_MD_CTX_new());
-  if (!ctx || EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr) != 1) {
-    throw std::runtime_error("fingerprint: EVP_DigestInit_ex(SHA-256) failed");
-  }
-  digest_part(ctx.get(), method);
-  digest_part(ctx.get(), target);
-  digest_part(ctx.get(), body);
-  fingerprint out{};
-  unsigned int size = 0;
-  if (EVP_DigestFinal_ex(ctx.get(), out.data(), &size) != 1 || size != out.size()) {
-    throw std::runtime_error("fingerprint: EVP_DigestFinal_ex failed");
-  }
-  return out;
 }
 
 outcome<std::string, std::string> parse_idempotency_key(std::string_view field_value) {
@@ -192,6 +153,7 @@ stored_response error_response(int status, std::string_view code, std::string_vi
 
 /// Whole seconds, rounded up, at least 1 (Retry-After's delay-seconds, RFC 9110 §10.2.3).
 std::string retry_after_seconds(duration left) {
+  if (left >= std::chrono::hours(24 * 366)) return std::to_string(366 * 24 * 3600);
   const auto s = std::chrono::ceil<std::chrono::seconds>(left).count();
   return std::to_string(std::max<std::int64_t>(1, s));
 }
@@ -233,6 +195,31 @@ idempotency_guard::idempotency_guard(guard::store& s, guard_options options)
     check_range(!h.empty() && std::all_of(h.begin(), h.end(), detail::is_tchar), "kept_headers",
                 detail::quote_for_message(h), "an HTTP field name (RFC 9110 token)");
   }
+  // The key is not echoed: it is a secret.
+  check_range(o.principal_key.size() <= 1024, "principal_key",
+              "of " + std::to_string(o.principal_key.size()) + " bytes", "at most 1024 bytes");
+  check_range(o.trip_after_failures >= 1 && o.trip_after_failures <= 1000, "trip_after_failures",
+              std::to_string(o.trip_after_failures), "1..1000");
+  check_range(o.probe_interval >= 100ms && o.probe_interval <= 1h, "probe_interval",
+              format_duration(o.probe_interval), "between 100ms and 1h");
+}
+
+std::string_view to_string(store_operation op) noexcept {
+  switch (op) {
+    case store_operation::begin:
+      return "begin";
+    case store_operation::find:
+      return "find";
+    case store_operation::complete:
+      return "complete";
+    case store_operation::release:
+      return "release";
+  }
+  return "unknown";
+}
+
+std::string idempotency_guard::stored_principal(std::string_view principal) const {
+  return principal_digest(principal, options_.principal_key);
 }
 
 namespace {
@@ -253,25 +240,35 @@ struct too_large {
   std::size_t size;
 };
 
-}  // namespace
-
-namespace {
-
-result unavailable(const store_error& e, duration retry_after) {
+/// 503 + Retry-After with a generic detail: the cause stays on the server (the observer).
+result store_down(duration retry_after) {
   result r{error_response(503, "store_unavailable",
-                          std::string("the idempotency store is unavailable: ") + e.what()),
+                          "the idempotency store is unavailable; retry after "
+                          "the Retry-After delay"),
            decision::store_unavailable};
   r.response.headers.emplace_back("Retry-After", retry_after_seconds(retry_after));
   return r;
 }
 
-/// Deletes our in-progress record after a failure that committed nothing; when the store fails
-/// too, the lease expires by itself.
-void release_quietly(store& s, const record_key& id, std::string_view token) noexcept {
-  try {
-    s.release(id, token);
-  } catch (...) {  // NOLINT(bugprone-empty-catch): the lease expires by itself
+/// The answer to a request whose key already has a live record (`found`, not ours).
+result existing_record(const begin_result& found, const fingerprint& fp, wall_time_point now) {
+  if (found.fingerprint != fp) {
+    return {error_response(422, "mismatch",
+                           "this Idempotency-Key was used with a different request (method, "
+                           "target or body); use a new key for a new request"),
+            decision::mismatch};
   }
+  if (found.outcome == begin_outcome::completed) {
+    stored_response r = found.response.value_or(stored_response{});
+    r.headers.emplace_back(replayed_header, "true");
+    return {std::move(r), decision::replayed};
+  }
+  result r{error_response(409, "in_progress",
+                          "a request with this Idempotency-Key is in progress; retry after "
+                          "the Retry-After delay"),
+           decision::in_progress};
+  r.response.headers.emplace_back("Retry-After", retry_after_seconds(found.lease_expires - now));
+  return r;
 }
 
 /// No key and keys optional: the handler runs with its statements in autocommit.
@@ -292,36 +289,145 @@ result run_unguarded(store& s, const idempotency_guard::handler& h) {
   return {h(tx), decision::passed_through};
 }
 
+enum class call_outcome : std::uint8_t { ok, failed, neither };
+
+}  // namespace
+
+// --- the short circuit ---
+
+std::optional<duration> idempotency_guard::admit() {
+  const std::lock_guard lock(circuit_mutex_);
+  if (!circuit_.down) return std::nullopt;
+  const time_point now = time_source(options_).now();
+  if (now >= circuit_.probe_at && !circuit_.probing) {
+    circuit_.probing = true;  // this request is the probe
+    return std::nullopt;
+  }
+  return std::max(circuit_.probe_at - now, duration::zero());
+}
+
+bool idempotency_guard::store_held_down() const {
+  const std::lock_guard lock(circuit_mutex_);
+  return circuit_.down;
+}
+
+void idempotency_guard::record(bool failed) {
+  std::optional<bool> changed;  // the new state, when it changed
+  {
+    const std::lock_guard lock(circuit_mutex_);
+    const time_point now = time_source(options_).now();
+    if (!failed) {
+      circuit_.failures = 0;
+      if (circuit_.down) changed = false;
+      circuit_.down = false;
+      circuit_.probing = false;
+    } else if (circuit_.down) {
+      if (circuit_.probing) {  // the probe failed (or a request admitted before the trip)
+        circuit_.probing = false;
+        circuit_.probe_at = now + options_.probe_interval;
+      }
+    } else if (++circuit_.failures >= options_.trip_after_failures) {
+      circuit_.down = true;
+      circuit_.probing = false;
+      circuit_.probe_at = now + options_.probe_interval;
+      changed = true;
+    }
+  }
+  if (changed && options_.observer != nullptr) options_.observer->on_store_state(*changed);
+}
+
+template <class F>
+auto idempotency_guard::call_store(store_operation op, F&& f) {
+  const clock& time = time_source(options_);
+  const time_point start = time.now();
+  auto report = [&](call_outcome outcome) {
+    if (options_.observer != nullptr) {
+      options_.observer->on_store_call(op, time.now() - start, outcome == call_outcome::failed);
+    }
+    if (outcome != call_outcome::neither) {
+      record(outcome == call_outcome::failed);
+    } else {
+      const std::lock_guard lock(circuit_mutex_);
+      circuit_.probing = false;  // no verdict: let the next request probe
+    }
+  };
+  try {
+    auto r = f();
+    report(call_outcome::ok);
+    return r;
+  } catch (const statement_error&) {  // the handler's statement: the store answered
+    report(call_outcome::ok);
+    throw;
+  } catch (const store_error& e) {
+    if (options_.observer != nullptr)
+      options_.observer->on_store_error(op, detail::redact(e.what()));
+    report(call_outcome::failed);
+    throw;
+  } catch (const too_large&) {  // the handler's response: the store answered
+    report(call_outcome::ok);
+    throw;
+  } catch (...) {  // the handler threw, or a bad argument: no verdict on the store
+    report(call_outcome::neither);
+    throw;
+  }
+}
+
+result idempotency_guard::finish(result r) const {
+  if (options_.observer != nullptr) options_.observer->on_decision(r.decision, r.took_over);
+  return r;
+}
+
+result idempotency_guard::unavailable() {
+  return finish(store_down(options_.unavailable_retry_after));
+}
+
+// --- the protocol ---
+
+void idempotency_guard::release_quietly(const record_key& id, const std::string& token) noexcept {
+  try {
+    call_store(store_operation::release, [&] {
+      store_.release(id, token);
+      return 0;
+    });
+  } catch (...) {  // NOLINT(bugprone-empty-catch): the lease expires by itself
+  }
+}
+
 /// We hold the lease on `id` under `token`: run the handler inside the store's atomic completion.
-result run_acquired(store& s, const guard_options& o, const clock& time, const record_key& id,
-                    const std::string& token, bool took_over, const idempotency_guard::handler& h) {
+result idempotency_guard::run_acquired(const record_key& id, const std::string& token,
+                                       bool took_over, const handler& h) {
+  const guard_options& o = options_;
+  const clock& time = time_source(o);
   stored_response produced;
   complete_outcome done{};
   try {
-    done = s.complete(id, token, time.wall_now(), o.ttl, [&](transaction& tx) {
-      auto [kept, size] = keep(h(tx), o.kept_headers);
-      if (size > o.max_response_bytes) throw too_large{size};
-      produced = kept;  // the one copy: the store keeps `kept`, the caller gets `produced`
-      return kept;
+    done = call_store(store_operation::complete, [&] {
+      return store_.complete(id, token, time.wall_now(), o.ttl, [&](transaction& tx) {
+        auto [kept, size] = keep(h(tx), o.kept_headers);
+        if (size > o.max_response_bytes) throw too_large{size};
+        produced = kept;  // the one copy: the store keeps `kept`, the caller gets `produced`
+        return kept;
+      });
     });
   } catch (const too_large& t) {
-    release_quietly(s, id, token);
-    return {error_response(500, "response_too_large",
-                           "the handler's response (" + std::to_string(t.size) +
-                               " bytes) exceeds max_response_bytes (" +
-                               std::to_string(o.max_response_bytes) + "); nothing was committed"),
-            decision::response_too_large};
+    release_quietly(id, token);
+    return finish(
+        {error_response(500, "response_too_large",
+                        "the handler's response (" + std::to_string(t.size) +
+                            " bytes) exceeds max_response_bytes (" +
+                            std::to_string(o.max_response_bytes) + "); nothing was committed"),
+         decision::response_too_large});
   } catch (const statement_error&) {
     // A statement of the handler failed: the transaction certainly rolled back. As a handler
     // exception: release the key so that a corrected retry runs at once, and rethrow.
-    release_quietly(s, id, token);
+    release_quietly(id, token);
     throw;
-  } catch (const store_error& e) {
+  } catch (const store_error&) {
     // Nothing committed, or the commit's outcome is unknown: the record stays in progress under
     // our token until the lease expires, so a retry sees the stored response or takes over.
-    return unavailable(e, o.unavailable_retry_after);
+    return unavailable();
   } catch (...) {  // the handler threw: nothing committed
-    release_quietly(s, id, token);
+    release_quietly(id, token);
     throw;
   }
   if (done == complete_outcome::lease_lost) {
@@ -330,66 +436,75 @@ result run_acquired(store& s, const guard_options& o, const clock& time, const r
                             "nothing was committed by this request"),
              decision::lease_lost};
     r.response.headers.emplace_back("Retry-After", "1");
-    return r;
+    return finish(std::move(r));
   }
-  return {std::move(produced), decision::ran, took_over};
+  return finish({std::move(produced), decision::ran, took_over});
 }
 
-}  // namespace
+/// We acquired `hashed` (a key new under the hashed principal): a record of the same key under
+/// the principal as is, written before principals were hashed, answers instead (our record is
+/// released).
+std::optional<result> idempotency_guard::find_unhashed(const request& req, const std::string& key,
+                                                       const fingerprint& fp,
+                                                       const record_key& hashed,
+                                                       const std::string& token) {
+  const record_key legacy{req.principal, key};
+  const clock& time = time_source(options_);
+  std::optional<begin_result> old;
+  try {
+    old = call_store(store_operation::find, [&] { return store_.find(legacy, time.wall_now()); });
+  } catch (const store_error&) {
+    release_quietly(hashed, token);
+    return unavailable();
+  }
+  if (!old || old->outcome == begin_outcome::acquired) return std::nullopt;
+  release_quietly(hashed, token);
+  return finish(existing_record(*old, fp, time.wall_now()));
+}
+
+#undef STORMGUARD_RELEASE_QUIETLY
 
 result idempotency_guard::handle(const request& req, const handler& h) {
   if (req.principal.size() > max_principal_length) {
-    return {error_response(
-                400, "bad_principal",
-                "principal of " + std::to_string(req.principal.size()) + " bytes: at most 255"),
-            decision::bad_principal};
+    return finish({error_response(400, "bad_principal",
+                                  "principal of " + std::to_string(req.principal.size()) +
+                                      " bytes: at most 255"),
+                   decision::bad_principal});
   }
   if (!req.idempotency_key) {
-    if (!options_.require_key) return run_unguarded(store_, h);
-    return {error_response(400, "missing_key",
-                           "this endpoint requires an Idempotency-Key header "
-                           "(draft-ietf-httpapi-idempotency-key-header-07 §2.7)"),
-            decision::missing_key};
+    if (!options_.require_key) return finish(run_unguarded(store_, h));
+    return finish({error_response(400, "missing_key",
+                                  "this endpoint requires an Idempotency-Key header "
+                                  "(draft-ietf-httpapi-idempotency-key-header-07 §2.7)"),
+                   decision::missing_key});
   }
   auto key = parse_idempotency_key(*req.idempotency_key);
-  if (!key) return {error_response(400, "bad_key", key.error()), decision::bad_key};
+  if (!key) return finish({error_response(400, "bad_key", key.error()), decision::bad_key});
+  if (const auto wait = admit()) {
+    return finish(store_down(std::max(*wait, options_.unavailable_retry_after)));
+  }
 
   const fingerprint fp = fingerprint_of(req.method, req.target, req.body);
-  const record_key id{req.principal, *key};
+  const std::string principal = stored_principal(req.principal);
+  const record_key id{principal, *key};
   const clock& time = time_source(options_);
   const std::string token =
       token_prefix_ + "-" + std::to_string(token_counter_.fetch_add(1, std::memory_order_relaxed));
   begin_result begun;
   try {
-    begun = store_.begin(id, fp, token, time.wall_now(), options_.lease, options_.ttl);
-  } catch (const store_error& e) {
-    return unavailable(e, options_.unavailable_retry_after);
+    begun = call_store(store_operation::begin, [&] {
+      return store_.begin(id, fp, token, time.wall_now(), options_.lease, options_.ttl);
+    });
+  } catch (const store_error&) {
+    return unavailable();
   }
-  if (begun.outcome != begin_outcome::acquired && begun.fingerprint != fp) {
-    return {error_response(422, "mismatch",
-                           "this Idempotency-Key was used with a different request (method, "
-                           "target or body); use a new key for a new request"),
-            decision::mismatch};
+  if (begun.outcome != begin_outcome::acquired) {
+    return finish(existing_record(begun, fp, time.wall_now()));
   }
-  switch (begun.outcome) {
-    case begin_outcome::completed: {
-      stored_response r = begun.response.value_or(stored_response{});
-      r.headers.emplace_back(replayed_header, "true");
-      return {std::move(r), decision::replayed};
-    }
-    case begin_outcome::in_progress: {
-      result r{error_response(409, "in_progress",
-                              "a request with this Idempotency-Key is in progress; retry after "
-                              "the Retry-After delay"),
-               decision::in_progress};
-      r.response.headers.emplace_back("Retry-After",
-                                      retry_after_seconds(begun.lease_expires - time.wall_now()));
-      return r;
-    }
-    case begin_outcome::acquired:
-      break;
+  if (!begun.took_over && options_.find_unhashed_records) {
+    if (auto old = find_unhashed(req, *key, fp, id, token)) return std::move(*old);
   }
-  return run_acquired(store_, options_, time, id, token, begun.took_over, h);
+  return run_acquired(id, token, begun.took_over, h);
 }
 
 }  // namespace stormguard::guard

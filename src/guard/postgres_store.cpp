@@ -15,46 +15,53 @@
 //   body          BYTEA             }
 //   + an index on expires (purge_expired).
 //
+// Every wait for the server is bounded (postgres_connection.hpp): connect_timeout, the
+// session's statement_timeout, the client's reply_timeout, TCP keepalives and TCP_USER_TIMEOUT.
+// An idle pooled connection that the server closed meanwhile (a restart) is noticed before a
+// call is sent on it, and the call goes to another connection instead of failing.
+//
 // Round trips: begin() is one statement (below); complete() is two pipelined batches around the
 // handler's own statements (BEGIN + lock the row under our token; store the response + COMMIT).
 // Every statement is prepared once per connection (all of the store's own in one pipelined batch
 // when the connection opens; the handler's on first use, cached by their text). Parameters of the
 // store's own statements are bound in binary (BYTEA as raw bytes, BIGINT as 8 bytes big-endian)
-// and their results read in binary; the handler's parameters and results are text (store.hpp).
-#include <libpq-fe.h>
-
 #include <algorithm>
-#include <array>
 #include <cctype>
 #include <charconv>
 #include <climits>
 #include <cstdint>
 #include <cstring>
-#include <deque>
-#include <limits>
 #include <memory>
 #include <span>
 #include <stdexcept>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include "guard/codec.hpp"
 #include "guard/pool.hpp"
+#include "guard/postgres_connection.hpp"
 #include "stormguard/detail/format.hpp"
-#include "stormguard/detail/saturate.hpp"
 #include "stormguard/duration_text.hpp"
 #include "stormguard/guard/stores.hpp"
 
 namespace stormguard::guard {
 namespace {
 
-// Type OIDs of the parameters of the store's own statements (pg_type.dat; fixed since 7.x).
-constexpr Oid k_bytea = 17;
-constexpr Oid k_int8 = 20;
-constexpr Oid k_int4 = 23;
+using internal::bound_params;
+using internal::check;
+using internal::command;
+using internal::fail;
+using internal::field;
+using internal::first_error;
+using internal::k_bytea;
+using internal::k_int4;
+using internal::k_int8;
+using internal::one_line;
+using internal::pg_connection;
+using internal::pg_result;
+using internal::succeeded;
 
 /// How many times begin() re-runs its statement when it returned no row: the existing record
 /// was committed by a concurrent transaction after the statement's snapshot (see k_begin_sql).
@@ -66,179 +73,6 @@ constexpr int k_begin_attempts = 8;
 constexpr std::size_t k_max_cached_statements = 256;
 
 constexpr std::size_t k_max_key_bytes = 255;
-
-struct result_deleter {
-  void operator()(PGresult* r) const noexcept { PQclear(r); }
-};
-using pg_result = std::unique_ptr<PGresult, result_deleter>;
-
-/// libpq's message without its trailing newline; tabs and newlines inside it become spaces, so
-/// that the message reads on one line (in a 503 body and in logs).
-std::string one_line(const char* message) {
-  std::string out = message != nullptr ? message : "";
-  while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
-  for (char& c : out) {
-    if (c == '\n' || c == '\t') c = ' ';
-  }
-  return detail::escape_control(out, 1000);
-}
-
-[[noreturn]] void fail(std::string_view what, std::string_view why) {
-  throw store_error("postgres store: " + std::string(what) + ": " + std::string(why));
-}
-
-/// A connection and the handler statements prepared on it. Used by one thread at a time (the
-/// pool lends it out).
-class pg_connection {
- public:
-  explicit pg_connection(PGconn* c) noexcept : conn_(c) {}
-  pg_connection(const pg_connection&) = delete;
-  pg_connection& operator=(const pg_connection&) = delete;
-  ~pg_connection() { PQfinish(conn_); }
-  [[nodiscard]] PGconn* get() const noexcept { return conn_; }
-  /// Usable for the next call: connected, outside any transaction, not in pipeline mode.
-  [[nodiscard]] bool healthy() const noexcept {
-    return PQstatus(conn_) == CONNECTION_OK && PQtransactionStatus(conn_) == PQTRANS_IDLE &&
-           PQpipelineStatus(conn_) == PQ_PIPELINE_OFF;
-  }
-
-  std::unordered_map<std::string, std::string> statements;  ///< handler statement -> its name
-  std::uint64_t next_statement = 0;
-
- private:
-  PGconn* conn_;
-};
-
-/// Parameters of one statement. Views passed to bytes() must outlive the statement's execution.
-class bound_params {
- public:
-  /// Binary (BYTEA, or TEXT's raw bytes).
-  void bytes(std::string_view field, std::string_view v) {
-    if (v.size() > static_cast<std::size_t>(INT_MAX)) {
-      throw std::invalid_argument("postgres store: " + std::string(field) + " of " +
-                                  std::to_string(v.size()) + " bytes: at most 2147483647");
-    }
-    // A null pointer would be SQL NULL: an empty value needs a valid one.
-    values_.push_back(v.empty() ? "" : v.data());
-    lengths_.push_back(static_cast<int>(v.size()));
-    formats_.push_back(1);
-  }
-  /// Binary BIGINT (8 bytes, big-endian).
-  void int8(std::int64_t v) { big_endian(static_cast<std::uint64_t>(v), 8); }
-  /// Binary INTEGER (4 bytes, big-endian).
-  void int4(std::int32_t v) { big_endian(static_cast<std::uint32_t>(v), 4); }
-  /// Text, NUL-terminated (the handler's parameters; text cannot hold NUL).
-  void text(std::string_view field, std::string_view v) {
-    if (v.find('\0') != std::string_view::npos) {
-      throw std::invalid_argument("postgres store: " + std::string(field) + " " +
-                                  detail::quote_for_message(v) +
-                                  ": contains a NUL byte, which PostgreSQL text cannot hold");
-    }
-    owned_.emplace_back(v);
-    values_.push_back(owned_.back().c_str());
-    lengths_.push_back(0);
-    formats_.push_back(0);
-  }
-
-  [[nodiscard]] int size() const noexcept { return static_cast<int>(values_.size()); }
-  [[nodiscard]] const char* const* values() const noexcept { return values_.data(); }
-  [[nodiscard]] const int* lengths() const noexcept { return lengths_.data(); }
-  [[nodiscard]] const int* formats() const noexcept { return formats_.data(); }
-
- private:
-  void big_endian(std::uint64_t v, int n) {
-    std::string& s = owned_.emplace_back(static_cast<std::size_t>(n), '\0');
-    for (int i = n - 1; i >= 0; --i) {
-      s[static_cast<std::size_t>(i)] = static_cast<char>(v & 0xffU);
-      v >>= 8U;
-    }
-    values_.push_back(s.data());
-    lengths_.push_back(n);
-    formats_.push_back(1);
-  }
-
-  std::deque<std::string> owned_;  // a deque: push_back never moves the strings already there
-  std::vector<const char*> values_;
-  std::vector<int> lengths_;
-  std::vector<int> formats_;
-};
-
-/// One command of a pipelined batch.
-struct command {
-  enum class kind : std::uint8_t { prepare, execute };
-  kind what = kind::execute;
-  const char* name = "";
-  const char* text = nullptr;            ///< prepare: the statement
-  std::span<const Oid> types{};          ///< prepare: the parameters' types (empty: inferred)
-  const bound_params* params = nullptr;  ///< execute: its parameters (nullptr: none)
-  int result_format = 1;                 ///< execute: 1 binary, 0 text
-};
-
-/// Sends `commands` in one pipeline (one round trip) and returns each one's result (a failed
-/// command's result holds the error; the ones after it PGRES_PIPELINE_ABORTED). Throws
-/// store_error when the connection fails; the connection is then unhealthy (discarded).
-std::vector<pg_result> run_pipeline(pg_connection& conn, std::span<const command> commands,
-                                    std::string_view what) {
-  PGconn* c = conn.get();
-  if (PQenterPipelineMode(c) != 1) fail(what, one_line(PQerrorMessage(c)));
-  for (const command& cmd : commands) {
-    int sent = 0;
-    if (cmd.what == command::kind::prepare) {
-      sent = PQsendPrepare(c, cmd.name, cmd.text, static_cast<int>(cmd.types.size()),
-                           cmd.types.empty() ? nullptr : cmd.types.data());
-    } else if (cmd.params != nullptr) {
-      sent = PQsendQueryPrepared(c, cmd.name, cmd.params->size(), cmd.params->values(),
-                                 cmd.params->lengths(), cmd.params->formats(), cmd.result_format);
-    } else {
-      sent = PQsendQueryPrepared(c, cmd.name, 0, nullptr, nullptr, nullptr, cmd.result_format);
-    }
-    if (sent != 1) fail(what, one_line(PQerrorMessage(c)));
-  }
-  if (PQpipelineSync(c) != 1) fail(what, one_line(PQerrorMessage(c)));
-  std::vector<pg_result> results(commands.size());
-  std::size_t i = 0;
-  for (;;) {
-    pg_result r(PQgetResult(c));
-    if (!r) {  // the end of one command's results
-      if (PQstatus(c) != CONNECTION_OK) fail(what, one_line(PQerrorMessage(c)));
-      if (++i > commands.size()) fail(what, "libpq pipeline out of step");
-      continue;
-    }
-    if (PQresultStatus(r.get()) == PGRES_PIPELINE_SYNC) break;
-    if (PQstatus(c) != CONNECTION_OK) fail(what, one_line(PQerrorMessage(c)));
-    if (i < results.size() && !results[i]) results[i] = std::move(r);
-  }
-  if (i != commands.size()) fail(what, "libpq pipeline out of step");
-  if (PQexitPipelineMode(c) != 1) fail(what, one_line(PQerrorMessage(c)));
-  for (auto& r : results) {
-    if (!r) fail(what, "libpq pipeline returned no result");
-  }
-  return results;
-}
-
-[[nodiscard]] bool succeeded(const pg_result& r) noexcept {
-  const ExecStatusType s = PQresultStatus(r.get());
-  return s == PGRES_COMMAND_OK || s == PGRES_TUPLES_OK || s == PGRES_EMPTY_QUERY;
-}
-
-/// The first error among `results` (the one that aborted the pipeline).
-std::string first_error(const std::vector<pg_result>& results) {
-  for (const auto& r : results) {
-    if (!succeeded(r) && PQresultStatus(r.get()) != PGRES_PIPELINE_ABORTED) {
-      return one_line(PQresultErrorMessage(r.get()));
-    }
-  }
-  return "aborted";
-}
-
-/// Throws store_error unless `r` succeeded; `c`'s message when the connection failed.
-void check(const pg_result& r, const pg_connection& conn, std::string_view what) {
-  if (!r) fail(what, one_line(PQerrorMessage(conn.get())));
-  if (!succeeded(r)) {
-    const char* m = PQresultErrorMessage(r.get());
-    fail(what, one_line(m != nullptr && *m != '\0' ? m : PQerrorMessage(conn.get())));
-  }
-}
 
 /// A hint after an error that a table of the store's name but of another layout causes.
 std::string layout_hint(const PGresult* r, std::string_view table) {
@@ -253,16 +87,10 @@ std::string layout_hint(const PGresult* r, std::string_view table) {
   return {};
 }
 
-// --- reading binary results ---
-
-std::string_view field(const PGresult* r, int row, int col) {
-  return {PQgetvalue(r, row, col), static_cast<std::size_t>(PQgetlength(r, row, col))};
-}
-
 std::uint64_t read_big_endian(std::string_view v, std::size_t n, std::string_view column) {
   if (v.size() != n) {
-    fail("begin", "column " + std::string(column) + " has " + std::to_string(v.size()) +
-                      " bytes, expected " + std::to_string(n) + " (a table of another layout?)");
+    fail("read", "column " + std::string(column) + " has " + std::to_string(v.size()) +
+                     " bytes, expected " + std::to_string(n) + " (a table of another layout?)");
   }
   std::uint64_t out = 0;
   for (const char ch : v) out = (out << 8U) | static_cast<unsigned char>(ch);
@@ -323,11 +151,41 @@ void validate(const postgres_options& o) {
     throw std::invalid_argument("postgres_options.max_connections " +
                                 std::to_string(o.max_connections) + ": must be 1..1024");
   }
+  using namespace std::chrono_literals;
+  auto check_range = [](bool ok, std::string_view name, auto value, std::string_view range) {
+    if (!ok) {
+      throw std::invalid_argument("postgres_options." + std::string(name) + " " +
+                                  format_duration(value) + ": must be " + std::string(range));
+    }
+  };
+  check_range(o.statement_timeout >= 1ms && o.statement_timeout <= 24h, "statement_timeout",
+              o.statement_timeout, "between 1ms and 24h");
+  check_range(o.reply_timeout > o.statement_timeout && o.reply_timeout <= 25h, "reply_timeout",
+              o.reply_timeout, "longer than statement_timeout, at most 25h");
+  check_range(o.tcp_user_timeout >= 1ms && o.tcp_user_timeout <= 24h, "tcp_user_timeout",
+              o.tcp_user_timeout, "between 1ms and 24h");
+  check_range(o.keepalive_idle >= 1s && o.keepalive_idle <= 2h, "keepalive_idle", o.keepalive_idle,
+              "between 1s and 2h");
   if (o.connect_timeout < std::chrono::seconds(1)) {
     throw std::invalid_argument("postgres_options.connect_timeout " +
                                 format_duration(o.connect_timeout) +
                                 ": must be >= 1s (libpq counts whole seconds)");
   }
+}
+
+internal::pg_settings settings_of(const postgres_options& o) {
+  using std::chrono::ceil;
+  using std::chrono::seconds;
+  auto whole = [](auto d) { return std::to_string(std::min<std::int64_t>(INT_MAX, d)); };
+  internal::pg_settings s;
+  s.url = o.url;
+  s.connect_timeout = whole(ceil<seconds>(o.connect_timeout).count());
+  s.keepalives_idle = whole(o.keepalive_idle.count());
+  s.keepalives_interval = whole(std::max<std::int64_t>(1, o.keepalive_idle.count() / 2));
+  s.tcp_user_timeout = whole(o.tcp_user_timeout.count());
+  s.statement_timeout = o.statement_timeout;
+  s.reply_timeout = o.reply_timeout;
+  return s;
 }
 
 // --- the store ---
@@ -343,6 +201,8 @@ class postgres_store final : public store {
   [[nodiscard]] complete_outcome complete(const record_key& id, std::string_view token,
                                           wall_time_point now, duration ttl,
                                           const work& w) override;
+  [[nodiscard]] std::optional<begin_result> find(const record_key& id,
+                                                 wall_time_point now) override;
   void release(const record_key& id, std::string_view token) override;
   std::size_t purge_expired(wall_time_point now) override;
   std::vector<row> query(std::string_view statement,
@@ -364,18 +224,22 @@ class postgres_store final : public store {
 
   std::unique_ptr<pg_connection> open_connection();
   void create_table(pg_connection& conn) const;
-  /// Runs `f(connection)` on a pooled connection; discards the connection when it is left
-  /// unhealthy (broken, inside a transaction, in pipeline mode), whether `f` returns or throws.
+  /// Runs `f(connection)` on a pooled connection that is still connected (an idle one the
+  /// server closed is discarded first, and another taken: nothing was sent on it); discards the
+  /// connection when it is left unhealthy (broken, timed out, inside a transaction, in pipeline
+  /// mode), whether `f` returns or throws.
   template <class F>
   auto with_connection(F&& f);
+  /// A pooled connection that is still connected (see pg_connection::still_connected).
+  internal::pool<pg_connection>::lease acquire_connected();
   /// ROLLBACK; throws store_error when it fails.
   static void rollback(pg_connection& conn, std::string_view what);
   /// ROLLBACK, ignoring failure (the connection, if left in a transaction, is then discarded).
   static void rollback_quietly(pg_connection& conn) noexcept;
 
-  std::string url_;
   std::string table_;
-  std::string connect_timeout_;  // whole seconds, as libpq takes it
+  internal::pg_settings settings_;
+  std::size_t max_connections_;
   std::vector<prepared> statements_;
   bool table_ready_ = false;  // written only by the constructor
   internal::pool<pg_connection> pool_;
@@ -390,14 +254,14 @@ constexpr const char* k_tx_commit = "sg_tx_commit";
 constexpr const char* k_tx_rollback = "sg_tx_rollback";
 constexpr const char* k_release = "sg_release";
 constexpr const char* k_purge = "sg_purge";
+constexpr const char* k_find = "sg_find";
 
 std::string quoted(std::string_view table) { return "\"" + std::string(table) + "\""; }
 
 postgres_store::postgres_store(const postgres_options& o)
-    : url_(o.url),
-      table_(o.table),
-      connect_timeout_(std::to_string(std::min<std::int64_t>(
-          INT_MAX, std::chrono::ceil<std::chrono::seconds>(o.connect_timeout).count()))),
+    : table_(o.table),
+      settings_(settings_of(o)),
+      max_connections_(o.max_connections),
       pool_(o.max_connections, [this] { return open_connection(); }) {
   const std::string t = quoted(table_);
   // begin: one statement, atomic under concurrency.
@@ -463,6 +327,12 @@ postgres_store::postgres_store(const postgres_options& o)
                              "'in_progress'",
                          {k_bytea, k_bytea, k_bytea}});
   statements_.push_back({k_purge, "DELETE FROM " + t + " WHERE expires <= $1", {k_int8}});
+  // find: the live record, read only (the columns of begin's answer, `acquired` false).
+  statements_.push_back({k_find,
+                         "SELECT FALSE, FALSE, " + record_columns + " FROM " + t +
+                             " WHERE principal = $1 AND key = $2 AND expires > $3"
+                             " AND (state = 'completed' OR lease_expires > $3)",
+                         {k_bytea, k_bytea, k_int8}});
 
   // The first connection creates the table and proves the server reachable.
   { auto first = pool_.acquire(); }
@@ -470,28 +340,23 @@ postgres_store::postgres_store(const postgres_options& o)
 }
 
 std::unique_ptr<pg_connection> postgres_store::open_connection() {
-  // dbname with expand_dbname = 1: the URL's own parameters, then ours; connect_timeout after it
-  // overrides one in the URL, fallback_application_name does not override application_name.
-  const char* const keys[] = {"dbname", "connect_timeout", "fallback_application_name", nullptr};
-  const char* const values[] = {url_.c_str(), connect_timeout_.c_str(), "stormguard", nullptr};
-  PGconn* raw = PQconnectdbParams(keys, values, 1);
-  if (raw == nullptr) fail("cannot connect", "libpq: out of memory");
-  auto conn = std::make_unique<pg_connection>(raw);
-  if (PQstatus(raw) != CONNECTION_OK) fail("cannot connect", one_line(PQerrorMessage(raw)));
-  // A library does not print the server's NOTICEs ("relation ... already exists, skipping").
-  PQsetNoticeProcessor(
-      raw, [](void*, const char*) {}, nullptr);
+  auto conn = std::make_unique<pg_connection>(settings_);
   if (!table_ready_) create_table(*conn);
 
   // The session's isolation (READ COMMITTED: begin's ON CONFLICT and complete's FOR UPDATE wait
   // for a concurrent writer and then see its outcome, where REPEATABLE READ or SERIALIZABLE, if
   // the server defaulted to them, would fail with a serialization error), then every statement
-  // of the store, prepared in one round trip.
+  // of the store, prepared in one round trip. The statement timeout (the server cancels a
+  // statement running longer, a lock wait included) is the session's.
+  const std::string timeout =
+      "SET statement_timeout = " + std::to_string(settings_.statement_timeout.count());
   std::vector<command> commands;
-  commands.reserve(statements_.size() + 2);
+  commands.reserve(statements_.size() + 4);
   commands.push_back({command::kind::prepare, "sg_session",
                       "SET SESSION CHARACTERISTICS AS TRANSACTION ISOLATION LEVEL READ COMMITTED"});
   commands.push_back({command::kind::execute, "sg_session"});
+  commands.push_back({command::kind::prepare, "sg_timeout", timeout.c_str()});
+  commands.push_back({command::kind::execute, "sg_timeout"});
   for (const prepared& s : statements_) {
     commands.push_back({command::kind::prepare, s.name, s.text.c_str(), s.types});
   }
@@ -523,16 +388,26 @@ void postgres_store::create_table(pg_connection& conn) const {
       index + " ON " + t + " (expires); COMMIT";
   // Simple-query protocol: several statements in one round trip. It carries no value from
   // outside (the table name was validated as an identifier, the lock key is ours).
-  pg_result r(PQexec(conn.get(), sql.c_str()));
+  pg_result r = internal::exec_simple(conn, sql.c_str(), "create table " + t);
   if (!r || !succeeded(r)) {
     const char* m = r ? PQresultErrorMessage(r.get()) : PQerrorMessage(conn.get());
     fail("create table " + t, one_line(m) + layout_hint(r.get(), t));
   }
 }
 
+internal::pool<pg_connection>::lease postgres_store::acquire_connected() {
+  // Every idle connection may have been closed by a server restart: at most all of them are
+  // discarded before a new one (which is connected) is opened.
+  for (std::size_t stale = 0;; ++stale) {
+    auto lease = pool_.acquire();
+    if (stale > max_connections_ || lease->still_connected()) return lease;
+    lease.discard();
+  }
+}
+
 template <class F>
 auto postgres_store::with_connection(F&& f) {
-  auto lease = pool_.acquire();
+  auto lease = acquire_connected();
   struct health_check {
     internal::pool<pg_connection>::lease& l;
     ~health_check() {
@@ -543,15 +418,55 @@ auto postgres_store::with_connection(F&& f) {
 }
 
 void postgres_store::rollback(pg_connection& conn, std::string_view what) {
-  pg_result r(PQexecPrepared(conn.get(), k_tx_rollback, 0, nullptr, nullptr, nullptr, 1));
-  check(r, conn, std::string(what) + ": ROLLBACK");
+  const std::string doing = std::string(what) + ": ROLLBACK";
+  pg_result r = internal::exec_prepared(conn, k_tx_rollback, nullptr, 1, doing);
+  check(r, conn, doing);
 }
 
 void postgres_store::rollback_quietly(pg_connection& conn) noexcept {
   if (PQstatus(conn.get()) != CONNECTION_OK || PQpipelineStatus(conn.get()) != PQ_PIPELINE_OFF) {
     return;  // discarded by with_connection
   }
-  pg_result r(PQexecPrepared(conn.get(), k_tx_rollback, 0, nullptr, nullptr, nullptr, 1));
+  try {
+    pg_result r = internal::exec_prepared(conn, k_tx_rollback, nullptr, 1, "ROLLBACK");
+  } catch (const store_error&) {  // NOLINT(bugprone-empty-catch): discarded by with_connection
+  }
+}
+
+/// The record in row 0 of begin's or find's answer (columns: acquired, took_over, state,
+/// fingerprint, lease_expires, status, headers, body).
+begin_result read_record(const PGresult* res, std::string_view what) {
+  begin_result out;
+  if (read_big_endian(field(res, 0, 0), 1, "acquired") != 0) {
+    out.outcome = begin_outcome::acquired;
+    out.took_over = read_big_endian(field(res, 0, 1), 1, "took_over") != 0;
+    return out;
+  }
+  const std::string_view state = field(res, 0, 2);
+  const std::string_view fp_found = field(res, 0, 3);
+  if (fp_found.size() != out.fingerprint.size()) {
+    fail(what,
+         "the stored fingerprint has " + std::to_string(fp_found.size()) + " bytes, expected 32");
+  }
+  std::memcpy(out.fingerprint.data(), fp_found.data(), out.fingerprint.size());
+  out.lease_expires = internal::from_ns(
+      static_cast<std::int64_t>(read_big_endian(field(res, 0, 4), 8, "lease_expires")));
+  if (state != "completed") {
+    out.outcome = begin_outcome::in_progress;
+    return out;
+  }
+  out.outcome = begin_outcome::completed;
+  stored_response response;
+  if (PQgetisnull(res, 0, 5) == 0) {
+    response.status = static_cast<std::int32_t>(
+        static_cast<std::uint32_t>(read_big_endian(field(res, 0, 5), 4, "status")));
+  }
+  auto headers = internal::decode_headers(field(res, 0, 6));
+  if (!headers) fail(what, "the stored headers are corrupt");
+  response.headers = std::move(*headers);
+  response.body.assign(field(res, 0, 7));
+  out.response = std::move(response);
+  return out;
 }
 
 begin_result postgres_store::begin(const record_key& id, const fingerprint& fp,
@@ -576,45 +491,27 @@ begin_result postgres_store::begin(const record_key& id, const fingerprint& fp,
   p.int8(internal::to_ns(now));
   return with_connection([&](pg_connection& conn) {
     for (int attempt = 0; attempt < k_begin_attempts; ++attempt) {
-      pg_result r(
-          PQexecPrepared(conn.get(), k_begin, p.size(), p.values(), p.lengths(), p.formats(), 1));
+      pg_result r = internal::exec_prepared(conn, k_begin, &p, 1, "begin");
       check(r, conn, "begin");
       if (PQntuples(r.get()) == 0) continue;  // committed after our snapshot: again
-      const PGresult* res = r.get();
-      begin_result out;
-      if (read_big_endian(field(res, 0, 0), 1, "acquired") != 0) {
-        out.outcome = begin_outcome::acquired;
-        out.took_over = read_big_endian(field(res, 0, 1), 1, "took_over") != 0;
-        return out;
-      }
-      const std::string_view state = field(res, 0, 2);
-      const std::string_view fp_found = field(res, 0, 3);
-      if (fp_found.size() != out.fingerprint.size()) {
-        fail("begin", "the stored fingerprint has " + std::to_string(fp_found.size()) +
-                          " bytes, expected 32");
-      }
-      std::memcpy(out.fingerprint.data(), fp_found.data(), out.fingerprint.size());
-      out.lease_expires = internal::from_ns(
-          static_cast<std::int64_t>(read_big_endian(field(res, 0, 4), 8, "lease_expires")));
-      if (state == "completed") {
-        out.outcome = begin_outcome::completed;
-        stored_response response;
-        if (PQgetisnull(res, 0, 5) == 0) {
-          response.status = static_cast<std::int32_t>(
-              static_cast<std::uint32_t>(read_big_endian(field(res, 0, 5), 4, "status")));
-        }
-        auto headers = internal::decode_headers(field(res, 0, 6));
-        if (!headers) fail("begin", "the stored headers are corrupt");
-        response.headers = std::move(*headers);
-        response.body.assign(field(res, 0, 7));
-        out.response = std::move(response);
-      } else {
-        out.outcome = begin_outcome::in_progress;
-      }
-      return out;
+      return read_record(r.get(), "begin");
     }
     fail("begin", "the record changed under " + std::to_string(k_begin_attempts) +
                       " attempts in a row; try again");
+  });
+}
+
+std::optional<begin_result> postgres_store::find(const record_key& id, wall_time_point now) {
+  check_record_key(id);
+  bound_params p;
+  p.bytes("principal", id.principal);
+  p.bytes("key", id.key);
+  p.int8(internal::to_ns(now));
+  return with_connection([&](pg_connection& conn) -> std::optional<begin_result> {
+    pg_result r = internal::exec_prepared(conn, k_find, &p, 1, "find");
+    check(r, conn, "find");
+    if (PQntuples(r.get()) == 0) return std::nullopt;
+    return read_record(r.get(), "find");
   });
 }
 
@@ -731,8 +628,7 @@ void postgres_store::release(const record_key& id, std::string_view token) {
   p.bytes("key", id.key);
   p.bytes("token", token);
   with_connection([&](pg_connection& conn) {
-    pg_result r(
-        PQexecPrepared(conn.get(), k_release, p.size(), p.values(), p.lengths(), p.formats(), 1));
+    pg_result r = internal::exec_prepared(conn, k_release, &p, 1, "release");
     check(r, conn, "release");
   });
 }
@@ -741,8 +637,7 @@ std::size_t postgres_store::purge_expired(wall_time_point now) {
   bound_params p;
   p.int8(internal::to_ns(now));
   return with_connection([&](pg_connection& conn) {
-    pg_result r(
-        PQexecPrepared(conn.get(), k_purge, p.size(), p.values(), p.lengths(), p.formats(), 1));
+    pg_result r = internal::exec_prepared(conn, k_purge, &p, 1, "purge_expired");
     check(r, conn, "purge_expired");
     const std::string_view n = PQcmdTuples(r.get());
     std::size_t count = 0;
@@ -775,8 +670,7 @@ std::vector<row> postgres_store::run_statement(pg_connection& conn, std::string_
   pg_result r;
   const std::string text(statement);
   if (const auto it = conn.statements.find(text); it != conn.statements.end()) {
-    r.reset(PQexecPrepared(conn.get(), it->second.c_str(), p.size(), p.values(), p.lengths(),
-                           p.formats(), 0));
+    r = internal::exec_prepared(conn, it->second.c_str(), &p, 0, what);
     check(r, conn, what);
   } else {
     // Prepare and run in one round trip. A prepared statement outlives a rolled-back

@@ -25,20 +25,13 @@
 //
 // Needs Redis 7 or later (the scripts declare flags: "#!lua"). Not for Redis Cluster:
 // complete()'s script runs the handler's commands on keys it does not declare in KEYS, which a
-// single server (or a primary with replicas) allows.
 #include <hiredis/hiredis.h>
-#include <pthread.h>
-#include <signal.h>
 #include <sys/time.h>
 
 #include <algorithm>
-#include <cctype>
-#include <cerrno>
 #include <charconv>
 #include <chrono>
 #include <cstdint>
-#include <ctime>
-#include <limits>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -49,324 +42,34 @@
 
 #include "guard/codec.hpp"
 #include "guard/pool.hpp"
+#include "guard/redis_connection.hpp"
+#include "guard/redis_scripts.hpp"
 #include "stormguard/detail/format.hpp"
+#include "stormguard/detail/redact.hpp"
 #include "stormguard/guard/stores.hpp"
 
 namespace stormguard::guard {
 
 namespace {
 
-// --- the scripts ---------------------------------------------------------------------------
-
-// le(a, b): a <= b for two int64 values written in decimal (std::to_string: no leading zeros, a
-// '-' for negatives). Exact: compares sign, then length, then at most two chunks of <= 15 digits
-// (tonumber is exact below 2^53), never the strings with '<' (strcoll, the server's locale).
-constexpr std::string_view k_lua_le = R"lua(
-local function le(a, b)
-  local na, nb = a:sub(1, 1) == '-', b:sub(1, 1) == '-'
-  if na ~= nb then return na end
-  if na then a, b = b:sub(2), a:sub(2) end
-  if #a ~= #b then return #a < #b end
-  local n = #a - 15
-  if n > 0 then
-    local ha, hb = tonumber(a:sub(1, n)), tonumber(b:sub(1, n))
-    if ha ~= hb then return ha < hb end
-    a, b = a:sub(n + 1), b:sub(n + 1)
-  end
-  return tonumber(a) <= tonumber(b)
-end
-)lua";
-
-// begin. KEYS[1] the record; ARGV: now, fingerprint, token, lease_expires, expires, pexpire_ms.
-// Returns {'acquired', took_over 0|1}, {'in_progress', fingerprint, lease_expires} or
-// {'completed', fingerprint, status, headers, body}.
-constexpr std::string_view k_lua_begin = R"lua(
-local k = KEYS[1]
-local now = ARGV[1]
-local r = redis.call('HMGET', k, 'state', 'fingerprint', 'lease_expires', 'expires', 'status',
-                     'headers', 'body')
-local took_over = 0
-if r[1] then
-  if not r[4] or (r[1] ~= 'completed' and (r[1] ~= 'in_progress' or not r[3])) then
-    return redis.error_reply('ERR stormguard record ' .. k .. ' is corrupt (state ' ..
-                             tostring(r[1]) .. ')')
-  end
-  if not le(r[4], now) then
-    if r[1] == 'completed' then return {'completed', r[2], r[5], r[6], r[7]} end
-    if not le(r[3], now) then return {'in_progress', r[2], r[3]} end
-    took_over = 1
-  end
-end
-redis.call('DEL', k)
-redis.call('HSET', k, 'state', 'in_progress', 'fingerprint', ARGV[2], 'token', ARGV[3],
-           'lease_expires', ARGV[4], 'expires', ARGV[5])
-redis.call('PEXPIRE', k, ARGV[6])
-return {'acquired', took_over}
-)lua";
-
-// complete. KEYS[1] the record; ARGV: token, expires, pexpire_ms, status, headers, body, n, then
-// the n queued commands, each as its argument count and its arguments (name first).
-// Returns 1 (completed), 0 (lease lost: nothing run) or an error.
-//
-// A Redis script is atomic (no other command runs meanwhile) but it does NOT roll back: when its
-// third command fails, the first two stay written. So what can be checked is checked before the
-// first command runs: out of memory (the script flags, see script_texts), and every queued
-// command (it exists, may run in a script, has a valid number of arguments: COMMAND INFO). What
-// can only fail while running (a WRONGTYPE, a value that is not an integer) leaves the commands
-// before it applied and the record in progress.
-constexpr std::string_view k_lua_complete = R"lua(
-local k = KEYS[1]
-local r = redis.call('HMGET', k, 'state', 'token')
-if r[1] ~= 'in_progress' or r[2] ~= ARGV[1] then return 0 end
-local n = tonumber(ARGV[7])
-local checked = {}
-local i = 8
-for c = 1, n do
-  local argc = tonumber(ARGV[i])
-  local name = string.lower(ARGV[i + 1])
-  local info = checked[name]
-  if info and #info[10] > 0 and argc >= 2 then  -- a container (CLIENT, CONFIG...): its subcommand
-    name = name .. '|' .. string.lower(ARGV[i + 2])
-    info = checked[name]
-  end
-  if not info then
-    info = redis.call('COMMAND', 'INFO', name)[1]
-    if info and #info[10] > 0 and argc >= 2 then
-      checked[name] = info
-      name = name .. '|' .. string.lower(ARGV[i + 2])
-      info = checked[name] or redis.call('COMMAND', 'INFO', name)[1]
-    end
-    if not info then
-      return redis.error_reply('ERR queued command ' .. c .. ': unknown command ' .. name ..
-                               ' (nothing was written)')
-    end
-    for _, flag in ipairs(info[3]) do
-      if flag.ok == 'noscript' then
-        return redis.error_reply('ERR queued command ' .. c .. ': ' .. name ..
-                                 ' cannot run in a script (nothing was written)')
-      end
-    end
-    checked[name] = info
-  end
-  local arity = info[2]
-  if (arity >= 0 and argc ~= arity) or (arity < 0 and argc < -arity) then
-    return redis.error_reply('ERR queued command ' .. c .. ': wrong number of arguments for ' ..
-                             name .. ' (nothing was written)')
-  end
-  i = i + argc + 1
-end
-i = 8
-for c = 1, n do
-  local argc = tonumber(ARGV[i])
-  local res = redis.pcall(unpack(ARGV, i + 1, i + argc))
-  if type(res) == 'table' and res.err then
-    return redis.error_reply('ERR queued command ' .. c .. ' (' .. ARGV[i + 1] .. ') failed: ' ..
-                             res.err .. '; the ' .. (c - 1) .. ' queued before it stay ' ..
-                             'written (Redis scripts do not roll back); the record stays ' ..
-                             'in progress')
-  end
-  i = i + argc + 1
-end
-redis.call('HSET', k, 'state', 'completed', 'expires', ARGV[2], 'status', ARGV[4], 'headers',
-           ARGV[5], 'body', ARGV[6])
-redis.call('HDEL', k, 'token', 'lease_expires')
-redis.call('PEXPIRE', k, ARGV[3])
-return 1
-)lua";
-
-// release. KEYS[1] the record; ARGV[1] the token. Returns 1 (deleted) or 0.
-constexpr std::string_view k_lua_release = R"lua(
-local r = redis.call('HMGET', KEYS[1], 'state', 'token')
-if r[1] == 'in_progress' and r[2] == ARGV[1] then return redis.call('DEL', KEYS[1]) end
-return 0
-)lua";
-
-enum script_id : std::uint8_t { k_begin, k_complete, k_release, k_script_count };
-
-const std::array<std::string, k_script_count>& script_texts() {
-  // "#!lua" (Redis 7 script flags, none given): a script that may write is refused as a whole
-  // when the server is out of memory (maxmemory), before its first command, instead of failing
-  // at its first write with the commands before it applied.
-  static const std::array<std::string, k_script_count> texts = {
-      "#!lua" + std::string(k_lua_le) + std::string(k_lua_begin),
-      "#!lua" + std::string(k_lua_complete), "#!lua" + std::string(k_lua_release)};
-  return texts;
-}
-
-// The most arguments of one queued command: the script passes them through Lua's unpack(),
-// which stops at its C stack limit (LUAI_MAXCSTACK, 8000 in Redis's Lua 5.1).
-constexpr std::size_t k_max_queued_args = 7000;
+using internal::argv_builder;
+using internal::connection;
+using internal::endpoint;
+using internal::is_text;
+using internal::k_begin;
+using internal::k_complete;
+using internal::k_max_queued_args;
+using internal::k_release;
+using internal::k_script_count;
+using internal::parse_url;
+using internal::reply_ptr;
+using internal::script_id;
+using internal::script_texts;
+using internal::sigpipe_guard;
+using internal::text_of;
+using internal::upper_ascii;
 
 constexpr std::size_t k_max_record_key_part = 255;
-
-// --- hiredis plumbing ------------------------------------------------------------------------
-
-/// Blocks SIGPIPE in this thread while hiredis writes to a socket the server may have closed
-/// (hiredis 0.14 uses write(), not send(MSG_NOSIGNAL)), and consumes a SIGPIPE that the write
-/// raised, so that a store never kills its process nor changes its signal handlers. libpq does
-/// the same (pq_block_sigpipe / pq_reset_sigpipe in fe-secure.c).
-class sigpipe_guard {
- public:
-  sigpipe_guard() noexcept {
-    sigset_t pipe_set;
-    sigemptyset(&pipe_set);
-    sigaddset(&pipe_set, SIGPIPE);
-    pthread_sigmask(SIG_BLOCK, &pipe_set, &old_);
-    sigset_t pending;
-    sigemptyset(&pending);
-    sigpending(&pending);
-    was_pending_ = sigismember(&pending, SIGPIPE) == 1;
-  }
-  sigpipe_guard(const sigpipe_guard&) = delete;
-  sigpipe_guard& operator=(const sigpipe_guard&) = delete;
-  ~sigpipe_guard() {
-    const int saved_errno = errno;
-    if (!was_pending_) {
-      sigset_t pending;
-      sigemptyset(&pending);
-      sigpending(&pending);
-      if (sigismember(&pending, SIGPIPE) == 1) {
-        sigset_t pipe_set;
-        sigemptyset(&pipe_set);
-        sigaddset(&pipe_set, SIGPIPE);
-        const timespec zero{};
-        while (sigtimedwait(&pipe_set, nullptr, &zero) < 0 && errno == EINTR) {
-        }
-      }
-    }
-    pthread_sigmask(SIG_SETMASK, &old_, nullptr);
-    errno = saved_errno;
-  }
-
- private:
-  sigset_t old_{};
-  bool was_pending_ = false;
-};
-
-struct reply_deleter {
-  void operator()(redisReply* r) const noexcept { freeReplyObject(r); }
-};
-using reply_ptr = std::unique_ptr<redisReply, reply_deleter>;
-
-/// One connection: its hiredis context and the SHA-1 of each script as SCRIPT LOAD answered.
-struct connection {
-  explicit connection(redisContext* c) noexcept : ctx(c) {}
-  connection(const connection&) = delete;
-  connection& operator=(const connection&) = delete;
-  ~connection() {
-    if (ctx != nullptr) redisFree(ctx);
-  }
-  redisContext* ctx;
-  std::array<std::string, k_script_count> sha;
-};
-
-std::string_view text_of(const redisReply& r) noexcept { return {r.str, r.len}; }
-
-bool is_text(const redisReply* r) noexcept {
-  return r != nullptr && (r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_STATUS);
-}
-
-/// An argument vector for hiredis: pointers and lengths of views the caller keeps alive.
-class argv_builder {
- public:
-  void reserve(std::size_t n) {
-    data_.reserve(n);
-    size_.reserve(n);
-  }
-  void add(std::string_view s) {
-    data_.push_back(s.data());
-    size_.push_back(s.size());
-  }
-  [[nodiscard]] int argc() const noexcept { return static_cast<int>(data_.size()); }
-  [[nodiscard]] std::string_view name() const noexcept {
-    return data_.empty() ? std::string_view("command") : std::string_view(data_[0], size_[0]);
-  }
-  [[nodiscard]] const char** argv() noexcept { return data_.data(); }
-  [[nodiscard]] const std::size_t* argvlen() const noexcept { return size_.data(); }
-
- private:
-  std::vector<const char*> data_;
-  std::vector<std::size_t> size_;
-};
-
-std::string upper_ascii(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  return out;
-}
-
-// --- options ---------------------------------------------------------------------------------
-
-struct endpoint {
-  std::string host;
-  int port = 6379;
-  long long db = 0;
-};
-
-/// redis://HOST[:PORT][/DB]; HOST may be an IPv6 address in brackets ([::1]).
-endpoint parse_url(const std::string& url) {
-  auto bad = [&](std::string_view why) {
-    return std::invalid_argument("redis_options.url " + detail::quote_for_message(url) + ": " +
-                                 std::string(why));
-  };
-  constexpr std::string_view scheme = "redis://";
-  std::string_view rest = url;
-  if (rest.substr(0, scheme.size()) != scheme) {
-    throw bad("expected redis://HOST[:PORT][/DB]");
-  }
-  rest.remove_prefix(scheme.size());
-  if (rest.find_first_of("@?#") != std::string_view::npos) {
-    throw bad("user info, query and fragment are not supported: redis://HOST[:PORT][/DB]");
-  }
-  endpoint e;
-  std::string_view path;
-  if (const auto slash = rest.find('/'); slash != std::string_view::npos) {
-    path = rest.substr(slash + 1);
-    rest = rest.substr(0, slash);
-    if (path.empty()) throw bad("an empty DB after '/' (write redis://HOST:PORT/0, or no '/')");
-  }
-  std::string_view port;
-  if (!rest.empty() && rest.front() == '[') {
-    const auto close = rest.find(']');
-    if (close == std::string_view::npos) throw bad("'[' without ']' around an IPv6 host");
-    e.host = std::string(rest.substr(1, close - 1));
-    rest.remove_prefix(close + 1);
-    if (!rest.empty()) {
-      if (rest.front() != ':') throw bad("expected ':' PORT after the IPv6 host");
-      port = rest.substr(1);
-      if (port.empty()) throw bad("an empty PORT after ':'");
-    }
-  } else {
-    const auto colon = rest.find(':');
-    e.host = std::string(rest.substr(0, colon));
-    if (colon != std::string_view::npos) {
-      port = rest.substr(colon + 1);
-      if (port.empty()) throw bad("an empty PORT after ':'");
-    }
-  }
-  if (e.host.empty()) throw bad("no HOST");
-  auto parse_number = [](std::string_view digits, long long& out) {
-    if (digits.empty() ||
-        !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; })) {
-      return false;
-    }
-    const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), out);
-    return ec == std::errc{} && end == digits.data() + digits.size();
-  };
-  if (!port.empty()) {
-    long long p = 0;
-    if (!parse_number(port, p) || p < 1 || p > 65535) {
-      throw bad("PORT " + detail::quote_for_message(port) + " is not 1..65535");
-    }
-    e.port = static_cast<int>(p);
-  }
-  if (!path.empty()) {
-    if (!parse_number(path, e.db) || e.db > std::numeric_limits<int>::max()) {
-      throw bad("DB " + detail::quote_for_message(path) + " is not a database number 0..2^31-1");
-    }
-  }
-  return e;
-}
 
 void validate(const redis_options& o) {
   if (o.url.empty()) throw std::invalid_argument("redis_options.url \"\": must not be empty");
@@ -472,10 +175,11 @@ class redis_store final : public store {
       : endpoint_(parse_url(o.url)),
         prefix_(o.prefix),
         timeout_(o.timeout),
-        where_("redis store " + detail::escape_control(o.url, 200)),
+        where_("redis store " + detail::escape_control(detail::redact(o.url), 200)),
         pool_(o.max_connections, [this] { return open(); }) {
     // Open one connection now: a store that cannot be reached fails here (stores.hpp).
     auto first = pool_.acquire();
+    if (o.require_noeviction) check_eviction_policy(first);
   }
 
   [[nodiscard]] store_kind kind() const noexcept override { return store_kind::redis; }
@@ -585,6 +289,50 @@ class redis_store final : public store {
     return reply->integer == 1 ? complete_outcome::completed : complete_outcome::lease_lost;
   }
 
+  std::optional<begin_result> find(const record_key& id, wall_time_point now) override {
+    const std::string key = record_key_of(id);
+    argv_builder argv;
+    for (const std::string_view a :
+         {std::string_view("HMGET"), std::string_view(key), std::string_view("state"),
+          std::string_view("fingerprint"), std::string_view("lease_expires"),
+          std::string_view("expires"), std::string_view("status"), std::string_view("headers"),
+          std::string_view("body")}) {
+      argv.add(a);
+    }
+    auto conn = pool_.acquire();
+    const reply_ptr reply = call(conn, argv);
+    const redisReply* r = reply.get();
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != 7) {
+      throw store_error(where_ + ": find on " + detail::quote_for_message(key) +
+                        ": unexpected reply");
+    }
+    auto text = [&](std::size_t i) -> std::optional<std::string_view> {
+      if (!is_text(r->element[i])) return std::nullopt;
+      return text_of(*r->element[i]);
+    };
+    const auto state = text(0);
+    const auto fp = text(1);
+    const auto expires = text(3) ? parse_int<std::int64_t>(*text(3)) : std::nullopt;
+    const std::int64_t now_ns = internal::to_ns(now);
+    if (!state || !fp || !expires || *expires <= now_ns) return std::nullopt;
+    begin_result out;
+    if (fp->size() != out.fingerprint.size()) return std::nullopt;
+    std::copy_n(fp->data(), fp->size(), reinterpret_cast<char*>(out.fingerprint.data()));
+    if (*state == "in_progress") {
+      const auto lease = text(2) ? parse_int<std::int64_t>(*text(2)) : std::nullopt;
+      if (!lease || *lease <= now_ns) return std::nullopt;
+      out.outcome = begin_outcome::in_progress;
+      out.lease_expires = internal::from_ns(*lease);
+      return out;
+    }
+    const auto status = text(4) ? parse_int<int>(*text(4)) : std::nullopt;
+    auto headers = internal::decode_headers(text(5).value_or(""));
+    if (*state != "completed" || !status || !headers) return std::nullopt;
+    out.outcome = begin_outcome::completed;
+    out.response = stored_response{*status, std::move(*headers), std::string(text(6).value_or(""))};
+    return out;
+  }
+
   void release(const record_key& id, std::string_view token) override {
     const std::string key = record_key_of(id);
     const std::array<std::string_view, 1> args = {token};
@@ -652,6 +400,33 @@ class redis_store final : public store {
 
  private:
   using pooled = internal::pool<connection>::lease;
+
+  /// Refuses a server whose maxmemory-policy may evict keys: an evicted record lets a retry run
+  /// its request again, and an evicted ledger row loses a write that was answered as done.
+  void check_eviction_policy(pooled& conn) const {
+    argv_builder argv;
+    for (const std::string_view a : {"CONFIG", "GET", "maxmemory-policy"}) argv.add(a);
+    const reply_ptr reply = call(conn, argv);
+    const redisReply* r = reply.get();
+    if (r->type == REDIS_REPLY_ERROR) {
+      throw store_error(where_ + ": cannot read maxmemory-policy (CONFIG GET: " +
+                        detail::escape_control(text_of(*r)) +
+                        "); the store needs noeviction: set redis_options.require_noeviction "
+                        "to false only when the server is known to be noeviction");
+    }
+    // RESP2 (the connections never send HELLO): an array [name, value].
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 || !is_text(r->element[1])) {
+      throw store_error(where_ + ": CONFIG GET maxmemory-policy: unexpected reply");
+    }
+    const std::string_view policy = text_of(*r->element[1]);
+    if (policy != "noeviction") {
+      throw store_error(
+          where_ + ": the server's maxmemory-policy is " + detail::quote_for_message(policy) +
+          ": under memory pressure it would evict idempotency records (a retry then runs its "
+          "request again) and the handler's writes; set maxmemory-policy noeviction (redis.conf, "
+          "or CONFIG SET maxmemory-policy noeviction)");
+    }
+  }
 
   [[nodiscard]] std::string record_key_of(const record_key& id) const {
     if (id.principal.size() > k_max_record_key_part) {

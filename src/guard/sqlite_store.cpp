@@ -6,10 +6,15 @@
 // Journal mode WAL lets readers (query()) run beside the writer; synchronous=FULL makes every
 // commit durable before it returns.
 #include <sqlite3.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <unordered_map>
@@ -27,6 +32,36 @@ namespace {
 constexpr int k_in_progress = 0;
 constexpr int k_completed = 1;
 
+/// Why opening or writing failed, when the cause is that the database cannot be written: the
+/// file or its directory is not writable, or the file system is read-only. Empty otherwise.
+std::string read_only_hint(sqlite3* db, int rc) {
+  const int sys = db != nullptr ? sqlite3_system_errno(db) : 0;
+  if ((rc & 0xff) != SQLITE_READONLY && sys != EACCES && sys != EROFS && sys != EPERM) return {};
+  std::string why = " (read-only";
+  if (sys != 0) why += ": " + std::string(std::strerror(sys));
+  return why +
+         "; the store writes every request: the file and its directory must be writable, on a "
+         "writable file system)";
+}
+
+/// Why `path` cannot be opened for writing when its directory (to create it, and its WAL) or
+/// the file itself is not writable; empty otherwise. (SQLite's own message is "unable to open
+/// database file", and its last errno is the read-only retry's.)
+std::string unwritable_hint(const std::string& path) {
+  std::filesystem::path file(path);
+  std::filesystem::path dir = file.parent_path();
+  if (dir.empty()) dir = ".";
+  std::error_code ec;
+  const bool exists = std::filesystem::exists(file, ec);
+  const std::filesystem::path& checked = exists ? file : dir;
+  if (::access(checked.c_str(), W_OK) == 0) return {};
+  const int why = errno;
+  if (why != EACCES && why != EROFS && why != EPERM) return {};
+  return " (read-only: " + std::string(exists ? "the file " : "the directory ") +
+         detail::quote_for_message(checked.string()) + " is not writable: " + std::strerror(why) +
+         "; the store writes every request)";
+}
+
 /// One database connection and its prepared statements (by text).
 class connection {
  public:
@@ -37,12 +72,21 @@ class connection {
                         SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
     db_ = db;
     if (rc != SQLITE_OK) {
-      const std::string why = db != nullptr ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
+      std::string hint = read_only_hint(db, rc);
+      if (hint.empty() && (rc & 0xff) == SQLITE_CANTOPEN) hint = unwritable_hint(path);
+      const std::string why = (db != nullptr ? sqlite3_errmsg(db) : sqlite3_errstr(rc)) + hint;
       sqlite3_close_v2(db);
       db_ = nullptr;
       throw store_error("sqlite store " + detail::quote_for_message(path) + ": " + why);
     }
     sqlite3_extended_result_codes(db_, 1);
+    if (sqlite3_db_readonly(db_, "main") == 1) {  // opened read-only: no write permission
+      sqlite3_close_v2(db_);
+      db_ = nullptr;
+      throw store_error("sqlite store " + detail::quote_for_message(path) +
+                        ": the database is read-only (no write permission on the file, or a "
+                        "read-only file system); the store writes every request");
+    }
     const auto ms = std::clamp<std::int64_t>(busy_timeout.count(), 1, INT32_MAX);
     sqlite3_busy_timeout(db_, static_cast<int>(ms));
     exec_plain("PRAGMA journal_mode=WAL");
@@ -57,14 +101,16 @@ class connection {
 
   [[noreturn]] void fail(std::string_view what) const {
     throw store_error("sqlite store " + detail::quote_for_message(path_) + ": " +
-                      std::string(what) + ": " + sqlite3_errmsg(db_));
+                      std::string(what) + ": " + sqlite3_errmsg(db_) +
+                      read_only_hint(db_, sqlite3_extended_errcode(db_)));
   }
 
   /// A statement without parameters or rows (PRAGMA, BEGIN, COMMIT, ROLLBACK, CREATE).
   void exec_plain(const char* sql) {
     char* err = nullptr;
-    if (sqlite3_exec(db_, sql, nullptr, nullptr, &err) != SQLITE_OK) {
-      const std::string why = err != nullptr ? err : "unknown error";
+    if (const int rc = sqlite3_exec(db_, sql, nullptr, nullptr, &err); rc != SQLITE_OK) {
+      const std::string why = (err != nullptr ? std::string(err) : std::string("unknown error")) +
+                              read_only_hint(db_, sqlite3_extended_errcode(db_));
       sqlite3_free(err);
       throw store_error("sqlite store " + detail::quote_for_message(path_) + ": " + sql + ": " +
                         why);
@@ -255,38 +301,10 @@ class sqlite_store final : public store {
     check_positive(ttl, "ttl");
     auto c = pool_.acquire();
     write_transaction tx(*c);
+    bool took_over = false;
+    if (auto found = live_record(*c, id, now, took_over)) return std::move(*found);
     begin_result out;
-    const std::int64_t now_ns = internal::to_ns(now);
-    {
-      sqlite3_stmt* s = c->prepare(select_);
-      reset_on_exit reset{s};
-      bind_key(*c, s, id);
-      const int rc = sqlite3_step(s);
-      if (rc == SQLITE_ROW) {
-        const int state = sqlite3_column_int(s, 0);
-        const std::int64_t lease_expires = sqlite3_column_int64(s, 3);
-        const std::int64_t expires = sqlite3_column_int64(s, 4);
-        const bool live = expires > now_ns;
-        if (live && state == k_completed) {
-          out.outcome = begin_outcome::completed;
-          copy_fingerprint(s, out);
-          auto headers = internal::decode_headers(column_blob(s, 6));
-          if (!headers) throw store_error("sqlite store: a stored response's headers are corrupt");
-          out.response =
-              stored_response{sqlite3_column_int(s, 5), std::move(*headers), column_blob(s, 7)};
-          return out;
-        }
-        if (live && state == k_in_progress && lease_expires > now_ns) {
-          out.outcome = begin_outcome::in_progress;
-          copy_fingerprint(s, out);
-          out.lease_expires = internal::from_ns(lease_expires);
-          return out;
-        }
-        out.took_over = live && state == k_in_progress;
-      } else if (rc != SQLITE_DONE) {
-        c->fail("select");
-      }
-    }
+    out.took_over = took_over;
     sqlite3_stmt* s = c->prepare(upsert_);
     reset_on_exit reset{s};
     bind_key(*c, s, id);
@@ -327,6 +345,12 @@ class sqlite_store final : public store {
     return complete_outcome::completed;
   }
 
+  std::optional<begin_result> find(const record_key& id, wall_time_point now) override {
+    auto c = pool_.acquire();
+    bool took_over = false;
+    return live_record(*c, id, now, took_over);
+  }
+
   void release(const record_key& id, std::string_view token) override {
     auto c = pool_.acquire();
     sqlite3_stmt* s = c->prepare(release_);
@@ -356,6 +380,40 @@ class sqlite_store final : public store {
   using store::query;
 
  private:
+  /// The live record `id` as begin() reports it (completed, or in progress under an unexpired
+  /// lease); nullopt when there is none, `took_over` set when an in-progress one's lease expired.
+  std::optional<begin_result> live_record(connection& c, const record_key& id, wall_time_point now,
+                                          bool& took_over) {
+    const std::int64_t now_ns = internal::to_ns(now);
+    sqlite3_stmt* s = c.prepare(select_);
+    reset_on_exit reset{s};
+    bind_key(c, s, id);
+    const int rc = sqlite3_step(s);
+    if (rc == SQLITE_DONE) return std::nullopt;
+    if (rc != SQLITE_ROW) c.fail("select");
+    const int state = sqlite3_column_int(s, 0);
+    const std::int64_t lease_expires = sqlite3_column_int64(s, 3);
+    const bool live = sqlite3_column_int64(s, 4) > now_ns;
+    begin_result out;
+    if (live && state == k_completed) {
+      out.outcome = begin_outcome::completed;
+      copy_fingerprint(s, out);
+      auto headers = internal::decode_headers(column_blob(s, 6));
+      if (!headers) throw store_error("sqlite store: a stored response's headers are corrupt");
+      out.response =
+          stored_response{sqlite3_column_int(s, 5), std::move(*headers), column_blob(s, 7)};
+      return out;
+    }
+    if (live && state == k_in_progress && lease_expires > now_ns) {
+      out.outcome = begin_outcome::in_progress;
+      copy_fingerprint(s, out);
+      out.lease_expires = internal::from_ns(lease_expires);
+      return out;
+    }
+    took_over = live && state == k_in_progress;
+    return std::nullopt;
+  }
+
   static void check_positive(duration d, std::string_view name) {
     if (d <= duration::zero()) {
       throw std::invalid_argument("sqlite store: " + std::string(name) + " " + format_duration(d) +

@@ -271,7 +271,7 @@ class payments_run {
  public:
   explicit payments_run(const payments_run_options& o)
       : o_(o),
-        policy_(o.retry),  // validates
+        policy_(o.retry),   // validates
         budget_(o.budget),  // one for the run, shared by every charge
         // A run id in the principals, so that a shared ledger tells this run's customers apart.
         run_(make_idempotency_key().substr(0, 8)),

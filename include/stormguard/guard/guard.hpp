@@ -30,9 +30,21 @@
 //     (store::complete returns lease_lost → 409, its writes discarded)
 //   - records expire after options.ttl (24 h); a key seen again after that is new.
 // Keys are scoped per principal: P2 sending P1's key gets its own record, never P1's response.
+// The principal is never stored: records hold principal_digest(principal, options.principal_key)
+// (HMAC-SHA-256 under a key the whole fleet shares, or SHA-256 without one), so a bearer token
+// used as the principal never rests in the store nor shows in an audit of it.
+//
+// A store that is down is not asked again for every request: after options.trip_after_failures
+// store failures in a row the guard answers 503 at once (the handler not run, the store not
+// called) until options.probe_interval has passed; then one request goes through as a probe
+// (the others still fail fast): its success closes the short circuit, its failure opens it
+// again for another interval. The store's error text never reaches the client (a generic
+// detail): it goes, redacted, to the observer (guard_observer::on_store_error).
 //
 // Thread-safety: handle() may be called from any number of threads at once (the store
-// serializes); the guard's own state is immutable after construction, but for an atomic counter.
+// serializes); the guard's own state is immutable after construction, but for an atomic counter
+// and the short circuit's state (one mutex, held for a few instructions, never during a store
+// call or an observer's callback).
 #ifndef STORMGUARD_GUARD_GUARD_HPP
 #define STORMGUARD_GUARD_GUARD_HPP
 
@@ -41,6 +53,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -57,6 +70,12 @@ inline constexpr std::string_view replayed_header = "Idempotent-Replayed";
 
 /// The longest principal accepted, in bytes.
 inline constexpr std::size_t max_principal_length = 255;
+
+/// The principal as the stores keep it: 64 lowercase hex digits of HMAC-SHA-256(key, principal)
+/// (RFC 2104, OpenSSL libcrypto) when `key` is not empty, else of SHA-256(principal). The key
+/// must be the same on every replica and across restarts (a retry after a restart, or to another
+/// replica, must find its record). Throws std::runtime_error when libcrypto fails.
+[[nodiscard]] std::string principal_digest(std::string_view principal, std::string_view key);
 
 /// SHA-256 (OpenSSL libcrypto, FIPS 180-4) of the request's method, target and body, each
 /// preceded by its length as 8 bytes big-endian (so ("AB","C") and ("A","BC") differ). Throws
@@ -113,6 +132,47 @@ struct result {
   bool took_over = false;  ///< ran after taking over an expired lease
 };
 
+/// The store call a guard_observer hears about.
+enum class store_operation : std::uint8_t {
+  begin,     ///< store::begin
+  find,      ///< store::find (a record written before principals were hashed)
+  complete,  ///< store::complete (the handler runs inside it: its time is included)
+  release,   ///< store::release
+};
+
+/// "begin", "find", "complete" or "release".
+[[nodiscard]] std::string_view to_string(store_operation op) noexcept;
+
+/// What a guard reports as it works: each decision, each store call's latency, the cause of each
+/// store failure (redacted: detail::redact) and the short circuit's state — for metrics and
+/// logs (the client only ever sees a generic 503). Every member has an empty default. Called on
+/// the thread of handle(), possibly from many threads at once: an implementation must be
+/// thread-safe and quick, and must not throw (the members are noexcept).
+class guard_observer {
+ public:
+  virtual ~guard_observer() = default;
+  /// Every answer of handle(): `d` (ran: the key acquired and the handler committed; replayed;
+  /// in_progress: a conflict; mismatch; store_unavailable: a store error or the short circuit).
+  virtual void on_decision(decision d, bool took_over) noexcept {
+    (void)d;
+    (void)took_over;
+  }
+  /// Every store call that returned or threw: how long it took by the guard's clock (now()), and
+  /// whether it failed with store_error (statement_error, the handler's, does not count).
+  virtual void on_store_call(store_operation op, duration latency, bool failed) noexcept {
+    (void)op;
+    (void)latency;
+    (void)failed;
+  }
+  /// A store failure's cause, redacted (the store's driver message: host, port, libpq's text).
+  virtual void on_store_error(store_operation op, std::string_view message) noexcept {
+    (void)op;
+    (void)message;
+  }
+  /// The short circuit opened (`down` true: requests fail fast) or closed (the probe succeeded).
+  virtual void on_store_state(bool down) noexcept { (void)down; }
+};
+
 /// How a guard behaves. Validated at construction (std::invalid_argument naming the field).
 struct guard_options {
   /// Whether a request without an Idempotency-Key is refused (400, the draft's "the resource
@@ -131,9 +191,27 @@ struct guard_options {
   std::vector<std::string> kept_headers = {"Content-Type", "Location"};
   /// The Retry-After sent with 503 when the store is down. >= 1 s (whole seconds, rounded up).
   duration unavailable_retry_after = std::chrono::seconds(1);
-  /// The clock whose wall_now() stamps leases and expiries; nullptr: the system clock. Must
-  /// outlive the guard.
+  /// The clock whose wall_now() stamps leases and expiries, and whose now() times the short
+  /// circuit and the store calls; nullptr: the system clock. Must outlive the guard.
   const clock* time = nullptr;
+  /// The key of principal_digest (any bytes, e.g. 32 random bytes read from a file): the same on
+  /// every replica and across restarts. Empty: SHA-256 of the principal (a token can then be
+  /// tested against a stolen record by whoever holds it, but not read from it).
+  std::string principal_key{};
+  /// Whether a key seen for the first time under its hashed principal is also looked up under
+  /// the principal as is (store::find), where versions that did not hash principals wrote it:
+  /// a retry that straddles the upgrade is then replayed, not run twice. One extra read per new
+  /// key; turn it off once every record written before the upgrade has expired (one ttl later).
+  bool find_unhashed_records = true;
+  /// Store failures in a row (store_error from begin or complete) after which the store is held
+  /// down and requests fail fast (503 without calling it). 1..1000; default 3.
+  std::size_t trip_after_failures = 3;
+  /// How long the store is held down before one request probes it. 100ms..1h; default 1s. The
+  /// fail-fast 503's Retry-After is the longer of this interval's rest and
+  /// unavailable_retry_after.
+  duration probe_interval = std::chrono::seconds(1);
+  /// Told of decisions, store calls and store errors; nullptr: nobody. Must outlive the guard.
+  guard_observer* observer = nullptr;
 };
 
 /// The guard (see the file comment; `guard` is the namespace, so the class is
@@ -159,9 +237,45 @@ class idempotency_guard {
   /// The store the guard keeps its records in.
   [[nodiscard]] guard::store& backing_store() const noexcept { return store_; }
 
+  /// principal_digest(principal, options().principal_key): what the records hold, and what a
+  /// server should show (an audit, a ledger) instead of the principal.
+  [[nodiscard]] std::string stored_principal(std::string_view principal) const;
+
+  /// Whether the short circuit is open (the store held down; requests fail fast).
+  [[nodiscard]] bool store_held_down() const;
+
  private:
+  struct circuit_state {
+    std::size_t failures = 0;  ///< store failures in a row
+    bool down = false;
+    time_point probe_at{};  ///< down: when the next probe may go
+    bool probing = false;   ///< down: a probe is in flight
+  };
+  /// Whether this request may call the store (closed, or it becomes the probe); else the time
+  /// left before the next probe.
+  std::optional<duration> admit();
+  /// A store call's outcome for the short circuit (a probe's, or any other).
+  void record(bool failed);
+  /// Runs a store call, timing it and reporting it; store_error propagates.
+  template <class F>
+  auto call_store(store_operation op, F&& f);
+  /// Tells the observer of the decision; returns `r`.
+  result finish(result r) const;
+  /// 503 after a store failure (the cause went to the observer in call_store).
+  result unavailable();
+  /// Deletes our in-progress record after a failure that committed nothing; when the store
+  /// fails too, the lease expires by itself.
+  void release_quietly(const record_key& id, const std::string& token) noexcept;
+  result run_acquired(const record_key& id, const std::string& token, bool took_over,
+                      const handler& h);
+  std::optional<result> find_unhashed(const request& req, const std::string& key,
+                                      const fingerprint& fp, const record_key& hashed,
+                                      const std::string& token);
+
   guard::store& store_;
   guard_options options_;
+  mutable std::mutex circuit_mutex_;
+  circuit_state circuit_;
   /// Lease tokens: a random (v4 UUID) prefix drawn once from the OS CSPRNG, then a counter — unique
   /// across processes and replicas without a system call per request. A token fences the
   /// holder's commit; it needs to be unique, not secret (it never leaves the store).

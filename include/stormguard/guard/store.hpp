@@ -48,8 +48,9 @@ enum class store_kind : std::uint8_t {
 [[nodiscard]] std::string_view to_string(store_kind kind) noexcept;
 
 /// A store could not be reached, or a statement failed in it. what() names the store and the
-/// reason (the driver's message). The guard turns it into 503 + Retry-After and never runs the
-/// handler after a failed begin.
+/// reason (the driver's message, passwords and tokens redacted: detail::redact). The guard turns
+/// it into 503 + Retry-After with a generic detail (the message goes to its observer, never to
+/// the client) and never runs the handler after a failed begin.
 class store_error : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
@@ -179,6 +180,18 @@ class store {
   [[nodiscard]] virtual complete_outcome complete(const record_key& id, std::string_view token,
                                                   wall_time_point now, duration ttl,
                                                   const work& w) = 0;
+
+  /// Reads the record `id` without writing anything: its state as begin() would report it when
+  /// it is live (completed and `now < expires`, or in progress under an unexpired lease), else
+  /// nullopt. The guard uses it to find records written before principals were hashed. The
+  /// default implementation finds nothing (a store of your own need not implement it). Throws
+  /// store_error.
+  [[nodiscard]] virtual std::optional<begin_result> find(const record_key& id,
+                                                         wall_time_point now) {
+    (void)id;
+    (void)now;
+    return std::nullopt;
+  }
 
   /// Deletes the record `id` if it is in progress under `token` (the handler failed before
   /// anything committed, so the request may run again at once); a no-op otherwise. Throws

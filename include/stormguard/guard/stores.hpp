@@ -43,6 +43,22 @@ struct postgres_options {
                                                     ///< unit is whole seconds; rounded up; libpq
                                                     ///< waits at least 2 s)
   std::size_t max_connections = 8;                  ///< 1..1024
+  /// The session's statement_timeout: the server cancels a statement that runs longer (waiting
+  /// for a row lock included) and the call throws store_error. Longer than the slowest statement
+  /// of a handler. 1ms..24h.
+  std::chrono::milliseconds statement_timeout{10000};
+  /// How long the client waits for any reply of the server (libpq's own calls have no bound)
+  /// before it closes the connection and throws store_error: a server that is stopped, or a
+  /// partition without a reset, costs at most this per call (and the guard's short circuit then
+  /// answers at once). Longer than statement_timeout, at most 25h.
+  std::chrono::milliseconds reply_timeout{15000};
+  /// TCP_USER_TIMEOUT (libpq tcp_user_timeout): how long sent data may stay unacknowledged
+  /// before the kernel closes the connection. 1ms..24h.
+  std::chrono::milliseconds tcp_user_timeout{10000};
+  /// TCP keepalives (libpq keepalives_idle): idle time before the first probe; then a probe
+  /// every keepalive_idle / 2 (at least 1 s), and 3 unanswered probes close the connection.
+  /// 1s..2h. These four override the same parameters in `url`.
+  std::chrono::seconds keepalive_idle{10};
 };
 /// A PostgreSQL store with `options`. Throws store_error when the server cannot be reached or
 /// the table set up, std::invalid_argument for an option out of its range.
@@ -56,6 +72,11 @@ struct redis_options {
                                             ///< (also the connections' CLIENT SETNAME)
   std::chrono::milliseconds timeout{2000};  ///< connect and command timeout; > 0
   std::size_t max_connections = 8;          ///< 1..1024
+  /// Whether opening the store checks that the server's maxmemory-policy is noeviction and
+  /// refuses (store_error naming the setting and its value) otherwise: any other policy may evict
+  /// records under memory pressure, and a retry then runs its request again. Set it to false
+  /// only for a server that refuses CONFIG GET and is known to be noeviction.
+  bool require_noeviction = true;
 };
 /// A Redis store with `options`. Throws store_error when the server cannot be reached,
 /// std::invalid_argument for an option out of its range.

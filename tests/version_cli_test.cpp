@@ -21,7 +21,7 @@ TEST(VersionCli, NamesTheLibraryItsComponentsAndItsDependencies) {
                            std::to_string(ASIO_VERSION / 100 % 1000) + "." +
                            std::to_string(ASIO_VERSION % 100);
   EXPECT_EQ(run.out, "stormguard " + std::string(stormguard::version()) +
-                         "\ncomponents: core testing config sim asio http metrics guard lab\n"
+                         "\ncomponents: core testing config sim asio http metrics guard admission fleet lab\n"
                          "libcurl " +
                          curl_version_info(CURLVERSION_NOW)->version + ", Asio " + asio + "\n");
 }

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What server-side admission costs per request, against a bare atomic counter measured in the same
 // run (1 and 2 threads sharing one instance):
 //

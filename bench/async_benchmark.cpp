@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The asynchronous side: async_retry's success path against co_await-ing the operation directly
 // (time and allocations per call), and stormguard::http::async_client with 1, 100, 1,000 and
 // 10,000 requests in flight on ONE client thread against bare libcurl multi (the same socket /

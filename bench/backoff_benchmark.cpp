@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Delay computation per jitter, against baselines measured in the same run:
 //   BM_Baseline_RandomGenerator    one bare stormguard::random_generator call (the floor)
 //   BM_Baseline_NaiveFullJitter    a typical hand-written full jitter: std::pow for the ceiling,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Every retry budget's per-request cost, on 1 and 2 threads sharing one budget, against a
 // baseline measured in the same run. One iteration is one logical request that fails once and
 // succeeds on its retry, through the retry_budget calls the retrier makes:

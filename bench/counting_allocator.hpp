@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // bench/counting_allocator.hpp: replaces the global operator new/delete with malloc/free and
 // counts every allocation, so a benchmark can report allocations per operation. Include it in
 // exactly one source file of a benchmark program (it defines the replacement functions).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The fleet budget's per-request cost against ratio_budget, measured in the same run, on 1 and 2
 // threads sharing one budget. One iteration is one logical request that fails once and retries:
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The idempotency guard's cost per request, per store (docs/performance.md "Idempotency guard"):
 //   Bare      the handler's own write (one INSERT / RPUSH) with no guard — the baseline;
 //   RoundTrip the store's minimal round trip (SELECT 1 / PING) — what one step costs at least;

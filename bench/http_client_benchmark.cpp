@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The cost of stormguard::http::client over bare libcurl: one GET round trip on loopback to the
 // test server of tests/support/ (keep-alive, 200 "ok"), through the client (validation, URL
 // parse for the budget's host, headers, the retrier, the multi-handle loop) and through a bare

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The HTTP rules of the core, against baselines measured in the same run:
 //   BM_Baseline_FromChars_DelaySeconds    std::from_chars of the same digits (no validation of
 //                                         the whole field, no saturation): the floor

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The retrier's success path (the operation succeeds at once) against a direct call of the same
 // operation, measured in the same run:
 //   BM_Baseline_DirectCall             op(ctx), result checked

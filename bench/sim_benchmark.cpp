@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Simulator throughput: events processed per second (items_per_second), on the built-in
 // friday-night scenario for one strategy at a time and on a small scenario; the heap allocations
 // per event (allocs/event, counted by the replaced operator new below: a few per run, none per

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The `stormguard` executable's subcommands. Each subcommand lives in its own file
 // (cli/simulate.cpp, later cli/plan.cpp, cli/exec.cpp, cli/http.cpp) and registers itself on the
 // top-level CLI11 app through one add_*_command function; main.cpp only lists them.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `stormguard exec`: runs a command with retries (instead of the `for i in 1 2 3; do … && break;
 // sleep 5; done` loops of CI scripts). The retries go through the library's retrier: the
 // operation runs the command once (cli/process.hpp), a classifier maps its exit status to

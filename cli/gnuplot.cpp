@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Running gnuplot on a script (cli/gnuplot.hpp).
 #include "gnuplot.hpp"
 

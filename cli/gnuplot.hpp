@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Running gnuplot on a script, shared by `simulate --plot` and `lab --plot`.
 #ifndef STORMGUARD_CLI_GNUPLOT_HPP
 #define STORMGUARD_CLI_GNUPLOT_HPP

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `stormguard http`: a curl-like request with the retry rules built in. Thin: the request goes
 // through stormguard::http::client (which retries through the library's retrier); this file
 // parses the command line, prints the response and maps how the call ended to an exit status.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `stormguard lab`: the scenario's client fleet on real sockets against the scenario's server,
 // both in-process, each figure next to the simulator's. Thin: the work is stormguard::lab
 // (run_lab, to_json, format_table); this file reads the options, scales the scenario, draws the

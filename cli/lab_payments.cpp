@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `stormguard lab payments` (lab_payments.hpp). Thin: the replicas are lab::server with the
 // payments endpoint, the charges and the audit are lab::run_payments; this file reads the
 // options, starts and stops the replicas, and prints the audit.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `stormguard lab payments`: the audit of double charges behind the idempotency guard. Its
 // options live on the `lab` subcommand (`payments` is a reserved SCENARIO name) in their own help
 // group; lab.cpp registers them here and hands over when SCENARIO is `payments`.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // stormguard: the command-line tool. main() only builds the CLI11 app, registers the subcommands
 // (one file each, see command.hpp), maps parse errors (also those a subcommand throws as
 // CLI::ParseError after parsing, such as a bad --base) to exit code 2 and turns any escaping

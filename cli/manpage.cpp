@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The man page and the bash completion, generated from the CLI11 definitions (see manpage.hpp).
 #include "manpage.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The manual page stormguard(1) and the bash completion of `stormguard`, generated from the CLI11
 // definitions of the commands themselves (names, options, value placeholders, help texts,
 // footers), so that neither can drift from `stormguard --help`. The build runs

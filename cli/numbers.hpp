@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Numbers on the command line: plain decimal only, the one grammar of every numeric option of
 // every command (policy flags, plan's --samples and --seed, simulate's --seed, --threads,
 // --trials, --layers and --sweep values).

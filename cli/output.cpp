@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Diagnostics that never change the outcome (see output.hpp).
 #include "output.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Writing a subcommand's output and its diagnostics, shared by every subcommand and main.cpp.
 //
 //   stormguard::cli::report_error("exec", "no command to run");

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `stormguard plan`: what a retry policy would make a caller wait. For each retry n it prints the
 // exact range of the delay, statistics of delays sampled with the library's own backoff (seeded,
 // so the output is reproducible), and the worst-case and mean total wait before retry n.

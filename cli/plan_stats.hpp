@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The computation behind `stormguard plan`: for each retry n, the exact range of the delay and
 // statistics of delays sampled with the library's own stormguard::backoff::delay. Header-only and
 // free of I/O so that tests/plan_stats_test.cpp can check it directly.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `stormguard policy check [--json] FILE[:NAME]...`: reads policy files (stormguard's format,
 // grpc:FILE or envoy:FILE) as every other command would, and prints what they mean: the
 // normalized policies (every field, defaults included) and, per policy, the exact range of each

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `--policy [grpc:|envoy:]FILE[:NAME]`, shared by the subcommands that take a policy file
 // (simulate, plan, exec, http, policy check): loading it with stormguard::config, and printing
 // what an importer could not map. `builtin:` names the simulator's built-in strategies as

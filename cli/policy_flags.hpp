@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The retry-policy flags shared by the subcommands that build a policy (`stormguard plan`,
 // `stormguard exec`, `stormguard http`): --policy FILE[:NAME] and --base --cap --multiplier
 // --jitter --retries, with the library's defaults.

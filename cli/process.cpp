@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The POSIX process runner of `stormguard exec` (see process.hpp).
 #include "process.hpp"
 

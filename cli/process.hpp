@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The POSIX process runner behind `stormguard exec`: runs a command once in its own process
 // group with a time limit (SIGTERM, then SIGKILL after a grace), and forwards SIGINT, SIGTERM,
 // SIGHUP and SIGQUIT received by stormguard to the running command (SIGKILL on a second signal or

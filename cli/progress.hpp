@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The progress bar of the long-running commands (simulate, lab) on stderr.
 #ifndef STORMGUARD_CLI_PROGRESS_HPP
 #define STORMGUARD_CLI_PROGRESS_HPP

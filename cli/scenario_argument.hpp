@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The SCENARIO argument of simulate, serve and lab: a built-in time-series scenario by name, else
 // a scenario file; one place for the lookup and its messages.
 #ifndef STORMGUARD_CLI_SCENARIO_ARGUMENT_HPP

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `stormguard serve`: the scenario's server as a real HTTP/1.1 server on 127.0.0.1. Thin: the
 // server is stormguard::lab::server; this file loads and scales the scenario, prints the address,
 // a live line per second and a summary, and ends cleanly on SIGINT or SIGTERM. The payments

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `stormguard simulate`: runs the storm simulator on a scenario (the built-in friday-night by
 // default, another built-in by name, or a scenario file) for the chosen strategies (all by
 // default) and prints a table or JSON, and optionally writes CSV files and a plot. The models

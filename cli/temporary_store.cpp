@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "temporary_store.hpp"
 
 #include <stdlib.h>  // mkdtemp

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The default store of the payments endpoint (`serve`, `lab payments`): an SQLite database in a
 // private temporary directory, removed with everything in it (the database, its -wal and -shm
 // files) when the object dies.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Command-line errors worded for a newcomer (see usage.hpp).
 #include "usage.hpp"
 

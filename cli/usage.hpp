@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Command-line errors: the one-line message for a CLI11 parse error, worded for a newcomer and
 // safe to print (what it echoes of the command line is quoted with
 // stormguard::detail::quote_for_message: control bytes escaped, at most 80 bytes).

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Install rules of the top-level CMakeLists.txt (STORMGUARD_INSTALL): per built component its
 # library, headers, export set stormguard-<component>-targets.cmake and pkg-config file
 # stormguard-<component>.pc; the package config, which reads the table of components written

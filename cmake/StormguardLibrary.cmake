@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Helpers of the top-level CMakeLists.txt: one function per library block, the lookups of a
 # component's dependencies (also written into the package config and the pkg-config files), and
 # the per-target view of src/.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The README's asynchronous example: 100 logical requests in flight on one thread, each retried
 // by stormguard::http::async_client, against a loopback server (started here, on the same
 // io_context) that answers 503 to every other request. Takes no arguments; exits 0 when every

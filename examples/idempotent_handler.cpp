@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The idempotency guard in front of your own handler (docs/idempotency.md): a payments endpoint
 // whose ledger write commits together with the stored response, so a retried POST never charges
 // twice. Your HTTP framework gives you the principal, the method, the target, the body and the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The README's example: retry a flaky operation with full-jitter backoff and a retry budget.
 #include <chrono>
 #include <cstdio>

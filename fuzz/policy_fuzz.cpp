@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libFuzzer target for the policy parser (stormguard::config::parse_policies) in its three
 // formats: every input must keep the invariants of fuzz/policy_invariants.hpp (no crash, no
 // exception other than policy_error, and a normalized form that parses back to the same policies).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The invariants the policy parser keeps for every input (fuzz/policy_fuzz.cpp; the unit test
 // PolicyCorpus.EveryCorpusFileKeepsTheInvariants checks every file of fuzz/corpus/policy):
 //  - parse_policies either returns policies or throws config::policy_error: no crash, no

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libFuzzer target for stormguard::parse_retry_after (and parse_http_date): every input must keep
 // the invariants of fuzz/retry_after_invariants.hpp: no crash or sanitizer report, never a
 // negative delay, digits-only input gives exactly its value or saturates at duration::max(), the

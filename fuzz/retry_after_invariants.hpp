@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The invariants of stormguard::parse_retry_after, checked on any input: by the libFuzzer target
 // (fuzz/retry_after_fuzz.cpp) and, for every file of fuzz/corpus/retry_after/, by the unit test
 // tests/retry_after_test.cpp. Header-only, test code: it may use what the core may not (__int128).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Secrets out of messages (include/stormguard/detail/redact.hpp).
 #include "stormguard/detail/redact.hpp"
 

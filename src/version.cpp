@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "stormguard/version.hpp"
 
 #define STORMGUARD_STRINGIZE_(x) #x

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // stormguard::async_retry on an io_context and virtual time (testing::manual_timer over a
 // testing::manual_clock): no test sleeps. The attempts are small asynchronous operations that
 // complete through the io_context with scripted results.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A broken stderr must not change what stormguard does: every command, with stderr on /dev/full
 // (writes fail with ENOSPC), closed (`2>&-`, EBADF) or a pipe whose reader has gone (EPIPE and
 // SIGPIPE), makes the same attempts and exits with the same status as with a working stderr.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The exit-code rule and the error messages of every command (docs/cli.md, "Exit status"): a
 // missing or invalid option value, or a bad file that an argument or option names, exits 2; 1 is
 // for failures at run time; errors start with "stormguard <cmd>: error:", say what is wrong, and

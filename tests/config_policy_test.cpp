@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // stormguard::config: the policy file format, its strictness (hostile files), and the gRPC and
 // Envoy importers.
 #include <gtest/gtest.h>

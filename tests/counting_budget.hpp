@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/counting_budget.hpp: a retry budget for tests that records every call the executor
 // makes and grants a set number of retries.
 #ifndef STORMGUARD_TESTS_COUNTING_BUDGET_HPP

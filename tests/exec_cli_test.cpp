@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Tests of `stormguard exec` with real processes: the built executable runs `sh` scripts that
 // count their runs in a file. Skipped when the CLI is not built (STORMGUARD_CLI_PATH undefined).
 // Delays are kept to milliseconds (--base 1ms --cap 5ms) so that the whole file runs in a few

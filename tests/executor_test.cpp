@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The retrier as an executor: operation shapes, end reasons, the result's error list, hooks,
 // cancellation and deadlines, and a property test over random policies and outcomes.
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Tests of the fleet budget's Redis syncer (stormguard/fleet/redis_sync.hpp) against a real
 // redis-server (tests/support/redis_server.hpp), each test on its own fleet key. The syncers run
 // without their thread (start_thread = false): each test drives sync_once() itself, on a manual

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The PostgreSQL store: the shared conformance suite (tests/guard_store_suite.hpp) and what only
 // PostgreSQL has (options, a server that is down, a killed connection, row locks, prepared
 // statements, concurrent table creation), against a real PostgreSQL 15 server

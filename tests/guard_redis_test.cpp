@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Tests of the Redis idempotency store (make_redis_store, stores.hpp) against a real redis-server
 // (tests/support/redis_server.hpp: one per test process, each test under its own key prefix).
 // Time is the `now` the tests pass: leases and expiries move by arithmetic, never by sleeping.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The SQLite store: the shared conformance suite (tests/guard_store_suite.hpp) on a real
 // database file, and what only SQLite has (a file, its lock).
 #include <sqlite3.h>

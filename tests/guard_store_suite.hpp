@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The conformance suite every idempotency store passes (store.hpp's contract and the guard's
 // protocol on top of it), run against real SQLite, PostgreSQL and Redis servers.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The guard's pure parts (stormguard/guard/guard.hpp): fingerprints, the Idempotency-Key field,
 // option checks, store specs. The protocol on real stores: tests/guard_store_suite.hpp.
 #include "stormguard/guard/guard.hpp"

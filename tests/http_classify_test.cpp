@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "stormguard/http_classify.hpp"
 
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Tests of `stormguard http`: the built executable (STORMGUARD_CLI_PATH) against the loopback test
 // server of tests/support/ running in this process. Backoff is 1 ms .. 2 ms, so the file runs in
 // about a second.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `stormguard lab` end to end: a 2-second scenario file, the JSON's two objects per strategy, and
 // the exit status of bad input.
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The lab fleet's client-side Prometheus metrics (lab::fleet_options::metrics, `stormguard lab
 // --metrics-port`): after a short run with an incident, the counters add up — every ended attempt
 // either was retried or ended its logical request, so attempts = requests ended after an attempt +

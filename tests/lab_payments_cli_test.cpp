@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `stormguard lab payments` end to end, small: 300 charges with a fault rate of 0.2 audited as no
 // double charge and no lost charge behind the SQLite guard (one replica, two replicas, two
 // `stormguard serve` processes sharing one SQLite file), two replicas sharing a real PostgreSQL

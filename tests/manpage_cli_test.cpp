@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The installed-tool files generated from the CLI's own definitions (cli/manpage.hpp): the man
 // page renders with `man -l` without a warning and lists every subcommand, and the bash
 // completion completes `stormguard si<TAB>` to `simulate` in a scripted bash.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Tests of `stormguard plan` as a user runs it: the built executable, its output and its exit
 // codes. Skipped when the CLI is not built (STORMGUARD_CLI_PATH undefined).
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Tests of the computation behind `stormguard plan` (cli/plan_stats.hpp, header-only).
 #include "../cli/plan_stats.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The README's code blocks must be excerpts of example programs that the tests build and run.
 // A block whose first line is a comment naming a file (`// examples/x.cpp ...`) is checked here:
 // every non-blank line of the block, without its indentation, must appear in that file, in order.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // stormguard/detail/redact.hpp: secrets never reach a message.
 #include "stormguard/detail/redact.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The retrier's success path performs no heap allocation, nor does a call whose only failure is
 // its last attempt. Counted by replacing the global operator new in this test program only,
 // counting only inside a scope (GoogleTest itself allocates freely outside it).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "stormguard/retry_headers.hpp"
 
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // stormguard::metrics::retry_metrics: the exposition text of a real prometheus-cpp registry after
 // scripted sequences of failures, through the sync retrier, async_retry and the HTTP client.
 #include "stormguard/metrics/retry_metrics.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `stormguard serve` as a user runs it: the first stdout line, plain curl and `stormguard http`
 // against it, a naive retry loop whose storm shows in /stats, the exit statuses (bad scenario 2,
 // port in use 1) and a clean end on SIGINT (no process left, the port free). The payments

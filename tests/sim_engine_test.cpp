@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The simulator's internal engine (src/sim/engine/include/stormguard_engine/): a logical
 // request's copies in flight, and the one JSON writer of the simulator's and the lab's output.
 #include <gtest/gtest.h>

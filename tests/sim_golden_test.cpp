@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The simulator's figures do not change by accident: `stormguard simulate ... --json` is rerun for
 // every recording under tests/data/simulate/ (tests/data/simulate/README.md says how each was
 // made) and compared with it, per scenario, strategy and key.

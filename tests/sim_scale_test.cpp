@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // sim::scale_scenario (stormguard/sim/scenario.hpp): the load and the server scaled together,
 // everything per client and per request unchanged.
 #include <gtest/gtest.h>

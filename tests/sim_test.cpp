@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Tests of the storm simulator: scenarios, strategies, the simulation and its reports.
 #include <gtest/gtest.h>
 

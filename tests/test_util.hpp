@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Helpers shared by the unit tests.
 #ifndef STORMGUARD_TESTS_TEST_UTIL_HPP
 #define STORMGUARD_TESTS_TEST_UTIL_HPP

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `stormguard --version`: the library version, the components the program was built with, and
 // the libcurl and Asio versions.
 #include <curl/curl.h>
@@ -20,10 +21,12 @@ TEST(VersionCli, NamesTheLibraryItsComponentsAndItsDependencies) {
   const std::string asio = std::to_string(ASIO_VERSION / 100000) + "." +
                            std::to_string(ASIO_VERSION / 100 % 1000) + "." +
                            std::to_string(ASIO_VERSION % 100);
-  EXPECT_EQ(run.out, "stormguard " + std::string(stormguard::version()) +
-                         "\ncomponents: core testing config sim asio http metrics guard admission fleet lab\n"
-                         "libcurl " +
-                         curl_version_info(CURLVERSION_NOW)->version + ", Asio " + asio + "\n");
+  EXPECT_EQ(
+      run.out,
+      "stormguard " + std::string(stormguard::version()) +
+          "\ncomponents: core testing config sim asio http metrics guard admission fleet lab\n"
+          "libcurl " +
+          curl_version_info(CURLVERSION_NOW)->version + ", Asio " + asio + "\n");
 }
 
 }  // namespace

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The version macros of stormguard/version.hpp agree with the library's version() (the build
 // checks that the macros equal the CMake project's VERSION).
 #include "stormguard/version.hpp"

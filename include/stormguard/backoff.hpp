@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // stormguard/backoff.hpp: how long to wait before each retry.
 //
 // A `stormguard::backoff` is a pure computation: given the retry number n (1 for the first retry)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // stormguard/budget.hpp: retry budgets and throttles, the ceiling on how much extra load retries
 // (and, for adaptive throttling, first attempts) may add.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // stormguard/budget_kinds.hpp: the one list of retry budget kinds, and what is built from it —
 // the options of any kind (`budget_options`), its name (`budget_kind`), the budget of any kind
 // (`any_budget`, `make_budget`) and a dispatch to the concrete class (`visit_budget`).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // stormguard/budget_protocol.hpp: the one place where a logical request talks to its retry
 // budget, shared by the synchronous executor (retry.hpp), the asynchronous executor and the
 // storm simulator.

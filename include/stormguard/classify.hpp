@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // stormguard/classify.hpp: the verdict on one failed attempt, and the classifiers that give it.
 //
 // A classifier is any callable that takes a failed attempt's error and returns a

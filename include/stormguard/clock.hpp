@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // stormguard/clock.hpp: the time source and sleeper that every stormguard component is given.
 //
 // Nothing in stormguard reads the clock or sleeps by itself: the retry executor and the HTTP

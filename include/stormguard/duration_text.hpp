@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // stormguard/duration_text.hpp: durations as text, the one grammar shared by the command line
 // ("--base 250ms"), scenario files ("service_time": "1.5s") and messages.
 //

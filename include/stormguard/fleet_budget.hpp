@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // stormguard/fleet_budget.hpp: one ratio budget for a whole fleet of client processes.
 //
 // A ratio_budget kept per process stops working when a fleet has many small clients: each keeps

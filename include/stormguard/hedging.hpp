@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // stormguard/hedging.hpp: hedged requests, decided in one place (gRFC A6 hedging semantics).
 //
 // Retries answer failures; hedges answer slowness. A hedged call sends its first copy, and when

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // stormguard/http_classify.hpp: the retry rules of HTTP, as classifications.
 //
 // Which failed HTTP attempts are worth another attempt (RFC 9110; docs/design.md, "The essay this

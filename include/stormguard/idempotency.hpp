@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // stormguard/idempotency.hpp: which requests may be sent twice, and the Idempotency-Key that
 // makes a non-idempotent request (POST, PATCH) safe to retry.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // stormguard/outcome.hpp: the minimal expected-like result of one attempt, for C++20 code
 // without std::expected.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // stormguard/random.hpp: the random generator that jitter draws from, and the one uniform draw
 // that every jittered delay goes through.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // stormguard/retry.hpp: the retry policy (what to do after a failed attempt) and the synchronous
 // executor that applies it.
 //

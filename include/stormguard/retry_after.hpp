@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // stormguard/retry_after.hpp: the Retry-After field (RFC 9110 §10.2.3) as a delay.
 //
 // A server that answers 429 or 503 may say how long to wait: either a number of seconds

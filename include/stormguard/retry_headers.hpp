@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // stormguard/retry_headers.hpp: the header fields that carry retry state between a client and a
 // server, defined once for both sides: which attempt a request is, how long its caller still
 // waits, and the server's pushback.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // stormguard/retry_policy.hpp: the retry decision, a pure function of the attempt state.
 //
 // `retry_policy::decide` says "retry after d" or "stop because …" after a failed attempt. It is

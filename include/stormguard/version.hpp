@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // stormguard/version.hpp — the version of stormguard: of the headers a program was compiled with
 // (macros, for #if) and of the library it was linked with (version()).
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The importers: a gRPC service config (gRFC A6) and an Envoy route retry_policy (JSON or YAML),
 // each mapped onto stormguard policies. The mapping tables, and what cannot be mapped (reported
 // in policy::warnings), are in docs/policy.md.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Internal to stormguard (stormguard::config and stormguard::sim's scenario parser): one policy
 // object of the file format as a JSON value, both ways, and the checks the importers share.
 #ifndef STORMGUARD_SRC_CONFIG_POLICY_JSON_HPP

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Internal (private to the libraries that read JSON files: stormguard::sim's scenarios and
 // stormguard::config's policies): the one strict reading of a JSON document.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "stormguard/fleet/redis_sync.hpp"
 
 #include <hiredis/hiredis.h>
@@ -12,11 +13,11 @@
 #include <string>
 #include <vector>
 
+#include "redis/sigpipe_guard.hpp"
 #include "stormguard/detail/format.hpp"
 #include "stormguard/detail/mutex.hpp"
 #include "stormguard/detail/redis_url.hpp"
 #include "stormguard/duration_text.hpp"
-#include "redis/sigpipe_guard.hpp"
 
 namespace stormguard::fleet {
 

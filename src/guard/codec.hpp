@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The byte encodings the stores share (src/guard/*_store.cpp): times as integers, and a stored
 // response's headers as one length-prefixed blob. Internal.
 #ifndef STORMGUARD_SRC_GUARD_CODEC_HPP

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The guard's digests (include/stormguard/guard/guard.hpp): a request's fingerprint and a
 // principal's stored form, on OpenSSL's libcrypto (EVP SHA-256, HMAC).
 #include <openssl/evp.h>

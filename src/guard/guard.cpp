@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The idempotency guard's protocol (include/stormguard/guard/guard.hpp).
 #include "stormguard/guard/guard.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // open_store(): a store from an `--idempotency` spec (include/stormguard/guard/store.hpp).
 #include <stdexcept>
 #include <string>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A bounded pool of store connections, shared by the three stores (src/guard/*_store.cpp).
 #ifndef STORMGUARD_SRC_GUARD_POOL_HPP
 #define STORMGUARD_SRC_GUARD_POOL_HPP

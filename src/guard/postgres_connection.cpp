@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The PostgreSQL store's connection layer (src/guard/postgres_connection.hpp).
 #include "guard/postgres_connection.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The PostgreSQL store's connection layer (src/guard/postgres_store.cpp is the store): a libpq
 // connection with bounded waits, parameters bound in binary, pipelined batches, and the errors
 // they raise. Internal.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The PostgreSQL idempotency store (include/stormguard/guard/stores.hpp) on libpq.
 //
 // One table (created if absent; its name from postgres_options::table), one row per record:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The Redis store's connection layer (src/guard/redis_connection.hpp).
 #include "guard/redis_connection.hpp"
 

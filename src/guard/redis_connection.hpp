@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The Redis store's connection layer (src/guard/redis_store.cpp is the store): hiredis
 // contexts, argument vectors, SIGPIPE handling and the URL. Internal.
 #ifndef STORMGUARD_SRC_GUARD_REDIS_CONNECTION_HPP

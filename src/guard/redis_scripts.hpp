@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The Redis store's Lua scripts (src/guard/redis_store.cpp runs them with EVALSHA): begin,
 // complete and release, each one atomic step in the server. Internal.
 #ifndef STORMGUARD_SRC_GUARD_REDIS_SCRIPTS_HPP

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The Redis idempotency store (include/stormguard/guard/stores.hpp), on hiredis.
 //
 // A record is one hash per (principal, key), under the key

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The SQLite idempotency store (include/stormguard/guard/stores.hpp) on libsqlite3.
 //
 // Each step is one transaction opened with BEGIN IMMEDIATE: it takes the database's write lock

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // stormguard::http::async_client: libcurl's multi interface on Asio, each logical request retried
 // by stormguard::async_retry with the sync client's rules (transfer.hpp).
 //

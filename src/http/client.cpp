@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // stormguard::http::client: one libcurl transfer per attempt, retried by stormguard::retrier.
 //
 // The retry decision is not made here: an attempt's outcome goes to a classifier that asks the

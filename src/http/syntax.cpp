@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The HTTP syntax rules of stormguard/http/syntax.hpp: ASCII only, no locale.
 #include "stormguard/http/syntax.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // src/http/transfer.cpp: the parts of the HTTP clients that the synchronous and the asynchronous
 // client share (see transfer.hpp).
 #include "http/transfer.hpp"

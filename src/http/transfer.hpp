@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // src/http/transfer.hpp (internal): what the synchronous client (client.cpp) and the
 // asynchronous one (async_client.cpp) share, so that both send the same bytes and judge an
 // attempt by the same rules: option and request validation, the per-call plan (target, budget,

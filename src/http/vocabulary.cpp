@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The HTTP vocabulary that both clients (client.cpp, async_client.cpp) and their shared layer
 // (transfer.cpp) use: the one table from a libcurl CURLcode to a transport_phase, the failure
 // kinds, header lookup, and the per-host retry budgets. Nothing here calls into a client.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The payments endpoint of lab::server (src/lab/charges.hpp).
 #include "lab/charges.hpp"
 

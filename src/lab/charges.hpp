@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The payments endpoint of lab::server (server_options::payments; docs/idempotency.md):
 // `POST /charges` writes one ledger row behind the idempotency guard, `GET /ledger` returns the
 // ledger. No libevent here: the server hands over the request's fields and sends (or, for a fault,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `stormguard lab payments`: charges through the retrying client, then the ledger audit
 // (stormguard/lab/payments.hpp).
 #include "stormguard/lab/payments.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The scenario's server on evhttp (stormguard/lab/server.hpp). Everything the model touches lives
 // on the event-loop thread; the counters are atomics that stats() reads from any thread.
 //

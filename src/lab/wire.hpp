@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The lab server's wire formats, defined once for both sides of the socket (private to
 // stormguard::lab): the server writes them (src/lab/server.cpp, src/lab/charges.cpp) and
 // `lab payments` reads them (src/lab/payments.cpp), with nlohmann::json's to_json/from_json.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // stormguard::metrics: the metric families of retry_metrics and the recording of one label set.
 #include "stormguard/metrics/retry_metrics.hpp"
 

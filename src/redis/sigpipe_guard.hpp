@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Internal (target stormguard_redis): hiredis plumbing shared by the guard's Redis store and the
 // fleet budget's Redis syncer.
 #ifndef STORMGUARD_REDIS_SIGPIPE_GUARD_HPP

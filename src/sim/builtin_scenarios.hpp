@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The built-in scenarios as embedded text (private to stormguard::sim): the files
 // scenarios/<name>.json, read by CMake at configure time into a generated source file
 // (cmake/builtin_scenarios.cpp.in), in the order of STORMGUARD_BUILTIN_SCENARIOS. They are the

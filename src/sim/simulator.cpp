@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The time-series model on virtual time: the engine's driver (stormguard_engine/driver.hpp: the
 // clients, their retries and the metrics) over the event queues (event_queue.hpp) and the server
 // model (server.hpp), and the checks of a run's work.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A negative compile test: clang's -Werror=thread-safety must reject reading a member
 // annotated STORMGUARD_GUARDED_BY without holding its mutex. Built twice by ctest
 // (tests/CMakeLists.txt): with STORMGUARD_HOLD_LOCK defined it must compile (the control, so a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // stormguard::http::async_client against real HTTP/1.1 servers on 127.0.0.1 (tests/support/): the
 // same rules as the sync client, cancellation during the wait and during the transfer, many
 // requests in flight on one thread, and destruction with requests in flight. Backoff is

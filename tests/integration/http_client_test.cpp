@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // stormguard::http::client against a real HTTP/1.1 server on 127.0.0.1 (tests/support/): status
 // sequences, Retry-After, idempotency keys, resets, time-outs, refused connections, cancellation,
 // deadlines and connection reuse. Backoff is 1 ms .. 5 ms, so the file runs in a few seconds; the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // stormguard::lab::run_lab end to end on 127.0.0.1: a 3-second scenario (100 req/s, an incident
 // of 1 s at a service time far above the timeout) run by the fleet over real sockets against a
 // real lab::server, next to the simulator. Real time: about 6 s for the two strategies.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // stormguard::lab::run_payments against lab::server replicas with the payments endpoint, in
 // process (no CLI: the TSan build runs these): the classification of a charge's attempts, a clean
 // audit behind the SQLite guard with two replicas, a retry that lands on the other replica, the

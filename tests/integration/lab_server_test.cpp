@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // stormguard::lab::server on 127.0.0.1 port 0 with tiny scenarios, requested with libcurl: the
 // queue limit, the workers, the service time of each phase, the incident's error and loss rates,
 // the counters and /control/start. Real time, so every bound has a tolerance; each test < 2 s.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Prints the version of the installed stormguard library this program was linked with.
 #include <iostream>
 #include <stormguard/version.hpp>

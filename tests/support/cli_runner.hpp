@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A test-only runner for the built `stormguard` executable: runs it with an argument vector (no
 // shell), stdin on /dev/null, stdout and stderr captured in files, or stderr broken on purpose
 // (/dev/full, closed, a pipe whose reader has gone), and a bounded wait.

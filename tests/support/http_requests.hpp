@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Scripted responses, requests and client options shared by the integration tests of the sync
 // and the async HTTP clients (tests/integration/http_client_test.cpp, async_client_test.cpp).
 #ifndef STORMGUARD_TESTS_SUPPORT_HTTP_REQUESTS_HPP

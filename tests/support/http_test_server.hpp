@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A test-only HTTP/1.1 server on 127.0.0.1 for the integration tests of stormguard::http and
 // `stormguard http`: real sockets, a real port, scripted per-request behaviour.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A real PostgreSQL 15 server for the tests (postgres_server.hpp).
 #include "support/postgres_server.hpp"
 

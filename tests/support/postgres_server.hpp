@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A real PostgreSQL 15 server for the tests of the PostgreSQL idempotency store: initdb in a fresh
 // temporary directory, the server on a free 127.0.0.1 port, stopped and the directory deleted
 // at the end.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A real redis-server for the tests of the Redis idempotency store: started in a fresh temporary
 // directory on a free 127.0.0.1 port, stopped and its directory deleted at the end.
 //

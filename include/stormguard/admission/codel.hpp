@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // stormguard/admission/codel.hpp: CoDel with adaptive LIFO, the queue discipline of Facebook's
 // servers (folly::Codel; Maurer, "Fail at Scale", ACM Queue 13(8), 2015).
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // stormguard/admission/concurrency_limit.hpp: an adaptive concurrency limit, Envoy's gradient
 // controller (envoy.filters.http.adaptive_concurrency, GradientControllerConfig).
 //

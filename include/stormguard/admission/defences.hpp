@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // stormguard/admission/defences.hpp: the names of the server-side defences, and deadlines.
 //
 // The simulator, `serve` and `lab` select the defences a server runs by name, one list for all:

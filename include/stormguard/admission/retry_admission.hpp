@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // stormguard/admission/retry_admission.hpp: a retry budget kept by the server, for every client.
 //
 // Client-side budgets bound only the clients that run them, and only per process. A server sees

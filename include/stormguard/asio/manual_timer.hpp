@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // stormguard/asio/manual_timer.hpp: a backoff timer on virtual time, for tests of async_retry.
 //
 // testing::manual_timer is to asio::steady_timer what testing::manual_clock is to real_clock: a

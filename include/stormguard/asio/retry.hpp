@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // stormguard/asio/retry.hpp: the asynchronous retry executor, on standalone Asio (1.22).
 //
 // `stormguard::async_retry` runs the same loop as the synchronous `stormguard::retrier`

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // stormguard/config/executors.hpp: the one path from a policy to an executor. A policy file
 // (config::policy) says what to retry, how long to wait and what budget to spend; these adapters
 // turn it into what each executor takes, so that no command or program translates fields by

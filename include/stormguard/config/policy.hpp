@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // stormguard/config/policy.hpp: retry policies as files — the one policy format of the library,
 // every command (`simulate --policy`, `plan`, `exec`, `http`) and the simulator — and the
 // importers of what teams already run: a gRPC service config (gRFC A6) and an Envoy route

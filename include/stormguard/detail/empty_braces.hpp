@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Internal: makes `T({})` mean "T with default options" for the classes whose constructor takes
 // an options struct with a default (`explicit T(T_options options = {})`). Without it, `{}`
 // could be either `T_options{}` or a default `T` to copy (two user-defined conversions), and

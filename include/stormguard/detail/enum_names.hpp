@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Internal: enumerator names from one table per enumeration, so that `to_string` and its parse
 // are a table lookup instead of a hand-written switch per enumeration.
 #ifndef STORMGUARD_DETAIL_ENUM_NAMES_HPP

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Internal: text for error messages (the core depends on the standard library only, and
 // std::format is not available in every C++20 standard library stormguard supports).
 #ifndef STORMGUARD_DETAIL_FORMAT_HPP

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Internal: the ASCII character rules of HTTP (RFC 9110) that the core's Retry-After parser and
 // the HTTP library (stormguard/http/syntax.hpp, which re-exports them) share: one home for the
 // rules, in the core because the core (std-only) cannot depend on the HTTP library. ASCII-only,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Internal: a mutex and a scoped lock that clang's thread-safety analysis understands.
 //
 // libstdc++'s std::mutex carries no `capability` attribute, so clang's -Wthread-safety checks

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // stormguard/detail/redact.hpp: one place that takes secrets out of a message before it is
 // printed, logged or sent to a client — passwords and tokens in URLs, in libpq key=value
 // connection strings, in query parameters, and in the values of credential header fields.

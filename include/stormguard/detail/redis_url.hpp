@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Internal: the one parser of Redis URLs, shared by the idempotency guard's Redis store and the
 // fleet budget's Redis syncer (header-only, standard library only).
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Internal: saturating arithmetic on durations and time points. stormguard's delay arithmetic
 // never overflows: a sum past duration::max() is duration::max() (and likewise for min()).
 #ifndef STORMGUARD_DETAIL_SATURATE_HPP

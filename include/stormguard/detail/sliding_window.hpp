@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // stormguard/detail/sliding_window.hpp: the windowed counters under ratio_budget and
 // adaptive_throttle. Not part of the public API.
 #ifndef STORMGUARD_DETAIL_SLIDING_WINDOW_HPP

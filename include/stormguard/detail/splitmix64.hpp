@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Internal: SplitMix64 (Steele, Lea and Flood, "Fast Splittable Pseudorandom Number
 // Generators", OOPSLA 2014), the one implementation used to expand a seed into a generator's
 // state (random_generator) and to derive independent seeds (the simulator's clients).

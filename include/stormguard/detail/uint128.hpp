@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Internal: an unsigned 128-bit integer for exact intermediate arithmetic (Lemire's bounded
 // draw, exact duration parsing, sums of durations). GCC and Clang only.
 #ifndef STORMGUARD_DETAIL_UINT128_HPP

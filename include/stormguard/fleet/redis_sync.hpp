@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // stormguard/fleet/redis_sync.hpp: keeps a stormguard::fleet_budget in step with the rest of its
 // fleet through Redis, off the request path.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // stormguard/guard/guard.hpp: the server half of "no double charge" — a guard in front of a
 // non-idempotent handler (POST /charges) that runs it at most once per idempotency key, and
 // answers every repeat of the request with the first response.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // stormguard/guard/store.hpp: where the server-side idempotency guard (guard.hpp) remembers the
 // idempotency keys it has seen — one interface, three stores: SQLite (embedded, the default),
 // PostgreSQL and Redis (shared by a fleet of replicas). docs/idempotency.md compares them.

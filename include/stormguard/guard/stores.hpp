@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // stormguard/guard/stores.hpp: the three idempotency stores (store.hpp) and their options.
 //
 //   auto local = stormguard::guard::make_sqlite_store({.path = "keys.db"});

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // stormguard/http/async_client.hpp: the asynchronous HTTP client: libcurl's multi interface
 // driven by Asio, so that one thread keeps thousands of logical requests in flight, with the same
 // retry rules as stormguard::http::client.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // stormguard/http/client.hpp: an HTTP client (libcurl) with stormguard's retry rules built in.
 //
 // One call of client::perform is one logical request: the client sends it, and when the attempt

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // stormguard/http/policy.hpp: a policy (stormguard::config::policy, from a policy file, a gRPC
 // service config or an Envoy route) as the HTTP clients' options — the clients' adapter on the
 // one path from a policy to every executor (stormguard/config/executors.hpp lists the others).

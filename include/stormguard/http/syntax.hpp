@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // stormguard/http/syntax.hpp: the HTTP syntax rules that stormguard's client and the
 // `stormguard http` command share (one home, so that they cannot drift apart): tokens
 // (RFC 9110 §5.6.2), field names and values (RFC 9110 §5.1, §5.5), optional whitespace

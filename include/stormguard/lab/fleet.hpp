@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // stormguard/lab/fleet.hpp: the scenario's client fleet on real sockets — the second half of
 // `stormguard lab` — and the lab's report: each strategy measured against a real server
 // (lab::server) next to the simulator's figures for the same scenario and seed.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // stormguard/lab/payments.hpp: the proof that retries do not double-charge — `stormguard lab
 // payments`. Sends charges with idempotency keys through stormguard's retrying HTTP client to the
 // payments endpoint of one or more servers (lab::server with server_options::payments, or

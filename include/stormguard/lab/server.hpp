@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // stormguard/lab/server.hpp: the scenario's server as a real HTTP/1.1 server on 127.0.0.1 — the
 // backend of `stormguard serve`, and the server that `stormguard lab` starts in-process.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // stormguard/metrics/http.hpp: retry_metrics for the HTTP clients (http::client and
 // http::async_client), through client_options::on_attempt. Header-only; a program that includes
 // it links stormguard::metrics and stormguard::http.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // stormguard/metrics/retry_metrics.hpp: Prometheus metrics for every attempt, retry, end of call
 // and budget denial of the retry executors (prometheus-cpp; target stormguard::metrics).
 //

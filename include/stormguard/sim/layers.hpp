@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // stormguard/sim/layers.hpp: the `layers` scenario, retries multiplying through a chain of
 // services (Google SRE book, chapter 22 "Addressing Cascading Failures": "if the database can't
 // service requests … and the backend, frontend, and JavaScript layers all issue 3 retries (4

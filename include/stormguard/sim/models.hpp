@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // stormguard/sim/models.hpp: the registry of the simulator's models: which model a scenario
 // argument names, and which options each model takes. The command line (and any other front
 // end) looks a model up here instead of branching on names.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // stormguard/sim/occ.hpp: the `brooker-occ` scenario, Marc Brooker's experiment from
 // "Exponential Backoff And Jitter" (AWS Architecture Blog, 2015), as a model of its own.
 //

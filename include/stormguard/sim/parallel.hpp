@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // stormguard/sim/parallel.hpp: running independent simulations on several threads, with results
 // that do not depend on the number of threads, and progress reporting for long sweeps.
 //

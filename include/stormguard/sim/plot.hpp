@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // stormguard/sim/plot.hpp: pictures of the simulator's reports, drawn by gnuplot
 // (http://www.gnuplot.info/; the Debian package gnuplot-nox, installed by scripts/bootstrap, has
 // the pngcairo and svg terminals used here).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // stormguard/sim/report.hpp: the simulator's results as JSON, CSV and a human-readable table.
 //
 // Every output is a pure function of the report, with fixed number formatting, so the same

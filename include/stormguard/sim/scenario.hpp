@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // stormguard/sim/scenario.hpp: what the storm simulator simulates — the load, the server and the
 // incident — and the strict parser of scenario files.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // stormguard/sim/simulator.hpp: the discrete-event storm simulator.
 //
 // `simulate(scenario, strategy)` runs one strategy through one scenario on virtual time and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // stormguard/sim/strategy.hpp: the retry strategies the storm simulator compares, each a named
 // configuration of the library's own objects (a stormguard::retry_policy and a retry budget).
 //
@@ -72,8 +73,8 @@ struct strategy : stormguard::config::policy {
 /// - `full+envoy`: as full, plus Envoy's concurrency_budget per client (retries in flight <=
 ///   max(3, 20 % of the requests in flight)).
 ///
-/// `naive` is the seed's anti-pattern (a loop with a fixed 100 ms sleep). Each is the policy of
-/// the same name in policies/builtin-strategies.json (embedded at build time), with
+/// `naive` is the for-loop anti-pattern (a fixed 100 ms sleep between attempts). Each is the policy
+/// of the same name in policies/builtin-strategies.json (embedded at build time), with
 /// scenario_retries true. Thread-safe (a static table built once).
 [[nodiscard]] std::span<const strategy> builtin_strategies();
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // stormguard/sim/sweep.hpp: the load sweep, which finds for each strategy the demand above which a
 // system no longer recovers from its incident (the metastable region of Bronson et al.,
 // "Metastable Failures in Distributed Systems", HotOS 2021).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // stormguard/testing/manual_clock.hpp: a clock whose time moves only when told to, for tests.
 //
 // Sleeping on a manual_clock advances its time by the requested duration at once and records the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // stormguard/testing/scripted_random.hpp: a "random" generator that returns the values a test
 // scripts, so that jittered delays can be checked exactly.
 //

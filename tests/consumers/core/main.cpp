@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A consumer of stormguard::core alone: the version macros and a backoff computed with the
 // library's own generator (links the library, static or shared, and runs).
 #include <chrono>

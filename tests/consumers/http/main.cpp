@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A consumer of stormguard::http: builds a client (libcurl's handles) without sending anything.
 #include <iostream>
 #include <stormguard/http/client.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The client side of the time-series model, written once for the simulator (virtual time, an
 // event queue and the server model in process) and the lab (a real clock, Asio timers and HTTP
 // attempts on real sockets): the arrivals (a Poisson process from the scenario's "arrivals"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The simulator's one event type and the queues that hold events (the internal engine target
 // stormguard_sim_engine):
 // a FIFO ring buffer, a radix heap, and `event_queues`, which merges one queue per kind of event

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The client fleet of the time-series model (the internal engine target stormguard_sim_engine): the
 // logical requests, the client instances (each a generator and a budget) and the calls of the
 // library's budget protocol (stormguard::request_budget, budget_protocol.hpp: the same calls, in

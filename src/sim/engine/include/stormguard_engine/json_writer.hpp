@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The one JSON writer of the simulator's and the lab's output (reports, the lab server's /stats
 // and /ledger, the payments audit): values built with nlohmann::json or written in order with
 // json_writer, every string escaped by the one helper below.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The metrics of one run of the time-series model (part of the internal engine shared by the
 // simulator and the lab): the counters, the 1-s and 100-ms time series and the latencies as events
 // happen, then the derived metrics (ratios, p99, peak, and the post-incident metrics: recovery and

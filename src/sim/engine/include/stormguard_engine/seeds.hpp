@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What the simulator's models share (the internal engine target stormguard_sim_engine): seed
 // derivation and the budget class behind each kind of budget_config.
 #ifndef STORMGUARD_ENGINE_SEEDS_HPP

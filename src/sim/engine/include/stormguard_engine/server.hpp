@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The server of the time-series model (the internal engine target stormguard_sim_engine): worker
 // slots, a FIFO queue of bounded length, the service time by phase (normal, incident, overload) and
 // the sliding window of load that server.overload compares with its threshold.

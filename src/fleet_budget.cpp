@@ -194,28 +194,4 @@ std::int64_t fleet_budget::live_clients() const noexcept {
   return live_clients_;
 }
 
-fleet_window_store::fleet_window_store(duration window, duration heartbeat_ttl)
-    : heartbeat_ttl_(heartbeat_ttl),
-      window_((window.count() + ratio_budget::k_slices - 1) / ratio_budget::k_slices) {
-  if (window < std::chrono::seconds(1) || window > std::chrono::seconds(60)) {
-    throw std::invalid_argument(
-        "stormguard::fleet_window_store: window must be in [1s, 60s], got " +
-        format_duration(window));
-  }
-  if (heartbeat_ttl <= duration::zero()) {
-    throw std::invalid_argument("stormguard::fleet_window_store: heartbeat_ttl must be > 0, got " +
-                                format_duration(heartbeat_ttl));
-  }
-}
-
-fleet_view fleet_window_store::sync(time_point now, const std::string& client,
-                                    const fleet_deltas& deltas) {
-  const auto clamp = [](std::int64_t v) { return std::clamp<std::int64_t>(v, 0, k_max_delta); };
-  window_.add(now, slot{clamp(deltas.requests), clamp(deltas.retries)});
-  expiry_.insert_or_assign(client, now + heartbeat_ttl_);
-  std::erase_if(expiry_, [now](const auto& entry) { return entry.second <= now; });
-  const slot total = window_.total(now);
-  return fleet_view{total.requests, total.retries, static_cast<std::int64_t>(expiry_.size())};
-}
-
 }  // namespace stormguard

@@ -8,7 +8,7 @@
 #include <string>
 #include <string_view>
 
-namespace stormguard::detail {
+namespace stormguard {
 namespace {
 
 char lower(char c) noexcept { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; }
@@ -208,4 +208,4 @@ std::string redact_header_value(std::string_view name, std::string_view value) {
   return redact(value);
 }
 
-}  // namespace stormguard::detail
+}  // namespace stormguard

@@ -60,14 +60,17 @@
 #ifndef STORMGUARD_FLEET_BUDGET_HPP
 #define STORMGUARD_FLEET_BUDGET_HPP
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
+#include <stdexcept>
 #include <string>
 
 #include "stormguard/budget.hpp"
 #include "stormguard/clock.hpp"
 #include "stormguard/detail/mutex.hpp"
 #include "stormguard/detail/sliding_window.hpp"
+#include "stormguard/duration_text.hpp"
 #include "stormguard/export.hpp"
 #include "stormguard/random.hpp"
 
@@ -225,8 +228,9 @@ class STORMGUARD_EXPORT fleet_budget {
 /// own time (the `now` passed to sync, never a client's clock); a client is live while its last
 /// sync is younger than `heartbeat_ttl`. Deltas are clamped to [0, k_max_delta] per sync, so one
 /// buggy process cannot poison the totals. Not thread-safe (a model: its owner serialises calls);
-/// allocates per new client id.
-class STORMGUARD_EXPORT fleet_window_store {
+/// allocates per new client id. Header-only (inline), so that its standard containers are
+/// instantiated in the user's code, not exported from a shared core.
+class fleet_window_store {
  public:
   /// The largest requests or retries one sync may add (larger reports are clamped to it).
   static constexpr std::int64_t k_max_delta = 10'000'000;
@@ -258,6 +262,30 @@ class STORMGUARD_EXPORT fleet_window_store {
   detail::sliding_window<slot, ratio_budget::k_slices> window_;
   std::map<std::string, time_point, std::less<>> expiry_;
 };
+
+inline fleet_window_store::fleet_window_store(duration window, duration heartbeat_ttl)
+    : heartbeat_ttl_(heartbeat_ttl),
+      window_((window.count() + ratio_budget::k_slices - 1) / ratio_budget::k_slices) {
+  if (window < std::chrono::seconds(1) || window > std::chrono::seconds(60)) {
+    throw std::invalid_argument(
+        "stormguard::fleet_window_store: window must be in [1s, 60s], got " +
+        format_duration(window));
+  }
+  if (heartbeat_ttl <= duration::zero()) {
+    throw std::invalid_argument("stormguard::fleet_window_store: heartbeat_ttl must be > 0, got " +
+                                format_duration(heartbeat_ttl));
+  }
+}
+
+inline fleet_view fleet_window_store::sync(time_point now, const std::string& client,
+                                           const fleet_deltas& deltas) {
+  const auto clamp = [](std::int64_t v) { return std::clamp<std::int64_t>(v, 0, k_max_delta); };
+  window_.add(now, slot{clamp(deltas.requests), clamp(deltas.retries)});
+  expiry_.insert_or_assign(client, now + heartbeat_ttl_);
+  std::erase_if(expiry_, [now](const auto& entry) { return entry.second <= now; });
+  const slot total = window_.total(now);
+  return fleet_view{total.requests, total.retries, static_cast<std::int64_t>(expiry_.size())};
+}
 
 }  // namespace stormguard
 

@@ -22,7 +22,7 @@
 
 #include "stormguard/export.hpp"
 
-namespace stormguard::detail {
+namespace stormguard {
 
 /// What a secret is replaced with.
 inline constexpr std::string_view redacted_text = "***";
@@ -49,6 +49,15 @@ inline constexpr std::string_view redacted_text = "***";
 [[nodiscard]] STORMGUARD_EXPORT std::string redact_header_value(std::string_view name,
                                                                 std::string_view value);
 
+}  // namespace stormguard
+
+namespace stormguard::detail {
+// The helpers are public (exported from a shared core, used by every library); these names keep
+// the internal callers' spelling.
+using stormguard::is_credential_header;
+using stormguard::redact;
+using stormguard::redact_header_value;
+using stormguard::redacted_text;
 }  // namespace stormguard::detail
 
 #endif  // STORMGUARD_DETAIL_REDACT_HPP

@@ -15,36 +15,6 @@
 
 namespace stormguard::guard::internal {
 
-sigpipe_guard::sigpipe_guard() noexcept {
-  sigset_t pipe_set;
-  sigemptyset(&pipe_set);
-  sigaddset(&pipe_set, SIGPIPE);
-  pthread_sigmask(SIG_BLOCK, &pipe_set, &old_);
-  sigset_t pending;
-  sigemptyset(&pending);
-  sigpending(&pending);
-  was_pending_ = sigismember(&pending, SIGPIPE) == 1;
-}
-
-sigpipe_guard::~sigpipe_guard() {
-  const int saved_errno = errno;
-  if (!was_pending_) {
-    sigset_t pending;
-    sigemptyset(&pending);
-    sigpending(&pending);
-    if (sigismember(&pending, SIGPIPE) == 1) {
-      sigset_t pipe_set;
-      sigemptyset(&pipe_set);
-      sigaddset(&pipe_set, SIGPIPE);
-      const timespec zero{};
-      while (sigtimedwait(&pipe_set, nullptr, &zero) < 0 && errno == EINTR) {
-      }
-    }
-  }
-  pthread_sigmask(SIG_SETMASK, &old_, nullptr);
-  errno = saved_errno;
-}
-
 endpoint parse_url(const std::string& url) {
   auto bad = [&](std::string_view why) {
     return std::invalid_argument("redis_options.url " + detail::quote_for_message(url) + ": " +

@@ -16,24 +16,12 @@
 #include <vector>
 
 #include "guard/redis_scripts.hpp"
+#include "redis/sigpipe_guard.hpp"
 
 namespace stormguard::guard::internal {
 
-/// Blocks SIGPIPE in this thread while hiredis writes to a socket the server may have closed
-/// (hiredis 0.14 uses write(), not send(MSG_NOSIGNAL)), and consumes a SIGPIPE that the write
-/// raised, so that a store never kills its process nor changes its signal handlers. libpq does
-/// the same (pq_block_sigpipe / pq_reset_sigpipe in fe-secure.c).
-class sigpipe_guard {
- public:
-  sigpipe_guard() noexcept;
-  sigpipe_guard(const sigpipe_guard&) = delete;
-  sigpipe_guard& operator=(const sigpipe_guard&) = delete;
-  ~sigpipe_guard();
-
- private:
-  sigset_t old_{};
-  bool was_pending_ = false;
-};
+/// Blocks SIGPIPE while hiredis writes (the shared helper of src/redis/).
+using redis_detail::sigpipe_guard;
 
 struct reply_deleter {
   void operator()(redisReply* r) const noexcept { freeReplyObject(r); }

@@ -157,7 +157,7 @@ void interrupt_forwarder::loop() {
     if (ready == 0) {
       if (kill_at && now() >= *kill_at) {
         kill_at.reset();
-        const std::lock_guard lock(mutex_);
+        const stormguard::detail::lock hold(mutex_);
         killing_ = true;
         if (pgid_ > 0) (void)::kill(-pgid_, SIGKILL);
       }
@@ -171,7 +171,7 @@ void interrupt_forwarder::loop() {
     int none = 0;
     const bool first = received_.compare_exchange_strong(none, signal);
     stop_.request_stop();
-    const std::lock_guard lock(mutex_);
+    const stormguard::detail::lock hold(mutex_);
     if (first) {
       kill_at = detail::saturating_add(now(), kill_grace_);
       if (pgid_ > 0) (void)::kill(-pgid_, signal);
@@ -185,7 +185,7 @@ void interrupt_forwarder::loop() {
 }
 
 void interrupt_forwarder::attach(pid_t pgid) {
-  const std::lock_guard lock(mutex_);
+  const stormguard::detail::lock hold(mutex_);
   pgid_ = pgid;
   // A signal that came before attach (between the stop check and the spawn) still reaches it.
   if (const int signal = received_.load(); signal != 0) {
@@ -194,7 +194,7 @@ void interrupt_forwarder::attach(pid_t pgid) {
 }
 
 void interrupt_forwarder::detach() {
-  const std::lock_guard lock(mutex_);
+  const stormguard::detail::lock hold(mutex_);
   pgid_ = 0;
 }
 

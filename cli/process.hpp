@@ -16,13 +16,13 @@
 #include <sys/types.h>
 
 #include <atomic>
-#include <mutex>
 #include <stop_token>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "stormguard/clock.hpp"
+#include "stormguard/detail/mutex.hpp"
 
 namespace stormguard::cli {
 
@@ -88,9 +88,10 @@ class interrupt_forwarder {
   std::stop_source stop_;
   std::atomic<int> received_{0};
   duration kill_grace_;
-  std::mutex mutex_;  // guards pgid_ and killing_
-  pid_t pgid_ = 0;
-  bool killing_ = false;  // escalated: the group (and any attached later) gets SIGKILL
+  stormguard::detail::mutex mutex_;
+  pid_t pgid_ STORMGUARD_GUARDED_BY(mutex_) = 0;
+  // escalated: the group (and any attached later) gets SIGKILL
+  bool killing_ STORMGUARD_GUARDED_BY(mutex_) = false;
   std::thread thread_;
 };
 

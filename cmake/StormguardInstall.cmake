@@ -86,6 +86,11 @@ install(FILES
   "${PROJECT_BINARY_DIR}/stormguardConfigVersion.cmake"
   DESTINATION "${STORMGUARD_CMAKE_INSTALL_DIR}")
 
+# The license (Apache-2.0, also stormguard_LICENSE in the package config and License: in the
+# pkg-config files).
+install(FILES "${PROJECT_SOURCE_DIR}/LICENSE" "${PROJECT_SOURCE_DIR}/NOTICE"
+  DESTINATION "${CMAKE_INSTALL_DOCDIR}")
+
 # The example policies (docs/policy.md), to copy and edit.
 file(GLOB _stormguard_policy_files "${PROJECT_SOURCE_DIR}/policies/*.json"
   "${PROJECT_SOURCE_DIR}/policies/*.yaml")

@@ -91,19 +91,19 @@ ratio_budget::ratio_budget(ratio_budget_options options)
       window_((options_.window.count() + k_slices - 1) / k_slices) {}
 
 void ratio_budget::deposit(time_point now) noexcept {
-  std::lock_guard lock(mutex_);
+  const detail::lock hold(mutex_);
   window_.add(now, deposit_amount_);
 }
 
 bool ratio_budget::try_withdraw(time_point now) noexcept {
-  std::lock_guard lock(mutex_);
+  const detail::lock hold(mutex_);
   if (window_.total(now) + reserve_ < k_scale) return false;
   window_.add(now, -k_scale);
   return true;
 }
 
 std::int64_t ratio_budget::balance(time_point now) const noexcept {
-  std::lock_guard lock(mutex_);
+  const detail::lock hold(mutex_);
   const std::int64_t total = window_.total(now) + reserve_;
   return total < k_scale ? 0 : total / k_scale;
 }
@@ -244,7 +244,7 @@ double adaptive_throttle::probability(std::int64_t requests, std::int64_t accept
 }
 
 double adaptive_throttle::count_request(time_point now) noexcept {
-  std::lock_guard lock(mutex_);
+  const detail::lock hold(mutex_);
   const counts before = window_.total(now);
   window_.add(now, counts{1, 0});
   return probability(before.requests, before.accepts, options_.k, options_.requests_padding);
@@ -254,23 +254,23 @@ void adaptive_throttle::record(time_point now, const attempt_report& report) noe
   if (report.status != attempt_status::success && report.status != attempt_status::not_retryable) {
     return;
   }
-  std::lock_guard lock(mutex_);
+  const detail::lock hold(mutex_);
   window_.add(now, counts{0, 1});
 }
 
 double adaptive_throttle::rejection_probability(time_point now) const noexcept {
-  std::lock_guard lock(mutex_);
+  const detail::lock hold(mutex_);
   const counts c = window_.total(now);
   return probability(c.requests, c.accepts, options_.k, options_.requests_padding);
 }
 
 std::int64_t adaptive_throttle::requests(time_point now) const noexcept {
-  std::lock_guard lock(mutex_);
+  const detail::lock hold(mutex_);
   return window_.total(now).requests;
 }
 
 std::int64_t adaptive_throttle::accepts(time_point now) const noexcept {
-  std::lock_guard lock(mutex_);
+  const detail::lock hold(mutex_);
   return window_.total(now).accepts;
 }
 

@@ -44,11 +44,11 @@
 #include <chrono>
 #include <concepts>
 #include <cstdint>
-#include <mutex>
 #include <string_view>
 
 #include "stormguard/clock.hpp"
 #include "stormguard/detail/empty_braces.hpp"
+#include "stormguard/detail/mutex.hpp"
 #include "stormguard/detail/sliding_window.hpp"
 #include "stormguard/export.hpp"
 #include "stormguard/random.hpp"
@@ -113,6 +113,7 @@ struct no_budget {
   static constexpr std::string_view kind = "none";
   /// It is its own options and its own class.
   using budget_type = no_budget;
+  /// The options it is built from: itself (every budget class names its options type).
   using options_type = no_budget;
   /// No settings (see ratio_budget_options::fields).
   template <class Self, class F>
@@ -256,8 +257,8 @@ class STORMGUARD_EXPORT ratio_budget {
   std::int64_t deposit_amount_;
   std::int64_t reserve_;
 
-  mutable std::mutex mutex_;
-  mutable detail::sliding_window<std::int64_t, k_slices> window_;
+  mutable detail::mutex mutex_;
+  mutable detail::sliding_window<std::int64_t, k_slices> window_ STORMGUARD_GUARDED_BY(mutex_);
 };
 
 /// The settings of a token_bucket_throttle: gRPC's retryThrottling service-config object. The
@@ -569,8 +570,8 @@ class STORMGUARD_EXPORT adaptive_throttle {
   double count_request(time_point now) noexcept;
 
   adaptive_throttle_options options_;
-  mutable std::mutex mutex_;
-  mutable detail::sliding_window<counts, k_slices> window_;
+  mutable detail::mutex mutex_;
+  mutable detail::sliding_window<counts, k_slices> window_ STORMGUARD_GUARDED_BY(mutex_);
 };
 
 /// The settings of a concurrency_budget. Defaults: Envoy's (envoy.config.cluster.v3.

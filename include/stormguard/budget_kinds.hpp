@@ -170,6 +170,7 @@ class any_budget {
         },
         budget_);
   }
+  /// Returns f(const B&) with the class held, for a const any_budget (see the non-const visit).
   template <class F>
   decltype(auto) visit(F&& f) const {
     return const_cast<any_budget&>(*this).visit(

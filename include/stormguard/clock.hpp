@@ -22,6 +22,8 @@
 #include <mutex>
 #include <stop_token>
 
+#include "stormguard/detail/mutex.hpp"
+
 namespace stormguard {
 
 /// A span of time in nanoseconds. Every duration in stormguard's API is (convertible to) this
@@ -87,6 +89,7 @@ class real_clock final : public clock {
   bool sleep_for(duration d, const std::stop_token& stop) override {
     if (stop.stop_requested()) return false;
     if (d <= duration::zero()) return true;
+    // std::unique_lock: the condition variable releases and re-takes the mutex while it waits.
     std::unique_lock lock(mutex_);
     // The predicate is never true: the wait ends on timeout or on a stop request. Nothing
     // notifies cv_ except the stop token's callback, so spurious wake-ups just wait again.
@@ -104,7 +107,9 @@ class real_clock final : public clock {
   }
 
  private:
-  std::mutex mutex_;
+  // Guards no data: it is only what cv_ waits with (std::condition_variable_any waits on any
+  // lockable, detail::mutex included).
+  detail::mutex mutex_;
   std::condition_variable_any cv_;
 };
 

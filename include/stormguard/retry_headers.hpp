@@ -35,9 +35,15 @@ namespace stormguard {
 
 /// The field names (lower case, as HTTP/2 and HTTP/3 send them; HTTP/1.1 field names are
 /// case-insensitive).
+/// Envoy's attempt number, counting the first attempt as 1 (a request header).
 inline constexpr std::string_view k_attempt_count_header = "x-envoy-attempt-count";
+/// gRPC's count of attempts made before this one (gRFC A6; a request header, absent on the
+/// first attempt).
 inline constexpr std::string_view k_previous_attempts_header = "grpc-previous-rpc-attempts";
+/// gRPC's deadline of the call, as a timeout such as "100m" (gRPC over HTTP/2; a request header).
 inline constexpr std::string_view k_grpc_timeout_header = "grpc-timeout";
+/// gRPC's server pushback in milliseconds, or a negative value for "do not retry" (gRFC A6; a
+/// response trailer).
 inline constexpr std::string_view k_pushback_header = "grpc-retry-pushback-ms";
 
 /// Which attempt a request says it is.

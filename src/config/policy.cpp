@@ -31,23 +31,11 @@ constexpr duration k_max_backoff = 1h;
 constexpr duration k_max_retry_after = 24h;
 constexpr duration k_max_attempt_timeout = 1h;
 constexpr duration k_max_deadline = 24h;
-constexpr std::size_t k_max_name = 64;
 constexpr std::size_t k_max_description = 200;
 constexpr std::size_t k_max_policies = 100;
 constexpr std::size_t k_max_statuses = 500;
 
 std::string quote_duration(duration d) { return "\"" + format_duration(d) + "\""; }
-
-// The library's message without its "stormguard::type: " prefix.
-std::string library_message(const std::exception& e) {
-  std::string_view message = e.what();
-  if (message.substr(0, 12) == "stormguard::") {
-    if (const auto colon = message.find(": "); colon != std::string_view::npos) {
-      message.remove_prefix(colon + 2);
-    }
-  }
-  return std::string(message);
-}
 
 // Constructs the budget class from `options`, the library's own validation: a backstop that
 // also checks what the reader does not (token_bucket's three decimals).
@@ -57,7 +45,7 @@ void check_budget(const std::string& field, const Options& options) {
     Budget budget(options);
     (void)budget;
   } catch (const std::invalid_argument& e) {
-    sj::fail(field, library_message(e));
+    sj::fail(field, detail::library_message(e));
   }
 }
 
@@ -253,38 +241,6 @@ std::string compact_number_arrays(const std::string& text) {
 }  // namespace
 
 namespace detail {
-
-void check_name(const std::string& field, std::string_view name) {
-  const bool valid_chars = std::all_of(name.begin(), name.end(), [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '+' ||
-           c == '-' || c == '_' || c == '.' || c == '/';
-  });
-  if (name.empty() || name.size() > k_max_name || !valid_chars) {
-    sj::fail(field, "must be 1 to " + std::to_string(k_max_name) +
-                        " characters from A-Z a-z 0-9 + - _ . /, got " +
-                        stormguard::detail::quote_for_message(name));
-  }
-}
-
-void check_unique_names(const std::vector<policy>& policies, const std::string& path) {
-  for (std::size_t i = 0; i < policies.size(); ++i) {
-    for (std::size_t j = 0; j < i; ++j) {
-      if (policies[j].name == policies[i].name) {
-        sj::fail(sj::index_path(path, i) + ".name",
-                 stormguard::detail::quote_for_message(policies[i].name) + " is the name of " +
-                     sj::index_path(path, j) + " too: names must be unique");
-      }
-    }
-  }
-}
-
-void check_retry(const std::string& field, const retry_options& retry) {
-  try {
-    (void)retry_policy(retry);
-  } catch (const std::invalid_argument& e) {
-    sj::fail(field, library_message(e));
-  }
-}
 
 policy read_policy(const json& value, const std::string& path) {
   sj::object_reader r(value, path,

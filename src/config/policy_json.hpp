@@ -4,6 +4,8 @@
 #ifndef STORMGUARD_SRC_CONFIG_POLICY_JSON_HPP
 #define STORMGUARD_SRC_CONFIG_POLICY_JSON_HPP
 
+#include <cstdint>
+#include <exception>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -35,7 +37,20 @@ void check_unique_names(const std::vector<policy>& policies, const std::string& 
 /// reader's checks; `field` is the policy's path. Throws strict_json::failure.
 void check_retry(const std::string& field, const retry_options& retry);
 
-/// The importers (import.cpp): every policy found in `text`. Throw strict_json::failure.
+/// The library's message without its "stormguard::type: " prefix (an exception of a class's
+/// own validation, quoted in a reader's error).
+[[nodiscard]] std::string library_message(const std::exception& e);
+
+/// A protobuf JSON Duration ("0.1s", "25s") at `key` of `r`: decimal seconds with the suffix s,
+/// in (0, max]. Throws strict_json::failure.
+[[nodiscard]] duration proto_duration(const stormguard::detail::strict_json::object_reader& r,
+                                      std::string_view key, duration max);
+/// A protobuf integer at `key` of `r`, in [lo, hi]. Throws strict_json::failure.
+[[nodiscard]] std::int64_t proto_integer(const stormguard::detail::strict_json::object_reader& r,
+                                         std::string_view key, std::int64_t lo, std::int64_t hi);
+
+/// The importers (import.cpp, import_envoy.cpp): every policy found in `text`. Throw
+/// strict_json::failure.
 [[nodiscard]] std::vector<policy> import_grpc(std::string_view text);
 [[nodiscard]] std::vector<policy> import_envoy(std::string_view text);
 /// The policy a gRPC name selects among imported gRPC policies: the one of that name, else for

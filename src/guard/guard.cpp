@@ -297,7 +297,7 @@ enum class call_outcome : std::uint8_t { ok, failed, neither };
 // --- the short circuit ---
 
 std::optional<duration> idempotency_guard::admit() {
-  const std::lock_guard lock(circuit_mutex_);
+  const stormguard::detail::lock hold(circuit_mutex_);
   if (!circuit_.down) return std::nullopt;
   const time_point now = time_source(options_).now();
   if (now >= circuit_.probe_at && !circuit_.probing) {
@@ -308,14 +308,14 @@ std::optional<duration> idempotency_guard::admit() {
 }
 
 bool idempotency_guard::store_held_down() const {
-  const std::lock_guard lock(circuit_mutex_);
+  const stormguard::detail::lock hold(circuit_mutex_);
   return circuit_.down;
 }
 
 void idempotency_guard::record(bool failed) {
   std::optional<bool> changed;  // the new state, when it changed
   {
-    const std::lock_guard lock(circuit_mutex_);
+    const stormguard::detail::lock hold(circuit_mutex_);
     const time_point now = time_source(options_).now();
     if (!failed) {
       circuit_.failures = 0;
@@ -348,7 +348,7 @@ auto idempotency_guard::call_store(store_operation op, F&& f) {
     if (outcome != call_outcome::neither) {
       record(outcome == call_outcome::failed);
     } else {
-      const std::lock_guard lock(circuit_mutex_);
+      const stormguard::detail::lock hold(circuit_mutex_);
       circuit_.probing = false;  // no verdict: let the next request probe
     }
   };

@@ -7,9 +7,10 @@
 #include <cstddef>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <utility>
 #include <vector>
+
+#include "stormguard/detail/mutex.hpp"
 
 namespace stormguard::guard::internal {
 
@@ -43,19 +44,23 @@ class pool {
 
   /// An idle connection, a new one (open() may throw: the slot is freed again), or waits.
   lease acquire() {
-    std::unique_lock lock(mutex_);
-    cv_.wait(lock, [&] { return !idle_.empty() || open_count_ < max_; });
-    if (!idle_.empty()) {
-      auto c = std::move(idle_.back());
-      idle_.pop_back();
-      return lease(*this, std::move(c));
+    std::unique_ptr<C> idle;
+    {
+      const stormguard::detail::lock hold(mutex_);
+      // condition_variable_any releases mutex_ while it waits and holds it again on return.
+      while (idle_.empty() && open_count_ >= max_) cv_.wait(mutex_);
+      if (!idle_.empty()) {
+        idle = std::move(idle_.back());
+        idle_.pop_back();
+      } else {
+        ++open_count_;  // a slot for the connection opened below, outside the lock
+      }
     }
-    ++open_count_;
-    lock.unlock();
+    if (idle) return lease(*this, std::move(idle));
     try {
       return lease(*this, open_());
     } catch (...) {
-      lock.lock();
+      const stormguard::detail::lock hold(mutex_);
       --open_count_;
       cv_.notify_one();
       throw;
@@ -64,7 +69,7 @@ class pool {
 
  private:
   void give_back(std::unique_ptr<C> c) noexcept {
-    std::lock_guard lock(mutex_);
+    const stormguard::detail::lock hold(mutex_);
     if (c) {
       idle_.push_back(std::move(c));
     } else {
@@ -75,10 +80,10 @@ class pool {
 
   std::size_t max_;
   std::function<std::unique_ptr<C>()> open_;
-  std::mutex mutex_;
-  std::condition_variable cv_;
-  std::vector<std::unique_ptr<C>> idle_;
-  std::size_t open_count_ = 0;
+  stormguard::detail::mutex mutex_;
+  std::condition_variable_any cv_;
+  std::vector<std::unique_ptr<C>> idle_ STORMGUARD_GUARDED_BY(mutex_);
+  std::size_t open_count_ STORMGUARD_GUARDED_BY(mutex_) = 0;
 };
 
 }  // namespace stormguard::guard::internal

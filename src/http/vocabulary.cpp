@@ -123,14 +123,14 @@ host_budgets::host_budgets(budget_options options) : options_(std::move(options)
 }
 
 any_budget& host_budgets::for_host(const std::string& host) {
-  std::lock_guard lock(mutex_);
+  const stormguard::detail::lock hold(mutex_);
   auto it = budgets_.find(host);
   if (it == budgets_.end()) it = budgets_.emplace(host, make_budget(options_)).first;
   return *it->second;
 }
 
 std::vector<std::string> host_budgets::hosts() const {
-  std::lock_guard lock(mutex_);
+  const stormguard::detail::lock hold(mutex_);
   std::vector<std::string> out;
   for (const auto& entry : budgets_) out.push_back(entry.first);
   return out;

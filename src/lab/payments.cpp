@@ -17,6 +17,7 @@
 
 #include "lab/wire.hpp"
 #include "stormguard/detail/format.hpp"
+#include "stormguard/detail/mutex.hpp"
 #include "stormguard/duration_text.hpp"
 #include "stormguard/http/client.hpp"
 #include "stormguard/idempotency.hpp"
@@ -64,8 +65,8 @@ class progress_reporter {
   void ended() {
     const std::size_t done = done_.fetch_add(1, std::memory_order_relaxed) + 1;
     if (!callback_) return;
-    const std::unique_lock lock(mutex_, std::try_to_lock);
-    if (!lock.owns_lock()) return;
+    if (!mutex_.try_lock()) return;  // another thread is reporting
+    const stormguard::detail::lock hold(mutex_, std::adopt_lock);
     const auto now = std::chrono::steady_clock::now();
     if (now - last_ < 100ms && done != total_) return;
     last_ = now;
@@ -76,8 +77,8 @@ class progress_reporter {
   const sim::progress_callback& callback_;
   std::size_t total_;
   std::atomic<std::size_t> done_{0};
-  std::mutex mutex_;
-  std::chrono::steady_clock::time_point last_{};
+  stormguard::detail::mutex mutex_;
+  std::chrono::steady_clock::time_point last_ STORMGUARD_GUARDED_BY(mutex_){};
 };
 
 struct counters {
@@ -289,6 +290,7 @@ class payments_run {
       for (int t = 0; t < workers; ++t) threads.emplace_back([this] { work(); });
     }
     const auto sent_time = std::chrono::steady_clock::now() - began;
+    const stormguard::detail::lock hold(error_mutex_);
     if (!setup_error_.empty()) return failure{setup_error_};
     return std::chrono::duration_cast<duration>(sent_time);
   }
@@ -322,7 +324,7 @@ class payments_run {
       options.connect_timeout = std::min(o_.attempt_timeout, duration(5s));
       client.emplace(options);
     } catch (const std::exception& e) {
-      const std::lock_guard lock(error_mutex_);
+      const stormguard::detail::lock hold(error_mutex_);
       if (setup_error_.empty()) {
         setup_error_ = std::string("cannot set up the HTTP client: ") + e.what();
       }
@@ -416,8 +418,8 @@ class payments_run {
   counters count_;
   progress_reporter progress_;
   std::atomic<std::int64_t> next_{0};
-  std::mutex error_mutex_;
-  std::string setup_error_;
+  stormguard::detail::mutex error_mutex_;
+  std::string setup_error_ STORMGUARD_GUARDED_BY(error_mutex_);
 };
 
 }  // namespace

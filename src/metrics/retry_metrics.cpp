@@ -118,7 +118,7 @@ client_metrics& retry_metrics::for_client(std::string_view client, std::string_v
   key.reserve(client.size() + budget.size() + 1);
   key.append(client).push_back('\0');
   key.append(budget);
-  const std::lock_guard lock(mutex_);
+  const stormguard::detail::lock hold(mutex_);
   if (auto it = clients_.find(key); it != clients_.end()) return *it->second;
   auto m = std::unique_ptr<client_metrics>(new client_metrics());
   families& f = *families_;

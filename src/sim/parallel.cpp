@@ -4,11 +4,24 @@
 #include <algorithm>
 #include <atomic>
 #include <exception>
-#include <mutex>
 #include <thread>
 #include <vector>
 
+#include "stormguard/detail/mutex.hpp"
+
 namespace stormguard::sim {
+
+namespace {
+
+// What the workers of one parallel_for share besides the atomics.
+struct sweep_state {
+  stormguard::detail::mutex mutex;  // also serialises the progress callback
+  std::exception_ptr first_error STORMGUARD_GUARDED_BY(mutex);
+  std::size_t done STORMGUARD_GUARDED_BY(mutex) = 0;
+  std::size_t reported STORMGUARD_GUARDED_BY(mutex) = 0;
+};
+
+}  // namespace
 
 unsigned resolve_threads(unsigned requested, std::size_t count) noexcept {
   unsigned threads = requested != 0 ? requested : std::thread::hardware_concurrency();
@@ -26,10 +39,7 @@ void parallel_for(std::size_t count, unsigned threads, const std::function<void(
   const unsigned n = resolve_threads(threads, count);
   std::atomic<std::size_t> next{0};
   std::atomic<bool> failed{false};
-  std::mutex mutex;  // guards first_error, done and the progress callback
-  std::exception_ptr first_error;
-  std::size_t done = 0;
-  std::size_t reported = 0;
+  sweep_state state;
   // About 200 progress calls per sweep, whatever its size.
   const std::size_t report_every = std::max<std::size_t>(1, count / 200);
 
@@ -40,17 +50,17 @@ void parallel_for(std::size_t count, unsigned threads, const std::function<void(
       try {
         task(i);
       } catch (...) {
-        const std::lock_guard lock(mutex);
-        if (!first_error) first_error = std::current_exception();
+        const stormguard::detail::lock hold(state.mutex);
+        if (!state.first_error) state.first_error = std::current_exception();
         failed.store(true, std::memory_order_relaxed);
         return;
       }
       if (progress) {
-        const std::lock_guard lock(mutex);
-        ++done;
-        if (done == count || done - reported >= report_every) {
-          reported = done;
-          progress(done, count);
+        const stormguard::detail::lock hold(state.mutex);
+        ++state.done;
+        if (state.done == count || state.done - state.reported >= report_every) {
+          state.reported = state.done;
+          progress(state.done, count);
         }
       }
     }
@@ -66,7 +76,8 @@ void parallel_for(std::size_t count, unsigned threads, const std::function<void(
   }
   worker();
   for (auto& t : pool) t.join();
-  if (first_error) std::rethrow_exception(first_error);
+  const stormguard::detail::lock hold(state.mutex);
+  if (state.first_error) std::rethrow_exception(state.first_error);
 }
 
 }  // namespace stormguard::sim

@@ -12,12 +12,13 @@
 #include <set>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
-#include "config/policy_json.hpp"
 #include "detail/strict_json.hpp"
 #include "sim/builtin_scenarios.hpp"
+#include "stormguard/config/policy.hpp"
 #include "stormguard/detail/enum_names.hpp"
 #include "stormguard/detail/format.hpp"
 #include "stormguard/duration_text.hpp"
@@ -49,6 +50,28 @@ using sj::quote;
 
 std::string quote_duration(duration d) { return "\"" + format_duration(d) + "\""; }
 
+// One policy object of "strategies", read by config's public parser (the policy file format's
+// one reader); its errors name the field under `path` ("strategies[2].backoff.cap").
+config::policy read_policy_object(const json& entry, const std::string& path) {
+  const json file = {{"policies", json::array({entry})}};
+  try {
+    std::vector<config::policy> policies = config::parse_policies(file.dump());
+    return std::move(policies.front());
+  } catch (const config::policy_error& e) {
+    constexpr std::string_view inner = "policies[0]";
+    const auto rebase = [&](std::string_view text) {
+      return text.starts_with(inner) ? path + std::string(text.substr(inner.size()))
+                                     : std::string(text);
+    };
+    throw sj::failure{rebase(e.field()), rebase(e.what())};
+  }
+}
+
+// The policy as an object of the file format (config's normalized writer).
+nlohmann::ordered_json policy_object(const config::policy& p) {
+  return nlohmann::ordered_json::parse(config::to_json(p));
+}
+
 // [strategies]: built-in names and inline policy objects (the policy file format).
 std::vector<strategy> read_strategies(const json& list) {
   constexpr std::size_t k_max_strategies = 100;
@@ -69,7 +92,7 @@ std::vector<strategy> read_strategies(const json& list) {
       }
       strategies.push_back(*builtin);
     } else if (entry.is_object()) {
-      strategies.push_back(from_policy(config::detail::read_policy(entry, path)));
+      strategies.push_back(from_policy(read_policy_object(entry, path)));
     } else {
       fail(path, "must be a built-in strategy name or a policy object, got " + quote(entry));
     }
@@ -416,7 +439,7 @@ std::string to_json(const scenario& s) {
         continue;
       }
       // The policy the strategy runs, whole (a strategy is a policy).
-      doc["strategies"].push_back(config::detail::policy_json(strat.as_policy()));
+      doc["strategies"].push_back(policy_object(strat.as_policy()));
     }
   }
   return engine::dump_json(doc, 2) + "\n";

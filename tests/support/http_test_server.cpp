@@ -138,30 +138,30 @@ std::string http_test_server::url(std::string_view path) const {
 }
 
 void http_test_server::script(std::vector<scripted_response> responses) {
-  std::lock_guard lock(mutex_);
+  const stormguard::detail::lock hold(mutex_);
   script_.assign(std::make_move_iterator(responses.begin()),
                  std::make_move_iterator(responses.end()));
 }
 
 void http_test_server::set_fallback(scripted_response response) {
-  std::lock_guard lock(mutex_);
+  const stormguard::detail::lock hold(mutex_);
   fallback_ = std::move(response);
 }
 
 std::vector<recorded_request> http_test_server::requests() const {
-  std::lock_guard lock(mutex_);
+  const stormguard::detail::lock hold(mutex_);
   return requests_;
 }
 
 std::size_t http_test_server::count(std::string_view method) const {
-  std::lock_guard lock(mutex_);
+  const stormguard::detail::lock hold(mutex_);
   return static_cast<std::size_t>(
       std::count_if(requests_.begin(), requests_.end(),
                     [&](const recorded_request& r) { return r.method == method; }));
 }
 
 scripted_response http_test_server::next_response() {
-  std::lock_guard lock(mutex_);
+  const stormguard::detail::lock hold(mutex_);
   if (script_.empty()) return fallback_;
   scripted_response r = std::move(script_.front());
   script_.pop_front();
@@ -288,7 +288,7 @@ bool http_test_server::handle(connection& c, const std::string& head, std::strin
   request.received = std::chrono::steady_clock::now();
   const bool head_request = request.method == "HEAD";
   {
-    std::lock_guard lock(mutex_);
+    const stormguard::detail::lock hold(mutex_);
     requests_.push_back(std::move(request));
   }
 

@@ -25,13 +25,14 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <thread>
 #include <utility>
 #include <vector>
+
+#include "stormguard/detail/mutex.hpp"
 
 namespace stormguard::test_support {
 
@@ -111,10 +112,10 @@ class http_test_server {
   std::atomic<bool> stop_{false};
   std::atomic<int> connections_{0};
   std::atomic<int> hang_ups_{0};
-  mutable std::mutex mutex_;
-  std::deque<scripted_response> script_;
-  scripted_response fallback_{.status = 200, .body = "ok"};
-  std::vector<recorded_request> requests_;
+  mutable stormguard::detail::mutex mutex_;
+  std::deque<scripted_response> script_ STORMGUARD_GUARDED_BY(mutex_);
+  scripted_response fallback_ STORMGUARD_GUARDED_BY(mutex_){.status = 200, .body = "ok"};
+  std::vector<recorded_request> requests_ STORMGUARD_GUARDED_BY(mutex_);
   std::thread thread_;
 };
 

@@ -71,6 +71,7 @@ struct concurrency_limit_options {
   /// The Retry-After of a refusal is drawn uniformly from [retry_after_min, retry_after_max],
   /// in whole seconds. 1 s <= min <= max <= 1 h; 1 s and 5 s.
   duration retry_after_min = std::chrono::seconds(1);
+  /// The upper end of the Retry-After range (see retry_after_min); 5 s.
   duration retry_after_max = std::chrono::seconds(5);
 
   friend bool operator==(const concurrency_limit_options&,

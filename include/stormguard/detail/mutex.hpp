@@ -73,6 +73,9 @@ class STORMGUARD_THREAD_ANNOTATION(scoped_lockable) lock {
  public:
   /// Blocks until `m` is held.
   explicit lock(mutex& m) STORMGUARD_THREAD_ANNOTATION(acquire_capability(m)) : m_(m) { m_.lock(); }
+  /// Adopts `m`, which this thread already holds (after a successful try_lock), and releases it
+  /// at the end of the scope, as std::lock_guard(m, std::adopt_lock) does.
+  lock(mutex& m, std::adopt_lock_t) STORMGUARD_THREAD_ANNOTATION(requires_capability(m)) : m_(m) {}
   /// Releases the mutex.
   ~lock() STORMGUARD_THREAD_ANNOTATION(release_capability()) { m_.unlock(); }
   lock(const lock&) = delete;

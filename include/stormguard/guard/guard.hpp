@@ -54,13 +54,13 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "stormguard/clock.hpp"
+#include "stormguard/detail/mutex.hpp"
 #include "stormguard/guard/store.hpp"
 #include "stormguard/outcome.hpp"
 
@@ -275,8 +275,8 @@ class idempotency_guard {
 
   guard::store& store_;
   guard_options options_;
-  mutable std::mutex circuit_mutex_;
-  circuit_state circuit_;
+  mutable stormguard::detail::mutex circuit_mutex_;
+  circuit_state circuit_ STORMGUARD_GUARDED_BY(circuit_mutex_);
   /// Lease tokens: a random (v4 UUID) prefix drawn once from the OS CSPRNG, then a counter — unique
   /// across processes and replicas without a system call per request. A token fences the
   /// holder's commit; it needs to be unique, not secret (it never leaves the store).

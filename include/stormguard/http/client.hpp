@@ -36,7 +36,6 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <stop_token>
 #include <string>
@@ -47,6 +46,7 @@
 #include "stormguard/budget.hpp"
 #include "stormguard/budget_kinds.hpp"
 #include "stormguard/clock.hpp"
+#include "stormguard/detail/mutex.hpp"
 #include "stormguard/http_classify.hpp"
 #include "stormguard/idempotency.hpp"
 #include "stormguard/random.hpp"
@@ -57,7 +57,9 @@ namespace stormguard::http {
 /// One header field: name and value, as sent or received (names keep their case; compare them
 /// case-insensitively, RFC 9110 §5.1).
 struct header {
+  /// The field name, as written (an RFC 9110 token such as "Retry-After").
   std::string name{};
+  /// The field value, without the surrounding white space (may be empty).
   std::string value{};
 
   friend bool operator==(const header&, const header&) = default;
@@ -81,8 +83,9 @@ class key {
   /// (stormguard::validate_idempotency_key: printable ASCII, 1..255 characters).
   [[nodiscard]] static key use(std::string value) { return key(kind::supplied, std::move(value)); }
 
-  /// What the option says.
+  /// What the option says: no key, a key generated per call, or the caller's key.
   enum class kind { none, generate, supplied };
+  /// Which of the three this option is (none, generate or supplied).
   [[nodiscard]] kind what() const noexcept { return kind_; }
   /// The caller's key (kind::supplied); empty otherwise.
   [[nodiscard]] const std::string& value() const noexcept { return value_; }
@@ -104,8 +107,9 @@ struct request {
   /// Extra header fields, sent in order; an empty value is sent as an empty value ("X-A:"),
   /// never dropped or read as libcurl's "remove this header". Content-Length is rejected (the
   /// client sets it from `body`). A field named Idempotency-Key is rejected: use
-  /// `idempotency`. The client adds User-Agent (stormguard/<version>) unless one is given, and
-  /// "Expect:" (empty: no 100-continue wait) unless an Expect field is given.
+  /// `idempotency`. The client adds User-Agent ("stormguard/" followed by stormguard::version())
+  /// unless one is given, and "Expect:" (empty: no 100-continue wait) unless an Expect field is
+  /// given.
   std::vector<header> headers{};
   /// The body (sent with Content-Length when non-empty, for any method including GET, or for
   /// POST, PUT and PATCH). A HEAD with a body is rejected (libcurl cannot send one).
@@ -215,8 +219,9 @@ class host_budgets {
 
  private:
   budget_options options_;
-  mutable std::mutex mutex_;
-  std::map<std::string, std::unique_ptr<any_budget>, std::less<>> budgets_;
+  mutable stormguard::detail::mutex mutex_;
+  std::map<std::string, std::unique_ptr<any_budget>, std::less<>> budgets_
+      STORMGUARD_GUARDED_BY(mutex_);
 };
 
 /// The settings of a client.
@@ -263,7 +268,9 @@ struct result {
   /// Total backoff waited (steady time).
   duration slept{};
 
+  /// Whether the call succeeded: reason == end_reason::success (a 2xx or 3xx final response).
   [[nodiscard]] bool ok() const noexcept { return reason == end_reason::success; }
+  /// ok(): `if (auto r = client.perform(req))`.
   explicit operator bool() const noexcept { return ok(); }
 };
 
@@ -299,8 +306,12 @@ class client {
 
   client(const client&) = delete;
   client& operator=(const client&) = delete;
-  client(client&&) noexcept;
-  client& operator=(client&&) noexcept;
+  /// Takes over `other`'s libcurl handles, options and budgets; `other` may then only be
+  /// destroyed or assigned to.
+  client(client&& other) noexcept;
+  /// Takes over `other`'s handles, options and budgets (this client's own are released first);
+  /// `other` may then only be destroyed or assigned to.
+  client& operator=(client&& other) noexcept;
 
   /// Performs `req` as one logical request (see the file comment for what is retried).
   /// `call.stop` aborts a transfer in progress (within a few milliseconds) and a backoff sleep,

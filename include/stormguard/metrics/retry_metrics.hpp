@@ -41,13 +41,13 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "stormguard/budget.hpp"
 #include "stormguard/budget_kinds.hpp"
+#include "stormguard/detail/mutex.hpp"
 #include "stormguard/retry.hpp"
 
 namespace stormguard::metrics {
@@ -203,8 +203,9 @@ class retry_metrics {
 
   struct families;
   std::unique_ptr<families> families_;
-  std::mutex mutex_;
-  std::map<std::string, std::unique_ptr<client_metrics>, std::less<>> clients_;
+  stormguard::detail::mutex mutex_;
+  std::map<std::string, std::unique_ptr<client_metrics>, std::less<>> clients_
+      STORMGUARD_GUARDED_BY(mutex_);
 };
 
 }  // namespace stormguard::metrics

@@ -12,12 +12,12 @@
 #ifndef STORMGUARD_TESTING_MANUAL_CLOCK_HPP
 #define STORMGUARD_TESTING_MANUAL_CLOCK_HPP
 
-#include <mutex>
 #include <stdexcept>
 #include <stop_token>
 #include <vector>
 
 #include "stormguard/clock.hpp"
+#include "stormguard/detail/mutex.hpp"
 #include "stormguard/detail/saturate.hpp"
 
 namespace stormguard::testing {
@@ -40,20 +40,20 @@ class manual_clock final : public stormguard::clock {
   /// The virtual wall time: wall_start + (now() - start), plus any set_wall_time() step
   /// (saturating at both ends of wall_time_point).
   [[nodiscard]] wall_time_point wall_now() const noexcept override {
-    std::lock_guard lock(mutex_);
+    const stormguard::detail::lock hold(mutex_);
     return wall_time_point(detail::saturating_add(now_.time_since_epoch(), wall_offset_));
   }
 
   /// Sets the wall clock to `t` without moving now() (as an NTP step or a user setting the date
   /// would); later sleeps move both clocks together again.
   void set_wall_time(wall_time_point t) noexcept {
-    std::lock_guard lock(mutex_);
+    const stormguard::detail::lock hold(mutex_);
     wall_offset_ = detail::saturating_sub(t.time_since_epoch(), now_.time_since_epoch());
   }
 
   /// The virtual now.
   [[nodiscard]] time_point now() const noexcept override {
-    std::lock_guard lock(mutex_);
+    const stormguard::detail::lock hold(mutex_);
     return now_;
   }
 
@@ -61,7 +61,7 @@ class manual_clock final : public stormguard::clock {
   /// time_point::max()) unless a stop was already
   /// requested, in which case it returns false without advancing. Never blocks.
   bool sleep_for(duration d, const std::stop_token& stop) override {
-    std::lock_guard lock(mutex_);
+    const stormguard::detail::lock hold(mutex_);
     sleeps_.push_back(d);
     if (stop.stop_requested()) return false;
     if (d > duration::zero()) now_ = detail::saturating_add(now_, d);
@@ -74,21 +74,22 @@ class manual_clock final : public stormguard::clock {
     if (d < duration::zero()) {
       throw std::invalid_argument("manual_clock::advance: d must be >= 0");
     }
-    std::lock_guard lock(mutex_);
+    const stormguard::detail::lock hold(mutex_);
     now_ = detail::saturating_add(now_, d);
   }
 
   /// Every duration passed to sleep_for, in call order.
   [[nodiscard]] std::vector<duration> sleeps() const {
-    std::lock_guard lock(mutex_);
+    const stormguard::detail::lock hold(mutex_);
     return sleeps_;
   }
 
  private:
-  mutable std::mutex mutex_;
-  time_point now_;
-  duration wall_offset_;  // wall_now() - now(), as durations since each clock's epoch
-  std::vector<duration> sleeps_;
+  mutable stormguard::detail::mutex mutex_;
+  time_point now_ STORMGUARD_GUARDED_BY(mutex_);
+  // wall_now() - now(), as durations since each clock's epoch
+  duration wall_offset_ STORMGUARD_GUARDED_BY(mutex_);
+  std::vector<duration> sleeps_ STORMGUARD_GUARDED_BY(mutex_);
 };
 
 }  // namespace stormguard::testing

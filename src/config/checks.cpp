@@ -1,0 +1,93 @@
+// SPDX-License-Identifier: Apache-2.0
+// The checks and field readers that the policy file reader (policy.cpp) and the importers
+// (import.cpp, import_envoy.cpp) share; they call nothing in those files.
+#include <algorithm>
+#include <cctype>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "config/policy_json.hpp"
+#include "detail/strict_json.hpp"
+#include "stormguard/detail/format.hpp"
+#include "stormguard/duration_text.hpp"
+#include "stormguard/retry_policy.hpp"
+
+namespace stormguard::config::detail {
+
+namespace {
+
+namespace sj = stormguard::detail::strict_json;
+using json = nlohmann::json;
+
+constexpr std::size_t k_max_name = 64;
+
+}  // namespace
+
+// The library's message without its "stormguard::type: " prefix.
+std::string library_message(const std::exception& e) {
+  std::string_view message = e.what();
+  if (message.substr(0, 12) == "stormguard::") {
+    if (const auto colon = message.find(": "); colon != std::string_view::npos) {
+      message.remove_prefix(colon + 2);
+    }
+  }
+  return std::string(message);
+}
+
+void check_name(const std::string& field, std::string_view name) {
+  const bool valid_chars = std::all_of(name.begin(), name.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '+' ||
+           c == '-' || c == '_' || c == '.' || c == '/';
+  });
+  if (name.empty() || name.size() > k_max_name || !valid_chars) {
+    sj::fail(field, "must be 1 to " + std::to_string(k_max_name) +
+                        " characters from A-Z a-z 0-9 + - _ . /, got " +
+                        stormguard::detail::quote_for_message(name));
+  }
+}
+
+void check_unique_names(const std::vector<policy>& policies, const std::string& path) {
+  for (std::size_t i = 0; i < policies.size(); ++i) {
+    for (std::size_t j = 0; j < i; ++j) {
+      if (policies[j].name == policies[i].name) {
+        sj::fail(sj::index_path(path, i) + ".name",
+                 stormguard::detail::quote_for_message(policies[i].name) + " is the name of " +
+                     sj::index_path(path, j) + " too: names must be unique");
+      }
+    }
+  }
+}
+
+void check_retry(const std::string& field, const retry_options& retry) {
+  try {
+    (void)retry_policy(retry);
+  } catch (const std::invalid_argument& e) {
+    sj::fail(field, library_message(e));
+  }
+}
+
+// A protobuf JSON Duration ("0.1s", "25s"): decimal seconds with the suffix s, in (0, max].
+duration proto_duration(const sj::object_reader& r, std::string_view key, duration max) {
+  const std::string range =
+      "a protobuf Duration string such as \"0.1s\" in (0, " + sj::limit_text(max) + "]";
+  const json& v = r.required(key, range);
+  const std::string text = v.is_string() ? v.get<std::string>() : std::string();
+  const bool shape = text.size() >= 2 && text.back() == 's' &&
+                     std::all_of(text.begin(), text.end() - 1, [](char c) {
+                       return std::isdigit(static_cast<unsigned char>(c)) || c == '.';
+                     });
+  const auto d = shape ? parse_duration(text) : std::nullopt;
+  if (!d || *d <= duration::zero() || *d > max) {
+    sj::fail(r.field(key), "must be " + range + ", got " + sj::quote(v));
+  }
+  return *d;
+}
+
+std::int64_t proto_integer(const sj::object_reader& r, std::string_view key, std::int64_t lo,
+                           std::int64_t hi) {
+  return r.integer(key, lo, hi);
+}
+
+}  // namespace stormguard::config::detail

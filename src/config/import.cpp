@@ -3,14 +3,10 @@
 // mapping table, and what cannot be mapped (reported in policy::warnings), are in docs/policy.md.
 // The Envoy importer is import_envoy.cpp; the checks both share are checks.cpp.
 #include <algorithm>
-#include <cctype>
-#include <nlohmann/json.hpp>
-#include <optional>
-#include <string>
+#include <iterator>
 #include <utility>
-#include <vector>
 
-#include "config/policy_json.hpp"
+#include "config/policy_json.hpp"  // nlohmann::json, std::optional, std::string, std::vector
 #include "detail/strict_json.hpp"
 #include "stormguard/detail/format.hpp"
 #include "stormguard/duration_text.hpp"
@@ -19,9 +15,9 @@ namespace stormguard::config::detail {
 
 namespace {
 
-namespace sj = stormguard::detail::strict_json;
-using json = nlohmann::json;
 using namespace std::chrono_literals;
+using json = nlohmann::json;
+namespace sj = stormguard::detail::strict_json;
 
 constexpr duration k_max_interval = 1h;
 

@@ -78,6 +78,10 @@ struct payments_options {
   /// The random seed of the generator that draws those faults (one draw per committed charge, on
   /// the event-loop thread, in the order the charges commit).
   std::uint64_t seed = 0;
+  /// The key under which principals (bearer tokens) are hashed, in the guard's records and in
+  /// the ledger (guard::guard_options::principal_key, guard::principal_digest): the same on
+  /// every replica and across restarts. Empty: SHA-256 of the token.
+  std::string principal_key{};
 };
 
 /// The limits a server puts on its HTTP connections (docs/lab.md "Limits"). Each limit hit is

@@ -76,11 +76,11 @@ constexpr const char* k_exit_statuses =
     "Exit status: 0 after a clean shutdown on SIGINT, SIGTERM or SIGHUP (the way serve ends), 1 "
     "when the\n"
     "port cannot be bound (in use, not permitted), the --idempotency store cannot be opened or\n"
-    "reached, or stdout cannot be written, 2 for a bad command line or scenario (unknown name, "
+    "reached, --principal-key-file cannot be read (or is empty, or over 1024 bytes), or stdout\n"
+    "cannot be written, 2 for a bad command line or scenario (unknown name, "
     "bad\n"
     "file, --port outside [0, 65535], --scale outside (0, 1], a bad --idempotency spec,\n"
     "--fault-after-commit outside [0, 1]).";
-
 
 // A count per second, to the nearest integer.
 std::string per_second(std::int64_t n, double seconds) {

@@ -54,7 +54,7 @@ bool equals_ignoring_case(std::string_view a, std::string_view b) noexcept {
          });
 }
 
-constexpr std::int64_t k_sweep_ns = 250'000'000;        // the sweep's period
+constexpr std::int64_t k_sweep_ns = 250'000'000;         // the sweep's period
 constexpr std::int64_t k_accept_pause_ns = 100'000'000;  // accept() paused after EMFILE
 constexpr std::size_t k_descriptor_reserve = 64;
 
@@ -255,8 +255,7 @@ struct connection_limits::state {
   // connection reached the server: counted once per connection.
   static void on_output(evbuffer* buffer, const evbuffer_cb_info* info, void* arg) {
     auto& c = *static_cast<connection*>(arg);
-    if (info->n_added == 0 || info->orig_size != 0 || c.pending != 0 ||
-        c.parser_answer_counted) {
+    if (info->n_added == 0 || info->orig_size != 0 || c.pending != 0 || c.parser_answer_counted) {
       return;
     }
     char head[10] = {};
@@ -361,8 +360,8 @@ connection_limits::connection_limits(event_base* base, evhttp* http, evconnliste
     } else if (r.rlim_cur == RLIM_INFINITY) {
       soft = 1 << 20;
     }
-    s.limits.max_connections = soft > 2 * k_descriptor_reserve ? soft - k_descriptor_reserve
-                                                               : k_descriptor_reserve;
+    s.limits.max_connections =
+        soft > 2 * k_descriptor_reserve ? soft - k_descriptor_reserve : k_descriptor_reserve;
   }
   evhttp_set_max_headers_size(http, static_cast<ev_ssize_t>(s.limits.head_bytes));
   evhttp_set_bevcb(http, &state::make_bufferevent, &s);

@@ -33,6 +33,7 @@
 #include <cerrno>
 #include <cstring>
 #include <deque>
+#include <functional>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
@@ -40,6 +41,7 @@
 #include <utility>
 #include <vector>
 
+#include "lab/charge_worker.hpp"
 #include "lab/charges.hpp"
 #include "lab/http_limits.hpp"
 #include "lab/wire.hpp"
@@ -53,7 +55,8 @@ namespace stormguard::lab {
 namespace {
 
 constexpr std::int64_t k_not_started = std::numeric_limits<std::int64_t>::min();
-constexpr std::size_t k_max_body = 1 << 20;  // bytes of a request body the server reads
+constexpr std::size_t k_max_body = 1 << 20;         // bytes of a request body the server reads
+constexpr std::size_t k_max_queued_charges = 1024;  // store calls waiting for the worker
 
 std::int64_t steady_ns() noexcept {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -279,6 +282,7 @@ class server::impl {
     const timeval second{1, 0};
     event_add(sweep_event_, &second);
 
+    if (payments_) worker_ = std::make_unique<detail::charge_worker>(base_, k_max_queued_charges);
     if (options.start_clock) start_clock();
     thread_ = std::thread([this] { event_base_dispatch(base_); });
     return {};
@@ -286,7 +290,7 @@ class server::impl {
 
   // Opens the payments endpoint; before open(). Throws as charges_endpoint's constructor.
   void enable_payments(const payments_options& options) {
-    payments_ = std::make_unique<detail::charges_endpoint>(options);
+    payments_ = std::make_shared<detail::charges_endpoint>(options);
   }
 
   [[nodiscard]] std::uint16_t port() const noexcept { return port_; }
@@ -366,15 +370,17 @@ class server::impl {
     std::string_view target = raw_target != nullptr ? raw_target : "";
     target = target.substr(0, target.find_first_of("?#"));
     if (payments_ && target != path && detail::near_payments_path(target)) {
-      return reply_text(req, 404, "Not Found", "no such resource: the payments endpoint is "
-                                               "POST /charges and GET /ledger\n");
+      return reply_text(req, 404, "Not Found",
+                        "no such resource: the payments endpoint is "
+                        "POST /charges and GET /ledger\n");
     }
     if (payments_ && (path == "/charges" || path == "/ledger")) return payments(req, path, method);
     if (payments_ && detail::near_payments_path(path)) {
       // "/charges/", "//charges", "/ledger/": not the payments endpoint, and never the
       // scenario's endpoint either (a charge sent there must not look served).
-      return reply_text(req, 404, "Not Found", "no such resource: the payments endpoint is "
-                                               "POST /charges and GET /ledger\n");
+      return reply_text(req, 404, "Not Found",
+                        "no such resource: the payments endpoint is "
+                        "POST /charges and GET /ledger\n");
     }
     if (path == "/control" || path.starts_with("/control/")) {
       if (path != "/control/start") return reply_text(req, 404, "Not Found", "unknown control\n");
@@ -415,33 +421,73 @@ class server::impl {
     return true;
   }
 
-  // The payments endpoint (src/lab/charges.hpp), on this thread: its store calls block the loop.
+  // The payments endpoint (src/lab/charges.hpp): its store calls run on the worker thread
+  // (src/lab/charge_worker.hpp), the answer is sent from this thread.
   void payments(evhttp_request* req, std::string_view path, evhttp_cmd_type method) {
     if (path == "/ledger") {
       if (method != EVHTTP_REQ_GET && method != EVHTTP_REQ_HEAD) {
         evhttp_add_header(evhttp_request_get_output_headers(req), "Allow", "GET, HEAD");
         return reply_text(req, 405, "Method Not Allowed", "use GET\n");
       }
-      return reply_stored(req, payments_->ledger());
+      return offload(req, [endpoint = payments_] {
+        detail::charge_answer a;
+        a.response = endpoint->ledger();
+        return a;
+      });
     }
     if (method != EVHTTP_REQ_POST) {
       evhttp_add_header(evhttp_request_get_output_headers(req), "Allow", "POST");
       return reply_text(req, 405, "Method Not Allowed", "use POST\n");
     }
     count<&server_stats::charges>();
-    const std::optional<std::string> authorization = header_values(req, "Authorization");
-    const std::optional<std::string> key = header_values(req, "Idempotency-Key");
+    // Copies: the request is read again only on this thread, after the worker has answered.
+    std::optional<std::string> authorization = header_values(req, "Authorization");
+    std::optional<std::string> key = header_values(req, "Idempotency-Key");
     evbuffer* in = evhttp_request_get_input_buffer(req);
     const std::size_t length = in != nullptr ? evbuffer_get_length(in) : 0;
     std::string body(length, '\0');
     if (length > 0) evbuffer_copyout(in, body.data(), length);
     const char* uri = evhttp_request_get_uri(req);
-    detail::charge_request request;
-    if (authorization) request.authorization = *authorization;
-    if (key) request.idempotency_key = *key;
-    request.target = uri != nullptr ? uri : "/charges";
-    request.body = body;
-    const detail::charge_answer answer = payments_->charge(request);
+    std::string target = uri != nullptr ? uri : "/charges";
+    offload(req, [endpoint = payments_, authorization = std::move(authorization),
+                  key = std::move(key), target = std::move(target), body = std::move(body)] {
+      detail::charge_request request;
+      if (authorization) request.authorization = *authorization;
+      if (key) request.idempotency_key = *key;
+      request.target = target;
+      request.body = body;
+      return endpoint->charge(request);
+    });
+  }
+
+  // Runs `work` (store calls) on the worker thread, then answers `req` here with its result. A
+  // full queue (a store that hangs while charges keep coming) is a 503 at once.
+  void offload(evhttp_request* req, std::function<detail::charge_answer()> work) {
+    payments_in_flight_.push_back(req);
+    const bool queued =
+        worker_ && worker_->post([this, req, work = std::move(work)]() -> std::function<void()> {
+          detail::charge_answer answer;
+          try {
+            answer = work();
+          } catch (const std::exception&) {  // std::bad_alloc; the endpoint throws nothing else
+            answer.response = {500, {{"Content-Type", "text/plain; charset=utf-8"}}, "error\n"};
+          }
+          // Runs on the loop's thread, while the server runs (the worker's results are dropped
+          // once it stops).
+          return [this, req, answer = std::move(answer)] { answer_payment(req, answer); };
+        });
+    if (!queued) {
+      detail::charge_answer busy;
+      busy.store_unavailable = true;
+      busy.response = {503,
+                       {{"Content-Type", "text/plain; charset=utf-8"}, {"Retry-After", "1"}},
+                       "the payments endpoint is busy: too many charges wait for the store\n"};
+      answer_payment(req, busy);
+    }
+  }
+
+  void answer_payment(evhttp_request* req, const detail::charge_answer& answer) {
+    std::erase(payments_in_flight_, req);
     if (answer.committed) count<&server_stats::charges_committed>();
     if (answer.replayed) count<&server_stats::charges_replayed>();
     if (answer.store_unavailable) count<&server_stats::charges_unavailable>();
@@ -575,6 +621,12 @@ class server::impl {
 
   // After the loop ended (or never ran): frees everything. Idempotent.
   void release() noexcept {
+    // A store call that hangs is abandoned after a short grace: stop() must not wait for it.
+    if (worker_) (void)worker_->stop(std::chrono::milliseconds(500));
+    for (evhttp_request* req : payments_in_flight_) {
+      if (evhttp_request_get_connection(req) == nullptr) evhttp_request_free(req);
+    }
+    payments_in_flight_.clear();
     for (slot& s : slots_) {
       if (s.timer != nullptr) event_free(s.timer);
       if (s.request != nullptr && evhttp_request_get_connection(s.request) == nullptr) {
@@ -619,8 +671,11 @@ class server::impl {
   std::atomic<std::int64_t> clock_start_{k_not_started};
   // The server_stats counts, in wire::k_stats_counts order (count<M>() adds to one).
   std::array<std::atomic<std::int64_t>, std::size(wire::k_stats_counts)> counts_{};
-  std::unique_ptr<detail::charges_endpoint> payments_;  // set before open(); loop thread only
-  std::unique_ptr<detail::connection_limits> limits_;    // set in open(); loop thread only
+  // Set before open(); used by the worker thread only (shared: an abandoned worker keeps it).
+  std::shared_ptr<detail::charges_endpoint> payments_;
+  std::unique_ptr<detail::charge_worker> worker_;      // with payments_; set in open()
+  std::vector<evhttp_request*> payments_in_flight_;    // at the worker; loop thread only
+  std::unique_ptr<detail::connection_limits> limits_;  // set in open(); loop thread only
 };
 
 outcome<std::unique_ptr<server>, std::string> server::start(const sim::scenario& s,

@@ -127,7 +127,8 @@ class LabLimits : public ::testing::Test {
                      milliseconds service = milliseconds(20)) {
     lab::server_options o;
     o.limits = limits;
-    if (payments) o.payments = lab::payments_options{.idempotency = "sqlite:" + (dir_ / "l.db").string()};
+    if (payments)
+      o.payments = lab::payments_options{.idempotency = "sqlite:" + (dir_ / "l.db").string()};
     auto started = lab::server::start(tiny(service), o);
     EXPECT_TRUE(started) << (started ? "" : started.error());
     srv_ = *std::move(started);
@@ -152,9 +153,8 @@ TEST_F(LabLimits, TwoContentLengthFieldsAre400AndCloseTheConnectionWithoutACharg
 TEST_F(LabLimits, EqualRepeatedContentLengthFieldsAre400Too) {
   lab::server& srv = start();
   connection c(srv.port());
-  ASSERT_TRUE(
-      c.send(charge("Idempotency-Key: k1\r\nContent-Length: " + std::to_string(k_body.size()) +
-                    "\r\n")));
+  ASSERT_TRUE(c.send(
+      charge("Idempotency-Key: k1\r\nContent-Length: " + std::to_string(k_body.size()) + "\r\n")));
   EXPECT_EQ(status_line(c.read_all(milliseconds(1500))), "HTTP/1.1 400 Bad Request");
   EXPECT_EQ(srv.stats().charges_committed, 0);
 }
@@ -162,9 +162,9 @@ TEST_F(LabLimits, EqualRepeatedContentLengthFieldsAre400Too) {
 TEST_F(LabLimits, TransferEncodingWithContentLengthIs400) {
   lab::server& srv = start();
   connection c(srv.port());
-  ASSERT_TRUE(c.send(
-      "POST /charges HTTP/1.1\r\nHost: x\r\nIdempotency-Key: k1\r\nTransfer-Encoding: "
-      "chunked\r\nContent-Length: 5\r\n\r\n0\r\n\r\n"));
+  ASSERT_TRUE(
+      c.send("POST /charges HTTP/1.1\r\nHost: x\r\nIdempotency-Key: k1\r\nTransfer-Encoding: "
+             "chunked\r\nContent-Length: 5\r\n\r\n0\r\n\r\n"));
   bool closed = false;
   EXPECT_EQ(status_line(c.read_all(milliseconds(1500), &closed)), "HTTP/1.1 400 Bad Request");
   EXPECT_TRUE(closed);
@@ -217,8 +217,9 @@ TEST_F(LabLimits, ARequestNotWholeWithinTheReadTimeoutIs408) {
 TEST_F(LabLimits, ASlowBodyIs408Too) {
   lab::server& srv = start({.read_timeout = milliseconds(300)});
   connection c(srv.port());
-  ASSERT_TRUE(c.send("POST /charges HTTP/1.1\r\nHost: x\r\nIdempotency-Key: k\r\nContent-Length: "
-                     "100\r\n\r\n{\"amount\""));
+  ASSERT_TRUE(
+      c.send("POST /charges HTTP/1.1\r\nHost: x\r\nIdempotency-Key: k\r\nContent-Length: "
+             "100\r\n\r\n{\"amount\""));
   bool closed = false;
   EXPECT_EQ(status_line(c.read_all(milliseconds(1500), &closed)), "HTTP/1.1 408 Request Timeout");
   EXPECT_TRUE(closed);
@@ -269,8 +270,8 @@ TEST_F(LabLimits, PathsNearThePaymentsEndpointAre404NeverTheScenario) {
   lab::server& srv = start();
   for (const std::string target : {"/charges/", "//charges", "/charges/x", "/ledger/"}) {
     connection c(srv.port());
-    ASSERT_TRUE(c.send(charge("Idempotency-Key: k-" + std::to_string(target.size()) + "\r\n",
-                              k_body, target)));
+    ASSERT_TRUE(c.send(
+        charge("Idempotency-Key: k-" + std::to_string(target.size()) + "\r\n", k_body, target)));
     EXPECT_EQ(status_line(c.read_all(milliseconds(250))), "HTTP/1.1 404 Not Found") << target;
   }
   EXPECT_EQ(srv.stats().attempts, 0);

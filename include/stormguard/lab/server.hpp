@@ -46,9 +46,10 @@
 // (the case that makes a client retry a charge that happened).
 //
 // Built on libevent's evhttp (one event-loop thread; no hand-written HTTP parser). The payments
-// endpoint runs on that thread too: its store calls block the loop while they run (a few hundred
-// microseconds to a few milliseconds each; at most the store's own timeout), so the scenario's
-// endpoint is late by as much while charges are being served.
+// endpoint's store calls run on a second thread, one at a time in arrival order (at most 1,024
+// waiting; more are answered 503 at once), so a store that hangs holds only the charges; stop()
+// abandons a store call still running 500 ms after it is called. Connection and request limits:
+// server_limits.
 #ifndef STORMGUARD_LAB_SERVER_HPP
 #define STORMGUARD_LAB_SERVER_HPP
 

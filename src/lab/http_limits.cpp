@@ -189,9 +189,10 @@ struct connection_limits::state {
         }
       }
       if (oldest == connections.end()) break;
+      // Counted first: whoever sees the connection end sees the count.
+      if (counters.idle_closed) counters.idle_closed();
       close(oldest);
       ++closed;
-      if (counters.idle_closed) counters.idle_closed();
     }
     return closed;
   }
@@ -288,6 +289,7 @@ struct connection_limits::state {
       if (evcon_of(it->first) == nullptr) {
         forget(it);
       } else if (c.pending == 0 && c.reading_since_ns != 0 && now - c.reading_since_ns > read_ns) {
+        if (counters.read_timeout) counters.read_timeout();  // first: seen with the 408
         // RFC 9110 §15.5.9: 408, then close; written straight to the socket, as nothing else
         // is being written on it (no request waits for an answer).
         if (evbuffer_get_length(bufferevent_get_output(c.bev)) == 0) {
@@ -297,10 +299,9 @@ struct connection_limits::state {
                        MSG_DONTWAIT | MSG_NOSIGNAL);
         }
         close(it);
-        if (counters.read_timeout) counters.read_timeout();
       } else if (idle(c) && now - c.last_active_ns > idle_ns) {
-        close(it);
         if (counters.idle_closed) counters.idle_closed();
+        close(it);
       }
       it = next;
     }

@@ -89,18 +89,46 @@ void add_lab_payments_options(CLI::App& lab, lab_payments_options& o) {
                       ->transform(whole_number())
                       ->capture_default_str()
                       ->group(group);
+  o.max_failed_option = add_typed_option(lab, "--max-failed", o.max_failed,
+                                         "lab payments: FAIL (exit 1) when more than N charges "
+                                         "end without a 2xx (default: any number; the verdict "
+                                         "line always says how many failed)",
+                                         "N")
+                            ->transform(whole_number())
+                            ->check(CLI::Range(std::int64_t{0}, std::int64_t{100'000'000}))
+                            ->group(group);
 }
 
 std::string typed_payments_option(const lab_payments_options& o) {
   for (const CLI::Option* option :
        {o.charges_option, o.fault_option, o.idempotency_option, o.replicas_option, o.server_option,
-        o.concurrency_option, o.seed_option}) {
+        o.concurrency_option, o.seed_option, o.max_failed_option}) {
     if (typed(option)) return option->get_name();
   }
   return {};
 }
 
 namespace {
+
+/// The server a --server URL names, for telling two URLs of one server apart: the scheme and
+/// host in lowercase, "localhost" as 127.0.0.1, the default port filled in, a final '/'.
+std::string same_server_key(std::string url) {
+  if (!url.ends_with('/')) url += '/';
+  const std::size_t host_at = url.find("://") + 3;
+  std::size_t host_end =
+      url.find_first_of(":/", url[host_at] == '[' ? url.find(']', host_at) : host_at);
+  if (host_end == std::string::npos) host_end = url.size();
+  std::string scheme = url.substr(0, host_at);
+  std::string host = url.substr(host_at, host_end - host_at);
+  for (std::string* part : {&scheme, &host}) {
+    for (char& c : *part) c = static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+  }
+  if (const auto at = host.rfind('@'); at != std::string::npos) host.erase(0, at + 1);
+  if (host == "localhost") host = "127.0.0.1";
+  std::string rest = url.substr(host_end);
+  if (!rest.starts_with(":")) rest = (scheme == "https://" ? ":443" : ":80") + rest;
+  return scheme + host + rest;
+}
 
 /// --server: the options that set up in-process replicas are refused, and each URL checked.
 int check_external(const lab_payments_options& o) {
@@ -122,8 +150,7 @@ int check_external(const lab_payments_options& o) {
                   ": expected a base URL with a host, such as http://127.0.0.1:8080/");
       return exit_usage;
     }
-    std::string base = url;
-    if (!base.ends_with('/')) base += '/';
+    std::string base = same_server_key(url);
     if (std::find(seen.begin(), seen.end(), base) != seen.end()) {
       print_error("--server " + detail::quote_for_message(url) +
                   ": given twice (each server once: its counters would be read twice)");
@@ -264,6 +291,7 @@ int run_lab_payments(const lab_payments_options& o, bool json,
     return exit_failure;
   }
   if (!external) (*audit).fault_after_commit = o.fault_after_commit;
+  if (typed(o.max_failed_option)) (*audit).max_failed = o.max_failed;
   if (!write_all(stdout, json ? lab::to_json(*audit) : lab::format_table(*audit))) {
     print_error("cannot write to standard output: " + errno_text(errno));
     return exit_failure;

@@ -29,6 +29,7 @@ struct lab_payments_options {
   std::vector<std::string> servers;
   int concurrency = 16;
   std::uint64_t seed = 1;
+  std::int64_t max_failed = 0;
   // Set by add_lab_payments_options: to tell what the user typed.
   CLI::Option* charges_option = nullptr;
   CLI::Option* fault_option = nullptr;
@@ -37,6 +38,7 @@ struct lab_payments_options {
   CLI::Option* server_option = nullptr;
   CLI::Option* concurrency_option = nullptr;
   CLI::Option* seed_option = nullptr;
+  CLI::Option* max_failed_option = nullptr;
 };
 
 /// Adds --charges, --fault-after-commit, --idempotency, --replicas, --server, --concurrency and

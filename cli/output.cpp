@@ -14,6 +14,7 @@
 #include <string>
 
 #include "stormguard/detail/format.hpp"
+#include "stormguard/detail/redact.hpp"
 #include "stormguard/duration_text.hpp"
 
 namespace stormguard::cli {
@@ -71,9 +72,17 @@ iovec piece(std::string_view text) noexcept {
 }
 
 void report(std::string_view command, std::string_view level, std::string_view message) noexcept {
+  // Every diagnostic goes through the one redaction helper: a password in a store's URL or
+  // conninfo, URL userinfo, a credential header's value never reach stderr.
+  std::string safe;
+  try {
+    safe = redact(message);
+  } catch (...) {  // std::bad_alloc: say nothing rather than something unredacted
+    safe = "(message left out: out of memory)";
+  }
   iovec pieces[] = {piece("stormguard"), piece(command.empty() ? "" : " "),
                     piece(command),      piece(": "),
-                    piece(level),        piece(message),
+                    piece(level),        piece(safe),
                     piece("\n")};
   write_pieces(pieces, static_cast<int>(std::size(pieces)));
 }

@@ -43,18 +43,44 @@ struct serve_options {
   double fault_after_commit = 0.0;
   std::uint64_t seed = 0;
   CLI::Option* seed_option = nullptr;
+  std::string principal_key_file;
 };
+
+void print_error(const std::string& message) { report_error("serve", message); }
+
+// The key of --principal-key-file: the file's bytes, one final newline removed; 1..1024 bytes.
+// nullopt after printing why not.
+std::optional<std::string> read_principal_key(const std::string& path) {
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (f == nullptr) {
+    print_error("--principal-key-file " + printable_message(path) + ": " + errno_text(errno));
+    return std::nullopt;
+  }
+  std::string key;
+  char buffer[1025];
+  std::size_t n = 0;
+  while (key.size() <= 1025 && (n = std::fread(buffer, 1, sizeof buffer, f)) > 0) {
+    key.append(buffer, n);
+  }
+  std::fclose(f);
+  if (!key.empty() && key.back() == '\n') key.pop_back();
+  if (key.empty() || key.size() > 1024) {
+    print_error("--principal-key-file " + printable_message(path) +
+                ": the key must be 1..1024 bytes (e.g. head -c 32 /dev/urandom > FILE)");
+    return std::nullopt;
+  }
+  return key;
+}
 
 constexpr const char* k_exit_statuses =
     "Exit status: 0 after a clean shutdown on SIGINT, SIGTERM or SIGHUP (the way serve ends), 1 "
     "when the\n"
     "port cannot be bound (in use, not permitted), the --idempotency store cannot be opened or\n"
-    "reached, or stdout cannot be written, 2 for a bad command line or scenario (unknown name, "
+    "reached, --principal-key-file cannot be read (or is empty, or over 1024 bytes), or stdout\n"
+    "cannot be written, 2 for a bad command line or scenario (unknown name, "
     "bad\n"
     "file, --port outside [0, 65535], --scale outside (0, 1], a bad --idempotency spec,\n"
     "--fault-after-commit outside [0, 1]).";
-
-void print_error(const std::string& message) { report_error("serve", message); }
 
 // A count per second, to the nearest integer.
 std::string per_second(std::int64_t n, double seconds) {
@@ -122,6 +148,11 @@ std::optional<lab::payments_options> payments_of(const serve_options& o, const s
     }
     temporary.emplace(*std::move(made));
     payments.idempotency = temporary->spec();
+  }
+  if (!o.principal_key_file.empty()) {
+    auto key = read_principal_key(o.principal_key_file);
+    if (!key) return std::nullopt;
+    payments.principal_key = *std::move(key);
   }
   payments.fault_after_commit = o.fault_after_commit;
   payments.seed = o.seed_option != nullptr && o.seed_option->count() > 0 ? o.seed : s.seed;
@@ -235,6 +266,7 @@ command add_serve_command(CLI::App& parent) {
   add_scenario_argument(*sub, options->scenario);
   add_typed_option(*sub, "--port", options->port, "The port on 127.0.0.1; 0 lets the system choose",
                    "N")
+      ->transform(whole_number())
       ->check(CLI::Range(0, 65535))
       ->capture_default_str();
   add_typed_option(*sub, "--scale", options->scale,
@@ -256,6 +288,11 @@ command add_serve_command(CLI::App& parent) {
                    "P")
       ->transform(probability())
       ->capture_default_str();
+  add_typed_option(*sub, "--principal-key-file", options->principal_key_file,
+                   "The key (1..1024 bytes, a final newline dropped) under which bearer tokens are "
+                   "hashed (HMAC-SHA-256) in the store and the ledger: the same file on every "
+                   "replica and across restarts; default: SHA-256 of the token",
+                   "FILE");
   options->seed_option =
       add_typed_option(*sub, "--seed", options->seed,
                        "Seed of the --fault-after-commit draws (default: the scenario's seed)", "N")

@@ -152,31 +152,38 @@ stored_response respond(std::string body) {
 // --- options ---------------------------------------------------------------------------------
 
 TEST(RedisOptions, BadUrlIsRejectedNamingTheFieldAndQuotingTheValue) {
-  for (const std::string url : {"",
-                                "127.0.0.1:6379",
-                                "http://h:1",
-                                "redis:/h",
-                                "redis://",
-                                "redis://:6379",
-                                "redis://h:",
-                                "redis://h:0",
-                                "redis://h:65536",
-                                "redis://h:12ab",
-                                "redis://h:-1",
-                                "redis://h/",
-                                "redis://h/x",
-                                "redis://h/-1",
-                                "redis://h/99999999999",
-                                "redis://u:p@h:1",
-                                "redis://h:1?db=2",
-                                "redis://[::1",
-                                "redis://[::1]x",
-                                "redis://[]:1"}) {
+  for (const std::string url :
+       {"", "127.0.0.1:6379", "http://h:1", "redis:/h", "redis://", "redis://:6379",
+        "redis://h:", "redis://h:0", "redis://h:65536", "redis://h:12ab", "redis://h:-1",
+        "redis://h/", "redis://h/x", "redis://h/-1", "redis://h/99999999999", "redis://h:1?db=2",
+        "redis://[::1", "redis://[::1]x", "redis://[]:1"}) {
     SCOPED_TRACE(url);
     const std::string message =
         invalid_argument_message([&] { (void)make_redis_store({.url = url}); });
     EXPECT_NE(message.find("redis_options.url \"" + url + "\""), std::string::npos) << message;
   }
+}
+
+// One parser of Redis URLs (stormguard/detail/redis_url.hpp): user info is accepted and sent
+// with AUTH (the password alone, or the ACL user and password); a wrong password is a store
+// error that never shows it.
+TEST(RedisOptions, UserInfoIsSentWithAuthAndAWrongPasswordIsNeverShown) {
+  stormguard::test_support::redis_server server;  // its own: its password is changed
+  const std::string port = std::to_string(server.port());
+  ASSERT_EQ(stormguard::test_util::run_shell("redis-cli -p " + port +
+                                             " CONFIG SET requirepass s3cret-pw >/dev/null")
+                .exit_code,
+            0);
+  auto store = make_redis_store({.url = "redis://:s3cret-pw@127.0.0.1:" + port + "/0"});
+  EXPECT_NO_THROW((void)store->query("PING", {}));
+  auto acl = make_redis_store({.url = "redis://default:s3cret-pw@127.0.0.1:" + port + "/0"});
+  EXPECT_NO_THROW((void)acl->query("PING", {}));
+  const std::string message = store_error_message([&] {
+    auto wrong = make_redis_store({.url = "redis://:not-it-pw@127.0.0.1:" + port + "/0"});
+    (void)wrong->query("PING", {});
+  });
+  EXPECT_EQ(message.find("not-it-pw"), std::string::npos) << message;
+  EXPECT_NE(message.find("AUTH"), std::string::npos) << message;
 }
 
 TEST(RedisOptions, BadPrefixTimeoutOrMaxConnectionsIsRejectedNamingTheField) {

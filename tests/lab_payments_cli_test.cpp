@@ -245,6 +245,35 @@ TEST(LabPaymentsCli, AStoreOutageIsSaidOnceAndTheAuditGivesNoVerdict) {
   EXPECT_EQ(r.err.find(warning, first + 1), std::string::npos) << "said once: " << r.err;
 }
 
+TEST(LabPaymentsCli, TheVerdictLineSaysHowManyFailedAndMaxFailedMakesThemFail) {
+  // No retry, and every committed charge left unanswered: no double charge, no lost charge, yet
+  // every charge failed for its client (and each is in the ledger: unconfirmed).
+  const std::filesystem::path policy =
+      std::filesystem::temp_directory_path() /
+      ("stormguard-lab-payments-noretry-" + std::to_string(::getpid()) + ".json");
+  {
+    std::ofstream out(policy);
+    out << R"({"policies": [{"name": "none", "retries": 0}]})";
+  }
+  const std::vector<std::string> base = {"--charges", "4",        "--fault-after-commit",
+                                         "1",         "--policy", policy.string()};
+  const program_run table = lab_payments(base);
+  EXPECT_EQ(table.exit_code, 0) << table.out << table.err;
+  EXPECT_NE(table.out.find("PASS: no double charge, no lost charge; 4 of 4 charges failed, 4 "
+                           "unconfirmed"),
+            std::string::npos)
+      << table.out;
+  std::vector<std::string> strict = base;
+  strict.insert(strict.end(), {"--max-failed", "0"});
+  const program_run failed = lab_payments(strict);
+  std::filesystem::remove(policy);
+  EXPECT_EQ(failed.exit_code, 1) << failed.out << failed.err;
+  EXPECT_NE(failed.out.find("FAIL: 0 double charges, 0 lost charges; 4 of 4 charges failed "
+                            "(--max-failed 0), 4 unconfirmed"),
+            std::string::npos)
+      << failed.out;
+}
+
 TEST(LabPaymentsCli, BadOptionsExit2NamingTheOption) {
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
       {{"--charges", "0"}, "--charges"},
@@ -260,6 +289,9 @@ TEST(LabPaymentsCli, BadOptionsExit2NamingTheOption) {
       {{"--server", "http://"}, "--server"},
       {{"--server", "http:///x"}, "--server"},
       {{"--server", "http://127.0.0.1:9/", "--server", "http://127.0.0.1:9"}, "given twice"},
+      {{"--server", "http://127.0.0.1:9/", "--server", "http://localhost:9/"}, "given twice"},
+      {{"--server", "http://127.0.0.1:80/", "--server", "http://127.0.0.1"}, "given twice"},
+      {{"--max-failed", "-1"}, "--max-failed"},
       {{"--seed", "18446744073709551616"}, "--seed"},
       {{"--fault-after-commit", "nan"}, "--fault-after-commit"},
       {{"--server", "http://127.0.0.1:1/", "--replicas", "2"}, "--replicas"},

@@ -91,6 +91,11 @@ outcome<std::string, std::string> parse_idempotency_key(std::string_view field_v
       return bad("text after the quoted key (one key per request; RFC 8941 sf-string)");
     }
   } else {
+    // A ',' separates field values (RFC 9110 §5.3): "a, b" is two keys (or two fields joined),
+    // never one.
+    if (value.find(',') != std::string_view::npos) {
+      return bad("two keys (one Idempotency-Key per request; a bare key has no ',')");
+    }
     key.assign(value);
   }
   try {

@@ -79,10 +79,13 @@ struct endpoint {
   std::string host;
   int port = 6379;
   long long db = 0;
+  std::string user;      ///< the ACL user; empty: AUTH PASSWORD alone
+  std::string password;  ///< sent with AUTH after connecting when has_password
+  bool has_password = false;
 };
 
-/// redis://HOST[:PORT][/DB]; HOST may be an IPv6 address in brackets ([::1]). Throws
-/// std::invalid_argument naming redis_options.url.
+/// redis://[[USER:]PASSWORD@]HOST[:PORT][/DB] through stormguard/detail/redis_url.hpp (the one
+/// parser). Throws std::invalid_argument naming redis_options.url, the password redacted.
 [[nodiscard]] endpoint parse_url(const std::string& url);
 
 }  // namespace stormguard::guard::internal

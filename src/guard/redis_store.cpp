@@ -483,6 +483,13 @@ class redis_store final : public store {
 
     const sigpipe_guard no_sigpipe;
     std::vector<std::vector<std::string>> commands;
+    if (endpoint_.has_password) {  // first: Redis refuses every other command until AUTH
+      if (endpoint_.user.empty()) {
+        commands.push_back({"AUTH", endpoint_.password});
+      } else {
+        commands.push_back({"AUTH", endpoint_.user, endpoint_.password});
+      }
+    }
     const bool select = endpoint_.db != 0;
     if (select) commands.push_back({"SELECT", std::to_string(endpoint_.db)});
     commands.push_back({"CLIENT", "SETNAME", prefix_});
@@ -500,8 +507,9 @@ class redis_store final : public store {
       if (redisGetReply(ctx, &raw) != REDIS_OK) throw io_error(ctx, "connect");
       const reply_ptr reply(static_cast<redisReply*>(raw));
       if (reply->type == REDIS_REPLY_ERROR) {
-        throw store_error(where_ + ": connect: " + c[0] + " " + c[1] + ": " +
-                          detail::escape_control(text_of(*reply)));
+        // AUTH's arguments are the credentials: only the command's name is said.
+        throw store_error(where_ + ": connect: " + c[0] + (c[0] == "AUTH" ? "" : " " + c[1]) +
+                          ": " + detail::escape_control(text_of(*reply)));
       }
       if (c[0] == "SCRIPT") {
         if (reply->type != REDIS_REPLY_STRING) {

@@ -350,6 +350,8 @@ void easy_transfer::set(CURLoption option, T value) {
 // handle is reset first, so nothing leaks from one request to the next. The URL and the header
 // list are set when they changed, the time-outs always.
 void easy_transfer::configure(const request& req, const call_plan& p, const attempt_context& ctx) {
+  sends_ = 0;
+  plan_ = &p;
   body_.clear();
   headers_.clear();
   status_line_.clear();
@@ -391,6 +393,10 @@ void easy_transfer::set_fixed_options() {
   set(CURLOPT_FOLLOWLOCATION, 0L);
   set(CURLOPT_NOSIGNAL, 1L);
   set(CURLOPT_ERRORBUFFER, error_buffer_);
+  // Called before every send of the request, libcurl's own resend on a fresh connection included
+  // (Curl_retry_request, when a reused connection died before any byte of the response).
+  set(CURLOPT_PREREQFUNCTION, &easy_transfer::on_send);
+  set(CURLOPT_PREREQDATA, this);
   set(CURLOPT_WRITEFUNCTION, &easy_transfer::on_body);
   set(CURLOPT_WRITEDATA, this);
   set(CURLOPT_HEADERFUNCTION, &easy_transfer::on_header);
@@ -413,6 +419,7 @@ void easy_transfer::set_method(const request& req) {
 
 outcome<response, attempt_failure> easy_transfer::finish(CURLcode code, const attempt_context& ctx,
                                                          const clock& clk) {
+  if (sends_ > 1 && plan_ != nullptr) plan_->hidden_resends += sends_ - 1;
   if (code != CURLE_OK) {
     attempt_failure failed{std::nullopt, failure_of(code), std::nullopt};
     failed.cut_by_deadline = cut_by_deadline(failed.error->curl_code, ctx.time_left);
@@ -544,6 +551,11 @@ classification classify_failure(const client_options& options, const attempt_fai
   return f.error->curl_code == CURLE_OPERATION_TIMEDOUT ? verdict.as_timeout() : verdict;
 }
 
+int easy_transfer::on_send(void* self_ptr, char*, char*, int, int) {
+  ++static_cast<easy_transfer*>(self_ptr)->sends_;
+  return CURL_PREREQFUNC_OK;
+}
+
 void call_report::on_retry(int attempt, const attempt_failure& f, duration delay) {
   if (!options_->on_attempt) return;
   attempt_info info = describe_attempt(attempt, nullptr, &f, *plan_);
@@ -563,7 +575,8 @@ result call_report::finish(retry_result<response, attempt_failure>&& ended) {
        ended.reason == end_reason::not_retryable)) {
     out.reason = end_reason::deadline_exceeded;
   }
-  out.attempts = ended.attempts;
+  // What reached the wire: the retrier's attempts and libcurl's own resends among them.
+  out.attempts = ended.attempts + plan_->hidden_resends;
   out.slept = ended.slept;
   out.idempotency_key = plan_->key_field;
   if (options_->on_attempt && ended.attempts > reported_) {

@@ -61,6 +61,9 @@ struct call_plan {
   std::optional<std::string> key_field;  // the Idempotency-Key field value, if any
   bool fresh_connection = false;         // never ride a pooled connection (docs/http.md)
   std::shared_ptr<const slist> fields;   // the request's header list
+  // libcurl's own resends during the call's attempts (a reused connection that died before any
+  // byte of the response): each reached the wire, so each counts as an attempt of the result.
+  mutable int hidden_resends = 0;
 };
 
 /// A client's validated settings, clock, generator and budgets (both clients).
@@ -144,6 +147,7 @@ class easy_transfer {
   [[nodiscard]] bool cut_by_deadline(int code, duration time_left) const noexcept;
   static std::size_t on_body(char* data, std::size_t size, std::size_t count, void* self_ptr);
   static std::size_t on_header(char* data, std::size_t size, std::size_t count, void* self_ptr);
+  static int on_send(void* self_ptr, char*, char*, int, int);
 
   const client_options* options_;
   CURL* easy_ = nullptr;
@@ -155,6 +159,8 @@ class easy_transfer {
   std::size_t header_bytes_ = 0;   // every header line of the transfer, as libcurl counts them
   bool headers_complete_ = false;  // the blank line after the final response's fields was seen
   bool body_too_large_ = false;
+  int sends_ = 0;                    // requests libcurl sent for this attempt (resends: > 1)
+  const call_plan* plan_ = nullptr;  // the call of the attempt in progress
   char error_buffer_[CURL_ERROR_SIZE] = {};
 };
 

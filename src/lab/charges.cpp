@@ -186,7 +186,9 @@ charges_endpoint::charges_endpoint(const payments_options& options)
       (void)store_->query(create, {});
     }
   }
-  guard_ = std::make_unique<guard::idempotency_guard>(*store_);
+  guard::guard_options guard_options;
+  guard_options.principal_key = options_.principal_key;
+  guard_ = std::make_unique<guard::idempotency_guard>(*store_, guard_options);
 }
 
 charges_endpoint::~charges_endpoint() = default;
@@ -215,8 +217,13 @@ charge_answer charges_endpoint::charge(const charge_request& request) {
     return options_.fault_after_commit > 0.0 && uniform_unit(faults_) < options_.fault_after_commit;
   };
 
+  // The ledger keeps the principal as the guard's records do: a keyed digest, never the token
+  // (GET /ledger is unauthenticated, and a token there could be replayed).
+  const std::string shown_principal =
+      guard_ ? guard_->stored_principal(*principal)
+             : guard::principal_digest(*principal, options_.principal_key);
   if (!guard_) {  // off: every attempt that gets here charges
-    ledger_row row{new_charge_id(), *principal, "", (*body).amount, (*body).currency};
+    ledger_row row{new_charge_id(), shown_principal, "", (*body).amount, (*body).currency};
     if (request.idempotency_key) {
       auto key = guard::parse_idempotency_key(*request.idempotency_key);
       row.key = key ? *key : std::string(trim_ows(*request.idempotency_key));
@@ -233,7 +240,7 @@ charge_answer charges_endpoint::charge(const charge_request& request) {
   const guard::result r = guard_->handle(guarded, [&](guard::transaction& tx) {
     // The guard accepted the key before running us: it parses.
     const std::string key = *guard::parse_idempotency_key(*request.idempotency_key);
-    ledger_row row{new_charge_id(), *principal, key, (*body).amount, (*body).currency};
+    ledger_row row{new_charge_id(), shown_principal, key, (*body).amount, (*body).currency};
     const std::string amount = std::to_string(row.amount);
     if (tx.kind() == guard::store_kind::redis) {
       const std::string value = sim::engine::dump_json(nlohmann::ordered_json(row));
@@ -281,8 +288,9 @@ guard::stored_response charges_endpoint::ledger() {
   std::vector<ledger_row> rows;
   try {
     rows = read_ledger();
-  } catch (const guard::store_error& e) {
-    auto r = error(503, "store_unavailable", std::string("the ledger cannot be read: ") + e.what());
+  } catch (const guard::store_error&) {
+    // The store's text (host, port, driver messages) stays on the server: a generic detail.
+    auto r = error(503, "store_unavailable", "the ledger cannot be read: the store is unavailable");
     r.headers.emplace_back("Retry-After", "1");
     return r;
   }

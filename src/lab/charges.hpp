@@ -26,7 +26,7 @@
 //   With idempotency "off": steps 1 and 2, then the row is appended to a ledger in memory, every
 //   time (with the key's value if there is one, or ""): the double charge a retry causes.
 //
-// Thread-safety: none; the server calls it from its event-loop thread only.
+// Thread-safety: none; the server calls it from one thread only (its store-call worker).
 #ifndef STORMGUARD_SRC_LAB_CHARGES_HPP
 #define STORMGUARD_SRC_LAB_CHARGES_HPP
 

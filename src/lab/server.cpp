@@ -33,6 +33,7 @@
 #include <cerrno>
 #include <cstring>
 #include <deque>
+#include <functional>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
@@ -40,7 +41,9 @@
 #include <utility>
 #include <vector>
 
+#include "lab/charge_worker.hpp"
 #include "lab/charges.hpp"
+#include "lab/http_limits.hpp"
 #include "lab/wire.hpp"
 #include "stormguard/guard/store.hpp"
 #include "stormguard/random.hpp"
@@ -52,7 +55,8 @@ namespace stormguard::lab {
 namespace {
 
 constexpr std::int64_t k_not_started = std::numeric_limits<std::int64_t>::min();
-constexpr std::size_t k_max_body = 1 << 20;  // bytes of a request body the server reads
+constexpr std::size_t k_max_body = 1 << 20;         // bytes of a request body the server reads
+constexpr std::size_t k_max_queued_charges = 1024;  // store calls waiting for the worker
 
 std::int64_t steady_ns() noexcept {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -189,6 +193,17 @@ std::string stats_prometheus(const server_stats& st) {
   counter("rejected_total", "Requests answered 503 at once: the queue was full.", st.rejected);
   counter("errors_total", "Requests answered 503 at once: the incident's error rate.", st.errors);
   counter("lost_total", "Requests read and never answered: the incident's loss rate.", st.lost);
+  counter("requests_refused_total",
+          "Requests refused for their framing or size (400, 413, 431, 501; docs/lab.md Limits).",
+          st.requests_refused);
+  counter("read_timeouts_total", "Connections closed: a request not read whole in time (408).",
+          st.read_timeouts);
+  counter("idle_closed_total", "Idle connections closed (idle timeout, or room at the cap).",
+          st.idle_closed);
+  counter("connections_refused_total", "New connections closed at once at the connection cap.",
+          st.connections_refused);
+  counter("accept_errors_total", "accept() failures (out of descriptors), each a 100 ms pause.",
+          st.accept_errors);
   gauge("queued", "Requests waiting for a worker.", static_cast<double>(st.queued));
   gauge("in_service", "Requests in service.", static_cast<double>(st.in_service));
   gauge("elapsed_seconds", "The scenario's clock (0 until it starts).",
@@ -239,6 +254,15 @@ class server::impl {
       evconnlistener_free(listener);
       return where + ": cannot listen";
     }
+    detail::install_rate_limited_libevent_log();
+    limits_ = std::make_unique<detail::connection_limits>(
+        base_, http_, listener, options.limits,
+        detail::limit_counters{
+            .read_timeout = [this] { count<&server_stats::read_timeouts>(); },
+            .idle_closed = [this] { count<&server_stats::idle_closed>(); },
+            .refused = [this] { count<&server_stats::connections_refused>(); },
+            .accept_failed = [this] { count<&server_stats::accept_errors>(); },
+            .rejected_by_parser = [this] { count<&server_stats::requests_refused>(); }});
     sockaddr_in bound{};
     socklen_t length = sizeof bound;
     if (::getsockname(evconnlistener_get_fd(listener), reinterpret_cast<sockaddr*>(&bound),
@@ -258,6 +282,7 @@ class server::impl {
     const timeval second{1, 0};
     event_add(sweep_event_, &second);
 
+    if (payments_) worker_ = std::make_unique<detail::charge_worker>(base_, k_max_queued_charges);
     if (options.start_clock) start_clock();
     thread_ = std::thread([this] { event_base_dispatch(base_); });
     return {};
@@ -265,7 +290,7 @@ class server::impl {
 
   // Opens the payments endpoint; before open(). Throws as charges_endpoint's constructor.
   void enable_payments(const payments_options& options) {
-    payments_ = std::make_unique<detail::charges_endpoint>(options);
+    payments_ = std::make_shared<detail::charges_endpoint>(options);
   }
 
   [[nodiscard]] std::uint16_t port() const noexcept { return port_; }
@@ -325,57 +350,144 @@ class server::impl {
   static void on_request(evhttp_request* req, void* arg) { static_cast<impl*>(arg)->route(req); }
 
   void route(evhttp_request* req) {
+    if (limits_) limits_->on_request(req);
+    if (refuse_head(req)) return;
     const evhttp_uri* uri = evhttp_request_get_evhttp_uri(req);
     const char* raw_path = uri != nullptr ? evhttp_uri_get_path(uri) : nullptr;
     const std::string_view path = raw_path != nullptr && *raw_path != '\0' ? raw_path : "/";
     const auto method = evhttp_request_get_command(req);
     const bool get = method == EVHTTP_REQ_GET || method == EVHTTP_REQ_HEAD;
     if (path == "/stats" || path == "/metrics") {
-      if (!get) return reply_text(req, 405, "Method Not Allowed", "use GET\n");
+      if (!get) return method_not_allowed(req, "GET, HEAD", "use GET\n");
       if (path == "/stats") {
         return reply(req, 200, "OK", "application/json", stats_json(scenario_, stats()));
       }
       return reply(req, 200, "OK", "text/plain; version=0.0.4; charset=utf-8",
                    stats_prometheus(stats()));
     }
+    // The target as sent: evhttp reads "//charges" as an authority and an empty path.
+    const char* raw_target = evhttp_request_get_uri(req);
+    std::string_view target = raw_target != nullptr ? raw_target : "";
+    target = target.substr(0, target.find_first_of("?#"));
+    if (payments_ && target != path && detail::near_payments_path(target)) {
+      return reply_text(req, 404, "Not Found",
+                        "no such resource: the payments endpoint is "
+                        "POST /charges and GET /ledger\n");
+    }
     if (payments_ && (path == "/charges" || path == "/ledger")) return payments(req, path, method);
+    if (payments_ && detail::near_payments_path(path)) {
+      // "/charges/", "//charges", "/ledger/": not the payments endpoint, and never the
+      // scenario's endpoint either (a charge sent there must not look served).
+      return reply_text(req, 404, "Not Found",
+                        "no such resource: the payments endpoint is "
+                        "POST /charges and GET /ledger\n");
+    }
     if (path == "/control" || path.starts_with("/control/")) {
       if (path != "/control/start") return reply_text(req, 404, "Not Found", "unknown control\n");
-      if (method != EVHTTP_REQ_POST)
-        return reply_text(req, 405, "Method Not Allowed", "use POST\n");
+      if (method != EVHTTP_REQ_POST) return method_not_allowed(req, "POST", "use POST\n");
       if (!start_clock()) return reply_text(req, 409, "Conflict", "the clock already runs\n");
       return reply_text(req, 200, "OK", "started\n");
     }
     endpoint(req);
   }
 
-  // The payments endpoint (src/lab/charges.hpp), on this thread: its store calls block the loop.
+  // 405 with the Allow field the status requires (RFC 9110 §15.5.6).
+  static void method_not_allowed(evhttp_request* req, const char* allow, std::string_view body) {
+    evhttp_add_header(evhttp_request_get_output_headers(req), "Allow", allow);
+    reply_text(req, 405, "Method Not Allowed", body);
+  }
+
+  // Refuses (and closes the connection of) a request whose header fields break a limit or
+  // frame the body ambiguously (detail::check_head); true when it did.
+  bool refuse_head(evhttp_request* req) {
+    std::vector<std::pair<std::string_view, std::string_view>> fields;
+    const evkeyvalq* headers = evhttp_request_get_input_headers(req);
+    for (const evkeyval* h = headers->tqh_first; h != nullptr; h = h->next.tqe_next) {
+      fields.emplace_back(h->key, h->value);
+    }
+    const detail::head_problem problem =
+        detail::check_head(fields, limits_ ? limits_->limits() : server_limits{});
+    if (problem == detail::head_problem::none) return false;
+    count<&server_stats::requests_refused>();
+    const auto [status, why] = detail::describe(problem);
+    // The body may have been read with another framing than the client meant: what follows on
+    // the connection cannot be trusted, so it is closed after the answer.
+    evhttp_add_header(evhttp_request_get_output_headers(req), "Connection", "close");
+    reply_text(req, status,
+               status == 431   ? "Request Header Fields Too Large"
+               : status == 501 ? "Not Implemented"
+                               : "Bad Request",
+               why);
+    return true;
+  }
+
+  // The payments endpoint (src/lab/charges.hpp): its store calls run on the worker thread
+  // (src/lab/charge_worker.hpp), the answer is sent from this thread.
   void payments(evhttp_request* req, std::string_view path, evhttp_cmd_type method) {
     if (path == "/ledger") {
       if (method != EVHTTP_REQ_GET && method != EVHTTP_REQ_HEAD) {
         evhttp_add_header(evhttp_request_get_output_headers(req), "Allow", "GET, HEAD");
         return reply_text(req, 405, "Method Not Allowed", "use GET\n");
       }
-      return reply_stored(req, payments_->ledger());
+      return offload(req, [endpoint = payments_] {
+        detail::charge_answer a;
+        a.response = endpoint->ledger();
+        return a;
+      });
     }
     if (method != EVHTTP_REQ_POST) {
       evhttp_add_header(evhttp_request_get_output_headers(req), "Allow", "POST");
       return reply_text(req, 405, "Method Not Allowed", "use POST\n");
     }
     count<&server_stats::charges>();
-    const std::optional<std::string> authorization = header_values(req, "Authorization");
-    const std::optional<std::string> key = header_values(req, "Idempotency-Key");
+    // Copies: the request is read again only on this thread, after the worker has answered.
+    std::optional<std::string> authorization = header_values(req, "Authorization");
+    std::optional<std::string> key = header_values(req, "Idempotency-Key");
     evbuffer* in = evhttp_request_get_input_buffer(req);
     const std::size_t length = in != nullptr ? evbuffer_get_length(in) : 0;
     std::string body(length, '\0');
     if (length > 0) evbuffer_copyout(in, body.data(), length);
     const char* uri = evhttp_request_get_uri(req);
-    detail::charge_request request;
-    if (authorization) request.authorization = *authorization;
-    if (key) request.idempotency_key = *key;
-    request.target = uri != nullptr ? uri : "/charges";
-    request.body = body;
-    const detail::charge_answer answer = payments_->charge(request);
+    std::string target = uri != nullptr ? uri : "/charges";
+    offload(req, [endpoint = payments_, authorization = std::move(authorization),
+                  key = std::move(key), target = std::move(target), body = std::move(body)] {
+      detail::charge_request request;
+      if (authorization) request.authorization = *authorization;
+      if (key) request.idempotency_key = *key;
+      request.target = target;
+      request.body = body;
+      return endpoint->charge(request);
+    });
+  }
+
+  // Runs `work` (store calls) on the worker thread, then answers `req` here with its result. A
+  // full queue (a store that hangs while charges keep coming) is a 503 at once.
+  void offload(evhttp_request* req, std::function<detail::charge_answer()> work) {
+    payments_in_flight_.push_back(req);
+    const bool queued =
+        worker_ && worker_->post([this, req, work = std::move(work)]() -> std::function<void()> {
+          detail::charge_answer answer;
+          try {
+            answer = work();
+          } catch (const std::exception&) {  // std::bad_alloc; the endpoint throws nothing else
+            answer.response = {500, {{"Content-Type", "text/plain; charset=utf-8"}}, "error\n"};
+          }
+          // Runs on the loop's thread, while the server runs (the worker's results are dropped
+          // once it stops).
+          return [this, req, answer = std::move(answer)] { answer_payment(req, answer); };
+        });
+    if (!queued) {
+      detail::charge_answer busy;
+      busy.store_unavailable = true;
+      busy.response = {503,
+                       {{"Content-Type", "text/plain; charset=utf-8"}, {"Retry-After", "1"}},
+                       "the payments endpoint is busy: too many charges wait for the store\n"};
+      answer_payment(req, busy);
+    }
+  }
+
+  void answer_payment(evhttp_request* req, const detail::charge_answer& answer) {
+    std::erase(payments_in_flight_, req);
     if (answer.committed) count<&server_stats::charges_committed>();
     if (answer.replayed) count<&server_stats::charges_replayed>();
     if (answer.store_unavailable) count<&server_stats::charges_unavailable>();
@@ -509,6 +621,12 @@ class server::impl {
 
   // After the loop ended (or never ran): frees everything. Idempotent.
   void release() noexcept {
+    // A store call that hangs is abandoned after a short grace: stop() must not wait for it.
+    if (worker_) (void)worker_->stop(std::chrono::milliseconds(500));
+    for (evhttp_request* req : payments_in_flight_) {
+      if (evhttp_request_get_connection(req) == nullptr) evhttp_request_free(req);
+    }
+    payments_in_flight_.clear();
     for (slot& s : slots_) {
       if (s.timer != nullptr) event_free(s.timer);
       if (s.request != nullptr && evhttp_request_get_connection(s.request) == nullptr) {
@@ -525,6 +643,7 @@ class server::impl {
     if (sweep_event_ != nullptr) event_free(std::exchange(sweep_event_, nullptr));
     // The listener, the connections and the requests still attached to them.
     if (http_ != nullptr) evhttp_free(std::exchange(http_, nullptr));
+    if (limits_) limits_->release();  // our references on the connections evhttp freed
     if (base_ != nullptr) event_base_free(std::exchange(base_, nullptr));
     for (int& fd : stop_pipe_) {
       if (fd >= 0) ::close(fd);
@@ -552,12 +671,17 @@ class server::impl {
   std::atomic<std::int64_t> clock_start_{k_not_started};
   // The server_stats counts, in wire::k_stats_counts order (count<M>() adds to one).
   std::array<std::atomic<std::int64_t>, std::size(wire::k_stats_counts)> counts_{};
-  std::unique_ptr<detail::charges_endpoint> payments_;  // set before open(); loop thread only
+  // Set before open(); used by the worker thread only (shared: an abandoned worker keeps it).
+  std::shared_ptr<detail::charges_endpoint> payments_;
+  std::unique_ptr<detail::charge_worker> worker_;      // with payments_; set in open()
+  std::vector<evhttp_request*> payments_in_flight_;    // at the worker; loop thread only
+  std::unique_ptr<detail::connection_limits> limits_;  // set in open(); loop thread only
 };
 
 outcome<std::unique_ptr<server>, std::string> server::start(const sim::scenario& s,
                                                             const server_options& options) {
   if (auto problem = sim::validate(s)) throw std::invalid_argument(problem->message);
+  detail::validate(options.limits);
   auto p = std::make_unique<impl>(s);
   if (options.payments) {
     try {

@@ -27,6 +27,10 @@ void from_json(const nlohmann::json& j, stats_message& m) {
   m.stats.elapsed = std::chrono::duration_cast<duration>(
       std::chrono::duration<double>(j.at("elapsed_s").get<double>()));
   for (std::size_t i = 0; i < std::size(k_stats_counts); ++i) {
+    if (i >= k_stats_required_counts && !j.contains(k_stats_count_names[i])) {
+      m.stats.*k_stats_counts[i] = 0;
+      continue;
+    }
     const nlohmann::json& v = j.at(k_stats_count_names[i]);
     if (!v.is_number_integer()) {
       throw nlohmann::json::type_error::create(

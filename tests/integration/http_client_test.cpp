@@ -267,6 +267,19 @@ TEST(HttpClient, ResetOfAPooledConnectionNeverMakesLibcurlResendAPostWithoutKey)
   EXPECT_EQ(server.count("POST"), 1U) << "the POST was sent twice";
 }
 
+TEST(HttpClient, LibcurlsOwnResendOnADeadPooledConnectionCountsAsAnAttempt) {
+  // The server resets the pooled connection after reading the request: libcurl sends the GET
+  // again by itself on a fresh connection. Two requests reached the wire: two attempts.
+  http_test_server server;
+  server.script({status(200), doing(action::reset), status(200)});
+  client c(fast_options());
+  ASSERT_TRUE(c.perform(get(server)).ok());  // leaves a pooled connection
+  const auto r = c.perform(get(server));
+  EXPECT_TRUE(r.ok());
+  EXPECT_EQ(server.count("GET"), 3U);
+  EXPECT_EQ(r.attempts, 2) << "the attempts are what reached the server";
+}
+
 TEST(HttpClient, EmptyReplyIsRetriedForKeyedPostOnly) {
   http_test_server server;
   server.script({doing(action::close), status(200), doing(action::close), status(200)});

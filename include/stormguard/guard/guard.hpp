@@ -87,9 +87,10 @@ inline constexpr std::size_t max_principal_length = 255;
 /// The key in an Idempotency-Key field value, or a message saying what is wrong (naming the
 /// field and quoting the value). Accepts the draft's form, an sf-string (RFC 8941 §3.3.3:
 /// DQUOTE, printable ASCII with '"' and '\' escaped by '\', DQUOTE), and Stripe's bare form
-/// (the value as is). Leading and trailing spaces and tabs around the value are ignored (RFC 9110
-/// §5.5). The key must then pass validate_idempotency_key (idempotency.hpp: 1..255 characters of
-/// printable ASCII). Never throws except std::bad_alloc.
+/// (the value as is, without a ',': "a, b" is two keys, 400). Leading and trailing spaces and
+/// tabs around the value are ignored (RFC 9110 §5.5). The key must then pass
+/// validate_idempotency_key (idempotency.hpp: 1..255 characters of printable ASCII). Never throws
+/// except std::bad_alloc.
 [[nodiscard]] outcome<std::string, std::string> parse_idempotency_key(std::string_view field_value);
 
 /// A request as the guard sees it. The views must stay valid during handle().

@@ -257,7 +257,8 @@ struct result {
   /// attempts_exhausted, budget_exhausted, retry_after_too_long, deadline_exceeded or
   /// cancelled otherwise (stormguard::end_reason).
   end_reason reason = end_reason::success;
-  /// Attempts made (0 when the call was cancelled or past its deadline before the first).
+  /// Attempts made (0 when the call was cancelled or past its deadline before the first): the
+  /// requests that reached the wire, libcurl's own resend on a dead pooled connection included.
   int attempts = 0;
   /// The response of the last attempt, when it got one (the success, or the last HTTP error).
   std::optional<http::response> response{};

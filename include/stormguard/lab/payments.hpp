@@ -115,9 +115,18 @@ struct payments_audit {
   std::string policy;  ///< the policy, described ("9 retries, full jitter 5ms..200ms, no budget")
   duration elapsed{};  ///< from the first charge sent to the last ended (the audit excluded)
   bool interrupted = false;  ///< payments_run_options::stop ended the run early
+  /// A server's GET /stats counters went back between the run's start and its end (the server
+  /// restarted): `attempts` is then client_attempts and `dropped` unknown, never a difference
+  /// that could be negative.
+  bool counters_reset = false;
+  /// The most charges that may fail (end without a 2xx) for the run to pass; set by the caller
+  /// (`lab payments --max-failed N`); nullopt: any number.
+  std::optional<std::int64_t> max_failed;
 
-  /// The verdict: no double charge and no charge lost.
-  [[nodiscard]] bool passed() const noexcept { return duplicates == 0 && lost == 0; }
+  /// The verdict: no double charge, no charge lost, and at most max_failed charges failed.
+  [[nodiscard]] bool passed() const noexcept {
+    return duplicates == 0 && lost == 0 && (!max_failed || failed <= *max_failed);
+  }
 };
 
 /// The verdict on one attempt of a charge (a POST with an Idempotency-Key), for stormguard's

@@ -46,9 +46,10 @@
 // (the case that makes a client retry a charge that happened).
 //
 // Built on libevent's evhttp (one event-loop thread; no hand-written HTTP parser). The payments
-// endpoint runs on that thread too: its store calls block the loop while they run (a few hundred
-// microseconds to a few milliseconds each; at most the store's own timeout), so the scenario's
-// endpoint is late by as much while charges are being served.
+// endpoint's store calls run on a second thread, one at a time in arrival order (at most 1,024
+// waiting; more are answered 503 at once), so a store that hangs holds only the charges; stop()
+// abandons a store call still running 500 ms after it is called. Connection and request limits:
+// server_limits.
 #ifndef STORMGUARD_LAB_SERVER_HPP
 #define STORMGUARD_LAB_SERVER_HPP
 
@@ -78,6 +79,29 @@ struct payments_options {
   /// The random seed of the generator that draws those faults (one draw per committed charge, on
   /// the event-loop thread, in the order the charges commit).
   std::uint64_t seed = 0;
+  /// The key under which principals (bearer tokens) are hashed, in the guard's records and in
+  /// the ledger (guard::guard_options::principal_key, guard::principal_digest): the same on
+  /// every replica and across restarts. Empty: SHA-256 of the token.
+  std::string principal_key{};
+};
+
+/// The limits a server puts on its HTTP connections (docs/lab.md "Limits"). Each limit hit is
+/// counted in server_stats.
+struct server_limits {
+  /// The request line and header fields of one request, in bytes: a longer head is answered 413
+  /// by libevent's parser and the connection closed. >= 1024.
+  std::size_t head_bytes = 32 * 1024;
+  /// Header fields of one request: more is answered 431 and the connection closed. >= 1.
+  std::size_t header_fields = 100;
+  /// From the first byte of a request to its last (head and body): a request not read whole by
+  /// then is answered 408 and its connection closed (steady clock; checked every 250 ms). > 0.
+  duration read_timeout = std::chrono::seconds(10);
+  /// A connection with no request being read or answered for this long is closed. > 0.
+  duration idle_timeout = std::chrono::seconds(30);
+  /// Connections open at once. At the cap, the connection idle the longest is closed to make
+  /// room; when none is idle the new connection is closed at once. 0 (the default): the soft
+  /// RLIMIT_NOFILE less 64.
+  std::size_t max_connections = 0;
 };
 
 /// How start() listens, when the scenario's clock starts, and whether the payments endpoint runs.
@@ -90,6 +114,8 @@ struct server_options {
   /// When set, `POST /charges` and `GET /ledger` are the payments endpoint (see the file
   /// comment); when empty (the default) they are the scenario's endpoint like any other path.
   std::optional<payments_options> payments{};
+  /// The limits on connections and requests (see server_limits).
+  server_limits limits{};
 };
 
 /// The counters of a running server. All counts are since start() and cover the scenario's
@@ -118,6 +144,19 @@ struct server_stats {
   /// Of `charges`, those answered 503 because the idempotency store was unreachable or failing
   /// (the guard's store_unavailable; the handler did not run).
   std::int64_t charges_unavailable = 0;
+  /// Requests refused for their framing or size (server_limits; docs/lab.md "Limits"): a head
+  /// or body over the limit (413, by libevent's parser), too many header fields (431), a
+  /// repeated Content-Length or one with Transfer-Encoding (400), another transfer coding (501),
+  /// a request line libevent cannot parse (400).
+  std::int64_t requests_refused = 0;
+  /// Connections closed because a request was not read whole within read_timeout (408).
+  std::int64_t read_timeouts = 0;
+  /// Connections closed while idle: after idle_timeout, or to make room at max_connections.
+  std::int64_t idle_closed = 0;
+  /// New connections closed at once: max_connections open and none idle.
+  std::int64_t connections_refused = 0;
+  /// accept() failures (out of descriptors: EMFILE, ENFILE), each pausing accept() for 100 ms.
+  std::int64_t accept_errors = 0;
 };
 
 /// The phase the scenario's clock is in at `elapsed`: "waiting" (clock not started), "normal",

@@ -430,6 +430,10 @@ class server::impl {
       case sim::engine::admission::rejected:
         count<&server_stats::rejected>();
         return reply_text(req, 503, "Service Unavailable", "queue full\n");
+      case sim::engine::admission::refused:
+      case sim::engine::admission::limited:
+        count<&server_stats::rejected>();
+        return reply_text(req, 503, "Service Unavailable", "refused\n");
       case sim::engine::admission::accepted:
         break;
     }

@@ -50,7 +50,8 @@ sim::simulation_report simulate_defences(const sim::scenario& s,
                                          const sim::progress_callback& progress) {
   sim::simulation_report report{s, {}};
   for (const defence_row& row : rows) {
-    sim::simulation_report one = sim::simulate(with_defences(s, row), strategies, threads, progress);
+    sim::simulation_report one =
+        sim::simulate(with_defences(s, row), strategies, threads, progress);
     for (sim::strategy_result& r : one.strategies) {
       r.defence = row.name;
       report.strategies.push_back(std::move(r));

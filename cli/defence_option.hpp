@@ -26,8 +26,8 @@ struct defence_row {
 /// Reads a --defence value: rows separated by commas (only when `rows_allowed`), each "none",
 /// "all" or names joined by '+'. nullopt after setting `error` to a complete message.
 [[nodiscard]] std::optional<std::vector<defence_row>> parse_defence_option(const std::string& text,
-                                                                         bool rows_allowed,
-                                                                         std::string& error);
+                                                                           bool rows_allowed,
+                                                                           std::string& error);
 
 /// `s` with its server running `row`'s defences (the parameters of the scenario's
 /// server.defences kept, the defaults otherwise).

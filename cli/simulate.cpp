@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "command.hpp"
+#include "defence_option.hpp"
 #include "gnuplot.hpp"
 #include "manpage.hpp"
 #include "numbers.hpp"
@@ -41,7 +42,6 @@
 #include "stormguard/sim/scenario.hpp"
 #include "stormguard/sim/simulator.hpp"
 #include "stormguard/sim/strategy.hpp"
-#include "defence_option.hpp"
 #include "stormguard/sim/sweep.hpp"
 #include "usage.hpp"
 
@@ -510,8 +510,8 @@ int run_time_series(run_context& context) {
         print_error(error);
         return exit_usage;
       }
-      report = simulate_defences(*scenario, context.strategies, *rows, context.threads,
-                                 bar.callback());
+      report =
+          simulate_defences(*scenario, context.strategies, *rows, context.threads, bar.callback());
     } else {
       report = sim::simulate(*scenario, context.strategies, context.threads, bar.callback());
     }

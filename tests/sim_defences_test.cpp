@@ -46,11 +46,11 @@ TEST(ServerModelDefences, DropExpiredNeverStartsAnAttemptPastItsDeadline) {
   ASSERT_EQ(model.admit(0), engine::admission::accepted);
   EXPECT_FALSE(model.take(0, {2, 1, 0, 1'000'000'000}));
   std::vector<std::uint32_t> expired;
-  const auto next = model.finish(10'000'000, [&](const engine::queued_attempt& a,
-                                                 engine::drop_reason why) {
-    EXPECT_EQ(why, engine::drop_reason::expired);
-    expired.push_back(a.request);
-  });
+  const auto next =
+      model.finish(10'000'000, [&](const engine::queued_attempt& a, engine::drop_reason why) {
+        EXPECT_EQ(why, engine::drop_reason::expired);
+        expired.push_back(a.request);
+      });
   ASSERT_TRUE(next);
   EXPECT_EQ(next->attempt.request, 2U);
   EXPECT_EQ(expired, std::vector<std::uint32_t>{1});
@@ -61,9 +61,10 @@ TEST(ServerModelDefences, WithoutDropExpiredTheExpiredAttemptIsServed) {
   engine::server_model model(s);
   ASSERT_TRUE(model.take(0, {0, 1, 0, 1'000'000'000}));
   EXPECT_FALSE(model.take(0, {1, 1, 0, 5'000'000}));
-  const auto next = model.finish(10'000'000, [](const engine::queued_attempt&, engine::drop_reason) {
-    ADD_FAILURE() << "nothing is dropped";
-  });
+  const auto next =
+      model.finish(10'000'000, [](const engine::queued_attempt&, engine::drop_reason) {
+        ADD_FAILURE() << "nothing is dropped";
+      });
   ASSERT_TRUE(next);
   EXPECT_EQ(next->attempt.request, 1U);
 }

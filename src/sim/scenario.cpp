@@ -114,8 +114,7 @@ server_defences read_defences(const json& value) {
     if (r.has("ratio")) d.retry_budget.ratio = r.number_between("ratio", 0.0, 1000.0);
     if (r.has("window")) d.retry_budget.window = r.time_between("window", 1s, 60s);
     if (r.has("min_retries_per_second")) {
-      d.retry_budget.min_retries_per_second =
-          r.integer("min_retries_per_second", 0, 1'000'000);
+      d.retry_budget.min_retries_per_second = r.integer("min_retries_per_second", 0, 1'000'000);
     }
     d.enabled = d.enabled.with(admission::defence::retry_budget);
   }
@@ -369,8 +368,8 @@ std::optional<scenario_error> validate(const scenario& s) {
   if (auto p = check(admission::defence::lifo_codel, [&] { admission::codel c(d.codel); })) {
     return p;
   }
-  if (auto p = check(admission::defence::retry_budget,
-                     [&] { const ratio_budget b(d.retry_budget); })) {
+  if (auto p =
+          check(admission::defence::retry_budget, [&] { const ratio_budget b(d.retry_budget); })) {
     return p;
   }
   if (auto p = check(admission::defence::concurrency_limit, [&] {
@@ -398,8 +397,8 @@ scenario_result scale_scenario(const scenario& s, double factor) {
     scaled.queue_limit = std::llround(static_cast<double>(s.queue_limit) * factor);
     if (scaled.overload) scaled.overload->above_rate = s.overload->above_rate * factor;
     // The server budget's floor is per server: a server scaled by X gets X times the floor.
-    scaled.defences.retry_budget.min_retries_per_second = std::llround(
-        static_cast<double>(s.defences.retry_budget.min_retries_per_second) * factor);
+    scaled.defences.retry_budget.min_retries_per_second =
+        std::llround(static_cast<double>(s.defences.retry_budget.min_retries_per_second) * factor);
     if (s.defences.concurrency_limit.initial_limit != 0) {
       scaled.defences.concurrency_limit.initial_limit =
           at_least_one(static_cast<double>(s.defences.concurrency_limit.initial_limit) * factor);
@@ -492,7 +491,8 @@ std::string to_json(const scenario& s) {
     const server_defences& d = s.defences;
     auto& out = doc["server"]["defences"];
     using admission::defence;
-    if (d.enabled.has(defence::drop_expired)) out["drop-expired"] = nlohmann::ordered_json::object();
+    if (d.enabled.has(defence::drop_expired))
+      out["drop-expired"] = nlohmann::ordered_json::object();
     if (d.enabled.has(defence::lifo_codel)) {
       out["lifo-codel"]["target"] = format_duration(d.codel.target);
       out["lifo-codel"]["interval"] = format_duration(d.codel.interval);

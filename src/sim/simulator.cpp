@@ -125,16 +125,16 @@ class virtual_transport : public engine::no_notes {
         driver_.timed_out(e.request, e.attempt, e.time);
         break;
       case event_kind::service_done:
-        if (const auto next = server_.finish(e.time, [&](const engine::queued_attempt& a,
-                                                         engine::drop_reason why) {
-              strategy_result& counters = driver_.run_metrics().counters();
-              if (why == engine::drop_reason::expired) {
-                ++counters.expired_dropped;  // nobody waits: no answer
-              } else {
-                ++counters.rejected;
-                driver_.dropped(a.request, a.attempt, e.time);
-              }
-            })) {
+        if (const auto next = server_.finish(
+                e.time, [&](const engine::queued_attempt& a, engine::drop_reason why) {
+                  strategy_result& counters = driver_.run_metrics().counters();
+                  if (why == engine::drop_reason::expired) {
+                    ++counters.expired_dropped;  // nobody waits: no answer
+                  } else {
+                    ++counters.rejected;
+                    driver_.dropped(a.request, a.attempt, e.time);
+                  }
+                })) {
           push_service_done(next->attempt.request, next->attempt.attempt, e.time, next->svc);
         }
         driver_.succeeded(e.request, e.attempt, e.time);

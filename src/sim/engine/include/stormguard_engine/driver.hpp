@@ -157,8 +157,7 @@ class driver {
 
   // Attempt `attempt` of request `id` was answered 503 now with Retry-After `delay` (the
   // concurrency limit): a retryable 503 whose retry waits at least `delay`.
-  void unavailable_after(std::uint32_t id, std::int32_t attempt, std::int64_t now,
-                         duration delay) {
+  void unavailable_after(std::uint32_t id, std::int32_t attempt, std::int64_t now, duration delay) {
     fleet_[id].end_copy(attempt);
     metrics_.failure(now);
     const classification verdict = unavailable_.action() != classification::kind::stop

@@ -30,7 +30,8 @@ namespace stormguard::lab::wire {
 // clang-format off
 inline constexpr const char* k_stats_count_names[] = {
     "attempts", "served", "served_in_time", "rejected", "errors", "lost", "queued", "in_service",
-    "charges", "charges_committed", "charges_replayed", "charges_dropped", "charges_unavailable"};
+    "charges", "charges_committed", "charges_replayed", "charges_dropped", "charges_unavailable",
+    "refused_retry_budget", "refused_concurrency_limit", "dropped_codel", "dropped_expired"};
 // clang-format on
 inline constexpr std::int64_t server_stats::*k_stats_counts[] = {
     &server_stats::attempts,
@@ -45,7 +46,11 @@ inline constexpr std::int64_t server_stats::*k_stats_counts[] = {
     &server_stats::charges_committed,
     &server_stats::charges_replayed,
     &server_stats::charges_dropped,
-    &server_stats::charges_unavailable};
+    &server_stats::charges_unavailable,
+    &server_stats::refused_retry_budget,
+    &server_stats::refused_concurrency_limit,
+    &server_stats::dropped_codel,
+    &server_stats::dropped_expired};
 static_assert(std::size(k_stats_count_names) == std::size(k_stats_counts));
 
 /// The index of counter `m` in k_stats_counts (its size when `m` is not a count).

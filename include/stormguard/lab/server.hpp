@@ -118,6 +118,14 @@ struct server_stats {
   /// Of `charges`, those answered 503 because the idempotency store was unreachable or failing
   /// (the guard's store_unavailable; the handler did not run).
   std::int64_t charges_unavailable = 0;
+  /// The server's defences (server.defences, `serve --defence`): retries refused by the retry
+  /// budget (503 + grpc-retry-pushback-ms: -1), requests refused by the concurrency limit (503 +
+  /// Retry-After), requests CoDel dropped from the line (503), and requests drop-expired took out
+  /// of the line because their grpc-timeout had passed (503 + grpc-retry-pushback-ms: -1).
+  std::int64_t refused_retry_budget = 0;
+  std::int64_t refused_concurrency_limit = 0;  ///< see refused_retry_budget
+  std::int64_t dropped_codel = 0;              ///< see refused_retry_budget
+  std::int64_t dropped_expired = 0;            ///< see refused_retry_budget
 };
 
 /// The phase the scenario's clock is in at `elapsed`: "waiting" (clock not started), "normal",

@@ -89,7 +89,14 @@ class lab_transport {
     m.sample_queue_until(end_ + sim::engine::k_bin_ns, st.queued);
     m.counters().lost = st.lost;
     m.counters().wasted_work = std::max<std::int64_t>(0, st.served - st.served_in_time);
+    // What only the server knows: attempts that used a worker (finished or in service) and the
+    // defences' refusals and drops (the incident's share of served is not known here).
+    m.counters().served = st.served + st.in_service;
+    m.counters().rejected =
+        st.rejected + st.refused_retry_budget + st.refused_concurrency_limit + st.dropped_codel;
+    m.counters().expired_dropped = st.dropped_expired;
     out.result = driver_.finish();
+    out.result.incident_served_amplification.reset();  // not measured on real sockets
     return out;
   }
 

@@ -191,13 +191,15 @@ using scenario_result = stormguard::outcome<scenario, scenario_error>;
 /// `s` scaled down by `factor` in (0, 1], for running a scenario on real sockets at a load that
 /// one machine holds (`stormguard serve --scale`, `lab --scale`): requests_per_second,
 /// server.workers, server.queue_limit and server.overload.above_rate are multiplied by `factor`,
-/// and clients too; clients and workers are rounded to the nearest integer and kept >= 1,
-/// queue_limit rounded to the nearest integer (>= 0). Everything else stays: durations, timeout,
-/// service times, the incident's rates, max_retries and the strategies (each client's rate,
-/// policy and budget are those of the full-size scenario, so a budget's floor keeps its share of
-/// each client's traffic). factor 1 returns `s` unchanged. An error (field "scale") for a
-/// factor that is not a finite number in (0, 1], or when the result fails validate() (which it
-/// does only if `s` does). Never throws (std::bad_alloc aside). Thread-safe (a pure function).
+/// and clients too, and so are the per-server parameters of server.defences (the retry budget's
+/// min_retries_per_second, rounded; a non-zero concurrency-limit initial_limit, at least 1);
+/// clients and workers are rounded to the nearest integer and kept >= 1, queue_limit rounded to the
+/// nearest integer (>= 0). Everything else stays: durations, timeout, service times, the incident's
+/// rates, max_retries and the strategies (each client's rate, policy and budget are those of the
+/// full-size scenario, so a budget's floor keeps its share of each client's traffic). factor 1
+/// returns `s` unchanged. An error (field "scale") for a factor that is not a finite number in (0,
+/// 1], or when the result fails validate() (which it does only if `s` does). Never throws
+/// (std::bad_alloc aside). Thread-safe (a pure function).
 [[nodiscard]] scenario_result scale_scenario(const scenario& s, double factor);
 
 /// The Friday-night incident (docs/design.md, "The essay this project started from"), built into

@@ -243,6 +243,7 @@ int exit_status_for(const http::result& r, int signal) {
       return exit_out_of_time;
     case end_reason::not_retryable:
     case end_reason::attempts_exhausted:
+    case end_reason::server_refused:  // the server's "do not retry": an HTTP error like any other
       break;
   }
   if (r.error && r.error->kind == http::failure_kind::invalid_request) return exit_usage;

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "command.hpp"
+#include "defence_option.hpp"
 #include "gnuplot.hpp"
 #include "lab_payments.hpp"
 #include "manpage.hpp"
@@ -65,6 +66,8 @@ struct lab_options {
   int metrics_port = 0;
   CLI::Option* metrics_port_option = nullptr;
   lab_payments_options payments;
+  std::string defence;  // --defence LIST (defence_option.hpp): one run per row
+  CLI::Option* defence_option = nullptr;
 };
 
 constexpr const char* k_exit_statuses =
@@ -329,6 +332,16 @@ int run(const lab_options& o) {
   int status = exit_usage;
   const auto r = prepare(o, status);
   if (!r) return status;
+  std::vector<defence_row> rows{{"", r->scenario.defences.enabled}};
+  if (o.defence_option != nullptr && o.defence_option->count() > 0) {
+    std::string error;
+    auto given = parse_defence_option(o.defence, true, error);
+    if (!given) {
+      print_error(error);
+      return exit_usage;
+    }
+    rows = *std::move(given);
+  }
   metrics_endpoint m;
   if (!serve_metrics(o, m)) return exit_failure;
 
@@ -339,8 +352,26 @@ int run(const lab_options& o) {
     const stop_on_signals handler;
     progress_bar bar(detail::escape_control(r->scenario.name) + " lab");
     try {
-      report = lab::run_lab(r->scenario, r->strategies,
-                            {bar.callback(), &g_stop, m.fleet ? &*m.fleet : nullptr});
+      // One run per --defence row, each against its own server; rows after the first are named
+      // "strategy @defence".
+      lab::lab_report all{r->scenario, {}};
+      for (const defence_row& row : rows) {
+        auto one = lab::run_lab(with_defences(r->scenario, row), r->strategies,
+                                {bar.callback(), &g_stop, m.fleet ? &*m.fleet : nullptr});
+        if (!one) {
+          report = failure{one.error()};
+          break;
+        }
+        const std::string name = row.name.empty() ? admission::to_string(row.set) : row.name;
+        for (lab::lab_comparison& c : (*one).strategies) {
+          c.lab.defence = c.sim.defence = name;
+          if (rows.size() > 1) c.name += " @" + name;
+          all.strategies.push_back(std::move(c));
+        }
+        all.interrupted = all.interrupted || (*one).interrupted;
+        report = all;
+        if ((*one).interrupted) break;
+      }
     } catch (const std::bad_alloc&) {
       print_error("out of memory");
       return exit_failure;
@@ -392,6 +423,11 @@ command add_lab_command(CLI::App& parent) {
                        "overload threshold by X, in (0, 1] (default: down to 200 req/s)",
                        "X");
   sub->add_flag("--json", options->json, "Print one JSON object instead of the table");
+  options->defence_option = add_typed_option(
+      *sub, "--defence", options->defence,
+      "Server-side defences: none (default), drop-expired, lifo-codel, retry-budget, "
+      "concurrency-limit, a+b combined, all; a,b runs once per defence",
+      "LIST");
   options->csv_option = add_typed_option(
       *sub, "--csv", options->csv_dir,
       "Also write into DIR, created if missing, the 1-s time series of each strategy: NAME-lab.csv "

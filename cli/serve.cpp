@@ -18,6 +18,7 @@
 #include <string>
 
 #include "command.hpp"
+#include "defence_option.hpp"
 #include "lab_payments.hpp"
 #include "manpage.hpp"
 #include "numbers.hpp"
@@ -44,6 +45,8 @@ struct serve_options {
   std::uint64_t seed = 0;
   CLI::Option* seed_option = nullptr;
   std::string principal_key_file;
+  std::string defence;  // --defence (defence_option.hpp): one server, no comma
+  CLI::Option* defence_option = nullptr;
 };
 
 void print_error(const std::string& message) { report_error("serve", message); }
@@ -195,6 +198,15 @@ void serve_until_signal(lab::server& srv, const sigset_t& signals) {
 int run(const serve_options& o) {
   auto scenario = load_scenario_argument("serve", o.scenario);
   if (!scenario) return exit_usage;
+  if (o.defence_option != nullptr && o.defence_option->count() > 0) {
+    std::string error;
+    const auto rows = parse_defence_option(o.defence, false, error);
+    if (!rows) {
+      print_error(error);
+      return exit_usage;
+    }
+    *scenario = with_defences(*scenario, rows->front());
+  }
   auto scaled = sim::scale_scenario(*scenario, o.scale);
   if (!scaled) {
     print_error("--scale " + detail::format_double(o.scale) + ": " + scaled.error().message);
@@ -297,6 +309,11 @@ command add_serve_command(CLI::App& parent) {
       add_typed_option(*sub, "--seed", options->seed,
                        "Seed of the --fault-after-commit draws (default: the scenario's seed)", "N")
           ->transform(whole_number());
+  options->defence_option = add_typed_option(
+      *sub, "--defence", options->defence,
+      "Server-side defences of this server: none (default), drop-expired, lifo-codel, "
+      "retry-budget, concurrency-limit, a+b combined, or all",
+      "LIST");
   return {sub, [options] { return run(*options); }};
 }
 

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "command.hpp"
+#include "defence_option.hpp"
 #include "gnuplot.hpp"
 #include "manpage.hpp"
 #include "numbers.hpp"
@@ -68,6 +69,8 @@ struct simulate_options {
   CLI::Option* trials_option = nullptr;
   std::string layers;
   CLI::Option* layers_option = nullptr;
+  std::string defence;  // --defence LIST (defence_option.hpp)
+  CLI::Option* defence_option = nullptr;
 };
 
 bool given(const CLI::Option* option) { return option != nullptr && option->count() > 0; }
@@ -500,7 +503,18 @@ int run_time_series(run_context& context) {
   sim::simulation_report report;
   try {
     progress_bar bar(detail::escape_control(scenario->name));
-    report = sim::simulate(*scenario, context.strategies, context.threads, bar.callback());
+    if (given(context.options.defence_option)) {
+      std::string error;
+      const auto rows = parse_defence_option(context.options.defence, true, error);
+      if (!rows) {
+        print_error(error);
+        return exit_usage;
+      }
+      report =
+          simulate_defences(*scenario, context.strategies, *rows, context.threads, bar.callback());
+    } else {
+      report = sim::simulate(*scenario, context.strategies, context.threads, bar.callback());
+    }
   } catch (const std::bad_alloc&) {
     print_error(fmt::format("out of memory while simulating {} ({} req/s x {})",
                             detail::quote_for_message(scenario->name),
@@ -588,6 +602,11 @@ command add_simulate_command(CLI::App& parent) {
   options->layers_option =
       add_typed_option(*sub, "--layers", options->layers,
                        "layers: retrying layers above the bottom service (default 3)", "N");
+  options->defence_option = add_typed_option(
+      *sub, "--defence", options->defence,
+      "Server-side defences: none (default), drop-expired, lifo-codel, retry-budget, "
+      "concurrency-limit, a+b combined, all; a,b gives one row per defence",
+      "LIST");
   return command{sub, [options] { return run_simulate(*options); }};
 }
 

@@ -95,6 +95,13 @@ void ratio_budget::deposit(time_point now) noexcept {
   window_.add(now, deposit_amount_);
 }
 
+void ratio_budget::deposit(time_point now, std::int64_t count) noexcept {
+  if (count <= 0) return;
+  count = std::min<std::int64_t>(count, 1'000'000'000);
+  std::lock_guard lock(mutex_);
+  window_.add(now, deposit_amount_ * count);
+}
+
 bool ratio_budget::try_withdraw(time_point now) noexcept {
   const detail::lock hold(mutex_);
   if (window_.total(now) + reserve_ < k_scale) return false;

@@ -6,88 +6,15 @@
 
 namespace stormguard {
 
-namespace {
-
-constexpr bool is_ows(char c) noexcept { return c == ' ' || c == '\t'; }
-
-constexpr std::string_view trim_ows(std::string_view v) noexcept {
-  while (!v.empty() && is_ows(v.front())) v.remove_prefix(1);
-  while (!v.empty() && is_ows(v.back())) v.remove_suffix(1);
-  return v;
-}
-
-// 1*DIGIT within [0, max]; nothing else (no sign, no spaces inside).
-std::optional<std::int64_t> plain_decimal(std::string_view v, std::int64_t max) noexcept {
-  if (v.empty() || v.size() > 19) return std::nullopt;
-  std::int64_t value = 0;
-  for (const char c : v) {
-    if (c < '0' || c > '9') return std::nullopt;
-    value = value * 10 + (c - '0');  // 19 digits of 9 overflow only past 9.2e18: checked below
-    if (value > max) return std::nullopt;
-  }
-  return value;
-}
-
-}  // namespace
-
-attempt_info parse_attempt(std::optional<std::string_view> attempt_count,
-                           std::optional<std::string_view> previous_attempts) noexcept {
-  constexpr attempt_info malformed{2, true};
-  std::optional<std::int64_t> from_count;
-  std::optional<std::int64_t> from_previous;
-  if (attempt_count) {
-    from_count = plain_decimal(trim_ows(*attempt_count), k_max_attempt_number);
-    if (!from_count || *from_count < 1) return malformed;
-  }
-  if (previous_attempts) {
-    const auto previous = plain_decimal(trim_ows(*previous_attempts), k_max_attempt_number - 1);
-    if (!previous) return malformed;
-    from_previous = *previous + 1;
-  }
-  if (from_count && from_previous && *from_count != *from_previous) return malformed;
-  if (from_count) return attempt_info{*from_count, false};
-  if (from_previous) return attempt_info{*from_previous, false};
-  return attempt_info{};
-}
+using detail::is_ows;
+using detail::plain_decimal;
+using detail::trim_ows;
 
 std::string_view format_attempt_count(std::int64_t attempt, std::array<char, 24>& out) noexcept {
   const auto [end, ec] =
       std::to_chars(out.data(), out.data() + out.size(), attempt < 1 ? 1 : attempt);
   (void)ec;  // 24 characters hold any int64
   return {out.data(), static_cast<std::size_t>(end - out.data())};
-}
-
-std::optional<duration> parse_grpc_timeout(std::string_view value) noexcept {
-  if (value.size() < 2 || value.size() > 9) return std::nullopt;
-  const auto digits = plain_decimal(value.substr(0, value.size() - 1), 99'999'999);
-  if (!digits) return std::nullopt;
-  std::int64_t unit_ns = 0;
-  switch (value.back()) {
-    case 'H':
-      unit_ns = 3'600'000'000'000;
-      break;
-    case 'M':
-      unit_ns = 60'000'000'000;
-      break;
-    case 'S':
-      unit_ns = 1'000'000'000;
-      break;
-    case 'm':
-      unit_ns = 1'000'000;
-      break;
-    case 'u':
-      unit_ns = 1'000;
-      break;
-    case 'n':
-      unit_ns = 1;
-      break;
-    default:
-      return std::nullopt;
-  }
-  // 99,999,999 hours do not fit in int64 nanoseconds: saturate at duration::max() (no deadline
-  // in practice) instead of wrapping to a negative, already expired, deadline.
-  if (*digits > std::numeric_limits<std::int64_t>::max() / unit_ns) return duration::max();
-  return std::chrono::duration_cast<duration>(std::chrono::nanoseconds(*digits * unit_ns));
 }
 
 std::string_view format_grpc_timeout(duration remaining, std::array<char, 16>& out) noexcept {

@@ -12,14 +12,15 @@
 namespace stormguard {
 
 namespace {
-constexpr std::array<std::string_view, 8> k_end_reason_names{"success",
+constexpr std::array<std::string_view, 9> k_end_reason_names{"success",
                                                              "not_retryable",
                                                              "attempts_exhausted",
                                                              "budget_exhausted",
                                                              "retry_after_too_long",
                                                              "deadline_exceeded",
                                                              "cancelled",
-                                                             "throttled"};
+                                                             "throttled",
+                                                             "server_refused"};
 }  // namespace
 
 std::string_view to_string(end_reason value) noexcept {

@@ -218,3 +218,34 @@ TEST(Deadlines, SaturateAndCompare) {
 }
 
 }  // namespace
+
+namespace {
+
+// The lock-free first-attempt path hands its counts to the ratio budget in bulk: a single thread
+// must see exactly the decisions of a plain ratio_budget fed one call at a time.
+TEST(RetryAdmission, DecidesAsThePlainRatioBudgetAcrossSlicesAndWindows) {
+  const stormguard::ratio_budget_options options{
+      .ratio = 0.1, .window = std::chrono::seconds(10), .min_retries_per_second = 1};
+  stormguard::admission::retry_admission admission(options);
+  stormguard::ratio_budget reference(options);
+  stormguard::random_generator g(7);
+  stormguard::time_point now{};
+  for (int i = 0; i < 200'000; ++i) {
+    now += std::chrono::microseconds(1 + stormguard::uniform_int(g, 2'000));
+    const bool retry = stormguard::uniform_int(g, 9) < 3;  // 30 %: the budget runs dry at times
+    const stormguard::attempt_info attempt{retry ? 2 : 1, false};
+    bool expected = true;
+    if (retry) {
+      expected = reference.try_withdraw(now);
+    } else {
+      reference.deposit(now);
+    }
+    ASSERT_EQ(admission.admit(now, attempt), expected) << "request " << i;
+  }
+  EXPECT_EQ(admission.balance(now), reference.balance(now));
+  const auto counts = admission.counts();
+  EXPECT_GT(counts.retries_refused, 0);
+  EXPECT_GT(counts.retries_admitted, 0);
+}
+
+}  // namespace

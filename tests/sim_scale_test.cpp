@@ -20,8 +20,11 @@ TEST(ScaleScenario, MultipliesTheLoadAndTheServerOnly) {
   EXPECT_EQ((*scaled).clients, 2);
   EXPECT_EQ((*scaled).workers, 10);
   EXPECT_EQ((*scaled).queue_limit, 2000);
+  // The server budget's floor is per server: scaled too (10 retries/s -> 1).
+  EXPECT_EQ((*scaled).defences.retry_budget.min_retries_per_second, 1);
   // Unchanged: the clock, the timeout, the service times, the incident, the seed.
   sim::scenario rest = *scaled;
+  rest.defences = full.defences;
   rest.requests_per_second = full.requests_per_second;
   rest.clients = full.clients;
   rest.workers = full.workers;

@@ -221,6 +221,9 @@ class STORMGUARD_EXPORT ratio_budget {
 
   /// Records one logical request at `now`: adds the ratio's deposit to the current slice.
   void deposit(time_point now) noexcept;
+  /// Records `count` logical requests at `now` at once, as `count` calls of deposit(now) would
+  /// (count <= 0: nothing; above 10^9 it is taken as 10^9, so the sum cannot overflow).
+  void deposit(time_point now, std::int64_t count) noexcept;
 
   /// Asks for one retry at `now`. Returns true and withdraws one retry when the balance holds at
   /// least one; returns false (and changes nothing) otherwise.

@@ -25,10 +25,12 @@
 
 #include <array>
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <string_view>
 
 #include "stormguard/clock.hpp"
+#include "stormguard/detail/http_syntax.hpp"  // is_ows, trim_ows
 #include "stormguard/export.hpp"
 
 namespace stormguard {
@@ -69,9 +71,9 @@ inline constexpr std::int64_t k_max_attempt_number = 1'000'000;
 /// first attempt. Each present value must be 1*DIGIT (surrounding SP/HTAB allowed) within
 /// [1, k_max_attempt_number] (resp. [0, k_max_attempt_number − 1]); otherwise, or when both are
 /// present and disagree, the result is malformed (attempt 2).
-[[nodiscard]] STORMGUARD_EXPORT attempt_info
-parse_attempt(std::optional<std::string_view> attempt_count,
-              std::optional<std::string_view> previous_attempts) noexcept;
+[[nodiscard]] attempt_info parse_attempt(
+    std::optional<std::string_view> attempt_count,
+    std::optional<std::string_view> previous_attempts) noexcept;
 
 /// Writes `attempt` (>= 1; smaller values are written as 1) as the value of
 /// x-envoy-attempt-count into `out` and returns the part written (at most 20 characters).
@@ -82,8 +84,7 @@ parse_attempt(std::optional<std::string_view> attempt_count,
 /// S (seconds), m (milliseconds), u (microseconds) or n (nanoseconds), nothing else (no spaces,
 /// no sign). Returns the duration (0 allowed: already expired), or an empty optional for any
 /// other text, which callers treat as "no deadline" (gRPC over HTTP/2, "Timeout").
-[[nodiscard]] STORMGUARD_EXPORT std::optional<duration> parse_grpc_timeout(
-    std::string_view value) noexcept;
+[[nodiscard]] std::optional<duration> parse_grpc_timeout(std::string_view value) noexcept;
 
 /// Writes `remaining` as a grpc-timeout value into `out` and returns the part written: the finest
 /// unit whose count fits in 8 digits, rounded down, so that the server never believes the
@@ -105,6 +106,79 @@ struct pushback {
 /// allowed). A non-negative value is the delay in milliseconds (saturating at duration::max());
 /// a negative value, or any text that is not an integer, means "do not retry", as gRFC A6 says.
 [[nodiscard]] STORMGUARD_EXPORT pushback parse_pushback(std::string_view value) noexcept;
+
+// Definitions of the two parsers a server runs on every request: inline, so that admission
+// costs no call (bench/admission_benchmark.cpp).
+
+namespace detail {
+
+// 1*DIGIT within [0, max]; nothing else (no sign, no spaces inside).
+constexpr std::optional<std::int64_t> plain_decimal(std::string_view v, std::int64_t max) noexcept {
+  if (v.empty() || v.size() > 19) return std::nullopt;
+  std::int64_t value = 0;
+  for (const char c : v) {
+    if (c < '0' || c > '9') return std::nullopt;
+    value = value * 10 + (c - '0');  // 19 digits of 9 overflow only past 9.2e18: checked below
+    if (value > max) return std::nullopt;
+  }
+  return value;
+}
+
+}  // namespace detail
+
+inline attempt_info parse_attempt(std::optional<std::string_view> attempt_count,
+                                  std::optional<std::string_view> previous_attempts) noexcept {
+  constexpr attempt_info malformed{2, true};
+  std::optional<std::int64_t> from_count;
+  std::optional<std::int64_t> from_previous;
+  if (attempt_count) {
+    from_count = detail::plain_decimal(detail::trim_ows(*attempt_count), k_max_attempt_number);
+    if (!from_count || *from_count < 1) return malformed;
+  }
+  if (previous_attempts) {
+    const auto previous =
+        detail::plain_decimal(detail::trim_ows(*previous_attempts), k_max_attempt_number - 1);
+    if (!previous) return malformed;
+    from_previous = *previous + 1;
+  }
+  if (from_count && from_previous && *from_count != *from_previous) return malformed;
+  if (from_count) return attempt_info{*from_count, false};
+  if (from_previous) return attempt_info{*from_previous, false};
+  return attempt_info{};
+}
+
+inline std::optional<duration> parse_grpc_timeout(std::string_view value) noexcept {
+  if (value.size() < 2 || value.size() > 9) return std::nullopt;
+  const auto digits = detail::plain_decimal(value.substr(0, value.size() - 1), 99'999'999);
+  if (!digits) return std::nullopt;
+  std::int64_t unit_ns = 0;
+  switch (value.back()) {
+    case 'H':
+      unit_ns = 3'600'000'000'000;
+      break;
+    case 'M':
+      unit_ns = 60'000'000'000;
+      break;
+    case 'S':
+      unit_ns = 1'000'000'000;
+      break;
+    case 'm':
+      unit_ns = 1'000'000;
+      break;
+    case 'u':
+      unit_ns = 1'000;
+      break;
+    case 'n':
+      unit_ns = 1;
+      break;
+    default:
+      return std::nullopt;
+  }
+  // 99,999,999 hours do not fit in int64 nanoseconds: saturate at duration::max() (no deadline
+  // in practice) instead of wrapping to a negative, already expired, deadline.
+  if (*digits > std::numeric_limits<std::int64_t>::max() / unit_ns) return duration::max();
+  return std::chrono::duration_cast<duration>(std::chrono::nanoseconds(*digits * unit_ns));
+}
 
 }  // namespace stormguard
 

@@ -38,10 +38,13 @@ enum class end_reason {
   deadline_exceeded,     ///< the next attempt could not start before the deadline
   cancelled,             ///< a stop was requested (std::stop_token)
   throttled,  ///< the budget rejected the first attempt locally (adaptive_throttle); no attempt
+  /// the server answered "do not retry" (gRFC A6: grpc-retry-pushback-ms negative or unparsable)
+  server_refused,
 };
 
 /// "success", "not_retryable", "attempts_exhausted", "budget_exhausted",
-/// "retry_after_too_long", "deadline_exceeded", "cancelled", "throttled"; "unknown" for a value
+/// "retry_after_too_long", "deadline_exceeded", "cancelled", "throttled", "server_refused";
+/// "unknown" for a value
 /// outside the enum.
 [[nodiscard]] STORMGUARD_EXPORT std::string_view to_string(end_reason r) noexcept;
 

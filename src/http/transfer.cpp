@@ -10,6 +10,7 @@
 #include <chrono>
 #include <climits>
 #include <cstdint>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -17,6 +18,7 @@
 #include "stormguard/detail/format.hpp"
 #include "stormguard/http/syntax.hpp"
 #include "stormguard/retry_after.hpp"
+#include "stormguard/retry_headers.hpp"
 #include "stormguard/version.hpp"
 
 namespace stormguard::http::detail {
@@ -374,16 +376,55 @@ void easy_transfer::configure(const request& req, const call_plan& p, const atte
     set(CURLOPT_URL, p.where->url.c_str());  // copied by libcurl
     setup_.url = p.where->url;
   }
-  if (!setup_.fields_set || setup_.fields != p.fields->list) {
-    set(CURLOPT_HTTPHEADER, p.fields->list);  // read by libcurl at each transfer, not copied
-    setup_.fields = p.fields->list;
-    setup_.fields_set = true;
+  // Every attempt says which attempt it is and how long its caller waits for it (the attempt's
+  // time-out or the time left before the call's deadline, whichever is shorter), so that a
+  // server can budget retries and drop work nobody waits for (stormguard::admission).
+  // A field the request already carries (a caller that numbers attempts itself) is left alone.
+  bool own_attempt = true;
+  bool own_timeout = true;
+  for (const header& h : req.headers) {
+    if (iequals_ascii(h.name, k_attempt_count_header)) own_attempt = false;
+    if (iequals_ascii(h.name, k_grpc_timeout_header)) own_timeout = false;
   }
+  set(CURLOPT_HTTPHEADER,  // read by libcurl at each transfer, not copied
+      set_retry_fields(
+          own_attempt ? ctx.attempt : 0,
+          own_timeout ? std::min(options_->attempt_timeout, ctx.time_left) : duration::min(),
+          p.fields->list));
+  setup_.fields = p.fields->list;
+  setup_.fields_set = true;
   set(CURLOPT_CONNECTTIMEOUT_MS, timeout_ms(std::min(options_->connect_timeout, ctx.time_left)));
   set(CURLOPT_TIMEOUT_MS, timeout_ms(std::min(options_->attempt_timeout, ctx.time_left)));
   setup_.method = req.method;
   setup_.fresh_connection = p.fresh_connection;
   setup_.reusable = req.body.empty() && !sends_body_option(req);
+}
+
+curl_slist* easy_transfer::set_retry_fields(int attempt, duration wait, curl_slist* rest) noexcept {
+  const auto write = [](std::span<char> out, std::string_view name, std::string_view value) {
+    std::size_t n = 0;
+    for (const char c : name) out[n++] = c;
+    out[n++] = ':';
+    out[n++] = ' ';
+    for (const char c : value) out[n++] = c;
+    out[n] = '\0';
+  };
+  curl_slist* head = rest;
+  if (wait != duration::min()) {
+    std::array<char, 16> timeout{};
+    write(timeout_field_, k_grpc_timeout_header, format_grpc_timeout(wait, timeout));
+    timeout_node_.data = timeout_field_.data();
+    timeout_node_.next = head;
+    head = &timeout_node_;
+  }
+  if (attempt > 0) {
+    std::array<char, 24> number{};
+    write(attempt_field_, k_attempt_count_header, format_attempt_count(attempt, number));
+    attempt_node_.data = attempt_field_.data();
+    attempt_node_.next = head;
+    head = &attempt_node_;
+  }
+  return head;
 }
 
 // The options that are the same for every request of this client.
@@ -434,6 +475,16 @@ outcome<response, attempt_failure> easy_transfer::finish(CURLcode code, const at
   if (const auto field = failed.resp->header_value("Retry-After")) {
     failed.retry_after_delay = parse_retry_after(
         *field, std::chrono::time_point_cast<std::chrono::system_clock::duration>(clk.wall_now()));
+  }
+  // gRFC A6 pushback: negative or unparsable = do not retry; otherwise a minimum delay, as
+  // Retry-After (the longer of the two when both are sent).
+  if (const auto field = failed.resp->header_value(k_pushback_header)) {
+    const pushback p = parse_pushback(*field);
+    if (p.do_not_retry) {
+      failed.pushback_do_not_retry = true;
+    } else if (!failed.retry_after_delay || *failed.retry_after_delay < p.delay) {
+      failed.retry_after_delay = p.delay;
+    }
   }
   return failure{std::move(failed)};
 }
@@ -541,6 +592,7 @@ std::size_t easy_transfer::on_header(char* data, std::size_t size, std::size_t c
 
 classification classify_failure(const client_options& options, const attempt_failure& f,
                                 const std::string& method, bool has_key) {
+  if (f.pushback_do_not_retry) return classification::stop();  // ends as server_refused
   if (f.resp) {
     return classify_http_status(f.resp->status, method, has_key, f.retry_after_delay,
                                 options.statuses);
@@ -574,6 +626,10 @@ result call_report::finish(retry_result<response, attempt_failure>&& ended) {
       (ended.reason == end_reason::attempts_exhausted ||
        ended.reason == end_reason::not_retryable)) {
     out.reason = end_reason::deadline_exceeded;
+  }
+  if (ended.last_error && ended.last_error->pushback_do_not_retry &&
+      ended.reason == end_reason::not_retryable) {
+    out.reason = end_reason::server_refused;
   }
   // What reached the wire: the retrier's attempts and libcurl's own resends among them.
   out.attempts = ended.attempts + plan_->hidden_resends;

@@ -11,6 +11,7 @@
 
 #include <curl/curl.h>
 
+#include <array>
 #include <cstddef>
 #include <memory>
 #include <optional>
@@ -51,6 +52,8 @@ struct attempt_failure {
   std::optional<transport_error> error;
   std::optional<duration> retry_after_delay;
   bool cut_by_deadline = false;  // libcurl timed out on the limit that the deadline set
+  // grpc-retry-pushback-ms negative or unparsable: the server says "do not retry" (gRFC A6).
+  bool pushback_do_not_retry = false;
 };
 
 /// What a call sends on every attempt, worked out once per call. Owns what libcurl reads during
@@ -141,6 +144,9 @@ class easy_transfer {
   template <class T>
   void set(CURLoption option, T value);
   void set_fixed_options();
+  // Puts the attempt's retry-state fields in front of `rest` and returns the list's head:
+  // x-envoy-attempt-count unless `attempt` is 0, grpc-timeout unless `wait` is duration::min().
+  curl_slist* set_retry_fields(int attempt, duration wait, curl_slist* rest) noexcept;
   void set_method(const request& req);
   [[nodiscard]] bool header_limit_hit(CURLcode code) const noexcept;
   [[nodiscard]] transport_error failure_of(CURLcode code) const;
@@ -162,6 +168,13 @@ class easy_transfer {
   int sends_ = 0;                    // requests libcurl sent for this attempt (resends: > 1)
   const call_plan* plan_ = nullptr;  // the call of the attempt in progress
   char error_buffer_[CURL_ERROR_SIZE] = {};
+  // The retry-state fields of each attempt (stormguard/retry_headers.hpp), in list nodes of our
+  // own put in front of the plan's fields: no allocation per attempt. libcurl reads the list at
+  // each transfer and never frees or copies it.
+  std::array<char, 48> attempt_field_{};  // "x-envoy-attempt-count: N"
+  std::array<char, 40> timeout_field_{};  // "grpc-timeout: T" (the time this attempt may take)
+  curl_slist attempt_node_{};
+  curl_slist timeout_node_{};
 };
 
 /// The verdict on a failed attempt, from the core rules (classify_http_status,

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <asio/io_context.hpp>
 #include <asio/steady_timer.hpp>
 #include <chrono>
@@ -26,6 +27,8 @@
 #include "stormguard/http/async_client.hpp"
 #include "stormguard/metrics/retry_metrics.hpp"
 #include "stormguard/random.hpp"
+#include "stormguard/retry_after.hpp"
+#include "stormguard/retry_headers.hpp"
 #include "stormguard/sim/report.hpp"
 #include "stormguard_engine/driver.hpp"
 #include "stormguard_engine/json_writer.hpp"
@@ -68,7 +71,9 @@ class lab_transport {
         prometheus_(options.metrics == nullptr
                         ? nullptr
                         : &options.metrics->for_client(strat.name, metrics::budget_kind<B>())),
-        driver_(s, strat, config, *this) {}
+        driver_(s, strat, config, *this),
+        label_attempts_(s.clients_label_attempts),
+        honour_pushback_(s.clients_honour_pushback) {}
 
   fleet_result run() {
     srv_.start_clock();
@@ -84,7 +89,14 @@ class lab_transport {
     m.sample_queue_until(end_ + sim::engine::k_bin_ns, st.queued);
     m.counters().lost = st.lost;
     m.counters().wasted_work = std::max<std::int64_t>(0, st.served - st.served_in_time);
+    // What only the server knows: attempts that used a worker (finished or in service) and the
+    // defences' refusals and drops (the incident's share of served is not known here).
+    m.counters().served = st.served + st.in_service;
+    m.counters().rejected =
+        st.rejected + st.refused_retry_budget + st.refused_concurrency_limit + st.dropped_codel;
+    m.counters().expired_dropped = st.dropped_expired;
     out.result = driver_.finish();
+    out.result.incident_served_amplification.reset();  // not measured on real sockets
     return out;
   }
 
@@ -96,6 +108,13 @@ class lab_transport {
   void send(std::uint32_t id, std::int32_t attempt, std::int64_t) {
     http::request req;
     req.url = url_;
+    // The attempt number is the fleet's (each call is one attempt of the client): said when the
+    // scenario's clients label their attempts; otherwise the client's own "1" goes out.
+    if (label_attempts_) {
+      std::array<char, 24> number{};
+      req.headers.push_back({std::string(k_attempt_count_header),
+                             std::string(format_attempt_count(attempt, number))});
+    }
     client_.async_perform(std::move(req),
                           [this, id, attempt](http::result res) { on_result(id, attempt, res); });
   }
@@ -189,6 +208,15 @@ class lab_transport {
     if (t >= end_) return;  // after the run: still in flight, as in the simulator
     if (res.response && res.response->status >= 200 && res.response->status < 300) {
       driver_.succeeded(id, attempt, t);
+    } else if (res.response && honour_pushback_ && res.reason == end_reason::server_refused) {
+      driver_.refused(id, attempt, t);  // grpc-retry-pushback-ms: -1 (the server's retry budget)
+    } else if (const auto retry_after = honour_pushback_ && res.response
+                                            ? res.response->header_value("Retry-After")
+                                            : std::nullopt) {
+      const auto delay = parse_retry_after(
+          *retry_after, std::chrono::time_point_cast<std::chrono::system_clock::duration>(
+                            std::chrono::system_clock::now()));
+      driver_.unavailable_after(id, attempt, t, delay.value_or(duration::zero()));
     } else if (res.response) {
       driver_.unavailable(id, attempt, t);
     } else {
@@ -212,6 +240,8 @@ class lab_transport {
   bool completed_ = true;
   metrics::client_metrics* prometheus_;  // nullptr: no Prometheus metrics
   sim::engine::driver<B, lab_transport> driver_;
+  bool label_attempts_;   // the scenario's clients_label_attempts
+  bool honour_pushback_;  // the scenario's clients_honour_pushback
 };
 
 std::string cell(std::optional<double> lab, std::optional<double> sim, int decimals,

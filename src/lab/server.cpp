@@ -36,7 +36,9 @@
 #include <functional>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <stdexcept>
+#include <string>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -45,8 +47,10 @@
 #include "lab/charges.hpp"
 #include "lab/http_limits.hpp"
 #include "lab/wire.hpp"
+#include "stormguard/detail/saturate.hpp"
 #include "stormguard/guard/store.hpp"
 #include "stormguard/random.hpp"
+#include "stormguard/retry_headers.hpp"
 #include "stormguard_engine/json_writer.hpp"
 #include "stormguard_engine/server.hpp"
 
@@ -204,6 +208,20 @@ std::string stats_prometheus(const server_stats& st) {
           st.connections_refused);
   counter("accept_errors_total", "accept() failures (out of descriptors), each a 100 ms pause.",
           st.accept_errors);
+  // Each defence's decisions by reason (server.defences; zero without defences).
+  auto& decisions = prometheus::BuildCounter()
+                        .Name("stormguard_serve_defence_decisions_total")
+                        .Help(
+                            "Requests a server-side defence refused or dropped, by defence and "
+                            "reason.")
+                        .Register(registry);
+  const auto decision = [&](const char* defence, const char* reason, std::int64_t n) {
+    decisions.Add({{"defence", defence}, {"reason", reason}}).Increment(static_cast<double>(n));
+  };
+  decision("retry-budget", "retry_refused", st.refused_retry_budget);
+  decision("concurrency-limit", "over_limit", st.refused_concurrency_limit);
+  decision("lifo-codel", "waited_too_long", st.dropped_codel);
+  decision("drop-expired", "deadline_passed", st.dropped_expired);
   gauge("queued", "Requests waiting for a worker.", static_cast<double>(st.queued));
   gauge("in_service", "Requests in service.", static_cast<double>(st.in_service));
   gauge("elapsed_seconds", "The scenario's clock (0 until it starts).",
@@ -531,7 +549,8 @@ class server::impl {
     // After the duration the load no longer slows the server: the model reads model_.overload
     // at each decision (it keeps a reference to model_), so dropping it here is enough.
     if (model_.overload && now >= model_.length.count()) model_.overload.reset();
-    switch (engine_.admit(now)) {
+    const sim::engine::attempt_labels labels = request_labels(req, now);
+    switch (engine_.admit(now, labels)) {
       case sim::engine::admission::lost:
         count<&server_stats::lost>();
         lost_requests_.push_back(req);
@@ -542,11 +561,23 @@ class server::impl {
       case sim::engine::admission::rejected:
         count<&server_stats::rejected>();
         return reply_text(req, 503, "Service Unavailable", "queue full\n");
+      case sim::engine::admission::refused:
+        count<&server_stats::refused_retry_budget>();
+        evhttp_add_header(evhttp_request_get_output_headers(req), "grpc-retry-pushback-ms", "-1");
+        return reply_text(req, 503, "Service Unavailable", "retry refused by the server budget\n");
+      case sim::engine::admission::limited: {
+        count<&server_stats::refused_concurrency_limit>();
+        const auto seconds =
+            std::chrono::duration_cast<std::chrono::seconds>(engine_.retry_after()).count();
+        evhttp_add_header(evhttp_request_get_output_headers(req), "Retry-After",
+                          std::to_string(seconds).c_str());
+        return reply_text(req, 503, "Service Unavailable", "over the concurrency limit\n");
+      }
       case sim::engine::admission::accepted:
         break;
     }
     slot& s = take_slot(req);
-    if (const auto svc = engine_.take(now, {s.index, 1})) {
+    if (const auto svc = engine_.take(now, {s.index, 1, now, labels.deadline})) {
       begin_service(s, svc->time);
     } else {
       count<&server_stats::queued>();
@@ -596,10 +627,48 @@ class server::impl {
     free_slots_.push_back(s.index);
     count<&server_stats::in_service>(-1);
     reply_text(req, 200, "OK", "ok\n");
-    if (auto next = engine_.finish(scenario_now())) {
+    if (auto next = engine_.finish(
+            scenario_now(), [&](const sim::engine::queued_attempt& a,
+                                sim::engine::drop_reason why) { dropped_from_line(a, why); })) {
       count<&server_stats::queued>(-1);
       begin_service(slots_[next->attempt.request], next->svc.time);
     }
+  }
+
+  // What a request's headers say to the defences: its attempt number (x-envoy-attempt-count,
+  // grpc-previous-rpc-attempts) and its caller's deadline (grpc-timeout), read as
+  // stormguard/retry_headers.hpp defines them (hostile values included).
+  static sim::engine::attempt_labels request_labels(evhttp_request* req, std::int64_t now) {
+    const evkeyvalq* in = evhttp_request_get_input_headers(req);
+    const auto header = [&](std::string_view name) -> std::optional<std::string_view> {
+      const char* v = evhttp_find_header(in, std::string(name).c_str());
+      return v != nullptr ? std::optional<std::string_view>(v) : std::nullopt;
+    };
+    sim::engine::attempt_labels labels;
+    labels.attempt =
+        parse_attempt(header(k_attempt_count_header), header(k_previous_attempts_header));
+    if (const auto timeout = header(k_grpc_timeout_header)) {
+      if (const auto left = parse_grpc_timeout(*timeout)) {
+        labels.deadline = stormguard::detail::saturating_add(duration(now), *left).count();
+      }
+    }
+    return labels;
+  }
+
+  // A queued request left the line unserved (CoDel, drop-expired): answered 503 at once, with
+  // "do not retry" when its deadline has passed (if its client still listens).
+  void dropped_from_line(const sim::engine::queued_attempt& a, sim::engine::drop_reason why) {
+    slot& s = slots_[a.request];
+    evhttp_request* req = std::exchange(s.request, nullptr);
+    free_slots_.push_back(s.index);
+    count<&server_stats::queued>(-1);
+    if (why == sim::engine::drop_reason::expired) {
+      count<&server_stats::dropped_expired>();
+      evhttp_add_header(evhttp_request_get_output_headers(req), "grpc-retry-pushback-ms", "-1");
+      return reply_text(req, 503, "Service Unavailable", "deadline passed\n");
+    }
+    count<&server_stats::dropped_codel>();
+    reply_text(req, 503, "Service Unavailable", "dropped: waited too long\n");
   }
 
   static void on_stop(evutil_socket_t, short, void* arg) {

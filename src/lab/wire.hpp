@@ -31,26 +31,32 @@ namespace stormguard::lab::wire {
 inline constexpr const char* k_stats_count_names[] = {
     "attempts", "served", "served_in_time", "rejected", "errors", "lost", "queued", "in_service",
     "charges", "charges_committed", "charges_replayed", "charges_dropped", "charges_unavailable",
-    "requests_refused", "read_timeouts", "idle_closed", "connections_refused", "accept_errors"};
+    "requests_refused", "read_timeouts", "idle_closed", "connections_refused",
+    "accept_errors", "refused_retry_budget", "refused_concurrency_limit", "dropped_codel", "dropped_expired"};
 // clang-format on
-inline constexpr std::int64_t server_stats::*k_stats_counts[] = {&server_stats::attempts,
-                                                                 &server_stats::served,
-                                                                 &server_stats::served_in_time,
-                                                                 &server_stats::rejected,
-                                                                 &server_stats::errors,
-                                                                 &server_stats::lost,
-                                                                 &server_stats::queued,
-                                                                 &server_stats::in_service,
-                                                                 &server_stats::charges,
-                                                                 &server_stats::charges_committed,
-                                                                 &server_stats::charges_replayed,
-                                                                 &server_stats::charges_dropped,
-                                                                 &server_stats::charges_unavailable,
-                                                                 &server_stats::requests_refused,
-                                                                 &server_stats::read_timeouts,
-                                                                 &server_stats::idle_closed,
-                                                                 &server_stats::connections_refused,
-                                                                 &server_stats::accept_errors};
+inline constexpr std::int64_t server_stats::*k_stats_counts[] = {
+    &server_stats::attempts,
+    &server_stats::served,
+    &server_stats::served_in_time,
+    &server_stats::rejected,
+    &server_stats::errors,
+    &server_stats::lost,
+    &server_stats::queued,
+    &server_stats::in_service,
+    &server_stats::charges,
+    &server_stats::charges_committed,
+    &server_stats::charges_replayed,
+    &server_stats::charges_dropped,
+    &server_stats::charges_unavailable,
+    &server_stats::requests_refused,
+    &server_stats::read_timeouts,
+    &server_stats::idle_closed,
+    &server_stats::connections_refused,
+    &server_stats::accept_errors,
+    &server_stats::refused_retry_budget,
+    &server_stats::refused_concurrency_limit,
+    &server_stats::dropped_codel,
+    &server_stats::dropped_expired};
 static_assert(std::size(k_stats_count_names) == std::size(k_stats_counts));
 /// The counts every GET /stats has; those after them (the limits' counts) read as 0 when
 /// absent, from a server of an earlier version.

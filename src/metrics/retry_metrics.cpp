@@ -27,14 +27,15 @@ namespace {
 constexpr std::array<attempt_status, 4> k_statuses{attempt_status::success, attempt_status::failure,
                                                    attempt_status::timeout,
                                                    attempt_status::not_retryable};
-constexpr std::array<end_reason, 8> k_reasons{end_reason::success,
+constexpr std::array<end_reason, 9> k_reasons{end_reason::success,
                                               end_reason::not_retryable,
                                               end_reason::attempts_exhausted,
                                               end_reason::budget_exhausted,
                                               end_reason::retry_after_too_long,
                                               end_reason::deadline_exceeded,
                                               end_reason::cancelled,
-                                              end_reason::throttled};
+                                              end_reason::throttled,
+                                              end_reason::server_refused};
 
 std::string status_name(attempt_status s) {
   switch (s) {

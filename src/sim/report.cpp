@@ -65,6 +65,11 @@ std::string percent(double ratio) { return fmt::format("{:.1f}%", 100.0 * ratio)
 // escaped (an ANSI escape prints as "\x1b[31m"), so that a file cannot drive the terminal.
 std::string shown(const std::string& name) { return detail::escape_control(name); }
 
+// A row's label in the table: the strategy's name, and the server's defences when it ran any.
+std::string row_label(const strategy_result& r) {
+  return r.defence == "none" ? shown(r.name) : shown(r.name) + " @" + shown(r.defence);
+}
+
 std::string join(const std::vector<std::string>& items) {
   std::string out;
   for (std::size_t i = 0; i < items.size(); ++i) {
@@ -146,6 +151,10 @@ std::string to_json(const strategy_result& r) {
   w.field("requests_in_flight", r.requests_in_flight).field("wasted_work", r.wasted_work);
   w.field("incident_logical_requests", r.incident_logical_requests);
   w.field("incident_attempts", r.incident_attempts).field("lost", r.lost);
+  w.field("defence", r.defence).field("rejected", r.rejected).field("served", r.served);
+  w.field("expired_dropped", r.expired_dropped).field("server_refused", r.server_refused);
+  w.fixed("served_amplification", r.served_amplification, 4);
+  w.fixed("incident_served_amplification", r.incident_served_amplification, 4);
   return w.end_object().text();
 }
 
@@ -175,7 +184,7 @@ std::string table_rows(const simulation_report& report) {
   // The first column is as wide as the longest name (13 at least, the built-ins' width), so
   // that a long policy name from a file keeps the columns in line.
   std::size_t width = 13;
-  for (const strategy_result& r : report.strategies) width = std::max(width, shown(r.name).size());
+  for (const strategy_result& r : report.strategies) width = std::max(width, row_label(r).size());
   const std::string row =
       "{:<" + std::to_string(width) + "} {:>9} {:>9} {:>7} {:>9} {:>6} {:>8} {:>10} {:>9}\n";
   out += fmt::format(fmt::runtime(row), "strategy", "requests", "attempts", "ampl.", "incident",
@@ -191,7 +200,7 @@ std::string table_rows(const simulation_report& report) {
                                  : !r.recovery_measurable ? "n/a"
                                  : r.recovery_s           ? fmt::format("{:.0f} s", *r.recovery_s)
                                                           : "never";
-    out += fmt::format(fmt::runtime(row), shown(r.name), grouped(r.logical_requests),
+    out += fmt::format(fmt::runtime(row), row_label(r), grouped(r.logical_requests),
                        grouped(r.attempts), times(r.amplification), incident,
                        fmt::format("{:.1f}x", r.peak_load_ratio), success, p99, recovery);
   }

@@ -106,11 +106,66 @@ std::vector<strategy> read_strategies(const json& list) {
   return strategies;
 }
 
+// A JSON boolean field, or `fallback` when absent.
+bool read_bool(const object_reader& r, std::string_view key, bool fallback) {
+  if (!r.has(key)) return fallback;
+  const json& v = r.object()[std::string(key)];
+  if (!v.is_boolean()) fail(r.field(key), "must be true or false, got " + quote(v));
+  return v.get<bool>();
+}
+
+// [server.defences]: an object keyed by defence name, each value its parameters.
+server_defences read_defences(const json& value) {
+  server_defences d;
+  if (value.is_null()) return d;
+  object_reader top(value, "server.defences",
+                    {"drop-expired", "lifo-codel", "retry-budget", "concurrency-limit"});
+  using namespace std::chrono_literals;
+  if (top.has("drop-expired")) {
+    object_reader r(value["drop-expired"], "server.defences.drop-expired", {});
+    d.enabled = d.enabled.with(admission::defence::drop_expired);
+  }
+  if (top.has("lifo-codel")) {
+    object_reader r(value["lifo-codel"], "server.defences.lifo-codel", {"target", "interval"});
+    if (r.has("target")) d.codel.target = r.time_between("target", 1us, 10s);
+    if (r.has("interval")) d.codel.interval = r.time_between("interval", 1ms, 60s);
+    d.enabled = d.enabled.with(admission::defence::lifo_codel);
+  }
+  if (top.has("retry-budget")) {
+    object_reader r(value["retry-budget"], "server.defences.retry-budget",
+                    {"ratio", "window", "min_retries_per_second"});
+    if (r.has("ratio")) d.retry_budget.ratio = r.number_between("ratio", 0.0, 1000.0);
+    if (r.has("window")) d.retry_budget.window = r.time_between("window", 1s, 60s);
+    if (r.has("min_retries_per_second")) {
+      d.retry_budget.min_retries_per_second = r.integer("min_retries_per_second", 0, 1'000'000);
+    }
+    d.enabled = d.enabled.with(admission::defence::retry_budget);
+  }
+  if (top.has("concurrency-limit")) {
+    object_reader r(value["concurrency-limit"], "server.defences.concurrency-limit",
+                    {"initial_limit", "max_limit", "min_concurrency", "request_count", "buffer",
+                     "update_interval", "min_rtt_interval"});
+    auto& c = d.concurrency_limit;
+    if (r.has("initial_limit")) c.initial_limit = r.integer("initial_limit", 0, 1'000'000);
+    if (r.has("max_limit")) c.max_limit = r.integer("max_limit", 1, 1'000'000);
+    if (r.has("min_concurrency")) c.min_concurrency = r.integer("min_concurrency", 1, 1'000'000);
+    if (r.has("request_count")) c.request_count = r.integer("request_count", 1, 100'000);
+    if (r.has("buffer")) c.buffer = r.number_between("buffer", 0.0, 10.0);
+    if (r.has("update_interval")) c.update_interval = r.time_between("update_interval", 1ms, 60s);
+    if (r.has("min_rtt_interval")) {
+      c.min_rtt_interval = r.time_between("min_rtt_interval", 1s, 1h);
+    }
+    d.enabled = d.enabled.with(admission::defence::concurrency_limit);
+  }
+  return d;
+}
+
 scenario read_scenario(const json& doc) {
   if (!doc.is_object()) fail("", "a scenario must be a JSON object, got " + quote(doc));
   object_reader top(doc, "",
                     {"name", "description", "seed", "duration", "requests_per_second", "clients",
-                     "timeout", "server", "incident", "max_retries", "strategies"});
+                     "timeout", "server", "incident", "max_retries", "strategies",
+                     "clients_label_attempts", "clients_honour_pushback"});
   scenario s;
   s.name = top.string("name");
   if (top.has("description")) s.description = top.string("description");
@@ -122,7 +177,7 @@ scenario read_scenario(const json& doc) {
 
   object_reader server(
       top.required("server", "an object"), "server",
-      {"workers", "queue_limit", "service_time", "service_distribution", "overload"});
+      {"workers", "queue_limit", "service_time", "service_distribution", "overload", "defences"});
   s.workers = static_cast<int>(server.integer("workers", 1, k_max_workers));
   s.queue_limit = server.integer("queue_limit", 0, k_max_queue_limit);
   s.service_time = server.positive_time("service_time", k_max_service_time);
@@ -137,6 +192,10 @@ scenario read_scenario(const json& doc) {
            "must be \"fixed\" or \"exponential\", got " + detail::quote_for_message(d));
     }
   }
+
+  if (server.has("defences")) s.defences = read_defences(doc["server"]["defences"]);
+  s.clients_label_attempts = read_bool(top, "clients_label_attempts", true);
+  s.clients_honour_pushback = read_bool(top, "clients_honour_pushback", true);
 
   if (server.has("overload") && !doc["server"]["overload"].is_null()) {
     object_reader overload_reader(doc["server"]["overload"], "server.overload",
@@ -318,6 +377,32 @@ std::optional<scenario_error> validate(const scenario& s) {
     return error("max_retries", "must be an integer in [1, " + std::to_string(k_max_retries) +
                                     "], got " + std::to_string(*s.max_retries));
   }
+  // The defences' own constructors are the rule for their parameters.
+  const server_defences& d = s.defences;
+  const auto check = [&](admission::defence which, auto&& build) -> std::optional<scenario_error> {
+    if (!d.enabled.has(which)) return std::nullopt;
+    try {
+      build();
+    } catch (const std::invalid_argument& e) {
+      return error("server.defences." + std::string(admission::to_string(which)), e.what());
+    }
+    return std::nullopt;
+  };
+  if (auto p = check(admission::defence::lifo_codel, [&] { admission::codel c(d.codel); })) {
+    return p;
+  }
+  if (auto p =
+          check(admission::defence::retry_budget, [&] { const ratio_budget b(d.retry_budget); })) {
+    return p;
+  }
+  if (auto p = check(admission::defence::concurrency_limit, [&] {
+        admission::concurrency_limit_options o = d.concurrency_limit;
+        if (o.initial_limit == 0) o.initial_limit = std::min<std::int64_t>(s.workers, o.max_limit);
+        o.initial_limit = std::max(o.initial_limit, o.min_concurrency);
+        const admission::concurrency_limit c(o, time_point{});
+      })) {
+    return p;
+  }
   return std::nullopt;
 }
 
@@ -334,6 +419,13 @@ scenario_result scale_scenario(const scenario& s, double factor) {
     scaled.workers = static_cast<int>(at_least_one(s.workers * factor));
     scaled.queue_limit = std::llround(static_cast<double>(s.queue_limit) * factor);
     if (scaled.overload) scaled.overload->above_rate = s.overload->above_rate * factor;
+    // The server budget's floor is per server: a server scaled by X gets X times the floor.
+    scaled.defences.retry_budget.min_retries_per_second =
+        std::llround(static_cast<double>(s.defences.retry_budget.min_retries_per_second) * factor);
+    if (s.defences.concurrency_limit.initial_limit != 0) {
+      scaled.defences.concurrency_limit.initial_limit =
+          at_least_one(static_cast<double>(s.defences.concurrency_limit.initial_limit) * factor);
+    }
   }
   if (auto problem = validate(scaled)) return failure{*std::move(problem)};
   return scaled;
@@ -418,6 +510,33 @@ std::string to_json(const scenario& s) {
     doc["server"]["overload"]["above_rate"] = s.overload->above_rate;
     doc["server"]["overload"]["service_time"] = format_duration(s.overload->service_time);
   }
+  if (!s.defences.enabled.empty()) {
+    const server_defences& d = s.defences;
+    auto& out = doc["server"]["defences"];
+    using admission::defence;
+    if (d.enabled.has(defence::drop_expired))
+      out["drop-expired"] = nlohmann::ordered_json::object();
+    if (d.enabled.has(defence::lifo_codel)) {
+      out["lifo-codel"]["target"] = format_duration(d.codel.target);
+      out["lifo-codel"]["interval"] = format_duration(d.codel.interval);
+    }
+    if (d.enabled.has(defence::retry_budget)) {
+      out["retry-budget"]["ratio"] = d.retry_budget.ratio;
+      out["retry-budget"]["window"] = format_duration(d.retry_budget.window);
+      out["retry-budget"]["min_retries_per_second"] = d.retry_budget.min_retries_per_second;
+    }
+    if (d.enabled.has(defence::concurrency_limit)) {
+      const auto& c = d.concurrency_limit;
+      auto& o = out["concurrency-limit"];
+      o["initial_limit"] = c.initial_limit;
+      o["max_limit"] = c.max_limit;
+      o["min_concurrency"] = c.min_concurrency;
+      o["request_count"] = c.request_count;
+      o["buffer"] = c.buffer;
+      o["update_interval"] = format_duration(c.update_interval);
+      o["min_rtt_interval"] = format_duration(c.min_rtt_interval);
+    }
+  }
   if (s.incident) {
     doc["incident"]["start"] = format_duration(s.incident->start);
     doc["incident"]["end"] = format_duration(s.incident->end);
@@ -430,6 +549,8 @@ std::string to_json(const scenario& s) {
     doc["incident"] = nullptr;
   }
   if (s.max_retries) doc["max_retries"] = *s.max_retries;
+  if (!s.clients_label_attempts) doc["clients_label_attempts"] = false;
+  if (!s.clients_honour_pushback) doc["clients_honour_pushback"] = false;
   if (!s.strategies.empty()) {
     doc["strategies"] = nlohmann::ordered_json::array();
     for (const strategy& strat : s.strategies) {

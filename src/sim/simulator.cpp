@@ -41,7 +41,9 @@ class virtual_transport : public engine::no_notes {
       : end_(s.length.count()),
         queues_(end_, s.distribution == service_distribution::fixed),
         server_(s),
-        driver_(s, strat, config, *this) {}
+        driver_(s, strat, config, *this),
+        label_attempts_(s.clients_label_attempts),
+        honour_pushback_(s.clients_honour_pushback) {}
 
   strategy_result run() {
     driver_.begin();
@@ -66,20 +68,46 @@ class virtual_transport : public engine::no_notes {
   }
   void send(std::uint32_t id, std::int32_t attempt, std::int64_t now) {
     const std::int64_t deadline = engine::add_saturated(now, driver_.timeout());
-    switch (server_.admit(now)) {
+    // The attempt's headers: its number (when the clients label attempts) and its deadline
+    // (grpc-timeout: the attempt's timeout).
+    const engine::attempt_labels labels{attempt_info{label_attempts_ ? attempt : 1, false},
+                                        deadline};
+    strategy_result& counters = driver_.run_metrics().counters();
+    switch (server_.admit(now, labels)) {
       case engine::admission::lost:
         ++driver_.run_metrics().counters().lost;
         queues_.push(deadline, event_kind::timeout, id, attempt);
         return;
       case engine::admission::error:
-      case engine::admission::rejected:
         driver_.unavailable(id, attempt, now);
         return;
+      case engine::admission::rejected:
+        ++counters.rejected;
+        driver_.unavailable(id, attempt, now);
+        return;
+      case engine::admission::refused:
+        ++counters.rejected;
+        if (honour_pushback_) {
+          driver_.refused(id, attempt, now);
+        } else {
+          driver_.unavailable(id, attempt, now);
+        }
+        return;
+      case engine::admission::limited: {
+        ++counters.rejected;
+        const duration retry_after = server_.retry_after();
+        if (honour_pushback_) {
+          driver_.unavailable_after(id, attempt, now, retry_after);
+        } else {
+          driver_.unavailable(id, attempt, now);
+        }
+        return;
+      }
       case engine::admission::accepted:
         break;
     }
     queues_.push(deadline, event_kind::timeout, id, attempt);
-    if (const auto svc = server_.take(now, engine::queued_attempt{id, attempt})) {
+    if (const auto svc = server_.take(now, engine::queued_attempt{id, attempt, now, deadline})) {
       push_service_done(id, attempt, now, *svc);
     }
   }
@@ -97,7 +125,16 @@ class virtual_transport : public engine::no_notes {
         driver_.timed_out(e.request, e.attempt, e.time);
         break;
       case event_kind::service_done:
-        if (const auto next = server_.finish(e.time)) {
+        if (const auto next = server_.finish(
+                e.time, [&](const engine::queued_attempt& a, engine::drop_reason why) {
+                  strategy_result& counters = driver_.run_metrics().counters();
+                  if (why == engine::drop_reason::expired) {
+                    ++counters.expired_dropped;  // nobody waits: no answer
+                  } else {
+                    ++counters.rejected;
+                    driver_.dropped(a.request, a.attempt, e.time);
+                  }
+                })) {
           push_service_done(next->attempt.request, next->attempt.attempt, e.time, next->svc);
         }
         driver_.succeeded(e.request, e.attempt, e.time);
@@ -107,6 +144,7 @@ class virtual_transport : public engine::no_notes {
 
   void push_service_done(std::uint32_t id, std::int32_t attempt, std::int64_t now,
                          engine::service svc) {
+    driver_.served(id);
     queues_.push(engine::add_saturated(now, svc.time), event_kind::service_done, id, attempt,
                  svc.lane);
   }
@@ -115,6 +153,8 @@ class virtual_transport : public engine::no_notes {
   engine::event_queues queues_;
   engine::server_model server_;
   engine::driver<B, virtual_transport> driver_;
+  bool label_attempts_;
+  bool honour_pushback_;
 };
 
 std::string grouped(double n) {
@@ -177,7 +217,9 @@ strategy_result simulate(const scenario& s, const strategy& strat) {
   return std::visit(
       [&](const auto& config) {
         using budget_type = typename budget_for<std::decay_t<decltype(config)>>::type;
-        return virtual_transport<budget_type>(s, applied, config).run();
+        strategy_result r = virtual_transport<budget_type>(s, applied, config).run();
+        r.defence = admission::to_string(s.defences.enabled);
+        return r;
       },
       applied.budget);
 }

@@ -24,13 +24,19 @@
 // A request whose attempt header is malformed (attempt_info::malformed) is treated as a retry:
 // it never deposits, so a hostile header can never win more than the header's absence would.
 //
-// Thread-safe (the ratio budget's one short critical section plus relaxed atomic counters); no
-// allocation.
+// Cost: a first attempt (most requests) is one relaxed atomic add on a counter of the current
+// window slice, lock-free; the slice's count is handed to the ratio budget (ratio_budget::deposit
+// with a count) when the slice ends or a retry asks, under one short critical section. The
+// budget thus sees every first attempt in the slice it arrived in, except one that races with the
+// end of its slice: that one is counted in the next slice (window/10 later), never lost. Retries
+// take the critical section. Thread-safe; no allocation.
 #ifndef STORMGUARD_ADMISSION_RETRY_ADMISSION_HPP
 #define STORMGUARD_ADMISSION_RETRY_ADMISSION_HPP
 
 #include <atomic>
 #include <cstdint>
+#include <limits>
+#include <mutex>
 #include <string_view>
 
 #include "stormguard/budget.hpp"
@@ -59,25 +65,43 @@ class retry_admission {
  public:
   /// `options`: the ratio budget (ratio, window, floor per second of this server). Throws
   /// std::invalid_argument naming the field and the value, as ratio_budget does.
-  explicit retry_admission(ratio_budget_options options = {}) : budget_(options) {}
+  explicit retry_admission(ratio_budget_options options = {})
+      : budget_(options), slice_ns_((budget_.options().window.count() + 9) / 10) {}
   retry_admission(const retry_admission&) = delete;
   retry_admission& operator=(const retry_admission&) = delete;
 
   /// Decides on one request arriving at `now` (the server's steady clock): a first attempt
   /// deposits and is admitted; a retry (malformed headers included) is admitted only when the
   /// budget grants it.
-  [[nodiscard]] bool admit(time_point now, const attempt_info& attempt) noexcept;
+  [[nodiscard]] bool admit(time_point now, const attempt_info& attempt) noexcept {
+    if (attempt.malformed) malformed_.fetch_add(1, std::memory_order_relaxed);
+    if (!attempt.is_retry() &&
+        now.time_since_epoch().count() < slice_end_.load(std::memory_order_acquire)) {
+      pending_.fetch_add(1, std::memory_order_relaxed);  // the fast path: lock-free
+      return true;
+    }
+    return admit_slow(now, attempt.is_retry());
+  }
 
   /// What has been decided so far (each count read atomically; the set is not a snapshot).
   [[nodiscard]] retry_admission_counts counts() const noexcept;
   /// The retries the budget would grant now (ratio_budget::balance).
-  [[nodiscard]] std::int64_t balance(time_point now) const noexcept { return budget_.balance(now); }
+  [[nodiscard]] std::int64_t balance(time_point now) const noexcept;
   /// The validated settings.
   [[nodiscard]] const ratio_budget_options& options() const noexcept { return budget_.options(); }
 
  private:
-  ratio_budget budget_;
-  std::atomic<std::int64_t> first_attempts_{0};
+  bool admit_slow(time_point now, bool retry) noexcept;
+  void flush(time_point now) const noexcept;  // requires mutex_
+
+  mutable ratio_budget budget_;
+  std::int64_t slice_ns_;  // the ratio budget's slice: ceil(window / 10)
+  mutable std::mutex mutex_;
+  // First attempts of the slice that ends at slice_end_ (ns since the clock's epoch), not yet
+  // deposited; flush() hands them to budget_.
+  mutable std::atomic<std::int64_t> slice_end_{std::numeric_limits<std::int64_t>::min()};
+  mutable std::atomic<std::int64_t> pending_{0};
+  mutable std::atomic<std::int64_t> first_attempts_{0};  // deposited so far (+ pending_)
   std::atomic<std::int64_t> retries_admitted_{0};
   std::atomic<std::int64_t> retries_refused_{0};
   std::atomic<std::int64_t> malformed_{0};

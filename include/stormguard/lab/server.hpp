@@ -157,6 +157,14 @@ struct server_stats {
   std::int64_t connections_refused = 0;
   /// accept() failures (out of descriptors: EMFILE, ENFILE), each pausing accept() for 100 ms.
   std::int64_t accept_errors = 0;
+  /// The server's defences (server.defences, `serve --defence`): retries refused by the retry
+  /// budget (503 + grpc-retry-pushback-ms: -1), requests refused by the concurrency limit (503 +
+  /// Retry-After), requests CoDel dropped from the line (503), and requests drop-expired took out
+  /// of the line because their grpc-timeout had passed (503 + grpc-retry-pushback-ms: -1).
+  std::int64_t refused_retry_budget = 0;
+  std::int64_t refused_concurrency_limit = 0;  ///< see refused_retry_budget
+  std::int64_t dropped_codel = 0;              ///< see refused_retry_budget
+  std::int64_t dropped_expired = 0;            ///< see refused_retry_budget
 };
 
 /// The phase the scenario's clock is in at `elapsed`: "waiting" (clock not started), "normal",

@@ -135,6 +135,26 @@ struct strategy_result {
   /// without an incident that ends at least a whole bin before the end of the simulated time.
   std::optional<double> after_incident_attempt_rate;
 
+  // The server's defences (scenario::defences, `simulate --defence`).
+  /// The defences the server ran, as given ("none", "retry-budget", "drop-expired+lifo-codel").
+  std::string defence = "none";
+  /// Attempts refused before any work: a full queue, the retry budget, the concurrency limit, or
+  /// CoDel dropping a request that waited too long (each answered with a 503).
+  std::int64_t rejected = 0;
+  /// Attempts that used a worker (started service), whatever became of their answer.
+  std::int64_t served = 0;
+  /// Attempts drop-expired took out of the queue because their caller's deadline had passed.
+  std::int64_t expired_dropped = 0;
+  /// Logical requests ended by a "do not retry" pushback (end reason server_refused).
+  std::int64_t server_refused = 0;
+  /// The attempts of the incident's logical requests (incident_logical_requests) that used a
+  /// worker, whenever they did.
+  std::int64_t incident_served = 0;
+  /// served ÷ logical_requests; nullopt when no logical request arrived.
+  std::optional<double> served_amplification;
+  /// incident_served ÷ incident_logical_requests; nullopt as for incident_amplification.
+  std::optional<double> incident_served_amplification;
+
   std::int64_t events = 0;            ///< events processed (for performance measurements)
   std::vector<time_bin> series;       ///< one bin per started second of simulated time
   std::vector<fine_bin> fine_series;  ///< one bin per started 100 ms (k_fine_bin), for plots

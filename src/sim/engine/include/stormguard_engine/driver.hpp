@@ -139,6 +139,52 @@ class driver {
     failed(id, now, unavailable_);
   }
 
+  // The server's defences (stormguard_engine/defences.hpp) --------------------------------------
+
+  // Attempt `attempt` of request `id` took a worker: counted as served (served amplification).
+  void served(std::uint32_t id) {
+    ++metrics_.counters().served;
+    if (fleet_[id].in_incident) ++metrics_.counters().incident_served;
+  }
+
+  // Attempt `attempt` of request `id` was answered 503 now after waiting in the server's line
+  // (CoDel dropped it); nothing if nobody awaits it any more.
+  void dropped(std::uint32_t id, std::int32_t attempt, std::int64_t now) {
+    const request& r = fleet_[id];
+    if (r.state == request_state::ended || !r.in_flight(attempt)) return;
+    unavailable(id, attempt, now);
+  }
+
+  // Attempt `attempt` of request `id` was answered 503 now with Retry-After `delay` (the
+  // concurrency limit): a retryable 503 whose retry waits at least `delay`.
+  void unavailable_after(std::uint32_t id, std::int32_t attempt, std::int64_t now, duration delay) {
+    fleet_[id].end_copy(attempt);
+    metrics_.failure(now);
+    const classification verdict = unavailable_.action() != classification::kind::stop
+                                       ? classification::retry_after(delay)
+                                       : unavailable_;
+    transport_.note_outcome(verdict.action() != classification::kind::stop
+                                ? attempt_status::failure
+                                : attempt_status::not_retryable);
+    failed(id, now, verdict);
+  }
+
+  // Attempt `attempt` of request `id` was answered 503 now with "do not retry" (gRFC A6 pushback
+  // -1, the server's retry budget): the request ends (server_refused). Its client's budget records
+  // the failed attempt as a non-retryable one: nothing deposited, no retry withdrawn.
+  void refused(std::uint32_t id, std::int32_t attempt, std::int64_t now) {
+    request& r = fleet_[id];
+    r.end_copy(attempt);
+    metrics_.failure(now);
+    transport_.note_outcome(attempt_status::not_retryable);
+    (void)fleet_.failed(id, now, classification::stop());
+    if (r.copies_in_flight() > 0) return;  // another copy may still succeed
+    r.state = request_state::ended;
+    fleet_.ended(id, now);
+    transport_.note_end(end_reason::server_refused);
+    ++metrics_.counters().server_refused;
+  }
+
   // Attempt `attempt` of request `id` timed out now; nothing if it was answered already.
   void timed_out(std::uint32_t id, std::int32_t attempt, std::int64_t now) {
     request& r = fleet_[id];

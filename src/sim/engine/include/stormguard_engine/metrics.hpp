@@ -174,7 +174,10 @@ inline strategy_result metrics::finish(std::int64_t in_flight_attempts,
   if (s_.incident) {
     m.incident_amplification =
         metrics_detail::ratio(m.incident_attempts, m.incident_logical_requests);
+    m.incident_served_amplification =
+        metrics_detail::ratio(m.incident_served, m.incident_logical_requests);
   }
+  m.served_amplification = metrics_detail::ratio(m.served, m.logical_requests);
   std::int64_t peak = 0;
   for (const time_bin& b : m.series) peak = std::max(peak, b.attempts);
   m.peak_load_ratio = static_cast<double>(peak) / s_.requests_per_second;

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // The server of the time-series model (the internal engine target stormguard_sim_engine): worker
 // slots, a FIFO queue of bounded length, the service time by phase (normal, incident, overload) and
-// the sliding window of load that server.overload compares with its threshold.
+// the sliding window of load that server.overload compares with its threshold; with
+// server.defences, the defences of stormguard_engine/defences.hpp in front of them.
 #ifndef STORMGUARD_ENGINE_SERVER_HPP
 #define STORMGUARD_ENGINE_SERVER_HPP
 
@@ -10,20 +11,16 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 
 #include "stormguard/random.hpp"
 #include "stormguard/sim/scenario.hpp"
+#include "stormguard_engine/defences.hpp"
 #include "stormguard_engine/event_queue.hpp"
 #include "stormguard_engine/seeds.hpp"
 
 namespace stormguard::sim::engine {
-
-// An attempt waiting for a worker.
-struct queued_attempt {
-  std::uint32_t request;
-  std::int32_t attempt;
-};
 
 // The service time of one attempt and its phase: 0 normal, 1 incident, 2 overload (the FIFO lane
 // its completion goes to when service times are fixed).
@@ -66,6 +63,16 @@ class server {
     return service_time(now);
   }
   void enqueue(queued_attempt a) { queue_.push_back(a); }
+  [[nodiscard]] std::int64_t queue_limit() const noexcept { return s_.queue_limit; }
+  // A worker is free again (the caller chooses who takes it).
+  void release() noexcept { --busy_; }
+  // The FIFO line's head, taken out of the line (no worker taken).
+  std::optional<queued_attempt> pop_fifo() {
+    if (queue_.empty()) return std::nullopt;
+    const queued_attempt next = queue_.front();
+    queue_.pop_front();
+    return next;
+  }
 
   // A worker finished. If an attempt waits, it takes the worker (returned with its service).
   struct next_service {
@@ -74,6 +81,10 @@ class server {
   };
   std::optional<next_service> finish(std::int64_t now) {
     --busy_;
+    return next_fifo(now);
+  }
+  // The FIFO line's head takes a free worker now (returned with its service), if any waits.
+  std::optional<next_service> next_fifo(std::int64_t now) {
     if (queue_.empty()) return std::nullopt;
     const queued_attempt next = queue_.front();  // copied before pop_front reuses the slot
     queue_.pop_front();
@@ -133,8 +144,10 @@ class server {
 
 // What the server does with an attempt that reaches it: lost (read, never answered), error (an
 // immediate 503 of the incident's error rate), rejected (an immediate 503: the queue is full), or
-// accepted (it takes a worker or a place in the queue: server_model::take).
-enum class admission : std::uint8_t { lost, error, rejected, accepted };
+// accepted (it takes a worker or a place in the queue: server_model::take). With defences:
+// refused (the retry budget: 503 + grpc-retry-pushback-ms -1) and limited (the concurrency limit:
+// 503 + Retry-After, server_model::retry_after).
+enum class admission : std::uint8_t { lost, error, rejected, accepted, refused, limited };
 
 // The scenario's server as both the simulator's virtual server and the lab's HTTP server run it:
 // the incident's one draw per attempt (lost with probability loss_rate, else a 503 with
@@ -147,6 +160,7 @@ class server_model {
   explicit server_model(const scenario& s)
       : server_(s, seeds::mix(s.seed, seeds::k_tag_service)),
         incident_rng_(seeds::mix(s.seed, seeds::k_tag_incident)) {
+    if (!s.defences.enabled.empty()) defences_ = std::make_unique<defences>(s);
     if (s.incident) {
       incident_start_ = s.incident->start.count();
       incident_end_ = s.incident->end.count();
@@ -155,29 +169,85 @@ class server_model {
     }
   }
 
-  // An attempt reaches the server now (ns of the scenario's clock).
-  [[nodiscard]] admission admit(std::int64_t now) {
+  // An attempt reaches the server now (ns of the scenario's clock), saying what `labels` say.
+  [[nodiscard]] admission admit(std::int64_t now, const attempt_labels& labels = {}) {
     if (error_or_loss_rate_ > 0.0 && now >= incident_start_ && now < incident_end_) {
       const double u = uniform_unit(incident_rng_);
       if (u < loss_rate_) return admission::lost;
       if (u < error_or_loss_rate_) return admission::error;
     }
     server_.arrive(now);
+    if (defences_) {
+      if (const auto refused = defences_->admit(now, labels)) {
+        return *refused == refusal::retry_budget ? admission::refused : admission::limited;
+      }
+      if (!server_.has_free_worker() && queue_length() >= server_.queue_limit()) {
+        defences_->cancel();
+        return admission::rejected;
+      }
+      return admission::accepted;
+    }
     if (!server_.has_free_worker() && server_.queue_full()) return admission::rejected;
     return admission::accepted;
   }
 
   // After admission::accepted: a worker now (its service), or nullopt when `waiting` was queued.
   [[nodiscard]] std::optional<service> take(std::int64_t now, queued_attempt waiting) {
-    if (server_.has_free_worker()) return server_.start(now);
-    server_.enqueue(waiting);
+    if (server_.has_free_worker()) {
+      const service svc = server_.start(now);
+      if (defences_) defences_->started(now, waiting.arrived, svc.time);
+      return svc;
+    }
+    if (defences_ && defences_->lifo_codel()) {
+      (void)defences_->queue().push(defences::at(waiting.arrived), waiting);
+    } else {
+      server_.enqueue(waiting);
+    }
     return std::nullopt;
   }
 
   // A worker finished now; the queue's head takes it (returned with its service).
-  std::optional<server::next_service> finish(std::int64_t now) { return server_.finish(now); }
+  std::optional<server::next_service> finish(std::int64_t now) {
+    return finish(now, [](const queued_attempt&, drop_reason) {});
+  }
+  // The same with defences: attempts that leave the line unserved (CoDel, drop-expired) are
+  // passed to on_drop(const queued_attempt&, drop_reason) first.
+  template <class OnDrop>
+  std::optional<server::next_service> finish(std::int64_t now, OnDrop&& on_drop) {
+    if (!defences_) return server_.finish(now);
+    defences_->finished(now);
+    server_.release();
+    while (true) {
+      std::optional<queued_attempt> next;
+      if (defences_->lifo_codel()) {
+        next = defences_->queue().pop(defences::at(now), [&](queued_attempt& dropped) {
+          defences_->cancel();
+          on_drop(dropped, drop_reason::codel);
+        });
+      } else {
+        next = server_.pop_fifo();
+      }
+      if (!next) return std::nullopt;
+      if (defences_->has(stormguard::admission::defence::drop_expired) && now >= next->deadline) {
+        defences_->cancel();
+        on_drop(*next, drop_reason::expired);
+        continue;
+      }
+      const service svc = server_.start(now);
+      defences_->started(now, next->arrived, svc.time);
+      return server::next_service{*next, svc};
+    }
+  }
 
-  [[nodiscard]] std::int64_t queue_length() const noexcept { return server_.queue_length(); }
+  [[nodiscard]] std::int64_t queue_length() const noexcept {
+    return server_.queue_length() +
+           (defences_ ? static_cast<std::int64_t>(defences_->queue().size()) : 0);
+  }
+
+  // The Retry-After of an admission::limited answer (drawn from the defences' generator).
+  [[nodiscard]] duration retry_after() { return defences_ ? defences_->retry_after() : duration{}; }
+  // The defences, or nullptr when the scenario has none.
+  [[nodiscard]] const defences* defences_state() const noexcept { return defences_.get(); }
 
  private:
   server server_;
@@ -186,6 +256,7 @@ class server_model {
   std::int64_t incident_end_ = 0;  // [0, 0): no incident
   double loss_rate_ = 0.0;
   double error_or_loss_rate_ = 0.0;
+  std::unique_ptr<defences> defences_;  // null: no defence (today's FIFO server)
 };
 
 }  // namespace stormguard::sim::engine

@@ -1,0 +1,63 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "defence_option.hpp"
+
+#include <stdexcept>
+
+namespace stormguard::cli {
+
+std::optional<std::vector<defence_row>> parse_defence_option(const std::string& text,
+                                                             bool rows_allowed,
+                                                             std::string& error) {
+  std::vector<defence_row> rows;
+  std::size_t start = 0;
+  while (true) {
+    const std::size_t comma = text.find(',', start);
+    if (comma != std::string::npos && !rows_allowed) {
+      error = "--defence " + text +
+              ": one server runs one set of defences: join them with '+' (a comma gives rows on "
+              "simulate and lab)";
+      return std::nullopt;
+    }
+    const std::string part = text.substr(start, comma - start);
+    try {
+      const admission::defence_set set = admission::parse_defences(part);
+      for (const defence_row& r : rows) {
+        if (r.set == set) {
+          error = "--defence: \"" + part + "\" is given more than once";
+          return std::nullopt;
+        }
+      }
+      rows.push_back(defence_row{part, set});
+    } catch (const std::invalid_argument& e) {
+      error = std::string("--defence: ") + e.what();
+      return std::nullopt;
+    }
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return rows;
+}
+
+sim::scenario with_defences(const sim::scenario& s, const defence_row& row) {
+  sim::scenario out = s;
+  out.defences.enabled = row.set;
+  return out;
+}
+
+sim::simulation_report simulate_defences(const sim::scenario& s,
+                                         std::span<const sim::strategy> strategies,
+                                         const std::vector<defence_row>& rows, unsigned threads,
+                                         const sim::progress_callback& progress) {
+  sim::simulation_report report{s, {}};
+  for (const defence_row& row : rows) {
+    sim::simulation_report one =
+        sim::simulate(with_defences(s, row), strategies, threads, progress);
+    for (sim::strategy_result& r : one.strategies) {
+      r.defence = row.name;
+      report.strategies.push_back(std::move(r));
+    }
+  }
+  return report;
+}
+
+}  // namespace stormguard::cli

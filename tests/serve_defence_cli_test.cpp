@@ -1,0 +1,94 @@
+// SPDX-License-Identifier: Apache-2.0
+// `stormguard serve --defence` on a real loopback socket, as a user's own client sees it: curl's
+// retry (x-envoy-attempt-count: 2) and a hostile attempt count get 503 with
+// grpc-retry-pushback-ms: -1 and no Retry-After from the server's retry budget, a first attempt
+// gets 200, /metrics counts the refusals by defence and reason, and a comma is a usage error.
+#include <gtest/gtest.h>
+
+#ifdef STORMGUARD_CLI_PATH
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <string>
+
+#include "test_util.hpp"
+
+namespace {
+
+using stormguard::test_util::run_shell;
+
+const std::string k_cli = STORMGUARD_CLI_PATH;
+
+// A scenario whose server budget grants no retry at all (ratio 0, floor 0), so that the first
+// retry is refused.
+class scenario_file {
+ public:
+  scenario_file() {
+    FILE* f = std::fopen(path.c_str(), "w");
+    std::fputs(
+        R"({"name": "tiny", "seed": 1, "duration": "10s", "requests_per_second": 10, "clients": 1,
+        "timeout": "1s", "incident": null,
+        "server": {"workers": 1, "queue_limit": 10, "service_time": "5ms",
+                   "defences": {"retry-budget": {"ratio": 0, "min_retries_per_second": 0}}}})",
+        f);
+    std::fclose(f);
+  }
+  ~scenario_file() { std::remove(path.c_str()); }
+  std::string path = "/tmp/stormguard-serve-defence-" + std::to_string(::getpid()) + ".json";
+};
+
+// Runs `serve SCENARIO ARGS`, waits for its address, runs `requests` (a shell snippet where
+// $url is the server's base URL) and stops the server; the snippet's output.
+std::string with_serve(const std::string& scenario, const std::string& args,
+                       const std::string& requests) {
+  const std::string script =
+      "out=$(mktemp); " + k_cli + " serve " + scenario + " --port 0 " + args +
+      " >$out 2>/dev/null & pid=$!; "
+      "for i in $(seq 200); do grep -q '^listening on ' $out && break; sleep 0.01; done; "
+      "url=$(sed -n 's/^listening on //p' $out | head -n 1); " +
+      requests + "; kill $pid; wait $pid; rm -f $out";
+  return run_shell(script).output;
+}
+
+TEST(ServeDefenceCli, ARefusedRetryGets503WithDoNotRetryPushback) {
+  scenario_file s;
+  const std::string out =
+      with_serve(s.path, "--defence retry-budget",
+                 "curl -s -o /dev/null -w 'first %{http_code}\\n' ${url}orders/1; "
+                 "curl -s -i -H 'x-envoy-attempt-count: 2' ${url}orders/1 | tr -d '\\r'; "
+                 "curl -s -o /dev/null -w 'hostile %{http_code}\\n' -H 'x-envoy-attempt-count: -1' "
+                 "${url}orders/1; "
+                 "curl -s ${url}metrics | grep '^stormguard_serve_defence_decisions_total'");
+  EXPECT_NE(out.find("first 200"), std::string::npos) << out;
+  EXPECT_NE(out.find("HTTP/1.1 503"), std::string::npos) << out;
+  EXPECT_NE(out.find("grpc-retry-pushback-ms: -1"), std::string::npos) << out;
+  EXPECT_EQ(out.find("Retry-After"), std::string::npos) << out;
+  EXPECT_NE(out.find("hostile 503"), std::string::npos) << out;
+  EXPECT_NE(
+      out.find(
+          R"(stormguard_serve_defence_decisions_total{defence="retry-budget",reason="retry_refused"} 2)"),
+      std::string::npos)
+      << out;
+}
+
+TEST(ServeDefenceCli, WithoutTheDefenceTheRetryIsServed) {
+  scenario_file s;
+  const std::string out =
+      with_serve(s.path, "--defence none",
+                 "curl -s -o /dev/null -w 'retry %{http_code}\\n' -H 'x-envoy-attempt-count: 2' "
+                 "${url}orders/1");
+  EXPECT_NE(out.find("retry 200"), std::string::npos) << out;
+}
+
+TEST(ServeDefenceCli, ACommaIsAUsageError) {
+  scenario_file s;
+  const auto r = run_shell(k_cli + " serve " + s.path +
+                           " --port 0 --defence retry-budget,drop-expired 2>&1; echo status $?");
+  EXPECT_NE(r.output.find("status 2"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("'+'"), std::string::npos) << r.output;
+}
+
+}  // namespace
+
+#endif  // STORMGUARD_CLI_PATH

@@ -1,0 +1,187 @@
+// SPDX-License-Identifier: Apache-2.0
+// The server's defences in the one server model (stormguard_engine/defences.hpp, server.hpp) and
+// in whole simulations: drop-expired never starts an attempt past its deadline, the retry budget
+// refuses labelled retries with "do not retry" (server_refused), clients that neither label nor
+// honour pushback defeat it, the scenario's server.defences parse strictly, and hostile headers
+// never win an admission that their absence would not.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "stormguard/admission/defences.hpp"
+#include "stormguard/admission/retry_admission.hpp"
+#include "stormguard/retry_headers.hpp"
+#include "stormguard/sim/scenario.hpp"
+#include "stormguard/sim/simulator.hpp"
+#include "stormguard/sim/strategy.hpp"
+#include "stormguard_engine/server.hpp"
+
+namespace {
+
+using namespace std::chrono_literals;
+using stormguard::admission::defence;
+using stormguard::admission::defence_set;
+namespace engine = stormguard::sim::engine;
+
+stormguard::sim::scenario quiet_server(defence_set set) {
+  stormguard::sim::scenario s = stormguard::sim::friday_night();
+  s.incident.reset();
+  s.workers = 1;
+  s.service_time = 10ms;
+  s.defences.enabled = set;
+  return s;
+}
+
+TEST(ServerModelDefences, DropExpiredNeverStartsAnAttemptPastItsDeadline) {
+  const auto s = quiet_server(defence_set{}.with(defence::drop_expired));
+  engine::server_model model(s);
+  ASSERT_EQ(model.admit(0), engine::admission::accepted);
+  ASSERT_TRUE(model.take(0, {0, 1, 0, 1'000'000'000}));  // the only worker
+  // Two attempts wait: the first's caller gives up at 5 ms, the second's at 1 s.
+  ASSERT_EQ(model.admit(0), engine::admission::accepted);
+  EXPECT_FALSE(model.take(0, {1, 1, 0, 5'000'000}));
+  ASSERT_EQ(model.admit(0), engine::admission::accepted);
+  EXPECT_FALSE(model.take(0, {2, 1, 0, 1'000'000'000}));
+  std::vector<std::uint32_t> expired;
+  const auto next =
+      model.finish(10'000'000, [&](const engine::queued_attempt& a, engine::drop_reason why) {
+        EXPECT_EQ(why, engine::drop_reason::expired);
+        expired.push_back(a.request);
+      });
+  ASSERT_TRUE(next);
+  EXPECT_EQ(next->attempt.request, 2U);
+  EXPECT_EQ(expired, std::vector<std::uint32_t>{1});
+}
+
+TEST(ServerModelDefences, WithoutDropExpiredTheExpiredAttemptIsServed) {
+  const auto s = quiet_server(defence_set{}.with(defence::lifo_codel));
+  engine::server_model model(s);
+  ASSERT_TRUE(model.take(0, {0, 1, 0, 1'000'000'000}));
+  EXPECT_FALSE(model.take(0, {1, 1, 0, 5'000'000}));
+  const auto next =
+      model.finish(10'000'000, [](const engine::queued_attempt&, engine::drop_reason) {
+        ADD_FAILURE() << "nothing is dropped";
+      });
+  ASSERT_TRUE(next);
+  EXPECT_EQ(next->attempt.request, 1U);
+}
+
+TEST(ServerModelDefences, TheRetryBudgetRefusesLabelledRetriesOnly) {
+  auto s = quiet_server(defence_set{}.with(defence::retry_budget));
+  s.defences.retry_budget = {.ratio = 0.0, .window = 10s, .min_retries_per_second = 0};
+  engine::server_model model(s);
+  const engine::attempt_labels first{stormguard::attempt_info{1, false}, engine::k_no_deadline};
+  const engine::attempt_labels retry{stormguard::attempt_info{2, false}, engine::k_no_deadline};
+  EXPECT_EQ(model.admit(0, first), engine::admission::accepted);
+  EXPECT_EQ(model.admit(0, retry), engine::admission::refused);
+}
+
+stormguard::sim::strategy_result run(const stormguard::sim::scenario& s, const char* name) {
+  const stormguard::sim::strategy* strat = stormguard::sim::find_strategy(name);
+  EXPECT_NE(strat, nullptr);
+  return stormguard::sim::simulate(s, *strat);
+}
+
+TEST(SimulateDefences, NoneIsTodaysModel) {
+  const auto s = stormguard::sim::friday_night();
+  const auto r = run(s, "full");
+  EXPECT_EQ(r.defence, "none");
+  EXPECT_EQ(r.wasted_work, 198'028);
+  EXPECT_EQ(r.expired_dropped, 0);
+  EXPECT_EQ(r.server_refused, 0);
+  EXPECT_GT(r.served, 0);
+}
+
+TEST(SimulateDefences, TheServerBudgetHoldsRetriesAndClientsStop) {
+  auto s = stormguard::sim::friday_night();
+  s.defences.enabled = defence_set{}.with(defence::retry_budget);
+  const auto r = run(s, "naive");
+  EXPECT_EQ(r.defence, "retry-budget");
+  EXPECT_GT(r.server_refused, 0);
+  ASSERT_TRUE(r.incident_served_amplification);
+  EXPECT_LE(*r.incident_served_amplification, 1.2);
+  EXPECT_TRUE(r.recovery_s);
+}
+
+TEST(SimulateDefences, ClientsThatNeitherLabelNorHonourDefeatTheServerBudget) {
+  auto s = stormguard::sim::friday_night();
+  s.defences.enabled = defence_set{}.with(defence::retry_budget);
+  s.clients_label_attempts = false;
+  s.clients_honour_pushback = false;
+  const auto r = run(s, "naive");
+  EXPECT_EQ(r.server_refused, 0);
+  EXPECT_FALSE(r.recovery_s);  // the storm goes on: every retry looks like a first attempt
+}
+
+TEST(SimulateDefences, DropExpiredDropsAndLifoCodelEndsTheStorm) {
+  auto s = stormguard::sim::friday_night();
+  s.defences.enabled = defence_set{}.with(defence::drop_expired).with(defence::lifo_codel);
+  const auto r = run(s, "full");
+  EXPECT_GT(r.expired_dropped, 0);
+  EXPECT_LE(r.wasted_work, 1'980);  // <= 1 % of the 198,028 without defence
+  EXPECT_TRUE(r.recovery_s);
+}
+
+TEST(ScenarioDefences, ParseWriteBackAndNameTheBadField) {
+  const std::string base =
+      R"({"name":"x","seed":1,"duration":"10s","requests_per_second":10,"clients":1,
+          "timeout":"1s","incident":null,"clients_label_attempts":false,
+          "server":{"workers":1,"queue_limit":1,"service_time":"10ms","defences":)";
+  const auto parsed = stormguard::sim::parse_scenario(
+      base + R"({"drop-expired":{},"retry-budget":{"ratio":0.2,"min_retries_per_second":3}}}})");
+  ASSERT_TRUE(parsed) << parsed.error().message;
+  EXPECT_TRUE((*parsed).defences.enabled.has(defence::drop_expired));
+  EXPECT_TRUE((*parsed).defences.enabled.has(defence::retry_budget));
+  EXPECT_FALSE((*parsed).defences.enabled.has(defence::lifo_codel));
+  EXPECT_EQ((*parsed).defences.retry_budget.min_retries_per_second, 3);
+  EXPECT_FALSE((*parsed).clients_label_attempts);
+  EXPECT_TRUE((*parsed).clients_honour_pushback);
+  const auto again = stormguard::sim::parse_scenario(stormguard::sim::to_json(*parsed));
+  ASSERT_TRUE(again) << again.error().message;
+  EXPECT_EQ(*again, *parsed);
+
+  const auto unknown = stormguard::sim::parse_scenario(base + R"({"drop-everything":{}}}})");
+  ASSERT_FALSE(unknown);
+  EXPECT_NE(unknown.error().message.find("drop-everything"), std::string::npos);
+  const auto bad = stormguard::sim::parse_scenario(base + R"({"lifo-codel":{"target":"0s"}}}})");
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().field, "server.defences.lifo-codel.target");
+}
+
+// Hostile headers, end to end: the server reads them as parse_attempt / parse_grpc_timeout do,
+// and never admits what the same request without the header would not be admitted.
+TEST(HostileHeaders, NeverWinMoreThanTheirAbsence) {
+  stormguard::admission::retry_admission hostile({.ratio = 0.0, .min_retries_per_second = 0});
+  stormguard::admission::retry_admission absent({.ratio = 0.0, .min_retries_per_second = 0});
+  const stormguard::time_point now{};
+  for (const char* value : {"-1", "99999999999", "two", "", "1 1", "0", "+1", "0x2", "1.0"}) {
+    const auto info = stormguard::parse_attempt(std::string_view(value), std::nullopt);
+    EXPECT_TRUE(info.malformed) << value;
+    EXPECT_FALSE(hostile.admit(now, info)) << value;  // a retry of unknown number: no budget
+    EXPECT_TRUE(absent.admit(now, stormguard::parse_attempt(std::nullopt, std::nullopt)));
+  }
+  // grpc-timeout: 0 = already expired; huge values saturate; malformed = no deadline (as absent).
+  using stormguard::admission::deadline_of;
+  using stormguard::admission::expired;
+  EXPECT_TRUE(expired(now, deadline_of(now, stormguard::parse_grpc_timeout("0m"))));
+  EXPECT_FALSE(expired(now + 1h, deadline_of(now, stormguard::parse_grpc_timeout("99999999H"))));
+  for (const char* value : {"", "1", "123456789S", "-1S", "1 S", "1s", "abcS", "1SS"}) {
+    EXPECT_EQ(deadline_of(now, stormguard::parse_grpc_timeout(value)),
+              stormguard::time_point::max())
+        << value;
+  }
+  // Pushback garbage: "do not retry", as gRFC A6 says.
+  for (const char* value : {"-1", "abc", "", "1.5", "99999999999999999999999"}) {
+    const auto p = stormguard::parse_pushback(value);
+    if (std::string_view(value) == "99999999999999999999999") {
+      EXPECT_FALSE(p.do_not_retry);  // a huge delay saturates; the client's max_retry_after ends it
+    } else {
+      EXPECT_TRUE(p.do_not_retry) << value;
+    }
+  }
+}
+
+}  // namespace

@@ -35,6 +35,19 @@ void check_unique_names(const std::vector<policy>& policies, const std::string& 
 /// reader's checks; `field` is the policy's path. Throws strict_json::failure.
 void check_retry(const std::string& field, const retry_options& retry);
 
+/// The `hedging` object of the policy `policy_reader` reads (hedging.cpp): checks that the policy
+/// has no retries, reads the object into p.hedging (its budget into p.budget). Throws
+/// strict_json::failure.
+void read_hedging(const nlohmann::json& value, const stormguard::detail::strict_json::object_reader& policy_reader,
+                  policy& p);
+/// Writes p.hedging into the policy object `j` (policy_json's output): its budget moves inside.
+void write_hedging(const policy& p, nlohmann::ordered_json& j);
+/// A percentile as a hedging delay is written: 0.95 -> "p95".
+[[nodiscard]] std::string format_percentile(double q);
+/// A list of HTTP statuses at `path`, and a budget value at `path` (policy.cpp's readers).
+[[nodiscard]] retryable_statuses read_status_list(const nlohmann::json& value, const std::string& path);
+[[nodiscard]] budget_options read_budget_value(const nlohmann::json& value, const std::string& path);
+
 /// The importers (import.cpp): every policy found in `text`. Throw strict_json::failure.
 [[nodiscard]] std::vector<policy> import_grpc(std::string_view text);
 [[nodiscard]] std::vector<policy> import_envoy(std::string_view text);

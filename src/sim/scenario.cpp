@@ -99,7 +99,7 @@ scenario read_scenario(const json& doc) {
 
   object_reader server(
       top.required("server", "an object"), "server",
-      {"workers", "queue_limit", "service_time", "service_distribution", "overload"});
+      {"workers", "queue_limit", "service_time", "service_distribution", "overload", "stall"});
   s.workers = static_cast<int>(server.integer("workers", 1, k_max_workers));
   s.queue_limit = server.integer("queue_limit", 0, k_max_queue_limit);
   s.service_time = server.positive_time("service_time", k_max_service_time);
@@ -126,6 +126,17 @@ scenario read_scenario(const json& doc) {
     }
     o.service_time = overload_reader.positive_time("service_time", k_max_service_time);
     s.overload = o;
+  }
+  if (server.has("stall") && !doc["server"]["stall"].is_null()) {
+    object_reader stall_reader(doc["server"]["stall"], "server.stall", {"probability", "duration"});
+    stall st;
+    st.probability = stall_reader.number("probability");
+    if (!(st.probability > 0.0 && st.probability <= 1.0)) {
+      fail("server.stall.probability", "must be a number in (0, 1], got " +
+                                           quote(doc["server"]["stall"]["probability"]));
+    }
+    st.length = stall_reader.positive_time("duration", k_max_service_time);
+    s.stall = st;
   }
 
   const json& inc = top.required("incident", "an object or null");
@@ -291,6 +302,16 @@ std::optional<scenario_error> validate(const scenario& s) {
   if (s.overload) {
     if (auto problem = validate_overload(*s.overload)) return problem;
   }
+  if (s.stall) {
+    if (!(s.stall->probability > 0.0 && s.stall->probability <= 1.0)) {
+      return error("server.stall.probability",
+                   "must be in (0, 1], got " + detail::format_double(s.stall->probability));
+    }
+    if (s.stall->length <= duration::zero() || s.stall->length > k_max_service_time) {
+      return error("server.stall.duration", "must be in (0, " + limit_text(k_max_service_time) +
+                                                "], got " + quote_duration(s.stall->length));
+    }
+  }
   if (s.max_retries && (*s.max_retries < 1 || *s.max_retries > k_max_retries)) {
     return error("max_retries", "must be an integer in [1, " + std::to_string(k_max_retries) +
                                     "], got " + std::to_string(*s.max_retries));
@@ -394,6 +415,10 @@ std::string to_json(const scenario& s) {
   if (s.overload) {
     doc["server"]["overload"]["above_rate"] = s.overload->above_rate;
     doc["server"]["overload"]["service_time"] = format_duration(s.overload->service_time);
+  }
+  if (s.stall) {
+    doc["server"]["stall"]["probability"] = s.stall->probability;
+    doc["server"]["stall"]["duration"] = format_duration(s.stall->length);
   }
   if (s.incident) {
     doc["incident"]["start"] = format_duration(s.incident->start);

@@ -113,4 +113,74 @@ TEST(HedgingPolicyFile, ToJsonPrintsTheObjectAndReadsBackTheSamePolicy) {
   EXPECT_EQ(parse(R"({"policies": [)" + qt + "]}")[0], q);
 }
 
+bool has_warning(const config::policy& p, const std::string& text) {
+  for (const auto& w : p.warnings) {
+    if (w.find(text) != std::string::npos) return true;
+  }
+  return false;
+}
+
+TEST(GrpcHedgingImport, HedgingPolicyGivesTheDocumentedPolicy) {
+  const auto p = parse(R"({"methodConfig": [{"name": [{"service": "s"}],
+      "hedgingPolicy": {"maxAttempts": 3, "hedgingDelay": "0.05s",
+                        "nonFatalStatusCodes": ["UNAVAILABLE"]}}],
+      "retryThrottling": {"maxTokens": 10, "tokenRatio": 0.1}})",
+                       config::policy_format::grpc)[0];
+  ASSERT_TRUE(p.hedging);
+  EXPECT_EQ(p.hedging->options.max_attempts, 3);
+  EXPECT_EQ(p.hedging->options.delay, 50ms);
+  EXPECT_TRUE(p.hedging->non_fatal_statuses.contains(503));
+  EXPECT_EQ(p.retry.max_retries, 0);
+  EXPECT_TRUE(std::holds_alternative<stormguard::token_bucket_throttle_options>(p.budget));
+  // What `policy check` prints reads back as the same policy.
+  auto again = parse(R"({"policies": [)" + config::to_json(p) + "]}")[0];
+  again.warnings = p.warnings;
+  again.description = p.description;
+  EXPECT_EQ(again, p);
+}
+
+TEST(GrpcHedgingImport, SevenAttemptsAreCappedAtFiveWithAWarningNamingTheField) {
+  const auto p = parse(R"({"methodConfig": [{"name": [{}],
+      "hedgingPolicy": {"maxAttempts": 7}}]})",
+                       config::policy_format::grpc)[0];
+  EXPECT_EQ(p.hedging->options.max_attempts, 5);
+  EXPECT_EQ(p.hedging->options.delay, 0ms);  // A6: no delay sends every copy at once
+  EXPECT_TRUE(has_warning(p, "methodConfig[0].hedgingPolicy.maxAttempts: 7")) << p.warnings.size();
+}
+
+TEST(GrpcHedgingImport, RetryPolicyAndHedgingPolicyTogetherAreAnError) {
+  const auto e = error_of(R"({"methodConfig": [{"name": [{}],
+      "retryPolicy": {"maxAttempts": 3, "initialBackoff": "0.1s", "maxBackoff": "1s",
+                      "backoffMultiplier": 2, "retryableStatusCodes": ["UNAVAILABLE"]},
+      "hedgingPolicy": {"maxAttempts": 3}}]})",
+                          config::policy_format::grpc);
+  EXPECT_EQ(e.field(), "methodConfig[0].hedgingPolicy");
+}
+
+TEST(EnvoyHedgingImport, HedgeOnPerTryTimeoutHedgesAtThePerTryTimeout) {
+  const auto p = parse(R"({"virtual_hosts": [{"name": "h", "routes": [{"name": "r",
+      "route": {"retry_policy": {"retry_on": "5xx", "num_retries": 2, "per_try_timeout": "0.1s"},
+                "hedge_policy": {"hedge_on_per_try_timeout": true, "initial_requests": 2,
+                                 "additional_request_chance": {"numerator": 10}}}}]}]})",
+                       config::policy_format::envoy)[0];
+  ASSERT_TRUE(p.hedging);
+  EXPECT_EQ(p.hedging->options.max_attempts, 3);
+  EXPECT_EQ(p.hedging->options.delay, 100ms);
+  EXPECT_TRUE(p.hedging->non_fatal_statuses.contains(503));
+  EXPECT_FALSE(p.attempt_timeout);  // Envoy keeps the timed-out request in flight
+  EXPECT_EQ(p.retry.max_retries, 0);
+  EXPECT_TRUE(has_warning(p, "hedge_policy.initial_requests: not implemented by Envoy itself"));
+  EXPECT_TRUE(has_warning(p, "hedge_policy.additional_request_chance: not implemented"));
+  EXPECT_TRUE(has_warning(p, "envoy #20036"));
+}
+
+TEST(EnvoyHedgingImport, WithoutHedgeOnPerTryTimeoutThereIsNoHedging) {
+  const auto p = parse(R"({"retry_policy": {"retry_on": "5xx", "num_retries": 2},
+                           "hedge_policy": {"hedge_on_per_try_timeout": true}})",
+                       config::policy_format::envoy)[0];
+  EXPECT_FALSE(p.hedging);  // no per_try_timeout: Envoy never hedges
+  EXPECT_TRUE(has_warning(p, "no per_try_timeout"));
+  EXPECT_EQ(p.retry.max_retries, 2);
+}
+
 }  // namespace

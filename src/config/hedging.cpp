@@ -125,3 +125,60 @@ void write_hedging(const policy& p, ordered_json& j) {
 }
 
 }  // namespace stormguard::config::detail
+
+namespace stormguard::config::detail {
+
+void apply_envoy_hedge_policy(const json& hedge, const std::string& path, policy& p) {
+  sj::object_reader r(hedge, path,
+                      {"initial_requests", "additional_request_chance", "hedge_on_per_try_timeout"});
+  for (const char* unimplemented : {"initial_requests", "additional_request_chance"}) {
+    if (r.has(unimplemented)) {
+      p.warnings.push_back(r.field(unimplemented) +
+                           ": not implemented by Envoy itself (envoy #20036): ignored");
+    }
+  }
+  bool on_timeout = false;
+  if (r.has("hedge_on_per_try_timeout")) {
+    const json& v = hedge["hedge_on_per_try_timeout"];
+    if (!v.is_boolean()) sj::fail(r.field("hedge_on_per_try_timeout"), "must be a boolean, got " + sj::quote(v));
+    on_timeout = v.get<bool>();
+  }
+  if (!on_timeout) {
+    p.warnings.push_back(path +
+                         ": without hedge_on_per_try_timeout Envoy does not hedge: no hedging");
+    return;
+  }
+  if (!p.attempt_timeout) {
+    p.warnings.push_back(r.field("hedge_on_per_try_timeout") +
+                         ": the retry_policy has no per_try_timeout, so Envoy never hedges: no "
+                         "hedging");
+    return;
+  }
+  int attempts = p.retry.max_retries + 1;
+  if (attempts < 2) {
+    p.warnings.push_back(r.field("hedge_on_per_try_timeout") +
+                         ": num_retries is 0, so Envoy sends no second request: no hedging");
+    return;
+  }
+  if (attempts > 5) {
+    p.warnings.push_back(r.field("hedge_on_per_try_timeout") + ": num_retries " +
+                         std::to_string(attempts - 1) +
+                         " allows " + std::to_string(attempts) +
+                         " requests; hedging.max_attempts is capped at 5 (gRFC A6)");
+    attempts = 5;
+  }
+  // Envoy sends the next request when the per-try timeout fires, keeps the first in flight and
+  // takes the first good answer; a retriable status sends the next one at once.
+  hedging_config c;
+  c.options.max_attempts = attempts;
+  c.options.delay = *p.attempt_timeout;
+  c.options.max_retry_after = p.retry.max_retry_after;
+  c.non_fatal_statuses = p.statuses;
+  p.hedging = c;
+  p.retry.max_retries = 0;
+  p.retry.backoff = backoff_options{};
+  p.statuses = retryable_statuses{};
+  p.attempt_timeout.reset();
+}
+
+}  // namespace stormguard::config::detail

@@ -48,6 +48,11 @@ void write_hedging(const policy& p, nlohmann::ordered_json& j);
 [[nodiscard]] retryable_statuses read_status_list(const nlohmann::json& value, const std::string& path);
 [[nodiscard]] budget_options read_budget_value(const nlohmann::json& value, const std::string& path);
 
+/// An Envoy hedge_policy (RouteAction or VirtualHost) at `path`, applied to the policy `p` read
+/// from the retry_policy beside it (hedging.cpp): hedge_on_per_try_timeout maps to hedging with
+/// the per-try timeout as delay; the rest are warnings. Throws strict_json::failure.
+void apply_envoy_hedge_policy(const nlohmann::json& hedge, const std::string& path, policy& p);
+
 /// The importers (import.cpp): every policy found in `text`. Throw strict_json::failure.
 [[nodiscard]] std::vector<policy> import_grpc(std::string_view text);
 [[nodiscard]] std::vector<policy> import_envoy(std::string_view text);

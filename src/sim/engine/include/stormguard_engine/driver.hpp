@@ -117,12 +117,13 @@ class driver {
           return;
         }
       }
-      hedger_.sent(transport_, id, attempt, now);
     }
     request& r = fleet_[id];
     r.start_copy(attempt);
     metrics_.attempt(now, r.in_incident);
     transport_.send(id, attempt, now);
+    // After send: an answer due exactly at the delay comes before the next copy's timer.
+    if (hedger_.enabled()) hedger_.sent(transport_, id, attempt, now);
   }
 
   // Attempt `attempt` of request `id` was answered with a success now. An answer to a copy that

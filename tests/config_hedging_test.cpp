@@ -1,14 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 // stormguard::config: the `hedging` object of a policy file, and the gRPC and Envoy importers'
 // hedging policies.
-#include "stormguard/config/hedging.hpp"
-
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <string>
 #include <vector>
 
+#include "stormguard/config/hedging.hpp"
 #include "stormguard/config/policy.hpp"
 
 namespace {
@@ -60,8 +59,7 @@ TEST(HedgingPolicyFile, DefaultsAreTwoCopiesTwentyMillisecondsApartAndNoNonFatal
 }
 
 TEST(HedgingPolicyFile, APercentileDelayAdaptsWithAFallback) {
-  const auto p =
-      parse(one(R"(, "hedging": {"delay": "p99.9", "fallback_delay": "30ms"})"))[0];
+  const auto p = parse(one(R"(, "hedging": {"delay": "p99.9", "fallback_delay": "30ms"})"))[0];
   EXPECT_DOUBLE_EQ(p.hedging->options.delay_quantile, 0.999);
   EXPECT_EQ(p.hedging->options.delay, 30ms);
   EXPECT_EQ(parse(one(R"(, "hedging": {"delay": "p95"})"))[0].hedging->options.delay_quantile,

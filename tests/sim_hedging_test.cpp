@@ -29,14 +29,14 @@ sim::strategy builtin(const char* name) {
 }
 
 sim::strategy hedging_policy(const std::string& hedging) {
-  return sim::from_policy(config::parse_policies(
-      R"({"policies": [{"name": "h", "hedging": )" + hedging + "}]}")[0]);
+  return sim::from_policy(
+      config::parse_policies(R"({"policies": [{"name": "h", "hedging": )" + hedging + "}]}")[0]);
 }
 
 // Every copy is accounted for once.
 void expect_balanced(const sim::strategy_result& r) {
-  EXPECT_EQ(r.attempts, r.successes + r.failures + r.timeouts + r.in_flight_attempts +
-                            r.hedges_cancelled)
+  EXPECT_EQ(r.attempts,
+            r.successes + r.failures + r.timeouts + r.in_flight_attempts + r.hedges_cancelled)
       << r.name;
   EXPECT_EQ(r.logical_requests, r.successes + r.attempts_exhausted + r.budget_exhausted +
                                     r.throttled + r.requests_in_flight)
@@ -87,9 +87,8 @@ TEST(TailAtScale, RunsAreDeterministic) {
 
 TEST(HedgingBudget, ASpentBudgetRefusesCopiesButNeverCancelsOneInFlight) {
   // A ratio budget with no deposits and no floor: every copy after the first is refused.
-  const auto r = sim::simulate(
-      tail_at_scale(),
-      hedging_policy(R"({"max_attempts": 3, "delay": "20ms",
+  const auto r =
+      sim::simulate(tail_at_scale(), hedging_policy(R"({"max_attempts": 3, "delay": "20ms",
                          "budget": {"kind": "ratio", "ratio": 0, "min_retries_per_second": 0}})"));
   EXPECT_EQ(r.hedges_sent, 0);
   EXPECT_GT(r.hedges_refused, 0);
@@ -117,16 +116,16 @@ TEST(HedgingStorm, TheBudgetHoldsFridayNightAndNoBudgetShowsTheStorm) {
 }
 
 TEST(HedgingDelay, ZeroSendsEveryCopyAtOnce) {
-  const auto r = sim::simulate(tail_at_scale(),
-                               hedging_policy(R"({"max_attempts": 3, "delay": "0s"})"));
+  const auto r =
+      sim::simulate(tail_at_scale(), hedging_policy(R"({"max_attempts": 3, "delay": "0s"})"));
   EXPECT_EQ(r.attempts, 3 * r.logical_requests);
   expect_balanced(r);
 }
 
 TEST(HedgingDelay, APercentileDelayAdaptsToTheLatencies) {
   // p50 of the latencies is the 10-ms service time: copies go after 10 ms, most lose.
-  const auto r = sim::simulate(tail_at_scale(),
-                               hedging_policy(R"({"delay": "p50", "fallback_delay": "1s"})"));
+  const auto r =
+      sim::simulate(tail_at_scale(), hedging_policy(R"({"delay": "p50", "fallback_delay": "1s"})"));
   EXPECT_GT(r.hedges_sent, r.logical_requests / 200);
   EXPECT_LT(*r.p999_latency_ms, 100.0);
   expect_balanced(r);
@@ -135,8 +134,8 @@ TEST(HedgingDelay, APercentileDelayAdaptsToTheLatencies) {
 TEST(HedgingNonFatal, ANonFatal503SendsTheNextCopyAtOnce) {
   sim::scenario s = tail_at_scale();
   s.stall.reset();
-  s.incident = sim::incident{std::chrono::seconds(0), std::chrono::seconds(60), std::nullopt, 0.5,
-                             0.0};
+  s.incident =
+      sim::incident{std::chrono::seconds(0), std::chrono::seconds(60), std::nullopt, 0.5, 0.0};
   const auto fatal = sim::simulate(s, hedging_policy(R"({"max_attempts": 3, "delay": "1s"})"));
   const auto non_fatal = sim::simulate(
       s, hedging_policy(R"({"max_attempts": 3, "delay": "1s", "non_fatal_statuses": [503]})"));

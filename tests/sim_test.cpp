@@ -337,8 +337,8 @@ TEST(BuiltinStrategies, AreTheDocumentedTableInOrder) {
   for (const auto& s : sim::builtin_strategies()) names.push_back(s.name);
   EXPECT_EQ(names, (std::vector<std::string>{"none", "naive", "exponential", "equal", "full",
                                              "decorrelated", "full+budget", "full+throttle",
-                                             "full+quota", "full+adaptive", "full+envoy",
-                                             "hedged", "hedged-unbudgeted"}));
+                                             "full+quota", "full+adaptive", "full+envoy", "hedged",
+                                             "hedged-unbudgeted"}));
   EXPECT_EQ(strategy_named("none").retry.max_retries, 0);
   const auto& naive = strategy_named("naive").retry;
   EXPECT_EQ(naive.max_retries, 3);
@@ -428,8 +428,8 @@ TEST(Simulate, ConservesAttemptsAndLogicalRequestsForEveryStrategy) {
   for (const auto& s : {small_storm(), exponential_service}) {
     for (const auto& strat : sim::builtin_strategies()) {
       const auto r = sim::simulate(s, strat);
-      EXPECT_EQ(r.attempts, r.successes + r.failures + r.timeouts + r.in_flight_attempts +
-                                r.hedges_cancelled)
+      EXPECT_EQ(r.attempts,
+                r.successes + r.failures + r.timeouts + r.in_flight_attempts + r.hedges_cancelled)
           << r.name;
       EXPECT_EQ(r.logical_requests, r.successes + r.attempts_exhausted + r.budget_exhausted +
                                         r.throttled + r.requests_in_flight)
@@ -448,8 +448,8 @@ TEST(Simulate, ConservesAttemptsAndLogicalRequestsForEveryStrategy) {
       EXPECT_EQ(failures, r.failures) << r.name;
       EXPECT_EQ(timeouts, r.timeouts) << r.name;
       EXPECT_EQ(logical, r.logical_requests) << r.name;
-      const int most = strat.hedging ? strat.hedging->options.max_attempts
-                                     : strat.retry.max_retries + 1;
+      const int most =
+          strat.hedging ? strat.hedging->options.max_attempts : strat.retry.max_retries + 1;
       EXPECT_LE(r.attempts, r.logical_requests * most) << r.name;
       if (std::holds_alternative<stormguard::no_budget>(strat.budget)) {
         EXPECT_EQ(r.budget_exhausted, 0) << r.name;

@@ -48,9 +48,8 @@ void read_hedging(const json& value, const sj::object_reader& policy_reader, pol
                       {"max_attempts", "delay", "fallback_delay", "non_fatal_statuses", "budget"});
   const char* const both = "a policy has retries or hedging, not both (gRFC A6)";
   if (policy_reader.has("retries") && p.retry.max_retries != 0) {
-    sj::fail(policy_reader.field("retries"),
-             std::string("must be 0 with hedging: ") + both + ", got " +
-                 std::to_string(p.retry.max_retries));
+    sj::fail(policy_reader.field("retries"), std::string("must be 0 with hedging: ") + both +
+                                                 ", got " + std::to_string(p.retry.max_retries));
   }
   if (policy_reader.has("attempts") && p.retry.max_retries != 0) {
     sj::fail(policy_reader.field("attempts"), std::string("must be 1 with hedging: ") + both +
@@ -66,16 +65,17 @@ void read_hedging(const json& value, const sj::object_reader& policy_reader, pol
   }
   p.retry.max_retries = 0;
   hedging_config c;
-  if (h.has("max_attempts")) c.options.max_attempts = static_cast<int>(h.integer("max_attempts", 2, 5));
+  if (h.has("max_attempts"))
+    c.options.max_attempts = static_cast<int>(h.integer("max_attempts", 2, 5));
   if (h.has("delay")) {
     const json& d = h.required("delay", "a duration or \"pNN\"");
     const auto q = d.is_string() ? parse_percentile(d.get<std::string>()) : std::nullopt;
     if (q) {
       c.options.delay_quantile = *q;
     } else if (d.is_string() && !d.get<std::string>().empty() && d.get<std::string>()[0] == 'p') {
-      sj::fail(h.field("delay"),
-               "must be a percentile \"pNN\" with NN in (0, 100), such as \"p95\", got " +
-                   sj::quote(d));
+      sj::fail(
+          h.field("delay"),
+          "must be a percentile \"pNN\" with NN in (0, 100), such as \"p95\", got " + sj::quote(d));
     } else {
       c.options.delay = h.time_between("delay", duration::zero(), k_max_delay);
     }
@@ -84,8 +84,8 @@ void read_hedging(const json& value, const sj::object_reader& policy_reader, pol
     c.options.delay = h.time_between("fallback_delay", duration::zero(), k_max_delay);
   }
   if (h.has("non_fatal_statuses")) {
-    c.non_fatal_statuses = read_status_list(value["non_fatal_statuses"],
-                                            h.field("non_fatal_statuses"));
+    c.non_fatal_statuses =
+        read_status_list(value["non_fatal_statuses"], h.field("non_fatal_statuses"));
   }
   if (h.has("budget")) {
     if (policy_reader.has("budget")) {
@@ -129,8 +129,8 @@ void write_hedging(const policy& p, ordered_json& j) {
 namespace stormguard::config::detail {
 
 void apply_envoy_hedge_policy(const json& hedge, const std::string& path, policy& p) {
-  sj::object_reader r(hedge, path,
-                      {"initial_requests", "additional_request_chance", "hedge_on_per_try_timeout"});
+  sj::object_reader r(
+      hedge, path, {"initial_requests", "additional_request_chance", "hedge_on_per_try_timeout"});
   for (const char* unimplemented : {"initial_requests", "additional_request_chance"}) {
     if (r.has(unimplemented)) {
       p.warnings.push_back(r.field(unimplemented) +
@@ -140,7 +140,8 @@ void apply_envoy_hedge_policy(const json& hedge, const std::string& path, policy
   bool on_timeout = false;
   if (r.has("hedge_on_per_try_timeout")) {
     const json& v = hedge["hedge_on_per_try_timeout"];
-    if (!v.is_boolean()) sj::fail(r.field("hedge_on_per_try_timeout"), "must be a boolean, got " + sj::quote(v));
+    if (!v.is_boolean())
+      sj::fail(r.field("hedge_on_per_try_timeout"), "must be a boolean, got " + sj::quote(v));
     on_timeout = v.get<bool>();
   }
   if (!on_timeout) {
@@ -162,8 +163,7 @@ void apply_envoy_hedge_policy(const json& hedge, const std::string& path, policy
   }
   if (attempts > 5) {
     p.warnings.push_back(r.field("hedge_on_per_try_timeout") + ": num_retries " +
-                         std::to_string(attempts - 1) +
-                         " allows " + std::to_string(attempts) +
+                         std::to_string(attempts - 1) + " allows " + std::to_string(attempts) +
                          " requests; hedging.max_attempts is capped at 5 (gRFC A6)");
     attempts = 5;
   }

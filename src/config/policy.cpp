@@ -295,10 +295,10 @@ budget_options read_budget_value(const json& value, const std::string& path) {
 }
 
 policy read_policy(const json& value, const std::string& path) {
-  sj::object_reader r(value, path,
-                      {"name", "description", "retries", "attempts", "backoff", "budget",
-                       "retryable_statuses", "max_retry_after", "attempt_timeout", "deadline",
-                       "hedging"});
+  sj::object_reader r(
+      value, path,
+      {"name", "description", "retries", "attempts", "backoff", "budget", "retryable_statuses",
+       "max_retry_after", "attempt_timeout", "deadline", "hedging"});
   policy p;
   p.name = r.string("name");
   check_name(r.field("name"), p.name);

@@ -132,8 +132,8 @@ scenario read_scenario(const json& doc) {
     stall st;
     st.probability = stall_reader.number("probability");
     if (!(st.probability > 0.0 && st.probability <= 1.0)) {
-      fail("server.stall.probability", "must be a number in (0, 1], got " +
-                                           quote(doc["server"]["stall"]["probability"]));
+      fail("server.stall.probability",
+           "must be a number in (0, 1], got " + quote(doc["server"]["stall"]["probability"]));
     }
     st.length = stall_reader.positive_time("duration", k_max_service_time);
     s.stall = st;

@@ -87,7 +87,8 @@ class hedger {
   void sent(Transport& transport, std::uint32_t id, std::int32_t attempt, std::int64_t now) {
     const time_point t = at(now);
     const duration delay = policy_->delay(tracker_ ? &*tracker_ : nullptr);
-    const hedge_plan plan = policy_->plan_next(attempt, t, t, std::nullopt, time_point::max(), delay);
+    const hedge_plan plan =
+        policy_->plan_next(attempt, t, t, std::nullopt, time_point::max(), delay);
     if (plan.send) transport.schedule_attempt(plan.at.time_since_epoch().count(), id, attempt + 1);
   }
 

@@ -64,7 +64,7 @@ TEST_F(PolicyCli, SimulateRunsAFilePolicyBesideTheBuiltIns) {
   const auto doc = nlohmann::json::parse(r.output);
   std::vector<std::string> names;
   for (const auto& s : doc.at("strategies")) names.push_back(s.at("name"));
-  ASSERT_EQ(names.size(), 12u);
+  ASSERT_EQ(names.size(), 14u);  // the 13 built-ins and ours
   EXPECT_EQ(names.front(), "none");
   EXPECT_EQ(names.back(), "ours");
   // Alone with --strategy, also in the table.
@@ -234,7 +234,7 @@ TEST_F(PolicyCli, PolicyCheckBuiltinPrintsTheBuiltInStrategiesFile) {
                               false);
   EXPECT_EQ(builtin.output, file.output);
   const auto doc = nlohmann::json::parse(builtin.output);
-  ASSERT_EQ(doc["policies"].size(), 11U);
+  ASSERT_EQ(doc["policies"].size(), 13U);
   EXPECT_EQ(doc["policies"][6]["name"], "full+budget");
   EXPECT_EQ(doc["policies"][9]["budget"]["kind"], "adaptive");
   const run_result one = run("policy check --json builtin:full+envoy", false);

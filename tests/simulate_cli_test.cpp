@@ -139,14 +139,14 @@ TEST_F(SimulateCli, ScenarioAboveTheWorkBoundExitsTwoWithTheEstimateBeforeAnyWor
                           "make up to 10,007,197,200 attempts"),
             std::string::npos)
       << r.output;
-  EXPECT_NE(r.output.find("at most 40,000,000 are allowed"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("at most 50,000,000 are allowed"), std::string::npos) << r.output;
   // A sweep is checked at its largest load.
   s.length = 10s;
   s.incident = stormguard::sim::incident{1s, 2s, std::nullopt, 1.0, 0.0};
   const auto sweep = run_cli("simulate '" + write("sweep.json", stormguard::sim::to_json(s)) +
                              "' --sweep load=10:9000:4495");
   EXPECT_EQ(sweep.exit_code, 2) << sweep.output;
-  EXPECT_NE(sweep.output.find("at most 40,000,000 are allowed"), std::string::npos) << sweep.output;
+  EXPECT_NE(sweep.output.find("at most 50,000,000 are allowed"), std::string::npos) << sweep.output;
 }
 
 TEST_F(SimulateCli, CsvWritesOneTimeSeriesPerStrategyCreatingTheDirectory) {

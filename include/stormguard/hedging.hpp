@@ -39,6 +39,8 @@
 #include <optional>
 #include <string_view>
 
+#include "stormguard/budget.hpp"
+#include "stormguard/budget_protocol.hpp"
 #include "stormguard/clock.hpp"
 #include "stormguard/detail/mutex.hpp"
 #include "stormguard/export.hpp"
@@ -139,6 +141,24 @@ class STORMGUARD_EXPORT hedging_policy {
  private:
   hedging_options options_;
 };
+
+/// The budget protocol's call for a copy after the first (budget_protocol.hpp): the copy draws one
+/// retry from `budget` (budget.try_withdraw(now, attempt_status::failure, g), as a retry after a
+/// failure would: gRFC A6 counts hedges against the retry throttle). false: the copy is not sent;
+/// copies already in flight are not touched (a spent budget never cancels work already sent).
+/// Thread-safe as the budget is.
+template <bit_generator G, retry_budget<G> B>
+[[nodiscard]] bool try_charge_hedge(B& budget, time_point now, G& g) {
+  return budget.try_withdraw(now, attempt_status::failure, g);
+}
+
+/// A copy granted by try_charge_hedge ended at `now` (answered, timed out or cancelled): a budget
+/// that bounds the retries in flight (one with retry_ended, such as concurrency_budget) hears of
+/// it; for the others this does nothing. Call it once per granted copy.
+template <class B>
+void hedge_ended(B& budget, time_point now) {
+  if constexpr (hears_retry_end<B>) budget.retry_ended(now);
+}
 
 }  // namespace stormguard
 

@@ -108,16 +108,20 @@ std::string grpc_code_warning(int code) {
 
 // retryPolicy.retryableStatusCodes: UNAVAILABLE maps to the HTTP statuses 429, 502, 503, 504;
 // every other code is reported (grpc_code_warning) and not mapped.
-void read_grpc_status_codes(const sj::object_reader& r, policy& p) {
-  const json& codes = r.required("retryableStatusCodes", "a non-empty array of gRPC status codes");
-  if (!codes.is_array() || codes.empty() || codes.size() > 17) {
-    sj::fail(r.field("retryableStatusCodes"),
+// With `into` (hedgingPolicy.nonFatalStatusCodes, `key`), the array may be empty and the statuses
+// go there.
+void read_grpc_status_codes(const sj::object_reader& r, policy& p,
+                            std::string_view key = "retryableStatusCodes",
+                            retryable_statuses* into = nullptr) {
+  const json& codes = r.required(key, "a non-empty array of gRPC status codes");
+  if (!codes.is_array() || (codes.empty() && into == nullptr) || codes.size() > 17) {
+    sj::fail(r.field(key),
              "must be a non-empty array of gRPC status codes (such as \"UNAVAILABLE\"), got " +
                  sj::quote(codes));
   }
   bool unavailable = false;
   for (std::size_t c = 0; c < codes.size(); ++c) {
-    const std::string field = sj::index_path(r.field("retryableStatusCodes"), c);
+    const std::string field = sj::index_path(r.field(key), c);
     int code = -1;
     if (codes[c].is_string()) {
       std::string name = codes[c].get<std::string>();
@@ -140,7 +144,34 @@ void read_grpc_status_codes(const sj::object_reader& r, policy& p) {
       p.warnings.push_back(field + ": " + grpc_code_warning(code));
     }
   }
-  if (unavailable) p.statuses = retryable_statuses{};  // 429, 502, 503, 504
+  if (unavailable) (into != nullptr ? *into : p.statuses) = retryable_statuses{};  // 429, 502-504
+}
+
+// One methodConfig's hedgingPolicy (gRFC A6): maxAttempts (capped at 5, as gRPC does),
+// hedgingDelay (default 0: every copy at once), nonFatalStatusCodes.
+void read_grpc_hedging_policy(const json& hedging_policy, const std::string& hp, policy& p) {
+  sj::object_reader r(hedging_policy, hp, {"maxAttempts", "hedgingDelay", "nonFatalStatusCodes"});
+  std::int64_t attempts = proto_integer(r, "maxAttempts", 2, 1'000'000);
+  if (attempts > 5) {
+    p.warnings.push_back(r.field("maxAttempts") + ": " + std::to_string(attempts) +
+                         " is above gRPC's limit of 5 attempts: capped at 5 (gRFC A6)");
+    attempts = 5;
+  }
+  hedging_config c;
+  c.options.max_attempts = static_cast<int>(attempts);
+  c.options.delay = duration::zero();
+  if (r.has("hedgingDelay")) {
+    const json& d = hedging_policy["hedgingDelay"];
+    const auto zero = d.is_string() ? parse_duration(d.get<std::string>()) : std::nullopt;
+    c.options.delay = zero == duration::zero() ? duration::zero()
+                                               : proto_duration(r, "hedgingDelay", k_max_interval);
+  }
+  if (r.has("nonFatalStatusCodes")) {
+    read_grpc_status_codes(r, p, "nonFatalStatusCodes", &c.non_fatal_statuses);
+  }
+  c.options.max_retry_after = p.retry.max_retry_after;
+  p.hedging = c;
+  p.statuses = retryable_statuses{};  // unused with hedging: the file format's default
 }
 
 // One methodConfig's retryPolicy, with gRPC's semantics (maxAttempts counts the first attempt and
@@ -199,9 +230,12 @@ std::vector<policy> read_grpc(const json& doc) {
     p.statuses = retryable_statuses(std::span<const int>());
     if (m.has("timeout")) p.deadline = proto_duration(m, "timeout", 24h);
     if (m.has("hedgingPolicy")) {
-      p.warnings.push_back(path + ".hedgingPolicy: hedging is not supported; ignored");
-    }
-    if (!m.has("retryPolicy")) {
+      if (m.has("retryPolicy")) {
+        sj::fail(path + ".hedgingPolicy",
+                 "an entry has retryPolicy or hedgingPolicy, not both (gRFC A6)");
+      }
+      read_grpc_hedging_policy(list[i]["hedgingPolicy"], path + ".hedgingPolicy", p);
+    } else if (!m.has("retryPolicy")) {
       p.warnings.push_back(path + ": no retryPolicy: gRPC makes one attempt (0 retries)");
     } else {
       read_grpc_retry_policy(list[i]["retryPolicy"], path + ".retryPolicy", p);

@@ -242,10 +242,19 @@ std::string compact_number_arrays(const std::string& text) {
 
 namespace detail {
 
+retryable_statuses read_status_list(const json& value, const std::string& path) {
+  return read_statuses(value, path);
+}
+
+budget_options read_budget_value(const json& value, const std::string& path) {
+  return read_budget(value, path);
+}
+
 policy read_policy(const json& value, const std::string& path) {
-  sj::object_reader r(value, path,
-                      {"name", "description", "retries", "attempts", "backoff", "budget",
-                       "retryable_statuses", "max_retry_after", "attempt_timeout", "deadline"});
+  sj::object_reader r(
+      value, path,
+      {"name", "description", "retries", "attempts", "backoff", "budget", "retryable_statuses",
+       "max_retry_after", "attempt_timeout", "deadline", "hedging"});
   policy p;
   p.name = r.string("name");
   check_name(r.field("name"), p.name);
@@ -276,6 +285,7 @@ policy read_policy(const json& value, const std::string& path) {
     p.attempt_timeout = r.positive_time("attempt_timeout", k_max_attempt_timeout);
   }
   if (r.has("deadline")) p.deadline = r.positive_time("deadline", k_max_deadline);
+  if (r.has("hedging")) read_hedging(value["hedging"], r, p);
   check_retry(path, p.retry);
   return p;
 }
@@ -307,6 +317,7 @@ ordered_json policy_json(const policy& p) {
   j["max_retry_after"] = format_duration(p.retry.max_retry_after);
   if (p.attempt_timeout) j["attempt_timeout"] = format_duration(*p.attempt_timeout);
   if (p.deadline) j["deadline"] = format_duration(*p.deadline);
+  write_hedging(p, j);
   return j;
 }
 

@@ -37,6 +37,27 @@ void check_unique_names(const std::vector<policy>& policies, const std::string& 
 /// reader's checks; `field` is the policy's path. Throws strict_json::failure.
 void check_retry(const std::string& field, const retry_options& retry);
 
+/// The `hedging` object of the policy `policy_reader` reads (hedging.cpp): checks that the policy
+/// has no retries, reads the object into p.hedging (its budget into p.budget). Throws
+/// strict_json::failure.
+void read_hedging(const nlohmann::json& value,
+                  const stormguard::detail::strict_json::object_reader& policy_reader, policy& p);
+/// Writes p.hedging into the policy object `j` (policy_json's output): its budget moves inside.
+void write_hedging(const policy& p, nlohmann::ordered_json& j);
+/// A percentile as a hedging delay is written: 0.95 -> "p95".
+[[nodiscard]] std::string format_percentile(double q);
+/// A list of HTTP statuses at `path`, and a budget value at `path` (policy.cpp's readers).
+[[nodiscard]] retryable_statuses read_status_list(const nlohmann::json& value,
+                                                  const std::string& path);
+[[nodiscard]] budget_options read_budget_value(const nlohmann::json& value,
+                                               const std::string& path);
+
+/// An Envoy hedge_policy (RouteAction or VirtualHost) at `path`, applied to the policy `p` read
+/// from the retry_policy beside it (hedging.cpp): hedge_on_per_try_timeout maps to hedging with
+/// the per-try timeout as delay; the rest are warnings. Throws strict_json::failure.
+void apply_envoy_hedge_policy(const nlohmann::json& hedge, const std::string& path, policy& p);
+
+
 /// The library's message without its "stormguard::type: " prefix (an exception of a class's
 /// own validation, quoted in a reader's error).
 [[nodiscard]] std::string library_message(const std::exception& e);

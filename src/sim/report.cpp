@@ -107,6 +107,10 @@ std::string describe(const scenario& s) {
                     rate_text(s.overload->above_rate), format_duration(s.overload->service_time),
                     rate_estimate(capacity(s, s.overload->service_time)));
   }
+  if (s.stall) {
+    text += fmt::format("; {} of attempts stall {} more", whole_percent(s.stall->probability),
+                        format_duration(s.stall->length));
+  }
   if (s.incident) {
     text += fmt::format("; incident {}-{}", format_duration(s.incident->start),
                         format_duration(s.incident->end));
@@ -155,6 +159,9 @@ std::string to_json(const strategy_result& r) {
   w.field("expired_dropped", r.expired_dropped).field("server_refused", r.server_refused);
   w.fixed("served_amplification", r.served_amplification, 4);
   w.fixed("incident_served_amplification", r.incident_served_amplification, 4);
+  w.fixed("p999_latency_ms", r.p999_latency_ms, 1).field("hedges_sent", r.hedges_sent);
+  w.field("hedges_won", r.hedges_won).field("hedges_refused", r.hedges_refused);
+  w.field("hedges_cancelled", r.hedges_cancelled);
   return w.end_object().text();
 }
 

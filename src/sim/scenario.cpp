@@ -177,7 +177,8 @@ scenario read_scenario(const json& doc) {
 
   object_reader server(
       top.required("server", "an object"), "server",
-      {"workers", "queue_limit", "service_time", "service_distribution", "overload", "defences"});
+      {"workers", "queue_limit", "service_time", "service_distribution", "overload", "defences",
+       "stall"});
   s.workers = static_cast<int>(server.integer("workers", 1, k_max_workers));
   s.queue_limit = server.integer("queue_limit", 0, k_max_queue_limit);
   s.service_time = server.positive_time("service_time", k_max_service_time);
@@ -208,6 +209,17 @@ scenario read_scenario(const json& doc) {
     }
     o.service_time = overload_reader.positive_time("service_time", k_max_service_time);
     s.overload = o;
+  }
+  if (server.has("stall") && !doc["server"]["stall"].is_null()) {
+    object_reader stall_reader(doc["server"]["stall"], "server.stall", {"probability", "duration"});
+    stall st;
+    st.probability = stall_reader.number("probability");
+    if (!(st.probability > 0.0 && st.probability <= 1.0)) {
+      fail("server.stall.probability",
+           "must be a number in (0, 1], got " + quote(doc["server"]["stall"]["probability"]));
+    }
+    st.length = stall_reader.positive_time("duration", k_max_service_time);
+    s.stall = st;
   }
 
   const json& inc = top.required("incident", "an object or null");
@@ -373,6 +385,16 @@ std::optional<scenario_error> validate(const scenario& s) {
   if (s.overload) {
     if (auto problem = validate_overload(*s.overload)) return problem;
   }
+  if (s.stall) {
+    if (!(s.stall->probability > 0.0 && s.stall->probability <= 1.0)) {
+      return error("server.stall.probability",
+                   "must be in (0, 1], got " + detail::format_double(s.stall->probability));
+    }
+    if (s.stall->length <= duration::zero() || s.stall->length > k_max_service_time) {
+      return error("server.stall.duration", "must be in (0, " + limit_text(k_max_service_time) +
+                                                "], got " + quote_duration(s.stall->length));
+    }
+  }
   if (s.max_retries && (*s.max_retries < 1 || *s.max_retries > k_max_retries)) {
     return error("max_retries", "must be an integer in [1, " + std::to_string(k_max_retries) +
                                     "], got " + std::to_string(*s.max_retries));
@@ -536,6 +558,10 @@ std::string to_json(const scenario& s) {
       o["update_interval"] = format_duration(c.update_interval);
       o["min_rtt_interval"] = format_duration(c.min_rtt_interval);
     }
+  }
+  if (s.stall) {
+    doc["server"]["stall"]["probability"] = s.stall->probability;
+    doc["server"]["stall"]["duration"] = format_duration(s.stall->length);
   }
   if (s.incident) {
     doc["incident"]["start"] = format_duration(s.incident->start);

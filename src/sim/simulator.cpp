@@ -174,7 +174,10 @@ void check_or_throw(const scenario& s, std::span<const strategy> strategies) {
 
 double estimated_attempts(const scenario& s, const strategy& strat) noexcept {
   const strategy applied = engine::with_scenario_retries(s, strat);
-  return expected_requests(s) * (1.0 + static_cast<double>(std::max(0, applied.retry.max_retries)));
+  // A hedged strategy sends up to max_attempts copies (and has no retries).
+  const int extra = applied.hedging ? applied.hedging->options.max_attempts - 1
+                                    : std::max(0, applied.retry.max_retries);
+  return expected_requests(s) * (1.0 + static_cast<double>(extra));
 }
 
 std::optional<scenario_error> check_work(const scenario& s, std::span<const strategy> strategies) {

@@ -36,6 +36,7 @@
 #include "stormguard/budget.hpp"
 #include "stormguard/budget_kinds.hpp"
 #include "stormguard/clock.hpp"
+#include "stormguard/config/hedging.hpp"
 #include "stormguard/http_classify.hpp"
 #include "stormguard/retry_policy.hpp"
 
@@ -73,6 +74,9 @@ struct policy {
   std::optional<duration> attempt_timeout;
   /// [deadline] optional, in (0, 24h]: the time limit of a whole call (`exec`, `http`).
   std::optional<duration> deadline;
+  /// [hedging] optional (stormguard/config/hedging.hpp): hedged copies instead of retries; then
+  /// `retry.max_retries` is 0 and `budget` is the budget the copies after the first draw from.
+  std::optional<hedging_config> hedging;
   /// Not in the file: what an importer could not map (one sentence each, naming the field), for
   /// the command to print as warnings. Empty for stormguard's own format.
   std::vector<std::string> warnings;

@@ -107,6 +107,19 @@ struct server_defences {
   friend bool operator==(const server_defences&, const server_defences&) = default;
 };
 
+/// Stalls of single attempts (the "tail at scale": a garbage collection, a compaction, a noisy
+/// neighbour): independently for each attempt whose service starts, with probability
+/// `probability` its service takes `length` more, whatever the phase. A stall does not repeat on
+/// the next try (a new draw), which is what makes a hedge win.
+struct stall {
+  /// [server.stall.probability] the fraction of attempts that stall; in (0, 1].
+  double probability = 0.0;
+  /// [server.stall.duration] the service time a stall adds; in (0, 1 h].
+  duration length{};
+
+  friend bool operator==(const stall&, const stall&) = default;
+};
+
 /// One simulation setup. Times are virtual: the simulation starts at time_point{} (the epoch).
 /// Valid ranges are those checked by validate(); the JSON field names are given in brackets.
 struct scenario {
@@ -131,6 +144,9 @@ struct scenario {
   service_distribution distribution = service_distribution::fixed;
   /// [server.overload] optional (absent or null: the service time does not depend on the load).
   std::optional<sim::overload> overload;
+  /// [server.stall] optional (absent or null: no stalls): see sim::stall. Drawn from its own
+  /// generator (seeded from the seed), so it changes no other draw.
+  std::optional<sim::stall> stall;
   std::optional<sim::incident> incident;  ///< [incident] an object, or null for none
   /// [max_retries] optional: replaces the max_retries of every strategy that retries (max_retries
   /// > 0), for a scenario whose application retries a fixed number of times (metastable: once).

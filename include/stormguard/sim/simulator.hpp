@@ -154,6 +154,16 @@ struct strategy_result {
   std::optional<double> served_amplification;
   /// incident_served ÷ incident_logical_requests; nullopt as for incident_amplification.
   std::optional<double> incident_served_amplification;
+  /// The 99.9th percentile (nearest rank) of the same latencies as p99_latency_ms, in ms; nullopt
+  /// when none succeeded.
+  std::optional<double> p999_latency_ms;
+
+  // Hedging (a strategy with hedging; zero otherwise). Copies count in `attempts`, and
+  //   attempts = successes + failures + timeouts + in_flight_attempts + hedges_cancelled.
+  std::int64_t hedges_sent = 0;       ///< copies sent after the first of their logical request
+  std::int64_t hedges_won = 0;        ///< logical requests whose success came from such a copy
+  std::int64_t hedges_refused = 0;    ///< copies the budget refused (not sent)
+  std::int64_t hedges_cancelled = 0;  ///< copies in flight when another ended their request
 
   std::int64_t events = 0;            ///< events processed (for performance measurements)
   std::vector<time_bin> series;       ///< one bin per started second of simulated time
@@ -169,13 +179,14 @@ struct simulation_report {
 };
 
 /// The bound on the work of one run (one strategy through one scenario): at most this many
-/// estimated attempts, requests_per_second x duration x (1 + max_retries). 40,000,000 is the
-/// largest valid scenario (10,000,000 logical requests) with the built-in strategies' 3 retries.
-inline constexpr double k_max_estimated_attempts = 40'000'000;
+/// estimated attempts, requests_per_second x duration x (1 + max_retries), or x max_attempts for
+/// a hedged strategy. 50,000,000 is the largest valid scenario (10,000,000 logical requests) with
+/// the built-in strategies' 5 copies (hedged-unbudgeted; 3 retries for the others).
+inline constexpr double k_max_estimated_attempts = 50'000'000;
 
 /// The most attempts one run of `strat` through `s` can make, as estimated before running it:
 /// requests_per_second x duration x (1 + max_retries), with the scenario's max_retries replacing
-/// the strategy's when the strategy retries.
+/// the strategy's when the strategy retries; x hedging.max_attempts for a hedged strategy.
 [[nodiscard]] double estimated_attempts(const scenario& s, const strategy& strat) noexcept;
 
 /// Checks the work bound for every strategy: nullopt, or an error (field "max_retries" when the

@@ -37,6 +37,7 @@
 #include "stormguard/sim/simulator.hpp"
 #include "stormguard/sim/strategy.hpp"
 #include "stormguard_engine/fleet.hpp"
+#include "stormguard_engine/hedging.hpp"
 #include "stormguard_engine/metrics.hpp"
 #include "stormguard_engine/seeds.hpp"
 
@@ -78,6 +79,7 @@ class driver {
         unavailable_(strat.retries_503 ? classification::retry() : classification::stop()),
         fleet_(s, strat, config, expected_requests(s)),
         metrics_(s, strat.name, expected_requests(s)),
+        hedger_(strat),
         arrivals_rng_(seeds::mix(s.seed, seeds::k_tag_arrivals)) {
     if (s.incident) {
       incident_start_ = s.incident->start.count();
@@ -104,12 +106,24 @@ class driver {
     schedule_next_arrival(now);
   }
 
-  // Attempt `attempt` of request `id` leaves now.
+  // Attempt `attempt` of request `id` leaves now (with hedging, a copy: see hedging.hpp).
   void start_attempt(std::uint32_t id, std::int32_t attempt, std::int64_t now) {
+    if (hedger_.enabled()) {
+      if (attempt > 1) {
+        const hedge_due due = hedger_.copy_due(fleet_, id, attempt, now, metrics_.counters());
+        if (due == hedge_due::stale) return;
+        if (due == hedge_due::refused) {
+          if (fleet_[id].copies_in_flight() == 0) failed(id, now, classification::stop());
+          return;
+        }
+      }
+    }
     request& r = fleet_[id];
     r.start_copy(attempt);
     metrics_.attempt(now, r.in_incident);
     transport_.send(id, attempt, now);
+    // After send: an answer due exactly at the delay comes before the next copy's timer.
+    if (hedger_.enabled()) hedger_.sent(transport_, id, attempt, now);
   }
 
   // Attempt `attempt` of request `id` was answered with a success now. An answer to a copy that
@@ -121,6 +135,7 @@ class driver {
       return;
     }
     r.end_copy(attempt);
+    if (hedger_.enabled()) hedger_.won(fleet_, id, attempt, now, metrics_.counters());
     r.state = request_state::ended;
     metrics_.success(now, now - r.start);
     fleet_.succeeded(id, now);
@@ -230,6 +245,17 @@ class driver {
   // other copies still in flight (hedging) a retry leaves the request awaiting them; a give-up
   // ends the request, and their answers then count as wasted work.
   void failed(std::uint32_t id, std::int64_t now, classification verdict) {
+    if (hedger_.enabled()) {
+      switch (hedger_.failed(fleet_, id, now, verdict, metrics_.counters())) {
+        case hedge_next::wait:
+          return;
+        case hedge_next::send_now:
+          start_attempt(id, fleet_[id].attempt + 1, now);
+          return;
+        case hedge_next::give_up:
+          break;  // the copies in flight were cancelled; the request ends below
+      }
+    }
     const retry_decision next = fleet_.failed(id, now, verdict);
     request& r = fleet_[id];
     if (next.retry) {
@@ -259,6 +285,7 @@ class driver {
   std::int64_t incident_end_ = 0;  // [0, 0): no incident
   fleet<B> fleet_;
   engine::metrics metrics_;
+  hedger hedger_;  // disabled unless the strategy hedges
   random_generator arrivals_rng_;
 };
 

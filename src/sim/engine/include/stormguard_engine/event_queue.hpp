@@ -168,7 +168,8 @@ class event_queues {
   }
 
   // Schedules an event (dropping one at or after the end changes no order: sequence numbers
-  // only break ties). `lane` is the service phase of a service completion.
+  // only break ties). `lane` is the service phase of a service completion; a lane past the
+  // FIFO lanes (a stalled attempt) goes to the heap.
   void push(std::int64_t time, event_kind kind, std::uint32_t request, std::int32_t attempt,
             std::size_t lane = 0) {
     if (time >= end_) return;
@@ -184,7 +185,7 @@ class event_queues {
         timeouts_.push_back(e);
         break;
       case event_kind::service_done:
-        if (fifo_service_) {
+        if (fifo_service_ && lane < lanes_.size()) {
           lanes_[lane].push_back(e);  // monotone: a constant after a later start
         } else {
           services_.push(e);

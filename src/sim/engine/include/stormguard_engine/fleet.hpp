@@ -14,6 +14,7 @@
 
 #include "stormguard/budget.hpp"
 #include "stormguard/budget_protocol.hpp"
+#include "stormguard/hedging.hpp"
 #include "stormguard/random.hpp"
 #include "stormguard/retry.hpp"
 #include "stormguard/sim/scenario.hpp"
@@ -137,6 +138,16 @@ class fleet {
     auto& c = client_of(id);
     return r.budget.failed(policy_, c.budget, r.attempt, verdict, duration(r.previous_delay), c.rng,
                            at(now));
+  }
+
+  // A hedged copy after the first asks the client's budget (stormguard::try_charge_hedge); and a
+  // granted copy ended (stormguard::hedge_ended). See stormguard_engine/hedging.hpp.
+  [[nodiscard]] bool try_hedge(std::uint32_t id, std::int64_t now) {
+    auto& c = client_of(id);
+    return try_charge_hedge(c.budget, at(now), c.rng);
+  }
+  void hedge_ended(std::uint32_t id, std::int64_t now) {
+    stormguard::hedge_ended(client_of(id).budget, at(now));
   }
 
   // The request ended (success or give-up): its client's budget hears of it.

@@ -119,6 +119,15 @@ inline std::optional<double> p99_ms(std::vector<std::int64_t>& latencies) {
   return static_cast<double>(*nth) / 1e6;
 }
 
+// Nearest rank: the ceil(0.999 · n)-th smallest latency, in ms.
+inline std::optional<double> p999_ms(std::vector<std::int64_t>& latencies) {
+  if (latencies.empty()) return std::nullopt;
+  const std::size_t rank = (latencies.size() * 999 + 999) / 1000;
+  auto nth = latencies.begin() + static_cast<std::ptrdiff_t>(rank - 1);
+  std::nth_element(latencies.begin(), nth, latencies.end());
+  return static_cast<double>(*nth) / 1e6;
+}
+
 }  // namespace metrics_detail
 
 inline std::optional<bin_range> whole_bins_after_incident(const scenario& s) {
@@ -182,6 +191,7 @@ inline strategy_result metrics::finish(std::int64_t in_flight_attempts,
   for (const time_bin& b : m.series) peak = std::max(peak, b.attempts);
   m.peak_load_ratio = static_cast<double>(peak) / s_.requests_per_second;
   m.p99_latency_ms = metrics_detail::p99_ms(latencies_);
+  m.p999_latency_ms = metrics_detail::p999_ms(latencies_);
   m.recovery_s = recovery_seconds(s_, m.series);
   if (const auto bins = whole_bins_after_incident(s_); bins && bins->first < bins->end) {
     std::int64_t attempts = 0;

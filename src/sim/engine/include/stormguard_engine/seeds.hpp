@@ -22,6 +22,7 @@ constexpr std::uint64_t mix(std::uint64_t a, std::uint64_t b) noexcept { return 
 inline constexpr std::uint64_t k_tag_arrivals = 0x6172726976616c73ULL;  // "arrivals"
 inline constexpr std::uint64_t k_tag_service = 0x73657276696365ULL;     // "service"
 inline constexpr std::uint64_t k_tag_incident = 0x696e636964656e74ULL;  // "incident"
+inline constexpr std::uint64_t k_tag_stall = 0x7374616c6cULL;           // "stall"
 
 // FNV-1a: a stable hash of a name (std::hash differs between standard libraries).
 constexpr std::uint64_t fnv1a(std::string_view text) noexcept {

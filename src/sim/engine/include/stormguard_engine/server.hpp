@@ -14,6 +14,7 @@
 #include <memory>
 #include <optional>
 
+#include "stormguard/detail/saturate.hpp"
 #include "stormguard/random.hpp"
 #include "stormguard/sim/scenario.hpp"
 #include "stormguard_engine/defences.hpp"
@@ -23,16 +24,22 @@
 namespace stormguard::sim::engine {
 
 // The service time of one attempt and its phase: 0 normal, 1 incident, 2 overload (the FIFO lane
-// its completion goes to when service times are fixed).
+// its completion goes to when service times are fixed); k_stall_lane for a stalled attempt (its
+// completion goes to the heap: stalls break the FIFO order of a lane).
 struct service {
   std::int64_t time;  // ns
   std::size_t lane;
 };
 
+// The lane of a stalled attempt's completion (not a FIFO lane).
+inline constexpr std::size_t k_stall_lane = 3;
+
 class server {
  public:
-  // `service_seed` seeds the generator of exponential service times.
-  server(const scenario& s, std::uint64_t service_seed) : s_(s), rng_(service_seed) {
+  // `service_seed` seeds the generator of exponential service times (and, mixed with a tag of
+  // its own, that of the stalls).
+  server(const scenario& s, std::uint64_t service_seed)
+      : s_(s), rng_(service_seed), stall_rng_(seeds::mix(service_seed, seeds::k_tag_stall)) {
     if (s.incident && s.incident->service_time) {
       incident_start_ = s.incident->start.count();
       incident_end_ = s.incident->end.count();
@@ -112,8 +119,19 @@ class server {
     return static_cast<double>(load_total_) > s_.overload->above_rate;
   }
 
-  // The service time of an attempt whose service starts now.
+  // The service time of an attempt whose service starts now, stall included (server.stall: one
+  // draw per attempt from the stall generator, only when the scenario has stalls).
   [[nodiscard]] service service_time(std::int64_t now) {
+    service svc = phase_service_time(now);
+    if (s_.stall && uniform_unit(stall_rng_) < s_.stall->probability) {
+      svc.time = stormguard::detail::saturating_add(duration(svc.time), s_.stall->length).count();
+      svc.lane = k_stall_lane;
+    }
+    return svc;
+  }
+
+  // The service time of the phase at `now`.
+  [[nodiscard]] service phase_service_time(std::int64_t now) {
     std::int64_t mean = s_.service_time.count();
     std::size_t lane = 0;
     if (incident_service_ != 0 && now >= incident_start_ && now < incident_end_) {
@@ -132,6 +150,7 @@ class server {
 
   const scenario& s_;
   random_generator rng_;
+  random_generator stall_rng_;
   std::int64_t incident_start_ = 0;
   std::int64_t incident_end_ = 0;
   std::int64_t incident_service_ = 0;  // 0: the incident leaves the service time alone

@@ -32,6 +32,7 @@
 #include "process.hpp"
 #include "progress.hpp"
 #include "scenario_argument.hpp"
+#include "simulate_fleet.hpp"
 #include "stormguard/detail/format.hpp"
 #include "stormguard/sim/layers.hpp"
 #include "stormguard/sim/models.hpp"
@@ -71,6 +72,7 @@ struct simulate_options {
   CLI::Option* layers_option = nullptr;
   std::string defence;  // --defence LIST (defence_option.hpp)
   CLI::Option* defence_option = nullptr;
+  fleet_flags fleet;  // --clients, --scale, the fleet store model (simulate_fleet.cpp)
 };
 
 bool given(const CLI::Option* option) { return option != nullptr && option->count() > 0; }
@@ -347,7 +349,9 @@ std::optional<run_context> prepare(const simulate_options& options, const sim::m
   if (given(options.sweep_option)) {
     context.sweep = parse_sweep(options.sweep);
     const std::string_view expected = model.sweep_key;
-    if (!context.sweep || context.sweep->key != expected) {
+    if (model.kind == sim::model_kind::time_series && is_clients_sweep(options.sweep)) {
+      context.sweep.reset();  // a clients sweep: simulate_fleet.cpp reads it
+    } else if (!context.sweep || context.sweep->key != expected) {
       print_error(fmt::format("--sweep must be {}=LO:HI:STEP for this scenario, got {}", expected,
                               quote_value(options.sweep)));
       return std::nullopt;
@@ -454,6 +458,7 @@ std::optional<sim::scenario> load_time_series(run_context& context) {
     if (!strategies) return std::nullopt;
     context.strategies = *std::move(strategies);
   }
+  if (!apply_fleet_flags(context.options.fleet, scenario, context.strategies)) return std::nullopt;
   // The work bound (bad input), before any work. With --sweep the loads replace the file's
   // requests_per_second: a load too large is the --sweep value's fault (sim::check_sweep).
   if (const auto& sweep = context.sweep) {
@@ -499,6 +504,12 @@ int run_load_sweep(const run_context& context, const sim::scenario& scenario) {
 int run_time_series(run_context& context) {
   const auto scenario = load_time_series(context);
   if (!scenario) return exit_usage;
+  if (given(context.options.sweep_option) && is_clients_sweep(context.options.sweep)) {
+    return run_clients_sweep(
+        context.options.sweep, *scenario, context.strategies, context.threads,
+        {context.options.json, context.options.csv_dir,
+         given(context.options.plot_option) ? context.options.plot : std::string()});
+  }
   if (context.sweep) return run_load_sweep(context, *scenario);
   sim::simulation_report report;
   try {
@@ -533,7 +544,7 @@ int run_time_series(run_context& context) {
 int run_simulate(const simulate_options& options) {
   // Usage errors first (exit 2), before any work.
   const sim::model_info& model = sim::model_for(options.scenario_file);
-  if (!options_apply(options, model)) return exit_usage;
+  if (!options_apply(options, model) || !fleet_flags_apply(options.fleet, model)) return exit_usage;
   int status = exit_usage;
   auto context = prepare(options, model, status);
   if (!context) return status;
@@ -589,9 +600,11 @@ command add_simulate_command(CLI::App& parent) {
   options->sweep_option =
       add_typed_option(*sub, "--sweep", options->sweep,
                        "load=LO:HI:STEP: rerun a time-series scenario at each load (req/s) and "
-                       "report where each strategy stops recovering; brooker-occ: "
-                       "clients=LO:HI:STEP (default 10:190:10)",
+                       "report where each strategy stops recovering; clients=LIST|LO:HI:STEP: "
+                       "rerun it at each fleet size (same total load); brooker-occ: "
+                       "clients=LO:HI:STEP, its concurrent clients (default 10:190:10)",
                        "KEY=LO:HI:STEP");
+  add_fleet_flags(*sub, options->fleet);
   options->threads_option =
       add_typed_option(*sub, "--threads", options->threads,
                        "Threads for sweeps and strategies (default: one per core); results do not "

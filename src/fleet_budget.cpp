@@ -33,6 +33,9 @@ const fleet_budget_options& validated(const fleet_budget_options& o) {
     reject("sync_every_requests must be in [1, 1000000], got " +
            std::to_string(o.sync_every_requests));
   }
+  if (!(o.floor_scale > 0.0 && o.floor_scale <= 1.0)) {
+    reject("floor_scale must be in (0, 1], got " + std::to_string(o.floor_scale));
+  }
   if (o.expected_clients < 0 || o.expected_clients > 10'000'000) {
     reject("expected_clients must be in [0, 10000000], got " + std::to_string(o.expected_clients));
   }
@@ -53,8 +56,9 @@ fleet_budget::fleet_budget(fleet_budget_options options)
     : options_(validated(options)),
       deposit_amount_(std::llround(options_.ratio.ratio * static_cast<double>(k_scale))),
       // floor/s · window(s) · 10^6 = floor · window(ns) / 1000, as ratio_budget's reserve.
-      fleet_reserve_(options_.ratio.min_retries_per_second *
-                     (options_.ratio.window.count() / 1000)),
+      fleet_reserve_(std::llround(static_cast<double>(options_.ratio.min_retries_per_second) *
+                                  static_cast<double>(options_.ratio.window.count() / 1000) *
+                                  options_.floor_scale)),
       slice_ns_((options_.ratio.window.count() + ratio_budget::k_slices - 1) /
                 ratio_budget::k_slices),
       local_(slice_ns_) {}
@@ -68,8 +72,19 @@ void fleet_budget::admit(time_point now) noexcept {
   local_.add(now, counts{1, 0});
   ++pending_.requests;
   ++requests_since_sync_;
-  credit_ += deposit_amount_;
-  since_take_ += deposit_amount_;
+  refresh(now);
+}
+
+void fleet_budget::refresh(time_point now) noexcept {
+  // The change of this process's own ratio balance over its window since the last call: its
+  // deposits and grants, and what expired. A deposit alone is not spendable: in a ratio budget
+  // the deposits that leave the window take their part of the allowance with them.
+  const counts total = local_.total(now);
+  const std::int64_t balance = total.requests * deposit_amount_ - total.retries * k_scale;
+  const std::int64_t change = balance - local_balance_;
+  local_balance_ = balance;
+  credit_ += change;
+  since_take_ += change;
 }
 
 bool fleet_budget::withdraw_local(time_point now) noexcept {
@@ -84,18 +99,18 @@ bool fleet_budget::withdraw_local(time_point now) noexcept {
 bool fleet_budget::withdraw(time_point now, std::int64_t draw) noexcept {
   const detail::lock hold(mutex_);
   bool granted = false;
+  refresh(now);
   if (joined(now)) {
     if (credit_ >= k_scale) {
       granted = true;
-      credit_ -= k_scale;
-      since_take_ -= k_scale;
     } else if (credit_ > 0) {
       // A fractional share: granted with probability credit / 10^6, and used up either way, so
       // the expected number of retries it buys is exactly credit / 10^6.
       granted = draw < credit_;
-      const std::int64_t spent = granted ? k_scale : credit_;
-      credit_ -= spent;
-      since_take_ -= spent;
+      if (!granted) {
+        since_take_ -= credit_;
+        credit_ = 0;
+      }
     }
   } else {
     granted = withdraw_local(now);
@@ -103,6 +118,7 @@ bool fleet_budget::withdraw(time_point now, std::int64_t draw) noexcept {
   if (granted) {
     local_.add(now, counts{0, 1});
     ++pending_.retries;
+    refresh(now);  // the grant's 10^6 leaves the credit
   }
   return granted;
 }
@@ -124,6 +140,7 @@ fleet_deltas fleet_budget::begin_sync(time_point now) noexcept {
   requests_since_sync_ = 0;
   in_flight_ = pending_;
   pending_ = counts{};
+  refresh(now);
   since_take_ = 0;
   return fleet_deltas{in_flight_.requests, in_flight_.retries};
 }
@@ -140,10 +157,14 @@ void fleet_budget::end_sync(time_point now, const fleet_view& view) noexcept {
   // a store must not overflow).
   const std::int64_t deposits = mul_div(view.requests, deposit_amount_, 1);
   const std::int64_t spent = mul_div(view.retries, k_scale, 1);
+  // Negative when the fleet has granted more than its window allows (its view was stale): each
+  // process then carries its share of the debt, which its deposits repay before it retries again
+  // (clamping to 0 would forgive the debt at every sync). Bounded so that garbage cannot overflow.
   const std::int64_t allowance = std::max<std::int64_t>(
-      0, std::min(INT64_MAX - fleet_reserve_, deposits) + fleet_reserve_ - spent);
+      -(INT64_MAX / 4), std::min(INT64_MAX - fleet_reserve_, deposits) + fleet_reserve_ - spent);
   // This process's share: its requests in its own window over the fleet's (clamped to 1: a
   // store that lags behind this process must not hand it more than the whole allowance).
+  refresh(now);
   const std::int64_t own = local_.total(now).requests;
   std::int64_t share_ppm = 0;
   if (view.requests > 0) {
@@ -153,7 +174,9 @@ void fleet_budget::end_sync(time_point now, const fleet_view& view) noexcept {
   }
   share_ppm_ = share_ppm;
   live_clients_ = view.live_clients;
-  credit_ = mul_div(allowance, share_ppm, k_scale) + since_take_;
+  const std::int64_t portion = allowance >= 0 ? mul_div(allowance, share_ppm, k_scale)
+                                              : -mul_div(-allowance, share_ppm, k_scale);
+  credit_ = portion + std::clamp<std::int64_t>(since_take_, -(INT64_MAX / 4), INT64_MAX / 4);
   since_take_ = 0;
   if (!has_joined_) has_joined_ = true;
   last_success_ = now;

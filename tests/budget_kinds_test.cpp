@@ -41,9 +41,10 @@ TEST(BudgetKinds, TheListNamesEachKindAndItsClassInFileOrder) {
     EXPECT_EQ(stormguard::budget_kind_of<typename O::budget_type>(), O::kind);
   });
   EXPECT_EQ(names, (std::vector<std::string>{"none", "ratio", "token_bucket", "quota", "adaptive",
-                                             "concurrency"}));
+                                             "concurrency", "fleet"}));
   EXPECT_EQ(stormguard::budget_kind_names(),
-            "\"none\", \"ratio\", \"token_bucket\", \"quota\", \"adaptive\" or \"concurrency\"");
+            "\"none\", \"ratio\", \"token_bucket\", \"quota\", \"adaptive\", "
+            "\"concurrency\" or \"fleet\"");
 }
 
 TEST(BudgetKinds, AdaptiveIsCalledAsInPolicyFiles) {

@@ -119,6 +119,38 @@ TEST(FleetBudget, AFractionalShareIsADrawNeverRoundedUp) {
   EXPECT_EQ(c.credit_micro(), 300'000 - 1'000'000);  // in debt until deposits or the next sync
 }
 
+TEST(FleetBudget, AFleetThatOverspentCarriesItsShareOfTheDebt) {
+  // The fleet granted 200 retries against 1,000 requests (allowance 100 − 200 = −100: its views
+  // were stale). This process (a tenth of the requests) owes 10 retries: its next 100 requests
+  // repay them before it may retry again. Clamping the allowance to 0 would forgive the debt at
+  // every sync, and a fleet whose views are stale would overspend again and again.
+  fleet_budget b(options_with(0.1, 0));
+  random_generator g(1);
+  for (int i = 0; i < 100; ++i) (void)b.try_admit(t0, g);
+  (void)b.begin_sync(t0);
+  b.end_sync(t0, fleet_view{1000, 200, 10});
+  EXPECT_EQ(b.credit_micro(), -10'000'000);
+  for (int i = 0; i < 100; ++i) (void)b.try_admit(t0, g);
+  EXPECT_FALSE(retry(b, t0, g));  // credit 0: repaid, nothing to spend
+  for (int i = 0; i < 10; ++i) (void)b.try_admit(t0, g);
+  EXPECT_TRUE(retry(b, t0, g));
+}
+
+TEST(FleetBudget, DepositsThatLeaveTheWindowTakeTheirCreditWithThem) {
+  // Between syncs the credit follows the process's own ratio balance over its window: 100
+  // requests give 10 retries while they are in the window, none once they have left it.
+  fleet_budget_options o = options_with(0.1, 0);
+  o.max_sync_interval = 10s;  // joined for 30 s after the sync
+  fleet_budget b(o);
+  random_generator g(1);
+  for (int i = 0; i < 100; ++i) (void)b.try_admit(t0, g);
+  (void)b.begin_sync(t0);
+  b.end_sync(t0, fleet_view{100, 0, 1});
+  EXPECT_EQ(b.credit_micro(), 10'000'000);
+  EXPECT_FALSE(retry(b, t0 + 12s, g));
+  EXPECT_EQ(b.current_mode(t0 + 12s), fleet_budget::mode::joined);
+}
+
 TEST(FleetBudget, FractionalDrawsGrantTheShareOnAverage) {
   // 200,000 processes with 0.3 retries of credit each: 60,000 expected; the draws' standard
   // deviation is sqrt(200000 · 0.3 · 0.7) ≈ 205, so ±1,000 (≈ 5σ) fails only for a broken formula

@@ -303,12 +303,35 @@ TEST_F(SimulateCli, OptionsThatDoNotApplyAreUsageErrors) {
   for (const char* args :
        {"brooker-occ -s full", "brooker-occ --sweep load=1:2:1", "brooker-occ --trials 0",
         "brooker-occ --layers 2", "--trials 5", "layers --sweep load=1:2:1", "layers --layers 7",
-        "--sweep clients=1:2:1", "--sweep load=1:2:0", "--sweep load=5", "--threads 0",
+        "--sweep clients=0:2:1", "--sweep clients=20,20", "--clients 0", "layers --clients 5",
+        "brooker-occ --scale 0.5", "--scale 2", "--store-rtt 11s", "--store-outage 5s:2s",
+        "--fleet-sync 5ms", "--sweep load=1:2:0", "--sweep load=5", "--threads 0",
         "--plot out.pdf"}) {
     const auto r = run_cli(std::string("simulate ") + args);
     EXPECT_EQ(r.exit_code, 2) << args << ": " << r.output;
     EXPECT_NE(r.output.find("error:"), std::string::npos) << args << ": " << r.output;
   }
+}
+
+TEST_F(SimulateCli, ClientsSweepSpreadsTheLoadOverEachFleetSize) {
+  const auto r = run_cli("simulate --sweep clients=1,2000 -s full+budget,full+fleet --json", false);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output.rfind("{\"sweep\": [{\"clients\": 1, \"strategy\": \"full+budget\", "
+                           "\"amplification\": 1.0386",
+                           0),
+            0u)
+      << r.output;
+  // At 2,000 clients of 1 req/s the per-client budgets let the storm through; the fleet's does not.
+  EXPECT_NE(r.output.find("{\"clients\": 2000, \"strategy\": \"full+budget\", "
+                          "\"amplification\": 3.4299"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("{\"clients\": 2000, \"strategy\": \"full+fleet\", "
+                          "\"amplification\": 1.0535"),
+            std::string::npos)
+      << r.output;
+  const auto same = run_cli("simulate friday-night-fleet -s full+budget --clients 1 --json", false);
+  EXPECT_NE(same.output.find("\"amplification\":1.0386"), std::string::npos) << same.output;
 }
 
 TEST_F(SimulateCli, LayersPrintsTheBottomAmplification) {

@@ -41,6 +41,7 @@
 
 #include "stormguard/budget.hpp"
 #include "stormguard/clock.hpp"
+#include "stormguard/fleet_budget.hpp"
 #include "stormguard/random.hpp"
 
 namespace stormguard {
@@ -63,7 +64,8 @@ using budget_options = std::variant<no_budget,                      //
                                     token_bucket_throttle_options,  //
                                     retry_quota_options,            //
                                     adaptive_throttle_options,      //
-                                    concurrency_budget_options>;
+                                    concurrency_budget_options,     //
+                                    fleet_budget_options>;
 
 namespace detail {
 template <class Variant>

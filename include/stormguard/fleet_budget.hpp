@@ -31,7 +31,10 @@
 //   share s     = r_local / R_fleet   (r_local: this process's requests in its own window;
 //                                      1 / live_clients while the fleet has no requests)
 //   at each sync:      credit = s · A + (deposits − withdrawals since the deltas were taken)
-//   each request:      credit += ratio · 10^6      (the process's own deposit)
+//   between syncs:     credit follows the change of the process's own ratio balance over its
+//                      own window (ratio · 10^6 per request, −10^6 per retry granted, and the
+//                      same amounts leaving as they expire: a deposit that leaves the window
+//                      takes its part of the allowance with it, as in ratio_budget)
 //   each retry:        granted when credit >= 10^6 (credit −= 10^6); when 0 < credit < 10^6 it is
 //                      granted with probability credit / 10^6 (the caller's generator) and the
 //                      fractional credit is used up either way
@@ -65,6 +68,8 @@
 #include <map>
 #include <stdexcept>
 #include <string>
+#include <string_view>
+#include <utility>
 
 #include "stormguard/budget.hpp"
 #include "stormguard/clock.hpp"
@@ -76,7 +81,30 @@
 
 namespace stormguard {
 
-/// The settings of a fleet_budget.
+class fleet_budget;
+
+/// Where a fleet budget's shared counts live: what stormguard::fleet's Redis syncer connects to.
+/// Plain text, never used by fleet_budget itself (it never talks to a store): an executor that
+/// builds the budget from a policy attaches a syncer with these settings when the fleet
+/// component is built (without a store the budget stays in its fallback, a local ratio budget).
+struct fleet_store_options {
+  /// redis://[[USER:]PASSWORD@]HOST[:PORT][/DB], or empty: no store (the simulator models one).
+  /// Secret when it holds a password: print it through stormguard::redact().
+  std::string url;
+  /// The service's fleet key: 1 to 200 printable ASCII characters other than '{' and '}'. Every
+  /// process of one service uses the same key; an HTTP client's per-host budget uses
+  /// "KEY:scheme://host:port".
+  std::string key;
+  /// The name of an environment variable holding the store's password (overrides one in the
+  /// URL); empty = none. The name, never the password.
+  std::string password_env;
+
+  friend bool operator==(const fleet_store_options&, const fleet_store_options&) = default;
+};
+
+/// The settings of a fleet_budget: a budget kind of the one list (stormguard/budget_kinds.hpp),
+/// kind "fleet". Policy files write it as a ratio budget with a `fleet` object
+/// ({"kind": "ratio", ..., "fleet": {"store": URL, "key": KEY, "sync_interval": "100ms"}}).
 struct fleet_budget_options {
   /// The fleet's ratio budget: ratio, window and min_retries_per_second (the floor of the whole
   /// fleet, not of one process). Validated as ratio_budget validates them.
@@ -94,6 +122,26 @@ struct fleet_budget_options {
   /// floor ÷ this). 0 = unknown: the fallback then has no floor until the first sync. In
   /// [0, 10,000,000].
   std::int64_t expected_clients = 0;
+  /// The fleet's floor is min_retries_per_second × floor_scale retries per second: a fleet run
+  /// X times smaller than the one the policy was written for (`stormguard lab --scale X`,
+  /// `simulate --scale X`) uses X, so that a fractional floor (0.5/s) stays exact. In (0, 1];
+  /// default 1. Not a policy-file setting.
+  double floor_scale = 1.0;
+  /// The store the fleet shares (not used by the budget itself; see fleet_store_options).
+  fleet_store_options store;
+
+  /// Its kind in metric labels (budget_kinds.hpp). Policy files write {"kind": "ratio", ...,
+  /// "fleet": {...}} (docs/policy.md).
+  static constexpr std::string_view kind = "fleet";
+  /// The class these options build.
+  using budget_type = fleet_budget;
+  /// The ratio budget's settings (ratio, window, min_retries_per_second: the fleet's floor), as
+  /// ratio_budget_options::fields lists them. The fleet settings are read and written apart
+  /// (policy files' `fleet` object).
+  template <class Self, class F>
+  static void fields(Self& o, F&& f) {
+    ratio_budget_options::fields(o.ratio, std::forward<F>(f));
+  }
 
   friend bool operator==(const fleet_budget_options&, const fleet_budget_options&) = default;
 };
@@ -120,6 +168,9 @@ struct fleet_view {
 /// allocates.
 class STORMGUARD_EXPORT fleet_budget {
  public:
+  /// The options type that builds it (its kind: fleet_budget_options::kind).
+  using options_type = fleet_budget_options;
+
   /// Whether the budget spends its share of the fleet's allowance or falls back to local counts.
   enum class mode : unsigned char {
     joined,    ///< the last sync succeeded recently: shares of the fleet's allowance
@@ -200,6 +251,7 @@ class STORMGUARD_EXPORT fleet_budget {
   bool withdraw(time_point now, std::int64_t draw) noexcept;
   bool joined(time_point now) const noexcept STORMGUARD_REQUIRES(mutex_);
   bool withdraw_local(time_point now) noexcept STORMGUARD_REQUIRES(mutex_);
+  void refresh(time_point now) noexcept STORMGUARD_REQUIRES(mutex_);
 
   fleet_budget_options options_;
   std::int64_t deposit_amount_;  // round(ratio · 10^6)
@@ -212,6 +264,8 @@ class STORMGUARD_EXPORT fleet_budget {
   counts in_flight_ STORMGUARD_GUARDED_BY(mutex_);  // reported by a sync not yet ended
   std::int64_t credit_ STORMGUARD_GUARDED_BY(mutex_) = 0;
   std::int64_t since_take_ STORMGUARD_GUARDED_BY(mutex_) = 0;  // credit change since begin_sync
+  // deposits − grants of this process's own window, in micro-retries, at the last refresh
+  std::int64_t local_balance_ STORMGUARD_GUARDED_BY(mutex_) = 0;
   std::int64_t share_ppm_ STORMGUARD_GUARDED_BY(mutex_) = 0;
   std::int64_t live_clients_ STORMGUARD_GUARDED_BY(mutex_) = 0;
   std::int64_t fallbacks_ STORMGUARD_GUARDED_BY(mutex_) = 0;

@@ -10,6 +10,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "config/fleet_json.hpp"
 #include "config/policy_json.hpp"
 #include "detail/strict_json.hpp"
 #include "stormguard/backoff.hpp"
@@ -130,6 +131,8 @@ budget_options read_budget(const json& value, const std::string& path) {
   const std::string kind_field = value.is_string() ? path : sj::join_path(path, "kind");
   const json empty = json::object();
   const json& fields = value.is_object() ? value : empty;
+  // A ratio budget with a `fleet` object: config/fleet.cpp.
+  if (auto fleet = detail::read_fleet_budget(kind, fields, path, kind_field)) return *fleet;
   std::optional<budget_options> read;
   for_each_budget_kind([&]<class O>(std::type_identity<O>) {
     if (!read && O::kind == kind) read = read_budget_fields<O>(fields, path);
@@ -312,6 +315,7 @@ ordered_json policy_json(const policy& p) {
         });
       },
       p.budget);
+  detail::write_fleet_budget(p.budget, b);  // a fleet budget: kind "ratio" and its `fleet`
   j["budget"] = std::move(b);
   j["retryable_statuses"] = p.statuses.to_vector();
   j["max_retry_after"] = format_duration(p.retry.max_retry_after);

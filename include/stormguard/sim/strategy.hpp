@@ -31,6 +31,7 @@
 #include "stormguard/budget_kinds.hpp"
 #include "stormguard/config/policy.hpp"
 #include "stormguard/retry.hpp"
+#include "stormguard/sim/fleet_store.hpp"
 
 namespace stormguard::sim {
 
@@ -49,6 +50,9 @@ struct strategy : stormguard::config::policy {
   /// Whether a scenario's `max_retries` replaces this strategy's: true for the built-ins, false
   /// for a user's policy (whose retries are what the user wrote).
   bool scenario_retries = true;
+  /// The store a budget of kind "fleet" shares (round trip, timeout, outage): see
+  /// stormguard/sim/fleet_store.hpp. Unused by other budgets. Time-series model only.
+  fleet_store_model fleet_store{};
 
   /// The policy it runs.
   [[nodiscard]] const stormguard::config::policy& as_policy() const noexcept { return *this; }

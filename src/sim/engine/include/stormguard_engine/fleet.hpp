@@ -19,6 +19,7 @@
 #include "stormguard/retry.hpp"
 #include "stormguard/sim/scenario.hpp"
 #include "stormguard/sim/strategy.hpp"
+#include "stormguard_engine/fleet_sync.hpp"
 #include "stormguard_engine/seeds.hpp"
 
 namespace stormguard::sim::engine {
@@ -95,7 +96,9 @@ class fleet {
   // reserves the request table.
   template <class Config>
   fleet(const scenario& s, const strategy& strat, const Config& config, double expected_requests)
-      : policy_(strat.retry), clients_count_(static_cast<std::uint32_t>(s.clients)) {
+      : policy_(strat.retry),
+        clients_count_(static_cast<std::uint32_t>(s.clients)),
+        sync_(s, strat, config) {
     const std::uint64_t strategy_hash = seeds::fnv1a(strat.name);
     for (int i = 0; i < s.clients; ++i) {
       const std::uint64_t seed =
@@ -120,14 +123,14 @@ class fleet {
   // The client's budget admits the request's first attempt (adaptive throttling may reject it
   // locally).
   [[nodiscard]] bool admit(std::uint32_t id, std::int64_t now) {
-    auto& c = client_of(id);
+    auto& c = client_of(id, now);
     return requests_[id].budget.admit(c.budget, at(now), c.rng);
   }
 
   // The request's current attempt succeeded: its client's budget hears of it.
   void succeeded(std::uint32_t id, std::int64_t now) {
     request& r = requests_[id];
-    r.budget.succeeded(client_of(id).budget, at(now), r.attempt);
+    r.budget.succeeded(client_of(id, now).budget, at(now), r.attempt);
   }
 
   // The request's current attempt failed (`verdict` is retry() for a 503, retry().as_timeout()
@@ -135,7 +138,7 @@ class fleet {
   // this client's generator and budget.
   [[nodiscard]] retry_decision failed(std::uint32_t id, std::int64_t now, classification verdict) {
     request& r = requests_[id];
-    auto& c = client_of(id);
+    auto& c = client_of(id, now);
     return r.budget.failed(policy_, c.budget, r.attempt, verdict, duration(r.previous_delay), c.rng,
                            at(now));
   }
@@ -152,17 +155,24 @@ class fleet {
 
   // The request ended (success or give-up): its client's budget hears of it.
   void ended(std::uint32_t id, std::int64_t now) {
-    requests_[id].budget.end(client_of(id).budget, at(now));
+    requests_[id].budget.end(client_of(id, now).budget, at(now));
   }
 
  private:
-  [[nodiscard]] client<B>& client_of(std::uint32_t id) { return clients_[id % clients_count_]; }
+  // The request's client, after its budget's sync step at `now` (fleet_sync.hpp; nothing for a
+  // budget that has no store).
+  [[nodiscard]] client<B>& client_of(std::uint32_t id, std::int64_t now) {
+    const std::uint32_t i = id % clients_count_;
+    sync_.step(i, clients_[i].budget, now);
+    return clients_[i];
+  }
   [[nodiscard]] static time_point at(std::int64_t now) { return time_point(duration(now)); }
 
   retry_policy policy_;
   std::uint32_t clients_count_;
   std::deque<client<B>> clients_;  // a deque: budgets are neither copyable nor movable
   std::vector<request> requests_;
+  fleet_sync<B> sync_;
 };
 
 }  // namespace stormguard::sim::engine

@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "stormguard/budget.hpp"
+#include "stormguard/fleet_budget.hpp"
 #include "stormguard/detail/splitmix64.hpp"
 
 namespace stormguard::sim::seeds {
@@ -65,6 +66,10 @@ struct budget_for<adaptive_throttle_options> {
 template <>
 struct budget_for<concurrency_budget_options> {
   using type = concurrency_budget;
+};
+template <>
+struct budget_for<fleet_budget_options> {
+  using type = fleet_budget;
 };
 
 }  // namespace stormguard::sim

@@ -1,0 +1,392 @@
+// SPDX-License-Identifier: Apache-2.0
+// `stormguard simulate`: the fleet options of time-series scenarios and the clients sweep
+// (simulate_fleet.hpp).
+#include "simulate_fleet.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <optional>
+#include <variant>
+
+#include "command.hpp"
+#include "gnuplot.hpp"
+#include "numbers.hpp"
+#include "output.hpp"
+#include "progress.hpp"
+#include "stormguard/detail/format.hpp"
+#include "stormguard/duration_text.hpp"
+#include "stormguard/fleet_budget.hpp"
+#include "stormguard/sim/parallel.hpp"
+#include "stormguard/sim/plot.hpp"
+#include "stormguard/sim/simulator.hpp"
+#include "usage.hpp"
+
+namespace stormguard::cli {
+
+namespace {
+
+using namespace std::chrono_literals;
+
+constexpr std::int64_t k_max_clients = 100'000;  // the scenario format's limit
+constexpr std::size_t k_max_sizes = 1000;
+
+void print_error(const std::string& message) { report_error("simulate", message); }
+std::string quote_value(std::string_view text) { return detail::quote_for_message(text); }
+bool given(const CLI::Option* option) { return option != nullptr && option->count() > 0; }
+
+std::optional<std::int64_t> parse_clients(std::string_view text) {
+  const auto n = parse_whole_number(text);
+  if (!n || *n < 1 || *n > static_cast<std::uint64_t>(k_max_clients)) return std::nullopt;
+  return static_cast<std::int64_t>(*n);
+}
+
+std::optional<duration> parse_time(const std::string& text, duration lo, duration hi) {
+  const auto d = text == "0" ? std::optional<duration>(duration::zero()) : parse_duration(text);
+  if (!d || *d < lo || *d > hi) return std::nullopt;
+  return d;
+}
+
+// Calls f(fleet_budget_options&) for each strategy whose budget is a fleet budget.
+template <class F>
+void for_each_fleet(std::vector<sim::strategy>& strategies, F&& f) {
+  for (sim::strategy& s : strategies) {
+    if (auto* o = std::get_if<fleet_budget_options>(&s.budget)) f(s, *o);
+  }
+}
+
+// The fleet sizes of "clients=20,200" or "clients=LO:HI:STEP"; nullopt after printing why not.
+std::optional<std::vector<int>> parse_sizes(const std::string& spec) {
+  const std::string list = spec.substr(spec.find('=') + 1);
+  const auto bad = [&](std::string_view why) {
+    print_error(fmt::format(
+        "--sweep clients=LIST|LO:HI:STEP needs fleet sizes in [1, 100000] ({}), got {}", why,
+        quote_value(spec)));
+    return std::nullopt;
+  };
+  std::vector<int> sizes;
+  if (list.find(':') != std::string::npos) {
+    const auto c1 = list.find(':');
+    const auto c2 = list.find(':', c1 + 1);
+    if (c2 == std::string::npos || list.find(':', c2 + 1) != std::string::npos) {
+      return bad("LO:HI:STEP has three parts");
+    }
+    const auto lo = parse_clients(list.substr(0, c1));
+    const auto hi = parse_clients(list.substr(c1 + 1, c2 - c1 - 1));
+    const auto step = parse_clients(list.substr(c2 + 1));
+    if (!lo || !hi || !step || *hi < *lo) return bad("whole numbers, LO <= HI, STEP >= 1");
+    if ((*hi - *lo) / *step + 1 > static_cast<std::int64_t>(k_max_sizes)) {
+      return bad("at most 1000 sizes");
+    }
+    for (std::int64_t n = *lo; n <= *hi; n += *step) sizes.push_back(static_cast<int>(n));
+    return sizes;
+  }
+  std::size_t from = 0;
+  while (true) {
+    const std::size_t comma = list.find(',', from);
+    const auto n = parse_clients(list.substr(from, comma - from));
+    if (!n) return bad("whole numbers separated by commas");
+    if (std::find(sizes.begin(), sizes.end(), *n) != sizes.end()) {
+      return bad("each size once");
+    }
+    sizes.push_back(static_cast<int>(*n));
+    if (sizes.size() > k_max_sizes) return bad("at most 1000 sizes");
+    if (comma == std::string::npos) break;
+    from = comma + 1;
+  }
+  return sizes;
+}
+
+struct sweep_point {
+  int clients = 0;
+  std::string strategy;
+  std::optional<double> amplification;
+  std::optional<double> incident_amplification;
+  std::optional<double> success_ratio;
+  std::optional<double> recovery_s;
+  bool recovery_measurable = false;
+};
+
+std::string fixed_or_null(const std::optional<double>& v, int decimals) {
+  return v ? fmt::format("{:.{}f}", *v, decimals) : "null";
+}
+
+std::string to_json(const std::vector<sweep_point>& points) {
+  std::string out = "{\"sweep\": [";
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    const sweep_point& p = points[i];
+    // Strategy names are policy names ([A-Za-z0-9+-_./]): nothing to escape.
+    out += fmt::format(
+        "{}{{\"clients\": {}, \"strategy\": \"{}\", \"amplification\": {}, "
+        "\"incident_amplification\": {}, \"success_ratio\": {}, \"recovery_s\": {}}}",
+        i == 0 ? "" : ", ", p.clients, p.strategy, fixed_or_null(p.amplification, 4),
+        fixed_or_null(p.incident_amplification, 4), fixed_or_null(p.success_ratio, 4),
+        fixed_or_null(p.recovery_s, 1));
+  }
+  return out + "]}\n";
+}
+
+std::string to_csv(const std::vector<sweep_point>& points) {
+  std::string out =
+      "clients,strategy,amplification,incident_amplification,success_ratio,recovery_s\n";
+  const auto cell = [](const std::optional<double>& v, int d) {
+    return v ? fmt::format("{:.{}f}", *v, d) : std::string();
+  };
+  for (const sweep_point& p : points) {
+    out += fmt::format("{},{},{},{},{},{}\n", p.clients, p.strategy, cell(p.amplification, 4),
+                       cell(p.incident_amplification, 4), cell(p.success_ratio, 4),
+                       cell(p.recovery_s, 1));
+  }
+  return out;
+}
+
+std::string format_table(const sim::scenario& s, const std::vector<sweep_point>& points,
+                         std::size_t strategies) {
+  std::string out = fmt::format(
+      "{}: clients sweep, seed {} ({} logical req/s shared by the fleet; each client rate/N)\n\n",
+      detail::escape_control(s.name), s.seed,
+      detail::format_grouped(static_cast<std::int64_t>(std::llround(s.requests_per_second))));
+  out += fmt::format("{:<16} {:>8} {:>13} {:>9} {:>8} {:>9}\n", "strategy", "clients",
+                     "amplification", "incident", "success", "recovery");
+  const auto times = [](const std::optional<double>& v) {
+    return v ? fmt::format("{:.2f}x", *v) : std::string("-");
+  };
+  // Grouped by strategy, sizes ascending as given.
+  const std::size_t sizes = strategies == 0 ? 0 : points.size() / strategies;
+  for (std::size_t a = 0; a < strategies; ++a) {
+    for (std::size_t k = 0; k < sizes; ++k) {
+      const sweep_point& p = points[k * strategies + a];
+      const std::string recovery = !s.incident              ? "-"
+                                   : !p.recovery_measurable ? "n/a"
+                                   : p.recovery_s ? fmt::format("{:.0f} s", *p.recovery_s)
+                                                  : "never";
+      out += fmt::format("{:<16} {:>8} {:>13} {:>9} {:>8} {:>9}\n", p.strategy,
+                         detail::format_grouped(p.clients), times(p.amplification),
+                         s.incident ? times(p.incident_amplification) : "-",
+                         p.success_ratio ? fmt::format("{:.1f} %", *p.success_ratio * 100) : "-",
+                         recovery);
+    }
+  }
+  out +=
+      "\namplification = attempts / logical requests; incident = the same for requests that "
+      "started during the incident; recovery = incident end to 5 s of >= 95 % success\n";
+  return out;
+}
+
+std::string gnuplot_script(const sim::scenario& s, const std::vector<sweep_point>& points,
+                           std::size_t strategies, sim::plot_format format,
+                           const std::string& file) {
+  const auto quoted = [](std::string_view text) {
+    std::string q = "\"";
+    for (const char c : text) {
+      if (c == '"' || c == '\\') q += '\\';
+      if (static_cast<unsigned char>(c) >= 0x20) q += c;
+    }
+    return q + "\"";
+  };
+  std::string out = format == sim::plot_format::png
+                        ? "set terminal pngcairo size 1200,850 font ',10'\n"
+                        : "set terminal svg size 1200,850 font ',10' dynamic\n";
+  out += "set output " + quoted(file) + "\n";
+  for (std::size_t a = 0; a < strategies; ++a) {
+    out += fmt::format("$s{} << EOD\n", a);
+    for (std::size_t i = a; i < points.size(); i += strategies) {
+      out += fmt::format("{} {:.4f} {:.4f}\n", points[i].clients,
+                         points[i].amplification.value_or(0.0),
+                         points[i].incident_amplification.value_or(0.0));
+    }
+    out += "EOD\n";
+  }
+  out += "set grid\nset key outside right top\nset logscale x 10\nset offsets 0, 0, graph 0.05, "
+         "graph 0.05\n";
+  out += "set multiplot layout 2,1 title " +
+         quoted(fmt::format("{}: clients sweep, seed {}", s.name, s.seed)) + "\n";
+  const auto panel = [&](int column, const char* title) {
+    std::string p = fmt::format("set title '{}'\nset ylabel 'attempts / request'\nplot ", title);
+    for (std::size_t a = 0; a < strategies; ++a) {
+      p += fmt::format("{}$s{} using 1:{} with linespoints lt {} title {}", a == 0 ? "" : ", ", a,
+                       column, a % 8 + 1, quoted(points[a].strategy));
+    }
+    return p + "\n";
+  };
+  out += panel(3, "amplification during the incident");
+  out += "set xlabel 'clients (the same total load, each client rate / clients; log scale)'\n";
+  out += panel(2, "amplification over the whole run");
+  out += "unset multiplot\n";
+  return out;
+}
+
+}  // namespace
+
+void add_fleet_flags(CLI::App& sub, fleet_flags& f) {
+  f.clients_option = add_typed_option(
+      sub, "--clients", f.clients,
+      "Time-series scenarios: spread the same total load over N clients (each rate/N, each with "
+      "its own budget), 1 to 100000",
+      "N");
+  f.scale_option = add_typed_option(
+      sub, "--scale", f.scale,
+      "Time-series scenarios: scale load, clients, workers and queue by X in (0, 1] as "
+      "`serve`/`lab --scale` do (a fleet budget's floor too), to reproduce a lab run",
+      "X");
+  f.store_rtt_option = add_typed_option(
+      sub, "--store-rtt", f.store_rtt,
+      "Fleet budgets: the store's round trip in the model (default 1ms; 0 to 10s)", "DURATION");
+  f.store_outage_option = add_typed_option(
+      sub, "--store-outage", f.store_outage,
+      "Fleet budgets: the store does not answer from START to END of the scenario (e.g. 12s:18s)",
+      "START:END");
+  f.fleet_sync_option = add_typed_option(
+      sub, "--fleet-sync", f.fleet_sync,
+      "Fleet budgets: their sync_interval (default: the policy's; 10ms to 10s)", "DURATION");
+}
+
+bool fleet_flags_apply(const fleet_flags& f, const sim::model_info& model) {
+  if (model.kind == sim::model_kind::time_series) return true;
+  for (const auto& [option, name] :
+       {std::pair{f.clients_option, "--clients"}, std::pair{f.scale_option, "--scale"},
+        std::pair{f.store_rtt_option, "--store-rtt"},
+        std::pair{f.store_outage_option, "--store-outage"},
+        std::pair{f.fleet_sync_option, "--fleet-sync"}}) {
+    if (given(option)) {
+      print_error(fmt::format("{} applies only to time-series scenarios (not to {}){}", name,
+                              model.name,
+                              model.kind == sim::model_kind::brooker_occ && name[2] == 'c'
+                                  ? "; brooker-occ sweeps its clients with --sweep clients="
+                                  : ""));
+      return false;
+    }
+  }
+  return true;
+}
+
+bool apply_fleet_flags(const fleet_flags& f, sim::scenario& s,
+                       std::vector<sim::strategy>& strategies) {
+  if (given(f.clients_option)) {
+    const auto n = parse_clients(f.clients);
+    if (!n) {
+      print_error(
+          fmt::format("--clients must be an integer in [1, 100000], got {}", quote_value(f.clients)));
+      return false;
+    }
+    s.clients = static_cast<int>(*n);
+  }
+  if (given(f.scale_option)) {
+    const auto x = parse_decimal_number(f.scale);
+    if (!x || !(*x > 0.0 && *x <= 1.0)) {
+      print_error(fmt::format("--scale must be a number in (0, 1], got {}", quote_value(f.scale)));
+      return false;
+    }
+    auto scaled = sim::scale_scenario(s, *x);
+    if (!scaled) {
+      print_error("--scale " + quote_value(f.scale) + ": " + scaled.error().message);
+      return false;
+    }
+    s = *std::move(scaled);
+    // The fleet is X times smaller: so is the floor of a budget kept for the whole fleet.
+    for_each_fleet(strategies, [&](sim::strategy&, fleet_budget_options& o) {
+      o.floor_scale = std::max(1e-9, o.floor_scale * *x);
+    });
+  }
+  if (given(f.store_rtt_option)) {
+    const auto rtt = parse_time(f.store_rtt, 0ms, 10s);
+    if (!rtt) {
+      print_error(fmt::format("--store-rtt must be a duration in [0, 10s] such as 1ms, got {}",
+                              quote_value(f.store_rtt)));
+      return false;
+    }
+    for (sim::strategy& strat : strategies) strat.fleet_store.round_trip = *rtt;
+  }
+  if (given(f.store_outage_option)) {
+    const auto colon = f.store_outage.find(':');
+    std::optional<duration> start;
+    std::optional<duration> end;
+    if (colon != std::string::npos) {
+      start = parse_time(f.store_outage.substr(0, colon), 0ms, 24h);
+      end = parse_time(f.store_outage.substr(colon + 1), 0ms, 24h);
+    }
+    if (!start || !end || *end <= *start) {
+      print_error(fmt::format("--store-outage must be START:END with durations START < END such "
+                              "as 12s:18s, got {}",
+                              quote_value(f.store_outage)));
+      return false;
+    }
+    for (sim::strategy& strat : strategies) {
+      strat.fleet_store.outage = sim::fleet_store_outage{*start, *end};
+    }
+  }
+  if (given(f.fleet_sync_option)) {
+    const auto every = parse_time(f.fleet_sync, 10ms, 10s);
+    if (!every) {
+      print_error(fmt::format("--fleet-sync must be a duration in [10ms, 10s], got {}",
+                              quote_value(f.fleet_sync)));
+      return false;
+    }
+    for_each_fleet(strategies, [&](sim::strategy&, fleet_budget_options& o) {
+      o.sync_interval = *every;
+      o.max_sync_interval = std::max(o.max_sync_interval, *every);
+    });
+  }
+  return true;
+}
+
+bool is_clients_sweep(std::string_view sweep) { return sweep.substr(0, 8) == "clients="; }
+
+int run_clients_sweep(const std::string& spec, const sim::scenario& scenario,
+                      const std::vector<sim::strategy>& strategies, unsigned threads,
+                      const clients_sweep_output& output) {
+  const auto sizes = parse_sizes(spec);
+  if (!sizes) return exit_usage;
+  if (auto problem = sim::check_work(scenario, strategies)) {
+    print_error(problem->message);
+    return exit_usage;
+  }
+  const std::size_t k = strategies.size();
+  std::vector<sweep_point> points(sizes->size() * k);
+  progress_bar bar(detail::escape_control(scenario.name) + " clients sweep");
+  try {
+    sim::parallel_for(
+        points.size(), sim::parallel_runs(scenario, threads, points.size()),
+        [&](std::size_t i) {
+          sim::scenario s = scenario;
+          s.clients = (*sizes)[i / k];
+          const sim::strategy_result r = sim::simulate(s, strategies[i % k]);
+          points[i] = sweep_point{s.clients,
+                                  r.name,
+                                  r.amplification,
+                                  r.incident_amplification,
+                                  r.success_ratio,
+                                  r.recovery_s,
+                                  r.recovery_measurable};
+        },
+        bar.callback());
+  } catch (const std::bad_alloc&) {
+    print_error("out of memory during the clients sweep");
+    return exit_failure;
+  }
+  if (!output.csv_dir.empty() &&
+      !write_text_file("simulate", output.csv_dir / csv_file_name(scenario.name, "-clients.csv"),
+                       to_csv(points))) {
+    return exit_failure;
+  }
+  if (!write_all(stdout, output.json ? to_json(points) : format_table(scenario, points, k))) {
+    print_error(fmt::format("cannot write to standard output: {}", errno_text(errno)));
+    return exit_failure;
+  }
+  std::fflush(stdout);
+  if (!output.plot.empty()) {
+    const auto format = sim::plot_format_for(output.plot);
+    if (auto error = run_gnuplot(gnuplot_script(scenario, points, k, *format, output.plot))) {
+      print_error(fmt::format("cannot draw the plot {}: {}", quote_value(output.plot), *error));
+      return exit_failure;
+    }
+    report_log("simulate", "wrote the plot " + output.plot);
+  }
+  return exit_success;
+}
+
+}  // namespace stormguard::cli

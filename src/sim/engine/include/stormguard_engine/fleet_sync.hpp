@@ -1,0 +1,144 @@
+// SPDX-License-Identifier: Apache-2.0
+// The fleet budget's sync step on virtual time (the internal engine target stormguard_sim_engine):
+// for a strategy whose budget is a stormguard::fleet_budget, each client's budget exchanges its
+// counts with a model of the shared store (stormguard/sim/fleet_store.hpp) as
+// stormguard::fleet::redis_sync does with Redis. For every other budget class it is empty and
+// its step does nothing.
+//
+// The step runs before each call a client's budget gets (admission, success, failure, end), at
+// the time of that call:
+//   1. a sync whose answer is due by now ends (end_sync with the view, or sync_failed);
+//   2. a client idle for longer than max_sync_interval replays the latest sync its background
+//      syncer would have made meanwhile (deltas are zero while idle, so only the view's age
+//      differs: the store's totals are taken now, at most one round trip fresher than the real
+//      syncer's);
+//   3. if the budget says a sync is due, its deltas go to the store now and the answer is due
+//      one round trip later (at once when the round trip is 0); a sync started in the store's
+//      outage fails after the model's timeout.
+// The store: the fleet's window of requests and retries in slots of the store's time (the
+// scenario's clock: one clock for the store, as Redis's TIME), deltas clamped as
+// fleet_window_store clamps them; live clients = the clients that have synced (no simulated
+// client dies). Not thread-safe (one run, one thread).
+#ifndef STORMGUARD_ENGINE_FLEET_SYNC_HPP
+#define STORMGUARD_ENGINE_FLEET_SYNC_HPP
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#include "stormguard/detail/sliding_window.hpp"
+#include "stormguard/fleet_budget.hpp"
+#include "stormguard/sim/fleet_store.hpp"
+#include "stormguard/sim/scenario.hpp"
+#include "stormguard/sim/strategy.hpp"
+
+namespace stormguard::sim::engine {
+
+// Any budget but the fleet budget: no store, no step.
+template <class B>
+class fleet_sync {
+ public:
+  template <class Config>
+  fleet_sync(const scenario&, const strategy&, const Config&) noexcept {}
+  void step(std::uint32_t, B&, std::int64_t) noexcept {}
+};
+
+template <>
+class fleet_sync<fleet_budget> {
+ public:
+  fleet_sync(const scenario& s, const strategy& strat, const fleet_budget_options& o)
+      : model_(strat.fleet_store),
+        max_sync_(o.max_sync_interval.count()),
+        window_((o.ratio.window.count() + ratio_budget::k_slices - 1) / ratio_budget::k_slices),
+        clients_(static_cast<std::size_t>(std::max(1, s.clients))) {}
+
+  // The step before a call of client `i`'s budget `b` at `now` (ns of the scenario's clock).
+  void step(std::uint32_t i, fleet_budget& b, std::int64_t now) {
+    state& c = clients_[i];
+    deliver(c, b, now);
+    if (c.done_at >= 0) return;  // a sync is in flight
+    if (c.synced && now - c.last_start >= max_sync_ + model_.round_trip.count()) {
+      // The background syncer's latest sync while this client was idle.
+      const std::int64_t k = (now - model_.round_trip.count() - c.last_start) / max_sync_;
+      start(i, c, b, c.last_start + k * max_sync_, now);
+      deliver(c, b, now);
+      if (c.done_at >= 0) return;
+    }
+    if (b.sync_due(at(now))) {
+      start(i, c, b, now, now);
+      deliver(c, b, now);
+    }
+  }
+
+ private:
+  struct state {
+    std::int64_t done_at = -1;  // when the answer of the sync in flight arrives; -1: none
+    std::int64_t last_start = 0;
+    fleet_view view{};
+    bool ok = false;
+    bool synced = false;  // has ever synced (counted as live by the store)
+  };
+  struct slot {
+    std::int64_t requests = 0;
+    std::int64_t retries = 0;
+    slot& operator+=(const slot& o) noexcept {
+      requests += o.requests;
+      retries += o.retries;
+      return *this;
+    }
+    slot& operator-=(const slot& o) noexcept {
+      requests -= o.requests;
+      retries -= o.retries;
+      return *this;
+    }
+  };
+
+  static time_point at(std::int64_t t) noexcept { return time_point(duration(t)); }
+
+  [[nodiscard]] bool store_down(std::int64_t t) const noexcept {
+    return model_.outage && t >= model_.outage->start.count() && t < model_.outage->end.count();
+  }
+
+  // Client `i` sends its deltas at `sent` (<= now); the store answers at store time `now`.
+  void start(std::uint32_t, state& c, fleet_budget& b, std::int64_t sent, std::int64_t now) {
+    const fleet_deltas d = b.begin_sync(at(sent));
+    c.last_start = sent;
+    if (store_down(sent)) {
+      c.ok = false;
+      c.done_at = sent + model_.timeout.count();
+      return;
+    }
+    const auto clamp = [](std::int64_t v) {
+      return std::clamp<std::int64_t>(v, 0, fleet_window_store::k_max_delta);
+    };
+    window_.add(at(now), slot{clamp(d.requests), clamp(d.retries)});
+    if (!c.synced) {
+      c.synced = true;
+      ++live_;
+    }
+    const slot total = window_.total(at(now));
+    c.view = fleet_view{total.requests, total.retries, live_};
+    c.ok = true;
+    c.done_at = sent + model_.round_trip.count();
+  }
+
+  static void deliver(state& c, fleet_budget& b, std::int64_t now) {
+    if (c.done_at < 0 || c.done_at > now) return;
+    if (c.ok) {
+      b.end_sync(at(c.done_at), c.view);
+    } else {
+      b.sync_failed(at(c.done_at));
+    }
+    c.done_at = -1;
+  }
+
+  fleet_store_model model_;
+  std::int64_t max_sync_;
+  stormguard::detail::sliding_window<slot, ratio_budget::k_slices> window_;
+  std::int64_t live_ = 0;
+  std::vector<state> clients_;
+};
+
+}  // namespace stormguard::sim::engine
+
+#endif  // STORMGUARD_ENGINE_FLEET_SYNC_HPP

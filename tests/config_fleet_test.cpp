@@ -1,0 +1,114 @@
+// SPDX-License-Identifier: Apache-2.0
+// Policy files: the `fleet` object of a ratio budget (a stormguard::fleet_budget_options).
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "stormguard/config/policy.hpp"
+#include "stormguard/fleet_budget.hpp"
+
+namespace {
+
+using namespace std::chrono_literals;
+namespace config = stormguard::config;
+
+std::string one(const std::string& budget) {
+  return R"({"policies": [{"name": "p", "budget": )" + budget + "}]}";
+}
+
+config::policy_error error_of(const std::string& budget) {
+  try {
+    (void)config::parse_policies(one(budget));
+  } catch (const config::policy_error& e) {
+    return e;
+  }
+  ADD_FAILURE() << "accepted: " << budget;
+  return config::policy_error("", "");
+}
+
+TEST(FleetPolicy, ARatioBudgetWithAFleetObjectIsAFleetBudget) {
+  const auto p = config::parse_policies(one(
+      R"({"kind": "ratio", "ratio": 0.2, "min_retries_per_second": 5, "fleet": {"store":
+      "redis://127.0.0.1:6379/0", "key": "checkout-api", "sync_interval": "50ms",
+      "max_sync_interval": "1s", "expected_clients": 40, "password_env": "FLEET_PW"}})"));
+  const auto* o = std::get_if<stormguard::fleet_budget_options>(&p[0].budget);
+  ASSERT_NE(o, nullptr);
+  EXPECT_EQ(o->ratio.ratio, 0.2);
+  EXPECT_EQ(o->ratio.min_retries_per_second, 5);
+  EXPECT_EQ(o->store.url, "redis://127.0.0.1:6379/0");
+  EXPECT_EQ(o->store.key, "checkout-api");
+  EXPECT_EQ(o->store.password_env, "FLEET_PW");
+  EXPECT_EQ(o->sync_interval, 50ms);
+  EXPECT_EQ(o->max_sync_interval, 1s);
+  EXPECT_EQ(o->expected_clients, 40);
+  EXPECT_EQ(config::budget_kind(p[0].budget), "fleet");
+}
+
+TEST(FleetPolicy, ToJsonWritesARatioBudgetWithItsFleetAndRoundTrips) {
+  const auto p = config::parse_policies(
+      one(R"({"kind": "ratio", "fleet": {"store": "redis://db:6380/2", "key": "k"}})"));
+  const std::string text = config::to_json(p);
+  EXPECT_NE(text.find(R"("kind": "ratio")"), std::string::npos) << text;
+  EXPECT_NE(text.find(R"("store": "redis://db:6380/2",)"), std::string::npos) << text;
+  EXPECT_NE(text.find(R"("sync_interval": "100ms",)"), std::string::npos) << text;
+  EXPECT_EQ(config::parse_policies(text), p);
+}
+
+TEST(FleetPolicy, APasswordIsNeverWritten) {
+  const auto p = config::parse_policies(
+      one(R"({"kind": "ratio", "fleet": {"store": "redis://app:hunter2@db:6379", "key": "k"}})"));
+  const std::string text = config::to_json(p);
+  EXPECT_EQ(text.find("hunter2"), std::string::npos) << text;
+  EXPECT_NE(text.find("redis://app:***@db:6379"), std::string::npos) << text;
+}
+
+struct hostile {
+  const char* budget;
+  const char* field;
+  const char* says;
+};
+
+class HostileFleet : public ::testing::TestWithParam<hostile> {};
+
+TEST_P(HostileFleet, IsRejectedNamingTheField) {
+  const config::policy_error e = error_of(GetParam().budget);
+  EXPECT_EQ(e.field(), GetParam().field) << e.what();
+  EXPECT_NE(std::string(e.what()).find(GetParam().says), std::string::npos) << e.what();
+  EXPECT_EQ(std::string(e.what()).find("hunter2"), std::string::npos) << e.what();
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Values, HostileFleet,
+    ::testing::Values(
+        hostile{R"({"kind": "ratio", "fleet": {"store": "redis://h"}})",
+                "policies[0].budget.fleet.key", "missing"},
+        hostile{R"({"kind": "ratio", "fleet": {"key": ""}})", "policies[0].budget.fleet.key",
+                "1 to 200"},
+        hostile{R"({"kind": "ratio", "fleet": {"key": "a{b}"}})", "policies[0].budget.fleet.key",
+                "'{'"},
+        hostile{R"({"kind": "ratio", "fleet": {"key": "k", "store": "http://h"}})",
+                "policies[0].budget.fleet.store", "redis://"},
+        hostile{R"({"kind": "ratio", "fleet": {"key": "k", "store": "rediss://:hunter2@h"}})",
+                "policies[0].budget.fleet.store", "TLS"},
+        hostile{R"({"kind": "ratio", "fleet": {"key": "k", "sync_interval": "5ms"}})",
+                "policies[0].budget.fleet.sync_interval", "10ms"},
+        hostile{R"({"kind": "ratio", "fleet": {"key": "k", "sync_interval": "11s"}})",
+                "policies[0].budget.fleet.sync_interval", "10s"},
+        hostile{R"({"kind": "ratio", "fleet": {"key": "k", "max_sync_interval": "50ms"}})",
+                "policies[0].budget.fleet.max_sync_interval", "100ms"},
+        hostile{R"({"kind": "ratio", "fleet": {"key": "k", "expected_clients": -1}})",
+                "policies[0].budget.fleet.expected_clients", "10000000"},
+        hostile{R"({"kind": "ratio", "fleet": {"key": "k", "password_env": "A B"}})",
+                "policies[0].budget.fleet.password_env", "environment variable"},
+        hostile{R"({"kind": "ratio", "fleet": {"key": "k", "colour": 1}})",
+                "policies[0].budget.fleet.colour", "unknown"},
+        hostile{R"({"kind": "ratio", "fleet": "redis://h"})", "policies[0].budget.fleet",
+                "object"},
+        hostile{R"({"kind": "quota", "fleet": {"key": "k"}})", "policies[0].budget.fleet",
+                "only to a budget of kind \"ratio\""},
+        hostile{R"("fleet")", "policies[0].budget", "\"fleet\" object"}));
+
+}  // namespace

@@ -1,0 +1,94 @@
+// SPDX-License-Identifier: Apache-2.0
+// The fleet budget in the simulator: the library's fleet_budget on virtual time with the store
+// model, on the Friday-night incident spread over 2,000 and 20,000 clients.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <optional>
+#include <vector>
+
+#include "stormguard/sim/scenario.hpp"
+#include "stormguard/sim/simulator.hpp"
+#include "stormguard/sim/strategy.hpp"
+
+namespace {
+
+using namespace std::chrono_literals;
+namespace sim = stormguard::sim;
+
+sim::scenario fleet_night(int clients) {
+  auto s = sim::builtin_scenario("friday-night-fleet");
+  EXPECT_TRUE(s.has_value());
+  s->clients = clients;
+  return *s;
+}
+
+sim::strategy_result run(const sim::scenario& s, const char* name,
+                         std::optional<sim::fleet_store_outage> outage = std::nullopt) {
+  sim::strategy strat = *sim::find_strategy(name);
+  strat.fleet_store.outage = outage;
+  return sim::simulate(s, strat);
+}
+
+TEST(SimFleet, TheBuiltInScenarioIsFridayNightFrom2000Clients) {
+  sim::scenario s = fleet_night(2000);
+  EXPECT_EQ(s.clients, 2000);
+  sim::scenario friday = sim::friday_night();
+  friday.name = s.name;
+  friday.description = s.description;
+  friday.clients = s.clients;
+  EXPECT_EQ(friday, s);
+}
+
+TEST(SimFleet, OneBudgetForTheFleetHoldsTheStormWherePerClientBudgetsDoNot) {
+  const sim::scenario s = fleet_night(2000);
+  const auto none = run(s, "none");
+  const auto budget = run(s, "full+budget");
+  const auto fleet = run(s, "full+fleet");
+  // Per-client budgets at 2,000 clients of 1 req/s: the storm (3.43x, never recovers).
+  EXPECT_GT(*budget.amplification, 3.0);
+  EXPECT_FALSE(budget.recovery_s.has_value());
+  // One budget for the fleet: measured 1.05x overall, 1.17x during the incident, 8 s.
+  EXPECT_LE(*fleet.amplification, 1.10);
+  EXPECT_LE(*fleet.incident_amplification, 1.20);
+  ASSERT_TRUE(fleet.recovery_s && none.recovery_s);
+  EXPECT_LE(*fleet.recovery_s, *none.recovery_s + 1.0);
+}
+
+TEST(SimFleet, TwentyThousandClientsOfATenthOfARequestPerSecondHoldToo) {
+  const sim::scenario s = fleet_night(20000);
+  const auto fleet = run(s, "full+fleet");
+  // Shares of about 0.1 retry per client, never rounded up: measured 1.03x, 1.13x.
+  EXPECT_LE(*fleet.amplification, 1.10);
+  EXPECT_LE(*fleet.incident_amplification, 1.20);
+  EXPECT_TRUE(fleet.recovery_s.has_value());
+}
+
+TEST(SimFleet, WithinAFewPercentOfOneSharedBudget) {
+  const auto shared = run(fleet_night(1), "full+budget");
+  const auto fleet = run(fleet_night(2000), "full+fleet");
+  EXPECT_LE(*fleet.amplification, *shared.amplification * 1.05);
+  EXPECT_LE(*fleet.incident_amplification, *shared.incident_amplification * 1.08);
+}
+
+TEST(SimFleet, AStoreOutageDuringTheIncidentFallsBackToTheLocalRatio) {
+  // The store is away from 5 s to 25 s, the whole incident: every client falls back to a local
+  // ratio budget with floor 10/s / 2,000 clients. Its bound: 10 % of each client's own window
+  // plus its part of the floor, so about the fleet's ratio again — never 2,000 floors.
+  const sim::scenario s = fleet_night(2000);
+  const auto out = run(s, "full+fleet", sim::fleet_store_outage{5s, 25s});
+  EXPECT_LE(*out.amplification, 1.15);
+  EXPECT_LE(*out.incident_amplification, 1.30);
+  EXPECT_TRUE(out.recovery_s.has_value());
+}
+
+TEST(SimFleet, TheRunIsDeterministic) {
+  const sim::scenario s = fleet_night(2000);
+  const auto a = run(s, "full+fleet");
+  const auto b = run(s, "full+fleet");
+  EXPECT_EQ(a.attempts, b.attempts);
+  EXPECT_EQ(a.amplification, b.amplification);
+  EXPECT_EQ(a.incident_amplification, b.incident_amplification);
+}
+
+}  // namespace

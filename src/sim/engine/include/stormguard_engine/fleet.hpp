@@ -146,11 +146,11 @@ class fleet {
   // A hedged copy after the first asks the client's budget (stormguard::try_charge_hedge); and a
   // granted copy ended (stormguard::hedge_ended). See stormguard_engine/hedging.hpp.
   [[nodiscard]] bool try_hedge(std::uint32_t id, std::int64_t now) {
-    auto& c = client_of(id);
+    auto& c = client_of(id, now);
     return try_charge_hedge(c.budget, at(now), c.rng);
   }
   void hedge_ended(std::uint32_t id, std::int64_t now) {
-    stormguard::hedge_ended(client_of(id).budget, at(now));
+    stormguard::hedge_ended(client_of(id, now).budget, at(now));
   }
 
   // The request ended (success or give-up): its client's budget hears of it.

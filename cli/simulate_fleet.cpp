@@ -63,9 +63,9 @@ void for_each_fleet(std::vector<sim::strategy>& strategies, F&& f) {
 std::optional<std::vector<int>> parse_sizes(const std::string& spec) {
   const std::string list = spec.substr(spec.find('=') + 1);
   const auto bad = [&](std::string_view why) {
-    print_error(fmt::format(
-        "--sweep clients=LIST|LO:HI:STEP needs fleet sizes in [1, 100000] ({}), got {}", why,
-        quote_value(spec)));
+    print_error(
+        fmt::format("--sweep clients=LIST|LO:HI:STEP needs fleet sizes in [1, 100000] ({}), got {}",
+                    why, quote_value(spec)));
     return std::nullopt;
   };
   std::vector<int> sizes;
@@ -162,13 +162,12 @@ std::string format_table(const sim::scenario& s, const std::vector<sweep_point>&
       const sweep_point& p = points[k * strategies + a];
       const std::string recovery = !s.incident              ? "-"
                                    : !p.recovery_measurable ? "n/a"
-                                   : p.recovery_s ? fmt::format("{:.0f} s", *p.recovery_s)
-                                                  : "never";
-      out += fmt::format("{:<16} {:>8} {:>13} {:>9} {:>8} {:>9}\n", p.strategy,
-                         detail::format_grouped(p.clients), times(p.amplification),
-                         s.incident ? times(p.incident_amplification) : "-",
-                         p.success_ratio ? fmt::format("{:.1f} %", *p.success_ratio * 100) : "-",
-                         recovery);
+                                   : p.recovery_s           ? fmt::format("{:.0f} s", *p.recovery_s)
+                                                            : "never";
+      out += fmt::format(
+          "{:<16} {:>8} {:>13} {:>9} {:>8} {:>9}\n", p.strategy, detail::format_grouped(p.clients),
+          times(p.amplification), s.incident ? times(p.incident_amplification) : "-",
+          p.success_ratio ? fmt::format("{:.1f} %", *p.success_ratio * 100) : "-", recovery);
     }
   }
   out +=
@@ -201,8 +200,9 @@ std::string gnuplot_script(const sim::scenario& s, const std::vector<sweep_point
     }
     out += "EOD\n";
   }
-  out += "set grid\nset key outside right top\nset logscale x 10\nset offsets 0, 0, graph 0.05, "
-         "graph 0.05\n";
+  out +=
+      "set grid\nset key outside right top\nset logscale x 10\nset offsets 0, 0, graph 0.05, "
+      "graph 0.05\n";
   out += "set multiplot layout 2,1 title " +
          quoted(fmt::format("{}: clients sweep, seed {}", s.name, s.seed)) + "\n";
   const auto panel = [&](int column, const char* title) {
@@ -269,8 +269,8 @@ bool apply_fleet_flags(const fleet_flags& f, sim::scenario& s,
   if (given(f.clients_option)) {
     const auto n = parse_clients(f.clients);
     if (!n) {
-      print_error(
-          fmt::format("--clients must be an integer in [1, 100000], got {}", quote_value(f.clients)));
+      print_error(fmt::format("--clients must be an integer in [1, 100000], got {}",
+                              quote_value(f.clients)));
       return false;
     }
     s.clients = static_cast<int>(*n);
@@ -310,9 +310,10 @@ bool apply_fleet_flags(const fleet_flags& f, sim::scenario& s,
       end = parse_time(f.store_outage.substr(colon + 1), 0ms, 24h);
     }
     if (!start || !end || *end <= *start) {
-      print_error(fmt::format("--store-outage must be START:END with durations START < END such "
-                              "as 12s:18s, got {}",
-                              quote_value(f.store_outage)));
+      print_error(
+          fmt::format("--store-outage must be START:END with durations START < END such "
+                      "as 12s:18s, got {}",
+                      quote_value(f.store_outage)));
       return false;
     }
     for (sim::strategy& strat : strategies) {
@@ -355,13 +356,9 @@ int run_clients_sweep(const std::string& spec, const sim::scenario& scenario,
           sim::scenario s = scenario;
           s.clients = (*sizes)[i / k];
           const sim::strategy_result r = sim::simulate(s, strategies[i % k]);
-          points[i] = sweep_point{s.clients,
-                                  r.name,
-                                  r.amplification,
-                                  r.incident_amplification,
-                                  r.success_ratio,
-                                  r.recovery_s,
-                                  r.recovery_measurable};
+          points[i] = sweep_point{
+              s.clients,       r.name,       r.amplification,      r.incident_amplification,
+              r.success_ratio, r.recovery_s, r.recovery_measurable};
         },
         bar.callback());
   } catch (const std::bad_alloc&) {

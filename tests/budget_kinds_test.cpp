@@ -41,10 +41,10 @@ TEST(BudgetKinds, TheListNamesEachKindAndItsClassInFileOrder) {
     EXPECT_EQ(stormguard::budget_kind_of<typename O::budget_type>(), O::kind);
   });
   EXPECT_EQ(names, (std::vector<std::string>{"none", "ratio", "token_bucket", "quota", "adaptive",
-                                             "concurrency", "fleet"}));
+                                             "concurrency", "fleet", "breaker"}));
   EXPECT_EQ(stormguard::budget_kind_names(),
             "\"none\", \"ratio\", \"token_bucket\", \"quota\", \"adaptive\", "
-            "\"concurrency\" or \"fleet\"");
+            "\"concurrency\", \"fleet\" or \"breaker\"");
 }
 
 TEST(BudgetKinds, AdaptiveIsCalledAsInPolicyFiles) {

@@ -105,8 +105,7 @@ INSTANTIATE_TEST_SUITE_P(
                 "policies[0].budget.fleet.password_env", "environment variable"},
         hostile{R"({"kind": "ratio", "fleet": {"key": "k", "colour": 1}})",
                 "policies[0].budget.fleet.colour", "unknown"},
-        hostile{R"({"kind": "ratio", "fleet": "redis://h"})", "policies[0].budget.fleet",
-                "object"},
+        hostile{R"({"kind": "ratio", "fleet": "redis://h"})", "policies[0].budget.fleet", "object"},
         hostile{R"({"kind": "quota", "fleet": {"key": "k"}})", "policies[0].budget.fleet",
                 "only to a budget of kind \"ratio\""},
         hostile{R"("fleet")", "policies[0].budget", "\"fleet\" object"}));

@@ -64,7 +64,7 @@ TEST_F(PolicyCli, SimulateRunsAFilePolicyBesideTheBuiltIns) {
   const auto doc = nlohmann::json::parse(r.output);
   std::vector<std::string> names;
   for (const auto& s : doc.at("strategies")) names.push_back(s.at("name"));
-  ASSERT_EQ(names.size(), 14u);  // the 13 built-ins and ours
+  ASSERT_EQ(names.size(), 16u);  // the 15 built-ins and "ours"
   EXPECT_EQ(names.front(), "none");
   EXPECT_EQ(names.back(), "ours");
   // Alone with --strategy, also in the table.
@@ -234,7 +234,7 @@ TEST_F(PolicyCli, PolicyCheckBuiltinPrintsTheBuiltInStrategiesFile) {
                               false);
   EXPECT_EQ(builtin.output, file.output);
   const auto doc = nlohmann::json::parse(builtin.output);
-  ASSERT_EQ(doc["policies"].size(), 13U);
+  ASSERT_EQ(doc["policies"].size(), 15U);  // ... full+envoy, full+fleet, full+breaker, hedged, hedged-unbudgeted
   EXPECT_EQ(doc["policies"][6]["name"], "full+budget");
   EXPECT_EQ(doc["policies"][9]["budget"]["kind"], "adaptive");
   const run_result one = run("policy check --json builtin:full+envoy", false);
@@ -270,5 +270,26 @@ TEST_F(PolicyCli, HttpSpendsThePolicysBudgetOfAnyKind) {
 }
 
 #endif  // STORMGUARD_CLI_PATH
+
+TEST_F(PolicyCli, PolicyCheckEchoesTheFleetWithoutItsPasswordAndNamesBadFleetFields) {
+  // The store is never contacted: port 1 on a name that does not resolve.
+  const std::string good = write("f.json", R"({"policies": [{"name": "f", "budget": {"kind":
+    "ratio", "fleet": {"store": "redis://app:hunter2@nowhere.invalid:1/0", "key": "checkout-api",
+    "sync_interval": "100ms", "password_env": "FLEET_PW"}}}]})");
+  const run_result r = run("policy check --json '" + good + "'", false);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto fleet = nlohmann::json::parse(r.output)["policies"][0]["budget"]["fleet"];
+  EXPECT_EQ(fleet["store"], "redis://app:***@nowhere.invalid:1/0");
+  EXPECT_EQ(fleet["key"], "checkout-api");
+  EXPECT_EQ(fleet["sync_interval"], "100ms");
+  EXPECT_EQ(r.output.find("hunter2"), std::string::npos);
+  const std::string bad = write("b.json", R"({"policies": [{"name": "f", "budget": {"kind":
+    "ratio", "fleet": {"store": "rediss://:hunter2@h", "key": "k"}}}]})");
+  const run_result e = run("policy check '" + bad + "'");
+  EXPECT_EQ(e.exit_code, 2) << e.output;
+  EXPECT_NE(e.output.find("policies[0].budget.fleet.store"), std::string::npos) << e.output;
+  EXPECT_NE(e.output.find("TLS"), std::string::npos) << e.output;
+  EXPECT_EQ(e.output.find("hunter2"), std::string::npos) << e.output;
+}
 
 }  // namespace

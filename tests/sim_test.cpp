@@ -337,7 +337,8 @@ TEST(BuiltinStrategies, AreTheDocumentedTableInOrder) {
   for (const auto& s : sim::builtin_strategies()) names.push_back(s.name);
   EXPECT_EQ(names, (std::vector<std::string>{"none", "naive", "exponential", "equal", "full",
                                              "decorrelated", "full+budget", "full+throttle",
-                                             "full+quota", "full+adaptive", "full+envoy", "hedged",
+                                             "full+quota", "full+adaptive", "full+envoy",
+                                             "full+fleet", "full+breaker", "hedged",
                                              "hedged-unbudgeted"}));
   EXPECT_EQ(strategy_named("none").retry.max_retries, 0);
   const auto& naive = strategy_named("naive").retry;
@@ -1510,7 +1511,7 @@ TEST(SweepLoad, AScenarioNameInAnErrorIsEscaped) {
 TEST(BuiltinScenarios, AreTheScenarioFilesInTheDocumentedOrder) {
   EXPECT_EQ(sim::builtin_scenario_names(),
             "friday-night, no-incident, metastable, metastable-slowdown, outage-80, "
-            "outage-80-fleet, tail-at-scale");
+            "outage-80-fleet, tail-at-scale, friday-night-fleet");
   std::size_t files = 0;
   for (const auto& entry : std::filesystem::directory_iterator(STORMGUARD_SCENARIOS_DIR)) {
     if (entry.path().extension() != ".json") continue;

@@ -300,13 +300,26 @@ TEST_F(SimulateCli, BrookerOccSweepIsTheSameForOneAndTwoThreads) {
 }
 
 TEST_F(SimulateCli, OptionsThatDoNotApplyAreUsageErrors) {
-  for (const char* args :
-       {"brooker-occ -s full", "brooker-occ --sweep load=1:2:1", "brooker-occ --trials 0",
-        "brooker-occ --layers 2", "--trials 5", "layers --sweep load=1:2:1", "layers --layers 7",
-        "--sweep clients=0:2:1", "--sweep clients=20,20", "--clients 0", "layers --clients 5",
-        "brooker-occ --scale 0.5", "--scale 2", "--store-rtt 11s", "--store-outage 5s:2s",
-        "--fleet-sync 5ms", "--sweep load=1:2:0", "--sweep load=5", "--threads 0",
-        "--plot out.pdf"}) {
+  for (const char* args : {"brooker-occ -s full",
+                           "brooker-occ --sweep load=1:2:1",
+                           "brooker-occ --trials 0",
+                           "brooker-occ --layers 2",
+                           "--trials 5",
+                           "layers --sweep load=1:2:1",
+                           "layers --layers 7",
+                           "--sweep clients=0:2:1",
+                           "--sweep clients=20,20",
+                           "--clients 0",
+                           "layers --clients 5",
+                           "brooker-occ --scale 0.5",
+                           "--scale 2",
+                           "--store-rtt 11s",
+                           "--store-outage 5s:2s",
+                           "--fleet-sync 5ms",
+                           "--sweep load=1:2:0",
+                           "--sweep load=5",
+                           "--threads 0",
+                           "--plot out.pdf"}) {
     const auto r = run_cli(std::string("simulate ") + args);
     EXPECT_EQ(r.exit_code, 2) << args << ": " << r.output;
     EXPECT_NE(r.output.find("error:"), std::string::npos) << args << ": " << r.output;

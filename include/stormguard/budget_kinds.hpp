@@ -43,6 +43,7 @@
 #include "stormguard/clock.hpp"
 #include "stormguard/fleet_budget.hpp"
 #include "stormguard/random.hpp"
+#include "stormguard/retry_breaker.hpp"
 
 namespace stormguard {
 
@@ -65,7 +66,8 @@ using budget_options = std::variant<no_budget,                      //
                                     retry_quota_options,            //
                                     adaptive_throttle_options,      //
                                     concurrency_budget_options,     //
-                                    fleet_budget_options>;
+                                    fleet_budget_options,           //
+                                    retry_breaker_options>;
 
 namespace detail {
 template <class Variant>

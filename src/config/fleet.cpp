@@ -76,11 +76,12 @@ void check_store(const std::string& field, const std::string& url) {
 fleet_store_options read_fleet_object(const json& value, const std::string& path,
                                       fleet_budget_options& o) {
   if (!value.is_object()) {
-    sj::fail(path, "must be an object {\"store\": URL, \"key\": KEY, ...}, got " + sj::quote(value));
+    sj::fail(path,
+             "must be an object {\"store\": URL, \"key\": KEY, ...}, got " + sj::quote(value));
   }
-  sj::object_reader r(value, path,
-                      {"store", "key", "sync_interval", "max_sync_interval", "expected_clients",
-                       "password_env"});
+  sj::object_reader r(
+      value, path,
+      {"store", "key", "sync_interval", "max_sync_interval", "expected_clients", "password_env"});
   fleet_store_options store;
   if (r.has("store")) {
     store.url = r.string("store");

@@ -250,7 +250,8 @@ using scenario_result = stormguard::outcome<scenario, scenario_error>;
 [[nodiscard]] scenario outage_80_fleet();
 
 /// The built-in scenario called `name`: "friday-night", "no-incident", "metastable",
-/// "metastable-slowdown", "outage-80" or "outage-80-fleet" (each equal to
+/// "metastable-slowdown", "outage-80", "outage-80-fleet" or "friday-night-fleet" (friday-night
+/// from 2,000 clients of 1 req/s) (each equal to
 /// scenarios/NAME.json); nullopt otherwise.
 [[nodiscard]] std::optional<scenario> builtin_scenario(std::string_view name);
 

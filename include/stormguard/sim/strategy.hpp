@@ -76,6 +76,10 @@ struct strategy : stormguard::config::policy {
 ///   which may reject first attempts locally (counted as `throttled`).
 /// - `full+envoy`: as full, plus Envoy's concurrency_budget per client (retries in flight <=
 ///   max(3, 20 % of the requests in flight)).
+/// - `full+fleet`: as full, plus one ratio budget for the whole fleet (fleet_budget: 10 % over
+///   10 s, fleet floor 10/s, sync every 100 ms with the store model, round trip 1 ms).
+/// - `full+breaker`: as full, plus a retry-only circuit breaker per client (retry_breaker:
+///   retries while the failure rate over 10 s is below 10 %; Brooker 2022).
 ///
 /// `naive` is the for-loop anti-pattern (a fixed 100 ms sleep between attempts). Each is the policy
 /// of the same name in policies/builtin-strategies.json (embedded at build time), with

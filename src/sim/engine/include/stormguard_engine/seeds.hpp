@@ -8,8 +8,9 @@
 #include <string_view>
 
 #include "stormguard/budget.hpp"
-#include "stormguard/fleet_budget.hpp"
 #include "stormguard/detail/splitmix64.hpp"
+#include "stormguard/fleet_budget.hpp"
+#include "stormguard/retry_breaker.hpp"
 
 namespace stormguard::sim::seeds {
 
@@ -70,6 +71,10 @@ struct budget_for<concurrency_budget_options> {
 template <>
 struct budget_for<fleet_budget_options> {
   using type = fleet_budget;
+};
+template <>
+struct budget_for<retry_breaker_options> {
+  using type = retry_breaker;
 };
 
 }  // namespace stormguard::sim

@@ -200,6 +200,10 @@ class async_hedge_op : public std::enable_shared_from_this<
     std::uint32_t generation;
     void operator()(const std::error_code& ec) { this->self->on_wait(generation, ec); }
   };
+  struct arm_handler : handler_base {
+    std::uint32_t generation;
+    void operator()() { this->self->on_arm(generation); }
+  };
   struct canceller {
     async_hedge_op* self;
     void operator()(::asio::cancellation_type type) { self->on_cancel(type); }
@@ -269,7 +273,20 @@ class async_hedge_op : public std::enable_shared_from_this<
     if (call_.deadline != time_point::max()) context.time_left = call_.deadline - now;
     pushback_.reset();  // a pushback postpones only the copy after it
     op_(std::as_const(context), copy_handler{{this->shared_from_this()}, copy});
+    if (copy == 1 && policy().options().delay > duration::zero()) {
+      // The timer is armed from a posted step, at the same expiry (last_sent_ + delay): a first
+      // copy that answers within this turn of the loop never touches the timer.
+      ++waits_;
+      ::asio::post(ex_, arm_handler{{this->shared_from_this()}, generation_});
+      return;
+    }
     plan(now, false);
+  }
+
+  void on_arm(std::uint32_t generation) {
+    --waits_;
+    if (generation == generation_ && result_.report.sent == 1) plan(clk().now(), false);
+    settle();
   }
 
   // Plans the next copy after the state changed at `now`: sends it at once, arms the timer, or
@@ -314,7 +331,7 @@ class async_hedge_op : public std::enable_shared_from_this<
         timer_.emplace(ex_);
       }
     }
-    if (waits_ > 0) timer_->cancel();
+    if (waits_ > 0 && timer_) timer_->cancel();
     ++generation_;
     ++waits_;
     timer_->expires_after(d);
@@ -323,7 +340,7 @@ class async_hedge_op : public std::enable_shared_from_this<
 
   void disarm() {
     ++generation_;  // a wait still pending is stale
-    if (waits_ > 0) timer_->cancel();
+    if (waits_ > 0 && timer_) timer_->cancel();
   }
 
   void on_wait(std::uint32_t generation, const std::error_code& ec) {

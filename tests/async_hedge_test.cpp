@@ -8,8 +8,11 @@
 
 #include <asio/bind_cancellation_slot.hpp>
 #include <asio/cancellation_signal.hpp>
+#include <asio/co_spawn.hpp>
+#include <asio/detached.hpp>
 #include <asio/io_context.hpp>
 #include <asio/post.hpp>
+#include <asio/use_awaitable.hpp>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -450,6 +453,59 @@ TEST_F(AsyncHedge, NoHandlerIsPendingAfterTheCompletion) {
   EXPECT_EQ(sched.pending(), 0U);
   io.restart();
   EXPECT_EQ(io.poll(), 0U);  // nothing was left to run after the caller had its answer
+  EXPECT_EQ(log.live, 0);
+}
+
+TEST_F(AsyncHedge, StopCopiesSendsNoFurtherCopyButKeepsTheOnesInFlight) {
+  hedger hedge(policy(3, 10ms), clock, rng);
+  std::optional<result_t> out;
+  // copy 2 fails at 11 ms with "do not retry": no copy 3, copy 1 still answers at 40 ms.
+  auto classify = [](const std::error_code&) { return stormguard::hedge_verdict::stop_copies(); };
+  stormguard::async_hedge<virtual_timer>(
+      hedge, io.get_executor(), scripted_copies{&clock, {{40ms}, {1ms, k_refused}, {1ms}}, &log},
+      classify, call_options{}, [&](result_t r) { out = std::move(r); });
+  sched.run(clock);
+  ASSERT_TRUE(out && out->ok());
+  EXPECT_EQ(out->report.winner, 1);
+  EXPECT_EQ(out->report.sent, 2);
+  EXPECT_EQ(out->report.stop, hedge_stop::server_refused);
+  EXPECT_TRUE(log.cancelled.empty());
+  EXPECT_EQ(clock.now(), time_point{} + 40ms);
+}
+
+TEST_F(AsyncHedge, AWaitVerdictIsNotAFailureAndPlansNothing) {
+  stormguard::test_util::counting_budget budget;
+  hedger hedge(policy(3, 10ms), clock, rng, budget);
+  std::optional<result_t> out;
+  // copy 2 answers "in progress" at 11 ms: copy 3 still goes at 20 ms, 10 ms after copy 2.
+  auto classify = [](const std::error_code&) { return stormguard::hedge_verdict::wait(); };
+  stormguard::async_hedge<virtual_timer>(
+      hedge, io.get_executor(), scripted_copies{&clock, {{1s}, {1ms, k_refused}, {5ms}}, &log},
+      classify, call_options{}, [&](result_t r) { out = std::move(r); });
+  sched.run(clock);
+  ASSERT_TRUE(out && out->ok());
+  EXPECT_EQ(out->report.winner, 3);
+  ASSERT_EQ(log.started.size(), 3U);
+  EXPECT_EQ(clock.now(), time_point{} + 25ms);
+  ASSERT_EQ(budget.records.size(), 1U);  // the winner only: "wait" is not recorded
+}
+
+TEST_F(AsyncHedge, WorksWithACoroutineToken) {
+  hedger hedge(policy(2, 20ms), clock, rng);
+  std::optional<result_t> out;
+  asio::co_spawn(
+      io,
+      [&]() -> asio::awaitable<void> {
+        // A named operation: GCC 12 mishandles a braced temporary inside a co_await expression.
+        scripted_copies copies{&clock, {{1s}, {3ms}}, &log};
+        out = co_await stormguard::async_hedge<virtual_timer>(hedge, io.get_executor(), copies,
+                                                              stormguard::default_classifier{},
+                                                              call_options{}, asio::use_awaitable);
+      },
+      asio::detached);
+  sched.run(clock);
+  ASSERT_TRUE(out && out->ok());
+  EXPECT_EQ(out->report.winner, 2);
   EXPECT_EQ(log.live, 0);
 }
 

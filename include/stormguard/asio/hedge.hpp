@@ -72,6 +72,47 @@ struct [[nodiscard]] hedge_result {
   explicit operator bool() const noexcept { return ok(); }
 };
 
+/// What a failed copy means for a hedged call, for a classifier that needs more than a
+/// classification (the HTTP executor does): async_hedge accepts a classifier returning either.
+struct hedge_verdict {
+  /// The kinds of verdict.
+  enum class kind : unsigned char {
+    non_fatal,    ///< the next copy goes at once (gRFC A6's nonFatalStatusCodes)
+    fatal,        ///< the call fails with this copy's error; the other copies are cancelled
+    pushback,     ///< a server pushback: the next copy no sooner than `delay` from now
+    stop_copies,  ///< a server's "do not retry": no further copy; the copies in flight continue
+    wait,         ///< not a failure (e.g. another copy holds the idempotency key): wait for the
+                  ///< others, plan nothing
+  };
+  kind what = kind::non_fatal;  ///< the kind
+  duration delay{};             ///< for pushback: the server's delay (>= 0)
+
+  [[nodiscard]] static constexpr hedge_verdict non_fatal() noexcept { return {}; }  ///< non_fatal
+  [[nodiscard]] static constexpr hedge_verdict fatal() noexcept { return {kind::fatal, {}}; }
+  /// A pushback of `d` (negative counts as 0).
+  [[nodiscard]] static constexpr hedge_verdict pushback(duration d) noexcept {
+    return {kind::pushback, d < duration::zero() ? duration::zero() : d};
+  }
+  [[nodiscard]] static constexpr hedge_verdict stop_copies() noexcept {  ///< stop_copies
+    return {kind::stop_copies, {}};
+  }
+  [[nodiscard]] static constexpr hedge_verdict wait() noexcept { return {kind::wait, {}}; }
+  /// A classification's meaning for hedging: retry = non_fatal, retry_after(d) = pushback(d),
+  /// stop = fatal.
+  [[nodiscard]] static constexpr hedge_verdict of(classification c) noexcept {
+    switch (c.action()) {
+      case classification::kind::retry:
+        return non_fatal();
+      case classification::kind::retry_after:
+        return pushback(c.delay());
+      case classification::kind::stop:
+        break;
+    }
+    return fatal();
+  }
+  friend constexpr bool operator==(const hedge_verdict&, const hedge_verdict&) = default;
+};
+
 /// The configuration of hedged calls, as a retrier is for retried calls: the policy, the clock
 /// (deadlines, budget calls, the tracker's latencies), the generator and the budget every copy
 /// after the first draws from (no_budget: every copy is granted), and optionally a
@@ -225,13 +266,14 @@ class async_hedge_op : public std::enable_shared_from_this<
   };
 
   clock& clk() const noexcept { return config_->clk(); }
-  classification to_classification(const error_type& error) {
-    if constexpr (std::same_as<
-                      std::remove_cvref_t<std::invoke_result_t<Classifier&, const error_type&>>,
-                      bool>) {
-      return classify_(error) ? classification::retry() : classification::stop();
-    } else {
+  hedge_verdict to_verdict(const error_type& error) {
+    using verdict_type = std::remove_cvref_t<std::invoke_result_t<Classifier&, const error_type&>>;
+    if constexpr (std::same_as<verdict_type, bool>) {
+      return classify_(error) ? hedge_verdict::non_fatal() : hedge_verdict::fatal();
+    } else if constexpr (std::same_as<verdict_type, hedge_verdict>) {
       return classify_(error);
+    } else {
+      return hedge_verdict::of(classify_(error));
     }
   }
   B& budget() const noexcept { return config_->budget(); }
@@ -374,19 +416,36 @@ class async_hedge_op : public std::enable_shared_from_this<
     if (!open) return settle();
     result_.last_error.emplace(std::move(r).error());
     if (caller_cancelled_) return settle();
-    const classification verdict = to_classification(std::as_const(*result_.last_error));
+    const hedge_verdict verdict = to_verdict(std::as_const(*result_.last_error));
     if constexpr (!std::same_as<B, no_budget>) {
-      budget().record(
-          now, attempt_report{retry_policy::status_of(verdict), copy, attempt_status::success});
+      if (verdict.what != hedge_verdict::kind::wait) {
+        budget().record(now, attempt_report{verdict.what == hedge_verdict::kind::fatal
+                                                ? attempt_status::not_retryable
+                                                : attempt_status::failure,
+                                            copy, attempt_status::success});
+      }
     }
-    if (verdict.action() == classification::kind::stop) {
-      decide(end_reason::not_retryable);  // fatal: the call fails with it (gRFC A6)
-      return settle();
+    switch (verdict.what) {
+      case hedge_verdict::kind::fatal:
+        decide(end_reason::not_retryable);  // the call fails with it (gRFC A6)
+        return settle();
+      case hedge_verdict::kind::wait:
+        break;
+      case hedge_verdict::kind::stop_copies:
+        if (result_.report.stop == hedge_stop::none ||
+            result_.report.stop == hedge_stop::deadline_exceeded) {
+          result_.report.stop = hedge_stop::server_refused;
+        }
+        disarm();
+        break;
+      case hedge_verdict::kind::pushback:
+        pushback_ = pushback{false, verdict.delay};
+        plan(now, true);
+        break;
+      case hedge_verdict::kind::non_fatal:
+        plan(now, true);
+        break;
     }
-    if (verdict.action() == classification::kind::retry_after) {
-      pushback_ = pushback{false, verdict.delay()};
-    }
-    plan(now, true);
     if (in_flight_ == 0 && !waits_pending_copy() && !decided_) decide(failure_reason());
     settle();
   }
@@ -403,6 +462,8 @@ class async_hedge_op : public std::enable_shared_from_this<
         return end_reason::retry_after_too_long;
       case hedge_stop::deadline_exceeded:
         return end_reason::deadline_exceeded;
+      case hedge_stop::server_refused:
+        return end_reason::not_retryable;
       default:
         return end_reason::attempts_exhausted;
     }
@@ -517,10 +578,12 @@ struct initiate_async_hedge {
 /// number, from 1; ctx.time_left the time to call.deadline) and completes with one of the
 /// signatures async_retry accepts. It must honour per-operation cancellation (terminal): a copy
 /// that ignores it delays the call's completion until it ends by itself. `classify(const E&)`
-/// returns a classification or a bool, as for async_retry: retry = a non-fatal outcome (the next
-/// copy goes at once, if the policy and the budget allow); retry_after(d) = a server pushback of
-/// d (the next copy no sooner than d from now; above max_retry_after, no further copy); stop = a
-/// fatal outcome (the call fails with it and the other copies are cancelled, as in gRFC A6).
+/// returns a classification or a bool, as for async_retry, or a hedge_verdict: retry = a
+/// non-fatal outcome (the next copy goes at once, if the policy and the budget allow);
+/// retry_after(d) = a server pushback of d (the next copy no sooner than d from now; above
+/// max_retry_after, no further copy); stop = a fatal outcome (the call fails with it and the other
+/// copies are cancelled, as in gRFC A6); hedge_verdict::stop_copies and wait as documented there.
+/// When every copy failed: attempts_exhausted, or not_retryable after stop_copies.
 ///
 /// Budget: the first copy is admitted (budget.try_admit; refused: end_reason::throttled, nothing
 /// sent); each later copy draws one retry (try_charge_hedge) and is ended (hedge_ended) when its

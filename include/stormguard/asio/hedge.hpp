@@ -87,15 +87,19 @@ struct hedge_verdict {
   kind what = kind::non_fatal;  ///< the kind
   duration delay{};             ///< for pushback: the server's delay (>= 0)
 
-  [[nodiscard]] static constexpr hedge_verdict non_fatal() noexcept { return {}; }  ///< non_fatal
+  /// A non-fatal outcome: the next copy goes at once.
+  [[nodiscard]] static constexpr hedge_verdict non_fatal() noexcept { return {}; }
+  /// A fatal outcome: the call fails with it.
   [[nodiscard]] static constexpr hedge_verdict fatal() noexcept { return {kind::fatal, {}}; }
   /// A pushback of `d` (negative counts as 0).
   [[nodiscard]] static constexpr hedge_verdict pushback(duration d) noexcept {
     return {kind::pushback, d < duration::zero() ? duration::zero() : d};
   }
-  [[nodiscard]] static constexpr hedge_verdict stop_copies() noexcept {  ///< stop_copies
+  /// A server's "do not retry": no further copy.
+  [[nodiscard]] static constexpr hedge_verdict stop_copies() noexcept {
     return {kind::stop_copies, {}};
   }
+  /// Not a failure: wait for the other copies.
   [[nodiscard]] static constexpr hedge_verdict wait() noexcept { return {kind::wait, {}}; }
   /// A classification's meaning for hedging: retry = non_fatal, retry_after(d) = pushback(d),
   /// stop = fatal.
@@ -153,6 +157,7 @@ class hedger {
   latency_tracker* tracker_;
 };
 
+/// A hedger without a budget: hedger(policy, clock, rng) is a hedger<G, no_budget>.
 template <bit_generator G>
 hedger(hedging_policy, clock&, G&, latency_tracker* = nullptr) -> hedger<G, no_budget>;
 

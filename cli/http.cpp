@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "command.hpp"
+#include "http_hedge.hpp"
 #include "output.hpp"
 #include "policy_flags.hpp"
 #include "process.hpp"
@@ -59,6 +60,8 @@ struct http_options {
   std::string connect_timeout = "10s";
   std::string max_retry_after = "60s";
   std::string deadline;
+  std::string hedge;  // --hedge DELAY: hedged copies instead of retries
+  int hedges = 2;
   bool include = false;
   bool verbose = false;
   bool stats = false;
@@ -69,6 +72,7 @@ struct http_options {
   CLI::Option* deadline_option = nullptr;
   CLI::Option* max_retry_after_option = nullptr;
   CLI::Option* attempt_timeout_option = nullptr;
+  CLI::Option* hedge_option = nullptr;
 };
 
 void print_error(const std::string& message) { report_error("http", message); }
@@ -371,8 +375,23 @@ int run_http(const http_options& o) {
   if (parsed.deadline) call.deadline = detail::saturating_add(real_clock().now(), *parsed.deadline);
 
   http::result r;
+  std::optional<hedge_report> hedged;
   try {
-    r = client.perform(parsed.request, call);
+    if (o.hedge_option != nullptr && o.hedge_option->count() > 0) {
+      const duration delay = parse_duration_flag("--hedge", o.hedge);
+      if (o.hedges < 2 || o.hedges > 5) {
+        throw CLI::ValidationError("--hedges",
+                                   "copies in all, 2 to 5; got " + std::to_string(o.hedges));
+      }
+      hedged_http_call h = perform_hedged(parsed.client, parsed.request, call, delay, o.hedges, {});
+      r = std::move(h.result);
+      hedged = h.report;
+    } else {
+      r = client.perform(parsed.request, call);
+    }
+  } catch (const CLI::Error& e) {
+    print_error(e.what());
+    return exit_usage;
   } catch (const std::invalid_argument& e) {
     // The library's own validation (the URL, above all): a usage error.
     std::string_view message = e.what();
@@ -400,6 +419,12 @@ int run_http(const http_options& o) {
                                    end_text(r.reason, last_status, r.error, facts), status));
   }
   if (o.stats) report_stats("http", r.attempts, r.reason, r.slept);
+  if (hedged && (o.stats || o.verbose)) {
+    report_log("http",
+               fmt::format("hedged: {} sent, winner {}, {} refused by the budget, {} "
+                           "cancelled",
+                           hedged->sent, hedged->winner, hedged->refused, hedged->cancelled));
+  }
   return status;
 }
 
@@ -466,6 +491,13 @@ command add_http_command(CLI::App& parent) {
   options->deadline_option = add_typed_option(
       *sub, "--deadline", options->deadline,
       "Time limit of the whole call, attempts and delays (default: none); exit 6", "D");
+  options->hedge_option = add_typed_option(
+      *sub, "--hedge", options->hedge,
+      "Hedge instead of retrying: send another copy when none answered after D (0: all at once); "
+      "the first good answer wins, the others are cancelled",
+      "D");
+  add_typed_option(*sub, "--hedges", options->hedges, "With --hedge: copies in all, 2 to 5", "N")
+      ->capture_default_str();
   sub->add_flag("-i,--include", options->include, "Print the status line and headers first");
   sub->add_flag("-v,--verbose", options->verbose, "Log each attempt to stderr");
   sub->add_flag("--stats", options->stats,

@@ -1,0 +1,205 @@
+// SPDX-License-Identifier: Apache-2.0
+// stormguard/http/hedge.hpp: hedged HTTP requests on http::async_client (gRFC A6 hedging).
+//
+// http::async_hedge sends copies of one request as stormguard::async_hedge does (asio/hedge.hpp,
+// hedging.hpp): each copy is one real, concurrent libcurl transfer of `client` (one attempt: the
+// client must not retry by itself, retry.max_retries == 0); the first good answer (2xx, 3xx)
+// wins; the other transfers are cancelled, which removes their easy handles from libcurl's multi
+// handle and closes their connections, before the operation completes.
+//
+// How an answer that is not good steers the next copy (gRFC A6):
+//   - a `grpc-retry-pushback-ms` field (stormguard::parse_pushback): negative or unparsable stops
+//     further copies (the copies in flight continue); a delay postpones the next copy by it;
+//   - a Retry-After on a 429 or 503 postpones the next copy by its delay (stormguard::
+//     parse_retry_after);
+//   - a 409 while the request carries an Idempotency-Key: the server's idempotency guard says
+//     another copy holds the key; not a failure, wait for the others;
+//   - a status in hedge_http_options::non_fatal_statuses, or a transport failure (no response):
+//     non-fatal, the next copy goes at once;
+//   - any other status is fatal: the call ends with it.
+// A non-idempotent method (RFC 9110 §9.2.2) is hedged only when the request carries an
+// Idempotency-Key, and the same key goes on every copy (key::generate() is resolved once per
+// call); without one, exactly one copy is sent.
+//
+//   stormguard::http::async_client client(io.get_executor(), {.retry = {.max_retries = 0}});
+//   stormguard::hedger hedge(stormguard::hedging_policy({.max_attempts = 2, .delay = 50ms}),
+//                            clk, rng, budget);
+//   http::async_hedge(client, hedge, req, {}, {}, [](http::hedged_result r) { ... });
+#ifndef STORMGUARD_HTTP_HEDGE_HPP
+#define STORMGUARD_HTTP_HEDGE_HPP
+
+#include <asio/async_result.hpp>
+#include <asio/bind_cancellation_slot.hpp>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "stormguard/asio/hedge.hpp"
+#include "stormguard/http/async_client.hpp"
+#include "stormguard/idempotency.hpp"
+#include "stormguard/retry_after.hpp"
+#include "stormguard/retry_headers.hpp"
+
+namespace stormguard::http {
+
+/// The HTTP side of a hedging policy.
+struct hedge_http_options {
+  /// The statuses after which the next copy goes at once (gRFC A6's nonFatalStatusCodes; policy
+  /// files' hedging.non_fatal_statuses). Default: none.
+  std::vector<int> non_fatal_statuses{};
+};
+
+/// The outcome of a hedged request: the winner's result (or the last failed copy's), with
+/// reason the hedged call's reason and attempts the copies sent, and the per-call report.
+struct hedged_result {
+  http::result result{};  ///< the returned copy's result (see above)
+  hedge_report report{};  ///< which copy won, copies sent, refused, cancelled
+  [[nodiscard]] bool ok() const noexcept { return result.ok(); }  ///< result.ok()
+};
+
+namespace detail {
+
+// One copy's result as an expected-like value for async_hedge: has_value() when ok().
+struct copy_outcome {
+  http::result r;
+  [[nodiscard]] bool has_value() const noexcept { return r.ok(); }
+  http::result& operator*() & noexcept { return r; }
+  http::result&& operator*() && noexcept { return std::move(r); }
+  [[nodiscard]] const http::result& error() const& noexcept { return r; }
+  http::result&& error() && noexcept { return std::move(r); }
+};
+
+// The shared request of every copy (the body and the resolved key, kept once).
+struct hedged_request {
+  http::request req;
+  bool hedge = true;  // false: a non-idempotent method without a key (one copy only)
+};
+
+// One copy: one async_perform of the client, cancelled through the copy's slot.
+struct copy_op {
+  async_client* client;
+  std::shared_ptr<const hedged_request> shared;
+  call_options call;
+
+  template <class Token>
+  auto operator()(const attempt_context&, Token&& token) const {
+    return ::asio::async_initiate<Token, void(copy_outcome)>(
+        [client = client, shared = shared, call = call](auto handler) {
+          auto slot = ::asio::get_associated_cancellation_slot(handler);
+          client->async_perform(shared->req, call,
+                                ::asio::bind_cancellation_slot(
+                                    slot, [h = std::move(handler)](http::result r) mutable {
+                                      std::move(h)(copy_outcome{std::move(r)});
+                                    }));
+        },
+        token);
+  }
+};
+
+// The verdict on a copy that did not succeed (see the file comment).
+struct copy_classifier {
+  std::shared_ptr<const hedged_request> shared;
+  std::vector<int> non_fatal;
+  clock* clk;
+
+  hedge_verdict operator()(const http::result& r) const {
+    if (!r.response) {
+      if (r.error && r.error->kind == failure_kind::cancelled) return hedge_verdict::fatal();
+      return hedge_verdict::non_fatal();
+    }
+    const http::response& resp = *r.response;
+    if (const auto pb = find_header(resp.headers, "grpc-retry-pushback-ms")) {
+      const pushback p = parse_pushback(*pb);
+      if (p.do_not_retry) return hedge_verdict::stop_copies();
+      return hedge_verdict::pushback(p.delay);
+    }
+    if (resp.status == 429 || resp.status == 503) {
+      if (const auto ra = find_header(resp.headers, "Retry-After")) {
+        const auto now = std::chrono::time_point_cast<std::chrono::system_clock::duration>(
+            std::chrono::system_clock::time_point(clk->wall_now().time_since_epoch()));
+        if (const auto d = parse_retry_after(*ra, now)) return hedge_verdict::pushback(*d);
+      }
+    }
+    if (resp.status == 409 && shared->req.idempotency.what() != key::kind::none) {
+      return hedge_verdict::wait();  // another copy holds the key
+    }
+    for (int s : non_fatal) {
+      if (s == resp.status) return hedge_verdict::non_fatal();
+    }
+    return hedge_verdict::fatal();
+  }
+};
+
+}  // namespace detail
+
+/// Sends `req` hedged through `client` with `config` (see the file comment) and completes with
+/// void(hedged_result) through `token`; the handler runs on the client's executor (its own
+/// associated executor is not used). The token's cancellation slot is honoured. `client` must be
+/// configured with retry.max_retries == 0 (std::invalid_argument otherwise: each copy is one
+/// attempt) and must outlive the operation, as must `config`. A non-idempotent method without an
+/// Idempotency-Key is sent once (report.sent == 1). call.stop, call.deadline and the token's
+/// cancellation slot act as for stormguard::async_hedge; each copy also gets call.deadline.
+/// The result: the winner's (reason success), or the last failed copy's with the hedged call's
+/// reason; when no copy was sent, an empty result with that reason.
+template <bit_generator G, retry_budget<G> B, class CompletionToken>
+auto async_hedge(async_client& client, hedger<G, B>& config, request req,
+                 const hedge_http_options& options, const call_options& call,
+                 CompletionToken&& token) {
+  if (client.options().retry.max_retries != 0) {
+    throw std::invalid_argument(
+        "stormguard::http::async_hedge: the client must not retry (retry.max_retries == 0), got " +
+        std::to_string(client.options().retry.max_retries));
+  }
+  auto shared = std::make_shared<detail::hedged_request>();
+  if (req.idempotency.what() == key::kind::generate) {
+    req.idempotency = key::use(make_idempotency_key());  // the same key on every copy
+  }
+  shared->hedge = is_idempotent_method(req.method) || req.idempotency.what() != key::kind::none;
+  shared->req = std::move(req);
+  return ::asio::async_initiate<CompletionToken, void(hedged_result)>(
+      [&client, &config, options, call, shared](auto handler) {
+        detail::copy_classifier classify{shared, options.non_fatal_statuses, &config.clk()};
+        auto slot = ::asio::get_associated_cancellation_slot(handler);
+        auto done = [h = std::move(handler)](hedge_result<http::result, http::result> r) mutable {
+          hedged_result out;
+          out.report = r.report;
+          if (r.value) {
+            out.result = std::move(*r.value);
+          } else if (r.last_error) {
+            out.result = std::move(*r.last_error);
+          }
+          out.result.reason = r.reason;
+          out.result.attempts = r.report.sent;
+          std::move(h)(std::move(out));
+        };
+        if (!shared->hedge) {
+          // One copy, without the hedging machinery: the client's own single attempt.
+          client.async_perform(
+              shared->req, call,
+              ::asio::bind_cancellation_slot(slot, [d = std::move(done)](http::result r) mutable {
+                hedge_result<http::result, http::result> h;
+                h.reason = r.reason;
+                h.report.sent = r.attempts;
+                if (r.ok()) {
+                  h.report.winner = 1;
+                  h.value = std::move(r);
+                } else {
+                  h.last_error = std::move(r);
+                }
+                std::move(d)(std::move(h));
+              }));
+          return;
+        }
+        stormguard::async_hedge(config, client.get_executor(),
+                                detail::copy_op{&client, shared, call}, std::move(classify), call,
+                                ::asio::bind_cancellation_slot(slot, std::move(done)));
+      },
+      token);
+}
+
+}  // namespace stormguard::http
+
+#endif  // STORMGUARD_HTTP_HEDGE_HPP

@@ -1,0 +1,306 @@
+// SPDX-License-Identifier: Apache-2.0
+// stormguard::http::async_hedge against a real HTTP/1.1 server on 127.0.0.1 that serves every
+// connection concurrently (an Asio server on its own thread, below: the shared test server
+// answers one request at a time, so a slow answer would hold the hedge back). Real time: the
+// hedging delays are tens of milliseconds; every wait on the io_context is bounded.
+#include <dirent.h>
+#include <gtest/gtest.h>
+
+#include <asio/bind_cancellation_slot.hpp>
+#include <asio/cancellation_signal.hpp>
+#include <asio/co_spawn.hpp>
+#include <asio/detached.hpp>
+#include <asio/experimental/as_tuple.hpp>
+#include <asio/io_context.hpp>
+#include <asio/ip/tcp.hpp>
+#include <asio/read.hpp>
+#include <asio/read_until.hpp>
+#include <asio/steady_timer.hpp>
+#include <asio/streambuf.hpp>
+#include <asio/use_awaitable.hpp>
+#include <asio/write.hpp>
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "stormguard/budget.hpp"
+#include "stormguard/http/hedge.hpp"
+#include "stormguard/random.hpp"
+
+namespace {
+
+using namespace std::chrono_literals;
+using asio::ip::tcp;
+using stormguard::end_reason;
+using stormguard::hedger;
+using stormguard::hedging_policy;
+using stormguard::http::async_client;
+using stormguard::http::hedged_result;
+using stormguard::http::key;
+using stormguard::http::request;
+using steady = std::chrono::steady_clock;
+namespace as_tuple = asio::experimental;
+
+// One scripted answer: after `delay`, `status` with `headers` and `body`.
+struct reply {
+  std::chrono::milliseconds delay{0};
+  int status = 200;
+  std::string body = "ok";
+  std::string headers{};  // extra header lines, each ending in \r\n
+};
+
+// Keep-alive HTTP/1.1 on 127.0.0.1, every connection served at once; the n-th request read (from
+// 0, over all connections) gets script[n] (200 "ok" past its end). Records each request's head.
+class concurrent_server {
+ public:
+  explicit concurrent_server(std::vector<reply> script)
+      : script_(std::move(script)), acceptor_(io_, {asio::ip::address_v4::loopback(), 0}) {
+    asio::co_spawn(io_, accept_loop(), asio::detached);
+    thread_ = std::thread([this] { io_.run(); });
+  }
+  ~concurrent_server() {
+    io_.stop();
+    thread_.join();
+  }
+  [[nodiscard]] std::string url() const {
+    return "http://127.0.0.1:" + std::to_string(acceptor_.local_endpoint().port()) + "/x";
+  }
+  // The server's own connection sockets open now (they are descriptors of this process too).
+  [[nodiscard]] int open_sockets() const noexcept { return open_.load(); }
+  [[nodiscard]] std::vector<std::string> heads() const {
+    const std::lock_guard hold(mutex_);
+    return heads_;
+  }
+
+ private:
+  asio::awaitable<void> accept_loop() {
+    for (;;) {
+      auto [ec, socket] = co_await acceptor_.async_accept(as_tuple::as_tuple(asio::use_awaitable));
+      if (ec) co_return;
+      ++open_;
+      asio::co_spawn(io_, serve(std::move(socket)), asio::detached);
+    }
+  }
+  asio::awaitable<void> serve(tcp::socket socket) {
+    struct closer {
+      tcp::socket& s;
+      std::atomic<int>& n;
+      ~closer() {
+        std::error_code ignored;
+        (void)s.close(ignored);
+        --n;
+      }
+    } close_at_end{socket, open_};
+    asio::streambuf buffer;
+    asio::steady_timer timer(io_);
+    for (;;) {
+      auto [ec, n] = co_await asio::async_read_until(socket, buffer, "\r\n\r\n",
+                                                     as_tuple::as_tuple(asio::use_awaitable));
+      if (ec) co_return;
+      std::string head(asio::buffers_begin(buffer.data()), asio::buffers_begin(buffer.data()) + n);
+      buffer.consume(n);
+      std::size_t length = 0;
+      if (const auto at = head.find("Content-Length: "); at != std::string::npos) {
+        length = std::stoul(head.substr(at + 16));
+      }
+      if (buffer.size() < length) {
+        auto [rec, got] = co_await asio::async_read(socket, buffer,
+                                                    asio::transfer_exactly(length - buffer.size()),
+                                                    as_tuple::as_tuple(asio::use_awaitable));
+        if (rec) co_return;
+      }
+      buffer.consume(length);
+      reply r;
+      {
+        const std::lock_guard hold(mutex_);
+        if (heads_.size() < script_.size()) r = script_[heads_.size()];
+        heads_.push_back(head);
+      }
+      if (r.delay > 0ms) {
+        timer.expires_after(r.delay);
+        (void)co_await timer.async_wait(as_tuple::as_tuple(asio::use_awaitable));
+      }
+      const std::string out = "HTTP/1.1 " + std::to_string(r.status) + " X\r\n" + r.headers +
+                              "Content-Length: " + std::to_string(r.body.size()) + "\r\n\r\n" +
+                              r.body;
+      auto [wec, written] = co_await asio::async_write(socket, asio::buffer(out),
+                                                       as_tuple::as_tuple(asio::use_awaitable));
+      if (wec) co_return;
+    }
+  }
+
+  std::vector<reply> script_;
+  asio::io_context io_;
+  tcp::acceptor acceptor_;
+  std::thread thread_;
+  std::atomic<int> open_{0};
+  mutable std::mutex mutex_;
+  std::vector<std::string> heads_;
+};
+
+// Open descriptors of this process.
+int open_fds() {
+  int n = 0;
+  DIR* dir = ::opendir("/proc/self/fd");
+  if (dir == nullptr) return -1;
+  while (const dirent* e = ::readdir(dir)) {
+    if (e->d_name[0] != '.') ++n;
+  }
+  ::closedir(dir);
+  return n - 1;  // the directory's own descriptor
+}
+
+stormguard::http::client_options one_attempt() {
+  stormguard::http::client_options o;
+  o.retry.max_retries = 0;
+  o.attempt_timeout = 5s;
+  o.connect_timeout = 1s;
+  return o;
+}
+
+template <class F>
+void run_until(asio::io_context& io, F&& done, steady::duration limit = 10s) {
+  const auto end = steady::now() + limit;
+  while (!done()) {
+    ASSERT_LT(steady::now(), end) << "the io_context did not get there in time";
+    if (io.stopped()) io.restart();
+    (void)io.run_one_for(20ms);
+  }
+}
+
+std::optional<std::string> header_of(const std::string& head, const std::string& name) {
+  const auto at = head.find(name + ": ");
+  if (at == std::string::npos) return std::nullopt;
+  const auto end = head.find("\r\n", at);
+  return head.substr(at + name.size() + 2, end - at - name.size() - 2);
+}
+
+class HttpHedge : public ::testing::Test {
+ protected:
+  hedged_result perform(request req, const stormguard::http::hedge_http_options& options = {},
+                        const concurrent_server* server = nullptr) {
+    std::optional<hedged_result> got;
+    stormguard::http::async_hedge(client, hedge, std::move(req), options, {}, [&](hedged_result r) {
+      EXPECT_EQ(client.in_flight(), 0U);  // no copy left running
+      fds_at_completion = open_fds();
+      if (server != nullptr) {
+        fds_at_completion -= server->open_sockets();
+      }
+      got = std::move(r);
+    });
+    run_until(io, [&] { return got.has_value(); });
+    return got ? std::move(*got) : hedged_result{};
+  }
+  request at(const concurrent_server& server, std::string method = "GET") {
+    request r;
+    r.method = std::move(method);
+    r.url = server.url();
+    if (r.method == "POST") r.body = R"({"amount":100})";
+    return r;
+  }
+
+  asio::io_context io;
+  async_client client{io.get_executor(), one_attempt()};
+  stormguard::real_clock clock;
+  stormguard::random_generator rng{3};
+  hedger<stormguard::random_generator, stormguard::no_budget> hedge{
+      hedging_policy({.max_attempts = 2, .delay = 50ms}), clock, rng};
+  int fds_at_completion = -1;
+};
+
+TEST_F(HttpHedge, ASlowFirstAnswerLosesToTheHedgeAndItsConnectionIsClosedBeforeCompletion) {
+  concurrent_server server({{0ms, 200, "warm"}, {3000ms, 200, "slow"}, {0ms, 200, "fast"}});
+  ASSERT_TRUE(perform(at(server)).ok());  // a kept-alive connection, which copy 1 reuses
+  const int before = open_fds() - server.open_sockets();  // the client's descriptors
+  const auto start = steady::now();
+  const hedged_result r = perform(at(server), {}, &server);
+  ASSERT_TRUE(r.ok());
+  ASSERT_TRUE(r.result.response);
+  EXPECT_EQ(r.result.response->body, "fast");
+  EXPECT_EQ(r.report.winner, 2);
+  EXPECT_EQ(r.report.sent, 2);
+  EXPECT_EQ(r.report.cancelled, 1);
+  EXPECT_LT(steady::now() - start, 2s);  // the slow answer was not waited for
+  // Copy 1's connection was closed, copy 2's is kept for reuse: the client holds as many
+  // descriptors as before (the server still holds copy 1's socket until its 3 s answer).
+  EXPECT_EQ(fds_at_completion, before);
+  EXPECT_EQ(server.heads().size(), 3U);
+}
+
+TEST_F(HttpHedge, AFastFirstAnswerSendsNoHedge) {
+  concurrent_server server({{0ms, 200, "first"}});
+  const hedged_result r = perform(at(server));
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r.report.sent, 1);
+  EXPECT_EQ(r.report.winner, 1);
+  EXPECT_EQ(server.heads().size(), 1U);
+}
+
+TEST_F(HttpHedge, APostIsHedgedOnlyWithAnIdempotencyKeyTheSameOnEveryCopy) {
+  // Copy 2 hears 409 "in progress" from the server's idempotency guard: wait for copy 1.
+  concurrent_server server({{300ms, 201, "created"}, {0ms, 409, "in progress"}});
+  request req = at(server, "POST");
+  req.idempotency = key::generate();
+  const hedged_result r = perform(req);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r.result.response->status, 201);
+  EXPECT_EQ(r.report.winner, 1);
+  EXPECT_EQ(r.report.sent, 2);
+  EXPECT_EQ(r.report.cancelled, 0);
+  const auto heads = server.heads();
+  ASSERT_EQ(heads.size(), 2U);
+  const auto k1 = header_of(heads[0], "Idempotency-Key");
+  ASSERT_TRUE(k1);
+  EXPECT_EQ(k1, header_of(heads[1], "Idempotency-Key"));
+}
+
+TEST_F(HttpHedge, APostWithoutAKeyIsSentOnce) {
+  concurrent_server server({{200ms, 201, "created"}});
+  const hedged_result r = perform(at(server, "POST"));
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r.report.sent, 1);
+  EXPECT_EQ(server.heads().size(), 1U);
+}
+
+TEST_F(HttpHedge, ANegativePushbackStopsFurtherCopies) {
+  concurrent_server server({{0ms, 503, "no", "grpc-retry-pushback-ms: -1\r\n"}});
+  const hedged_result r = perform(at(server), {.non_fatal_statuses = {503}});
+  EXPECT_FALSE(r.ok());
+  EXPECT_EQ(r.result.reason, end_reason::not_retryable);
+  EXPECT_EQ(r.report.sent, 1);
+  EXPECT_EQ(r.report.stop, stormguard::hedge_stop::server_refused);
+  EXPECT_EQ(r.result.response->status, 503);
+}
+
+TEST_F(HttpHedge, ANonFatalStatusSendsTheNextCopyAtOnce) {
+  concurrent_server server({{0ms, 503, "busy"}, {0ms, 200, "ok"}});
+  const auto start = steady::now();
+  const hedged_result r = perform(at(server), {.non_fatal_statuses = {503}});
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r.report.winner, 2);
+  EXPECT_LT(steady::now() - start, 45ms);  // not after the 50 ms delay
+}
+
+TEST_F(HttpHedge, AFatalStatusEndsTheCall) {
+  concurrent_server server({{0ms, 404, "none"}});
+  const hedged_result r = perform(at(server), {.non_fatal_statuses = {503}});
+  EXPECT_EQ(r.result.reason, end_reason::not_retryable);
+  EXPECT_EQ(r.result.response->status, 404);
+  EXPECT_EQ(r.report.sent, 1);
+}
+
+TEST_F(HttpHedge, ARetryingClientIsRefused) {
+  stormguard::http::client_options o;
+  o.retry.max_retries = 2;
+  async_client retrying(io.get_executor(), o);
+  request req;
+  req.url = "http://127.0.0.1:1/";
+  EXPECT_THROW(stormguard::http::async_hedge(retrying, hedge, req, {}, {}, [](hedged_result) {}),
+               std::invalid_argument);
+}
+
+}  // namespace

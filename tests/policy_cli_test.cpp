@@ -234,7 +234,8 @@ TEST_F(PolicyCli, PolicyCheckBuiltinPrintsTheBuiltInStrategiesFile) {
                               false);
   EXPECT_EQ(builtin.output, file.output);
   const auto doc = nlohmann::json::parse(builtin.output);
-  ASSERT_EQ(doc["policies"].size(), 15U);  // ... full+envoy, full+fleet, full+breaker, hedged, hedged-unbudgeted
+  ASSERT_EQ(doc["policies"].size(),
+            15U);  // ... full+envoy, full+fleet, full+breaker, hedged, hedged-unbudgeted
   EXPECT_EQ(doc["policies"][6]["name"], "full+budget");
   EXPECT_EQ(doc["policies"][9]["budget"]["kind"], "adaptive");
   const run_result one = run("policy check --json builtin:full+envoy", false);

@@ -335,11 +335,10 @@ TEST(FormatDuration, IsTheExactInverseOfParseDuration) {
 TEST(BuiltinStrategies, AreTheDocumentedTableInOrder) {
   std::vector<std::string> names;
   for (const auto& s : sim::builtin_strategies()) names.push_back(s.name);
-  EXPECT_EQ(names, (std::vector<std::string>{"none", "naive", "exponential", "equal", "full",
-                                             "decorrelated", "full+budget", "full+throttle",
-                                             "full+quota", "full+adaptive", "full+envoy",
-                                             "full+fleet", "full+breaker", "hedged",
-                                             "hedged-unbudgeted"}));
+  EXPECT_EQ(names, (std::vector<std::string>{
+                       "none", "naive", "exponential", "equal", "full", "decorrelated",
+                       "full+budget", "full+throttle", "full+quota", "full+adaptive", "full+envoy",
+                       "full+fleet", "full+breaker", "hedged", "hedged-unbudgeted"}));
   EXPECT_EQ(strategy_named("none").retry.max_retries, 0);
   const auto& naive = strategy_named("naive").retry;
   EXPECT_EQ(naive.max_retries, 3);
@@ -1520,7 +1519,7 @@ TEST(BuiltinScenarios, AreTheScenarioFilesInTheDocumentedOrder) {
     ASSERT_TRUE(parsed) << entry.path();
     EXPECT_EQ(sim::builtin_scenario(entry.path().stem().string()), *parsed) << entry.path();
   }
-  EXPECT_EQ(files, 7u);
+  EXPECT_EQ(files, 8u);
 }
 
 }  // namespace

@@ -321,6 +321,9 @@ void read_route_config(const json& config, const std::string& prefix,
       policy p = read_envoy_policy(host["retry_policy"], hpath + ".retry_policy", host_name, budget,
                                    notes);
       read_route_timeout(json::object(), hpath + " (routes without a timeout)", p);
+      if (host.contains("hedge_policy")) {
+        apply_envoy_hedge_policy(host["hedge_policy"], hpath + ".hedge_policy", p);
+      }
       policies.push_back(std::move(p));
     }
     if (!host.contains("routes")) continue;
@@ -344,6 +347,11 @@ void read_route_config(const json& config, const std::string& prefix,
       policy p = read_envoy_policy(action["retry_policy"], rpath + ".route.retry_policy", name,
                                    budget, notes);
       read_route_timeout(action, rpath + ".route", p);
+      if (action.contains("hedge_policy")) {
+        apply_envoy_hedge_policy(action["hedge_policy"], rpath + ".route.hedge_policy", p);
+      } else if (host.contains("hedge_policy")) {
+        apply_envoy_hedge_policy(host["hedge_policy"], hpath + ".hedge_policy", p);
+      }
       policies.push_back(std::move(p));
     }
   }
@@ -434,6 +442,9 @@ std::vector<policy> read_envoy(const json& doc) {
   if (doc.contains("retry_policy")) {
     policies.push_back(read_envoy_policy(doc["retry_policy"], "retry_policy", "retry_policy",
                                          budgets.file_budget, budgets.file_notes));
+    if (doc.contains("hedge_policy")) {
+      apply_envoy_hedge_policy(doc["hedge_policy"], "hedge_policy", policies.back());
+    }
   }
   read_route_config(doc, "", budgets, policies);
   if (policies.empty()) {

@@ -34,21 +34,8 @@ constexpr duration k_max_attempt_timeout = 1h;
 constexpr duration k_max_deadline = 24h;
 constexpr std::size_t k_max_description = 200;
 constexpr std::size_t k_max_policies = 100;
-constexpr std::size_t k_max_statuses = 500;
 
 std::string quote_duration(duration d) { return "\"" + format_duration(d) + "\""; }
-
-// Constructs the budget class from `options`, the library's own validation: a backstop that
-// also checks what the reader does not (token_bucket's three decimals).
-template <class Budget, class Options>
-void check_budget(const std::string& field, const Options& options) {
-  try {
-    Budget budget(options);
-    (void)budget;
-  } catch (const std::invalid_argument& e) {
-    sj::fail(field, detail::library_message(e));
-  }
-}
 
 backoff_options read_backoff(const json& value, const std::string& path) {
   sj::object_reader r(value, path, {"base", "cap", "multiplier", "jitter"});
@@ -82,93 +69,6 @@ backoff_options read_backoff(const json& value, const std::string& path) {
                  quote_duration(b.base));
   }
   return b;
-}
-
-// The settings of a budget of kind O, read through O::fields (the one list of each kind's
-// settings, with their ranges), then checked by the class's own constructor.
-template <class O>
-O read_budget_fields(const json& fields, const std::string& path) {
-  std::vector<std::string_view> known{"kind"};
-  const O defaults{};
-  O::fields(defaults, [&](std::string_view name, const auto&, const auto&, const auto&) {
-    known.push_back(name);
-  });
-  sj::object_reader r(fields, path, known);
-  O o;
-  O::fields(o, [&r](std::string_view name, auto& field, auto lo, auto hi) {
-    if (!r.has(name)) return;
-    using T = std::decay_t<decltype(field)>;
-    if constexpr (std::is_same_v<T, duration>) {
-      field = r.time_between(name, lo, hi);
-    } else if constexpr (std::is_same_v<T, double>) {
-      field = r.number_between(name, lo, hi);
-    } else {
-      static_assert(std::is_same_v<T, std::int64_t>,
-                    "a budget setting is a duration, double or int64");
-      field = r.integer(name, lo, hi);
-    }
-  });
-  check_budget<typename O::budget_type>(path, o);
-  return o;
-}
-
-budget_options read_budget(const json& value, const std::string& path) {
-  const std::string kinds = budget_kind_names();
-  std::string kind;
-  if (value.is_string()) {
-    kind = value.get<std::string>();
-  } else if (value.is_object()) {
-    const auto it = value.find("kind");
-    if (it == value.end())
-      sj::fail(sj::join_path(path, "kind"), "missing (expected " + kinds + ")");
-    if (!it->is_string()) {
-      sj::fail(sj::join_path(path, "kind"), "must be " + kinds + ", got " + sj::quote(*it));
-    }
-    kind = it->get<std::string>();
-  } else {
-    sj::fail(path, "must be " + kinds + " or an object with \"kind\", got " + sj::quote(value));
-  }
-  const std::string kind_field = value.is_string() ? path : sj::join_path(path, "kind");
-  const json empty = json::object();
-  const json& fields = value.is_object() ? value : empty;
-  // A ratio budget with a `fleet` object: config/fleet.cpp.
-  if (auto fleet = detail::read_fleet_budget(kind, fields, path, kind_field)) return *fleet;
-  std::optional<budget_options> read;
-  for_each_budget_kind([&]<class O>(std::type_identity<O>) {
-    if (!read && O::kind == kind) read = read_budget_fields<O>(fields, path);
-  });
-  if (!read) {
-    sj::fail(kind_field,
-             "must be " + kinds + ", got " + stormguard::detail::quote_for_message(kind));
-  }
-  return *read;
-}
-
-retryable_statuses read_statuses(const json& value, const std::string& path) {
-  if (!value.is_array()) {
-    sj::fail(path,
-             "must be an array of HTTP statuses (integers in [100, 599]), got " + sj::quote(value));
-  }
-  if (value.size() > k_max_statuses) {
-    sj::fail(path, "must have at most " + std::to_string(k_max_statuses) + " statuses, got " +
-                       std::to_string(value.size()));
-  }
-  std::vector<int> statuses;
-  for (std::size_t i = 0; i < value.size(); ++i) {
-    const json& v = value[i];
-    const std::string field = sj::index_path(path, i);
-    const bool in_range =
-        (v.is_number_unsigned() && v.get<std::uint64_t>() >= 100 && v.get<std::uint64_t>() <= 599);
-    if (!in_range) {
-      sj::fail(field, "must be an HTTP status, an integer in [100, 599], got " + sj::quote(v));
-    }
-    const int status = v.get<int>();
-    if (std::find(statuses.begin(), statuses.end(), status) != statuses.end()) {
-      sj::fail(field, std::to_string(status) + " appears more than once");
-    }
-    statuses.push_back(status);
-  }
-  return retryable_statuses(std::span<const int>(statuses));
 }
 
 json parse_document(std::string_view text) {
@@ -245,14 +145,6 @@ std::string compact_number_arrays(const std::string& text) {
 
 namespace detail {
 
-retryable_statuses read_status_list(const json& value, const std::string& path) {
-  return read_statuses(value, path);
-}
-
-budget_options read_budget_value(const json& value, const std::string& path) {
-  return read_budget(value, path);
-}
-
 policy read_policy(const json& value, const std::string& path) {
   sj::object_reader r(
       value, path,
@@ -277,9 +169,10 @@ policy read_policy(const json& value, const std::string& path) {
     p.retry.max_retries = static_cast<int>(r.integer("attempts", 1, k_max_retries + 1)) - 1;
   }
   if (r.has("backoff")) p.retry.backoff = read_backoff(value["backoff"], r.field("backoff"));
-  if (r.has("budget")) p.budget = read_budget(value["budget"], r.field("budget"));
+  if (r.has("budget")) p.budget = detail::read_budget_value(value["budget"], r.field("budget"));
   if (r.has("retryable_statuses")) {
-    p.statuses = read_statuses(value["retryable_statuses"], r.field("retryable_statuses"));
+    p.statuses =
+        detail::read_status_list(value["retryable_statuses"], r.field("retryable_statuses"));
   }
   if (r.has("max_retry_after")) {
     p.retry.max_retry_after = r.positive_time("max_retry_after", k_max_retry_after);

@@ -57,7 +57,6 @@ void write_hedging(const policy& p, nlohmann::ordered_json& j);
 /// the per-try timeout as delay; the rest are warnings. Throws strict_json::failure.
 void apply_envoy_hedge_policy(const nlohmann::json& hedge, const std::string& path, policy& p);
 
-
 /// The library's message without its "stormguard::type: " prefix (an exception of a class's
 /// own validation, quoted in a reader's error).
 [[nodiscard]] std::string library_message(const std::exception& e);

@@ -175,10 +175,9 @@ scenario read_scenario(const json& doc) {
   s.clients = static_cast<int>(top.integer("clients", 1, k_max_clients));
   s.timeout = top.positive_time("timeout", k_max_timeout);
 
-  object_reader server(
-      top.required("server", "an object"), "server",
-      {"workers", "queue_limit", "service_time", "service_distribution", "overload", "defences",
-       "stall"});
+  object_reader server(top.required("server", "an object"), "server",
+                       {"workers", "queue_limit", "service_time", "service_distribution",
+                        "overload", "defences", "stall"});
   s.workers = static_cast<int>(server.integer("workers", 1, k_max_workers));
   s.queue_limit = server.integer("queue_limit", 0, k_max_queue_limit);
   s.service_time = server.positive_time("service_time", k_max_service_time);

@@ -145,7 +145,7 @@ struct scenario {
   /// [server.overload] optional (absent or null: the service time does not depend on the load).
   std::optional<sim::overload> overload;
   /// [server.stall] optional (absent or null: no stalls): see sim::stall. Drawn from its own
-  /// generator (seeded from the seed), so it changes no other draw.
+  /// generator (seeded from the scenario's seed), so it changes no other draw.
   std::optional<sim::stall> stall;
   std::optional<sim::incident> incident;  ///< [incident] an object, or null for none
   /// [max_retries] optional: replaces the max_retries of every strategy that retries (max_retries

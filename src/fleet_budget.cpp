@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "stormguard/detail/format.hpp"
 #include "stormguard/detail/uint128.hpp"
 #include "stormguard/duration_text.hpp"
 
@@ -34,7 +35,7 @@ const fleet_budget_options& validated(const fleet_budget_options& o) {
            std::to_string(o.sync_every_requests));
   }
   if (!(o.floor_scale > 0.0 && o.floor_scale <= 1.0)) {
-    reject("floor_scale must be in (0, 1], got " + std::to_string(o.floor_scale));
+    reject("floor_scale must be in (0, 1], got " + detail::format_double(o.floor_scale));
   }
   if (o.expected_clients < 0 || o.expected_clients > 10'000'000) {
     reject("expected_clients must be in [0, 10000000], got " + std::to_string(o.expected_clients));

@@ -98,7 +98,7 @@ void ratio_budget::deposit(time_point now) noexcept {
 void ratio_budget::deposit(time_point now, std::int64_t count) noexcept {
   if (count <= 0) return;
   count = std::min<std::int64_t>(count, 1'000'000'000);
-  std::lock_guard lock(mutex_);
+  const detail::lock hold(mutex_);
   window_.add(now, deposit_amount_ * count);
 }
 

@@ -58,8 +58,9 @@ concept budget_kind_options = requires {
 
 /// THE list of budget kinds, in the order policy files document them. Adding a kind: its own
 /// header and source (an options type with `kind`, `budget_type` and `fields`, and the class,
-/// with `options_type` and the retry_budget calls), then one line here. Config (parsing and
-/// printing policies), the simulator, the metrics and every executor then know it.
+/// with `options_type` and the retry_budget calls) with their two lines in CMakeLists.txt, then
+/// its #include above and one line here. Config (parsing and printing policies), the simulator,
+/// the metrics and every executor then know it.
 using budget_options = std::variant<no_budget,                      //
                                     ratio_budget_options,           //
                                     token_bucket_throttle_options,  //
@@ -116,7 +117,7 @@ template <class B>
   return found;
 }
 
-/// The kinds' names in list order, each quoted, joined as `"none", "ratio", ... or "concurrency"`
+/// The kinds' names in list order, each quoted, joined as `"none", "ratio", ... or "breaker"`
 /// (for error messages).
 [[nodiscard]] inline std::string budget_kind_names() {
   std::string names;

@@ -7,10 +7,8 @@
 #include <cstdint>
 #include <string_view>
 
-#include "stormguard/budget.hpp"
+#include "stormguard/budget_kinds.hpp"
 #include "stormguard/detail/splitmix64.hpp"
-#include "stormguard/fleet_budget.hpp"
-#include "stormguard/retry_breaker.hpp"
 
 namespace stormguard::sim::seeds {
 
@@ -40,41 +38,11 @@ constexpr std::uint64_t fnv1a(std::string_view text) noexcept {
 
 namespace stormguard::sim {
 
-// The budget class a budget_config alternative stands for. A new kind of budget (a strategy such
-// as full+throttle) adds its options type to budget_config and a specialisation here.
-template <class Config>
-struct budget_for;
-template <>
-struct budget_for<no_budget> {
-  using type = no_budget;
-};
-template <>
-struct budget_for<ratio_budget_options> {
-  using type = ratio_budget;
-};
-template <>
-struct budget_for<token_bucket_throttle_options> {
-  using type = token_bucket_throttle;
-};
-template <>
-struct budget_for<retry_quota_options> {
-  using type = retry_quota;
-};
-template <>
-struct budget_for<adaptive_throttle_options> {
-  using type = adaptive_throttle;
-};
-template <>
-struct budget_for<concurrency_budget_options> {
-  using type = concurrency_budget;
-};
-template <>
-struct budget_for<fleet_budget_options> {
-  using type = fleet_budget;
-};
-template <>
-struct budget_for<retry_breaker_options> {
-  using type = retry_breaker;
+// The budget class a budget_options alternative stands for: the options type names it
+// (O::budget_type, budget_kinds.hpp), so a new kind needs nothing here.
+template <class Options>
+struct budget_for {
+  using type = typename Options::budget_type;
 };
 
 }  // namespace stormguard::sim

@@ -59,7 +59,7 @@ concept budget_kind_options = requires {
 /// THE list of budget kinds, in the order policy files document them. Adding a kind: its own
 /// header and source (an options type with `kind`, `budget_type` and `fields`, and the class,
 /// with `options_type` and the retry_budget calls) with their two lines in CMakeLists.txt, then
-/// its #include above and one line here. Config (parsing and printing policies), the simulator,
+/// its include line above and one line here. Config (parsing and printing policies), the simulator,
 /// the metrics and every executor then know it.
 using budget_options = std::variant<no_budget,                      //
                                     ratio_budget_options,           //

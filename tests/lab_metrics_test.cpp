@@ -118,13 +118,18 @@ class LabMetricsCli : public ::testing::Test {
 TEST_F(LabMetricsCli, ServesTheFleetMetricsDuringTheRun) {
   if (run_shell("command -v curl >/dev/null 2>&1").exit_code != 0) GTEST_SKIP() << "no curl";
   const std::string err = (dir_ / "err").string();
-  // Scrape once the run is well under way (the port is on the stderr line).
-  const run_result r = run_shell(
-      k_cli + " lab '" + file_ + "' --scale 1 --strategy naive --metrics-port 0 >/dev/null 2>'" +
-      err +
-      "' & pid=$!; sleep 1; port=$(sed -n 's|.*metrics on "
-      "http://127.0.0.1:\\([0-9]*\\)/metrics|\\1|p' '" +
-      err + "'); curl -s \"http://127.0.0.1:$port/metrics\"; wait $pid; echo \" exit $?\"");
+  // Scrape while the run is under way: poll (at most 100 times, 0.1 s apart, on loopback) until
+  // the port is on the stderr line and a success has been counted, so a slow (sanitizer) build
+  // is not caught before its first answer.
+  const run_result r =
+      run_shell(k_cli + " lab '" + file_ +
+                "' --scale 1 --strategy naive --metrics-port 0 >/dev/null 2>'" + err +
+                "' & pid=$!; out=''; for i in $(seq 100); do port=$(sed -n 's|.*metrics on "
+                "http://127.0.0.1:\\([0-9]*\\)/metrics|\\1|p' '" +
+                err +
+                "'); if [ -n \"$port\" ]; then out=$(curl -s \"http://127.0.0.1:$port/metrics\"); "
+                "case \"$out\" in *'outcome=\"success\"'*) break;; esac; fi; sleep 0.1; done; "
+                "printf '%s\\n' \"$out\"; wait $pid; echo \" exit $?\"");
   EXPECT_NE(r.output.find("stormguard_attempts_total{client=\"naive\",outcome=\"success\"}"),
             std::string::npos)
       << r.output;

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "command.hpp"
+#include "fleet_store.hpp"
 #include "output.hpp"
 #include "policy_flags.hpp"
 #include "process.hpp"
@@ -238,6 +239,8 @@ int run_exec(const exec_options& options) {
   });
   random_generator random;
   any_budget budget(settings.run.budget);  // the policy's budget, any kind (none by default)
+  fleet_syncers fleet("exec", options.quiet);  // a fleet budget's Redis syncer (fleet_store.hpp)
+  fleet.attach(budget);
   retrier retry(settings.run.policy(), clock, random, budget);
   const auto run_once = [&](const attempt_context& context) -> outcome<int, child_status> {
     attempt = context.attempt;
@@ -251,6 +254,8 @@ int run_exec(const exec_options& options) {
 
   const auto result = retry(
       run_once, [&](const child_status& s) { return classify_status(s, settings); }, call);
+  fleet.flush();  // this call's spend reaches the fleet's store (bounded by its timeout)
+  fleet.clear();
   const int signal = forwarder.received();
   const int status = exit_status_for(result.reason, last, signal);
   if (last && last->how == child_status::kind::spawn_failed) {

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "command.hpp"
+#include "fleet_store.hpp"
 #include "http_hedge.hpp"
 #include "output.hpp"
 #include "policy_flags.hpp"
@@ -367,6 +368,9 @@ int run_http(const http_options& o) {
     };
   }
   interrupt_forwarder interrupts;
+  // A fleet budget naming a store: each host's budget gets its Redis syncer (fleet_store.hpp).
+  fleet_syncers fleet("http", false);
+  parsed.client.attach_budget = fleet.host_hook();
   // SIGPIPE is ignored process-wide (main.cpp): a reader that went away (`stormguard http URL |
   // head -c 10`) gives exit 1 and a message, as documented.
   http::client client(parsed.client);
@@ -403,6 +407,7 @@ int run_http(const http_options& o) {
     return exit_usage;
   }
 
+  fleet.flush();  // this call's spend reaches the fleet's store (bounded by its timeout)
   if (r.response && !print_response(*r.response, o.include)) {
     print_error("cannot write the response to stdout: " + errno_text(errno));
     return exit_failure;

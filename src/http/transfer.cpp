@@ -248,8 +248,9 @@ client_setup::client_setup(client_options o, clock* c, random_generator* r)
                std::to_string(options.connect_timeout.count()) + " ns");
   }
   if (options.max_body_bytes == 0) bad_option("max_body_bytes must be > 0, got 0");
-  budgets = options.shared_budgets ? options.shared_budgets
-                                   : std::make_shared<host_budgets>(options.budget);
+  budgets = options.shared_budgets
+                ? options.shared_budgets
+                : std::make_shared<host_budgets>(options.budget, options.attach_budget);
   if (clk == nullptr) {
     own_clock = std::make_unique<real_clock>();
     clk = own_clock.get();

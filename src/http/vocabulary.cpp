@@ -122,10 +122,20 @@ host_budgets::host_budgets(budget_options options) : options_(std::move(options)
   (void)any_budget(options_);  // validates now, with the budget's own messages
 }
 
+host_budgets::host_budgets(budget_options options, attach_hook attach)
+    : host_budgets(std::move(options)) {
+  attach_ = std::move(attach);
+}
+
 any_budget& host_budgets::for_host(const std::string& host) {
   const stormguard::detail::lock hold(mutex_);
   auto it = budgets_.find(host);
-  if (it == budgets_.end()) it = budgets_.emplace(host, make_budget(options_)).first;
+  if (it == budgets_.end()) {
+    std::unique_ptr<any_budget> budget = make_budget(options_);
+    std::shared_ptr<void> attached = attach_ ? attach_(host, *budget) : nullptr;
+    it = budgets_.emplace(host, std::move(budget)).first;
+    if (attached) attached_.emplace(host, std::move(attached));
+  }
   return *it->second;
 }
 

@@ -203,9 +203,18 @@ struct attempt_info {
 /// budget bounds the retries of all of them together).
 class host_budgets {
  public:
+  /// Called once per host, on the thread that first asks for its budget, right after the budget
+  /// is built: returns an object kept alive as long as the budget (destroyed before it), or
+  /// nullptr. stormguard::fleet::host_attacher() gives one that attaches a fleet budget's Redis
+  /// syncer on the key "KEY:scheme://host:port" (stormguard/fleet/attach.hpp). An exception from
+  /// it propagates out of for_host() and the host gets no budget.
+  using attach_hook = std::function<std::shared_ptr<void>(const std::string& host, any_budget&)>;
+
   /// Validates `options` (as the kind's class: throws std::invalid_argument naming the field and
   /// the value).
   explicit host_budgets(budget_options options = ratio_budget_options{});
+  /// The same, with `attach` called for each host's new budget (see attach_hook; empty = none).
+  host_budgets(budget_options options, attach_hook attach);
 
   /// The budget of `host`, created on first use. The reference stays valid as long as this
   /// object lives.
@@ -219,9 +228,12 @@ class host_budgets {
 
  private:
   budget_options options_;
+  attach_hook attach_;
   mutable stormguard::detail::mutex mutex_;
   std::map<std::string, std::unique_ptr<any_budget>, std::less<>> budgets_
       STORMGUARD_GUARDED_BY(mutex_);
+  // What attach_ returned per host; declared after budgets_ so that it is destroyed first.
+  std::map<std::string, std::shared_ptr<void>, std::less<>> attached_ STORMGUARD_GUARDED_BY(mutex_);
 };
 
 /// The settings of a client.
@@ -249,6 +261,12 @@ struct client_options {
   /// Called on the calling thread after each attempt, once its outcome is decided (see
   /// attempt_info). An exception from it propagates out of perform(). Empty = no call.
   std::function<void(const attempt_info&)> on_attempt{};
+  /// Called once per host when the client makes that host's budget (host_budgets::attach_hook;
+  /// not used with shared_budgets, which carry their own). A budget of kind fleet naming a store
+  /// needs it to reach the store: stormguard::fleet::host_attacher() (stormguard/fleet/attach.hpp)
+  /// attaches its Redis syncer; without it the fleet budget stays in its fallback, a local ratio
+  /// budget. Empty = none.
+  host_budgets::attach_hook attach_budget{};
 };
 
 /// How a call ended.

@@ -108,6 +108,23 @@ INSTANTIATE_TEST_SUITE_P(
         hostile{R"({"kind": "ratio", "fleet": "redis://h"})", "policies[0].budget.fleet", "object"},
         hostile{R"({"kind": "quota", "fleet": {"key": "k"}})", "policies[0].budget.fleet",
                 "only to a budget of kind \"ratio\""},
-        hostile{R"("fleet")", "policies[0].budget", "\"fleet\" object"}));
+        hostile{R"("fleet")", "policies[0].budget", "\"fleet\" object"},
+        hostile{R"({"kind": "fleet", "ratio": 0.2})", "policies[0].budget.kind",
+                "\"kind\": \"ratio\", ..., \"fleet\": {"}));
+
+// The documented spelling is a ratio budget with a `fleet` object; "kind": "fleet" (the kind's
+// name in metric labels and the budget list) is accepted as an alias when it carries the object,
+// reads the same options and is written back in the documented spelling.
+TEST(FleetPolicy, KindFleetWithItsObjectIsAnAliasWrittenBackAsRatio) {
+  const std::string fleet = R"("fleet": {"store": "redis://db:6380/2", "key": "k"}})";
+  const auto alias = config::parse_policies(one(R"({"kind": "fleet", "ratio": 0.2, )" + fleet));
+  const auto documented =
+      config::parse_policies(one(R"({"kind": "ratio", "ratio": 0.2, )" + fleet));
+  EXPECT_EQ(alias, documented);
+  EXPECT_EQ(config::budget_kind(alias[0].budget), "fleet");
+  const std::string text = config::to_json(alias);
+  EXPECT_NE(text.find(R"("kind": "ratio")"), std::string::npos) << text;
+  EXPECT_EQ(text.find(R"("kind": "fleet")"), std::string::npos) << text;
+}
 
 }  // namespace

@@ -27,10 +27,12 @@ struct fleet_syncers::impl {
 #ifdef STORMGUARD_CLI_HAS_FLEET
     const std::string name = command;
     const bool silent = quiet;
-    std::shared_ptr<fleet::redis_sync> sync = fleet::attach(
-        budget, {.key_suffix = suffix, .log = [name, silent](std::string_view line) {
-                   if (!silent) report_warning(name, line);
-                 }});
+    fleet::attach_options o;
+    o.key_suffix = suffix;
+    o.log = [name, silent](std::string_view line) {
+      if (!silent) report_warning(name, line);
+    };
+    std::shared_ptr<fleet::redis_sync> sync = fleet::attach(budget, std::move(o));
     if (!sync) return nullptr;
     (void)sync->sync_once(true);
     const std::lock_guard hold(mutex);

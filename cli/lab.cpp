@@ -27,6 +27,7 @@
 #include "command.hpp"
 #include "defence_option.hpp"
 #include "gnuplot.hpp"
+#include "lab_fleet_store.hpp"
 #include "lab_payments.hpp"
 #include "manpage.hpp"
 #include "numbers.hpp"
@@ -35,6 +36,8 @@
 #include "progress.hpp"
 #include "scenario_argument.hpp"
 #include "stormguard/detail/format.hpp"
+#include "stormguard/detail/redact.hpp"
+#include "stormguard/duration_text.hpp"
 #include "stormguard/lab/fleet.hpp"
 #include "stormguard/metrics/retry_metrics.hpp"
 #include "stormguard/sim/plot.hpp"
@@ -68,6 +71,7 @@ struct lab_options {
   lab_payments_options payments;
   std::string defence;  // --defence LIST (defence_option.hpp): one run per row
   CLI::Option* defence_option = nullptr;
+  lab_fleet_store_options fleet;  // --fleet-store, --processes (lab_fleet_store.hpp)
 };
 
 constexpr const char* k_exit_statuses =
@@ -218,6 +222,7 @@ struct lab_run {
   std::vector<sim::strategy> strategies;
   bool csv = false;
   bool plot = false;
+  double scale = 1.0;  // as applied
 };
 
 // The options and the scenario checked (usage errors: exit 2) and the CSV directory created;
@@ -263,6 +268,7 @@ std::optional<lab_run> prepare(const lab_options& o, int& status) {
       return std::nullopt;
     }
   }
+  r.scale = scale;
   if (!scale_given && scale < 1.0) {
     report_log("lab", fmt::format("scale {} ({:g} req/s); --scale to change it",
                                   detail::format_double(scale), r.scenario.requests_per_second));
@@ -323,6 +329,67 @@ int write_results(const lab_options& o, const lab_run& r, const lab::lab_report&
   return exit_success;
 }
 
+// --fleet-store: the fleet over --processes worker processes sharing a real Redis
+// (lab_fleet_store.hpp); or, with the hidden --fleet-worker, one of those workers.
+int run_fleet_store(const lab_options& o, const lab_run& r) {
+  g_stop.store(false);
+  g_signal.store(0);
+  const stop_on_signals handler;
+  if (!o.fleet.worker.empty()) {
+    if (r.strategies.size() != 1) {
+      print_error("--fleet-worker runs one --strategy");
+      return exit_usage;
+    }
+    return run_lab_fleet_worker(o.fleet, r.scenario, r.strategies.front(), &g_stop);
+  }
+  if (o.fleet.processes < 1 || o.fleet.processes > 64) {
+    print_error("--processes must be in [1, 64], got " + std::to_string(o.fleet.processes));
+    return exit_usage;
+  }
+  if (!o.fleet.kill_at.empty() &&
+      (o.fleet.store != "auto" || !parse_duration(o.fleet.kill_at) ||
+       *parse_duration(o.fleet.kill_at) >= r.scenario.length)) {
+    print_error("--fleet-store-kill-at needs --fleet-store auto and a duration within the "
+                "scenario, got " +
+                detail::quote_for_message(o.fleet.kill_at));
+    return exit_usage;
+  }
+  if (o.fleet.store != "auto" && o.fleet.store.rfind("redis://", 0) != 0) {
+    print_error("--fleet-store must be redis://HOST[:PORT][/DB] or auto, got " +
+                detail::quote_for_message(redact(o.fleet.store)));
+    return exit_usage;
+  }
+  for (const CLI::Option* option : {o.defence_option, o.metrics_port_option}) {
+    if (typed(option)) {
+      print_error(option->get_name() + " does not apply with --fleet-store");
+      return exit_usage;
+    }
+  }
+  lab_fleet_store_options f = o.fleet;
+  f.worker_base = {"/proc/self/exe", "lab", o.scenario, "--scale",
+                   detail::format_double(r.scale)};
+  for (const std::string& p : o.policies) {
+    f.worker_base.push_back("--policy");
+    f.worker_base.push_back(p);
+  }
+  report_log("lab", fmt::format("{} process{} sharing the fleet store {}", f.processes,
+                                f.processes == 1 ? "" : "es",
+                                f.store == "auto" ? std::string("auto (redis-server)")
+                                                  : redact(f.store)));
+  outcome<lab::lab_report, std::string> report = failure{std::string()};
+  try {
+    report = run_lab_fleet_store(f, r.scenario, r.strategies, &g_stop);
+  } catch (const std::bad_alloc&) {
+    print_error("out of memory");
+    return exit_failure;
+  }
+  if (!report) {
+    print_error(printable_message(report.error()));
+    return exit_failure;
+  }
+  return write_results(o, r, *report);
+}
+
 int run(const lab_options& o) {
   if (o.scenario == k_payments_scenario) return run_payments(o);
   if (const std::string name = typed_payments_option(o.payments); !name.empty()) {
@@ -332,6 +399,7 @@ int run(const lab_options& o) {
   int status = exit_usage;
   const auto r = prepare(o, status);
   if (!r) return status;
+  if (wants_fleet_store(o.fleet)) return run_fleet_store(o, *r);
   std::vector<defence_row> rows{{"", r->scenario.defences.enabled}};
   if (o.defence_option != nullptr && o.defence_option->count() > 0) {
     std::string error;
@@ -446,6 +514,25 @@ command add_lab_command(CLI::App& parent) {
                        "N")
           ->transform(whole_number())
           ->check(CLI::Range(0, 65535));
+  add_typed_option(*sub, "--fleet-store", options->fleet.store,
+                   "Run the fleet in --processes OS processes whose fleet budgets share this Redis "
+                   "(redis://HOST[:PORT][/DB]), or auto: a redis-server started for the run on a "
+                   "loopback port (" +
+                       doc_path("lab.md") + ")",
+                   "URL|auto");
+  add_typed_option(*sub, "--processes", options->fleet.processes,
+                   "With --fleet-store: the client processes the fleet is spread over, 1 to 64 "
+                   "(default 1)",
+                   "P");
+  add_typed_option(*sub, "--fleet-store-kill-at", options->fleet.kill_at,
+                   "With --fleet-store auto: kill the redis-server T into each run (the "
+                   "simulator's column models the same outage)",
+                   "T");
+  // The workers of --fleet-store (this executable again); not for users.
+  sub->add_option("--fleet-worker", options->fleet.worker)->group("");
+  sub->add_option("--fleet-server", options->fleet.server_url)->group("");
+  sub->add_option("--fleet-start", options->fleet.start_ns)->group("");
+  sub->add_option("--fleet-key", options->fleet.key)->group("");
   add_lab_payments_options(*sub, options->payments);
   return {sub, [options] { return run(*options); }};
 }

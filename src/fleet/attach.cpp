@@ -29,6 +29,7 @@ std::unique_ptr<redis_sync> attach(any_budget& budget, attach_options options) {
       o.url = store.url;
       o.key = store.key + options.key_suffix;
       o.timeout = options.timeout;
+      o.on_sync = std::move(options.on_sync);
       if (!store.password_env.empty()) {
         const char* password = std::getenv(store.password_env.c_str());
         if (password != nullptr) {
@@ -50,8 +51,11 @@ std::function<std::shared_ptr<void>(const std::string&, any_budget&)> host_attac
     redis_sync::log_hook log, duration timeout) {
   return [log = std::move(log), timeout](const std::string& host,
                                          any_budget& budget) -> std::shared_ptr<void> {
-    std::unique_ptr<redis_sync> sync =
-        attach(budget, {.key_suffix = ":" + host, .log = log, .timeout = timeout});
+    attach_options o;
+    o.key_suffix = ":" + host;
+    o.log = log;
+    o.timeout = timeout;
+    std::unique_ptr<redis_sync> sync = attach(budget, std::move(o));
     return std::shared_ptr<redis_sync>(std::move(sync));
   };
 }

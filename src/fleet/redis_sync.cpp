@@ -158,6 +158,15 @@ struct redis_sync::impl {
         std::chrono::duration_cast<std::chrono::milliseconds>(options.heartbeat_ttl).count());
   }
 
+  void notify() noexcept STORMGUARD_REQUIRES(mutex) {
+    if (!options.on_sync) return;
+    try {
+      options.on_sync(stats);
+    } catch (...) {
+      // A failed observer never changes what the budget does.
+    }
+  }
+
   void say(std::string_view line) noexcept {
     if (!log) return;
     try {
@@ -254,6 +263,9 @@ struct redis_sync::impl {
       stats.last_latency = end - start;
       stats.store_up = true;
       stats.live_clients = view.live_clients;
+      stats.share_ppm = budget.share_ppm();
+      stats.fallback = budget.current_mode(end) == fleet_budget::mode::fallback;
+      notify();
       if (said_down) {
         said_down = false;
         say("fleet budget " + options.key + ": store " + shown_url +
@@ -266,6 +278,8 @@ struct redis_sync::impl {
       budget.sync_failed(time.now());
       ++stats.errors;
       stats.store_up = false;
+      stats.fallback = true;
+      notify();
       if (!said_down) {
         said_down = true;
         say("fleet budget " + options.key + ": store " + shown_url + " unavailable (" + e.what() +

@@ -19,6 +19,7 @@
 #include <memory>
 #include <optional>
 #include <queue>
+#include <thread>
 #include <stdexcept>
 #include <type_traits>
 #include <utility>
@@ -54,16 +55,36 @@ struct pending {
 // clock is the steady clock from the start of the run, scheduled starts wait on an Asio timer,
 // and each attempt is one HTTP GET through http::async_client to the lab's server (which runs the
 // engine's server model). Prometheus metrics, when asked for, hear of every outcome.
+// The scenario's clock of a run that starts at `t0` (steady time): what the budgets see, for the
+// syncers a caller attaches to them (fleet_options::attach_fleet_budget).
+class scenario_clock final : public clock {
+ public:
+  explicit scenario_clock(steady::time_point t0) : t0_(t0) {}
+  [[nodiscard]] time_point now() const noexcept override {
+    return time_point(std::chrono::duration_cast<duration>(steady::now() - t0_));
+  }
+  bool sleep_for(duration d, const std::stop_token& stop) override {
+    return real_.sleep_for(d, stop);
+  }
+  [[nodiscard]] wall_time_point wall_now() const noexcept override { return real_.wall_now(); }
+
+ private:
+  steady::time_point t0_;
+  real_clock real_;
+};
+
+// `srv` is null for a part of a fleet spread over processes (run_fleet_part): the server runs in
+// another process, whose figures the caller adds (merge_parts).
 template <class B>
 class lab_transport {
  public:
   template <class Config>
   lab_transport(asio::io_context& io, const sim::scenario& s, const sim::strategy& strat,
-                const Config& config, server& srv, const fleet_options& options)
+                const Config& config, server* srv, std::string url, const fleet_options& options)
       : io_(io),
         srv_(srv),
         options_(options),
-        url_(srv.url()),
+        url_(std::move(url)),
         end_(s.length.count()),
         client_(io.get_executor(), client_options_for(strat.attempt_timeout.value_or(s.timeout))),
         starts_timer_(io),
@@ -75,16 +96,39 @@ class lab_transport {
         label_attempts_(s.clients_label_attempts),
         honour_pushback_(s.clients_honour_pushback) {}
 
-  fleet_result run() {
-    srv_.start_clock();
-    t0_ = steady::now();
+  fleet_result run(std::optional<steady::time_point> start = std::nullopt) {
+    if (start) {
+      std::this_thread::sleep_until(*start);
+      t0_ = *start;
+    } else {
+      srv_->start_clock();
+      t0_ = steady::now();
+    }
+    scenario_clock time(t0_);
+    // The syncers of the clients' fleet budgets, when the caller keeps them with a real store;
+    // destroyed (stopped) at the end of this function, before the budgets.
+    std::vector<std::shared_ptr<void>> attached;
+    if constexpr (std::is_same_v<B, fleet_budget>) {
+      if (options_.attach_fleet_budget) {
+        auto& clients = driver_.clients();
+        for (std::uint32_t i = 0; i < clients.clients_count(); ++i) {
+          attached.push_back(options_.attach_fleet_budget(i, clients.client_budget(i), time));
+        }
+      }
+    }
     driver_.begin();
     arm_starts();
     tick();
     io_.run();
+    attached.clear();
     fleet_result out;
     out.completed = completed_;
-    const server_stats st = srv_.stats();
+    if (srv_ == nullptr) {
+      out.result = driver_.finish();
+      out.result.incident_served_amplification.reset();
+      return out;
+    }
+    const server_stats st = srv_->stats();
     sim::engine::metrics& m = driver_.run_metrics();
     m.sample_queue_until(end_ + sim::engine::k_bin_ns, st.queued);
     m.counters().lost = st.lost;
@@ -182,7 +226,7 @@ class lab_transport {
       stop();
       return;
     }
-    driver_.run_metrics().sample_queue_until(t, srv_.stats().queued);
+    if (srv_ != nullptr) driver_.run_metrics().sample_queue_until(t, srv_->stats().queued);
     if (options_.progress) {
       options_.progress(static_cast<std::size_t>(t / k_tick_ns),
                         static_cast<std::size_t>((end_ + k_tick_ns - 1) / k_tick_ns));
@@ -225,7 +269,7 @@ class lab_transport {
   }
 
   asio::io_context& io_;
-  server& srv_;
+  server* srv_;
   const fleet_options& options_;
   std::string url_;
   std::int64_t end_;
@@ -260,14 +304,40 @@ outcome<fleet_result, std::string> run_fleet(const sim::scenario& s, const sim::
     throw std::invalid_argument("stormguard::lab::run_fleet: invalid scenario: " +
                                 problem->message);
   }
-  const sim::strategy applied = sim::engine::with_scenario_retries(s, strat);
+  sim::strategy applied = sim::engine::with_scenario_retries(s, strat);
+  if (options.attach_fleet_budget) applied.fleet_store.external = true;
   asio::io_context io(1);
   try {
     return std::visit(
         [&](const auto& config) -> fleet_result {
           using budget_type = typename sim::budget_for<std::decay_t<decltype(config)>>::type;
-          lab_transport<budget_type> transport(io, s, applied, config, srv, options);
+          lab_transport<budget_type> transport(io, s, applied, config, &srv, srv.url(), options);
           return transport.run();
+        },
+        applied.budget);
+  } catch (const std::runtime_error& e) {  // libcurl could not be initialised
+    return failure{std::string(e.what())};
+  }
+}
+
+outcome<fleet_result, std::string> run_fleet_part(const sim::scenario& part,
+                                                  const sim::strategy& strat,
+                                                  const std::string& url,
+                                                  std::chrono::steady_clock::time_point start,
+                                                  const fleet_options& options) {
+  if (auto problem = sim::validate(part)) {
+    throw std::invalid_argument("stormguard::lab::run_fleet_part: invalid scenario: " +
+                                problem->message);
+  }
+  sim::strategy applied = sim::engine::with_scenario_retries(part, strat);
+  if (options.attach_fleet_budget) applied.fleet_store.external = true;
+  asio::io_context io(1);
+  try {
+    return std::visit(
+        [&](const auto& config) -> fleet_result {
+          using budget_type = typename sim::budget_for<std::decay_t<decltype(config)>>::type;
+          lab_transport<budget_type> transport(io, part, applied, config, nullptr, url, options);
+          return transport.run(start);
         },
         applied.budget);
   } catch (const std::runtime_error& e) {  // libcurl could not be initialised
@@ -295,7 +365,7 @@ outcome<lab_report, std::string> run_lab(const sim::scenario& s,
     auto started = server::start(s, {.port = 0, .start_clock = false});
     if (!started) return failure{started.error()};
     const std::unique_ptr<server> srv = *std::move(started);
-    fleet_options per_run{{}, options.stop, options.metrics};
+    fleet_options per_run{{}, options.stop, options.metrics, options.attach_fleet_budget};
     if (options.progress) {
       per_run.progress = [&, i](std::size_t done, std::size_t) {
         options.progress(i * ticks + done, strategies.size() * ticks);

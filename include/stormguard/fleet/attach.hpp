@@ -47,7 +47,20 @@ struct attach_options {
   clock* time = nullptr;
   /// One round trip's connect and command timeout (redis_sync_options::timeout), [1 ms, 10 s].
   duration timeout = std::chrono::milliseconds(100);
+  /// redis_sync_options::on_sync (e.g. sync_hook(fleet_metrics.hook(NAME))). Empty = none.
+  std::function<void(const redis_sync_stats&)> on_sync{};
 };
+
+/// An on_sync callable that hands `sink` a Sample {ok, latency, live_clients, share_ppm,
+/// fallback} built from each sync's counts: with stormguard::metrics::fleet_metrics,
+/// `sync_hook<stormguard::metrics::fleet_sync_sample>(metrics.hook("checkout-api"))`. Header-only:
+/// the fleet component does not link the metrics one.
+template <class Sample, class Sink>
+[[nodiscard]] std::function<void(const redis_sync_stats&)> sync_hook(Sink sink) {
+  return [sink = std::move(sink)](const redis_sync_stats& s) {
+    sink(Sample{s.store_up, s.last_latency, s.live_clients, s.share_ppm, s.fallback});
+  };
+}
 
 /// When `budget` holds a fleet_budget whose options name a store URL, a started redis_sync for
 /// it (background thread) on the key `store.key + key_suffix`; otherwise nullptr (another kind,

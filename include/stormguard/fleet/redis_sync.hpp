@@ -43,6 +43,8 @@
 
 namespace stormguard::fleet {
 
+struct redis_sync_stats;
+
 /// Where and how a redis_sync talks to Redis.
 struct redis_sync_options {
   /// redis://[[USER:]PASSWORD@]HOST[:PORT][/DB] (see stormguard/detail/redis_url.hpp).
@@ -62,6 +64,10 @@ struct redis_sync_options {
   /// false: no background thread; the owner calls sync_once() (tests, or an event loop of its
   /// own).
   bool start_thread = true;
+  /// Called after each sync that was tried (succeeded or failed) with the counts then, on the
+  /// syncing thread, never on a request's path (e.g. stormguard::metrics::fleet_metrics through
+  /// fleet::sync_hook). Must not throw or block. Empty = none.
+  std::function<void(const redis_sync_stats&)> on_sync{};
 };
 
 /// Counts of the syncer's work since construction.
@@ -71,6 +77,8 @@ struct redis_sync_stats {
   duration last_latency{};        ///< the last successful round trip
   bool store_up = false;          ///< the last round trip succeeded
   std::int64_t live_clients = 0;  ///< the fleet size the store reported last
+  std::int64_t share_ppm = 0;     ///< this process's share at the last sync (fleet_budget)
+  bool fallback = true;           ///< the budget ran on local counts after the last sync
 };
 
 /// The syncer: see the file comment.

@@ -25,10 +25,16 @@
 #define STORMGUARD_LAB_FLEET_HPP
 
 #include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <functional>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
 
+#include "stormguard/clock.hpp"
+#include "stormguard/fleet_budget.hpp"
 #include "stormguard/lab/server.hpp"
 #include "stormguard/outcome.hpp"
 #include "stormguard/sim/parallel.hpp"
@@ -59,6 +65,15 @@ struct fleet_options {
   /// flight at the end are not recorded. Thread-safe to scrape during the run. nullptr = none
   /// (nothing is recorded, nothing is paid). Must outlive the run.
   metrics::retry_metrics* metrics = nullptr;
+  /// When set, a strategy whose budget is a fleet budget keeps it with a real store instead of
+  /// the simulator's store model: called once per client before the run with (client index, its
+  /// budget, the run's scenario clock — steady time from the run's start, the time the budget is
+  /// given), it returns an owner (e.g. the client's stormguard::fleet::redis_sync) that the run
+  /// destroys at its end, before the budget. Called on the fleet's thread; `stormguard lab
+  /// --fleet-store` attaches Redis syncers. Empty = the store model (sim/fleet_store.hpp).
+  std::function<std::shared_ptr<void>(std::size_t client, fleet_budget& budget,
+                                      clock& scenario_clock)>
+      attach_fleet_budget{};
 };
 
 /// What one fleet run measured.
@@ -80,6 +95,37 @@ struct fleet_result {
 [[nodiscard]] outcome<fleet_result, std::string> run_fleet(const sim::scenario& s,
                                                            const sim::strategy& strat, server& srv,
                                                            const fleet_options& options = {});
+
+/// One part of a fleet spread over several processes (`stormguard lab --processes P`): the clients
+/// and arrivals of `part` (a fleet_part of the scenario) against a server that another process
+/// runs at `url`, from the steady time `start` (the server's scenario clock starts then; steady
+/// time is one clock for every process of the machine). Blocks until start + the scenario's
+/// duration. The result holds what the clients measured; merge_parts adds the server's counters
+/// and the other parts. Errors and exceptions as run_fleet.
+[[nodiscard]] outcome<fleet_result, std::string> run_fleet_part(
+    const sim::scenario& part, const sim::strategy& strat, const std::string& url,
+    std::chrono::steady_clock::time_point start, const fleet_options& options = {});
+
+/// Part `k` (from 0) of `parts` of scenario `s`'s client fleet: requests_per_second ÷ parts and
+/// clients ÷ parts (rounded up, at least 1), its arrivals seeded from (seed, k) so that parts do
+/// not arrive in step. The server's settings are unchanged (one server serves every part).
+/// `parts` in [1, 64], k < parts; throws std::invalid_argument otherwise.
+[[nodiscard]] sim::scenario fleet_part(const sim::scenario& s, std::size_t k, std::size_t parts);
+
+/// The parts' results as one fleet's (per-attempt and per-request counters and the 1-s series
+/// summed; amplification, incident amplification, success, peak load and recovery recomputed as
+/// the simulator computes them, for the whole scenario `s`), with the server's counters `st`
+/// (lost, wasted work, served, rejected, dropped). The p99 and p99.9 latencies are the largest
+/// of the parts' (an upper bound of the fleet's).
+[[nodiscard]] sim::strategy_result merge_parts(const sim::scenario& s,
+                                               std::span<const sim::strategy_result> parts,
+                                               const server_stats& st);
+
+/// A part's result for the process that merges it: one line of JSON with every counter and the
+/// 1-s series. part_from_json reads it back; throws std::invalid_argument for text that is not
+/// such a line.
+[[nodiscard]] std::string part_to_json(const sim::strategy_result& r);
+[[nodiscard]] sim::strategy_result part_from_json(std::string_view text);
 
 /// One strategy of a lab run: the lab's figures and the simulator's for the same scenario and
 /// seed.

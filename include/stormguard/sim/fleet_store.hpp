@@ -45,6 +45,10 @@ struct fleet_store_model {
   duration timeout = std::chrono::milliseconds(100);
   /// When the store is away, if ever.
   std::optional<fleet_store_outage> outage;
+  /// true: the store is real, not modelled (`stormguard lab --fleet-store`): the engine runs no
+  /// sync step, and the caller keeps each client's budget in step with the store itself (the
+  /// lab's fleet_options::attach_fleet_budget). Default false (the model above).
+  bool external = false;
   friend bool operator==(const fleet_store_model&, const fleet_store_model&) = default;
 };
 

@@ -214,6 +214,8 @@ class driver {
   [[nodiscard]] std::int64_t timeout() const noexcept { return timeout_; }
   [[nodiscard]] std::int64_t end() const noexcept { return end_; }
   [[nodiscard]] engine::metrics& run_metrics() noexcept { return metrics_; }
+  // The clients and their budgets (the lab attaches real stores' syncers to them).
+  [[nodiscard]] fleet<B>& clients() noexcept { return fleet_; }
 
   // The result, once the run is over: copies still in flight and requests not ended counted.
   [[nodiscard]] strategy_result finish() {

@@ -158,6 +158,10 @@ class fleet {
     requests_[id].budget.end(client_of(id, now).budget, at(now));
   }
 
+  // Client i's budget (i < the scenario's clients), for a caller that syncs it with a real store.
+  [[nodiscard]] B& client_budget(std::uint32_t i) { return clients_[i].budget; }
+  [[nodiscard]] std::uint32_t clients_count() const noexcept { return clients_count_; }
+
  private:
   // The request's client, after its budget's sync step at `now` (fleet_sync.hpp; nothing for a
   // budget that has no store).

@@ -1,0 +1,57 @@
+// SPDX-License-Identifier: Apache-2.0
+// `stormguard lab --fleet-store URL|auto --processes P`: the lab fleet spread over P OS processes
+// whose fleet budgets share a real Redis (stormguard::fleet), the server in this process. Each
+// strategy gets a fresh server and a fresh fleet key; the P workers are this executable again
+// (`lab ... --fleet-worker K/P`, hidden options), each running lab::fleet_part K of the scenario
+// from one agreed steady-clock instant, its clients' budgets synced by one thread per worker off
+// the fleet's thread (no attempt waits on Redis). This process merges the parts with the server's
+// counters (lab::merge_parts) and sets each next to the simulator's figures. `auto` starts a
+// redis-server in a temporary directory on a loopback port for the run; `--fleet-store-kill-at T`
+// (with auto) kills it T into each run, and the simulator's column then models the same outage.
+#ifndef STORMGUARD_CLI_LAB_FLEET_STORE_HPP
+#define STORMGUARD_CLI_LAB_FLEET_STORE_HPP
+
+#include <atomic>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "stormguard/lab/fleet.hpp"
+#include "stormguard/outcome.hpp"
+#include "stormguard/sim/scenario.hpp"
+#include "stormguard/sim/strategy.hpp"
+
+namespace stormguard::cli {
+
+/// The options of a lab run on a real fleet store.
+struct lab_fleet_store_options {
+  std::string store;          ///< --fleet-store: redis://... or "auto"
+  int processes = 1;          ///< --processes, in [1, 64]
+  std::string kill_at;        ///< --fleet-store-kill-at (a duration), or empty
+  std::string worker;         ///< hidden --fleet-worker K/P: this process is a worker
+  std::string server_url;     ///< hidden --fleet-server
+  std::int64_t start_ns = 0;  ///< hidden --fleet-start (steady clock, ns since its epoch)
+  std::string key;            ///< hidden --fleet-key
+  /// The worker's command line before its own options: the executable, "lab", the scenario,
+  /// --scale, and each --policy (set by lab.cpp).
+  std::vector<std::string> worker_base;
+};
+
+/// Whether the options ask for a run on a real store (or for a worker).
+[[nodiscard]] bool wants_fleet_store(const lab_fleet_store_options& o) noexcept;
+
+/// The run: every strategy over `o.processes` worker processes (see the file comment). An error
+/// when redis-server, a server or a worker cannot be started, or a worker fails.
+[[nodiscard]] outcome<lab::lab_report, std::string> run_lab_fleet_store(
+    const lab_fleet_store_options& o, const sim::scenario& s,
+    std::span<const sim::strategy> strategies, const std::atomic<bool>* stop);
+
+/// A worker: part K of P of `s` with the one strategy; prints lab::part_to_json on stdout. The
+/// exit status.
+int run_lab_fleet_worker(const lab_fleet_store_options& o, const sim::scenario& s,
+                         const sim::strategy& strategy, const std::atomic<bool>* stop);
+
+}  // namespace stormguard::cli
+
+#endif  // STORMGUARD_CLI_LAB_FLEET_STORE_HPP

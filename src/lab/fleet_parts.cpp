@@ -1,0 +1,149 @@
+// SPDX-License-Identifier: Apache-2.0
+// A lab fleet spread over several processes (include/stormguard/lab/fleet.hpp: fleet_part,
+// merge_parts, part_to_json, part_from_json): each process runs a part of the clients and
+// arrivals; one merges the parts' figures with the server's counters, computing the derived
+// figures as the simulator does (stormguard_engine/metrics.hpp).
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+#include "stormguard/lab/fleet.hpp"
+#include "stormguard_engine/metrics.hpp"
+#include "stormguard_engine/seeds.hpp"
+
+namespace stormguard::lab {
+
+namespace {
+
+using json = nlohmann::json;
+
+std::optional<double> ratio(std::int64_t a, std::int64_t b) {
+  return b > 0 ? std::optional<double>(static_cast<double>(a) / static_cast<double>(b))
+               : std::nullopt;
+}
+
+// The counters a part reports, by name (the fields of strategy_result).
+template <class R, class F>
+void counters(R& r, F&& f) {
+  f("logical_requests", r.logical_requests);
+  f("attempts_exhausted", r.attempts_exhausted);
+  f("budget_exhausted", r.budget_exhausted);
+  f("throttled", r.throttled);
+  f("requests_in_flight", r.requests_in_flight);
+  f("attempts", r.attempts);
+  f("successes", r.successes);
+  f("failures", r.failures);
+  f("timeouts", r.timeouts);
+  f("in_flight_attempts", r.in_flight_attempts);
+  f("incident_logical_requests", r.incident_logical_requests);
+  f("incident_attempts", r.incident_attempts);
+  f("server_refused", r.server_refused);
+}
+
+}  // namespace
+
+sim::scenario fleet_part(const sim::scenario& s, std::size_t k, std::size_t parts) {
+  if (parts < 1 || parts > 64 || k >= parts) {
+    throw std::invalid_argument("stormguard::lab::fleet_part: part " + std::to_string(k) +
+                                " of " + std::to_string(parts) +
+                                ": parts must be in [1, 64] and the part below them");
+  }
+  sim::scenario part = s;
+  part.requests_per_second = s.requests_per_second / static_cast<double>(parts);
+  part.clients = std::max<int>(1, (s.clients + static_cast<int>(parts) - 1) / static_cast<int>(parts));
+  if (parts > 1) part.seed = sim::seeds::mix(s.seed, 0x70617274ULL + k);  // "part"
+  return part;
+}
+
+sim::strategy_result merge_parts(const sim::scenario& s,
+                                 std::span<const sim::strategy_result> parts,
+                                 const server_stats& st) {
+  sim::strategy_result m;
+  if (!parts.empty()) m.name = parts.front().name;
+  m.series.assign(static_cast<std::size_t>((s.length.count() + sim::engine::k_bin_ns - 1) /
+                                           sim::engine::k_bin_ns),
+                  sim::time_bin{});
+  for (const sim::strategy_result& p : parts) {
+    counters(m, [&](const char* name, std::int64_t& total) {
+      counters(p, [&](const char* other, const std::int64_t& v) {
+        if (std::string_view(name) == other) total += v;
+      });
+    });
+    for (std::size_t k = 0; k < p.series.size() && k < m.series.size(); ++k) {
+      sim::time_bin& b = m.series[k];
+      b.logical_requests += p.series[k].logical_requests;
+      b.attempts += p.series[k].attempts;
+      b.successes += p.series[k].successes;
+      b.failures += p.series[k].failures;
+      b.timeouts += p.series[k].timeouts;
+    }
+    const auto larger = [](std::optional<double>& a, std::optional<double> b) {
+      if (b && (!a || *b > *a)) a = b;
+    };
+    larger(m.p99_latency_ms, p.p99_latency_ms);
+    larger(m.p999_latency_ms, p.p999_latency_ms);
+  }
+  m.lost = st.lost;
+  m.wasted_work = std::max<std::int64_t>(0, st.served - st.served_in_time);
+  m.served = st.served + st.in_service;
+  m.rejected = st.rejected + st.refused_retry_budget + st.refused_concurrency_limit +
+               st.dropped_codel;
+  m.expired_dropped = st.dropped_expired;
+  m.amplification = ratio(m.attempts, m.logical_requests);
+  m.success_ratio = ratio(m.successes, m.logical_requests);
+  if (s.incident) {
+    m.incident_amplification = ratio(m.incident_attempts, m.incident_logical_requests);
+  }
+  m.served_amplification = ratio(m.served, m.logical_requests);
+  std::int64_t peak = 0;
+  for (const sim::time_bin& b : m.series) peak = std::max(peak, b.attempts);
+  m.peak_load_ratio = static_cast<double>(peak) / s.requests_per_second;
+  m.recovery_s = sim::engine::recovery_seconds(s, m.series);
+  if (const auto bins = sim::engine::whole_bins_after_incident(s); bins && bins->first < bins->end) {
+    std::int64_t attempts = 0;
+    for (std::size_t k = bins->first; k < bins->end; ++k) {
+      attempts += m.series[k].attempts;
+      if (m.series[k].logical_requests > 0) m.recovery_measurable = true;
+    }
+    m.after_incident_attempt_rate =
+        static_cast<double>(attempts) / static_cast<double>(bins->end - bins->first);
+  }
+  return m;
+}
+
+std::string part_to_json(const sim::strategy_result& r) {
+  json j;
+  j["name"] = r.name;
+  counters(r, [&](const char* name, const std::int64_t& v) { j[name] = v; });
+  if (r.p99_latency_ms) j["p99_latency_ms"] = *r.p99_latency_ms;
+  if (r.p999_latency_ms) j["p999_latency_ms"] = *r.p999_latency_ms;
+  json series = json::array();
+  for (const sim::time_bin& b : r.series) {
+    series.push_back({b.logical_requests, b.attempts, b.successes, b.failures, b.timeouts});
+  }
+  j["series"] = std::move(series);
+  return j.dump() + "\n";
+}
+
+sim::strategy_result part_from_json(std::string_view text) {
+  try {
+    const json j = json::parse(text);
+    sim::strategy_result r;
+    r.name = j.at("name").get<std::string>();
+    counters(r, [&](const char* name, std::int64_t& v) { v = j.at(name).get<std::int64_t>(); });
+    if (j.contains("p99_latency_ms")) r.p99_latency_ms = j["p99_latency_ms"].get<double>();
+    if (j.contains("p999_latency_ms")) r.p999_latency_ms = j["p999_latency_ms"].get<double>();
+    for (const json& b : j.at("series")) {
+      r.series.push_back(sim::time_bin{b.at(0).get<std::int64_t>(), b.at(1).get<std::int64_t>(),
+                                       b.at(2).get<std::int64_t>(), b.at(3).get<std::int64_t>(),
+                                       b.at(4).get<std::int64_t>(), 0});
+    }
+    return r;
+  } catch (const json::exception& e) {
+    throw std::invalid_argument(std::string("stormguard::lab::part_from_json: ") + e.what());
+  }
+}
+
+}  // namespace stormguard::lab

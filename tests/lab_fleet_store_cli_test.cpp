@@ -1,0 +1,120 @@
+// SPDX-License-Identifier: Apache-2.0
+// `stormguard lab --fleet-store auto --processes P`: the lab fleet spread over worker processes
+// whose fleet budgets share a real redis-server started for the run, next to the simulator; and
+// the same with Redis killed mid-run (the budgets fall back, the run completes). An 11-second
+// scenario at 100 req/s keeps each run short.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace {
+
+#ifdef STORMGUARD_CLI_PATH
+
+namespace fs = std::filesystem;
+
+struct run_result {
+  int exit_code = -1;
+  std::string out;  // stdout
+  std::string err;  // stderr
+};
+
+run_result run_cli(const std::string& args) {
+  run_result result;
+  const fs::path err = fs::temp_directory_path() /
+                       ("stormguard-lab-fleet-err-" + std::to_string(getpid()) + ".txt");
+  const std::string line =
+      std::string("'") + STORMGUARD_CLI_PATH + "' " + args + " 2>'" + err.string() + "'";
+  FILE* pipe = ::popen(line.c_str(), "r");
+  if (pipe == nullptr) return result;
+  char buffer[4096];
+  std::size_t n = 0;
+  while ((n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) result.out.append(buffer, n);
+  const int status = ::pclose(pipe);
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  std::ifstream in(err);
+  result.err.assign(std::istreambuf_iterator<char>(in), {});
+  fs::remove(err);
+  return result;
+}
+
+class LabFleetStoreCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    file_ = (fs::temp_directory_path() /
+             ("stormguard-lab-fleet-" + std::to_string(getpid()) + ".json"))
+                .string();
+    // 11 s at 100 req/s from 20 clients; 4 workers x 10 ms; in [2 s, 4 s) the service takes 1 s
+    // against a timeout of 200 ms.
+    std::ofstream(file_) << R"({"name": "fleet-storm", "seed": 7, "duration": "11s",
+      "requests_per_second": 100, "clients": 20, "timeout": "200ms",
+      "server": {"workers": 4, "queue_limit": 100, "service_time": "10ms",
+                 "service_distribution": "fixed"},
+      "incident": {"start": "2s", "end": "4s", "service_time": "1s"}})";
+  }
+  void TearDown() override { fs::remove(file_); }
+
+  nlohmann::json run_json(const std::string& extra, run_result& r) {
+    r = run_cli("lab '" + file_ + "' --scale 1 -s full+fleet --fleet-store auto --json " + extra);
+    if (r.exit_code != 0) return {};
+    return nlohmann::json::parse(r.out);
+  }
+
+  std::string file_;
+};
+
+TEST_F(LabFleetStoreCli, TwoProcessesShareOneRedisNextToTheSimulator) {
+  run_result r;
+  const nlohmann::json j = run_json("--processes 2", r);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("2 processes sharing the fleet store auto"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("falling back"), std::string::npos) << r.err;
+  const auto& s = j.at("strategies").at(0);
+  EXPECT_EQ(s.at("name"), "full+fleet");
+  EXPECT_TRUE(s.at("completed").get<bool>());
+  const double lab = s.at("lab").at("amplification").get<double>();
+  const double sim = s.at("sim").at("amplification").get<double>();
+  EXPECT_NEAR(lab, sim, 0.2 * sim) << r.out;
+  EXPECT_GT(s.at("lab").at("logical_requests").get<int>(), 600) << r.out;  // both parts ran
+  // The recovery verdict is the simulator's: both recover.
+  EXPECT_FALSE(s.at("lab").at("recovery_s").is_null()) << r.out;
+  EXPECT_FALSE(s.at("sim").at("recovery_s").is_null()) << r.out;
+}
+
+TEST_F(LabFleetStoreCli, RedisKilledMidRunFallsBackAndTheRunCompletes) {
+  run_result r;
+  const nlohmann::json j = run_json("--processes 2 --fleet-store-kill-at 3s", r);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("killing redis-server"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("falling back to local counts"), std::string::npos) << r.err;
+  const auto& s = j.at("strategies").at(0);
+  EXPECT_TRUE(s.at("completed").get<bool>());
+  // The fallback's bound (docs/lab.md): each process's local ratio budget with the fleet floor
+  // divided by the last live clients, so the fleet grants at most ratio x requests + the fleet
+  // floor per window: 1 + 0.1 + 10/s x 10 s / 1,100 requests = 1.19 here.
+  EXPECT_LE(s.at("lab").at("amplification").get<double>(), 1.19 + 0.05) << r.out;
+  EXPECT_NEAR(s.at("lab").at("amplification").get<double>(),
+              s.at("sim").at("amplification").get<double>(), 0.15) << r.out;
+}
+
+TEST_F(LabFleetStoreCli, BadFleetOptionsExitTwo) {
+  const std::string base = "lab '" + file_ + "' --scale 1 -s full+fleet ";
+  EXPECT_EQ(run_cli(base + "--fleet-store auto --processes 0").exit_code, 2);
+  EXPECT_EQ(run_cli(base + "--fleet-store auto --processes 65").exit_code, 2);
+  const run_result url = run_cli(base + "--fleet-store http://u:hunter2@h");
+  EXPECT_EQ(url.exit_code, 2);
+  EXPECT_EQ(url.err.find("hunter2"), std::string::npos) << url.err;
+  EXPECT_EQ(run_cli(base + "--fleet-store redis://127.0.0.1:1 --fleet-store-kill-at 3s").exit_code,
+            2);
+  EXPECT_EQ(run_cli(base + "--fleet-store auto --defence drop-expired").exit_code, 2);
+}
+
+#endif  // STORMGUARD_CLI_PATH
+
+}  // namespace

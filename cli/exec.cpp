@@ -238,7 +238,7 @@ int run_exec(const exec_options& options) {
     }
   });
   random_generator random;
-  any_budget budget(settings.run.budget);  // the policy's budget, any kind (none by default)
+  any_budget budget(settings.run.budget);      // the policy's budget, any kind (none by default)
   fleet_syncers fleet("exec", options.quiet);  // a fleet budget's Redis syncer (fleet_store.hpp)
   fleet.attach(budget);
   retrier retry(settings.run.policy(), clock, random, budget);

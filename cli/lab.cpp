@@ -346,12 +346,12 @@ int run_fleet_store(const lab_options& o, const lab_run& r) {
     print_error("--processes must be in [1, 64], got " + std::to_string(o.fleet.processes));
     return exit_usage;
   }
-  if (!o.fleet.kill_at.empty() &&
-      (o.fleet.store != "auto" || !parse_duration(o.fleet.kill_at) ||
-       *parse_duration(o.fleet.kill_at) >= r.scenario.length)) {
-    print_error("--fleet-store-kill-at needs --fleet-store auto and a duration within the "
-                "scenario, got " +
-                detail::quote_for_message(o.fleet.kill_at));
+  if (!o.fleet.kill_at.empty() && (o.fleet.store != "auto" || !parse_duration(o.fleet.kill_at) ||
+                                   *parse_duration(o.fleet.kill_at) >= r.scenario.length)) {
+    print_error(
+        "--fleet-store-kill-at needs --fleet-store auto and a duration within the "
+        "scenario, got " +
+        detail::quote_for_message(o.fleet.kill_at));
     return exit_usage;
   }
   if (o.fleet.store != "auto" && o.fleet.store.rfind("redis://", 0) != 0) {
@@ -366,16 +366,15 @@ int run_fleet_store(const lab_options& o, const lab_run& r) {
     }
   }
   lab_fleet_store_options f = o.fleet;
-  f.worker_base = {"/proc/self/exe", "lab", o.scenario, "--scale",
-                   detail::format_double(r.scale)};
+  f.worker_base = {"/proc/self/exe", "lab", o.scenario, "--scale", detail::format_double(r.scale)};
   for (const std::string& p : o.policies) {
     f.worker_base.push_back("--policy");
     f.worker_base.push_back(p);
   }
-  report_log("lab", fmt::format("{} process{} sharing the fleet store {}", f.processes,
-                                f.processes == 1 ? "" : "es",
-                                f.store == "auto" ? std::string("auto (redis-server)")
-                                                  : redact(f.store)));
+  report_log("lab",
+             fmt::format("{} process{} sharing the fleet store {}", f.processes,
+                         f.processes == 1 ? "" : "es",
+                         f.store == "auto" ? std::string("auto (redis-server)") : redact(f.store)));
   outcome<lab::lab_report, std::string> report = failure{std::string()};
   try {
     report = run_lab_fleet_store(f, r.scenario, r.strategies, &g_stop);

@@ -132,15 +132,26 @@ class auto_redis {
     }
     r->dir_ = dir;
     r->port_ = free_port();
-    const std::vector<std::string> args{"redis-server", "--port", std::to_string(r->port_),
-                                        "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-                                        "--dir", dir, "--daemonize", "no", "--logfile",
+    const std::vector<std::string> args{"redis-server",
+                                        "--port",
+                                        std::to_string(r->port_),
+                                        "--bind",
+                                        "127.0.0.1",
+                                        "--save",
+                                        "",
+                                        "--appendonly",
+                                        "no",
+                                        "--dir",
+                                        dir,
+                                        "--daemonize",
+                                        "no",
+                                        "--logfile",
                                         dir + "/redis.log"};
     std::vector<char*> argv;
     for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
     argv.push_back(nullptr);
-    if (const int rc = posix_spawnp(&r->pid_, "redis-server", nullptr, nullptr, argv.data(),
-                                    environ);
+    if (const int rc =
+            posix_spawnp(&r->pid_, "redis-server", nullptr, nullptr, argv.data(), environ);
         rc != 0) {
       r->pid_ = -1;
       return failure{"--fleet-store auto: cannot run redis-server (" +
@@ -194,9 +205,10 @@ bool wants_fleet_store(const lab_fleet_store_options& o) noexcept {
   return !o.store.empty() || !o.worker.empty();
 }
 
-outcome<lab::lab_report, std::string> run_lab_fleet_store(
-    const lab_fleet_store_options& o, const sim::scenario& s,
-    std::span<const sim::strategy> strategies, const std::atomic<bool>* stop) {
+outcome<lab::lab_report, std::string> run_lab_fleet_store(const lab_fleet_store_options& o,
+                                                          const sim::scenario& s,
+                                                          std::span<const sim::strategy> strategies,
+                                                          const std::atomic<bool>* stop) {
   const std::optional<duration> kill_at = kill_time(o);
   lab::lab_report report{s, {}, false};
   for (std::size_t i = 0; i < strategies.size(); ++i) {
@@ -227,9 +239,9 @@ outcome<lab::lab_report, std::string> run_lab_fleet_store(
            {std::string("--strategy"), strategies[i].name, std::string("--fleet-worker"),
             std::to_string(k) + "/" + std::to_string(o.processes), std::string("--fleet-server"),
             srv->url(), std::string("--fleet-start"),
-            std::to_string(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                               start.time_since_epoch())
-                               .count()),
+            std::to_string(
+                std::chrono::duration_cast<std::chrono::nanoseconds>(start.time_since_epoch())
+                    .count()),
             std::string("--fleet-store"), url, std::string("--fleet-key"), key}) {
         args.push_back(a);
       }
@@ -281,9 +293,9 @@ outcome<lab::lab_report, std::string> run_lab_fleet_store(
     if (kill_at) modelled.fleet_store.outage = sim::fleet_store_outage{*kill_at, s.length};
     sim::strategy_result merged = lab::merge_parts(s, parts, st);
     merged.name = strategies[i].name;
-    report.strategies.push_back(
-        lab::lab_comparison{strategies[i].name, std::move(merged), sim::simulate(s, modelled),
-                            !(stop != nullptr && stop->load())});
+    report.strategies.push_back(lab::lab_comparison{strategies[i].name, std::move(merged),
+                                                    sim::simulate(s, modelled),
+                                                    !(stop != nullptr && stop->load())});
   }
   return report;
 }
@@ -323,7 +335,7 @@ int run_lab_fleet_worker(const lab_fleet_store_options& o, const sim::scenario& 
   });
   const std::string label = "lab worker " + o.worker;
   options.attach_fleet_budget = [&o, shared, k, label](std::size_t client, fleet_budget& budget,
-                                                      clock& time) -> std::shared_ptr<void> {
+                                                       clock& time) -> std::shared_ptr<void> {
     auto log = [shared, label](std::string_view line) {
       const bool down = line.find("falling back") != std::string_view::npos;
       std::atomic<bool>& said = down ? shared->said_down : shared->said_up;
@@ -348,9 +360,10 @@ int run_lab_fleet_worker(const lab_fleet_store_options& o, const sim::scenario& 
     });
   };
 #else
-  report_warning("lab", "--fleet-store: this stormguard was built without the fleet component "
-                        "(STORMGUARD_WITH_FLEET=OFF): the fleet budgets use the simulator's store "
-                        "model");
+  report_warning("lab",
+                 "--fleet-store: this stormguard was built without the fleet component "
+                 "(STORMGUARD_WITH_FLEET=OFF): the fleet budgets use the simulator's store "
+                 "model");
 #endif
   const auto start = steady::time_point(std::chrono::nanoseconds(o.start_ns));
   auto run = lab::run_fleet_part(part, strategy, o.server_url, start, options);

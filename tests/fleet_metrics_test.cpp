@@ -2,8 +2,6 @@
 // The fleet budget's syncer metrics (stormguard/metrics/fleet.hpp): the samples as Prometheus
 // text, and a real Redis syncer (tests/support/redis_server.hpp, driven by sync_once on a manual
 // clock) feeding them through fleet::sync_hook: up and joined, then a store that is down.
-#include "stormguard/metrics/fleet.hpp"
-
 #include <gtest/gtest.h>
 #include <prometheus/registry.h>
 #include <prometheus/text_serializer.h>
@@ -15,6 +13,7 @@
 #include "stormguard/fleet/attach.hpp"
 #include "stormguard/fleet/redis_sync.hpp"
 #include "stormguard/fleet_budget.hpp"
+#include "stormguard/metrics/fleet.hpp"
 #include "stormguard/testing/manual_clock.hpp"
 #include "support/redis_server.hpp"
 
@@ -80,14 +79,14 @@ TEST(FleetMetrics, ARedisSyncerFeedsThemThroughSyncHook) {
   EXPECT_TRUE(has(up, R"(stormguard_fleet_live_clients{client="checkout"} 1)")) << up;
 
   stormguard::fleet_budget other;
-  o.url = "redis://127.0.0.1:" +
-          std::to_string(stormguard::test_support::redis_server::unused_port()) + "/0";
+  o.url =
+      "redis://127.0.0.1:" + std::to_string(stormguard::test_support::redis_server::unused_port()) +
+      "/0";
   o.on_sync = stormguard::fleet::sync_hook<fleet_sync_sample>(m.hook("down"));
   stormguard::fleet::redis_sync away(other, o, clock);
   EXPECT_FALSE(away.sync_once(true));
   const std::string down = text(registry);
-  EXPECT_TRUE(has(down, R"(stormguard_fleet_syncs_total{client="down",result="error"} 1)"))
-      << down;
+  EXPECT_TRUE(has(down, R"(stormguard_fleet_syncs_total{client="down",result="error"} 1)")) << down;
   EXPECT_TRUE(has(down, R"(stormguard_fleet_store_up{client="down"} 0)")) << down;
   EXPECT_TRUE(has(down, R"(stormguard_fleet_fallback{client="down"} 1)")) << down;
 }

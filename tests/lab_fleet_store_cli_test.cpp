@@ -27,8 +27,8 @@ struct run_result {
 
 run_result run_cli(const std::string& args) {
   run_result result;
-  const fs::path err = fs::temp_directory_path() /
-                       ("stormguard-lab-fleet-err-" + std::to_string(getpid()) + ".txt");
+  const fs::path err =
+      fs::temp_directory_path() / ("stormguard-lab-fleet-err-" + std::to_string(getpid()) + ".txt");
   const std::string line =
       std::string("'") + STORMGUARD_CLI_PATH + "' " + args + " 2>'" + err.string() + "'";
   FILE* pipe = ::popen(line.c_str(), "r");
@@ -47,9 +47,9 @@ run_result run_cli(const std::string& args) {
 class LabFleetStoreCli : public ::testing::Test {
  protected:
   void SetUp() override {
-    file_ = (fs::temp_directory_path() /
-             ("stormguard-lab-fleet-" + std::to_string(getpid()) + ".json"))
-                .string();
+    file_ =
+        (fs::temp_directory_path() / ("stormguard-lab-fleet-" + std::to_string(getpid()) + ".json"))
+            .string();
     // 11 s at 100 req/s from 20 clients; 4 workers x 10 ms; in [2 s, 4 s) the service takes 1 s
     // against a timeout of 200 ms.
     std::ofstream(file_) << R"({"name": "fleet-storm", "seed": 7, "duration": "11s",
@@ -100,7 +100,8 @@ TEST_F(LabFleetStoreCli, RedisKilledMidRunFallsBackAndTheRunCompletes) {
   // floor per window: 1 + 0.1 + 10/s x 10 s / 1,100 requests = 1.19 here.
   EXPECT_LE(s.at("lab").at("amplification").get<double>(), 1.19 + 0.05) << r.out;
   EXPECT_NEAR(s.at("lab").at("amplification").get<double>(),
-              s.at("sim").at("amplification").get<double>(), 0.15) << r.out;
+              s.at("sim").at("amplification").get<double>(), 0.15)
+      << r.out;
 }
 
 TEST_F(LabFleetStoreCli, BadFleetOptionsExitTwo) {

@@ -35,8 +35,8 @@ std::unique_ptr<redis_sync> attach(any_budget& budget, attach_options options) {
         if (password != nullptr) {
           o.password = password;
         } else if (options.log) {
-          options.log("fleet budget " + o.key + ": the environment variable " +
-                      store.password_env + " (budget.fleet.password_env) is not set: no password");
+          options.log("fleet budget " + o.key + ": the environment variable " + store.password_env +
+                      " (budget.fleet.password_env) is not set: no password");
         }
       }
       clock& time = options.time != nullptr ? *options.time : library_clock();

@@ -19,8 +19,8 @@
 #include <memory>
 #include <optional>
 #include <queue>
-#include <thread>
 #include <stdexcept>
+#include <thread>
 #include <type_traits>
 #include <utility>
 #include <variant>

@@ -3,9 +3,8 @@
 // merge_parts, part_to_json, part_from_json): each process runs a part of the clients and
 // arrivals; one merges the parts' figures with the server's counters, computing the derived
 // figures as the simulator does (stormguard_engine/metrics.hpp).
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
+#include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string>
 
@@ -46,13 +45,14 @@ void counters(R& r, F&& f) {
 
 sim::scenario fleet_part(const sim::scenario& s, std::size_t k, std::size_t parts) {
   if (parts < 1 || parts > 64 || k >= parts) {
-    throw std::invalid_argument("stormguard::lab::fleet_part: part " + std::to_string(k) +
-                                " of " + std::to_string(parts) +
+    throw std::invalid_argument("stormguard::lab::fleet_part: part " + std::to_string(k) + " of " +
+                                std::to_string(parts) +
                                 ": parts must be in [1, 64] and the part below them");
   }
   sim::scenario part = s;
   part.requests_per_second = s.requests_per_second / static_cast<double>(parts);
-  part.clients = std::max<int>(1, (s.clients + static_cast<int>(parts) - 1) / static_cast<int>(parts));
+  part.clients =
+      std::max<int>(1, (s.clients + static_cast<int>(parts) - 1) / static_cast<int>(parts));
   if (parts > 1) part.seed = sim::seeds::mix(s.seed, 0x70617274ULL + k);  // "part"
   return part;
 }
@@ -88,8 +88,8 @@ sim::strategy_result merge_parts(const sim::scenario& s,
   m.lost = st.lost;
   m.wasted_work = std::max<std::int64_t>(0, st.served - st.served_in_time);
   m.served = st.served + st.in_service;
-  m.rejected = st.rejected + st.refused_retry_budget + st.refused_concurrency_limit +
-               st.dropped_codel;
+  m.rejected =
+      st.rejected + st.refused_retry_budget + st.refused_concurrency_limit + st.dropped_codel;
   m.expired_dropped = st.dropped_expired;
   m.amplification = ratio(m.attempts, m.logical_requests);
   m.success_ratio = ratio(m.successes, m.logical_requests);
@@ -101,7 +101,8 @@ sim::strategy_result merge_parts(const sim::scenario& s,
   for (const sim::time_bin& b : m.series) peak = std::max(peak, b.attempts);
   m.peak_load_ratio = static_cast<double>(peak) / s.requests_per_second;
   m.recovery_s = sim::engine::recovery_seconds(s, m.series);
-  if (const auto bins = sim::engine::whole_bins_after_incident(s); bins && bins->first < bins->end) {
+  if (const auto bins = sim::engine::whole_bins_after_incident(s);
+      bins && bins->first < bins->end) {
     std::int64_t attempts = 0;
     for (std::size_t k = bins->first; k < bins->end; ++k) {
       attempts += m.series[k].attempts;

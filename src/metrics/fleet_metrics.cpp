@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "stormguard/metrics/fleet.hpp"
-
 #include <prometheus/check_names.h>
 
 #include <stdexcept>
+
+#include "stormguard/metrics/fleet.hpp"
 
 namespace stormguard::metrics {
 
@@ -20,8 +20,7 @@ std::string checked(const std::string& prefix, const char* suffix) {
 
 const std::string& checked_label(const std::string& label) {
   if (!prometheus::CheckLabelName(label) || label == "result") {
-    throw std::invalid_argument("metrics_options.label: not a valid label name: \"" + label +
-                                "\"");
+    throw std::invalid_argument("metrics_options.label: not a valid label name: \"" + label + "\"");
   }
   return label;
 }

@@ -85,9 +85,8 @@ TEST(FleetHttp, TwoClientsShareOneHostsFleetBudget) {
   const std::string key = "fleet-http-" + std::to_string(getpid());
   const std::string host = host_of(server);
   client a(fleet_client(redis_server::shared().url(), key));
-  ASSERT_TRUE(eventually([&] { return with_fleet(a, host, [](fleet_budget& b) {
-    return b.live_clients() >= 1;
-  }); }));
+  ASSERT_TRUE(eventually(
+      [&] { return with_fleet(a, host, [](fleet_budget& b) { return b.live_clients() >= 1; }); }));
   int a_retries = 0;
   for (int i = 0; i < 10; ++i) a_retries += a.perform(get(server)).attempts - 1;
   EXPECT_GE(a_retries, 8);  // the fleet's 10 retries (its floor), give or take a draw
@@ -97,8 +96,8 @@ TEST(FleetHttp, TwoClientsShareOneHostsFleetBudget) {
   ASSERT_TRUE(eventually([&] {
     return with_fleet(a, host, [](fleet_budget& f) { return f.live_clients() == 2; }) &&
            with_fleet(b, host, [](fleet_budget& f) { return f.live_clients() == 2; });
-  })) << with_fleet(a, host, [](fleet_budget& f) { return f.live_clients(); }) << " "
-      << with_fleet(b, host, [](fleet_budget& f) { return f.live_clients(); });
+  })) << with_fleet(a, host, [](fleet_budget& f) { return f.live_clients(); })
+      << " " << with_fleet(b, host, [](fleet_budget& f) { return f.live_clients(); });
   EXPECT_LT(with_fleet(b, host, [](fleet_budget& f) { return f.credit_micro(); }),
             fleet_budget::k_scale);
   const auto r = b.perform(get(server));
@@ -106,9 +105,9 @@ TEST(FleetHttp, TwoClientsShareOneHostsFleetBudget) {
   // Another port of the same host is another fleet key: a full allowance of its own.
   http_test_server other;
   other.set_fallback({.status = 503});
-  ASSERT_TRUE(eventually([&] { return with_fleet(b, host_of(other), [](fleet_budget& f) {
-    return f.live_clients() >= 1;
-  }); }));
+  ASSERT_TRUE(eventually([&] {
+    return with_fleet(b, host_of(other), [](fleet_budget& f) { return f.live_clients() >= 1; });
+  }));
   int other_retries = 0;
   for (int i = 0; i < 10; ++i) other_retries += b.perform(get(other)).attempts - 1;
   EXPECT_GE(other_retries, 8);
@@ -125,9 +124,11 @@ TEST(FleetHttp, RedisKilledMidRunFallsBackWithoutWaiting) {
     lines.emplace_back(line);
   }));
   const std::string host = host_of(server);
-  ASSERT_TRUE(eventually([&] { return with_fleet(c, host, [](fleet_budget& f) {
-    return f.current_mode(stormguard::real_clock().now()) == fleet_budget::mode::joined;
-  }); }));
+  ASSERT_TRUE(eventually([&] {
+    return with_fleet(c, host, [](fleet_budget& f) {
+      return f.current_mode(stormguard::real_clock().now()) == fleet_budget::mode::joined;
+    });
+  }));
   for (int i = 0; i < 5; ++i) (void)c.perform(get(server));
   ASSERT_EQ(kill(redis->pid(), SIGKILL), 0);
   redis.reset();
@@ -141,9 +142,11 @@ TEST(FleetHttp, RedisKilledMidRunFallsBackWithoutWaiting) {
                 r.reason == end_reason::attempts_exhausted);
   }
   EXPECT_LT(longest, 100ms);
-  EXPECT_TRUE(eventually([&] { return with_fleet(c, host, [](fleet_budget& f) {
-    return f.current_mode(stormguard::real_clock().now()) == fleet_budget::mode::fallback;
-  }); }));
+  EXPECT_TRUE(eventually([&] {
+    return with_fleet(c, host, [](fleet_budget& f) {
+      return f.current_mode(stormguard::real_clock().now()) == fleet_budget::mode::fallback;
+    });
+  }));
   const std::lock_guard hold(lines_mutex);
   int falls = 0;
   for (const auto& l : lines) falls += l.find("falling back") != std::string::npos ? 1 : 0;

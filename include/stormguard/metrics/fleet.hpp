@@ -40,11 +40,11 @@ namespace stormguard::metrics {
 
 /// One sync's outcome and the state it left, as a syncer reports it after each sync.
 struct fleet_sync_sample {
-  bool ok = false;               ///< this sync succeeded
-  duration latency{};            ///< its round trip (meaningful when ok)
-  std::int64_t live_clients = 0; ///< the fleet size last reported by the store
-  std::int64_t share_ppm = 0;    ///< this process's share of the fleet's requests, ppm
-  bool fallback = false;         ///< the budget runs on local counts now
+  bool ok = false;                ///< this sync succeeded
+  duration latency{};             ///< its round trip (meaningful when ok)
+  std::int64_t live_clients = 0;  ///< the fleet size last reported by the store
+  std::int64_t share_ppm = 0;     ///< this process's share of the fleet's requests, ppm
+  bool fallback = false;          ///< the budget runs on local counts now
 };
 
 /// The metrics of the syncers of one registry (see the file comment).

@@ -298,21 +298,29 @@ std::string cell(std::optional<double> lab, std::optional<double> sim, int decim
 
 }  // namespace
 
-outcome<fleet_result, std::string> run_fleet(const sim::scenario& s, const sim::strategy& strat,
-                                             server& srv, const fleet_options& options) {
+namespace {
+
+// One run of `strat` on scenario `s`: against `srv` (this process's server, its clock started
+// now), or, when `srv` is null, against the server at `url` from the steady time `start`.
+outcome<fleet_result, std::string> run_one(const char* what, const sim::scenario& s,
+                                           const sim::strategy& strat, server* srv,
+                                           const std::string& url,
+                                           std::optional<steady::time_point> start,
+                                           const fleet_options& options) {
   if (auto problem = sim::validate(s)) {
-    throw std::invalid_argument("stormguard::lab::run_fleet: invalid scenario: " +
-                                problem->message);
+    throw std::invalid_argument(std::string("stormguard::lab::") + what +
+                                ": invalid scenario: " + problem->message);
   }
   sim::strategy applied = sim::engine::with_scenario_retries(s, strat);
+  // A real store's syncers keep the fleet budgets: the engine's store model steps aside.
   if (options.attach_fleet_budget) applied.fleet_store.external = true;
   asio::io_context io(1);
   try {
     return std::visit(
         [&](const auto& config) -> fleet_result {
           using budget_type = typename sim::budget_for<std::decay_t<decltype(config)>>::type;
-          lab_transport<budget_type> transport(io, s, applied, config, &srv, srv.url(), options);
-          return transport.run();
+          lab_transport<budget_type> transport(io, s, applied, config, srv, url, options);
+          return transport.run(start);
         },
         applied.budget);
   } catch (const std::runtime_error& e) {  // libcurl could not be initialised
@@ -320,29 +328,19 @@ outcome<fleet_result, std::string> run_fleet(const sim::scenario& s, const sim::
   }
 }
 
+}  // namespace
+
+outcome<fleet_result, std::string> run_fleet(const sim::scenario& s, const sim::strategy& strat,
+                                             server& srv, const fleet_options& options) {
+  return run_one("run_fleet", s, strat, &srv, srv.url(), std::nullopt, options);
+}
+
 outcome<fleet_result, std::string> run_fleet_part(const sim::scenario& part,
                                                   const sim::strategy& strat,
                                                   const std::string& url,
                                                   std::chrono::steady_clock::time_point start,
                                                   const fleet_options& options) {
-  if (auto problem = sim::validate(part)) {
-    throw std::invalid_argument("stormguard::lab::run_fleet_part: invalid scenario: " +
-                                problem->message);
-  }
-  sim::strategy applied = sim::engine::with_scenario_retries(part, strat);
-  if (options.attach_fleet_budget) applied.fleet_store.external = true;
-  asio::io_context io(1);
-  try {
-    return std::visit(
-        [&](const auto& config) -> fleet_result {
-          using budget_type = typename sim::budget_for<std::decay_t<decltype(config)>>::type;
-          lab_transport<budget_type> transport(io, part, applied, config, nullptr, url, options);
-          return transport.run(start);
-        },
-        applied.budget);
-  } catch (const std::runtime_error& e) {  // libcurl could not be initialised
-    return failure{std::string(e.what())};
-  }
+  return run_one("run_fleet_part", part, strat, nullptr, url, start, options);
 }
 
 outcome<lab_report, std::string> run_lab(const sim::scenario& s,

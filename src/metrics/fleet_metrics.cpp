@@ -9,13 +9,11 @@ namespace stormguard::metrics {
 
 namespace {
 
+// PREFIX + suffix, or std::invalid_argument naming the prefix.
 std::string checked(const std::string& prefix, const char* suffix) {
-  std::string name = prefix + suffix;
-  if (!prometheus::CheckMetricName(name)) {
-    throw std::invalid_argument("metrics_options.prefix: not a valid Prometheus metric name: \"" +
-                                prefix + "\"");
-  }
-  return name;
+  if (std::string name = prefix + suffix; prometheus::CheckMetricName(name)) return name;
+  throw std::invalid_argument("metrics_options.prefix: \"" + prefix +
+                              "\" does not make a valid Prometheus metric name");
 }
 
 const std::string& checked_label(const std::string& label) {

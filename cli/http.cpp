@@ -28,7 +28,6 @@
 #include "process.hpp"
 #include "stormguard/clock.hpp"
 #include "stormguard/detail/format.hpp"
-#include "stormguard/detail/saturate.hpp"
 #include "stormguard/duration_text.hpp"
 #include "stormguard/http/client.hpp"
 #include "stormguard/http/policy.hpp"
@@ -259,7 +258,8 @@ int exit_status_for(const http::result& r, int signal) {
 struct http_call {
   http::client_options client;
   http::request request;
-  std::optional<duration> deadline;
+  /// The policy the flags and --policy make (its deadline: http::call_options_for).
+  config::policy policy;
 };
 
 // --idempotency-key auto|KEY. Throws CLI::ValidationError.
@@ -291,7 +291,8 @@ http_call parse_call(const http_options& o) {
   http_call call;
   http::client_options& client = call.client;
   // Precedence: a flag typed > the --policy file's value > the default (policy_flags.hpp).
-  config::policy policy = resolve_policy("http", o.policy);
+  config::policy& policy = call.policy;
+  policy = resolve_policy("http", o.policy);
   const bool file = typed(o.policy.policy_option);
   if (!file || typed(o.max_retry_after_option)) {
     policy.retry.max_retry_after = positive_duration("--max-retry-after", o.max_retry_after);
@@ -308,7 +309,6 @@ http_call parse_call(const http_options& o) {
   // of any kind, "none" included.
   if (!file) policy.budget = ratio_budget_options{};
   client = http::client_options_for(policy, client);
-  call.deadline = policy.deadline;
   client.connect_timeout = positive_duration("--connect-timeout", o.connect_timeout);
   if (o.key_format == "structured") {
     client.key_format = idempotency_key_format::structured;
@@ -374,9 +374,8 @@ int run_http(const http_options& o) {
   // SIGPIPE is ignored process-wide (main.cpp): a reader that went away (`stormguard http URL |
   // head -c 10`) gives exit 1 and a message, as documented.
   http::client client(parsed.client);
-  call_options call;
+  call_options call = http::call_options_for(parsed.policy, real_clock().now());
   call.stop = interrupts.token();
-  if (parsed.deadline) call.deadline = detail::saturating_add(real_clock().now(), *parsed.deadline);
 
   http::result r;
   std::optional<hedge_report> hedged;

@@ -17,11 +17,10 @@
 #include "output.hpp"
 #include "policy_file.hpp"
 #include "progress.hpp"
-#include "stormguard/config/executors.hpp"
-#include "stormguard/config/policy.hpp"
 #include "stormguard/detail/format.hpp"
 #include "stormguard/detail/splitmix64.hpp"
 #include "stormguard/lab/payments.hpp"
+#include "stormguard/lab/payments_policy.hpp"
 #include "stormguard/lab/server.hpp"
 #include "stormguard/sim/scenario.hpp"
 #include "temporary_store.hpp"
@@ -161,30 +160,24 @@ int check_external(const lab_payments_options& o) {
   return exit_success;
 }
 
-/// --policy (at most one): its retries, statuses, budget and attempt time-out replace the
-/// defaults.
+/// --policy (at most one): every field of it that acts on a charge (lab/payments_policy.hpp)
+/// replaces the default.
 int apply_policy(const std::vector<std::string>& policies, lab::payments_run_options& run) {
   if (policies.size() > 1) {
     print_error("lab payments takes one --policy (the policy of every charge), got " +
                 std::to_string(policies.size()));
     return exit_usage;
   }
-
-  if (!policies.empty()) {
-    config::policy p;
-    try {
-      p = load_one_policy("lab", policies.front());
-    } catch (const CLI::ValidationError& e) {
-      print_error(e.what());
-      return exit_usage;
-    }
-    const config::retrier_settings settings = config::retrier_settings_for(p);
-    run.retry = settings.retry;
-    run.statuses = settings.statuses;
-    run.budget = settings.budget;
-    if (p.attempt_timeout) run.attempt_timeout = settings.attempt_timeout;
+  if (policies.empty()) return exit_success;
+  try {
+    run = lab::payments_options_for(load_one_policy("lab", policies.front()), std::move(run));
+  } catch (const CLI::ValidationError& e) {
+    print_error(e.what());
+    return exit_usage;
+  } catch (const std::invalid_argument& e) {
+    print_error("--policy: " + printable_message(e.what()));
+    return exit_usage;
   }
-
   return exit_success;
 }
 

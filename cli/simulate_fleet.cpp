@@ -10,6 +10,8 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <variant>
 
@@ -111,23 +113,27 @@ struct sweep_point {
   bool recovery_measurable = false;
 };
 
-std::string fixed_or_null(const std::optional<double>& v, int decimals) {
-  return v ? fmt::format("{:.{}f}", *v, decimals) : "null";
+// A figure rounded to `decimals` decimals as the table prints it ("1.0386"), or null: the same
+// value as the table's, written by nlohmann::json in its shortest form ("1.0" for 1.0000).
+nlohmann::json rounded_or_null(const std::optional<double>& v, int decimals) {
+  if (!v) return nullptr;
+  return std::strtod(fmt::format("{:.{}f}", *v, decimals).c_str(), nullptr);
 }
 
 std::string to_json(const std::vector<sweep_point>& points) {
-  std::string out = "{\"sweep\": [";
-  for (std::size_t i = 0; i < points.size(); ++i) {
-    const sweep_point& p = points[i];
-    // Strategy names are policy names ([A-Za-z0-9+-_./]): nothing to escape.
-    out += fmt::format(
-        "{}{{\"clients\": {}, \"strategy\": \"{}\", \"amplification\": {}, "
-        "\"incident_amplification\": {}, \"success_ratio\": {}, \"recovery_s\": {}}}",
-        i == 0 ? "" : ", ", p.clients, p.strategy, fixed_or_null(p.amplification, 4),
-        fixed_or_null(p.incident_amplification, 4), fixed_or_null(p.success_ratio, 4),
-        fixed_or_null(p.recovery_s, 1));
+  nlohmann::ordered_json sweep = nlohmann::ordered_json::array();
+  for (const sweep_point& p : points) {
+    sweep.push_back({{"clients", p.clients},
+                     {"strategy", p.strategy},
+                     {"amplification", rounded_or_null(p.amplification, 4)},
+                     {"incident_amplification", rounded_or_null(p.incident_amplification, 4)},
+                     {"success_ratio", rounded_or_null(p.success_ratio, 4)},
+                     {"recovery_s", rounded_or_null(p.recovery_s, 1)}});
   }
-  return out + "]}\n";
+  // Compact, bad UTF-8 as U+FFFD: as every JSON output of the libraries is written.
+  return nlohmann::ordered_json{{"sweep", std::move(sweep)}}.dump(
+             -1, ' ', false, nlohmann::json::error_handler_t::replace) +
+         "\n";
 }
 
 std::string to_csv(const std::vector<sweep_point>& points) {

@@ -9,31 +9,16 @@
 
 #include "stormguard/config/hedging.hpp"
 #include "stormguard/config/policy.hpp"
+#include "support/policy_text.hpp"
 
 namespace {
 
 using namespace std::chrono_literals;
 namespace config = stormguard::config;
 
-std::vector<config::policy> parse(const std::string& text,
-                                  config::policy_format f = config::policy_format::stormguard) {
-  return config::parse_policies(text, f);
-}
-
-config::policy_error error_of(const std::string& text,
-                              config::policy_format f = config::policy_format::stormguard) {
-  try {
-    (void)config::parse_policies(text, f);
-  } catch (const config::policy_error& e) {
-    return e;
-  }
-  ADD_FAILURE() << "accepted: " << text;
-  return config::policy_error("", "");
-}
-
-std::string one(const std::string& policy_fields) {
-  return R"({"policies": [{"name": "p")" + policy_fields + "}]}";
-}
+using stormguard::test_support::error_of;
+using stormguard::test_support::one;
+using stormguard::test_support::parse;
 
 TEST(HedgingPolicyFile, ReadsEveryField) {
   const auto p = parse(one(R"(, "hedging": {"max_attempts": 3, "delay": "50ms",

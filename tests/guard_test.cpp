@@ -174,6 +174,23 @@ TEST(GuardErrors, AreProblemDetailsInValidJsonEvenForHostileKeys) {
   }
 }
 
+TEST(GuardErrors, ABadUtf8KeyIsNamedEscapedInAValidUtf8Body) {
+  null_store s;
+  sg::idempotency_guard g(s);
+  const auto r = g.handle({"p", "POST", "/", "", std::string("bad\xff\xfe")},
+                          [](sg::transaction&) { return sg::stored_response{}; });
+  ASSERT_EQ(r.response.status, 400);
+  // No raw byte of the key: the body is valid UTF-8 (parse() rejects it otherwise), its members
+  // in the draft's order, and the detail names the bytes escaped.
+  EXPECT_EQ(r.response.body.find('\xff'), std::string::npos) << r.response.body;
+  EXPECT_EQ(r.response.body.rfind(R"({"title":"Bad Request","status":400,"code":"bad_key",)", 0),
+            0U)
+      << r.response.body;
+  const auto body = nlohmann::json::parse(r.response.body);
+  EXPECT_NE(body.at("detail").get<std::string>().find(R"(bad\xff\xfe)"), std::string::npos)
+      << r.response.body;
+}
+
 // --- the guard on an in-memory store: secrets, the short circuit, the observer ---
 
 /// A store in memory (the contract of store.hpp, without concurrency), that fails with

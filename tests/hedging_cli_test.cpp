@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "support/cli_scratch.hpp"
 #include "test_util.hpp"
 
 namespace {
@@ -17,28 +18,7 @@ namespace {
 using stormguard::test_util::run_result;
 using stormguard::test_util::run_shell;
 
-class HedgingCli : public ::testing::Test {
- protected:
-  void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("stormguard-hedging-cli-" +
-            std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
-    std::filesystem::create_directories(dir_);
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
-
-  std::string write(const std::string& name, const std::string& text) {
-    const auto path = dir_ / name;
-    std::ofstream(path) << text;
-    return path.string();
-  }
-
-  static run_result run(const std::string& args) {
-    return run_shell(std::string("'") + STORMGUARD_CLI_PATH + "' " + args + " 2>&1");
-  }
-
-  std::filesystem::path dir_;
-};
+class HedgingCli : public stormguard::test_support::cli_scratch {};
 
 TEST_F(HedgingCli, PolicyCheckJsonPrintsTheHedgingObject) {
   const auto file = write("h.json", R"({"policies": [{"name": "h", "hedging": {"max_attempts": 3,

@@ -207,6 +207,25 @@ TEST(HttpCli, DeadlineThatCutsTheLastAttemptExitsSix) {
   EXPECT_NE(r.err.find("deadline_exceeded"), std::string::npos) << r.err;
 }
 
+TEST(HttpCli, ThePolicyFilesDeadlineEndsTheCall) {
+  http_test_server server;
+  scripted_response slow = status(200);
+  slow.delay = 5s;
+  server.set_fallback(slow);
+  const fs::path policy = fs::path(::testing::TempDir()) /
+                          ("http_cli_deadline_" + std::to_string(::getpid()) + ".json");
+  {
+    std::ofstream out(policy);
+    out << R"({"policies": [{"name": "short", "retries": 3, "deadline": "300ms"}]})";
+  }
+  const auto start = std::chrono::steady_clock::now();
+  const auto r = run_cli("--policy '" + policy.string() + "' '" + server.url() + "'");
+  fs::remove(policy);
+  EXPECT_EQ(r.exit_code, 6) << r.err;
+  EXPECT_NE(r.err.find("deadline_exceeded"), std::string::npos) << r.err;
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 2s);
+}
+
 TEST(HttpCli, NonAsciiHostIsLookedUpInItsAsciiFormNotCalledAMalformedUrl) {
   // Found by trying it: exit 4 with "transport error 3" (CURLE_URL_MALFORMAT) in the C locale.
   // `.invalid` never resolves (RFC 6761), so the name lookup fails at once.

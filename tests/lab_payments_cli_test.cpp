@@ -274,6 +274,33 @@ TEST(LabPaymentsCli, TheVerdictLineSaysHowManyFailedAndMaxFailedMakesThemFail) {
       << failed.out;
 }
 
+TEST(LabPaymentsCli, ThePolicysDeadlineReachesEachChargeAndHedgingIsRefused) {
+  // Every answer dropped, one retry 1 s later: the policy's 200 ms deadline leaves one attempt per
+  // charge (two without it).
+  const std::filesystem::path policy =
+      std::filesystem::temp_directory_path() /
+      ("stormguard-lab-payments-deadline-" + std::to_string(::getpid()) + ".json");
+  {
+    std::ofstream out(policy);
+    out << R"({"policies": [{"name": "short", "retries": 1, "deadline": "200ms",
+               "backoff": {"base": "1s", "cap": "1s", "jitter": "none"}},
+              {"name": "hedged", "hedging": {"max_attempts": 2, "delay": "50ms"}}]})";
+  }
+  const program_run r =
+      lab_payments({"--charges", "3", "--fault-after-commit", "1", "--idempotency", "off", "--json",
+                    "--policy", policy.string() + ":short"});
+  const program_run hedged =
+      lab_payments({"--charges", "3", "--policy", policy.string() + ":hedged"});
+  std::filesystem::remove(policy);
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  const nlohmann::json audit = audit_of(r);
+  ASSERT_TRUE(audit.is_object()) << r.out << r.err;
+  EXPECT_EQ(audit["client_attempts"], 3) << r.out;
+  EXPECT_EQ(audit["failed"], 3) << r.out;
+  EXPECT_EQ(hedged.exit_code, 2) << hedged.out << hedged.err;
+  EXPECT_NE(hedged.err.find("hedging"), std::string::npos) << hedged.err;
+}
+
 TEST(LabPaymentsCli, BadOptionsExit2NamingTheOption) {
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
       {{"--charges", "0"}, "--charges"},

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "support/cli_scratch.hpp"
 #include "support/http_test_server.hpp"
 #include "test_util.hpp"
 
@@ -20,30 +21,7 @@ using stormguard::test_util::run_result;
 using stormguard::test_util::run_shell;
 
 // A scratch directory for the files of one test, removed afterwards.
-class PolicyCli : public ::testing::Test {
- protected:
-  void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("stormguard-policy-cli-" +
-            std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
-    std::filesystem::create_directories(dir_);
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
-
-  std::string write(const std::string& name, const std::string& text) {
-    const auto path = dir_ / name;
-    std::ofstream(path) << text;
-    return path.string();
-  }
-
-  // `stormguard ARGS` (already shell-quoted) with stderr in the output when `with_stderr`.
-  static run_result run(const std::string& args, bool with_stderr = true) {
-    return run_shell(std::string("'") + STORMGUARD_CLI_PATH + "' " + args +
-                     (with_stderr ? " 2>&1" : " 2>/dev/null"));
-  }
-
-  std::filesystem::path dir_;
-};
+class PolicyCli : public stormguard::test_support::cli_scratch {};
 
 // A short time-series scenario so that simulate runs take milliseconds.
 const char* const k_scenario = R"({

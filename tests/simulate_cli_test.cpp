@@ -8,8 +8,10 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "stormguard/sim/scenario.hpp"
 #include "test_util.hpp"
@@ -329,20 +331,31 @@ TEST_F(SimulateCli, OptionsThatDoNotApplyAreUsageErrors) {
 TEST_F(SimulateCli, ClientsSweepSpreadsTheLoadOverEachFleetSize) {
   const auto r = run_cli("simulate --sweep clients=1,2000 -s full+budget,full+fleet --json", false);
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_EQ(r.output.rfind("{\"sweep\": [{\"clients\": 1, \"strategy\": \"full+budget\", "
-                           "\"amplification\": 1.0386",
+  EXPECT_EQ(r.output.rfind("{\"sweep\":[{\"clients\":1,\"strategy\":\"full+budget\","
+                           "\"amplification\":1.0386",
                            0),
             0u)
       << r.output;
   // At 2,000 clients of 1 req/s the per-client budgets let the storm through; the fleet's does not.
-  EXPECT_NE(r.output.find("{\"clients\": 2000, \"strategy\": \"full+budget\", "
-                          "\"amplification\": 3.4299"),
+  EXPECT_NE(r.output.find("{\"clients\":2000,\"strategy\":\"full+budget\","
+                          "\"amplification\":3.4299"),
             std::string::npos)
       << r.output;
-  EXPECT_NE(r.output.find("{\"clients\": 2000, \"strategy\": \"full+fleet\", "
-                          "\"amplification\": 1.0535"),
+  EXPECT_NE(r.output.find("{\"clients\":2000,\"strategy\":\"full+fleet\","
+                          "\"amplification\":1.0535"),
             std::string::npos)
       << r.output;
+  // Every member of every row, in order; figures as the table rounds them.
+  const auto doc = nlohmann::json::parse(r.output);
+  ASSERT_EQ(doc.at("sweep").size(), 4u) << r.output;
+  for (const auto& row : doc.at("sweep")) {
+    std::vector<std::string> keys;
+    for (const auto& [k, v] : row.items()) keys.push_back(k);
+    EXPECT_EQ(keys.size(), 6u) << row.dump();
+    EXPECT_TRUE(row.contains("incident_amplification") && row.contains("success_ratio") &&
+                row.contains("recovery_s"))
+        << row.dump();
+  }
   const auto same = run_cli("simulate friday-night-fleet -s full+budget --clients 1 --json", false);
   EXPECT_NE(same.output.find("\"amplification\":1.0386"), std::string::npos) << same.output;
 }

@@ -163,6 +163,27 @@ struct fleet_view {
   friend constexpr bool operator==(const fleet_view&, const fleet_view&) = default;
 };
 
+namespace detail {
+
+// Requests and retries summed over a window's slots (detail::sliding_window's element): the
+// counts of fleet_budget's own window and of the fleet's (fleet_window).
+struct fleet_counts {
+  std::int64_t requests = 0;
+  std::int64_t retries = 0;
+  fleet_counts& operator+=(const fleet_counts& o) noexcept {
+    requests += o.requests;
+    retries += o.retries;
+    return *this;
+  }
+  fleet_counts& operator-=(const fleet_counts& o) noexcept {
+    requests -= o.requests;
+    retries -= o.retries;
+    return *this;
+  }
+};
+
+}  // namespace detail
+
 /// The ratio budget of Finagle (see ratio_budget) kept for a whole fleet; see the file comment
 /// for the algorithm, the overshoot bound and the fallback. Thread-safe (one mutex); no member
 /// allocates.
@@ -232,20 +253,7 @@ class STORMGUARD_EXPORT fleet_budget {
   static constexpr std::int64_t k_scale = ratio_budget::k_scale;
 
  private:
-  struct counts {
-    std::int64_t requests = 0;
-    std::int64_t retries = 0;
-    counts& operator+=(const counts& o) noexcept {
-      requests += o.requests;
-      retries += o.retries;
-      return *this;
-    }
-    counts& operator-=(const counts& o) noexcept {
-      requests -= o.requests;
-      retries -= o.retries;
-      return *this;
-    }
-  };
+  using counts = detail::fleet_counts;
 
   void admit(time_point now) noexcept;
   bool withdraw(time_point now, std::int64_t draw) noexcept;
@@ -277,6 +285,33 @@ class STORMGUARD_EXPORT fleet_budget {
   time_point last_success_ STORMGUARD_GUARDED_BY(mutex_){};
 };
 
+/// The fleet's window totals as a store keeps them: each sync's requests and retries, clamped
+/// to [0, k_max_delta], in ratio_budget::k_slices slots of the store's own time, summed over the
+/// fleet budget's window. The counting part of a fleet store, without its heartbeats:
+/// fleet_window_store adds them, the simulator's store model counts its live clients itself. Not
+/// thread-safe (its owner serialises calls); no allocation after construction. Header-only.
+class fleet_window {
+ public:
+  /// The largest requests or retries one sync may add (larger reports are clamped to it).
+  static constexpr std::int64_t k_max_delta = 10'000'000;
+
+  /// `window`: the fleet budget's window (fleet_budget_options::ratio.window), > 0.
+  explicit fleet_window(duration window)
+      : window_((window.count() + ratio_budget::k_slices - 1) / ratio_budget::k_slices) {}
+
+  /// Adds one sync's deltas (each clamped to [0, k_max_delta]) at store time `now`; returns the
+  /// fleet's requests and retries in the window at `now`, these deltas included.
+  fleet_deltas add(time_point now, const fleet_deltas& deltas) {
+    const auto clamp = [](std::int64_t v) { return std::clamp<std::int64_t>(v, 0, k_max_delta); };
+    window_.add(now, detail::fleet_counts{clamp(deltas.requests), clamp(deltas.retries)});
+    const detail::fleet_counts total = window_.total(now);
+    return fleet_deltas{total.requests, total.retries};
+  }
+
+ private:
+  detail::sliding_window<detail::fleet_counts, ratio_budget::k_slices> window_;
+};
+
 /// An in-memory fleet store: the reference model of what stormguard::fleet's Redis script keeps,
 /// used by the simulator (on virtual time) and by tests. Window slots are indexed by the store's
 /// own time (the `now` passed to sync, never a client's clock); a client is live while its last
@@ -287,7 +322,7 @@ class STORMGUARD_EXPORT fleet_budget {
 class fleet_window_store {
  public:
   /// The largest requests or retries one sync may add (larger reports are clamped to it).
-  static constexpr std::int64_t k_max_delta = 10'000'000;
+  static constexpr std::int64_t k_max_delta = fleet_window::k_max_delta;
 
   /// `window`: the fleet budget's window, in [1 s, 60 s]; `heartbeat_ttl` > 0. Throws
   /// std::invalid_argument naming the parameter otherwise.
@@ -298,28 +333,13 @@ class fleet_window_store {
   fleet_view sync(time_point now, const std::string& client, const fleet_deltas& deltas);
 
  private:
-  struct slot {
-    std::int64_t requests = 0;
-    std::int64_t retries = 0;
-    slot& operator+=(const slot& o) noexcept {
-      requests += o.requests;
-      retries += o.retries;
-      return *this;
-    }
-    slot& operator-=(const slot& o) noexcept {
-      requests -= o.requests;
-      retries -= o.retries;
-      return *this;
-    }
-  };
   duration heartbeat_ttl_;
-  detail::sliding_window<slot, ratio_budget::k_slices> window_;
+  fleet_window window_;
   std::map<std::string, time_point, std::less<>> expiry_;
 };
 
 inline fleet_window_store::fleet_window_store(duration window, duration heartbeat_ttl)
-    : heartbeat_ttl_(heartbeat_ttl),
-      window_((window.count() + ratio_budget::k_slices - 1) / ratio_budget::k_slices) {
+    : heartbeat_ttl_(heartbeat_ttl), window_(window) {
   if (window < std::chrono::seconds(1) || window > std::chrono::seconds(60)) {
     throw std::invalid_argument(
         "stormguard::fleet_window_store: window must be in [1s, 60s], got " +
@@ -333,11 +353,9 @@ inline fleet_window_store::fleet_window_store(duration window, duration heartbea
 
 inline fleet_view fleet_window_store::sync(time_point now, const std::string& client,
                                            const fleet_deltas& deltas) {
-  const auto clamp = [](std::int64_t v) { return std::clamp<std::int64_t>(v, 0, k_max_delta); };
-  window_.add(now, slot{clamp(deltas.requests), clamp(deltas.retries)});
+  const fleet_deltas total = window_.add(now, deltas);
   expiry_.insert_or_assign(client, now + heartbeat_ttl_);
   std::erase_if(expiry_, [now](const auto& entry) { return entry.second <= now; });
-  const slot total = window_.total(now);
   return fleet_view{total.requests, total.retries, static_cast<std::int64_t>(expiry_.size())};
 }
 

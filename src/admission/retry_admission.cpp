@@ -35,7 +35,7 @@ void retry_admission::flush(time_point now) const noexcept {
 
 bool retry_admission::admit_slow(time_point now, bool retry) noexcept {
   constexpr auto relaxed = std::memory_order_relaxed;
-  const std::lock_guard lock(mutex_);
+  const detail::lock hold(mutex_);
   flush(now);
   if (!retry) {
     budget_.deposit(now);
@@ -51,7 +51,7 @@ bool retry_admission::admit_slow(time_point now, bool retry) noexcept {
 }
 
 std::int64_t retry_admission::balance(time_point now) const noexcept {
-  const std::lock_guard lock(mutex_);
+  const detail::lock hold(mutex_);
   flush(now);
   return budget_.balance(now);
 }

@@ -9,6 +9,7 @@
 #include <string>
 #include <utility>
 
+#include "detail/json_writer.hpp"
 #include "stormguard/detail/format.hpp"
 #include "stormguard/detail/http_syntax.hpp"
 #include "stormguard/detail/redact.hpp"
@@ -115,25 +116,6 @@ stored_response error_response(int status, std::string_view code, std::string_vi
   stored_response r;
   r.status = status;
   r.headers.emplace_back("Content-Type", "application/problem+json");
-  // JSON string escaping; the messages are valid UTF-8 (detail::quote_for_message escapes the
-  // rest).
-  auto json_string = [](std::string_view text) {
-    std::string out = "\"";
-    for (const char c : text) {
-      if (c == '"' || c == '\\') {
-        out += '\\';
-        out += c;
-      } else if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
-        static constexpr char hex[] = "0123456789abcdef";
-        out += "\\u00";
-        out += hex[(static_cast<unsigned char>(c) >> 4U) & 0xfU];
-        out += hex[static_cast<unsigned char>(c) & 0xfU];
-      } else {
-        out += c;
-      }
-    }
-    return out + "\"";
-  };
   std::string title;
   switch (status) {
     case 400:
@@ -152,8 +134,11 @@ stored_response error_response(int status, std::string_view code, std::string_vi
       title = "Internal Server Error";
       break;
   }
-  r.body = "{\"title\":" + json_string(title) + ",\"status\":" + std::to_string(status) +
-           ",\"code\":" + json_string(code) + ",\"detail\":" + json_string(message) + "}";
+  // The one JSON writer (src/detail/json_writer.hpp): bad UTF-8 in a message becomes U+FFFD.
+  r.body = detail::dump_json(nlohmann::ordered_json{{"title", title},
+                                                    {"status", status},
+                                                    {"code", std::string(code)},
+                                                    {"detail", std::string(message)}});
   return r;
 }
 

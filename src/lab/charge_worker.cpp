@@ -9,25 +9,27 @@
 #include <cerrno>
 #include <condition_variable>
 #include <deque>
-#include <mutex>
 #include <system_error>
 #include <thread>
 #include <utility>
 #include <vector>
+
+#include "stormguard/detail/mutex.hpp"
 
 namespace stormguard::lab::detail {
 
 // What the worker thread and the loop share. The worker holds it by shared_ptr, so an abandoned
 // worker finds it alive when its call finally returns.
 struct charge_worker::shared {
-  std::mutex mutex;
-  std::condition_variable wake_worker;
-  std::condition_variable job_finished;
-  std::deque<job> queue;                       // to run, in order
-  std::vector<std::function<void()>> results;  // to run on the loop
-  std::size_t max_queued = 0;
-  bool stopping = false;
-  bool running = false;  // a job runs now
+  stormguard::detail::mutex mutex;
+  // condition_variable_any waits on mutex itself (it releases and re-acquires it).
+  std::condition_variable_any wake_worker;
+  std::condition_variable_any job_finished;
+  std::deque<job> queue STORMGUARD_GUARDED_BY(mutex);                       // to run, in order
+  std::vector<std::function<void()>> results STORMGUARD_GUARDED_BY(mutex);  // to run on the loop
+  std::size_t max_queued = 0;  // set before the thread starts, then read only
+  bool stopping STORMGUARD_GUARDED_BY(mutex) = false;
+  bool running STORMGUARD_GUARDED_BY(mutex) = false;  // a job runs now
   int pipe[2] = {-1, -1};
   event* readable = nullptr;  // loop thread only
 
@@ -37,15 +39,15 @@ struct charge_worker::shared {
     }
   }
 
-  void run() {
-    std::unique_lock lock(mutex);
+  void run() STORMGUARD_EXCLUDES(mutex) {
+    mutex.lock();
     while (true) {
-      wake_worker.wait(lock, [&] { return stopping || !queue.empty(); });
-      if (stopping) return;
+      while (!stopping && queue.empty()) wake_worker.wait(mutex);
+      if (stopping) break;
       job j = std::move(queue.front());
       queue.pop_front();
       running = true;
-      lock.unlock();
+      mutex.unlock();
       std::function<void()> result;
       try {
         result = j();
@@ -53,10 +55,10 @@ struct charge_worker::shared {
         result = nullptr;
       }
       j = nullptr;
-      lock.lock();
+      mutex.lock();
       running = false;
       job_finished.notify_all();
-      if (stopping) return;
+      if (stopping) break;
       if (result) {
         results.push_back(std::move(result));
         const char byte = 1;
@@ -64,6 +66,7 @@ struct charge_worker::shared {
         }
       }
     }
+    mutex.unlock();
   }
 
   static void on_readable(evutil_socket_t fd, short, void* arg) {
@@ -73,7 +76,7 @@ struct charge_worker::shared {
     }
     std::vector<std::function<void()>> ready;
     {
-      const std::lock_guard lock(s.mutex);
+      const stormguard::detail::lock hold(s.mutex);
       ready.swap(s.results);
     }
     for (auto& r : ready) r();
@@ -99,7 +102,7 @@ charge_worker::~charge_worker() { (void)stop(duration::zero()); }
 bool charge_worker::post(job j) {
   shared& s = *shared_;
   {
-    const std::lock_guard lock(s.mutex);
+    const stormguard::detail::lock hold(s.mutex);
     if (s.stopping || s.queue.size() >= s.max_queued) return false;
     s.queue.push_back(std::move(j));
   }
@@ -113,12 +116,15 @@ bool charge_worker::stop(duration grace) noexcept {
   std::vector<std::function<void()>> dropped_results;
   bool finished = true;
   {
-    std::unique_lock lock(s.mutex);
+    const stormguard::detail::lock hold(s.mutex);
     s.stopping = true;
     dropped.swap(s.queue);
     dropped_results.swap(s.results);
     s.wake_worker.notify_all();
-    if (s.running) finished = s.job_finished.wait_for(lock, grace, [&] { return !s.running; });
+    if (s.running) {
+      finished = s.job_finished.wait_for(s.mutex, grace,
+                                         [&]() STORMGUARD_REQUIRES(s.mutex) { return !s.running; });
+    }
   }
   if (s.readable != nullptr) event_free(std::exchange(s.readable, nullptr));
   // The thread is detached: it returns on its own once it sees `stopping` (at once when idle,

@@ -34,6 +34,7 @@
 #include <unordered_map>
 
 #include "stormguard/detail/http_syntax.hpp"
+#include "stormguard/detail/mutex.hpp"
 
 namespace stormguard::lab::detail {
 
@@ -309,22 +310,23 @@ struct connection_limits::state {
 
   // The states by their evhttp: the listener's error callback gets evhttp's argument (the
   // evhttp), not ours. A few entries a process (one per server); any thread.
-  static std::mutex& listeners_mutex() {
-    static std::mutex m;
-    return m;
-  }
-  static std::unordered_map<const evhttp*, state*>& listeners() {
-    static std::unordered_map<const evhttp*, state*> m;
-    return m;
+  struct registry {
+    stormguard::detail::mutex mutex;
+    std::unordered_map<const evhttp*, state*> by_http STORMGUARD_GUARDED_BY(mutex);
+  };
+  static registry& listeners() {
+    static registry r;
+    return r;
   }
 
   static void on_accept_error(evconnlistener* l, void* arg) {
     const int error = EVUTIL_SOCKET_ERROR();
     state* found = nullptr;
     {
-      const std::lock_guard lock(listeners_mutex());
-      const auto it = listeners().find(static_cast<const evhttp*>(arg));
-      if (it != listeners().end()) found = it->second;
+      registry& r = listeners();
+      const stormguard::detail::lock hold(r.mutex);
+      const auto it = r.by_http.find(static_cast<const evhttp*>(arg));
+      if (it != r.by_http.end()) found = it->second;
     }
     if (found == nullptr) return;
     state& s = *found;
@@ -368,8 +370,9 @@ connection_limits::connection_limits(event_base* base, evhttp* http, evconnliste
   evhttp_set_bevcb(http, &state::make_bufferevent, &s);
   if (listener != nullptr) {
     {
-      const std::lock_guard lock(state::listeners_mutex());
-      state::listeners()[http] = &s;
+      state::registry& r = state::listeners();
+      const stormguard::detail::lock hold(r.mutex);
+      r.by_http[http] = &s;
     }
     evconnlistener_set_error_cb(listener, &state::on_accept_error);
   }
@@ -399,9 +402,10 @@ void connection_limits::on_request(evhttp_request* req) {
 void connection_limits::release() noexcept {
   state& s = *state_;
   {
-    const std::lock_guard lock(state::listeners_mutex());
-    const auto it = state::listeners().find(s.http);
-    if (it != state::listeners().end() && it->second == &s) state::listeners().erase(it);
+    state::registry& r = state::listeners();
+    const stormguard::detail::lock hold(r.mutex);
+    const auto it = r.by_http.find(s.http);
+    if (it != r.by_http.end() && it->second == &s) r.by_http.erase(it);
   }
   if (s.sweep != nullptr) event_free(std::exchange(s.sweep, nullptr));
   if (s.resume_accept != nullptr) event_free(std::exchange(s.resume_accept, nullptr));
@@ -415,11 +419,18 @@ namespace {
 
 void rate_limited_log(int severity, const char* message) {
   (void)severity;
-  static std::mutex mutex;
-  static std::int64_t second = 0;
-  static int printed = 0;
-  static std::int64_t left_out = 0;
-  const std::lock_guard lock(mutex);
+  // The lines of the current second, for every thread of the process.
+  struct window {
+    stormguard::detail::mutex mutex;
+    std::int64_t second STORMGUARD_GUARDED_BY(mutex) = 0;
+    int printed STORMGUARD_GUARDED_BY(mutex) = 0;
+    std::int64_t left_out STORMGUARD_GUARDED_BY(mutex) = 0;
+  };
+  static window w;
+  const stormguard::detail::lock hold(w.mutex);
+  std::int64_t& second = w.second;
+  int& printed = w.printed;
+  std::int64_t& left_out = w.left_out;
   const std::int64_t now = steady_ns() / 1'000'000'000;
   if (now != second) {
     if (left_out > 0) {

@@ -18,6 +18,7 @@
 #include "lab/wire.hpp"
 #include "stormguard/detail/format.hpp"
 #include "stormguard/detail/mutex.hpp"
+#include "stormguard/detail/saturate.hpp"
 #include "stormguard/duration_text.hpp"
 #include "stormguard/http/client.hpp"
 #include "stormguard/idempotency.hpp"
@@ -192,6 +193,10 @@ void check_options(const payments_run_options& o) {
     throw std::invalid_argument(field_name("attempt_timeout") + " " +
                                 format_duration(o.attempt_timeout) + ": must be > 0");
   }
+  if (o.deadline <= duration::zero()) {
+    throw std::invalid_argument(field_name("deadline") + " " + format_duration(o.deadline) +
+                                ": must be > 0");
+  }
 }
 
 /// The audit proper: this run's charges against the ledger's rows (rows of other runs counted
@@ -355,13 +360,17 @@ class payments_run {
     const auto classify = [&](const attempt_failure& f) {
       return classify_charge_attempt(f.status, f.phase, f.retry_after, o_.statuses);
     };
+    call_options call;  // the charge's deadline, on the retrier's clock (real_clock)
+    if (o_.deadline != duration::max()) {
+      call.deadline = stormguard::detail::saturating_add(real_clock().now(), o_.deadline);
+    }
     auto ended = retry(
         [&](const attempt_context& ctx) {
           const std::string& base =
               o_.servers[static_cast<std::size_t>(i + ctx.attempt - 1) % o_.servers.size()];
           return attempt(client, base, rec, body, replay);
         },
-        classify);
+        classify, call);
     if (ended.ok()) {
       rec.ok = true;
       if (replay) count_.replayed.fetch_add(1, std::memory_order_relaxed);

@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "support/asio_run.hpp"
 #include "support/http_requests.hpp"
 #include "support/http_test_server.hpp"
 
@@ -44,16 +45,7 @@ using stormguard::test_support::status;
 using steady = std::chrono::steady_clock;
 using action = scripted_response::action;
 
-// Runs `io` until `done()` or `limit` has passed (then the test fails).
-template <class F>
-void run_until(asio::io_context& io, F&& done, steady::duration limit = 10s) {
-  const auto end = steady::now() + limit;
-  while (!done()) {
-    ASSERT_LT(steady::now(), end) << "the io_context did not get there in time";
-    if (io.stopped()) io.restart();
-    (void)io.run_one_for(20ms);
-  }
-}
+using stormguard::test_support::run_until;
 
 // Performs `req` and runs `io` until it completes.
 result perform(asio::io_context& io, async_client& client, request req,

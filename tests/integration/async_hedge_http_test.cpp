@@ -30,6 +30,7 @@
 #include "stormguard/budget.hpp"
 #include "stormguard/http/hedge.hpp"
 #include "stormguard/random.hpp"
+#include "support/asio_run.hpp"
 
 namespace {
 
@@ -162,15 +163,7 @@ stormguard::http::client_options one_attempt() {
   return o;
 }
 
-template <class F>
-void run_until(asio::io_context& io, F&& done, steady::duration limit = 10s) {
-  const auto end = steady::now() + limit;
-  while (!done()) {
-    ASSERT_LT(steady::now(), end) << "the io_context did not get there in time";
-    if (io.stopped()) io.restart();
-    (void)io.run_one_for(20ms);
-  }
-}
+using stormguard::test_support::run_until;
 
 std::optional<std::string> header_of(const std::string& head, const std::string& name) {
   const auto at = head.find(name + ": ");

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "stormguard/lab/payments.hpp"
+#include "stormguard/lab/payments_policy.hpp"
 #include "stormguard/lab/server.hpp"
 #include "stormguard/sim/scenario.hpp"
 
@@ -137,6 +138,57 @@ TEST_F(LabPayments, TheServerChecksItsPaymentsOptions) {
   EXPECT_NE(unreachable.error().find("x.db"), std::string::npos) << unreachable.error();
   EXPECT_THROW((void)lab::run_payments({}), std::invalid_argument);
   EXPECT_THROW((void)lab::run_payments({.servers = {"http://127.0.0.1:1/"}, .charges = 0}),
+               std::invalid_argument);
+}
+
+TEST(LabPaymentsPolicy, EveryFieldThatActsOnAChargeComesFromThePolicy) {
+  stormguard::config::policy p;
+  p.retry.max_retries = 4;
+  p.statuses = stormguard::retryable_statuses({500});
+  p.budget = stormguard::ratio_budget_options{};
+  p.attempt_timeout = 3s;
+  p.deadline = 7s;
+  const lab::payments_run_options run =
+      lab::payments_options_for(p, {.servers = {"http://127.0.0.1:1/"}, .charges = 5});
+  EXPECT_EQ(run.retry, p.retry);
+  EXPECT_EQ(run.statuses, p.statuses);
+  EXPECT_EQ(run.budget, p.budget);
+  EXPECT_EQ(run.attempt_timeout, 3s);
+  EXPECT_EQ(run.deadline, 7s);
+  EXPECT_EQ(run.servers.size(), 1U);
+  EXPECT_EQ(run.charges, 5);
+  p.attempt_timeout.reset();
+  p.deadline.reset();
+  const lab::payments_run_options plain = lab::payments_options_for(p);
+  EXPECT_EQ(plain.attempt_timeout, lab::payments_run_options{}.attempt_timeout);
+  EXPECT_EQ(plain.deadline, stormguard::duration::max());
+  p.retry.max_retries = 0;
+  p.hedging = stormguard::config::hedging_config{};
+  EXPECT_THROW((void)lab::payments_options_for(p), std::invalid_argument);
+}
+
+TEST_F(LabPayments, ThePolicysDeadlineEndsEachCharge) {
+  // Every answer dropped after the commit, one retry 1 s later: without a deadline each charge
+  // makes two attempts; with the policy's 200 ms deadline the retry would end past it.
+  const auto s = start({.idempotency = "off", .fault_after_commit = 1.0});
+  ASSERT_TRUE(s);
+  stormguard::config::policy p;
+  p.retry.max_retries = 1;
+  p.retry.backoff.base = 1s;
+  p.retry.backoff.cap = 1s;
+  p.retry.backoff.jitter = stormguard::jitter::none;
+  p.deadline = 200ms;
+  const auto with_deadline = lab::run_payments(
+      lab::payments_options_for(p, {.servers = {s->url()}, .charges = 4, .concurrency = 4}));
+  ASSERT_TRUE(with_deadline) << with_deadline.error();
+  EXPECT_EQ((*with_deadline).client_attempts, 4);
+  EXPECT_EQ((*with_deadline).failed, 4);
+  p.deadline.reset();
+  const auto without = lab::run_payments(
+      lab::payments_options_for(p, {.servers = {s->url()}, .charges = 4, .concurrency = 4}));
+  ASSERT_TRUE(without) << without.error();
+  EXPECT_EQ((*without).client_attempts, 8);
+  EXPECT_THROW((void)lab::run_payments({.servers = {s->url()}, .deadline = 0s}),
                std::invalid_argument);
 }
 

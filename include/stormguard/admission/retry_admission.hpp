@@ -36,11 +36,11 @@
 #include <atomic>
 #include <cstdint>
 #include <limits>
-#include <mutex>
 #include <string_view>
 
 #include "stormguard/budget.hpp"
 #include "stormguard/clock.hpp"
+#include "stormguard/detail/mutex.hpp"
 #include "stormguard/retry_headers.hpp"
 
 namespace stormguard::admission {
@@ -92,11 +92,11 @@ class retry_admission {
 
  private:
   bool admit_slow(time_point now, bool retry) noexcept;
-  void flush(time_point now) const noexcept;  // requires mutex_
+  void flush(time_point now) const noexcept STORMGUARD_REQUIRES(mutex_);
 
   mutable ratio_budget budget_;
-  std::int64_t slice_ns_;  // the ratio budget's slice: ceil(window / 10)
-  mutable std::mutex mutex_;
+  std::int64_t slice_ns_;        // the ratio budget's slice: ceil(window / 10)
+  mutable detail::mutex mutex_;  // orders flush() and the slow path's budget calls
   // First attempts of the slice that ends at slice_end_ (ns since the clock's epoch), not yet
   // deposited; flush() hands them to budget_.
   mutable std::atomic<std::int64_t> slice_end_{std::numeric_limits<std::int64_t>::min()};

@@ -181,7 +181,7 @@ class async_hedge_op : public std::enable_shared_from_this<
   using value_type = typename completion::value_type;
   using error_type = typename completion::error_type;
   using result_type = hedge_result<value_type, error_type>;
-  using allocator_type = ::asio::associated_allocator_t<Handler, ::asio::recycling_allocator<void>>;
+  using allocator_type = call_allocator_t<Handler>;
   static constexpr int k_max_copies = 5;
 
   template <class O, class C, class H>
@@ -193,8 +193,7 @@ class async_hedge_op : public std::enable_shared_from_this<
         classify_(std::forward<C>(classify)),
         call_(call),
         handler_(std::forward<H>(handler)),
-        work_(::asio::prefer(::asio::get_associated_executor(handler_, ex_),
-                             ::asio::execution::outstanding_work.tracked)) {}
+        work_(call_work(handler_, ex_)) {}
 
   async_hedge_op(const async_hedge_op&) = delete;
   async_hedge_op& operator=(const async_hedge_op&) = delete;
@@ -202,24 +201,19 @@ class async_hedge_op : public std::enable_shared_from_this<
   ~async_hedge_op() {
     // Only when a step threw: the budget protocol still ends and no cancellation handler stays
     // installed; the handler is destroyed without being called.
-    if (slot_.is_connected()) slot_.clear();
     if (!finished_) end_budget();
   }
 
   void start() {
-    slot_ = ::asio::get_associated_cancellation_slot(handler_);
-    if (slot_.is_connected()) slot_.template emplace<canceller>(this);
-    if (call_.stop.stop_possible())
-      stop_.emplace(call_.stop, stop_requester{this->weak_from_this()});
+    cancellation_.install(*this, handler_, call_.stop, ex_);
     ::asio::post(ex_, step_handler{{this->shared_from_this()}});
   }
 
-  [[nodiscard]] allocator_type get_allocator() const noexcept {
-    return ::asio::get_associated_allocator(handler_, ::asio::recycling_allocator<void>());
-  }
+  [[nodiscard]] allocator_type get_allocator() const noexcept { return call_allocator(handler_); }
 
  private:
   using self_ptr = std::shared_ptr<async_hedge_op>;
+  friend class call_cancellation<async_hedge_op, Executor>;  // calls on_cancel
 
   struct handler_base {
     self_ptr self;
@@ -249,20 +243,6 @@ class async_hedge_op : public std::enable_shared_from_this<
   struct arm_handler : handler_base {
     std::uint32_t generation;
     void operator()() { this->self->on_arm(generation); }
-  };
-  struct canceller {
-    async_hedge_op* self;
-    void operator()(::asio::cancellation_type type) { self->on_cancel(type); }
-  };
-  struct stop_requester {
-    std::weak_ptr<async_hedge_op> weak;
-    void operator()() noexcept {
-      if (self_ptr self = weak.lock()) {
-        Executor ex = self->ex_;
-        ::asio::post(
-            ex, [self = std::move(self)] { self->on_cancel(::asio::cancellation_type::terminal); });
-      }
-    }
   };
   struct copy_state {
     ::asio::cancellation_signal signal{};
@@ -508,13 +488,8 @@ class async_hedge_op : public std::enable_shared_from_this<
     if (!decided_ || in_flight_ > 0 || waits_ > 0 || finished_) return;
     finished_ = true;
     end_budget();
-    if (slot_.is_connected()) {
-      slot_.clear();
-      slot_ = {};
-    }
-    stop_.reset();
-    auto work = std::move(work_);
-    ::asio::dispatch(work, ::asio::experimental::append(std::move(handler_), std::move(result_)));
+    cancellation_.clear();
+    complete_call(work_, handler_, result_);
   }
 
   void end_budget() {
@@ -523,17 +498,13 @@ class async_hedge_op : public std::enable_shared_from_this<
     }
   }
 
-  using work_type = std::decay_t<decltype(::asio::prefer(
-      std::declval<::asio::associated_executor_t<Handler, Executor>>(),
-      ::asio::execution::outstanding_work.tracked))>;
-
   hedger<G, B>* config_;
   Executor ex_;
   Op op_;
   Classifier classify_;
   call_options call_;
   Handler handler_;
-  work_type work_;
+  call_work_t<Handler, Executor> work_;
   result_type result_{};
   request_budget ticket_{};
   bool decided_ = false;
@@ -550,8 +521,7 @@ class async_hedge_op : public std::enable_shared_from_this<
   std::optional<pushback> pushback_{};
   std::optional<Timer> timer_{};
   std::array<copy_state, k_max_copies> copies_{};
-  ::asio::cancellation_slot slot_{};
-  std::optional<std::stop_callback<stop_requester>> stop_{};
+  call_cancellation<async_hedge_op, Executor> cancellation_{};
 };
 
 template <class Timer, class Executor, class G, class B>
@@ -563,14 +533,8 @@ struct initiate_async_hedge {
                   const call_options& call) const {
     using op_type = async_hedge_op<Timer, Executor, G, B, std::decay_t<Op>,
                                    std::decay_t<Classifier>, std::decay_t<Handler>>;
-    using alloc_type = typename std::allocator_traits<
-        typename op_type::allocator_type>::template rebind_alloc<op_type>;
-    const alloc_type alloc(
-        ::asio::get_associated_allocator(handler, ::asio::recycling_allocator<void>()));
-    auto state = std::allocate_shared<op_type>(alloc, *config, ex, std::forward<Op>(op),
-                                               std::forward<Classifier>(classify), call,
-                                               std::forward<Handler>(handler));
-    state->start();
+    start_call<op_type>(handler, *config, ex, std::forward<Op>(op),
+                        std::forward<Classifier>(classify), call, std::forward<Handler>(handler));
   }
 };
 

@@ -50,6 +50,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "stormguard/asio/detail/call.hpp"
 #include "stormguard/retry.hpp"
 
 namespace stormguard {
@@ -221,7 +222,7 @@ class async_retry_op : public std::enable_shared_from_this<
   using error_type = typename completion::error_type;
   using result_type = retry_result<value_type, error_type>;
   using budget_type = typename retrier_types<Retrier>::budget_type;
-  using allocator_type = ::asio::associated_allocator_t<Handler, ::asio::recycling_allocator<void>>;
+  using allocator_type = call_allocator_t<Handler>;
 
   template <class O, class C, class H>
   async_retry_op(Retrier& config, const Executor& ex, O&& op, C&& classify,
@@ -232,8 +233,7 @@ class async_retry_op : public std::enable_shared_from_this<
         classify_(std::forward<C>(classify)),
         call_(call),
         handler_(std::forward<H>(handler)),
-        work_(::asio::prefer(::asio::get_associated_executor(handler_, ex_),
-                             ::asio::execution::outstanding_work.tracked)) {}
+        work_(call_work(handler_, ex_)) {}
 
   async_retry_op(const async_retry_op&) = delete;
   async_retry_op& operator=(const async_retry_op&) = delete;
@@ -242,7 +242,6 @@ class async_retry_op : public std::enable_shared_from_this<
     // Only when a step threw (an exception from the operation, the classifier or a hook
     // propagates out of the executor's run()): the budget protocol still ends, no dangling
     // cancellation handler stays installed, and the handler is destroyed without being called.
-    if (slot_.is_connected()) slot_.clear();
     if (ticket_.template has_pending_end<budget_type>()) {
       ticket_.end(retrier_access::budget(*config_), retrier_access::clk(*config_).now());
     }
@@ -251,20 +250,16 @@ class async_retry_op : public std::enable_shared_from_this<
   // Installs the caller's cancellation handler (on the caller's thread, as Asio requires) and
   // posts the first step to ex_.
   void start() {
-    slot_ = ::asio::get_associated_cancellation_slot(handler_);
-    if (slot_.is_connected()) slot_.template emplace<canceller>(this);
-    if (call_.stop.stop_possible())
-      stop_.emplace(call_.stop, stop_requester{this->weak_from_this()});
+    cancellation_.install(*this, handler_, call_.stop, ex_);
     ::asio::post(ex_, step_handler{{this->shared_from_this()}});
   }
 
-  [[nodiscard]] allocator_type get_allocator() const noexcept {
-    return ::asio::get_associated_allocator(handler_, ::asio::recycling_allocator<void>());
-  }
+  [[nodiscard]] allocator_type get_allocator() const noexcept { return call_allocator(handler_); }
 
  private:
   enum class phase : unsigned char { between, attempting, waiting, finished };
   using self_ptr = std::shared_ptr<async_retry_op>;
+  friend class call_cancellation<async_retry_op, Executor>;  // calls on_cancel
 
   // The handlers of the steps. Each keeps the operation alive and runs on ex_, with the
   // operation's allocator.
@@ -290,22 +285,6 @@ class async_retry_op : public std::enable_shared_from_this<
   };
   struct wait_handler : handler_base {
     void operator()(const std::error_code& ec) { this->self->on_wait(ec); }
-  };
-  // Installed in the caller's cancellation slot; cleared before the operation ends.
-  struct canceller {
-    async_retry_op* self;
-    void operator()(::asio::cancellation_type type) { self->on_cancel(type); }
-  };
-  // std::stop_token: the stop may be requested on any thread, so it only posts.
-  struct stop_requester {
-    std::weak_ptr<async_retry_op> weak;
-    void operator()() noexcept {
-      if (self_ptr self = weak.lock()) {
-        Executor ex = self->ex_;
-        ::asio::post(
-            ex, [self = std::move(self)] { self->on_cancel(::asio::cancellation_type::terminal); });
-      }
-    }
   };
 
   clock& clk() const noexcept { return retrier_access::clk(*config_); }
@@ -424,24 +403,15 @@ class async_retry_op : public std::enable_shared_from_this<
       retrier_access::on_end (*config_)(std::as_const(result_));
     }
     if (ticket_.template has_pending_end<budget_type>()) ticket_.end(budget(), clk().now());
-    if (slot_.is_connected()) {
-      slot_.clear();
-      slot_ = {};  // the slot's signal may die with the handler (the destructor must not touch it)
-    }
-    stop_.reset();
+    cancellation_.clear();
     // Every step runs from a handler (never inside the initiating function), so the completion
     // may be dispatched: inline when the handler's executor is ex_ and this thread runs it.
-    auto work = std::move(work_);
-    ::asio::dispatch(work, ::asio::experimental::append(std::move(handler_), std::move(result_)));
+    complete_call(work_, handler_, result_);
   }
 
   static duration saturating_add(duration a, duration b) noexcept {
     return stormguard::detail::saturating_add(a, b);
   }
-
-  using work_type = std::decay_t<decltype(::asio::prefer(
-      std::declval<::asio::associated_executor_t<Handler, Executor>>(),
-      ::asio::execution::outstanding_work.tracked))>;
 
   Retrier* config_;
   Executor ex_;
@@ -449,7 +419,7 @@ class async_retry_op : public std::enable_shared_from_this<
   Classifier classify_;
   call_options call_;
   Handler handler_;
-  work_type work_;
+  call_work_t<Handler, Executor> work_;
   result_type result_{};
   request_budget ticket_{};
   phase phase_ = phase::between;
@@ -460,8 +430,7 @@ class async_retry_op : public std::enable_shared_from_this<
   time_point wait_start_{};
   std::optional<Timer> timer_{};
   ::asio::cancellation_signal attempt_signal_{};
-  ::asio::cancellation_slot slot_{};
-  std::optional<std::stop_callback<stop_requester>> stop_{};
+  call_cancellation<async_retry_op, Executor> cancellation_{};
 };
 
 template <class Timer, class Executor, class Retrier>
@@ -473,14 +442,8 @@ struct initiate_async_retry {
                   const call_options& call) const {
     using op_type = async_retry_op<Timer, Executor, Retrier, std::decay_t<Op>,
                                    std::decay_t<Classifier>, std::decay_t<Handler>>;
-    using alloc_type = typename std::allocator_traits<
-        typename op_type::allocator_type>::template rebind_alloc<op_type>;
-    const alloc_type alloc(
-        ::asio::get_associated_allocator(handler, ::asio::recycling_allocator<void>()));
-    auto state = std::allocate_shared<op_type>(alloc, *config, ex, std::forward<Op>(op),
-                                               std::forward<Classifier>(classify), call,
-                                               std::forward<Handler>(handler));
-    state->start();
+    start_call<op_type>(handler, *config, ex, std::forward<Op>(op),
+                        std::forward<Classifier>(classify), call, std::forward<Handler>(handler));
   }
 };
 

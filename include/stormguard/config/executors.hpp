@@ -6,6 +6,7 @@
 //
 //   retrier, asio::async_retry   config::retrier_settings_for(p)     (this header)
 //   http::client, async_client   http::client_options_for(p)         (stormguard/http/policy.hpp)
+//   lab::run_payments            lab::payments_options_for(p)        (lab/payments_policy.hpp)
 //   the simulator                sim::from_policy(p)                 (stormguard/sim/strategy.hpp)
 //
 //   const auto s = stormguard::config::retrier_settings_for(p);

@@ -68,6 +68,10 @@ struct payments_run_options {
   retryable_statuses statuses{};
   /// The time limit of one attempt; > 0.
   duration attempt_timeout = std::chrono::seconds(10);
+  /// The time limit of each charge's call (all its attempts and waits), steady time, from the
+  /// charge's start; > 0; duration::max() = none (the default). A retry whose delay would end
+  /// past it is not made: the charge fails.
+  duration deadline = duration::max();
   /// Called about every 100 ms from one of the sending threads (never two at once) with
   /// (charges ended, charges). Empty = no calls.
   sim::progress_callback progress{};

@@ -16,9 +16,9 @@
 //      one round trip later (at once when the round trip is 0); a sync started in the store's
 //      outage fails after the model's timeout.
 // The store: the fleet's window of requests and retries in slots of the store's time (the
-// scenario's clock: one clock for the store, as Redis's TIME), deltas clamped as
-// fleet_window_store clamps them; live clients = the clients that have synced (no simulated
-// client dies). Not thread-safe (one run, one thread).
+// scenario's clock: one clock for the store, as Redis's TIME), the library's fleet_window (deltas
+// clamped as fleet_window_store clamps them); live clients = the clients that have synced (no
+// simulated client dies). Not thread-safe (one run, one thread).
 #ifndef STORMGUARD_ENGINE_FLEET_SYNC_HPP
 #define STORMGUARD_ENGINE_FLEET_SYNC_HPP
 
@@ -26,7 +26,6 @@
 #include <cstdint>
 #include <vector>
 
-#include "stormguard/detail/sliding_window.hpp"
 #include "stormguard/fleet_budget.hpp"
 #include "stormguard/sim/fleet_store.hpp"
 #include "stormguard/sim/scenario.hpp"
@@ -49,7 +48,7 @@ class fleet_sync<fleet_budget> {
   fleet_sync(const scenario& s, const strategy& strat, const fleet_budget_options& o)
       : model_(strat.fleet_store),
         max_sync_(o.max_sync_interval.count()),
-        window_((o.ratio.window.count() + ratio_budget::k_slices - 1) / ratio_budget::k_slices),
+        window_(o.ratio.window),
         clients_(static_cast<std::size_t>(std::max(1, s.clients))) {}
 
   // The step before a call of client `i`'s budget `b` at `now` (ns of the scenario's clock).
@@ -79,21 +78,6 @@ class fleet_sync<fleet_budget> {
     bool ok = false;
     bool synced = false;  // has ever synced (counted as live by the store)
   };
-  struct slot {
-    std::int64_t requests = 0;
-    std::int64_t retries = 0;
-    slot& operator+=(const slot& o) noexcept {
-      requests += o.requests;
-      retries += o.retries;
-      return *this;
-    }
-    slot& operator-=(const slot& o) noexcept {
-      requests -= o.requests;
-      retries -= o.retries;
-      return *this;
-    }
-  };
-
   static time_point at(std::int64_t t) noexcept { return time_point(duration(t)); }
 
   [[nodiscard]] bool store_down(std::int64_t t) const noexcept {
@@ -109,15 +93,11 @@ class fleet_sync<fleet_budget> {
       c.done_at = sent + model_.timeout.count();
       return;
     }
-    const auto clamp = [](std::int64_t v) {
-      return std::clamp<std::int64_t>(v, 0, fleet_window_store::k_max_delta);
-    };
-    window_.add(at(now), slot{clamp(d.requests), clamp(d.retries)});
+    const fleet_deltas total = window_.add(at(now), d);  // the library's window, clamped
     if (!c.synced) {
       c.synced = true;
       ++live_;
     }
-    const slot total = window_.total(at(now));
     c.view = fleet_view{total.requests, total.retries, live_};
     c.ok = true;
     c.done_at = sent + model_.round_trip.count();
@@ -135,7 +115,7 @@ class fleet_sync<fleet_budget> {
 
   fleet_store_model model_;
   std::int64_t max_sync_;
-  stormguard::detail::sliding_window<slot, ratio_budget::k_slices> window_;
+  fleet_window window_;
   std::int64_t live_ = 0;
   std::vector<state> clients_;
 };

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The one JSON writer of the simulator's and the lab's output (reports, the lab server's /stats
 // and /ledger, the payments audit): values built with nlohmann::json or written in order with
-// json_writer, every string escaped by the one helper below.
+// json_writer, every string escaped by the one helper of src/detail/json_writer.hpp.
 //
 //   json_writer w;
 //   w.begin_object().field("name", r.name).fixed("amplification", r.amplification, 4);
@@ -10,7 +10,7 @@
 //
 // Bad UTF-8 (a name read from a file is bytes): every byte that is not part of a well-formed
 // UTF-8 sequence is written as U+FFFD (the replacement character), never an error and never the
-// raw byte, so the output is always valid JSON and valid UTF-8.
+// raw byte, so the output is always valid JSON and valid UTF-8 (detail::dump_json).
 //
 // json_writer keeps the reports' documented number formats: a figure with a fixed number of
 // decimals (`fixed`: "1.0000"; nlohmann::json would print the shortest form, "1.0"). Not
@@ -29,26 +29,14 @@
 #include <utility>
 #include <vector>
 
+#include "detail/json_writer.hpp"
 #include "stormguard/detail/format.hpp"
 
 namespace stormguard::sim::engine {
 
-// `j` as compact JSON text (no newline), bad UTF-8 replaced as said above.
-inline std::string dump_json(const nlohmann::ordered_json& j) {
-  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-}
-inline std::string dump_json(const nlohmann::json& j) {
-  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-}
-// `j` indented by `indent` spaces per level (a document meant to be read and edited).
-inline std::string dump_json(const nlohmann::ordered_json& j, int indent) {
-  return j.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
-}
-
-// `text` as a JSON string literal, quotes included: the one escaping helper.
-inline std::string json_string(std::string_view text) {
-  return dump_json(nlohmann::json(std::string(text)));
-}
+// The one JSON dump and string-escaping helpers (src/detail/json_writer.hpp).
+using stormguard::detail::dump_json;
+using stormguard::detail::json_string;
 
 class json_writer {
  public:

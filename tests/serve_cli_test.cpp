@@ -472,6 +472,63 @@ TEST(ServeCli, AStoreOutageIsA503WithRetryAfterAndSaidOnceOnStderr) {
   std::filesystem::remove(err);
 }
 
+// An outage that begins and ends within one live-line second is still said to end: the line
+// "answers again" follows the warning (it was missing when the recovery fell in the second of
+// the 503).
+TEST(ServeCli, AStoreThatAnswersAgainWithinTheSecondOfTheOutageIsSaidToAnswerAgain) {
+  stormguard::test_support::redis_server redis;
+  const std::string err = (std::filesystem::temp_directory_path() /
+                           ("sg-serve-recovery-" + std::to_string(::getpid()) + ".err"))
+                              .string();
+  std::filesystem::remove(err);
+  serve_process serve({tiny_scenario(), "--idempotency", "redis:" + redis.url()}, err);
+  const std::string url = serve.url();
+  ASSERT_FALSE(url.empty());
+  ASSERT_EQ(status_of(post_charge(url, "-H 'Idempotency-Key: before'")), 201);
+  ASSERT_EQ(::kill(redis.pid(), SIGSTOP), 0);
+  const std::string during = post_charge(url, "--max-time 10 -H 'Idempotency-Key: during'");
+  ::kill(redis.pid(), SIGCONT);
+  EXPECT_EQ(status_of(during), 503) << during;
+  // At once, until the store answers (the guard may fail fast while it probes the store).
+  int answered = 0;
+  for (int i = 0; i < 200 && answered != 201; ++i) {
+    answered =
+        status_of(post_charge(url, "--max-time 5 -H 'Idempotency-Key: after-" + std::to_string(i) +
+                                       "'"));
+    if (answered != 201) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_EQ(answered, 201);
+  std::string log;
+  for (int i = 0; i < 40 && log.find("answers again") == std::string::npos; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    log = run_shell("cat " + err).output;
+  }
+  const auto warned = log.find("warning: the idempotency store is unavailable");
+  const auto again = log.find("the idempotency store answers again");
+  EXPECT_NE(warned, std::string::npos) << log;
+  EXPECT_NE(again, std::string::npos) << log;
+  EXPECT_LT(warned, again) << log;
+  const std::string metrics = run_shell("curl -s " + url + "metrics").output;
+  EXPECT_NE(metrics.find("stormguard_serve_store_outages_total 1"), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("stormguard_serve_store_recoveries_total 1"), std::string::npos)
+      << metrics;
+  EXPECT_NE(metrics.find("stormguard_serve_charges_committed_total 2"), std::string::npos)
+      << metrics;
+  EXPECT_NE(metrics.find("stormguard_serve_charges_unavailable_total"), std::string::npos)
+      << metrics;
+  // The guard's own metrics (stormguard/metrics/guard.hpp) follow the server's.
+  EXPECT_NE(metrics.find("stormguard_guard_decisions_total{decision=\"ran\"} 2"),
+            std::string::npos)
+      << metrics;
+  EXPECT_NE(metrics.find("stormguard_guard_store_errors_total{operation=\"begin\"}"),
+            std::string::npos)
+      << metrics;
+  EXPECT_NE(metrics.find("stormguard_guard_store_seconds_count{operation=\"begin\"}"),
+            std::string::npos)
+      << metrics;
+  std::filesystem::remove(err);
+}
+
 // The hostile network at once: 5,000 idle connections, a 100 MB stream of header fields on
 // another, and a charge sent to the idempotency store SIGSTOPped; /stats still answers within
 // 1 s, and SIGTERM ends serve within 2 s (the stuck store call abandoned). (The release figure,

@@ -5,7 +5,11 @@
 #include <algorithm>
 #include <charconv>
 #include <nlohmann/json.hpp>
+#include <prometheus/counter.h>
+#include <prometheus/registry.h>
+#include <prometheus/text_serializer.h>
 #include <stdexcept>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -188,7 +192,43 @@ charges_endpoint::charges_endpoint(const payments_options& options)
   }
   guard::guard_options guard_options;
   guard_options.principal_key = options_.principal_key;
+  registry_ = std::make_shared<prometheus::Registry>();
+  guard_metrics_ = std::make_unique<metrics::guard_metrics>(*registry_);
+  guard_options.observer = guard_metrics_.get();
   guard_ = std::make_unique<guard::idempotency_guard>(*store_, guard_options);
+}
+
+void add_payments_counters(prometheus::Registry& registry, const server_stats& st) {
+  const std::tuple<const char*, const char*, std::int64_t> counters[] = {
+      {"charges_total", "POST /charges requests read by the payments endpoint.", st.charges},
+      {"charges_committed_total", "Charges committed by this server (the handler ran).",
+       st.charges_committed},
+      {"charges_replayed_total", "Charges answered from the guard's stored response.",
+       st.charges_replayed},
+      {"charges_dropped_total",
+       "Committed charges left unanswered on purpose (--fault-after-commit).", st.charges_dropped},
+      {"charges_unavailable_total",
+       "Charges answered 503: the idempotency store was unavailable or failing.",
+       st.charges_unavailable},
+      {"store_outages_total",
+       "Times the idempotency store began failing (a 503 after an answer from it).",
+       st.store_outages},
+      {"store_recoveries_total", "Times the idempotency store answered again after a 503.",
+       st.store_recoveries},
+  };
+  for (const auto& [name, help, n] : counters) {
+    prometheus::BuildCounter()
+        .Name(std::string("stormguard_serve_") + name)
+        .Help(help)
+        .Register(registry)
+        .Add({})
+        .Increment(static_cast<double>(n));
+  }
+}
+
+std::string charges_endpoint::guard_metrics_text() const {
+  if (!registry_) return {};
+  return prometheus::TextSerializer().Serialize(registry_->Collect());
 }
 
 charges_endpoint::~charges_endpoint() = default;

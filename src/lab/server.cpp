@@ -208,6 +208,7 @@ std::string stats_prometheus(const server_stats& st) {
           st.connections_refused);
   counter("accept_errors_total", "accept() failures (out of descriptors), each a 100 ms pause.",
           st.accept_errors);
+  detail::add_payments_counters(registry, st);  // 0 without the payments endpoint
   // Each defence's decisions by reason (server.defences; zero without defences).
   auto& decisions = prometheus::BuildCounter()
                         .Name("stormguard_serve_defence_decisions_total")
@@ -380,8 +381,9 @@ class server::impl {
       if (path == "/stats") {
         return reply(req, 200, "OK", "application/json", stats_json(scenario_, stats()));
       }
+      // The guard's own metrics follow the server's (payments endpoint with a store only).
       return reply(req, 200, "OK", "text/plain; version=0.0.4; charset=utf-8",
-                   stats_prometheus(stats()));
+                   stats_prometheus(stats()) + (payments_ ? payments_->guard_metrics_text() : ""));
     }
     // The target as sent: evhttp reads "//charges" as an authority and an empty path.
     const char* raw_target = evhttp_request_get_uri(req);
@@ -509,6 +511,16 @@ class server::impl {
     if (answer.committed) count<&server_stats::charges_committed>();
     if (answer.replayed) count<&server_stats::charges_replayed>();
     if (answer.store_unavailable) count<&server_stats::charges_unavailable>();
+    // The store's outages as transitions (server_stats::store_outages): any other answer came
+    // from the store (a commit, a replay, a 409, a 422).
+    if (answer.store_unavailable != store_failing_) {
+      store_failing_ = answer.store_unavailable;
+      if (store_failing_) {
+        count<&server_stats::store_outages>();
+      } else {
+        count<&server_stats::store_recoveries>();
+      }
+    }
     if (answer.drop) {
       count<&server_stats::charges_dropped>();
       return drop(req);
@@ -738,6 +750,8 @@ class server::impl {
   std::vector<evhttp_request*> lost_requests_;
 
   std::atomic<std::int64_t> clock_start_{k_not_started};
+  // The last charge answered was a 503 for the store (loop thread only).
+  bool store_failing_ = false;
   // The server_stats counts, in wire::k_stats_counts order (count<M>() adds to one).
   std::array<std::atomic<std::int64_t>, std::size(wire::k_stats_counts)> counts_{};
   // Set before open(); used by the worker thread only (shared: an abandoned worker keeps it).

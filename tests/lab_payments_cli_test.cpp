@@ -298,6 +298,8 @@ TEST(LabPaymentsCli, BadOptionsExit2NamingTheOption) {
       {{"--strategy", "naive"}, "--strategy"},
       {{"--scale", "0.5"}, "--scale"},
       {{"--policy", "/nonexistent.json"}, "--policy"},
+      // Each replica would open its own in-memory database: a false FAIL.
+      {{"--idempotency", "sqlite::memory:", "--replicas", "2"}, "share no key"},
   };
   for (const auto& [args, option] : cases) {
     const program_run r = lab_payments(args);

@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <random>
 #include <array>
 #include <atomic>
 #include <cerrno>
@@ -327,6 +328,7 @@ class server::impl {
     }
     const std::int64_t start = clock_start_.load();
     s.clock_started = start != k_not_started;
+    s.instance = instance_;
     s.elapsed = duration(s.clock_started ? steady_ns() - start : 0);
     return s;
   }
@@ -750,6 +752,12 @@ class server::impl {
   std::vector<evhttp_request*> lost_requests_;
 
   std::atomic<std::int64_t> clock_start_{k_not_started};
+  // server_stats::instance: never 0.
+  const std::uint64_t instance_ = [] {
+    std::random_device device;
+    const std::uint64_t v = (std::uint64_t{device()} << 32) ^ device();
+    return v == 0 ? 1 : v;
+  }();
   // The last charge answered was a 503 for the store (loop thread only).
   bool store_failing_ = false;
   // The server_stats counts, in wire::k_stats_counts order (count<M>() adds to one).

@@ -7,7 +7,8 @@
 //                 "elapsed_s":1.5,"attempts":…,"served":…,"served_in_time":…,"rejected":…,
 //                 "errors":…,"lost":…,"queued":…,"in_service":…,"charges":…,
 //                 "charges_committed":…,"charges_replayed":…,"charges_dropped":…,
-//                 "charges_unavailable":…,"workers":…,"queue_limit":…}
+//                 "charges_unavailable":…, the limits' and defences' counts,…,"workers":…,
+//                 "queue_limit":…,"instance":"16 hex digits, new at every start"}
 //   GET /ledger  {"store":"sqlite","rows":[{"id":"ch_…","principal":"…","key":"…",
 //                 "amount":100,"currency":"eur"},…]}
 //

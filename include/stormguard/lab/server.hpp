@@ -172,6 +172,10 @@ struct server_stats {
   /// that begins and ends between two reads of the counters still shows.
   std::int64_t store_outages = 0;
   std::int64_t store_recoveries = 0;  ///< see store_outages
+  /// The server's instance: drawn from std::random_device at start(), so a server restarted on
+  /// the same address has another (its counters began again at 0). GET /stats "instance", 16
+  /// hex digits. 0 never comes from a server (a /stats without it reads as 0).
+  std::uint64_t instance = 0;
 };
 
 /// The phase the scenario's clock is in at `elapsed`: "waiting" (clock not started), "normal",

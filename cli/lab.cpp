@@ -81,7 +81,9 @@ constexpr const char* k_exit_statuses =
     "invalid (the lab's own sockets failed: descriptors ran out, connects dropped; the report\n"
     "says why); 130 (143) after SIGINT (SIGTERM), with the partial report printed.\n"
     "lab payments: 0 the audit found no double charge and no lost charge; 1 it found one (or the\n"
-    "replicas, their store or the ledger could not be set up or read); 2 a bad command line.";
+    "replicas, their store or the ledger could not be set up or read, or the run gave up after\n"
+    "100 consecutive 503s: the store stayed down); 2 a bad command line; 130 (143) after SIGINT\n"
+    "(SIGTERM): the charges in flight are cancelled at once and the partial audit printed.";
 
 void print_error(const std::string& message) { report_error("lab", message); }
 

@@ -3,16 +3,16 @@
 // through stormguard::http::client (which retries through the library's retrier); this file
 // parses the command line, prints the response and maps how the call ended to an exit status.
 #include <fcntl.h>
-#include <sys/stat.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <cerrno>
-#include <cstdint>
 #include <chrono>
 #include <csignal>
+#include <cstdint>
 #include <cstdio>
 #include <iterator>
 #include <memory>

@@ -7,9 +7,9 @@
 // prometheus-cpp's pull exposer on 127.0.0.1. `lab payments` (a reserved SCENARIO name) is the
 // double-charge audit of lab_payments.cpp.
 #include <fmt/format.h>
-#include <sys/resource.h>
 #include <prometheus/exposer.h>
 #include <prometheus/registry.h>
+#include <sys/resource.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>

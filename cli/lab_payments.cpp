@@ -194,9 +194,10 @@ int apply_policy(const std::vector<std::string>& policies, lab::payments_run_opt
 int check_private_memory_store(const lab_payments_options& o, const std::string& spec) {
   if (o.replicas < 2 || !spec.starts_with("sqlite:")) return exit_success;
   const std::string path = spec.substr(7);
-  const bool memory = path == ":memory:" || ((path.starts_with("file::memory:") ||
-                                              path.find("mode=memory") != std::string::npos) &&
-                                             path.find("cache=shared") == std::string::npos);
+  const bool memory =
+      path == ":memory:" ||
+      ((path.starts_with("file::memory:") || path.find("mode=memory") != std::string::npos) &&
+       path.find("cache=shared") == std::string::npos);
   if (!memory) return exit_success;
   print_error(fmt::format(
       "--idempotency {} with --replicas {}: each replica opens its own in-memory database, so "

@@ -106,15 +106,16 @@ command add_policy_command(CLI::App& parent) {
       ->type_name("FILE[:NAME]");
   check->add_flag("--json", options->json, "Print only the normalized policies (JSON)");
   return command{sub, [options, sub, check]() -> int {
-    if (check->parsed()) return run_check(*options);
-    report_error("policy", (options->unknown.empty()
-                                ? std::string("a subcommand is required")
-                                : "unknown subcommand " +
-                                      detail::quote_for_message(options->unknown.front())) +
-                               " (the subcommands of policy: check); see 'stormguard " +
-                               sub->get_name() + " --help'");
-    return exit_usage;
-  }};
+                   if (check->parsed()) return run_check(*options);
+                   report_error("policy",
+                                (options->unknown.empty()
+                                     ? std::string("a subcommand is required")
+                                     : "unknown subcommand " +
+                                           detail::quote_for_message(options->unknown.front())) +
+                                    " (the subcommands of policy: check); see 'stormguard " +
+                                    sub->get_name() + " --help'");
+                   return exit_usage;
+                 }};
 }
 
 }  // namespace stormguard::cli

@@ -2,8 +2,6 @@
 // stormguard/metrics/guard.hpp: the guard's decisions, store errors, store latencies and short
 // circuit as Prometheus series, through the guard's observer, on a real SQLite store and on a
 // store that is down.
-#include "stormguard/metrics/guard.hpp"
-
 #include <gtest/gtest.h>
 #include <prometheus/registry.h>
 #include <unistd.h>
@@ -15,6 +13,7 @@
 
 #include "stormguard/guard/store.hpp"
 #include "stormguard/guard/stores.hpp"
+#include "stormguard/metrics/guard.hpp"
 
 namespace {
 
@@ -53,18 +52,17 @@ double value_of(prometheus::Registry& registry, const std::string& name,
 sg::stored_response charged() { return {201, {}, "{\"id\":\"ch_1\"}"}; }
 
 TEST(GuardMetrics, CountEachDecisionAndTimeEachStoreCall) {
-  const std::filesystem::path db = std::filesystem::temp_directory_path() /
-                                   ("stormguard-guard-metrics-" + std::to_string(::getpid()) +
-                                    ".db");
+  const std::filesystem::path db =
+      std::filesystem::temp_directory_path() /
+      ("stormguard-guard-metrics-" + std::to_string(::getpid()) + ".db");
   prometheus::Registry registry;
   stormguard::metrics::guard_metrics metrics(registry);
   {
     const auto store = sg::make_sqlite_store({.path = db.string()});
     sg::idempotency_guard g(*store, {.observer = &metrics});
     const auto charge = [&](std::string_view body, std::string_view key) {
-      return g.handle({"p", "POST", "/charges", body, key}, [](sg::transaction&) {
-        return charged();
-      });
+      return g.handle({"p", "POST", "/charges", body, key},
+                      [](sg::transaction&) { return charged(); });
     };
     EXPECT_EQ(charge("a", "k1").decision, sg::decision::ran);
     EXPECT_EQ(charge("a", "k1").decision, sg::decision::replayed);
@@ -85,8 +83,7 @@ TEST(GuardMetrics, CountEachDecisionAndTimeEachStoreCall) {
   const std::string seconds = "stormguard_guard_store_seconds";
   EXPECT_EQ(value_of(registry, seconds, {{"operation", "begin"}}), 5);
   EXPECT_EQ(value_of(registry, seconds, {{"operation", "complete"}}), 2);
-  EXPECT_EQ(value_of(registry, "stormguard_guard_store_errors_total", {{"operation", "begin"}}),
-            0);
+  EXPECT_EQ(value_of(registry, "stormguard_guard_store_errors_total", {{"operation", "begin"}}), 0);
   EXPECT_EQ(value_of(registry, "stormguard_guard_store_down"), 0);
 }
 
@@ -118,16 +115,15 @@ TEST(GuardMetrics, CountStoreErrorsAndShowTheShortCircuit) {
   down_store store;
   sg::idempotency_guard g(store, {.trip_after_failures = 2, .observer = &metrics});
   for (int i = 0; i < 5; ++i) {
-    const auto r = g.handle({"p", "POST", "/charges", "a", "k"},
-                            [](sg::transaction&) { return charged(); });
+    const auto r =
+        g.handle({"p", "POST", "/charges", "a", "k"}, [](sg::transaction&) { return charged(); });
     EXPECT_EQ(r.decision, sg::decision::store_unavailable);
   }
-  EXPECT_EQ(value_of(registry, "stormguard_guard_decisions_total",
-                     {{"decision", "store_unavailable"}}),
-            5);
+  EXPECT_EQ(
+      value_of(registry, "stormguard_guard_decisions_total", {{"decision", "store_unavailable"}}),
+      5);
   // Two calls failed, then the short circuit answered without asking the store.
-  EXPECT_EQ(value_of(registry, "stormguard_guard_store_errors_total", {{"operation", "begin"}}),
-            2);
+  EXPECT_EQ(value_of(registry, "stormguard_guard_store_errors_total", {{"operation", "begin"}}), 2);
   EXPECT_EQ(value_of(registry, "stormguard_guard_store_seconds", {{"operation", "begin"}}), 2);
   EXPECT_EQ(value_of(registry, "stormguard_guard_store_down"), 1);
 }

@@ -2,8 +2,8 @@
 // Tests of `stormguard http`: the built executable (STORMGUARD_CLI_PATH) against the loopback test
 // server of tests/support/ running in this process. Backoff is 1 ms .. 2 ms, so the file runs in
 // about a second.
-#include <gtest/gtest.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <spawn.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -327,14 +327,15 @@ TEST(HttpCli, BadInputIsAUsageErrorNamingTheOptionAndValue) {
 // holds its 256 MiB (it did: the file was read until the limit was passed).
 TEST(HttpCli, ADataFileOverTheLimitIsRefusedBeforeItIsRead) {
   const std::string path = ::testing::TempDir() + "http_cli_big_" + std::to_string(::getpid());
-  {
-    std::ofstream out(path);
-  }
+  { std::ofstream out(path); }
   fs::resize_file(path, (std::uintmax_t{300} << 20));  // sparse: no disk used
   const std::string body = "@" + path;
-  std::vector<char*> argv = {const_cast<char*>(STORMGUARD_CLI_PATH), const_cast<char*>("http"),
-                             const_cast<char*>("-d"), const_cast<char*>(body.c_str()),
-                             const_cast<char*>("http://127.0.0.1:1/"), nullptr};
+  std::vector<char*> argv = {const_cast<char*>(STORMGUARD_CLI_PATH),
+                             const_cast<char*>("http"),
+                             const_cast<char*>("-d"),
+                             const_cast<char*>(body.c_str()),
+                             const_cast<char*>("http://127.0.0.1:1/"),
+                             nullptr};
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);

@@ -250,8 +250,9 @@ TEST(LabPaymentsCli, AServerRestartedDuringTheRunIsDetectedNotANegativeCount) {
   // serve restarted on its port, on the same SQLite file, while the charges run: its /stats
   // counters begin again at 0. The audit says so and counts the client's attempts, never a
   // negative difference.
-  const std::filesystem::path dir = std::filesystem::temp_directory_path() /
-                                    ("stormguard-lab-payments-restart-" + std::to_string(::getpid()));
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() /
+      ("stormguard-lab-payments-restart-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   const std::string spec = "sqlite:" + (dir / "ledger.db").string();
   auto first = std::make_unique<serve_child>(

@@ -2,7 +2,6 @@
 // `--policy` and `stormguard policy check` as a user runs them: the built executable, its output
 // and exit codes. Skipped when the CLI is not built (STORMGUARD_CLI_PATH undefined).
 #include <gtest/gtest.h>
-
 #include <sys/stat.h>
 
 #include <filesystem>

@@ -497,9 +497,8 @@ TEST(ServeCli, AStoreThatAnswersAgainWithinTheSecondOfTheOutageIsSaidToAnswerAga
   // At once, until the store answers (the guard may fail fast while it probes the store).
   int answered = 0;
   for (int i = 0; i < 200 && answered != 201; ++i) {
-    answered =
-        status_of(post_charge(url, "--max-time 5 -H 'Idempotency-Key: after-" + std::to_string(i) +
-                                       "'"));
+    answered = status_of(
+        post_charge(url, "--max-time 5 -H 'Idempotency-Key: after-" + std::to_string(i) + "'"));
     if (answered != 201) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   ASSERT_EQ(answered, 201);
@@ -522,8 +521,7 @@ TEST(ServeCli, AStoreThatAnswersAgainWithinTheSecondOfTheOutageIsSaidToAnswerAga
   EXPECT_NE(metrics.find("stormguard_serve_charges_unavailable_total"), std::string::npos)
       << metrics;
   // The guard's own metrics (stormguard/metrics/guard.hpp) follow the server's.
-  EXPECT_NE(metrics.find("stormguard_guard_decisions_total{decision=\"ran\"} 2"),
-            std::string::npos)
+  EXPECT_NE(metrics.find("stormguard_guard_decisions_total{decision=\"ran\"} 2"), std::string::npos)
       << metrics;
   EXPECT_NE(metrics.find("stormguard_guard_store_errors_total{operation=\"begin\"}"),
             std::string::npos)
@@ -600,7 +598,8 @@ TEST(ServeCli, OutOfDescriptorsAcceptBacksOffAndStatsStillAnswers) {
   const double cpu = cpu_seconds(serve.pid()) - cpu_before;
   EXPECT_LT(took, std::chrono::seconds(1)) << stats;
   EXPECT_NE(stats.find("\"accept_errors\":"), std::string::npos) << stats;
-  EXPECT_EQ(stats.find("\"accept_errors\":0,"), std::string::npos) << "EMFILE was reached: " << stats;
+  EXPECT_EQ(stats.find("\"accept_errors\":0,"), std::string::npos)
+      << "EMFILE was reached: " << stats;
   EXPECT_GE(cpu_before, 0);
   EXPECT_LT(cpu, 0.5) << "seconds of CPU in 1 s: accept() spins";
   for (const int fd : held) ::close(fd);

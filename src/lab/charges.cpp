@@ -2,12 +2,12 @@
 // The payments endpoint of lab::server (src/lab/charges.hpp).
 #include "lab/charges.hpp"
 
+#include <prometheus/text_serializer.h>
+
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <nlohmann/json.hpp>
-#include <prometheus/counter.h>
-#include <prometheus/registry.h>
-#include <prometheus/text_serializer.h>
 #include <stdexcept>
 #include <tuple>
 #include <utility>
@@ -198,8 +198,8 @@ charges_endpoint::charges_endpoint(const payments_options& options)
   guard_ = std::make_unique<guard::idempotency_guard>(*store_, guard_options);
 }
 
-void add_payments_counters(prometheus::Registry& registry, const server_stats& st) {
-  const std::tuple<const char*, const char*, std::int64_t> counters[] = {
+std::array<payments_counter, 7> payments_counters(const server_stats& st) {
+  return {{
       {"charges_total", "POST /charges requests read by the payments endpoint.", st.charges},
       {"charges_committed_total", "Charges committed by this server (the handler ran).",
        st.charges_committed},
@@ -215,15 +215,7 @@ void add_payments_counters(prometheus::Registry& registry, const server_stats& s
        st.store_outages},
       {"store_recoveries_total", "Times the idempotency store answered again after a 503.",
        st.store_recoveries},
-  };
-  for (const auto& [name, help, n] : counters) {
-    prometheus::BuildCounter()
-        .Name(std::string("stormguard_serve_") + name)
-        .Help(help)
-        .Register(registry)
-        .Add({})
-        .Increment(static_cast<double>(n));
-  }
+  }};
 }
 
 std::string charges_endpoint::guard_metrics_text() const {

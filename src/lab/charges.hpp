@@ -30,11 +30,13 @@
 #ifndef STORMGUARD_SRC_LAB_CHARGES_HPP
 #define STORMGUARD_SRC_LAB_CHARGES_HPP
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <vector>
 
 #include "lab/wire.hpp"
@@ -69,10 +71,13 @@ struct charge_answer {
 using wire::ledger_message;
 using wire::ledger_row;
 
-/// GET /metrics: the payments endpoint's counters of `st` (as GET /stats has them) into
-/// `registry`: stormguard_serve_charges{,_committed,_replayed,_dropped,_unavailable}_total and
-/// stormguard_serve_store_{outages,recoveries}_total.
-void add_payments_counters(prometheus::Registry& registry, const server_stats& st);
+/// One counter of GET /metrics: its name after "stormguard_serve_", its help, its value.
+using payments_counter = std::tuple<const char*, const char*, std::int64_t>;
+
+/// GET /metrics: the payments endpoint's counters of `st`, as GET /stats has them:
+/// charges{,_committed,_replayed,_dropped,_unavailable}_total and
+/// store_{outages,recoveries}_total.
+[[nodiscard]] std::array<payments_counter, 7> payments_counters(const server_stats& st);
 
 /// The endpoint (see the file comment).
 class charges_endpoint {

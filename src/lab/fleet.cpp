@@ -318,8 +318,8 @@ outcome<lab_report, std::string> run_lab(const sim::scenario& s,
     if (!measured) return failure{measured.error()};
     fleet_result& run = *measured;
     report.strategies.push_back(lab_comparison{strategies[i].name, std::move(run.result),
-                                               sim::simulate(s, strategies[i]), run.completed,
-                                               true, std::string()});
+                                               sim::simulate(s, strategies[i]), run.completed, true,
+                                               std::string()});
     if (run.transport_failures > 0 || run.accept_errors > 0 || run.connections_refused > 0) {
       lab_comparison& c = report.strategies.back();
       c.valid = false;
@@ -382,7 +382,7 @@ std::string format_table(const lab_report& report) {
                        cell(pct(c.lab.success_ratio), pct(c.sim.success_ratio), 1, "%"),
                        cell(c.lab.p99_latency_ms, c.sim.p99_latency_ms, 0),
                        cell(c.lab.recovery_s, c.sim.recovery_s, 0),
-                       !c.valid       ? "  (INVALID: see below)"
+                       !c.valid      ? "  (INVALID: see below)"
                        : c.completed ? ""
                                      : "  (stopped early: not comparable)");
   }

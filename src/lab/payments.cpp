@@ -544,7 +544,9 @@ std::string format_table(const payments_audit& a) {
       a.servers == 1 ? "" : "s", a.store.empty() ? "?" : a.store,
       a.fault_after_commit ? ", fault after commit " + detail::format_double(*a.fault_after_commit)
                            : std::string(),
-      a.gave_up ? " (gave up: the store stayed down)" : a.interrupted ? " (interrupted)" : "");
+      a.gave_up       ? " (gave up: the store stayed down)"
+      : a.interrupted ? " (interrupted)"
+                      : "");
   out += "policy: " + a.policy + "\n\n";
   const auto line = [&](std::string_view name, std::int64_t v, std::string_view what) {
     out += fmt::format("  {:<13} {:>8}  {}\n", name, v, what);

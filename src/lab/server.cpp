@@ -28,7 +28,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <random>
 #include <array>
 #include <atomic>
 #include <cerrno>
@@ -38,6 +37,7 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <random>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -209,7 +209,7 @@ std::string stats_prometheus(const server_stats& st) {
           st.connections_refused);
   counter("accept_errors_total", "accept() failures (out of descriptors), each a 100 ms pause.",
           st.accept_errors);
-  detail::add_payments_counters(registry, st);  // 0 without the payments endpoint
+  for (const auto& [name, help, n] : detail::payments_counters(st)) counter(name, help, n);
   // Each defence's decisions by reason (server.defences; zero without defences).
   auto& decisions = prometheus::BuildCounter()
                         .Name("stormguard_serve_defence_decisions_total")

@@ -66,9 +66,10 @@ class guard_metrics final : public guard::guard_observer {
                         .Add({})) {
     auto& decisions = prometheus::BuildCounter()
                           .Name("stormguard_guard_decisions_total")
-                          .Help("Answers of the idempotency guard, by decision (ran: the key "
-                                "acquired and the handler committed; replayed; in_progress: a "
-                                "409 conflict; mismatch: 422; store_unavailable: 503).")
+                          .Help(
+                              "Answers of the idempotency guard, by decision (ran: the key "
+                              "acquired and the handler committed; replayed; in_progress: a "
+                              "409 conflict; mismatch: 422; store_unavailable: 503).")
                           .Register(registry);
     for (std::size_t i = 0; i < decisions_.size(); ++i) {
       decisions_[i] = &decisions.Add(
@@ -80,12 +81,13 @@ class guard_metrics final : public guard::guard_observer {
                        .Register(registry);
     auto& latency = prometheus::BuildHistogram()
                         .Name("stormguard_guard_store_seconds")
-                        .Help("Latency of the idempotency guard's store calls in seconds, by "
-                              "operation (complete includes the handler).")
+                        .Help(
+                            "Latency of the idempotency guard's store calls in seconds, by "
+                            "operation (complete includes the handler).")
                         .Register(registry);
     const prometheus::Histogram::BucketBoundaries buckets{
         0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
-        0.05,   0.1,     0.25,   0.5,   1.0,    2.5,   5.0,   10.0};
+        0.05,   0.1,     0.25,   0.5,   1.0,    2.5,   5.0,  10.0};
     for (std::size_t i = 0; i < operations_; ++i) {
       const std::string op(guard::to_string(static_cast<guard::store_operation>(i)));
       store_errors_[i] = &errors.Add({{"operation", op}});
@@ -101,8 +103,7 @@ class guard_metrics final : public guard::guard_observer {
     if (took_over) takeovers_.Increment();
   }
 
-  void on_store_call(guard::store_operation op, duration latency,
-                     bool failed) noexcept override {
+  void on_store_call(guard::store_operation op, duration latency, bool failed) noexcept override {
     const auto i = static_cast<std::size_t>(op);
     if (i >= operations_) return;
     store_seconds_[i]->Observe(std::chrono::duration<double>(latency).count());

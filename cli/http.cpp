@@ -5,12 +5,14 @@
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
+#include <cstdint>
 #include <cstdio>
 #include <iterator>
 #include <memory>
@@ -121,6 +123,16 @@ std::string read_data(const std::string& data) {
   const std::string quoted = detail::quote_for_message(path);
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) throw CLI::ValidationError("-d", "cannot read " + quoted + ": " + errno_text(errno));
+  // A regular file's size is known: one over the limit is refused before a byte is read (reading
+  // 1 GiB to refuse it cost seconds and the memory). Pipes and devices are counted as read.
+  struct stat st {};
+  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+      static_cast<std::uintmax_t>(st.st_size) > k_max_data_bytes) {
+    ::close(fd);
+    throw CLI::ValidationError("-d", quoted + " holds more than " +
+                                         std::to_string(k_max_data_bytes >> 20) +
+                                         " MiB, the largest body -d @FILE sends");
+  }
   std::string contents;
   char buffer[65536];
   for (;;) {
@@ -440,7 +452,9 @@ constexpr const char* k_description =
     "OPTIONS, TRACE, PUT, DELETE) or with --idempotency-key; a POST or PATCH without a key is\n"
     "never retried after it may have been sent. The key is the same on every attempt. Redirects\n"
     "are not followed; only http:// and https:// URLs. The body goes to stdout (-i adds the\n"
-    "status line and headers); -v logs each attempt to stderr.";
+    "status line and headers); -v logs each attempt to stderr. A response body over 64 MiB\n"
+    "is not kept: the attempt fails, is not retried, and the exit status is 4. -d @FILE sends\n"
+    "at most 256 MiB (a larger regular file is refused before it is read).";
 
 constexpr const char* k_exit_statuses =
     "Exit status:\n"

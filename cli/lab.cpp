@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <prometheus/exposer.h>
 #include <prometheus/registry.h>
+#include <sys/resource.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -50,6 +51,9 @@ namespace stormguard::cli {
 
 namespace {
 
+// The report was printed, but the lab's own sockets failed (lab_comparison::valid).
+constexpr int k_exit_invalid = 3;
+
 // Without --scale, a scenario is scaled to at most this many logical requests per second: what a
 // 2-core machine holds with the client not the bottleneck (docs/lab.md "How far it scales").
 constexpr double k_default_rate = 200.0;
@@ -77,10 +81,13 @@ struct lab_options {
 constexpr const char* k_exit_statuses =
     "Exit status: 0 the report was printed; 1 a server could not be started, the HTTP client\n"
     "could not be set up, the --metrics-port could not be bound, or stdout could not be written;\n"
-    "2 a bad command line, scenario or --policy file; 130 (143) after SIGINT (SIGTERM), with the "
-    "partial report printed.\n"
+    "2 a bad command line, scenario or --policy file; 3 the report was printed but the run is\n"
+    "invalid (the lab's own sockets failed: descriptors ran out, connects dropped; the report\n"
+    "says why); 130 (143) after SIGINT (SIGTERM), with the partial report printed.\n"
     "lab payments: 0 the audit found no double charge and no lost charge; 1 it found one (or the\n"
-    "replicas, their store or the ledger could not be set up or read); 2 a bad command line.";
+    "replicas, their store or the ledger could not be set up or read, or the run gave up after\n"
+    "100 consecutive 503s: the store stayed down); 2 a bad command line; 130 (143) after SIGINT\n"
+    "(SIGTERM): the charges in flight are cancelled at once and the partial audit printed.";
 
 void print_error(const std::string& message) { report_error("lab", message); }
 
@@ -326,6 +333,10 @@ int write_results(const lab_options& o, const lab_run& r, const lab::lab_report&
   }
   if (r.plot && !write_plot(report, o.plot)) return exit_failure;
   if (const int signal = g_signal.load(); signal != 0) return 128 + signal;
+  if (!report.valid()) {
+    print_error("the run is invalid: the lab's own sockets failed (see the report)");
+    return k_exit_invalid;
+  }
   return exit_success;
 }
 
@@ -389,6 +400,16 @@ int run_fleet_store(const lab_options& o, const lab_run& r) {
   return write_results(o, r, *report);
 }
 
+// The soft RLIMIT_NOFILE raised to the hard limit: every attempt in flight holds two descriptors
+// (the fleet's socket and the server's), and a default soft limit of 1,024 ran out at friday-night
+// --scale 0.5. A run that still runs out is reported invalid (lab_comparison::valid).
+void raise_descriptor_limit() {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur >= limit.rlim_max) return;
+  limit.rlim_cur = limit.rlim_max;
+  (void)::setrlimit(RLIMIT_NOFILE, &limit);
+}
+
 int run(const lab_options& o) {
   if (o.scenario == k_payments_scenario) return run_payments(o);
   if (const std::string name = typed_payments_option(o.payments); !name.empty()) {
@@ -398,6 +419,7 @@ int run(const lab_options& o) {
   int status = exit_usage;
   const auto r = prepare(o, status);
   if (!r) return status;
+  raise_descriptor_limit();
   if (wants_fleet_store(o.fleet)) return run_fleet_store(o, *r);
   std::vector<defence_row> rows{{"", r->scenario.defences.enabled}};
   if (o.defence_option != nullptr && o.defence_option->count() > 0) {

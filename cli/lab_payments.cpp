@@ -181,6 +181,25 @@ int apply_policy(const std::vector<std::string>& policies, lab::payments_run_opt
   return exit_success;
 }
 
+/// Several replicas on an in-memory SQLite database: each opens its own (SQLite's :memory: is
+/// private to its connection), so they share no key and a retry on another replica charges
+/// again — a FAIL that says nothing of the guard. Refused (a usage error) rather than run.
+int check_private_memory_store(const lab_payments_options& o, const std::string& spec) {
+  if (o.replicas < 2 || !spec.starts_with("sqlite:")) return exit_success;
+  const std::string path = spec.substr(7);
+  const bool memory =
+      path == ":memory:" ||
+      ((path.starts_with("file::memory:") || path.find("mode=memory") != std::string::npos) &&
+       path.find("cache=shared") == std::string::npos);
+  if (!memory) return exit_success;
+  print_error(fmt::format(
+      "--idempotency {} with --replicas {}: each replica opens its own in-memory database, so "
+      "the replicas share no key and a retry on another replica charges again; give them one "
+      "store (sqlite:PATH, postgres:URL or redis:URL), or --replicas 1",
+      detail::quote_for_message(spec), o.replicas));
+  return exit_usage;
+}
+
 /// The in-process replicas, each with its own store opened from `spec`; their URLs into `run`.
 int start_replicas(const lab_payments_options& o, const std::string& spec,
                    lab::payments_run_options& run,
@@ -253,6 +272,7 @@ int run_lab_payments(const lab_payments_options& o, bool json,
       temporary.emplace(*std::move(made));
       spec = temporary->spec();
     }
+    if (const int rc = check_private_memory_store(o, spec); rc != exit_success) return rc;
     if (const int rc = start_replicas(o, spec, run, replicas); rc != exit_success) return rc;
   }
   report_log("lab", fmt::format("payments: {} charges over {} {} ({}), policy: {}", o.charges,

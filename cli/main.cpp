@@ -20,6 +20,7 @@
 #include "command.hpp"
 #include "manpage.hpp"
 #include "output.hpp"
+#include "repeated_flags.hpp"
 #include "stormguard/detail/format.hpp"
 #include "stormguard/version.hpp"
 #include "usage.hpp"
@@ -85,6 +86,7 @@ int run(int argc, char** argv) {
   // that the error can name them. Subcommands keep rejecting their own unknown options.
   app.allow_extras();
   for (const auto& c : commands) c.app->allow_extras(false);
+  cli::refuse_repeated_flags(app);
   // The build's generators of the man page and the bash completion (manpage.hpp).
   if (const int status = cli::generate_if_asked(argc, argv, app, stormguard::version());
       status >= 0) {

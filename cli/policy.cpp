@@ -28,6 +28,7 @@ namespace {
 struct check_options {
   std::vector<std::string> files;
   bool json = false;
+  std::vector<std::string> unknown;  // words after `policy` that name no subcommand
 };
 
 // One line per retry: its delay range and the worst total wait before it.
@@ -85,7 +86,10 @@ int run_check(const check_options& options) {
 command add_policy_command(CLI::App& parent) {
   auto options = std::make_shared<check_options>();
   CLI::App* sub = parent.add_subcommand("policy", "Check policy files (policy check FILE)");
-  sub->require_subcommand(1);
+  // Not require_subcommand(1): CLI11 would say "A subcommand is required" for `policy bogus`
+  // too. The words that name no subcommand land in a hidden positional, and the run names them.
+  sub->require_subcommand(0, 1);
+  sub->add_option("subcommand", options->unknown)->group("");
   CLI::App* check = sub->add_subcommand(
       "check", "Print the normalized policies of policy files and each retry's delay range");
   check->footer(
@@ -101,7 +105,17 @@ command add_policy_command(CLI::App& parent) {
       ->required()
       ->type_name("FILE[:NAME]");
   check->add_flag("--json", options->json, "Print only the normalized policies (JSON)");
-  return command{sub, [options] { return run_check(*options); }};
+  return command{sub, [options, sub, check]() -> int {
+                   if (check->parsed()) return run_check(*options);
+                   report_error("policy",
+                                (options->unknown.empty()
+                                     ? std::string("a subcommand is required")
+                                     : "unknown subcommand " +
+                                           detail::quote_for_message(options->unknown.front())) +
+                                    " (the subcommands of policy: check); see 'stormguard " +
+                                    sub->get_name() + " --help'");
+                   return exit_usage;
+                 }};
 }
 
 }  // namespace stormguard::cli

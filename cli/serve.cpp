@@ -104,21 +104,20 @@ std::string live_line(const lab::server& srv, const lab::server_stats& now,
       per_second(now.lost - before.lost, seconds));
 }
 
-// The idempotency store's outages, said once when they begin and once when they end: a second
-// with charges answered 503 by the guard (store unreachable or failing) begins one, a second
-// with charges committed and none answered 503 ends it.
+// The idempotency store's outages, said once when they begin and once when they end, from the
+// server's transitions (server_stats::store_outages, store_recoveries): an outage that begins
+// and ends within one second gets both lines, in order.
 void report_store_state(const lab::server_stats& now, const lab::server_stats& before,
                         bool& store_down) {
   const std::int64_t unavailable = now.charges_unavailable - before.charges_unavailable;
-  if (unavailable > 0 && !store_down) {
+  if (!store_down && now.store_outages > before.store_outages) {
     store_down = true;
     report_warning("serve", fmt::format("the idempotency store is unavailable: {} charge{} "
                                         "answered 503 with Retry-After in the last second (the "
                                         "503's body says why)",
                                         unavailable, unavailable == 1 ? "" : "s"));
-  } else if (store_down && unavailable == 0 &&
-             now.charges_committed + now.charges_replayed >
-                 before.charges_committed + before.charges_replayed) {
+  }
+  if (store_down && now.store_recoveries >= now.store_outages) {
     store_down = false;
     report_log("serve", "the idempotency store answers again");
   }

@@ -2,7 +2,10 @@
 // Tests of `stormguard http`: the built executable (STORMGUARD_CLI_PATH) against the loopback test
 // server of tests/support/ running in this process. Backoff is 1 ms .. 2 ms, so the file runs in
 // about a second.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <spawn.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -12,8 +15,11 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include "support/http_test_server.hpp"
+
+extern char** environ;
 
 namespace {
 
@@ -334,6 +340,36 @@ TEST(HttpCli, BadInputIsAUsageErrorNamingTheOptionAndValue) {
         << r.err;
     EXPECT_EQ(r.out, "") << c.args;
   }
+}
+
+// A regular file over the limit is refused from its size, before it is read: the process never
+// holds its 256 MiB (it did: the file was read until the limit was passed).
+TEST(HttpCli, ADataFileOverTheLimitIsRefusedBeforeItIsRead) {
+  const std::string path = ::testing::TempDir() + "http_cli_big_" + std::to_string(::getpid());
+  { std::ofstream out(path); }
+  fs::resize_file(path, (std::uintmax_t{300} << 20));  // sparse: no disk used
+  const std::string body = "@" + path;
+  std::vector<char*> argv = {const_cast<char*>(STORMGUARD_CLI_PATH),
+                             const_cast<char*>("http"),
+                             const_cast<char*>("-d"),
+                             const_cast<char*>(body.c_str()),
+                             const_cast<char*>("http://127.0.0.1:1/"),
+                             nullptr};
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
+  pid_t pid = -1;
+  ASSERT_EQ(::posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ), 0);
+  posix_spawn_file_actions_destroy(&actions);
+  int status = 0;
+  rusage usage{};
+  ASSERT_EQ(::wait4(pid, &status, 0, &usage), pid);
+  fs::remove(path);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 2);
+  // ru_maxrss is in KiB; the file's 300 MiB (or the limit's 256) would show.
+  EXPECT_LT(usage.ru_maxrss, 128 * 1024) << "KiB: the file was read";
 }
 
 #endif  // STORMGUARD_CLI_PATH

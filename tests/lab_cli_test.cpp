@@ -87,6 +87,39 @@ TEST_F(LabCli, SigintEndsWithAPartialReportAnd130) {
   EXPECT_NE(r.output.find("status=130"), std::string::npos) << r.output;
 }
 
+TEST_F(LabCli, AnInterruptedRunSaysItIsNotComparable) {
+  const run_result r = run_shell(k_cli + " lab '" + file_ +
+                                 "' --scale 1 2>/dev/null & pid=$!; sleep 0.7; kill -INT "
+                                 "$pid; wait $pid");
+  EXPECT_NE(r.output.find("(stopped early: not comparable)"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("a run stopped early is not comparable"), std::string::npos) << r.output;
+  const run_result json = run_shell(k_cli + " lab '" + file_ +
+                                    "' --scale 1 --json 2>/dev/null & pid=$!; sleep 0.7; kill "
+                                    "-INT $pid; wait $pid");
+  EXPECT_NE(json.output.find("\"comparable\":false"), std::string::npos) << json.output;
+}
+
+// Out of descriptors (a limit of 64, soft and hard: the lab cannot raise it): the run is marked
+// invalid, says why, and exits 3 (it exited 0 with figures that contradicted the simulator).
+TEST_F(LabCli, ARunThatRunsOutOfDescriptorsIsInvalidAndExitsThree) {
+  // 400 req/s, each held 500 ms by the server: ~200 connections in flight, 2 descriptors each.
+  const std::string busy = (dir_ / "busy.json").string();
+  std::ofstream(busy) << R"({"name": "many-connections", "seed": 7, "duration": "2s",
+    "requests_per_second": 400, "clients": 8, "timeout": "2s",
+    "server": {"workers": 1000, "queue_limit": 1000, "service_time": "500ms"},
+    "incident": {"start": "1s", "end": "1500ms", "error_rate": 0.1}})";
+  const run_result r = run_shell("(ulimit -n 64 && exec " + k_cli + " lab '" + busy +
+                                 "' --scale 1 --strategy none --json 2>/dev/null); echo "
+                                 "\"status=$?\"");
+  EXPECT_NE(r.output.find("status=3"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("\"valid\":false"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("the lab's own sockets failed"), std::string::npos) << r.output;
+  // The same run with the descriptors it needs is valid.
+  const run_result fine = run_cli("lab '" + busy + "' --scale 1 --strategy none --json");
+  EXPECT_EQ(fine.exit_code, 0) << fine.output;
+  EXPECT_NE(fine.output.find("\"valid\":true"), std::string::npos) << fine.output;
+}
+
 TEST_F(LabCli, BadInputExitsTwo) {
   EXPECT_EQ(run_cli("lab no-such-scenario").exit_code, 2);
   EXPECT_EQ(run_cli("lab '" + file_ + "' --scale 0").exit_code, 2);

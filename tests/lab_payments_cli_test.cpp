@@ -18,6 +18,7 @@
 #include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -245,6 +246,115 @@ TEST(LabPaymentsCli, AStoreOutageIsSaidOnceAndTheAuditGivesNoVerdict) {
   EXPECT_EQ(r.err.find(warning, first + 1), std::string::npos) << "said once: " << r.err;
 }
 
+TEST(LabPaymentsCli, AServerRestartedDuringTheRunIsDetectedNotANegativeCount) {
+  // serve restarted on its port, on the same SQLite file, while the charges run: its /stats
+  // counters begin again at 0. The audit says so and counts the client's attempts, never a
+  // negative difference.
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() /
+      ("stormguard-lab-payments-restart-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string spec = "sqlite:" + (dir / "ledger.db").string();
+  auto first = std::make_unique<serve_child>(
+      std::vector<std::string>{"--idempotency", spec, "--fault-after-commit", "0.1"});
+  const std::string url = first->url();
+  ASSERT_FALSE(url.empty());
+  const std::string port = url.substr(url.rfind(':') + 1, url.size() - url.rfind(':') - 2);
+  program_run r;
+  std::thread run([&] { r = lab_payments({"--charges", "400", "--server", url, "--json"}); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(700));
+  first.reset();  // SIGTERM, waited for
+  const serve_child second({"--port", port, "--idempotency", spec, "--fault-after-commit", "0.1"});
+  EXPECT_EQ(second.url(), url);
+  run.join();
+  std::filesystem::remove_all(dir);
+  const nlohmann::json audit = audit_of(r);
+  ASSERT_TRUE(audit.is_object()) << r.out << r.err;
+  EXPECT_EQ(audit["counters_reset"], true) << r.out;
+  EXPECT_EQ(audit["attempts"], audit["client_attempts"]) << r.out;
+  EXPECT_GT(audit["attempts"].get<int>(), 0) << r.out;
+  EXPECT_TRUE(audit["dropped"].is_null()) << r.out;
+  EXPECT_EQ(audit["duplicates"], 0) << r.out;
+  EXPECT_EQ(audit["lost"], 0) << r.out;
+}
+
+TEST(LabPaymentsCli, AStoreThatStaysDownEndsTheRunAfterConsecutive503s) {
+  // serve on its own Redis, which dies before the run: every attempt is a 503 from the guard.
+  // With the default policy (10 attempts, Retry-After 1 s honoured) 3,000 charges took minutes;
+  // the run gives up after 100 consecutive 503s.
+  auto redis = std::make_unique<stormguard::test_support::redis_server>();
+  const serve_child serve({"--idempotency", "redis:" + redis->url()});
+  ASSERT_FALSE(serve.url().empty());
+  ::kill(redis->pid(), SIGKILL);
+  redis.reset();
+  const auto began = std::chrono::steady_clock::now();
+  const program_run r = lab_payments({"--charges", "3000", "--server", serve.url()});
+  EXPECT_LT(std::chrono::steady_clock::now() - began, std::chrono::seconds(30));
+  EXPECT_FALSE(r.timed_out);
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.err.find("gave up after 100 consecutive 503s"), std::string::npos) << r.err;
+}
+
+// `stormguard lab payments ARGS...` as a child, stdout and stderr to files; SIGINT after
+// `after`; how long it took to exit from the signal, and how it ended.
+struct interrupted_run {
+  int status = -1;
+  std::chrono::steady_clock::duration took{};
+  std::string out;
+};
+interrupted_run interrupt_lab_payments(std::vector<std::string> args,
+                                       std::chrono::milliseconds after) {
+  interrupted_run result;
+  args.insert(args.begin(), {k_cli, "lab", "payments"});
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  const std::string out = std::filesystem::temp_directory_path() /
+                          ("stormguard-lab-payments-int-" + std::to_string(::getpid()));
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
+  pid_t pid = -1;
+  const int rc = ::posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (rc != 0) return result;
+  std::this_thread::sleep_for(after);
+  ::kill(pid, SIGINT);
+  const auto sent = std::chrono::steady_clock::now();
+  int status = 0;
+  while (::waitpid(pid, &status, WNOHANG) != pid) {
+    if (std::chrono::steady_clock::now() - sent > std::chrono::seconds(30)) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, &status, 0);
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  result.took = std::chrono::steady_clock::now() - sent;
+  result.status = status;
+  std::ifstream in(out);
+  result.out.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  std::filesystem::remove(out);
+  return result;
+}
+
+TEST(LabPaymentsCli, SigintEndsALongRunWithinASecondWithThePartialAudit) {
+  // A run of a million charges, interrupted after 1.5 s: the charges in flight and their backoff
+  // sleeps are cancelled (it took ~9 s: every charge in flight finished its retries first).
+  const interrupted_run r =
+      interrupt_lab_payments({"--charges", "1000000", "--fault-after-commit", "0.5", "--json"},
+                             std::chrono::milliseconds(1500));
+  EXPECT_LT(r.took, std::chrono::milliseconds(1500)) << "1 s, and slack for a loaded machine";
+  ASSERT_TRUE(WIFEXITED(r.status)) << r.status;
+  EXPECT_EQ(WEXITSTATUS(r.status), 130);
+  const nlohmann::json audit = nlohmann::json::parse(r.out, nullptr, false);
+  ASSERT_TRUE(audit.is_object()) << r.out;
+  EXPECT_EQ(audit["interrupted"], true);
+  EXPECT_EQ(audit["duplicates"], 0);
+  EXPECT_LT(audit["charges"].get<int>(), 1000000);
+}
+
 TEST(LabPaymentsCli, TheVerdictLineSaysHowManyFailedAndMaxFailedMakesThemFail) {
   // No retry, and every committed charge left unanswered: no double charge, no lost charge, yet
   // every charge failed for its client (and each is in the ledger: unconfirmed).
@@ -325,6 +435,8 @@ TEST(LabPaymentsCli, BadOptionsExit2NamingTheOption) {
       {{"--strategy", "naive"}, "--strategy"},
       {{"--scale", "0.5"}, "--scale"},
       {{"--policy", "/nonexistent.json"}, "--policy"},
+      // Each replica would open its own in-memory database: a false FAIL.
+      {{"--idempotency", "sqlite::memory:", "--replicas", "2"}, "share no key"},
   };
   for (const auto& [args, option] : cases) {
     const program_run r = lab_payments(args);

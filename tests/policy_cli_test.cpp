@@ -2,6 +2,7 @@
 // `--policy` and `stormguard policy check` as a user runs them: the built executable, its output
 // and exit codes. Skipped when the CLI is not built (STORMGUARD_CLI_PATH undefined).
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <filesystem>
 #include <fstream>
@@ -246,6 +247,53 @@ TEST_F(PolicyCli, HttpSpendsThePolicysBudgetOfAnyKind) {
   EXPECT_EQ(r.exit_code, 5) << r.output;                // budget_exhausted
   EXPECT_EQ(server.requests().size(), 2U) << r.output;  // ceil(4 / 2) - 1 = 1 retry
   EXPECT_EQ(r.output.find("is not used"), std::string::npos) << r.output;
+}
+
+TEST_F(PolicyCli, AnUnknownPolicySubcommandIsNamed) {
+  const run_result bogus = run("policy bogus");
+  EXPECT_EQ(bogus.exit_code, 2) << bogus.output;
+  EXPECT_NE(bogus.output.find("unknown subcommand \"bogus\""), std::string::npos) << bogus.output;
+  EXPECT_NE(bogus.output.find("check"), std::string::npos) << bogus.output;
+  const run_result none = run("policy");
+  EXPECT_EQ(none.exit_code, 2) << none.output;
+  EXPECT_NE(none.output.find("a subcommand is required (the subcommands of policy: check)"),
+            std::string::npos)
+      << none.output;
+}
+
+TEST_F(PolicyCli, PolicyCheckOfAFifoWithNoWriterEndsAtOnce) {
+  const std::string fifo = (dir_ / "p.fifo").string();
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  // `timeout 10`: on a build that waits for a writer the test fails instead of hanging.
+  const run_result r = run_shell("timeout 10 '" + std::string(STORMGUARD_CLI_PATH) +
+                                 "' policy check '" + fifo + "' 2>&1");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("a FIFO with no writer connected"), std::string::npos) << r.output;
+  // A FIFO with a writer (a shell's process substitution does the same) is read to its end.
+  const run_result written = run_shell("(printf '%s' '" + std::string(k_ours) + "' > '" + fifo +
+                                       "' &) ; sleep 0.2; timeout 10 '" + STORMGUARD_CLI_PATH +
+                                       "' policy check --json '" + fifo + "' 2>&1");
+  EXPECT_EQ(written.exit_code, 0) << written.output;
+  EXPECT_NE(written.output.find("\"ours\""), std::string::npos) << written.output;
+}
+
+// A flag given twice is a usage error like a valued option given twice, in every subcommand.
+TEST_F(PolicyCli, EveryRepeatedFlagIsAUsageError) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"policy check --json --json builtin:", "--json given twice"},
+      {"plan --json --json", "--json given twice"},
+      {"simulate no-incident --json --json", "--json given twice"},
+      {"lab no-incident --json --json", "--json given twice"},
+      {"http -i -i http://127.0.0.1:1/", "-i/--include given twice"},
+      {"http --stats --stats http://127.0.0.1:1/", "--stats given twice"},
+      {"exec --quiet --quiet -- true", "--quiet given twice"},
+      {"serve no-incident --wait-start --wait-start", "--wait-start given twice"},
+  };
+  for (const auto& [args, message] : cases) {
+    const run_result r = run(args);
+    EXPECT_EQ(r.exit_code, 2) << args << ": " << r.output;
+    EXPECT_NE(r.output.find(message), std::string::npos) << args << ": " << r.output;
+  }
 }
 
 #endif  // STORMGUARD_CLI_PATH

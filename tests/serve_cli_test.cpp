@@ -25,7 +25,9 @@
 #include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -67,10 +69,13 @@ std::string tiny_scenario() {
 // temporary SQLite directory, and SIGKILLs it after 2 s.
 class serve_process {
  public:
-  // stderr goes to `stderr_path` (appended), /dev/null by default.
+  // stderr goes to `stderr_path` (appended), /dev/null by default; `launcher` runs serve (e.g.
+  // {"/usr/bin/prlimit", "--nofile=64:64"}).
   explicit serve_process(std::vector<std::string> args,
-                         const std::string& stderr_path = "/dev/null") {
+                         const std::string& stderr_path = "/dev/null",
+                         const std::vector<std::string>& launcher = {}) {
     args.insert(args.begin(), {k_cli, "serve"});
+    args.insert(args.begin(), launcher.begin(), launcher.end());
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
@@ -470,6 +475,134 @@ TEST(ServeCli, AStoreOutageIsA503WithRetryAfterAndSaidOnceOnStderr) {
   const std::string stats = run_shell("curl -s " + url + "stats").output;
   EXPECT_NE(stats.find("\"charges_unavailable\":1"), std::string::npos) << stats;
   std::filesystem::remove(err);
+}
+
+// An outage that begins and ends within one live-line second is still said to end: the line
+// "answers again" follows the warning (it was missing when the recovery fell in the second of
+// the 503).
+TEST(ServeCli, AStoreThatAnswersAgainWithinTheSecondOfTheOutageIsSaidToAnswerAgain) {
+  stormguard::test_support::redis_server redis;
+  const std::string err = (std::filesystem::temp_directory_path() /
+                           ("sg-serve-recovery-" + std::to_string(::getpid()) + ".err"))
+                              .string();
+  std::filesystem::remove(err);
+  serve_process serve({tiny_scenario(), "--idempotency", "redis:" + redis.url()}, err);
+  const std::string url = serve.url();
+  ASSERT_FALSE(url.empty());
+  ASSERT_EQ(status_of(post_charge(url, "-H 'Idempotency-Key: before'")), 201);
+  ASSERT_EQ(::kill(redis.pid(), SIGSTOP), 0);
+  const std::string during = post_charge(url, "--max-time 10 -H 'Idempotency-Key: during'");
+  ::kill(redis.pid(), SIGCONT);
+  EXPECT_EQ(status_of(during), 503) << during;
+  // At once, until the store answers (the guard may fail fast while it probes the store).
+  int answered = 0;
+  for (int i = 0; i < 200 && answered != 201; ++i) {
+    answered = status_of(
+        post_charge(url, "--max-time 5 -H 'Idempotency-Key: after-" + std::to_string(i) + "'"));
+    if (answered != 201) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_EQ(answered, 201);
+  std::string log;
+  for (int i = 0; i < 40 && log.find("answers again") == std::string::npos; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    log = run_shell("cat " + err).output;
+  }
+  const auto warned = log.find("warning: the idempotency store is unavailable");
+  const auto again = log.find("the idempotency store answers again");
+  EXPECT_NE(warned, std::string::npos) << log;
+  EXPECT_NE(again, std::string::npos) << log;
+  EXPECT_LT(warned, again) << log;
+  const std::string metrics = run_shell("curl -s " + url + "metrics").output;
+  EXPECT_NE(metrics.find("stormguard_serve_store_outages_total 1"), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("stormguard_serve_store_recoveries_total 1"), std::string::npos)
+      << metrics;
+  EXPECT_NE(metrics.find("stormguard_serve_charges_committed_total 2"), std::string::npos)
+      << metrics;
+  EXPECT_NE(metrics.find("stormguard_serve_charges_unavailable_total"), std::string::npos)
+      << metrics;
+  // The guard's own metrics (stormguard/metrics/guard.hpp) follow the server's.
+  EXPECT_NE(metrics.find("stormguard_guard_decisions_total{decision=\"ran\"} 2"), std::string::npos)
+      << metrics;
+  EXPECT_NE(metrics.find("stormguard_guard_store_errors_total{operation=\"begin\"}"),
+            std::string::npos)
+      << metrics;
+  EXPECT_NE(metrics.find("stormguard_guard_store_seconds_count{operation=\"begin\"}"),
+            std::string::npos)
+      << metrics;
+  std::filesystem::remove(err);
+}
+
+// The process's CPU time (user + system) so far, from /proc/PID/stat; -1 when unreadable.
+double cpu_seconds(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const auto close = stat.rfind(')');
+  if (close == std::string::npos) return -1;
+  std::istringstream fields(stat.substr(close + 2));
+  std::string field;
+  double ticks = 0;
+  for (int i = 3; i <= 15 && fields >> field; ++i) {
+    if (i == 14 || i == 15) ticks += std::stod(field);  // utime, stime
+  }
+  return ticks / static_cast<double>(::sysconf(_SC_CLK_TCK));
+}
+
+// The descriptors the process holds now.
+std::size_t open_descriptors(pid_t pid) {
+  std::error_code ec;
+  std::size_t n = 0;
+  for (auto it = std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/fd", ec);
+       !ec && it != std::filesystem::directory_iterator(); it.increment(ec)) {
+    ++n;
+  }
+  return n;
+}
+
+// Out of descriptors (RLIMIT_NOFILE 64, soft and hard, set with prlimit): accept() fails with
+// EMFILE while connections wait in the backlog. serve frees idle connections and pauses accept()
+// for 100 ms instead of spinning on the listener (it spun at 100 % CPU and stopped answering):
+// /stats answers within 1 s and the process's CPU time over that second stays under 0.5 s.
+TEST(ServeCli, OutOfDescriptorsAcceptBacksOffAndStatsStillAnswers) {
+  if (::access("/usr/bin/prlimit", X_OK) != 0) GTEST_SKIP() << "no /usr/bin/prlimit (util-linux)";
+  serve_process serve({tiny_scenario()}, "/dev/null", {"/usr/bin/prlimit", "--nofile=64:64"});
+  const std::string url = serve.url();
+  ASSERT_FALSE(url.empty());
+  const auto port = static_cast<std::uint16_t>(port_of(url));
+  std::vector<int> held;
+  const auto connect_one = [&] {
+    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons(port);
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+      ::close(fd);
+      return false;
+    }
+    held.push_back(fd);
+    return true;
+  };
+  // Until serve holds every descriptor it may (62 or 63 of 64), then 24 more waiting in the
+  // backlog: accept() fails with EMFILE.
+  for (int i = 0; i < 200 && open_descriptors(serve.pid()) < 62; ++i) {
+    ASSERT_TRUE(connect_one());
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  ASSERT_GE(open_descriptors(serve.pid()), 62U);
+  for (int i = 0; i < 24; ++i) ASSERT_TRUE(connect_one());
+  const double cpu_before = cpu_seconds(serve.pid());
+  const auto began = std::chrono::steady_clock::now();
+  const std::string stats = run_shell("curl -s --max-time 5 " + url + "stats").output;
+  const auto took = std::chrono::steady_clock::now() - began;
+  std::this_thread::sleep_until(began + std::chrono::seconds(1));
+  const double cpu = cpu_seconds(serve.pid()) - cpu_before;
+  EXPECT_LT(took, std::chrono::seconds(1)) << stats;
+  EXPECT_NE(stats.find("\"accept_errors\":"), std::string::npos) << stats;
+  EXPECT_EQ(stats.find("\"accept_errors\":0,"), std::string::npos)
+      << "EMFILE was reached: " << stats;
+  EXPECT_GE(cpu_before, 0);
+  EXPECT_LT(cpu, 0.5) << "seconds of CPU in 1 s: accept() spins";
+  for (const int fd : held) ::close(fd);
 }
 
 // The hostile network at once: 5,000 idle connections, a 100 MB stream of header fields on

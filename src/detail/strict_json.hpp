@@ -14,6 +14,10 @@
 #ifndef STORMGUARD_SRC_DETAIL_STRICT_JSON_HPP
 #define STORMGUARD_SRC_DETAIL_STRICT_JSON_HPP
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <cstdint>
@@ -314,7 +318,9 @@ inline json parse(std::string_view text, int depth_limit, std::string_view what,
 /// Reads the file at `path`, at most `limit` bytes: a directory, an unreadable file (with the
 /// system's reason) and a larger one are failures whose message starts with the path and calls
 /// the file "the <noun> file" ("scenario", "policy"). Reads at most limit + 1 bytes, so
-/// /dev/zero is safe.
+/// /dev/zero is safe. A FIFO is opened without waiting for a writer (O_NONBLOCK): one with a
+/// writer connected (a shell's <(...)) is read to its end; one with none is a failure that says
+/// so, never a wait.
 inline std::string read_file(const std::filesystem::path& path, std::size_t limit,
                              std::string_view noun) {
   const std::string file = std::string(noun) + " file";
@@ -322,11 +328,25 @@ inline std::string read_file(const std::filesystem::path& path, std::size_t limi
   if (std::filesystem::is_directory(path, ec)) {
     fail("", path.string() + ": is a directory, not a " + file);
   }
-  // C stdio rather than iostreams: fopen and fread report why they failed in errno.
+  // open(2) with O_NONBLOCK: opening a FIFO for reading otherwise waits for a writer, forever
+  // when none comes. Then blocking reads again: a FIFO read ends at once (0 bytes) when no writer
+  // is connected, and waits for the data of one that is. C stdio for the reads: fread reports
+  // why it failed in errno.
   errno = 0;
-  std::FILE* handle = std::fopen(path.string().c_str(), "rb");
+  const int fd = ::open(path.string().c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    const int error = errno;
+    fail("", path.string() + ": cannot open the " + file + " (" + std::strerror(error) + ")");
+  }
+  struct stat st {};
+  const bool fifo = ::fstat(fd, &st) == 0 && S_ISFIFO(st.st_mode);
+  if (const int flags = ::fcntl(fd, F_GETFL); flags >= 0) {
+    (void)::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
+  }
+  std::FILE* handle = ::fdopen(fd, "rb");
   if (handle == nullptr) {
     const int error = errno;
+    ::close(fd);
     fail("", path.string() + ": cannot open the " + file + " (" + std::strerror(error) + ")");
   }
   std::string text(limit + 1, '\0');
@@ -346,6 +366,10 @@ inline std::string read_file(const std::filesystem::path& path, std::size_t limi
     fail("", path.string() + ": the " + file + " is larger than " + std::to_string(limit) +
                  " bytes (" + std::to_string(limit / (1024 * 1024)) + " MiB), the limit for a " +
                  std::string(noun));
+  }
+  if (fifo && size == 0) {
+    fail("", path.string() + ": a FIFO with no writer connected (or an empty one): the " + file +
+                 " is read once, not waited for");
   }
   text.resize(size);
   return text;

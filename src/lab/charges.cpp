@@ -2,10 +2,14 @@
 // The payments endpoint of lab::server (src/lab/charges.hpp).
 #include "lab/charges.hpp"
 
+#include <prometheus/text_serializer.h>
+
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -188,7 +192,35 @@ charges_endpoint::charges_endpoint(const payments_options& options)
   }
   guard::guard_options guard_options;
   guard_options.principal_key = options_.principal_key;
+  registry_ = std::make_shared<prometheus::Registry>();
+  guard_metrics_ = std::make_unique<metrics::guard_metrics>(*registry_);
+  guard_options.observer = guard_metrics_.get();
   guard_ = std::make_unique<guard::idempotency_guard>(*store_, guard_options);
+}
+
+std::array<payments_counter, 7> payments_counters(const server_stats& st) {
+  return {{
+      {"charges_total", "POST /charges requests read by the payments endpoint.", st.charges},
+      {"charges_committed_total", "Charges committed by this server (the handler ran).",
+       st.charges_committed},
+      {"charges_replayed_total", "Charges answered from the guard's stored response.",
+       st.charges_replayed},
+      {"charges_dropped_total",
+       "Committed charges left unanswered on purpose (--fault-after-commit).", st.charges_dropped},
+      {"charges_unavailable_total",
+       "Charges answered 503: the idempotency store was unavailable or failing.",
+       st.charges_unavailable},
+      {"store_outages_total",
+       "Times the idempotency store began failing (a 503 after an answer from it).",
+       st.store_outages},
+      {"store_recoveries_total", "Times the idempotency store answered again after a 503.",
+       st.store_recoveries},
+  }};
+}
+
+std::string charges_endpoint::guard_metrics_text() const {
+  if (!registry_) return {};
+  return prometheus::TextSerializer().Serialize(registry_->Collect());
 }
 
 charges_endpoint::~charges_endpoint() = default;

@@ -30,17 +30,20 @@
 #ifndef STORMGUARD_SRC_LAB_CHARGES_HPP
 #define STORMGUARD_SRC_LAB_CHARGES_HPP
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <vector>
 
 #include "lab/wire.hpp"
 #include "stormguard/guard/guard.hpp"
 #include "stormguard/guard/store.hpp"
 #include "stormguard/lab/server.hpp"
+#include "stormguard/metrics/guard.hpp"
 #include "stormguard/random.hpp"
 
 namespace stormguard::lab::detail {
@@ -68,6 +71,14 @@ struct charge_answer {
 using wire::ledger_message;
 using wire::ledger_row;
 
+/// One counter of GET /metrics: its name after "stormguard_serve_", its help, its value.
+using payments_counter = std::tuple<const char*, const char*, std::int64_t>;
+
+/// GET /metrics: the payments endpoint's counters of `st`, as GET /stats has them:
+/// charges{,_committed,_replayed,_dropped,_unavailable}_total and
+/// store_{outages,recoveries}_total.
+[[nodiscard]] std::array<payments_counter, 7> payments_counters(const server_stats& st);
+
 /// The endpoint (see the file comment).
 class charges_endpoint {
  public:
@@ -86,6 +97,11 @@ class charges_endpoint {
   /// store that fails is the guard's 503).
   [[nodiscard]] charge_answer charge(const charge_request& request);
 
+  /// The guard's Prometheus metrics (stormguard/metrics/guard.hpp: decisions, store errors,
+  /// store latency, the short circuit) in the text exposition format; "" with idempotency off.
+  /// Thread-safe (prometheus-cpp's registry): the loop thread reads it while the worker charges.
+  [[nodiscard]] std::string guard_metrics_text() const;
+
   /// The body of `GET /ledger`: {"store": NAME, "rows": [{"id", "principal", "key", "amount",
   /// "currency"}, ...]} in the order the rows were written, as a 200; a 503 when the store
   /// cannot be read.
@@ -96,6 +112,9 @@ class charges_endpoint {
 
   payments_options options_;
   std::unique_ptr<guard::store> store_;
+  // The guard's observer: declared before the guard, which holds its address.
+  std::shared_ptr<prometheus::Registry> registry_;
+  std::unique_ptr<metrics::guard_metrics> guard_metrics_;
   std::unique_ptr<guard::idempotency_guard> guard_;
   std::vector<ledger_row> memory_;  // off
   random_generator faults_;

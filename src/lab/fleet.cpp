@@ -141,6 +141,10 @@ class lab_transport {
     m.counters().expired_dropped = st.dropped_expired;
     out.result = driver_.finish();
     out.result.incident_served_amplification.reset();  // not measured on real sockets
+    out.transport_failures = transport_failures_;
+    out.first_transport_failure = first_transport_failure_;
+    out.accept_errors = st.accept_errors;
+    out.connections_refused = st.connections_refused;
     return out;
   }
 
@@ -264,6 +268,12 @@ class lab_transport {
     } else if (res.response) {
       driver_.unavailable(id, attempt, t);
     } else {
+      // The scenario's silence is a time-out; any other transport failure is the lab's own
+      // (fleet_result::transport_failures). Still a time-out for the driver: no response.
+      constexpr int k_curle_operation_timedout = 28;
+      if (!res.error || res.error->curl_code != k_curle_operation_timedout) {
+        if (transport_failures_++ == 0 && res.error) first_transport_failure_ = res.error->message;
+      }
       driver_.timed_out(id, attempt, t);
     }
   }
@@ -282,6 +292,8 @@ class lab_transport {
   std::int64_t armed_at_ = 0;
   bool stopped_ = false;
   bool completed_ = true;
+  std::int64_t transport_failures_ = 0;
+  std::string first_transport_failure_;
   metrics::client_metrics* prometheus_;  // nullptr: no Prometheus metrics
   sim::engine::driver<B, lab_transport> driver_;
   bool label_attempts_;   // the scenario's clients_label_attempts
@@ -374,7 +386,21 @@ outcome<lab_report, std::string> run_lab(const sim::scenario& s,
     if (!measured) return failure{measured.error()};
     fleet_result& run = *measured;
     report.strategies.push_back(lab_comparison{strategies[i].name, std::move(run.result),
-                                               sim::simulate(s, strategies[i]), run.completed});
+                                               sim::simulate(s, strategies[i]), run.completed, true,
+                                               std::string()});
+    if (run.transport_failures > 0 || run.accept_errors > 0 || run.connections_refused > 0) {
+      lab_comparison& c = report.strategies.back();
+      c.valid = false;
+      c.invalid_reason = fmt::format(
+          "the lab's own sockets failed: {} attempts ended without a response other than by "
+          "time-out{}, the server's accept() failed {} times and it closed {} new connections "
+          "at its connection cap (descriptors ran out: raise RLIMIT_NOFILE, ulimit -n, or lower "
+          "--scale); the figures measure the lab, not the scenario",
+          run.transport_failures,
+          run.first_transport_failure.empty() ? std::string()
+                                              : " (first: " + run.first_transport_failure + ")",
+          run.accept_errors, run.connections_refused);
+    }
     if (!run.completed) {
       report.interrupted = true;
       break;
@@ -392,9 +418,17 @@ std::string to_json(const lab_report& report) {
   w.field("interrupted", report.interrupted).key("strategies").begin_array();
   for (const lab_comparison& c : report.strategies) {
     w.begin_object().field("name", c.name).field("completed", c.completed);
-    w.key("lab").raw(sim::to_json(c.lab)).key("sim").raw(sim::to_json(c.sim)).end_object();
+    w.key("lab").raw(sim::to_json(c.lab)).key("sim").raw(sim::to_json(c.sim));
+    w.field("valid", c.valid);
+    if (c.valid) {
+      w.key("invalid_reason").raw("null");
+    } else {
+      w.field("invalid_reason", c.invalid_reason);
+    }
+    w.field("comparable", c.completed && c.valid).end_object();
   }
-  return std::move(w.end_array().end_object()).line();
+  w.end_array().field("valid", report.valid());
+  return std::move(w.end_object()).line();
 }
 
 std::string format_table(const lab_report& report) {
@@ -416,9 +450,18 @@ std::string format_table(const lab_report& report) {
                        cell(pct(c.lab.success_ratio), pct(c.sim.success_ratio), 1, "%"),
                        cell(c.lab.p99_latency_ms, c.sim.p99_latency_ms, 0),
                        cell(c.lab.recovery_s, c.sim.recovery_s, 0),
-                       c.completed ? "" : "  (stopped early)");
+                       !c.valid      ? "  (INVALID: see below)"
+                       : c.completed ? ""
+                                     : "  (stopped early: not comparable)");
   }
-  if (report.interrupted) out += "\ninterrupted: the report is partial\n";
+  if (report.interrupted) {
+    out +=
+        "\ninterrupted: the report is partial; a run stopped early is not comparable (its lab "
+        "figures cover the time it ran, the simulator's the whole scenario)\n";
+  }
+  for (const lab_comparison& c : report.strategies) {
+    if (!c.valid) out += "\nINVALID " + c.name + ": " + c.invalid_reason + "\n";
+  }
   return out;
 }
 

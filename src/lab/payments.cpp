@@ -10,6 +10,7 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
+#include <stop_token>
 #include <thread>
 #include <unordered_map>
 #include <unordered_set>
@@ -107,11 +108,14 @@ std::optional<Message> parse_wire(const std::string& body) {
   }
 }
 
-// The client that reads the servers' /stats and /ledger (GETs, with the default retries).
-http::client reading_client(duration attempt_timeout) {
+// The client that reads the servers' /stats and /ledger (GETs, with the default retries; after
+// an interruption one attempt of at most 1 s, so that SIGINT ends the run at once even when a
+// server's store hangs).
+http::client reading_client(duration attempt_timeout, bool quick = false) {
   http::client_options options;
-  options.attempt_timeout = std::max(attempt_timeout, duration(60s));
-  options.connect_timeout = 5s;
+  options.attempt_timeout = quick ? duration(1s) : std::max(attempt_timeout, duration(60s));
+  options.connect_timeout = quick ? duration(1s) : duration(5s);
+  if (quick) options.retry.max_retries = 0;
   options.max_body_bytes = std::size_t{1} << 30;
   return http::client(options);
 }
@@ -122,6 +126,7 @@ http::client reading_client(duration attempt_timeout) {
 struct server_counters {
   std::int64_t charges = 0;
   std::int64_t dropped = 0;
+  std::vector<std::uint64_t> instances;  // each server's GET /stats "instance" (0: not said)
 };
 outcome<server_counters, std::string> read_counters(http::client& client,
                                                     const std::vector<std::string>& servers) {
@@ -146,6 +151,7 @@ outcome<server_counters, std::string> read_counters(http::client& client,
     }
     sum.charges += stats->stats.charges;
     sum.dropped += stats->stats.charges_dropped;
+    sum.instances.push_back(stats->stats.instance);
   }
   return sum;
 }
@@ -188,6 +194,10 @@ void check_options(const payments_run_options& o) {
   if (o.concurrency < 1 || o.concurrency > k_max_concurrency) {
     throw std::invalid_argument(field_name("concurrency") + " " + std::to_string(o.concurrency) +
                                 ": must be in 1..256");
+  }
+  if (o.max_consecutive_unavailable < 0) {
+    throw std::invalid_argument(field_name("max_consecutive_unavailable") + " " +
+                                std::to_string(o.max_consecutive_unavailable) + ": must be >= 0");
   }
   if (o.attempt_timeout <= duration::zero()) {
     throw std::invalid_argument(field_name("attempt_timeout") + " " +
@@ -287,14 +297,29 @@ class payments_run {
         records_(static_cast<std::size_t>(o.charges)),
         progress_(o.progress, static_cast<std::size_t>(o.charges)) {}
 
-  // Sends every charge from o.concurrency threads; the time it took, or why not.
+  // Sends every charge from o.concurrency threads; the time it took, or why not. The caller's
+  // stop flag is watched every 20 ms and turned into a stop request that cancels the attempts
+  // in flight and the backoff sleeps (a flag set by a signal handler cannot request it itself).
   outcome<duration, std::string> send_all() {
     const auto began = std::chrono::steady_clock::now();
     {
+      std::jthread watcher;
+      if (o_.stop != nullptr) {
+        watcher = std::jthread([this](const std::stop_token& done) {
+          while (!done.stop_requested() && !stop_.stop_requested()) {
+            if (o_.stop->load()) {
+              stop_.request_stop();
+              break;
+            }
+            std::this_thread::sleep_for(20ms);
+          }
+        });
+      }
       std::vector<std::jthread> threads;
       const int workers = static_cast<int>(std::min<std::int64_t>(o_.concurrency, o_.charges));
       threads.reserve(static_cast<std::size_t>(workers));
       for (int t = 0; t < workers; ++t) threads.emplace_back([this] { work(); });
+      threads.clear();  // joins the workers, then the watcher is asked to end and joined
     }
     const auto sent_time = std::chrono::steady_clock::now() - began;
     const stormguard::detail::lock hold(error_mutex_);
@@ -308,7 +333,8 @@ class payments_run {
     a.servers = static_cast<int>(o_.servers.size());
     a.policy = describe_payments_retry(o_.retry, o_.budget);
     a.elapsed = elapsed;
-    a.interrupted = o_.stop != nullptr && o_.stop->load() && next_.load() < o_.charges;
+    a.gave_up = gave_up_.load();
+    a.interrupted = !a.gave_up && stop_.stop_requested();
     a.client_attempts = count_.attempts.load();
     a.attempts = a.client_attempts;
     a.replayed = count_.replayed.load();
@@ -319,6 +345,8 @@ class payments_run {
   }
 
   [[nodiscard]] const std::vector<charge_record>& records() const noexcept { return records_; }
+  /// The run was cut short (interrupted, or gave up).
+  [[nodiscard]] bool cut() const noexcept { return stop_.stop_requested(); }
 
  private:
   // One worker thread: its own HTTP client and retrier, then charges until none is left.
@@ -340,7 +368,7 @@ class payments_run {
     real_clock clock;
     random_generator random;  // the jitter: OS-seeded, one per thread
     retrier<random_generator, any_budget> retry(policy_, clock, random, budget_);
-    while (o_.stop == nullptr || !o_.stop->load(std::memory_order_relaxed)) {
+    while (!stop_.stop_requested()) {
       const std::int64_t i = next_.fetch_add(1, std::memory_order_relaxed);
       if (i >= o_.charges) break;
       charge(*client, retry, i);
@@ -360,7 +388,7 @@ class payments_run {
     const auto classify = [&](const attempt_failure& f) {
       return classify_charge_attempt(f.status, f.phase, f.retry_after, o_.statuses);
     };
-    call_options call;  // the charge's deadline, on the retrier's clock (real_clock)
+    call_options call{.stop = stop_.get_token()};  // and the charge's deadline, on the retrier's clock (real_clock)
     if (o_.deadline != duration::max()) {
       call.deadline = stormguard::detail::saturating_add(real_clock().now(), o_.deadline);
     }
@@ -395,13 +423,19 @@ class payments_run {
     req.body = body;
     req.idempotency = http::key::use(rec.key);
     count_.attempts.fetch_add(1, std::memory_order_relaxed);
-    http::result r = client.perform(req);
+    http::result r = client.perform(req, call_options{.stop = stop_.get_token()});
+    if (r.reason == end_reason::cancelled && !r.response) {
+      // Stopped: the run ends (the request may have reached the server: the audit tells).
+      if (r.attempts == 0) count_.attempts.fetch_sub(1, std::memory_order_relaxed);
+      return failure{attempt_failure{std::nullopt, std::nullopt, std::nullopt}};
+    }
     if (!r.response) {
       count_.dropped.fetch_add(1, std::memory_order_relaxed);
       return failure{
           attempt_failure{std::nullopt, r.error ? r.error->phase : std::nullopt, std::nullopt}};
     }
     const int status = r.response->status;
+    note_store_answer(status);
     if (status >= 200 && status < 300) {
       replay = r.response->header_value("Idempotent-Replayed") == "true";
       return std::move(r.response->body);
@@ -421,7 +455,23 @@ class payments_run {
     return failure{attempt_failure{status, std::nullopt, retry_after}};
   }
 
+  // Counts consecutive 503s (the store unavailable); gives up at the options' limit.
+  void note_store_answer(int status) {
+    if (status != 503) {
+      consecutive_unavailable_.store(0, std::memory_order_relaxed);
+      return;
+    }
+    const std::int64_t n = consecutive_unavailable_.fetch_add(1, std::memory_order_relaxed) + 1;
+    if (o_.max_consecutive_unavailable > 0 && n >= o_.max_consecutive_unavailable &&
+        !gave_up_.exchange(true)) {
+      stop_.request_stop();
+    }
+  }
+
   const payments_run_options& o_;
+  std::stop_source stop_;  // the run's: the caller's flag, or giving up
+  std::atomic<std::int64_t> consecutive_unavailable_{0};
+  std::atomic<bool> gave_up_{false};
   const retry_policy policy_;
   any_budget budget_;
   const std::string run_;
@@ -446,10 +496,14 @@ outcome<payments_audit, std::string> run_payments(const payments_run_options& o)
   if (!sent) return failure{sent.error()};
 
   payments_audit a = run.client_side(*sent);
+  // After a cut run, one quick attempt per read: an interrupted run must end at once.
+  if (run.cut()) reader = reading_client(o.attempt_timeout, true);
   if (const outcome<server_counters, std::string> after = read_counters(reader, o.servers); after) {
-    if ((*after).charges < (*before).charges || (*after).dropped < (*before).dropped) {
-      // A server restarted during the run (its counters began again at 0): its difference
-      // means nothing. The client's own count stands in.
+    if ((*after).charges < (*before).charges || (*after).dropped < (*before).dropped ||
+        (*after).instances != (*before).instances) {
+      // A server restarted during the run (its counters began again at 0; its instance
+      // changed, which also shows a restart whose counters grew past the earlier ones): its
+      // difference means nothing. The client's own count stands in.
       a.counters_reset = true;
       a.dropped.reset();
     } else {
@@ -458,7 +512,15 @@ outcome<payments_audit, std::string> run_payments(const payments_run_options& o)
     }
   }
   auto ledger = read_ledgers(reader, o.servers);
-  if (!ledger) return failure{ledger.error()};
+  if (!ledger) {
+    if (a.gave_up) {
+      return failure{fmt::format(
+          "gave up after {} consecutive 503s (the servers' idempotency store stayed down), and "
+          "{}",
+          o.max_consecutive_unavailable, ledger.error())};
+    }
+    return failure{(a.interrupted ? "interrupted, and " : "") + ledger.error()};
+  }
   auto& [rows, store] = *ledger;
   a.store = store;
   count_ledger(run.records(), rows, a);
@@ -480,6 +542,7 @@ std::string to_json(const payments_audit& a) {
   w.field("charges_per_s", seconds > 0 ? static_cast<double>(a.charges) / seconds : 0.0);
   w.field("interrupted", a.interrupted).field("passed", a.passed());
   w.field("counters_reset", a.counters_reset).field("max_failed", a.max_failed);
+  w.field("gave_up", a.gave_up);
   return std::move(w.end_object()).line();
 }
 
@@ -490,7 +553,9 @@ std::string format_table(const payments_audit& a) {
       a.servers == 1 ? "" : "s", a.store.empty() ? "?" : a.store,
       a.fault_after_commit ? ", fault after commit " + detail::format_double(*a.fault_after_commit)
                            : std::string(),
-      a.interrupted ? " (interrupted)" : "");
+      a.gave_up       ? " (gave up: the store stayed down)"
+      : a.interrupted ? " (interrupted)"
+                      : "");
   out += "policy: " + a.policy + "\n\n";
   const auto line = [&](std::string_view name, std::int64_t v, std::string_view what) {
     out += fmt::format("  {:<13} {:>8}  {}\n", name, v, what);
@@ -519,10 +584,11 @@ std::string format_table(const payments_audit& a) {
                      seconds > 0 ? static_cast<double>(a.charges) / seconds : 0.0);
   // The verdict line says what failed for the clients too: a run where every charge failed has no
   // double charge, and must not read as a clean pass.
-  const std::string failures = fmt::format(
+  std::string failures = fmt::format(
       "{} of {} charge{} failed{}, {} unconfirmed", a.failed, a.charges, a.charges == 1 ? "" : "s",
       a.max_failed ? fmt::format(" (--max-failed {})", *a.max_failed) : std::string(),
       a.unconfirmed);
+  if (a.gave_up) failures += "; gave up: too many consecutive 503s (the store stayed down)";
   out += a.passed()
              ? "\nPASS: no double charge, no lost charge; " + failures + "\n"
              : fmt::format("\nFAIL: {} double charge{}, {} lost charge{}; {}\n", a.duplicates,

@@ -37,6 +37,7 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <random>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -208,6 +209,7 @@ std::string stats_prometheus(const server_stats& st) {
           st.connections_refused);
   counter("accept_errors_total", "accept() failures (out of descriptors), each a 100 ms pause.",
           st.accept_errors);
+  for (const auto& [name, help, n] : detail::payments_counters(st)) counter(name, help, n);
   // Each defence's decisions by reason (server.defences; zero without defences).
   auto& decisions = prometheus::BuildCounter()
                         .Name("stormguard_serve_defence_decisions_total")
@@ -326,6 +328,7 @@ class server::impl {
     }
     const std::int64_t start = clock_start_.load();
     s.clock_started = start != k_not_started;
+    s.instance = instance_;
     s.elapsed = duration(s.clock_started ? steady_ns() - start : 0);
     return s;
   }
@@ -380,8 +383,9 @@ class server::impl {
       if (path == "/stats") {
         return reply(req, 200, "OK", "application/json", stats_json(scenario_, stats()));
       }
+      // The guard's own metrics follow the server's (payments endpoint with a store only).
       return reply(req, 200, "OK", "text/plain; version=0.0.4; charset=utf-8",
-                   stats_prometheus(stats()));
+                   stats_prometheus(stats()) + (payments_ ? payments_->guard_metrics_text() : ""));
     }
     // The target as sent: evhttp reads "//charges" as an authority and an empty path.
     const char* raw_target = evhttp_request_get_uri(req);
@@ -509,6 +513,16 @@ class server::impl {
     if (answer.committed) count<&server_stats::charges_committed>();
     if (answer.replayed) count<&server_stats::charges_replayed>();
     if (answer.store_unavailable) count<&server_stats::charges_unavailable>();
+    // The store's outages as transitions (server_stats::store_outages): any other answer came
+    // from the store (a commit, a replay, a 409, a 422).
+    if (answer.store_unavailable != store_failing_) {
+      store_failing_ = answer.store_unavailable;
+      if (store_failing_) {
+        count<&server_stats::store_outages>();
+      } else {
+        count<&server_stats::store_recoveries>();
+      }
+    }
     if (answer.drop) {
       count<&server_stats::charges_dropped>();
       return drop(req);
@@ -738,6 +752,14 @@ class server::impl {
   std::vector<evhttp_request*> lost_requests_;
 
   std::atomic<std::int64_t> clock_start_{k_not_started};
+  // server_stats::instance: never 0.
+  const std::uint64_t instance_ = [] {
+    std::random_device device;
+    const std::uint64_t v = (std::uint64_t{device()} << 32) ^ device();
+    return v == 0 ? 1 : v;
+  }();
+  // The last charge answered was a 503 for the store (loop thread only).
+  bool store_failing_ = false;
   // The server_stats counts, in wire::k_stats_counts order (count<M>() adds to one).
   std::array<std::atomic<std::int64_t>, std::size(wire::k_stats_counts)> counts_{};
   // Set before open(); used by the worker thread only (shared: an abandoned worker keeps it).

@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "lab/wire.hpp"
 
+#include <fmt/format.h>
+
+#include <charconv>
 #include <chrono>
 #include <iterator>
 
@@ -18,6 +21,7 @@ void to_json(nlohmann::ordered_json& j, const stats_message& m) {
     j[k_stats_count_names[i]] = m.stats.*k_stats_counts[i];
   j["workers"] = m.workers;
   j["queue_limit"] = m.queue_limit;
+  j["instance"] = fmt::format("{:016x}", m.stats.instance);
 }
 
 void from_json(const nlohmann::json& j, stats_message& m) {
@@ -40,6 +44,12 @@ void from_json(const nlohmann::json& j, stats_message& m) {
   }
   j.at("workers").get_to(m.workers);
   j.at("queue_limit").get_to(m.queue_limit);
+  // Optional (a server of an earlier version): 0.
+  m.stats.instance = 0;
+  if (const auto it = j.find("instance"); it != j.end() && it->is_string()) {
+    const std::string& hex = it->get_ref<const std::string&>();
+    (void)std::from_chars(hex.data(), hex.data() + hex.size(), m.stats.instance, 16);
+  }
 }
 
 void to_json(nlohmann::ordered_json& j, const ledger_row& r) {

@@ -7,7 +7,8 @@
 //                 "elapsed_s":1.5,"attempts":…,"served":…,"served_in_time":…,"rejected":…,
 //                 "errors":…,"lost":…,"queued":…,"in_service":…,"charges":…,
 //                 "charges_committed":…,"charges_replayed":…,"charges_dropped":…,
-//                 "charges_unavailable":…,"workers":…,"queue_limit":…}
+//                 "charges_unavailable":…, the limits' and defences' counts,…,"workers":…,
+//                 "queue_limit":…,"instance":"16 hex digits, new at every start"}
 //   GET /ledger  {"store":"sqlite","rows":[{"id":"ch_…","principal":"…","key":"…",
 //                 "amount":100,"currency":"eur"},…]}
 //
@@ -32,7 +33,8 @@ inline constexpr const char* k_stats_count_names[] = {
     "attempts", "served", "served_in_time", "rejected", "errors", "lost", "queued", "in_service",
     "charges", "charges_committed", "charges_replayed", "charges_dropped", "charges_unavailable",
     "requests_refused", "read_timeouts", "idle_closed", "connections_refused",
-    "accept_errors", "refused_retry_budget", "refused_concurrency_limit", "dropped_codel", "dropped_expired"};
+    "accept_errors", "refused_retry_budget", "refused_concurrency_limit", "dropped_codel", "dropped_expired",
+    "store_outages", "store_recoveries"};
 // clang-format on
 inline constexpr std::int64_t server_stats::*k_stats_counts[] = {
     &server_stats::attempts,
@@ -56,7 +58,9 @@ inline constexpr std::int64_t server_stats::*k_stats_counts[] = {
     &server_stats::refused_retry_budget,
     &server_stats::refused_concurrency_limit,
     &server_stats::dropped_codel,
-    &server_stats::dropped_expired};
+    &server_stats::dropped_expired,
+    &server_stats::store_outages,
+    &server_stats::store_recoveries};
 static_assert(std::size(k_stats_count_names) == std::size(k_stats_counts));
 /// The counts every GET /stats has; those after them (the limits' counts) read as 0 when
 /// absent, from a server of an earlier version.

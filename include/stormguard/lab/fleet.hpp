@@ -83,6 +83,17 @@ struct fleet_result {
   sim::strategy_result result;
   /// false when the run was stopped (fleet_options::stop) before the scenario's duration.
   bool completed = true;
+  /// Attempts that ended without a response other than by their time-out: a connect that
+  /// failed (the lab's own socket() or connect(), e.g. out of descriptors: EMFILE, ENFILE) or a
+  /// connection lost. The lab's server never refuses or drops a connection as an answer (its
+  /// answers are 200, 503 or silence), so each is the lab's own failure, not the scenario's.
+  std::int64_t transport_failures = 0;
+  /// The first such failure's message (libcurl's), "" when none.
+  std::string first_transport_failure;
+  /// The server's accept() failures (out of descriptors) and connections it closed at once at
+  /// its connection cap (server_stats::accept_errors, connections_refused): the lab's too.
+  std::int64_t accept_errors = 0;
+  std::int64_t connections_refused = 0;  ///< see accept_errors
 };
 
 /// Runs strategy `strat`'s fleet for the scenario's duration against `srv` (serving `s`, started
@@ -137,6 +148,12 @@ struct lab_comparison {
   /// The simulator's figures for the same scenario, strategy and seed.
   sim::strategy_result sim;
   bool completed = true;  ///< false for a run stopped early (its lab figures are partial)
+  /// false when the lab's own sockets failed during the run (fleet_result::transport_failures,
+  /// accept_errors, connections_refused): descriptors ran out, or connects were dropped. Its
+  /// figures measure the lab, not the scenario, and must not be compared with the simulator's.
+  bool valid = true;
+  /// Why the run is invalid (counts and the first failure's message); "" when valid.
+  std::string invalid_reason;
 };
 
 /// A lab run: the scenario (as run: scaled) and one comparison per strategy run.
@@ -146,6 +163,14 @@ struct lab_report {
   /// One comparison per strategy, in the order given.
   std::vector<lab_comparison> strategies;
   bool interrupted = false;  ///< stopped before every strategy ran to its end
+
+  /// Every strategy's run is valid (lab_comparison::valid).
+  [[nodiscard]] bool valid() const noexcept {
+    for (const lab_comparison& c : strategies) {
+      if (!c.valid) return false;
+    }
+    return true;
+  }
 };
 
 /// Runs each strategy in turn, each against a fresh lab::server on 127.0.0.1 port 0, and
@@ -160,11 +185,14 @@ struct lab_report {
 
 /// One JSON object: "scenario", "seed", "interrupted", "strategies" (an array, each with "name",
 /// "completed", and objects "lab" and "sim", each holding the fields of `stormguard simulate
-/// --json`'s strategies: sim::to_json(strategy_result)).
+/// --json`'s strategies: sim::to_json(strategy_result); then "valid", "invalid_reason" (null when
+/// valid) and "comparable": false for a run stopped early, whose lab figures cover only the time
+/// it ran while the simulator's cover the whole scenario), then "valid" (every strategy valid).
 [[nodiscard]] std::string to_json(const lab_report& report);
 
 /// The table: one row per strategy, each figure as "lab / sim" (amplification, incident
-/// amplification, peak load, success, p99 of successes, recovery).
+/// amplification, peak load, success, p99 of successes, recovery); a row stopped early says its
+/// figures are not comparable, an invalid one says why after the table.
 [[nodiscard]] std::string format_table(const lab_report& report);
 
 }  // namespace stormguard::lab

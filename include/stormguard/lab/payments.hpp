@@ -79,9 +79,17 @@ struct payments_run_options {
   /// answered 503 (a server's idempotency store unavailable: the charges wait and retry, and the
   /// run lasts as long as the outage or the retries). Empty = no call.
   std::function<void(const std::string&)> on_first_unavailable{};
-  /// When set and it becomes true, no further charge starts; those in flight end, then the
-  /// ledger is audited for the charges sent. Must outlive the run.
+  /// When set and it becomes true, the run ends within about 100 ms: no further charge starts,
+  /// the attempts in flight and the backoff sleeps are cancelled (their charges count as
+  /// failed; one whose row committed shows as unconfirmed), then the ledger is audited for the
+  /// charges sent (each server read with a 1 s limit, no retry). Must outlive the run.
   const std::atomic<bool>* stop = nullptr;
+  /// Give up (payments_audit::gave_up) after this many consecutive attempts answered 503 — the
+  /// servers' idempotency store unavailable — with no other answer in between (any other status
+  /// resets the count; a connection that fails neither counts nor resets): the run then ends as
+  /// on `stop`. A store that stays down ends the run in seconds instead of every charge's
+  /// retries (3,000 charges took 37 minutes). 0: never give up. Default 100.
+  std::int64_t max_consecutive_unavailable = 100;
 };
 
 /// What the audit found.
@@ -119,17 +127,21 @@ struct payments_audit {
   std::string policy;  ///< the policy, described ("9 retries, full jitter 5ms..200ms, no budget")
   duration elapsed{};  ///< from the first charge sent to the last ended (the audit excluded)
   bool interrupted = false;  ///< payments_run_options::stop ended the run early
-  /// A server's GET /stats counters went back between the run's start and its end (the server
-  /// restarted): `attempts` is then client_attempts and `dropped` unknown, never a difference
-  /// that could be negative.
+  /// The run gave up after payments_run_options::max_consecutive_unavailable consecutive 503s
+  /// (the store stayed down); the run does not pass.
+  bool gave_up = false;
+  /// A server restarted between the run's start and its end: its GET /stats "instance" changed
+  /// or its counters went back. `attempts` is then client_attempts and `dropped` unknown, never a
+  /// difference that could be negative (or too small: a restarted server's counts begin at 0).
   bool counters_reset = false;
   /// The most charges that may fail (end without a 2xx) for the run to pass; set by the caller
   /// (`lab payments --max-failed N`); nullopt: any number.
   std::optional<std::int64_t> max_failed;
 
-  /// The verdict: no double charge, no charge lost, and at most max_failed charges failed.
+  /// The verdict: no double charge, no charge lost, at most max_failed charges failed, and the
+  /// run did not give up.
   [[nodiscard]] bool passed() const noexcept {
-    return duplicates == 0 && lost == 0 && (!max_failed || failed <= *max_failed);
+    return duplicates == 0 && lost == 0 && (!max_failed || failed <= *max_failed) && !gave_up;
   }
 };
 
@@ -164,7 +176,8 @@ struct payments_audit {
 /// One JSON object: charges, ledger_rows, duplicates, lost, unconfirmed, attempts,
 /// client_attempts, succeeded, failed, replayed, conflicts, unavailable, dropped (null when
 /// unknown), no_response, other_rows, store, servers,
-/// fault_after_commit (null when unknown), policy, elapsed_s, charges_per_s, interrupted, passed.
+/// fault_after_commit (null when unknown), policy, elapsed_s, charges_per_s, interrupted, passed,
+/// counters_reset, max_failed, gave_up.
 [[nodiscard]] std::string to_json(const payments_audit& audit);
 
 /// The table: one figure per line, the verdict last.

@@ -165,6 +165,17 @@ struct server_stats {
   std::int64_t refused_concurrency_limit = 0;  ///< see refused_retry_budget
   std::int64_t dropped_codel = 0;              ///< see refused_retry_budget
   std::int64_t dropped_expired = 0;            ///< see refused_retry_budget
+  /// The payments endpoint's store: times a charge was answered 503 for it (store_unavailable)
+  /// after the charge before was answered by the store (or as the first charge), and times the
+  /// store answered a charge again after such a 503. The store fails now when store_outages >
+  /// store_recoveries; both move once per outage however many charges it costs, so an outage
+  /// that begins and ends between two reads of the counters still shows.
+  std::int64_t store_outages = 0;
+  std::int64_t store_recoveries = 0;  ///< see store_outages
+  /// The server's instance: drawn from std::random_device at start(), so a server restarted on
+  /// the same address has another (its counters began again at 0). GET /stats "instance", 16
+  /// hex digits. 0 never comes from a server (a /stats without it reads as 0).
+  std::uint64_t instance = 0;
 };
 
 /// The phase the scenario's clock is in at `elapsed`: "waiting" (clock not started), "normal",
@@ -179,7 +190,9 @@ struct server_stats {
 
 /// The counters in the Prometheus text exposition format 0.0.4 (the body of `GET /metrics`):
 /// counters stormguard_serve_{attempts,served,served_in_time,rejected,errors,lost}_total,
-/// gauges stormguard_serve_{queued,in_service,elapsed_seconds}.
+/// gauges stormguard_serve_{queued,in_service,elapsed_seconds}; the limits' and the defences'
+/// counts; the payments endpoint's stormguard_serve_charges{,_committed,_replayed,_dropped,
+/// _unavailable}_total and stormguard_serve_store_{outages,recoveries}_total (0 without it).
 [[nodiscard]] std::string stats_prometheus(const server_stats& stats);
 
 /// The scenario's server on 127.0.0.1 (see the file comment). start() binds and starts one

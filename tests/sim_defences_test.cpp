@@ -56,6 +56,37 @@ TEST(ServerModelDefences, DropExpiredNeverStartsAnAttemptPastItsDeadline) {
   EXPECT_EQ(expired, std::vector<std::uint32_t>{1});
 }
 
+// The head of a FIFO line whose older attempts were dropped is always just short of its deadline:
+// drop-expired does not start what cannot finish before it (the service estimate: by default
+// the scenario's service time, here 10 ms).
+TEST(ServerModelDefences, DropExpiredDoesNotStartWhatCannotFinishBeforeTheDeadline) {
+  for (const bool literal : {false, true}) {
+    auto s = quiet_server(defence_set{}.with(defence::drop_expired));
+    if (literal) s.defences.expired_service_estimate = 0s;  // only passed deadlines
+    engine::server_model model(s);
+    ASSERT_TRUE(model.take(0, {0, 1, 0, 1'000'000'000}));
+    EXPECT_FALSE(model.take(0, {1, 1, 0, 20'000'001}));  // starts at 10 ms, done 1 ns early
+    EXPECT_FALSE(model.take(0, {2, 1, 0, 25'000'000}));  // at 20 ms, 5 ms left for 10 ms of work
+    std::vector<std::uint32_t> dropped;
+    auto next = model.finish(10'000'000, [&](const engine::queued_attempt& a, engine::drop_reason) {
+      dropped.push_back(a.request);
+    });
+    ASSERT_TRUE(next);
+    EXPECT_EQ(next->attempt.request, 1U);
+    EXPECT_TRUE(dropped.empty());
+    next = model.finish(20'000'000, [&](const engine::queued_attempt& a, engine::drop_reason) {
+      dropped.push_back(a.request);
+    });
+    if (literal) {
+      ASSERT_TRUE(next);  // its deadline has not passed: started, and late
+      EXPECT_EQ(next->attempt.request, 2U);
+    } else {
+      EXPECT_FALSE(next);
+      EXPECT_EQ(dropped, std::vector<std::uint32_t>{2});
+    }
+  }
+}
+
 TEST(ServerModelDefences, WithoutDropExpiredTheExpiredAttemptIsServed) {
   const auto s = quiet_server(defence_set{}.with(defence::lifo_codel));
   engine::server_model model(s);
@@ -125,6 +156,27 @@ TEST(SimulateDefences, DropExpiredDropsAndLifoCodelEndsTheStorm) {
   EXPECT_TRUE(r.recovery_s);
 }
 
+// Dropping what cannot finish before its deadline ends the metastable state of the strategies
+// without a client budget: only the attempts that began before their deadline and overran it in
+// the incident's 1.5 s service remain wasted (100 workers x ceil(10 s / 1.5 s) = 700).
+TEST(SimulateDefences, DropExpiredAloneEndsTheStormOfTheUnbudgetedStrategies) {
+  auto s = stormguard::sim::friday_night();
+  s.defences.enabled = defence_set{}.with(defence::drop_expired);
+  for (const char* name : {"naive", "exponential", "equal", "full", "decorrelated"}) {
+    const auto r = run(s, name);
+    EXPECT_GT(r.expired_dropped, 0) << name;
+    EXPECT_LE(r.wasted_work, 1'980) << name;  // <= 1 % of the 198,028 without defence
+    EXPECT_TRUE(r.recovery_s) << name;
+    EXPECT_GT(r.server_refused, 0) << name;  // drops heard by callers still waiting
+  }
+  // With only passed deadlines dropped, the FIFO head overruns each time: the storm goes on.
+  s.defences.expired_service_estimate = 0s;
+  const auto literal = run(s, "full");
+  EXPECT_GT(literal.wasted_work, 100'000);
+  EXPECT_FALSE(literal.recovery_s);
+  EXPECT_EQ(literal.server_refused, 0);  // nobody was still listening
+}
+
 TEST(ScenarioDefences, ParseWriteBackAndNameTheBadField) {
   const std::string base =
       R"({"name":"x","seed":1,"duration":"10s","requests_per_second":10,"clients":1,
@@ -149,6 +201,19 @@ TEST(ScenarioDefences, ParseWriteBackAndNameTheBadField) {
   const auto bad = stormguard::sim::parse_scenario(base + R"({"lifo-codel":{"target":"0s"}}}})");
   ASSERT_FALSE(bad);
   EXPECT_EQ(bad.error().field, "server.defences.lifo-codel.target");
+
+  const auto estimate =
+      stormguard::sim::parse_scenario(base + R"({"drop-expired":{"service_estimate":"0s"}}}})");
+  ASSERT_TRUE(estimate) << estimate.error().message;
+  EXPECT_EQ((*estimate).defences.expired_service_estimate, stormguard::duration::zero());
+  const auto estimate_again = stormguard::sim::parse_scenario(stormguard::sim::to_json(*estimate));
+  ASSERT_TRUE(estimate_again) << estimate_again.error().message;
+  EXPECT_EQ(*estimate_again, *estimate);
+  EXPECT_FALSE((*parsed).defences.expired_service_estimate);  // absent: the service time
+  const auto bad_estimate =
+      stormguard::sim::parse_scenario(base + R"({"drop-expired":{"service_estimate":"2h"}}}})");
+  ASSERT_FALSE(bad_estimate);
+  EXPECT_EQ(bad_estimate.error().field, "server.defences.drop-expired.service_estimate");
 }
 
 // Hostile headers, end to end: the server reads them as parse_attempt / parse_grpc_timeout do,

@@ -247,7 +247,7 @@ class server_model {
         next = server_.pop_fifo();
       }
       if (!next) return std::nullopt;
-      if (defences_->has(stormguard::admission::defence::drop_expired) && now >= next->deadline) {
+      if (defences_->expired(now, next->deadline)) {
         defences_->cancel();
         on_drop(*next, drop_reason::expired);
         continue;

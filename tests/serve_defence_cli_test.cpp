@@ -142,6 +142,26 @@ TEST(ServeDefenceCli, TheConcurrencyLimitRefusesWithAJitteredRetryAfter) {
       << out;
 }
 
+// Hostile grpc-timeout values on a real socket, to an idle server: 0 (any unit) is already
+// expired and never started (503 + do not retry); a malformed value is no deadline, served as if
+// absent; a huge one saturates (no deadline in practice) and is served.
+TEST(ServeDefenceCli, HostileGrpcTimeoutsWinNothingTheirAbsenceWouldNot) {
+  scenario_file s(R"({"workers": 1, "queue_limit": 10, "service_time": "5ms"})");
+  const std::string out =
+      with_serve(s.path, "--defence drop-expired",
+                 "for v in 0m 0n 99999999H 1s -1S 123456789S abc ' ' 1.5S; do "
+                 "curl -s -o /dev/null -w \"[$v] %{http_code}\\n\" -H \"grpc-timeout: $v\" "
+                 "${url}orders/1; done; "
+                 "curl -s -o /dev/null -w '[absent] %{http_code}\\n' ${url}orders/1");
+  for (const char* expired : {"[0m] 503", "[0n] 503"}) {
+    EXPECT_NE(out.find(expired), std::string::npos) << out;
+  }
+  for (const char* served : {"[99999999H] 200", "[1s] 200", "[-1S] 200", "[123456789S] 200",
+                             "[abc] 200", "[ ] 200", "[1.5S] 200", "[absent] 200"}) {
+    EXPECT_NE(out.find(served), std::string::npos) << served << "\n" << out;
+  }
+}
+
 TEST(ServeDefenceCli, ACommaIsAUsageError) {
   scenario_file s;
   const auto r = run_shell(k_cli + " serve " + s.path +

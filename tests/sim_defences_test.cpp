@@ -87,6 +87,23 @@ TEST(ServerModelDefences, DropExpiredDoesNotStartWhatCannotFinishBeforeTheDeadli
   }
 }
 
+// Also on arrival at an idle server: a deadline already passed (grpc-timeout: 0) or nearer than
+// the service estimate is never started; no deadline (absent or malformed grpc-timeout) is.
+TEST(ServerModelDefences, DropExpiredChecksTheDeadlineOnArrivalToo) {
+  const auto s = quiet_server(defence_set{}.with(defence::drop_expired));  // 10 ms of service
+  engine::server_model model(s);
+  const auto labels = [](std::int64_t deadline) {
+    return engine::attempt_labels{stormguard::attempt_info{}, deadline};
+  };
+  EXPECT_EQ(model.admit(1'000, labels(1'000)), engine::admission::expired);  // grpc-timeout: 0
+  EXPECT_EQ(model.admit(1'000, labels(10'001'000)), engine::admission::expired);
+  EXPECT_EQ(model.admit(1'000, labels(10'001'001)), engine::admission::accepted);
+  EXPECT_EQ(model.admit(1'000, labels(engine::k_no_deadline)), engine::admission::accepted);
+  const auto none = quiet_server(defence_set{}.with(defence::lifo_codel));
+  engine::server_model without(none);
+  EXPECT_EQ(without.admit(1'000, labels(1'000)), engine::admission::accepted);
+}
+
 TEST(ServerModelDefences, WithoutDropExpiredTheExpiredAttemptIsServed) {
   const auto s = quiet_server(defence_set{}.with(defence::lifo_codel));
   engine::server_model model(s);
@@ -202,8 +219,8 @@ TEST(SimulateDefences, TheServerBudgetHoldsTheFleetAt2000And20000Clients) {
 // and nothing is refused, the concurrency limiter's start-up and probe windows included.
 TEST(SimulateDefences, NoIncidentCostsNothingUnderAnyDefence) {
   auto s = *stormguard::sim::builtin_scenario("no-incident");
-  for (const char* name : {"none", "drop-expired", "lifo-codel", "retry-budget",
-                           "concurrency-limit", "all"}) {
+  for (const char* name :
+       {"none", "drop-expired", "lifo-codel", "retry-budget", "concurrency-limit", "all"}) {
     s.defences.enabled = stormguard::admission::parse_defences(name);
     const auto report = stormguard::sim::simulate(s, stormguard::sim::builtin_strategies());
     for (std::size_t i = 0; i < report.strategies.size(); ++i) {

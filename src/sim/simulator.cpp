@@ -103,6 +103,10 @@ class virtual_transport : public engine::no_notes {
         }
         return;
       }
+      case engine::admission::expired:  // only when the timeout is below the service estimate
+        ++counters.expired_dropped;
+        driver_.dropped_expired(id, attempt, now, honour_pushback_);
+        return;
       case engine::admission::accepted:
         break;
     }

@@ -6,6 +6,7 @@
 //   BM_RetryAdmission             parse x-envoy-attempt-count and grpc-timeout, compute the
 //                                 deadline and check it, then retry_admission::admit (a first
 //                                 attempt deposits; every 10th request is a retry that withdraws)
+//   BM_RetryAdmission_FirstAttemptsOnly, BM_HeadersAndDeadlineOnly: its breakdown
 //   BM_ConcurrencyLimit           try_acquire + release with a latency sample (mutex; a percentile
 //                                 every 100 ms of virtual time)
 //
@@ -66,6 +67,45 @@ void BM_RetryAdmission(benchmark::State& state) {
   });
 }
 BENCHMARK(BM_RetryAdmission)->Threads(1)->Threads(2)->UseRealTime();
+
+// The breakdown of BM_RetryAdmission: the same request without its retries (every request a
+// first attempt: the lock-free path only), and the header parsing + deadline check alone.
+void BM_RetryAdmission_FirstAttemptsOnly(benchmark::State& state) {
+  static stormguard::admission::retry_admission admission;
+  stormguard::time_point now{};
+  run_counting_allocations(state, [&] {
+    now += 1us;
+    std::string_view attempt_header = "1";
+    std::string_view timeout_header = "250m";
+    benchmark::DoNotOptimize(attempt_header);
+    benchmark::DoNotOptimize(timeout_header);
+    const auto attempt = stormguard::parse_attempt(attempt_header, std::nullopt);
+    const auto deadline =
+        stormguard::admission::deadline_of(now, stormguard::parse_grpc_timeout(timeout_header));
+    const bool admitted =
+        !stormguard::admission::expired(now, deadline) && admission.admit(now, attempt);
+    benchmark::DoNotOptimize(admitted);
+  });
+}
+BENCHMARK(BM_RetryAdmission_FirstAttemptsOnly)->Threads(1)->Threads(2)->UseRealTime();
+
+void BM_HeadersAndDeadlineOnly(benchmark::State& state) {
+  stormguard::time_point now{};
+  std::int64_t i = 0;
+  run_counting_allocations(state, [&] {
+    now += 1us;
+    std::string_view attempt_header = (++i % 10 == 0) ? "2" : "1";
+    std::string_view timeout_header = "250m";
+    benchmark::DoNotOptimize(attempt_header);
+    benchmark::DoNotOptimize(timeout_header);
+    const auto attempt = stormguard::parse_attempt(attempt_header, std::nullopt);
+    const auto deadline =
+        stormguard::admission::deadline_of(now, stormguard::parse_grpc_timeout(timeout_header));
+    const bool pass = !stormguard::admission::expired(now, deadline) && !attempt.malformed;
+    benchmark::DoNotOptimize(pass);
+  });
+}
+BENCHMARK(BM_HeadersAndDeadlineOnly)->Threads(1)->UseRealTime();
 
 void BM_ConcurrencyLimit(benchmark::State& state) {
   static stormguard::admission::concurrency_limit limit({.initial_limit = 1000},

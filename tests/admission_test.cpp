@@ -217,6 +217,21 @@ TEST(Deadlines, SaturateAndCompare) {
   EXPECT_FALSE(expired(t0 + 1s - 1ns, t0 + 1s));
 }
 
+TEST(Deadlines, AServiceEstimateDropsWhatCannotFinishInTime) {
+  // An answer exactly at the deadline is late: now + estimate >= deadline is expired.
+  EXPECT_TRUE(expired(t0 + 1s, t0 + 1s + 20ms, 20ms));
+  EXPECT_FALSE(expired(t0 + 1s, t0 + 1s + 20ms + 1ns, 20ms));
+  EXPECT_TRUE(expired(t0 + 2s, t0 + 1s, 20ms));  // passed
+  // Zero or negative: only a passed deadline.
+  EXPECT_FALSE(expired(t0 + 1s - 1ns, t0 + 1s, duration::zero()));
+  EXPECT_FALSE(expired(t0 + 1s - 1ns, t0 + 1s, -1s));
+  // No deadline never expires, whatever the estimate; extreme values do not overflow.
+  EXPECT_FALSE(expired(t0, time_point::max(), duration::max()));
+  EXPECT_FALSE(expired(time_point::min(), t0, duration::max()));  // min + max = -1 ns < t0
+  EXPECT_TRUE(expired(time_point::min(), t0 - 1ns, duration::max()));
+  EXPECT_TRUE(expired(time_point::max() - 1ns, time_point::max() - 1ns + 0ns, 1ns));
+}
+
 }  // namespace
 
 namespace {

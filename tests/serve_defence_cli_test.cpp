@@ -20,22 +20,28 @@ using stormguard::test_util::run_shell;
 
 const std::string k_cli = STORMGUARD_CLI_PATH;
 
-// A scenario whose server budget grants no retry at all (ratio 0, floor 0), so that the first
-// retry is refused.
+// A scenario file; by default one whose server budget grants no retry at all (ratio 0, floor 0),
+// so that the first retry is refused.
 class scenario_file {
  public:
-  scenario_file() {
+  explicit scenario_file(
+      const char* server = R"({"workers": 1, "queue_limit": 10, "service_time": "5ms",
+                   "defences": {"retry-budget": {"ratio": 0, "min_retries_per_second": 0}}})") {
     FILE* f = std::fopen(path.c_str(), "w");
-    std::fputs(
-        R"({"name": "tiny", "seed": 1, "duration": "10s", "requests_per_second": 10, "clients": 1,
-        "timeout": "1s", "incident": null,
-        "server": {"workers": 1, "queue_limit": 10, "service_time": "5ms",
-                   "defences": {"retry-budget": {"ratio": 0, "min_retries_per_second": 0}}}})",
-        f);
+    std::fputs((std::string(
+                    R"({"name": "tiny", "seed": 1, "duration": "10s", "requests_per_second": 10,
+        "clients": 1, "timeout": "1s", "incident": null, "server": )") +
+                server + "}")
+                   .c_str(),
+               f);
     std::fclose(f);
   }
   ~scenario_file() { std::remove(path.c_str()); }
-  std::string path = "/tmp/stormguard-serve-defence-" + std::to_string(::getpid()) + ".json";
+  std::string path = "/tmp/stormguard-serve-defence-" + std::to_string(::getpid()) + "-" +
+                     std::to_string(++count_) + ".json";
+
+ private:
+  static inline int count_ = 0;
 };
 
 // Runs `serve SCENARIO ARGS`, waits for its address, runs `requests` (a shell snippet where
@@ -79,6 +85,81 @@ TEST(ServeDefenceCli, WithoutTheDefenceTheRetryIsServed) {
                  "curl -s -o /dev/null -w 'retry %{http_code}\\n' -H 'x-envoy-attempt-count: 2' "
                  "${url}orders/1");
   EXPECT_NE(out.find("retry 200"), std::string::npos) << out;
+}
+
+// One worker busy for 400 ms (a request without grpc-timeout); behind it a request whose
+// deadline passes while it waits, one whose deadline is 100 ms after the worker frees (less than
+// the 400 ms service estimate), and one with 5 s to spare. The first two are never started and
+// are answered 503 with "do not retry"; the last one is served.
+TEST(ServeDefenceCli, DropExpiredNeverStartsWhatCannotFinishBeforeItsDeadline) {
+  scenario_file s(R"({"workers": 1, "queue_limit": 10, "service_time": "400ms"})");
+  const std::string out =
+      with_serve(s.path, "--defence drop-expired",
+                 "req() { curl -s -o /dev/null -w \"$1 %{http_code}\\n\" $2 ${url}orders/1; }; "
+                 "req busy '' & p1=$!; sleep 0.1; "
+                 "req passed '-H grpc-timeout:100m' & p2=$!; sleep 0.1; "
+                 "req short '-H grpc-timeout:400m' & p3=$!; sleep 0.1; "
+                 "req spare '-H grpc-timeout:5S' & p4=$!; sleep 0.1; "
+                 "curl -s -D - -o /dev/null -H grpc-timeout:1m ${url}orders/2 | tr -d '\\r' | "
+                 "grep -i '^grpc-retry-pushback-ms'; "
+                 "wait $p1 $p2 $p3 $p4; "
+                 "curl -s ${url}metrics | grep '^stormguard_serve_defence_decisions_total'");
+  EXPECT_NE(out.find("busy 200"), std::string::npos) << out;
+  EXPECT_NE(out.find("passed 503"), std::string::npos) << out;
+  EXPECT_NE(out.find("short 503"), std::string::npos) << out;
+  EXPECT_NE(out.find("spare 200"), std::string::npos) << out;
+  EXPECT_NE(out.find("grpc-retry-pushback-ms: -1"), std::string::npos) << out;
+  EXPECT_NE(
+      out.find(
+          R"(stormguard_serve_defence_decisions_total{defence="drop-expired",reason="deadline_passed"} 3)"),
+      std::string::npos)
+      << out;
+}
+
+// A concurrency limit of one: while a request is outstanding, the next is refused at once with
+// 503 and a Retry-After of 1 to 5 s (jittered so that refused clients come back spread out).
+TEST(ServeDefenceCli, TheConcurrencyLimitRefusesWithAJitteredRetryAfter) {
+  scenario_file s(R"({"workers": 1, "queue_limit": 10, "service_time": "400ms",
+                   "defences": {"concurrency-limit": {"initial_limit": 1, "min_concurrency": 1}}})");
+  const std::string out =
+      with_serve(s.path, "--defence concurrency-limit",
+                 "curl -s -o /dev/null -w 'first %{http_code}\\n' ${url}orders/1 & p1=$!; "
+                 "sleep 0.1; curl -s -i ${url}orders/2 | tr -d '\\r'; wait $p1; "
+                 "curl -s -o /dev/null -w 'after %{http_code}\\n' ${url}orders/3; "
+                 "curl -s ${url}metrics | grep '^stormguard_serve_defence_decisions_total'");
+  EXPECT_NE(out.find("first 200"), std::string::npos) << out;
+  EXPECT_NE(out.find("HTTP/1.1 503"), std::string::npos) << out;
+  const auto at = out.find("Retry-After: ");
+  ASSERT_NE(at, std::string::npos) << out;
+  const int seconds = std::stoi(out.substr(at + 13));
+  EXPECT_GE(seconds, 1);
+  EXPECT_LE(seconds, 5);
+  EXPECT_NE(out.find("after 200"), std::string::npos) << out;
+  EXPECT_NE(
+      out.find(
+          R"(stormguard_serve_defence_decisions_total{defence="concurrency-limit",reason="over_limit"} 1)"),
+      std::string::npos)
+      << out;
+}
+
+// Hostile grpc-timeout values on a real socket, to an idle server: 0 (any unit) is already
+// expired and never started (503 + do not retry); a malformed value is no deadline, served as if
+// absent; a huge one saturates (no deadline in practice) and is served.
+TEST(ServeDefenceCli, HostileGrpcTimeoutsWinNothingTheirAbsenceWouldNot) {
+  scenario_file s(R"({"workers": 1, "queue_limit": 10, "service_time": "5ms"})");
+  const std::string out =
+      with_serve(s.path, "--defence drop-expired",
+                 "for v in 0m 0n 99999999H 1s -1S 123456789S abc ' ' 1.5S; do "
+                 "curl -s -o /dev/null -w \"[$v] %{http_code}\\n\" -H \"grpc-timeout: $v\" "
+                 "${url}orders/1; done; "
+                 "curl -s -o /dev/null -w '[absent] %{http_code}\\n' ${url}orders/1");
+  for (const char* expired : {"[0m] 503", "[0n] 503"}) {
+    EXPECT_NE(out.find(expired), std::string::npos) << out;
+  }
+  for (const char* served : {"[99999999H] 200", "[1s] 200", "[-1S] 200", "[123456789S] 200",
+                             "[abc] 200", "[ ] 200", "[1.5S] 200", "[absent] 200"}) {
+    EXPECT_NE(out.find(served), std::string::npos) << served << "\n" << out;
+  }
 }
 
 TEST(ServeDefenceCli, ACommaIsAUsageError) {

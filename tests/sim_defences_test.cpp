@@ -56,6 +56,54 @@ TEST(ServerModelDefences, DropExpiredNeverStartsAnAttemptPastItsDeadline) {
   EXPECT_EQ(expired, std::vector<std::uint32_t>{1});
 }
 
+// The head of a FIFO line whose older attempts were dropped is always just short of its deadline:
+// drop-expired does not start what cannot finish before it (the service estimate: by default
+// the scenario's service time, here 10 ms).
+TEST(ServerModelDefences, DropExpiredDoesNotStartWhatCannotFinishBeforeTheDeadline) {
+  for (const bool literal : {false, true}) {
+    auto s = quiet_server(defence_set{}.with(defence::drop_expired));
+    if (literal) s.defences.expired_service_estimate = 0s;  // only passed deadlines
+    engine::server_model model(s);
+    ASSERT_TRUE(model.take(0, {0, 1, 0, 1'000'000'000}));
+    EXPECT_FALSE(model.take(0, {1, 1, 0, 20'000'001}));  // starts at 10 ms, done 1 ns early
+    EXPECT_FALSE(model.take(0, {2, 1, 0, 25'000'000}));  // at 20 ms, 5 ms left for 10 ms of work
+    std::vector<std::uint32_t> dropped;
+    auto next = model.finish(10'000'000, [&](const engine::queued_attempt& a, engine::drop_reason) {
+      dropped.push_back(a.request);
+    });
+    ASSERT_TRUE(next);
+    EXPECT_EQ(next->attempt.request, 1U);
+    EXPECT_TRUE(dropped.empty());
+    next = model.finish(20'000'000, [&](const engine::queued_attempt& a, engine::drop_reason) {
+      dropped.push_back(a.request);
+    });
+    if (literal) {
+      ASSERT_TRUE(next);  // its deadline has not passed: started, and late
+      EXPECT_EQ(next->attempt.request, 2U);
+    } else {
+      EXPECT_FALSE(next);
+      EXPECT_EQ(dropped, std::vector<std::uint32_t>{2});
+    }
+  }
+}
+
+// Also on arrival at an idle server: a deadline already passed (grpc-timeout: 0) or nearer than
+// the service estimate is never started; no deadline (absent or malformed grpc-timeout) is.
+TEST(ServerModelDefences, DropExpiredChecksTheDeadlineOnArrivalToo) {
+  const auto s = quiet_server(defence_set{}.with(defence::drop_expired));  // 10 ms of service
+  engine::server_model model(s);
+  const auto labels = [](std::int64_t deadline) {
+    return engine::attempt_labels{stormguard::attempt_info{}, deadline};
+  };
+  EXPECT_EQ(model.admit(1'000, labels(1'000)), engine::admission::expired);  // grpc-timeout: 0
+  EXPECT_EQ(model.admit(1'000, labels(10'001'000)), engine::admission::expired);
+  EXPECT_EQ(model.admit(1'000, labels(10'001'001)), engine::admission::accepted);
+  EXPECT_EQ(model.admit(1'000, labels(engine::k_no_deadline)), engine::admission::accepted);
+  const auto none = quiet_server(defence_set{}.with(defence::lifo_codel));
+  engine::server_model without(none);
+  EXPECT_EQ(without.admit(1'000, labels(1'000)), engine::admission::accepted);
+}
+
 TEST(ServerModelDefences, WithoutDropExpiredTheExpiredAttemptIsServed) {
   const auto s = quiet_server(defence_set{}.with(defence::lifo_codel));
   engine::server_model model(s);
@@ -125,6 +173,70 @@ TEST(SimulateDefences, DropExpiredDropsAndLifoCodelEndsTheStorm) {
   EXPECT_TRUE(r.recovery_s);
 }
 
+// Dropping what cannot finish before its deadline ends the metastable state of the strategies
+// without a client budget: only the attempts that began before their deadline and overran it in
+// the incident's 1.5 s service remain wasted (100 workers x ceil(10 s / 1.5 s) = 700).
+TEST(SimulateDefences, DropExpiredAloneEndsTheStormOfTheUnbudgetedStrategies) {
+  auto s = stormguard::sim::friday_night();
+  s.defences.enabled = defence_set{}.with(defence::drop_expired);
+  for (const char* name : {"naive", "exponential", "equal", "full", "decorrelated"}) {
+    const auto r = run(s, name);
+    EXPECT_GT(r.expired_dropped, 0) << name;
+    EXPECT_LE(r.wasted_work, 1'980) << name;  // <= 1 % of the 198,028 without defence
+    EXPECT_TRUE(r.recovery_s) << name;
+    EXPECT_GT(r.server_refused, 0) << name;  // drops heard by callers still waiting
+  }
+  // With only passed deadlines dropped, the FIFO head overruns each time: the storm goes on.
+  s.defences.expired_service_estimate = 0s;
+  const auto literal = run(s, "full");
+  EXPECT_GT(literal.wasted_work, 100'000);
+  EXPECT_FALSE(literal.recovery_s);
+  EXPECT_EQ(literal.server_refused, 0);  // nobody was still listening
+}
+
+// Where every per-process budget fails (20,000 clients), the server's retry budget holds: the
+// served amplification of the incident's requests stays <= 1.2 and recovery is no later than that
+// of clients that never retry (+ 2 s).
+TEST(SimulateDefences, TheServerBudgetHoldsTheFleetAt2000And20000Clients) {
+  for (const int clients : {0, 20'000}) {
+    auto s = *stormguard::sim::builtin_scenario("friday-night-fleet");
+    if (clients != 0) s.clients = clients;
+    const auto never_retry = run(s, "none");
+    ASSERT_TRUE(never_retry.recovery_s);
+    EXPECT_FALSE(run(s, "full+budget").recovery_s) << clients;  // the client budgets fail
+    s.defences.enabled = defence_set{}.with(defence::retry_budget);
+    const auto r = run(s, "full");
+    ASSERT_TRUE(r.incident_served_amplification);
+    EXPECT_LE(*r.incident_served_amplification, 1.2) << clients;
+    ASSERT_TRUE(r.recovery_s) << clients;
+    EXPECT_LE(*r.recovery_s, *never_retry.recovery_s + 2.0) << clients;
+    EXPECT_GT(r.server_refused, 0);
+  }
+}
+
+// Without an incident, no defence costs a request: every built-in strategy that retries a 503
+// keeps >= 99.9 % success under each defence (the rest are requests still in flight at the end),
+// and nothing is refused, the concurrency limiter's start-up and probe windows included.
+TEST(SimulateDefences, NoIncidentCostsNothingUnderAnyDefence) {
+  auto s = *stormguard::sim::builtin_scenario("no-incident");
+  for (const char* name :
+       {"none", "drop-expired", "lifo-codel", "retry-budget", "concurrency-limit", "all"}) {
+    s.defences.enabled = stormguard::admission::parse_defences(name);
+    const auto report = stormguard::sim::simulate(s, stormguard::sim::builtin_strategies());
+    for (std::size_t i = 0; i < report.strategies.size(); ++i) {
+      const auto& r = report.strategies[i];
+      if (!stormguard::sim::builtin_strategies()[i].retries_503) continue;
+      ASSERT_TRUE(r.success_ratio);
+      EXPECT_GE(*r.success_ratio, 0.999) << name << " " << r.name;
+      EXPECT_EQ(r.rejected, 0) << name << " " << r.name;
+      EXPECT_EQ(r.server_refused, 0) << name << " " << r.name;
+      // The rest: still in flight at the end, or throttled locally by adaptive throttling.
+      EXPECT_EQ(r.successes + r.requests_in_flight + r.throttled, r.logical_requests)
+          << name << " " << r.name;
+    }
+  }
+}
+
 TEST(ScenarioDefences, ParseWriteBackAndNameTheBadField) {
   const std::string base =
       R"({"name":"x","seed":1,"duration":"10s","requests_per_second":10,"clients":1,
@@ -149,6 +261,19 @@ TEST(ScenarioDefences, ParseWriteBackAndNameTheBadField) {
   const auto bad = stormguard::sim::parse_scenario(base + R"({"lifo-codel":{"target":"0s"}}}})");
   ASSERT_FALSE(bad);
   EXPECT_EQ(bad.error().field, "server.defences.lifo-codel.target");
+
+  const auto estimate =
+      stormguard::sim::parse_scenario(base + R"({"drop-expired":{"service_estimate":"0s"}}}})");
+  ASSERT_TRUE(estimate) << estimate.error().message;
+  EXPECT_EQ((*estimate).defences.expired_service_estimate, stormguard::duration::zero());
+  const auto estimate_again = stormguard::sim::parse_scenario(stormguard::sim::to_json(*estimate));
+  ASSERT_TRUE(estimate_again) << estimate_again.error().message;
+  EXPECT_EQ(*estimate_again, *estimate);
+  EXPECT_FALSE((*parsed).defences.expired_service_estimate);  // absent: the service time
+  const auto bad_estimate =
+      stormguard::sim::parse_scenario(base + R"({"drop-expired":{"service_estimate":"2h"}}}})");
+  ASSERT_FALSE(bad_estimate);
+  EXPECT_EQ(bad_estimate.error().field, "server.defences.drop-expired.service_estimate");
 }
 
 // Hostile headers, end to end: the server reads them as parse_attempt / parse_grpc_timeout do,

@@ -587,6 +587,10 @@ class server::impl {
                           std::to_string(seconds).c_str());
         return reply_text(req, 503, "Service Unavailable", "over the concurrency limit\n");
       }
+      case sim::engine::admission::expired:
+        count<&server_stats::dropped_expired>();
+        evhttp_add_header(evhttp_request_get_output_headers(req), "grpc-retry-pushback-ms", "-1");
+        return reply_text(req, 503, "Service Unavailable", "deadline passed\n");
       case sim::engine::admission::accepted:
         break;
     }

@@ -122,7 +122,10 @@ server_defences read_defences(const json& value) {
                     {"drop-expired", "lifo-codel", "retry-budget", "concurrency-limit"});
   using namespace std::chrono_literals;
   if (top.has("drop-expired")) {
-    object_reader r(value["drop-expired"], "server.defences.drop-expired", {});
+    object_reader r(value["drop-expired"], "server.defences.drop-expired", {"service_estimate"});
+    if (r.has("service_estimate")) {
+      d.expired_service_estimate = r.time_between("service_estimate", 0s, 1h);
+    }
     d.enabled = d.enabled.with(admission::defence::drop_expired);
   }
   if (top.has("lifo-codel")) {
@@ -535,8 +538,12 @@ std::string to_json(const scenario& s) {
     const server_defences& d = s.defences;
     auto& out = doc["server"]["defences"];
     using admission::defence;
-    if (d.enabled.has(defence::drop_expired))
+    if (d.enabled.has(defence::drop_expired)) {
       out["drop-expired"] = nlohmann::ordered_json::object();
+      if (d.expired_service_estimate) {
+        out["drop-expired"]["service_estimate"] = format_duration(*d.expired_service_estimate);
+      }
+    }
     if (d.enabled.has(defence::lifo_codel)) {
       out["lifo-codel"]["target"] = format_duration(d.codel.target);
       out["lifo-codel"]["interval"] = format_duration(d.codel.interval);

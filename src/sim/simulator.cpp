@@ -103,6 +103,10 @@ class virtual_transport : public engine::no_notes {
         }
         return;
       }
+      case engine::admission::expired:  // only when the timeout is below the service estimate
+        ++counters.expired_dropped;
+        driver_.dropped_expired(id, attempt, now, honour_pushback_);
+        return;
       case engine::admission::accepted:
         break;
     }
@@ -129,7 +133,9 @@ class virtual_transport : public engine::no_notes {
                 e.time, [&](const engine::queued_attempt& a, engine::drop_reason why) {
                   strategy_result& counters = driver_.run_metrics().counters();
                   if (why == engine::drop_reason::expired) {
-                    ++counters.expired_dropped;  // nobody waits: no answer
+                    // 503 + grpc-retry-pushback-ms -1, heard only if its caller still waits.
+                    ++counters.expired_dropped;
+                    driver_.dropped_expired(a.request, a.attempt, e.time, honour_pushback_);
                   } else {
                     ++counters.rejected;
                     driver_.dropped(a.request, a.attempt, e.time);

@@ -73,6 +73,20 @@ TEST(HttpRetryState, DoNotRetryPushbackEndsTheCallAsServerRefused) {
   }
 }
 
+// A pushback beyond the int64 range of milliseconds saturates, and the client's max_retry_after
+// then ends the call at once: never a wrapped (negative or tiny) delay that would retry sooner.
+TEST(HttpRetryState, AHugePushbackEndsTheCallAsRetryAfterTooLong) {
+  for (const char* value : {"99999999999999999999999", "9223372036854775807"}) {
+    http_test_server server;
+    server.script({status_with(503, "grpc-retry-pushback-ms", value), status(200)});
+    client c(fast_options());
+    const auto r = c.perform(get(server));
+    EXPECT_EQ(r.reason, end_reason::retry_after_too_long) << value;
+    EXPECT_EQ(r.attempts, 1) << value;
+    EXPECT_EQ(server.requests().size(), 1U) << value;
+  }
+}
+
 TEST(HttpRetryState, ANonNegativePushbackIsAMinimumDelay) {
   http_test_server server;
   server.script({status_with(503, "grpc-retry-pushback-ms", "60"), status(200)});

@@ -4,7 +4,8 @@
 // The simulator, `serve` and `lab` select the defences a server runs by name, one list for all:
 //
 //   none               no defence: a FIFO queue that serves whatever it holds
-//   drop-expired       never start a request whose caller's deadline (grpc-timeout) has passed
+//   drop-expired       never start a request whose caller's deadline (grpc-timeout) has passed,
+//                      or will pass before the server's estimate of its service time (expired())
 //   lifo-codel         adaptive LIFO + CoDel queue (codel.hpp)
 //   retry-budget       server-side retry budget (retry_admission.hpp)
 //   concurrency-limit  adaptive concurrency limit (concurrency_limit.hpp)
@@ -82,10 +83,28 @@ class defence_set {
   return *grpc_timeout >= left ? time_point::max() : arrival + *grpc_timeout;
 }
 
-/// True when a request with `deadline` must not start at `now` (its caller has given up):
-/// now >= deadline.
-[[nodiscard]] constexpr bool expired(time_point now, time_point deadline) noexcept {
-  return now >= deadline;
+/// True when a request with `deadline` must not start at `now`, because its caller will have
+/// given up before an answer that takes `service_estimate` to compute could reach it:
+/// now + service_estimate >= deadline (an answer exactly at the deadline is late), computed
+/// without overflow. With `service_estimate` zero (the default, and for any negative value) this
+/// is "the deadline has passed": now >= deadline. A deadline of time_point::max() (none) never
+/// expires.
+///
+/// `service_estimate` is the server's own estimate of one request's service time, e.g. its
+/// normal (median) latency. It matters under a FIFO queue: once every request older than the
+/// callers' timeout is dropped, the head of the line is always one just short of its deadline,
+/// and serving it would overrun the deadline by its service time; with the estimate, the server
+/// starts only what it can finish in time. Pure, thread-safe (Finagle's DeadlineFilter drops what
+/// has expired; gRPC servers check the deadline before running a handler).
+[[nodiscard]] constexpr bool expired(time_point now, time_point deadline,
+                                     duration service_estimate = duration::zero()) noexcept {
+  if (now >= deadline) return true;
+  if (deadline == time_point::max()) return false;
+  if (service_estimate <= duration::zero()) return false;
+  // deadline > now: the difference fits in an unsigned 64-bit count.
+  const auto left = static_cast<std::uint64_t>(deadline.time_since_epoch().count()) -
+                    static_cast<std::uint64_t>(now.time_since_epoch().count());
+  return left <= static_cast<std::uint64_t>(service_estimate.count());
 }
 
 }  // namespace stormguard::admission

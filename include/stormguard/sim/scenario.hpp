@@ -85,7 +85,8 @@ struct overload {
 /// defence name, each value an object of that defence's parameters (all optional, the library's
 /// defaults otherwise):
 ///
-///   "defences": {"drop-expired": {}, "lifo-codel": {"target": "5ms", "interval": "100ms"},
+///   "defences": {"drop-expired": {"service_estimate": "20ms"},
+///                "lifo-codel": {"target": "5ms", "interval": "100ms"},
 ///                "retry-budget": {"ratio": 0.1, "window": "10s", "min_retries_per_second": 10},
 ///                "concurrency-limit": {"initial_limit": 100, "max_limit": 1000}}
 ///
@@ -103,6 +104,11 @@ struct server_defences {
   /// rises to the worker count when it is larger. File keys: initial_limit, max_limit,
   /// min_concurrency, request_count, buffer, update_interval, min_rtt_interval.
   admission::concurrency_limit_options concurrency_limit{};
+  /// drop-expired: the server's estimate of one attempt's service time (file key
+  /// service_estimate, in [0, 1 h]): an attempt is not started when its caller's deadline is
+  /// nearer than this (admission::expired). nullopt (absent): the server's normal service time
+  /// (server.service_time); "0s": only attempts whose deadline has passed are dropped.
+  std::optional<duration> expired_service_estimate;
 
   friend bool operator==(const server_defences&, const server_defences&) = default;
 };

@@ -143,7 +143,8 @@ struct strategy_result {
   std::int64_t rejected = 0;
   /// Attempts that used a worker (started service), whatever became of their answer.
   std::int64_t served = 0;
-  /// Attempts drop-expired took out of the queue because their caller's deadline had passed.
+  /// Attempts drop-expired took out of the queue because their caller's deadline had passed, or
+  /// was nearer than the server's estimate of their service time.
   std::int64_t expired_dropped = 0;
   /// Logical requests ended by a "do not retry" pushback (end reason server_refused).
   std::int64_t server_refused = 0;

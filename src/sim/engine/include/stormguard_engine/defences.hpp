@@ -14,7 +14,9 @@
 //   finished  a worker is free again.
 //
 // drop-expired is applied by server_model when an attempt leaves the line: an attempt whose
-// caller's deadline (grpc-timeout; in the model, the attempt's timeout) has passed never starts.
+// caller's deadline (grpc-timeout; in the model, the attempt's timeout) has passed, or is nearer
+// than the server's estimate of its service time (expired(): by default the scenario's normal
+// service time), never starts.
 //
 // Times are ns of the scenario's clock. Not thread-safe: one thread (the simulator's loop, or the
 // lab server's event loop) calls it.
@@ -73,7 +75,8 @@ enum class refusal : std::uint8_t {
 // Why an attempt left the waiting line without being served.
 enum class drop_reason : std::uint8_t {
   codel,    // CoDel: it waited more than 2 x target while the line was overloaded (503)
-  expired,  // drop-expired: its caller's deadline had passed (nobody waits for the answer)
+  expired,  // drop-expired: its caller's deadline had passed or would before it could be served
+            // (answered "do not retry" if its caller still waits)
 };
 
 class defences {
@@ -84,7 +87,8 @@ class defences {
         rng_(seeds::mix(s.seed, k_tag_defences)),
         retry_budget_(s.defences.retry_budget),
         queue_(s.defences.codel),
-        limit_(limit_options(s), time_point{}) {}
+        limit_(limit_options(s), time_point{}),
+        service_estimate_(s.defences.expired_service_estimate.value_or(s.service_time)) {}
 
   [[nodiscard]] bool has(admission::defence d) const noexcept { return enabled_.has(d); }
 
@@ -122,6 +126,13 @@ class defences {
     limit_.release(at(now), at(arrived), rng_);
   }
 
+  // drop-expired: an attempt with `deadline` must not start now (admission::expired with the
+  // scenario's service estimate).
+  [[nodiscard]] bool expired(std::int64_t now, std::int64_t deadline) const noexcept {
+    return has(admission::defence::drop_expired) &&
+           admission::expired(at(now), at(deadline), service_estimate_);
+  }
+
   // The Retry-After of a concurrency-limit refusal: uniform whole seconds in [1 s, 5 s].
   [[nodiscard]] duration retry_after() { return limit_.retry_after_for_refusal(rng_); }
 
@@ -156,6 +167,7 @@ class defences {
   admission::retry_admission retry_budget_;
   admission::adaptive_lifo_queue<queued_attempt> queue_;
   admission::concurrency_limit limit_;
+  duration service_estimate_;  // drop-expired's estimate of one attempt's service time
   std::priority_queue<completion, std::vector<completion>, std::greater<>> completions_;
 };
 

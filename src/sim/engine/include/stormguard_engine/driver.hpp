@@ -170,6 +170,20 @@ class driver {
     unavailable(id, attempt, now);
   }
 
+  // Attempt `attempt` of request `id` was taken out of the server's line by drop-expired now and
+  // answered 503 with "do not retry" (grpc-retry-pushback-ms -1): heard only if its caller still
+  // waits (its deadline was near, not past); a client that ignores pushback retries it as a 503.
+  void dropped_expired(std::uint32_t id, std::int32_t attempt, std::int64_t now,
+                       bool honour_pushback) {
+    const request& r = fleet_[id];
+    if (r.state == request_state::ended || !r.in_flight(attempt)) return;
+    if (honour_pushback) {
+      refused(id, attempt, now);
+    } else {
+      unavailable(id, attempt, now);
+    }
+  }
+
   // Attempt `attempt` of request `id` was answered 503 now with Retry-After `delay` (the
   // concurrency limit): a retryable 503 whose retry waits at least `delay`.
   void unavailable_after(std::uint32_t id, std::int32_t attempt, std::int64_t now, duration delay) {
@@ -185,8 +199,9 @@ class driver {
   }
 
   // Attempt `attempt` of request `id` was answered 503 now with "do not retry" (gRFC A6 pushback
-  // -1, the server's retry budget): the request ends (server_refused). Its client's budget records
-  // the failed attempt as a non-retryable one: nothing deposited, no retry withdrawn.
+  // -1: the server's retry budget, drop-expired): the request ends (server_refused). Its client's
+  // budget records the failed attempt as a non-retryable one: nothing deposited, no retry
+  // withdrawn.
   void refused(std::uint32_t id, std::int32_t attempt, std::int64_t now) {
     request& r = fleet_[id];
     r.end_copy(attempt);

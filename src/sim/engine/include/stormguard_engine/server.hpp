@@ -164,9 +164,11 @@ class server {
 // What the server does with an attempt that reaches it: lost (read, never answered), error (an
 // immediate 503 of the incident's error rate), rejected (an immediate 503: the queue is full), or
 // accepted (it takes a worker or a place in the queue: server_model::take). With defences:
-// refused (the retry budget: 503 + grpc-retry-pushback-ms -1) and limited (the concurrency limit:
-// 503 + Retry-After, server_model::retry_after).
-enum class admission : std::uint8_t { lost, error, rejected, accepted, refused, limited };
+// refused (the retry budget: 503 + grpc-retry-pushback-ms -1), limited (the concurrency limit:
+// 503 + Retry-After, server_model::retry_after) and expired (drop-expired: the deadline it
+// carries has passed, or is nearer than the service estimate, on arrival; 503 + pushback -1,
+// counted as expired_dropped).
+enum class admission : std::uint8_t { lost, error, rejected, accepted, refused, limited, expired };
 
 // The scenario's server as both the simulator's virtual server and the lab's HTTP server run it:
 // the incident's one draw per attempt (lost with probability loss_rate, else a 503 with
@@ -197,6 +199,7 @@ class server_model {
     }
     server_.arrive(now);
     if (defences_) {
+      if (defences_->expired(now, labels.deadline)) return admission::expired;
       if (const auto refused = defences_->admit(now, labels)) {
         return *refused == refusal::retry_budget ? admission::refused : admission::limited;
       }
@@ -247,7 +250,7 @@ class server_model {
         next = server_.pop_fifo();
       }
       if (!next) return std::nullopt;
-      if (defences_->has(stormguard::admission::defence::drop_expired) && now >= next->deadline) {
+      if (defences_->expired(now, next->deadline)) {
         defences_->cancel();
         on_drop(*next, drop_reason::expired);
         continue;

@@ -29,6 +29,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <stop_token>
@@ -40,17 +41,6 @@
 #include "stormguard/hedging.hpp"
 
 namespace stormguard {
-
-/// What happened to the copies of one hedged call.
-struct hedge_report {
-  int winner = 0;     ///< the copy whose answer was returned (1 = the first); 0: no copy succeeded
-  int sent = 0;       ///< copies sent, the first included (in [0, max_attempts])
-  int refused = 0;    ///< copies the budget refused (0 or 1: no copy is asked for after a refusal)
-  int cancelled = 0;  ///< copies in flight when the call was decided, cancelled by the executor
-  /// Why no further copy was sent: none when the call was decided before the policy stopped it.
-  hedge_stop stop = hedge_stop::none;
-  friend constexpr bool operator==(const hedge_report&, const hedge_report&) = default;
-};
 
 /// The result of async_hedge: the winner's value, or the last copy's error and why the call
 /// failed, and the per-call report. A plain value type, not thread-safe.
@@ -145,6 +135,23 @@ class hedger {
   [[nodiscard]] B& budget() const noexcept { return *budget_; }                 ///< the budget
   [[nodiscard]] latency_tracker* tracker() const noexcept { return tracker_; }  ///< or null
 
+  /// The hook called once at the end of every hedged call: hook(reason, report), on the call's
+  /// executor, after every copy and the timer are done and just before the completion handler
+  /// runs. An empty hook (the default) costs one test per call. An exception thrown by the hook
+  /// propagates out of the executor's run() and the handler is not called.
+  using end_hook = std::function<void(end_reason, const hedge_report&)>;
+
+  /// A copy of this hedger whose end hook is `hook` (replacing the current one; chain it
+  /// yourself, as stormguard::metrics::instrument does). Copies share the clock, generator,
+  /// budget and tracker.
+  [[nodiscard]] hedger on_end(end_hook hook) const {
+    hedger copy = *this;
+    copy.on_end_ = std::move(hook);
+    return copy;
+  }
+  /// The end hook (empty by default).
+  [[nodiscard]] const end_hook& end_hook_function() const noexcept { return on_end_; }
+
  private:
   static no_budget& shared_no_budget() noexcept {
     static no_budget none;  // stateless
@@ -155,6 +162,7 @@ class hedger {
   G* rng_;
   B* budget_;
   latency_tracker* tracker_;
+  end_hook on_end_{};
 };
 
 /// A hedger without a budget: hedger(policy, clock, rng) is a hedger<G, no_budget>.
@@ -513,6 +521,7 @@ class async_hedge_op : public std::enable_shared_from_this<
       slot_ = {};
     }
     stop_.reset();
+    if (const auto& hook = config_->end_hook_function()) hook(result_.reason, result_.report);
     auto work = std::move(work_);
     ::asio::dispatch(work, ::asio::experimental::append(std::move(handler_), std::move(result_)));
   }

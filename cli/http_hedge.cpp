@@ -43,7 +43,8 @@ std::optional<config::hedging_settings> hedging_of(const config::policy& policy,
   }
   if (typed(hedges_option) || (typed(hedge_option) && !policy.hedging)) {
     if (hedges < 2 || hedges > 5) {
-      throw CLI::ValidationError("--hedges", "copies in all, 2 to 5; got " + std::to_string(hedges));
+      throw CLI::ValidationError("--hedges",
+                                 "copies in all, 2 to 5; got " + std::to_string(hedges));
     }
     s->options.max_attempts = hedges;
   }
@@ -53,7 +54,7 @@ std::optional<config::hedging_settings> hedging_of(const config::policy& policy,
 hedged_http_call perform_hedged(http::client_options client, const http::request& req,
                                 const call_options& call,
                                 const config::hedging_settings& settings) {
-  client.retry.max_retries = 0;  // each copy is one attempt
+  client.retry.max_retries = 0;      // each copy is one attempt
   client.budget = budget_options{};  // the copies draw from the hedger's budget, not the client's
   asio::io_context io;
   http::async_client transfers(io.get_executor(), client);

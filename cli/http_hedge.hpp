@@ -29,9 +29,11 @@ struct hedged_http_call {
 /// the policy's budget (`policy.budget`, any kind). std::nullopt: the call retries. Throws
 /// CLI::ValidationError naming --hedge (not a duration, above 1 h) or --hedges (outside 2..5),
 /// or --hedges given without hedging.
-[[nodiscard]] std::optional<config::hedging_settings> hedging_of(
-    const config::policy& policy, const CLI::Option* hedge_option, const std::string& hedge,
-    const CLI::Option* hedges_option, int hedges);
+[[nodiscard]] std::optional<config::hedging_settings> hedging_of(const config::policy& policy,
+                                                                 const CLI::Option* hedge_option,
+                                                                 const std::string& hedge,
+                                                                 const CLI::Option* hedges_option,
+                                                                 int hedges);
 
 /// Sends `req` as hedged copies with `client`'s settings (its retries and its own budget are not
 /// used: each copy is one attempt, and the copies after the first draw from `settings.budget`,

@@ -62,10 +62,9 @@ struct scripted_op {
         [io = io, what](auto handler) {
           using handler_type = decltype(handler);
           if (what != copy_does::hang) {
-            const std::error_code ec =
-                what == copy_does::succeed
-                    ? std::error_code()
-                    : std::make_error_code(std::errc::connection_refused);
+            const std::error_code ec = what == copy_does::succeed
+                                           ? std::error_code()
+                                           : std::make_error_code(std::errc::connection_refused);
             asio::post(*io, [h = std::move(handler), ec]() mutable { std::move(h)(ec); });
             return;
           }
@@ -122,8 +121,7 @@ TEST(HedgeMetrics, CountHedgesSentWonAndCancelled) {
   EXPECT_EQ(sample(text, R"(stormguard_hedges_cancelled_total{client="api"})"), 4.0) << text;
   EXPECT_EQ(sample(text, R"(stormguard_hedges_refused_total{budget="ratio",client="api"})"), 0.0)
       << text;
-  EXPECT_EQ(sample(text, R"(stormguard_calls_total{client="api",reason="success"})"), 2.0)
-      << text;
+  EXPECT_EQ(sample(text, R"(stormguard_calls_total{client="api",reason="success"})"), 2.0) << text;
 }
 
 TEST(HedgeMetrics, CountCopiesTheBudgetRefusedAndTheCallsThatFailed) {
@@ -134,10 +132,9 @@ TEST(HedgeMetrics, CountCopiesTheBudgetRefusedAndTheCallsThatFailed) {
   stormguard::random_generator rng(1);
   stormguard::ratio_budget budget({.ratio = 0.0, .min_retries_per_second = 0});
   int own_hook_calls = 0;
-  const auto plain = hedger(hedging_policy({.max_attempts = 2, .delay = 0ms}), clock, rng, budget)
-                         .on_end([&own_hook_calls](end_reason, const hedge_report&) {
-                           ++own_hook_calls;
-                         });
+  const auto plain =
+      hedger(hedging_policy({.max_attempts = 2, .delay = 0ms}), clock, rng, budget)
+          .on_end([&own_hook_calls](end_reason, const hedge_report&) { ++own_hook_calls; });
   auto hedge = metrics.instrument(plain, "api");
   // The second copy is refused: the first one's failure ends the call.
   auto r = run_call(io, hedge, {copy_does::fail, copy_does::succeed});
@@ -149,8 +146,7 @@ TEST(HedgeMetrics, CountCopiesTheBudgetRefusedAndTheCallsThatFailed) {
   EXPECT_EQ(sample(text, R"(stormguard_hedges_refused_total{budget="ratio",client="api"})"), 1.0)
       << text;
   EXPECT_EQ(sample(text, R"(stormguard_hedges_sent_total{client="api"})"), 0.0) << text;
-  EXPECT_EQ(sample(text, R"(stormguard_calls_total{client="api",reason="budget_exhausted"})"),
-            1.0)
+  EXPECT_EQ(sample(text, R"(stormguard_calls_total{client="api",reason="budget_exhausted"})"), 1.0)
       << text;
   EXPECT_EQ(sample(text, R"(stormguard_budget_denials_total{budget="ratio",client="api"})"), 1.0)
       << text;

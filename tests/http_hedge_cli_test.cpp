@@ -4,7 +4,6 @@
 // the usage errors, and a first copy that stalls on a server that serves connections concurrently
 // (the policy's hedging is used, and --hedge draws its copies from the policy's budget).
 #include <gtest/gtest.h>
-
 #include <unistd.h>
 
 #include <chrono>
@@ -23,8 +22,8 @@ namespace {
 using namespace std::chrono_literals;
 using stormguard::test_support::concurrent_server;
 using stormguard::test_support::http_test_server;
-using stormguard::test_support::reply;
 using stormguard::test_support::program_run;
+using stormguard::test_support::reply;
 using stormguard::test_support::run_program;
 using stormguard::test_support::status;
 using stormguard::test_support::stderr_mode;
@@ -141,8 +140,8 @@ TEST(HttpHedgeCli, HedgeAndHedgesReplaceThePolicysDelayAndCopies) {
   concurrent_server server({{3000ms, 200, "a"}, {3000ms, 200, "b"}, {0ms, 200, "c"}});
   const policy_file file(R"({"policies": [{"name": "h", "hedging": {"max_attempts": 2,
       "delay": "10s"}}]})");
-  const timed_run t = timed_http({"--policy", file.path(), "--hedge", "0s", "--hedges", "3",
-                                  "--stats", server.url()});
+  const timed_run t = timed_http(
+      {"--policy", file.path(), "--hedge", "0s", "--hedges", "3", "--stats", server.url()});
   EXPECT_EQ(t.run.exit_code, 0) << t.run.err;
   EXPECT_EQ(t.run.out, "c");
   // Which copy reaches the server first (and gets the fast answer) is up to the connections.

@@ -35,8 +35,6 @@
 namespace {
 
 using namespace std::chrono_literals;
-using stormguard::test_support::concurrent_server;
-using stormguard::test_support::reply;
 using asio::ip::tcp;
 using stormguard::end_reason;
 using stormguard::hedger;
@@ -45,6 +43,8 @@ using stormguard::http::async_client;
 using stormguard::http::hedged_result;
 using stormguard::http::key;
 using stormguard::http::request;
+using stormguard::test_support::concurrent_server;
+using stormguard::test_support::reply;
 using steady = std::chrono::steady_clock;
 namespace as_tuple = asio::experimental;
 

@@ -62,7 +62,8 @@ class concurrent_server {
  private:
   ::asio::awaitable<void> accept_loop() {
     for (;;) {
-      auto [ec, socket] = co_await acceptor_.async_accept(::asio::experimental::as_tuple(::asio::use_awaitable));
+      auto [ec, socket] =
+          co_await acceptor_.async_accept(::asio::experimental::as_tuple(::asio::use_awaitable));
       if (ec) co_return;
       ++open_;
       ::asio::co_spawn(io_, serve(std::move(socket)), ::asio::detached);
@@ -81,19 +82,20 @@ class concurrent_server {
     ::asio::streambuf buffer;
     ::asio::steady_timer timer(io_);
     for (;;) {
-      auto [ec, n] = co_await ::asio::async_read_until(socket, buffer, "\r\n\r\n",
-                                                     ::asio::experimental::as_tuple(::asio::use_awaitable));
+      auto [ec, n] = co_await ::asio::async_read_until(
+          socket, buffer, "\r\n\r\n", ::asio::experimental::as_tuple(::asio::use_awaitable));
       if (ec) co_return;
-      std::string head(::asio::buffers_begin(buffer.data()), ::asio::buffers_begin(buffer.data()) + n);
+      std::string head(::asio::buffers_begin(buffer.data()),
+                       ::asio::buffers_begin(buffer.data()) + n);
       buffer.consume(n);
       std::size_t length = 0;
       if (const auto at = head.find("Content-Length: "); at != std::string::npos) {
         length = std::stoul(head.substr(at + 16));
       }
       if (buffer.size() < length) {
-        auto [rec, got] = co_await ::asio::async_read(socket, buffer,
-                                                    ::asio::transfer_exactly(length - buffer.size()),
-                                                    ::asio::experimental::as_tuple(::asio::use_awaitable));
+        auto [rec, got] = co_await ::asio::async_read(
+            socket, buffer, ::asio::transfer_exactly(length - buffer.size()),
+            ::asio::experimental::as_tuple(::asio::use_awaitable));
         if (rec) co_return;
       }
       buffer.consume(length);
@@ -110,8 +112,8 @@ class concurrent_server {
       const std::string out = "HTTP/1.1 " + std::to_string(r.status) + " X\r\n" + r.headers +
                               "Content-Length: " + std::to_string(r.body.size()) + "\r\n\r\n" +
                               r.body;
-      auto [wec, written] = co_await ::asio::async_write(socket, ::asio::buffer(out),
-                                                       ::asio::experimental::as_tuple(::asio::use_awaitable));
+      auto [wec, written] = co_await ::asio::async_write(
+          socket, ::asio::buffer(out), ::asio::experimental::as_tuple(::asio::use_awaitable));
       if (wec) co_return;
     }
   }

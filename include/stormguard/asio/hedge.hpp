@@ -463,9 +463,9 @@ class async_hedge_op : public std::enable_shared_from_this<
     if constexpr (!std::same_as<B, no_budget>) {
       if (verdict.what != hedge_verdict::kind::wait) {
         budget().record(now(), attempt_report{verdict.what == hedge_verdict::kind::fatal
-                                                ? attempt_status::not_retryable
-                                                : attempt_status::failure,
-                                            copy, attempt_status::success});
+                                                  ? attempt_status::not_retryable
+                                                  : attempt_status::failure,
+                                              copy, attempt_status::success});
       }
     }
     switch (verdict.what) {

@@ -195,18 +195,18 @@ class retry_metrics {
   /// hook sees the call's report, not each copy's outcome); do not also set http_hook on the
   /// client of the copies, or each copy counts as a call.
   template <class H>
-    requires requires(const H& h) {
-      h.end_hook_function();
-      h.budget();
-      h.on_end(typename H::end_hook{});
-    }
+  requires requires(const H& h) {
+    h.end_hook_function();
+    h.budget();
+    h.on_end(typename H::end_hook{});
+  }
   [[nodiscard]] H instrument(const H& h, std::string_view client) {
     client_metrics* m = &for_client(client, budget_kind(h.budget()));
-    return h.on_end([m, next = h.end_hook_function()](end_reason reason,
-                                                      const hedge_report& report) {
-      m->record_hedged_call(reason, report);
-      if (next) next(reason, report);
-    });
+    return h.on_end(
+        [m, next = h.end_hook_function()](end_reason reason, const hedge_report& report) {
+          m->record_hedged_call(reason, report);
+          if (next) next(reason, report);
+        });
   }
 
  private:

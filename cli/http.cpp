@@ -75,6 +75,7 @@ struct http_options {
   CLI::Option* max_retry_after_option = nullptr;
   CLI::Option* attempt_timeout_option = nullptr;
   CLI::Option* hedge_option = nullptr;
+  CLI::Option* hedges_option = nullptr;
 };
 
 void print_error(const std::string& message) { report_error("http", message); }
@@ -272,6 +273,7 @@ struct http_call {
   http::request request;
   /// The policy the flags and --policy make (its deadline: http::call_options_for).
   config::policy policy;
+  std::optional<config::hedging_settings> hedging;  // hedged copies instead of retries
 };
 
 // --idempotency-key auto|KEY. Throws CLI::ValidationError.
@@ -321,6 +323,7 @@ http_call parse_call(const http_options& o) {
   // of any kind, "none" included.
   if (!file) policy.budget = ratio_budget_options{};
   client = http::client_options_for(policy, client);
+  call.hedging = hedging_of(policy, o.hedge_option, o.hedge, o.hedges_option, o.hedges);
   client.connect_timeout = positive_duration("--connect-timeout", o.connect_timeout);
   if (o.key_format == "structured") {
     client.key_format = idempotency_key_format::structured;
@@ -392,13 +395,8 @@ int run_http(const http_options& o) {
   http::result r;
   std::optional<hedge_report> hedged;
   try {
-    if (o.hedge_option != nullptr && o.hedge_option->count() > 0) {
-      const duration delay = parse_duration_flag("--hedge", o.hedge);
-      if (o.hedges < 2 || o.hedges > 5) {
-        throw CLI::ValidationError("--hedges",
-                                   "copies in all, 2 to 5; got " + std::to_string(o.hedges));
-      }
-      hedged_http_call h = perform_hedged(parsed.client, parsed.request, call, delay, o.hedges, {});
+    if (parsed.hedging) {
+      hedged_http_call h = perform_hedged(parsed.client, parsed.request, call, *parsed.hedging);
       r = std::move(h.result);
       hedged = h.report;
     } else {
@@ -514,8 +512,10 @@ command add_http_command(CLI::App& parent) {
       "Hedge instead of retrying: send another copy when none answered after D (0: all at once); "
       "the first good answer wins, the others are cancelled",
       "D");
-  add_typed_option(*sub, "--hedges", options->hedges, "With --hedge: copies in all, 2 to 5", "N")
-      ->capture_default_str();
+  options->hedges_option =
+      add_typed_option(*sub, "--hedges", options->hedges,
+                       "With --hedge (or a --policy that hedges): copies in all, 2 to 5", "N")
+          ->capture_default_str();
   sub->add_flag("-i,--include", options->include, "Print the status line and headers first");
   sub->add_flag("-v,--verbose", options->verbose, "Log each attempt to stderr");
   sub->add_flag("--stats", options->stats,

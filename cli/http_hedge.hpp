@@ -1,11 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
-// `stormguard http --hedge DELAY [--hedges N]`: the request sent as hedged copies through
-// stormguard::http::async_hedge (concurrent libcurl transfers on one Asio loop).
+// `stormguard http` hedged: the request sent as hedged copies through stormguard::http::async_hedge
+// (concurrent libcurl transfers on one Asio loop), when the --policy has a `hedging` object
+// (`builtin:hedged`, a policy file) or --hedge DELAY [--hedges N] is given.
 #ifndef STORMGUARD_CLI_HTTP_HEDGE_HPP
 #define STORMGUARD_CLI_HTTP_HEDGE_HPP
 
-#include <vector>
+#include <CLI/CLI.hpp>
+#include <optional>
+#include <string>
 
+#include "stormguard/config/executors.hpp"
+#include "stormguard/config/policy.hpp"
 #include "stormguard/http/client.hpp"
 #include "stormguard/http/hedge.hpp"
 #include "stormguard/retry.hpp"
@@ -18,14 +23,25 @@ struct hedged_http_call {
   hedge_report report;
 };
 
-/// Sends `req` as up to `copies` copies (2..5), `delay` apart, with `client`'s settings (its
-/// retries are not used: each copy is one attempt), every copy after the first charged to a ratio
-/// budget with the default settings; statuses in `non_fatal` send the next copy at once. Throws
-/// std::invalid_argument for a bad request or copies outside [2, 5] (naming
-/// hedging.max_attempts).
+/// The hedging of the call: the policy's (config::hedging_settings_for), with --hedge's delay and
+/// --hedges' copies in all replacing its delay and max_attempts when typed; with --hedge and a
+/// policy that retries, a hedging of --hedges copies (default 2) `--hedge` apart, drawing from
+/// the policy's budget (`policy.budget`, any kind). std::nullopt: the call retries. Throws
+/// CLI::ValidationError naming --hedge (not a duration, above 1 h) or --hedges (outside 2..5),
+/// or --hedges given without hedging.
+[[nodiscard]] std::optional<config::hedging_settings> hedging_of(const config::policy& policy,
+                                                                 const CLI::Option* hedge_option,
+                                                                 const std::string& hedge,
+                                                                 const CLI::Option* hedges_option,
+                                                                 int hedges);
+
+/// Sends `req` as hedged copies with `client`'s settings (its retries and its own budget are not
+/// used: each copy is one attempt, and the copies after the first draw from `settings.budget`,
+/// any kind, through the budget protocol). `call`'s deadline and stop token apply to the call.
+/// Throws std::invalid_argument for a bad request.
 [[nodiscard]] hedged_http_call perform_hedged(http::client_options client, const http::request& req,
-                                              const call_options& call, duration delay, int copies,
-                                              const std::vector<int>& non_fatal);
+                                              const call_options& call,
+                                              const config::hedging_settings& settings);
 
 }  // namespace stormguard::cli
 

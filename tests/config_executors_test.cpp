@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "stormguard/config/executors.hpp"
+#include "stormguard/http/hedge.hpp"
 #include "stormguard/http/policy.hpp"
 
 namespace {
@@ -62,6 +63,30 @@ TEST(HttpClientOptionsFor, SetsThePolicysFieldsAndKeepsTheOthers) {
   EXPECT_EQ(stormguard::http::client_options_for(no_timeout, base).attempt_timeout,
             base.attempt_timeout);
   EXPECT_EQ(stormguard::http::call_options_for(p, time_point{}).deadline, time_point{} + 9s);
+}
+
+TEST(HedgingSettings, CarryThePolicysHedgingBudgetAndLimits) {
+  config::policy p = config::parse_policies(R"({"policies": [{"name": "h",
+    "hedging": {"max_attempts": 3, "delay": "50ms", "non_fatal_statuses": [503, 502],
+                "budget": {"kind": "quota", "max_tokens": 100}},
+    "attempt_timeout": "2s", "deadline": "9s", "max_retry_after": "5s"}]})")[0];
+  p.retry.max_retry_after = 7s;  // as a command's --max-retry-after would
+  const auto s = config::hedging_settings_for(p);
+  ASSERT_TRUE(s.has_value());
+  EXPECT_EQ(s->options.max_attempts, 3);
+  EXPECT_EQ(s->options.delay, 50ms);
+  EXPECT_EQ(s->options.max_retry_after, 7s);
+  EXPECT_EQ(stormguard::budget_kind(s->budget), "quota");
+  EXPECT_EQ(s->budget, p.budget);
+  EXPECT_EQ(s->attempt_timeout, 2s);
+  EXPECT_EQ(s->call(time_point{} + 1s).deadline, time_point{} + 10s);
+  EXPECT_EQ(s->policy().options(), s->options);
+  EXPECT_EQ(stormguard::http::hedge_http_options_for(*s).non_fatal_statuses,
+            (std::vector<int>{502, 503}));
+}
+
+TEST(HedgingSettings, APolicyThatRetriesHasNone) {
+  EXPECT_FALSE(config::hedging_settings_for(sample()).has_value());
 }
 
 }  // namespace

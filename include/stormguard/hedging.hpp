@@ -86,6 +86,17 @@ struct hedge_plan {
   friend constexpr bool operator==(const hedge_plan&, const hedge_plan&) = default;
 };
 
+/// What happened to the copies of one hedged call.
+struct hedge_report {
+  int winner = 0;     ///< the copy whose answer was returned (1 = the first); 0: no copy succeeded
+  int sent = 0;       ///< copies sent, the first included (in [0, max_attempts])
+  int refused = 0;    ///< copies the budget refused (0 or 1: no copy is asked for after a refusal)
+  int cancelled = 0;  ///< copies in flight when the call was decided, cancelled by the executor
+  /// Why no further copy was sent: none when the call was decided before the policy stopped it.
+  hedge_stop stop = hedge_stop::none;
+  friend constexpr bool operator==(const hedge_report&, const hedge_report&) = default;
+};
+
 /// Recent latencies of successful calls, for an adaptive hedging delay: the last k_window of
 /// them, with the quantile recomputed every k_recompute records (a query costs a lock and a
 /// read). Thread-safe (one short critical section); no allocation.

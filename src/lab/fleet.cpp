@@ -8,6 +8,8 @@
 
 #include <algorithm>
 #include <array>
+#include <asio/bind_cancellation_slot.hpp>
+#include <asio/cancellation_signal.hpp>
 #include <asio/io_context.hpp>
 #include <asio/steady_timer.hpp>
 #include <chrono>
@@ -22,6 +24,7 @@
 #include <stdexcept>
 #include <thread>
 #include <type_traits>
+#include <unordered_map>
 #include <utility>
 #include <variant>
 
@@ -51,10 +54,6 @@ struct pending {
   friend bool operator>(const pending& a, const pending& b) noexcept { return a.time > b.time; }
 };
 
-// The lab's transport for the engine's driver (stormguard_engine/driver.hpp): the scenario's
-// clock is the steady clock from the start of the run, scheduled starts wait on an Asio timer,
-// and each attempt is one HTTP GET through http::async_client to the lab's server (which runs the
-// engine's server model). Prometheus metrics, when asked for, hear of every outcome.
 // The scenario's clock of a run that starts at `t0` (steady time): what the budgets see, for the
 // syncers a caller attaches to them (fleet_options::attach_fleet_budget).
 class scenario_clock final : public clock {
@@ -73,6 +72,15 @@ class scenario_clock final : public clock {
   real_clock real_;
 };
 
+
+// The lab's transport for the engine's driver (stormguard_engine/driver.hpp): the scenario's
+// clock is the steady clock from the start of the run, scheduled starts wait on an Asio timer,
+// and each attempt is one HTTP GET through http::async_client to the lab's server (which runs the
+// engine's server model). Prometheus metrics, when asked for, hear of every outcome. With a
+// hedging strategy, the copies of a request that has ended (another copy won, or the request gave
+// up) are cancelled for real: their transfers leave libcurl and their connections close, as
+// http::async_hedge does (the server still serves them to the end, as in the model).
+//
 // `srv` is null for a part of a fleet spread over processes (run_fleet_part): the server runs in
 // another process, whose figures the caller adds (merge_parts).
 template <class B>
@@ -86,6 +94,7 @@ class lab_transport {
         options_(options),
         url_(std::move(url)),
         end_(s.length.count()),
+        hedging_(strat.hedging.has_value()),
         client_(io.get_executor(), client_options_for(strat.attempt_timeout.value_or(s.timeout))),
         starts_timer_(io),
         tick_timer_(io),
@@ -163,8 +172,14 @@ class lab_transport {
       req.headers.push_back({std::string(k_attempt_count_header),
                              std::string(format_attempt_count(attempt, number))});
     }
-    client_.async_perform(std::move(req),
-                          [this, id, attempt](http::result res) { on_result(id, attempt, res); });
+    auto done = [this, id, attempt](http::result res) { on_result(id, attempt, res); };
+    if (!hedging_) {
+      client_.async_perform(std::move(req), std::move(done));
+      return;
+    }
+    auto& signal = copies_[copy_key(id, attempt)];
+    signal = std::make_unique<asio::cancellation_signal>();
+    client_.async_perform(std::move(req), asio::bind_cancellation_slot(signal->slot(), done));
   }
   void note_throttled() { note_end(end_reason::throttled); }
   void note_outcome(attempt_status status) {
@@ -252,6 +267,28 @@ class lab_transport {
   // response a timeout (the client's attempt timeout is the scenario's).
   void on_result(std::uint32_t id, std::int32_t attempt, const http::result& res) {
     if (stopped_) return;
+    if (hedging_) {
+      copies_.erase(copy_key(id, attempt));
+      // A copy this transport cancelled: the model has forgotten it already.
+      if (res.error && res.error->kind == http::failure_kind::cancelled) return;
+    }
+    classify_result(id, attempt, res);
+    if (hedging_ && driver_.ended(id)) cancel_copies(id);
+  }
+
+  static std::uint64_t copy_key(std::uint32_t id, std::int32_t attempt) noexcept {
+    return (static_cast<std::uint64_t>(id) << 32) | static_cast<std::uint32_t>(attempt);
+  }
+
+  // Cancels the copies of request `id` still in flight (at most hedging.max_attempts <= 5).
+  void cancel_copies(std::uint32_t id) {
+    for (std::int32_t k = 1; k <= 5; ++k) {
+      const auto it = copies_.find(copy_key(id, k));
+      if (it != copies_.end()) it->second->emit(asio::cancellation_type::terminal);
+    }
+  }
+
+  void classify_result(std::uint32_t id, std::int32_t attempt, const http::result& res) {
     const std::int64_t t = now();
     if (t >= end_) return;  // after the run: still in flight, as in the simulator
     if (res.response && res.response->status >= 200 && res.response->status < 300) {
@@ -283,6 +320,10 @@ class lab_transport {
   const fleet_options& options_;
   std::string url_;
   std::int64_t end_;
+  bool hedging_;  // the strategy hedges: losing copies are cancelled
+  // The cancellation signals of the copies in flight, by copy_key (hedging only); declared before
+  // the client, which may still touch their slots when it is destroyed.
+  std::unordered_map<std::uint64_t, std::unique_ptr<asio::cancellation_signal>> copies_;
   http::async_client client_;
   std::priority_queue<pending, std::vector<pending>, std::greater<>> starts_;
   asio::steady_timer starts_timer_;

@@ -18,6 +18,10 @@ struct retry_metrics::families {
   prometheus::Family<prometheus::Counter>& retry_after;
   prometheus::Family<prometheus::Histogram>& delay;
   prometheus::Family<prometheus::Gauge>& budget_level;
+  prometheus::Family<prometheus::Counter>& hedges_sent;
+  prometheus::Family<prometheus::Counter>& hedges_won;
+  prometheus::Family<prometheus::Counter>& hedges_refused;
+  prometheus::Family<prometheus::Counter>& hedges_cancelled;
   std::string label;
   prometheus::Histogram::BucketBoundaries buckets;
 };
@@ -109,6 +113,22 @@ retry_metrics::retry_metrics(prometheus::Registry& registry, metrics_options opt
           .Help("Retries the retry budget would grant now (refreshed when a call retries or "
                 "fails)")
           .Register(registry),
+      prometheus::BuildCounter()
+          .Name(checked_name(p, "_hedges_sent_total"))
+          .Help("Hedged copies sent after the first copy of a call (each drew from the budget)")
+          .Register(registry),
+      prometheus::BuildCounter()
+          .Name(checked_name(p, "_hedges_won_total"))
+          .Help("Hedged calls whose answer came from a copy after the first")
+          .Register(registry),
+      prometheus::BuildCounter()
+          .Name(checked_name(p, "_hedges_refused_total"))
+          .Help("Hedged copies the retry budget refused (not sent), by budget kind")
+          .Register(registry),
+      prometheus::BuildCounter()
+          .Name(checked_name(p, "_hedges_cancelled_total"))
+          .Help("Copies of hedged calls cancelled in flight once the call was decided")
+          .Register(registry),
       std::move(options.label), std::move(options.delay_buckets)});
 }
 
@@ -137,6 +157,10 @@ client_metrics& retry_metrics::for_client(std::string_view client, std::string_v
   m->retry_after_ = &f.retry_after.Add({{f.label, name}});
   m->delay_ = &f.delay.Add({{f.label, name}}, f.buckets);
   m->budget_level_ = &f.budget_level.Add({{f.label, name}, {"budget", std::string(budget)}});
+  m->hedges_sent_ = &f.hedges_sent.Add({{f.label, name}});
+  m->hedges_won_ = &f.hedges_won.Add({{f.label, name}});
+  m->hedges_refused_ = &f.hedges_refused.Add({{f.label, name}, {"budget", std::string(budget)}});
+  m->hedges_cancelled_ = &f.hedges_cancelled.Add({{f.label, name}});
   client_metrics& ref = *m;
   clients_.emplace(std::move(key), std::move(m));
   return ref;
@@ -159,6 +183,14 @@ void client_metrics::record_end(end_reason reason) noexcept {
   if (reason == end_reason::budget_exhausted || reason == end_reason::throttled) {
     denials_->Increment();
   }
+}
+
+void client_metrics::record_hedged_call(end_reason reason, const hedge_report& report) noexcept {
+  record_end(reason);
+  if (report.sent > 1) hedges_sent_->Increment(static_cast<double>(report.sent - 1));
+  if (report.winner > 1) hedges_won_->Increment();
+  if (report.refused > 0) hedges_refused_->Increment(static_cast<double>(report.refused));
+  if (report.cancelled > 0) hedges_cancelled_->Increment(static_cast<double>(report.cancelled));
 }
 
 }  // namespace stormguard::metrics

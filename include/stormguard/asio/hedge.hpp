@@ -28,7 +28,9 @@
 #define STORMGUARD_ASIO_HEDGE_HPP
 
 #include <array>
+#include <asio/defer.hpp>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <stop_token>
@@ -40,17 +42,6 @@
 #include "stormguard/hedging.hpp"
 
 namespace stormguard {
-
-/// What happened to the copies of one hedged call.
-struct hedge_report {
-  int winner = 0;     ///< the copy whose answer was returned (1 = the first); 0: no copy succeeded
-  int sent = 0;       ///< copies sent, the first included (in [0, max_attempts])
-  int refused = 0;    ///< copies the budget refused (0 or 1: no copy is asked for after a refusal)
-  int cancelled = 0;  ///< copies in flight when the call was decided, cancelled by the executor
-  /// Why no further copy was sent: none when the call was decided before the policy stopped it.
-  hedge_stop stop = hedge_stop::none;
-  friend constexpr bool operator==(const hedge_report&, const hedge_report&) = default;
-};
 
 /// The result of async_hedge: the winner's value, or the last copy's error and why the call
 /// failed, and the per-call report. A plain value type, not thread-safe.
@@ -145,6 +136,23 @@ class hedger {
   [[nodiscard]] B& budget() const noexcept { return *budget_; }                 ///< the budget
   [[nodiscard]] latency_tracker* tracker() const noexcept { return tracker_; }  ///< or null
 
+  /// The hook called once at the end of every hedged call: hook(reason, report), on the call's
+  /// executor, after every copy and the timer are done and just before the completion handler
+  /// runs. An empty hook (the default) costs one test per call. An exception thrown by the hook
+  /// propagates out of the executor's run() and the handler is not called.
+  using end_hook = std::function<void(end_reason, const hedge_report&)>;
+
+  /// A copy of this hedger whose end hook is `hook` (replacing the current one; chain it
+  /// yourself, as stormguard::metrics::instrument does). Copies share the clock, generator,
+  /// budget and tracker.
+  [[nodiscard]] hedger on_end(end_hook hook) const {
+    hedger copy = *this;
+    copy.on_end_ = std::move(hook);
+    return copy;
+  }
+  /// The end hook (empty by default).
+  [[nodiscard]] const end_hook& end_hook_function() const noexcept { return on_end_; }
+
  private:
   static no_budget& shared_no_budget() noexcept {
     static no_budget none;  // stateless
@@ -155,6 +163,7 @@ class hedger {
   G* rng_;
   B* budget_;
   latency_tracker* tracker_;
+  end_hook on_end_{};
 };
 
 /// A hedger without a budget: hedger(policy, clock, rng) is a hedger<G, no_budget>.
@@ -206,7 +215,9 @@ class async_hedge_op : public std::enable_shared_from_this<
 
   void start() {
     cancellation_.install(*this, handler_, call_.stop, ex_);
-    ::asio::post(ex_, step_handler{{this->shared_from_this()}});
+    // Deferred, not posted: the first step continues the caller's (never runs inline either
+    // way); from a thread that runs the io_context it skips the scheduler's lock.
+    ::asio::defer(ex_, step_handler{{this->shared_from_this()}});
   }
 
   [[nodiscard]] allocator_type get_allocator() const noexcept { return call_allocator(handler_); }
@@ -264,8 +275,21 @@ class async_hedge_op : public std::enable_shared_from_this<
   B& budget() const noexcept { return config_->budget(); }
   const hedging_policy& policy() const noexcept { return config_->policy(); }
 
+  // Whether the call needs the time of its first copy: for the deadline, the budget, the
+  // latency tracker, or a copy planned at once (delay 0). Otherwise the clock is first read when
+  // the timer is armed, a step later in the same turn of the loop (on_arm): a call whose first
+  // copy answers before that never reads it.
+  [[nodiscard]] bool needs_start_time() const noexcept {
+    return call_.deadline != time_point::max() || !std::same_as<B, no_budget> ||
+           config_->tracker() != nullptr || policy().options().delay == duration::zero();
+  }
+
   void first_copy() {
-    start_ = clk().now();
+    if (needs_start_time()) {
+      start_ = clk().now();
+    } else {
+      lazy_start_ = true;
+    }
     if (cancelled_ || call_.stop.stop_requested()) {
       decide(end_reason::cancelled);
     } else if (call_.deadline != time_point::max() && start_ >= call_.deadline) {
@@ -301,10 +325,11 @@ class async_hedge_op : public std::enable_shared_from_this<
     pushback_.reset();  // a pushback postpones only the copy after it
     op_(std::as_const(context), copy_handler{{this->shared_from_this()}, copy});
     if (copy == 1 && policy().options().delay > duration::zero()) {
-      // The timer is armed from a posted step, at the same expiry (last_sent_ + delay): a first
-      // copy that answers within this turn of the loop never touches the timer.
+      // The timer is armed from a deferred step (a continuation: on an io_context it goes to the
+      // running thread's private queue, no lock), at the same expiry (last_sent_ + delay): a
+      // first copy that answers within this turn of the loop never touches the timer.
       ++waits_;
-      ::asio::post(ex_, arm_handler{{this->shared_from_this()}, generation_});
+      ::asio::defer(ex_, arm_handler{{this->shared_from_this()}, generation_});
       return;
     }
     plan(now, false);
@@ -312,7 +337,16 @@ class async_hedge_op : public std::enable_shared_from_this<
 
   void on_arm(std::uint32_t generation) {
     --waits_;
-    if (generation == generation_ && result_.report.sent == 1) plan(clk().now(), false);
+    if (generation == generation_ && result_.report.sent == 1) {
+      const time_point now = clk().now();
+      if (lazy_start_) {
+        // The first copy left a step ago, in this turn of the loop: its time is now.
+        lazy_start_ = false;
+        start_ = now;
+        last_sent_ = now;
+      }
+      plan(now, false);
+    }
     settle();
   }
 
@@ -384,14 +418,18 @@ class async_hedge_op : public std::enable_shared_from_this<
     c.in_flight = false;
     c.signal.slot().clear();
     --in_flight_;
-    const time_point now = clk().now();
-    if (copy > 1) hedge_ended(budget(), now);
+    // The clock is read only when something needs the time: a budget, a tracker, a failure.
+    std::optional<time_point> now_read;
+    const auto now = [&] { return now_read ? *now_read : now_read.emplace(clk().now()); };
+    if (copy > 1) {
+      if constexpr (hears_retry_end<B>) hedge_ended(budget(), now());
+    }
     const bool open = !decided_ || (caller_cancelled_ && result_.report.winner == 0);
     if (c.cancelled && !caller_cancelled_) return settle();  // a loser's late answer
     if (r.has_value()) {
       if (!open) return settle();
-      if constexpr (!std::same_as<B, no_budget>) ticket_.succeeded(budget(), now, copy);
-      if (latency_tracker* t = config_->tracker()) t->record(now - start_);
+      if constexpr (!std::same_as<B, no_budget>) ticket_.succeeded(budget(), now(), copy);
+      if (latency_tracker* t = config_->tracker()) t->record(now() - start_);
       result_.value.emplace(*std::move(r));
       result_.last_error.reset();
       result_.report.winner = copy;
@@ -404,10 +442,10 @@ class async_hedge_op : public std::enable_shared_from_this<
     const hedge_verdict verdict = to_verdict(std::as_const(*result_.last_error));
     if constexpr (!std::same_as<B, no_budget>) {
       if (verdict.what != hedge_verdict::kind::wait) {
-        budget().record(now, attempt_report{verdict.what == hedge_verdict::kind::fatal
-                                                ? attempt_status::not_retryable
-                                                : attempt_status::failure,
-                                            copy, attempt_status::success});
+        budget().record(now(), attempt_report{verdict.what == hedge_verdict::kind::fatal
+                                                  ? attempt_status::not_retryable
+                                                  : attempt_status::failure,
+                                              copy, attempt_status::success});
       }
     }
     switch (verdict.what) {
@@ -425,10 +463,10 @@ class async_hedge_op : public std::enable_shared_from_this<
         break;
       case hedge_verdict::kind::pushback:
         pushback_ = pushback{false, verdict.delay};
-        plan(now, true);
+        plan(now(), true);
         break;
       case hedge_verdict::kind::non_fatal:
-        plan(now, true);
+        plan(now(), true);
         break;
     }
     if (in_flight_ == 0 && !waits_pending_copy() && !decided_) decide(failure_reason());
@@ -489,6 +527,7 @@ class async_hedge_op : public std::enable_shared_from_this<
     finished_ = true;
     end_budget();
     cancellation_.clear();
+    if (const auto& hook = config_->end_hook_function()) hook(result_.reason, result_.report);
     complete_call(work_, handler_, result_);
   }
 
@@ -517,6 +556,7 @@ class async_hedge_op : public std::enable_shared_from_this<
   std::uint32_t generation_ = 0;
   time_point start_{};
   time_point last_sent_{};
+  bool lazy_start_ = false;  // start_ and last_sent_ are read when the timer is armed (on_arm)
   duration delay_{};
   std::optional<pushback> pushback_{};
   std::optional<Timer> timer_{};

@@ -8,6 +8,8 @@
 //   http::client, async_client   http::client_options_for(p)         (stormguard/http/policy.hpp)
 //   lab::run_payments            lab::payments_options_for(p)        (lab/payments_policy.hpp)
 //   the simulator                sim::from_policy(p)                 (stormguard/sim/strategy.hpp)
+//   hedger, asio::async_hedge    config::hedging_settings_for(p)     (this header)
+//   http::async_hedge            http::hedge_http_options_for(s)     (stormguard/http/hedge.hpp)
 //
 //   const auto s = stormguard::config::retrier_settings_for(p);
 //   stormguard::any_budget budget(s.budget);                  // the policy's budget, any kind
@@ -18,10 +20,14 @@
 #ifndef STORMGUARD_CONFIG_EXECUTORS_HPP
 #define STORMGUARD_CONFIG_EXECUTORS_HPP
 
+#include <optional>
+#include <span>
+
 #include "stormguard/budget_kinds.hpp"
 #include "stormguard/clock.hpp"
 #include "stormguard/config/policy.hpp"
 #include "stormguard/detail/saturate.hpp"
+#include "stormguard/hedging.hpp"
 #include "stormguard/http_classify.hpp"
 #include "stormguard/retry.hpp"
 #include "stormguard/retry_policy.hpp"
@@ -66,6 +72,52 @@ struct retrier_settings {
   s.attempt_timeout = p.attempt_timeout.value_or(duration::max());
   s.deadline = p.deadline.value_or(duration::max());
   s.statuses = p.statuses;
+  return s;
+}
+
+/// What a hedging executor (stormguard::hedger with asio::async_hedge, http::async_hedge) takes
+/// from a policy with a `hedging` object (gRFC A6 hedging): the hedging policy's options, the
+/// non-fatal statuses, the budget every copy after the first draws from (any kind, through the
+/// budget protocol), and the policy's time limits.
+struct hedging_settings {
+  /// max_attempts, delay (or delay_quantile with its fallback delay); max_retry_after is the
+  /// policy's retry.max_retry_after (the longest pushback waited for).
+  hedging_options options{};
+  /// The HTTP statuses after which the next copy goes at once (gRFC A6's nonFatalStatusCodes).
+  retryable_statuses non_fatal_statuses{std::span<const int>{}};
+  /// The budget of the client's copies (build it once per client: any_budget(budget)).
+  budget_options budget{};
+  /// The time limit of one copy, steady time; duration::max() = none.
+  duration attempt_timeout = duration::max();
+  /// The time limit of a whole hedged call, steady time; duration::max() = none.
+  duration deadline = duration::max();
+
+  /// The hedging policy (validated: throws std::invalid_argument as hedging_policy does; a policy
+  /// read by config is already valid).
+  [[nodiscard]] hedging_policy policy() const { return hedging_policy(options); }
+  /// The call's options for a call starting at `now`: its deadline is now + deadline,
+  /// saturating (time_point::max() when there is none).
+  [[nodiscard]] call_options call(time_point now) const {
+    call_options c;
+    if (deadline != duration::max()) c.deadline = detail::saturating_add(now, deadline);
+    return c;
+  }
+
+  friend bool operator==(const hedging_settings&, const hedging_settings&) = default;
+};
+
+/// The hedging of `p`, or std::nullopt when `p` retries instead (no `hedging` object). The
+/// options' max_retry_after is p.retry.max_retry_after (so a command's --max-retry-after applies
+/// to both); the budget is p.budget; the time limits as retrier_settings_for gives them.
+[[nodiscard]] inline std::optional<hedging_settings> hedging_settings_for(const policy& p) {
+  if (!p.hedging) return std::nullopt;
+  hedging_settings s;
+  s.options = p.hedging->options;
+  s.options.max_retry_after = p.retry.max_retry_after;
+  s.non_fatal_statuses = p.hedging->non_fatal_statuses;
+  s.budget = p.budget;
+  s.attempt_timeout = p.attempt_timeout.value_or(duration::max());
+  s.deadline = p.deadline.value_or(duration::max());
   return s;
 }
 

@@ -25,6 +25,11 @@
 //   stormguard_backoff_delay_seconds{client}         histogram of the delays before retries
 //   stormguard_retry_after_honoured_total{client}    retries that waited a server's Retry-After
 //   stormguard_budget_level{client, budget}          retries the budget would grant now (gauge)
+//   stormguard_hedges_sent_total{client}             hedged copies sent after the first
+//   stormguard_hedges_won_total{client}              hedged calls won by a copy after the first
+//   stormguard_hedges_refused_total{client, budget}  hedged copies the budget refused
+//   stormguard_hedges_cancelled_total{client}        copies cancelled after a call was decided
+// (the hedge counters through stormguard/metrics/hedge.hpp: the hedging executor's end hook).
 // Label values are the caller's client name and fixed vocabularies only (no URL, key or error
 // text), so the number of series is bounded by the number of client names.
 #ifndef STORMGUARD_METRICS_RETRY_METRICS_HPP
@@ -48,6 +53,7 @@
 #include "stormguard/budget.hpp"
 #include "stormguard/budget_kinds.hpp"
 #include "stormguard/detail/mutex.hpp"
+#include "stormguard/hedging.hpp"
 #include "stormguard/retry.hpp"
 
 namespace stormguard::metrics {
@@ -100,6 +106,11 @@ class client_metrics {
 
   /// Records a retry granted after `delay` (without an attempt_event: the HTTP clients).
   void record_retry(duration delay, bool honours_retry_after) noexcept;
+  /// Records one ended hedged call (stormguard::async_hedge, http::async_hedge): the call by its
+  /// end_reason as record_end does, the copies sent after the first (hedges sent), whether a
+  /// copy after the first won, the copies the budget refused and the copies cancelled.
+  void record_hedged_call(end_reason reason, const hedge_report& report) noexcept;
+
   /// Records an attempt by its outcome alone.
   void record_outcome(attempt_status status) noexcept {
     attempts_[static_cast<std::size_t>(status)]->Increment();
@@ -109,12 +120,16 @@ class client_metrics {
   friend class retry_metrics;
   client_metrics() = default;
   std::array<prometheus::Counter*, 4> attempts_{};  // by attempt_status
-  std::array<prometheus::Counter*, 8> calls_{};     // by end_reason
+  std::array<prometheus::Counter*, 9> calls_{};     // by end_reason
   prometheus::Counter* retries_ = nullptr;
   prometheus::Counter* denials_ = nullptr;
   prometheus::Counter* retry_after_ = nullptr;
   prometheus::Histogram* delay_ = nullptr;
   prometheus::Gauge* budget_level_ = nullptr;
+  prometheus::Counter* hedges_sent_ = nullptr;
+  prometheus::Counter* hedges_won_ = nullptr;
+  prometheus::Counter* hedges_refused_ = nullptr;
+  prometheus::Counter* hedges_cancelled_ = nullptr;
 };
 
 /// The retry budget's level in retries it would grant now, for the budgets that have one
@@ -170,6 +185,28 @@ class retry_metrics {
     return r.on_attempt(attempt_hook<OnAttempt>{m, access::on_attempt(r)})
         .on_end(
             end_hook<B, OnEnd>{m, access::budget_pointer(r), &access::clk(r), access::on_end(r)});
+  }
+
+  /// A copy of the hedger `h` (stormguard::hedger, stormguard/asio/hedge.hpp) whose end hook
+  /// records every hedged call into for_client(client, budget kind of h.budget()) with
+  /// client_metrics::record_hedged_call (calls by reason, budget denials, hedges sent, won,
+  /// refused and cancelled), then calls `h`'s own end hook. Works for stormguard::async_hedge and
+  /// http::async_hedge alike. The copies' own attempts are not recorded in attempts_total (the
+  /// hook sees the call's report, not each copy's outcome); do not also set http_hook on the
+  /// client of the copies, or each copy counts as a call.
+  template <class H>
+  requires requires(const H& h) {
+    h.end_hook_function();
+    h.budget();
+    h.on_end(typename H::end_hook{});
+  }
+  [[nodiscard]] H instrument(const H& h, std::string_view client) {
+    client_metrics* m = &for_client(client, budget_kind(h.budget()));
+    return h.on_end(
+        [m, next = h.end_hook_function()](end_reason reason, const hedge_report& report) {
+          m->record_hedged_call(reason, report);
+          if (next) next(reason, report);
+        });
   }
 
  private:

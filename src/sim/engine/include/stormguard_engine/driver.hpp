@@ -225,6 +225,9 @@ class driver {
     failed(id, now, classification::retry().as_timeout());
   }
 
+  // Whether request `id` has ended (a transport that cancels its losing copies asks).
+  [[nodiscard]] bool ended(std::uint32_t id) { return fleet_[id].state == request_state::ended; }
+
   // The attempts' timeout, in ns.
   [[nodiscard]] std::int64_t timeout() const noexcept { return timeout_; }
   [[nodiscard]] std::int64_t end() const noexcept { return end_; }

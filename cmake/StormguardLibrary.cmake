@@ -20,7 +20,11 @@
 #       export set (stormguard-<component>-targets.cmake) with its own pkg-config file. It sees
 #       only its own private folder src/<component>/ (see stormguard_private_include), never src/
 #       as a whole. Internal build-only targets (stormguard_json_reader) go into PRIVATE_DEPS as
-#       $<BUILD_INTERFACE:...>.
+#       $<BUILD_INTERFACE:...>. Compiled with hidden visibility (-fvisibility=hidden,
+#       -fvisibility-inlines-hidden): a shared library exports only what its public headers mark
+#       STORMGUARD_EXPORT (stormguard/export.hpp; one macro for every library, which is enough on
+#       ELF). HIDDEN_VISIBILITY is accepted and changes nothing (every library has it).
+#       SOVERSION: MAJOR.MINOR while 0.x (a new minor version may change the ABI).
 #
 #   stormguard_private_include(<target> <PRIVATE|INTERFACE> <path under src/>)
 #       Makes "#include "<path>/..."" (or "<path>" for one file) resolve for <target> (PRIVATE) or
@@ -120,12 +124,11 @@ function(stormguard_add_library component)
       VERSION "${PROJECT_VERSION}"
       # 0.x: every minor version may change the ABI.
       SOVERSION "${PROJECT_VERSION_MAJOR}.${PROJECT_VERSION_MINOR}")
-    if(arg_HIDDEN_VISIBILITY)
-      # Only what the headers mark STORMGUARD_EXPORT leaves a shared library.
-      set_target_properties(${target} PROPERTIES
-        CXX_VISIBILITY_PRESET hidden
-        VISIBILITY_INLINES_HIDDEN ON)
-    endif()
+    # Every library: only what the public headers mark STORMGUARD_EXPORT leaves a shared
+    # library (HIDDEN_VISIBILITY is accepted and is what every library gets).
+    set_target_properties(${target} PROPERTIES
+      CXX_VISIBILITY_PRESET hidden
+      VISIBILITY_INLINES_HIDDEN ON)
     stormguard_target_defaults(${target})
   endif()
   add_library(stormguard::${component} ALIAS ${target})

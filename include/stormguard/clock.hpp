@@ -23,6 +23,7 @@
 #include <stop_token>
 
 #include "stormguard/detail/mutex.hpp"
+#include "stormguard/export.hpp"
 
 namespace stormguard {
 
@@ -44,7 +45,7 @@ using wall_time_point = std::chrono::time_point<std::chrono::system_clock, durat
 /// wall_now() (calendar time, only to turn an absolute HTTP-date into a delay). Implementations
 /// must keep now() monotonic. Thread-safety is the implementation's to document; both
 /// implementations shipped by stormguard are thread-safe.
-class clock {
+class STORMGUARD_EXPORT clock {
  public:
   virtual ~clock() = default;
 
@@ -73,7 +74,7 @@ class clock {
 ///
 /// A sleep waits on a condition variable with the stop token attached, so a stop request wakes
 /// it at once (no polling). Thread-safe: any number of threads may sleep on one instance.
-class real_clock final : public clock {
+class STORMGUARD_EXPORT real_clock final : public clock {
  public:
   /// The steady clock's current instant.
   [[nodiscard]] time_point now() const noexcept override {

@@ -10,6 +10,9 @@
 #   5. with --full BUILD_DIR (a configured and built default build, e.g. build/ after `make test`):
 #      it is installed and the `http` consumer builds with find_package and with pkg-config; the
 #      `optional` consumer configures with pkg-config finding nothing
+#   6. every component, shared: every library's SONAME and exported symbols checked (namespace
+#      stormguard only); installed; the `shared` consumer links stormguard::http and
+#      stormguard::config shared and runs
 #
 # "Hidden": CMAKE_FIND_ROOT_PATH=/nonexistent with the package, include and library modes ONLY
 # and an empty PKG_CONFIG_LIBDIR; only what a step names (stormguard_DIR, GTest_DIR) is found.
@@ -130,4 +133,54 @@ if [[ -n "${full_build}" ]]; then
   PKG_CONFIG_LIBDIR=/nonexistent cmake "${generator[@]}" -S "${here}/optional" \
     -B "${work}/consumer-optional" -Dstormguard_DIR="${full_dir}" >/dev/null
 fi
+step "6. every component shared (BUILD_SHARED_LIBS=ON; no tests, CLI, examples or benchmarks)"
+# Not hidden: every component's packages are needed (configure() hides pkg-config's).
+cmake --no-warn-unused-cli "${generator[@]}" -DCMAKE_BUILD_TYPE=Release \
+  -S "${source_dir}" -B "${work}/all-shared" -DBUILD_SHARED_LIBS=ON \
+  -DSTORMGUARD_BUILD_TESTS=OFF -DSTORMGUARD_BUILD_CLI=OFF -DSTORMGUARD_BUILD_EXAMPLES=OFF \
+  -DSTORMGUARD_BUILD_BENCH=OFF >/dev/null
+build "${work}/all-shared"
+cmake --install "${work}/all-shared" --prefix "${work}/all-shared-prefix" >/dev/null
+# Only the public API leaves any library (STORMGUARD_EXPORT, hidden visibility):
+#  - every strong definition (nm types T D B R: functions, data, the vtables and typeinfo of
+#    exported classes) is in namespace stormguard, none in a detail namespace or an anonymous one;
+#  - weak and unique ones (W V u: vague linkage) are stormguard's too, or instantiations and
+#    static data of the header-only code of libstdc++ (std::, __gnu_cxx::) and Asio (asio::),
+#    which the compiler exports whatever the visibility so that one copy exists in the process
+#    (Asio's service ids, call stacks and error categories must be unique: an asio::error_code
+#    compares categories by address).
+libraries=()
+while IFS= read -r library; do libraries+=("${library}"); done < <(
+  find "${work}/all-shared-prefix" -name 'libstormguard_*.so.*.*.*' | sort)
+((${#libraries[@]} >= 9)) || { echo "consumers: ${#libraries[@]} shared libraries installed" >&2; exit 1; }
+ours='((typeinfo|typeinfo name|vtable|VTT|guard variable) for )?stormguard::'
+vague='^[WVu] ((typeinfo|typeinfo name|vtable|VTT|guard variable) for )?([a-z_:]+[*&]? )?(std|__gnu_cxx|asio)::'
+for library in "${libraries[@]}"; do
+  name="$(basename "${library}")"
+  [[ "$(readelf -d "${library}" | sed -n 's/.*SONAME.*\[\(.*\)\]/\1/p')" =~ ^${name%%.so.*}\.so\.[0-9]+\.[0-9]+$ ]] ||
+    { echo "consumers: ${name} has no SONAME <name>.so.MAJOR.MINOR" >&2; exit 1; }
+  # "<type> <demangled name>" per exported definition
+  exported="$(nm -D --defined-only "${library}" | awk '{ print $2, $3 }' | c++filt)"
+  beyond="$(grep -Ev "^. ${ours}" <<<"${exported}" | grep -Ev "${vague}" || true)"
+  # (the name before its parameter list: a detail type among the parameters is fine)
+  internal="$(grep -E "^. ${ours}" <<<"${exported}" | sed 's/(.*//' |
+    grep -E '::detail::|anonymous namespace' || true)"
+  if [[ -n "${beyond}${internal}" ]]; then
+    echo "consumers: ${name} exports symbols beyond the public API:" >&2
+    printf '%s\n' "${beyond}" "${internal}" | grep -v '^$' | head -20 >&2
+    exit 1
+  fi
+  echo "   ${name}: $(grep -cE "^. ${ours}" <<<"${exported}") stormguard symbols exported," \
+    "$(grep -cEv "^. ${ours}" <<<"${exported}" || true) of libstdc++/Asio templates"
+done
+all_shared_dir="$(dirname "$(find "${work}/all-shared-prefix" -name stormguardConfig.cmake)")"
+cmake "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -S "${here}/shared" -B "${work}/consumer-shared" \
+  -Dstormguard_DIR="${all_shared_dir}" >/dev/null
+build "${work}/consumer-shared"
+for component in core http config; do
+  ldd "${work}/consumer-shared/consumer" | grep -q "libstormguard_${component}\.so" ||
+    { echo "consumers: the consumer is not linked to libstormguard_${component}.so" >&2; exit 1; }
+done
+run_consumer "${work}/consumer-shared/consumer"
+
 echo "== consumers: all passed"

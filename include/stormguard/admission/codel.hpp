@@ -26,6 +26,7 @@
 #include <utility>
 
 #include "stormguard/clock.hpp"
+#include "stormguard/export.hpp"
 
 namespace stormguard::admission {
 
@@ -41,7 +42,7 @@ struct codel_options {
 
 /// folly::Codel's decision, fed with each request's queueing delay as it leaves the queue.
 /// Not thread-safe: one owner (the queue, or the server's dispatch loop) calls it.
-class codel {
+class STORMGUARD_EXPORT codel {
  public:
   /// Validates `options`; throws std::invalid_argument naming the field and the value.
   explicit codel(codel_options options = {});

@@ -40,6 +40,7 @@
 
 #include "stormguard/clock.hpp"
 #include "stormguard/detail/mutex.hpp"
+#include "stormguard/export.hpp"
 #include "stormguard/random.hpp"
 
 namespace stormguard::admission {
@@ -79,7 +80,7 @@ struct concurrency_limit_options {
 };
 
 /// Envoy's gradient controller: see the file comment. Thread-safe.
-class concurrency_limit {
+class STORMGUARD_EXPORT concurrency_limit {
  public:
   /// The most latency samples kept per window (beyond it, later samples replace earlier ones
   /// cyclically: the percentile is then of the last k_max_samples).

@@ -22,6 +22,7 @@
 #include <string_view>
 
 #include "stormguard/clock.hpp"
+#include "stormguard/export.hpp"
 
 namespace stormguard::admission {
 
@@ -33,10 +34,10 @@ inline constexpr std::array<defence, 4> k_all_defences{
     defence::drop_expired, defence::lifo_codel, defence::retry_budget, defence::concurrency_limit};
 
 /// "drop-expired", "lifo-codel", "retry-budget", "concurrency-limit".
-[[nodiscard]] std::string_view to_string(defence d) noexcept;
+[[nodiscard]] STORMGUARD_EXPORT std::string_view to_string(defence d) noexcept;
 
 /// A set of defences (the empty set is "none").
-class defence_set {
+class STORMGUARD_EXPORT defence_set {
  public:
   constexpr defence_set() noexcept = default;
   /// The set holding every defence ("all").
@@ -67,11 +68,11 @@ class defence_set {
 /// Reads "none", "all", one defence name, or names joined by '+' (each at most once, "none" and
 /// "all" only alone). Throws std::invalid_argument naming the value and the accepted names for
 /// anything else (an empty part, an unknown name, a repeated name, a comma).
-[[nodiscard]] defence_set parse_defences(std::string_view text);
+[[nodiscard]] STORMGUARD_EXPORT defence_set parse_defences(std::string_view text);
 
 /// "none", or the names in canonical order joined by '+' (four names: still written out, not
 /// "all", so that reports say what ran).
-[[nodiscard]] std::string to_string(defence_set set);
+[[nodiscard]] STORMGUARD_EXPORT std::string to_string(defence_set set);
 
 /// The deadline of a request that arrived at `arrival` carrying `grpc_timeout` (parsed with
 /// parse_grpc_timeout; empty = no deadline): arrival + timeout, saturating; time_point::max()

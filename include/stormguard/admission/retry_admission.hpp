@@ -61,7 +61,7 @@ struct retry_admission_counts {
 };
 
 /// A server-side retry budget: see the file comment. Thread-safe; no allocation.
-class retry_admission {
+class STORMGUARD_EXPORT retry_admission {
  public:
   /// `options`: the ratio budget (ratio, window, floor per second of this server). Throws
   /// std::invalid_argument naming the field and the value, as ratio_budget does.

@@ -37,6 +37,7 @@
 #include "stormguard/budget_kinds.hpp"
 #include "stormguard/clock.hpp"
 #include "stormguard/config/hedging.hpp"
+#include "stormguard/export.hpp"
 #include "stormguard/http_classify.hpp"
 #include "stormguard/retry_policy.hpp"
 
@@ -87,7 +88,7 @@ struct policy {
 /// A rejected policy file or value. what() is the complete message: "<field>: <problem>" (the
 /// field path, its valid range and the value as written), prefixed by the file's path when it
 /// came from a file; field() is the path alone ("policies[0].backoff.cap"; "" for the document).
-class policy_error : public std::runtime_error {
+class STORMGUARD_EXPORT policy_error : public std::runtime_error {
  public:
   /// An error about `field` (a JSON path; "" for the document), with the complete `message`.
   policy_error(std::string field, const std::string& message)
@@ -114,19 +115,19 @@ inline constexpr std::size_t k_max_policy_file_bytes = 1024 * 1024;
 /// policy_error for anything invalid (bad JSON/YAML with line and column, nesting deeper than 64
 /// levels, a field of the wrong type or out of range, an unknown or duplicate field, two policies
 /// with one name); std::bad_alloc aside it throws nothing else.
-[[nodiscard]] std::vector<policy> parse_policies(std::string_view text,
-                                                 policy_format format = policy_format::stormguard);
+[[nodiscard]] STORMGUARD_EXPORT std::vector<policy> parse_policies(
+    std::string_view text, policy_format format = policy_format::stormguard);
 
 /// Reads `path` and parses it as parse_policies does; error messages start with the path.
 /// Unreadable files (with the system's reason), directories and files above
 /// k_max_policy_file_bytes are policy_errors too.
-[[nodiscard]] std::vector<policy> load_policies(const std::filesystem::path& path,
-                                                policy_format format = policy_format::stormguard);
+[[nodiscard]] STORMGUARD_EXPORT std::vector<policy> load_policies(
+    const std::filesystem::path& path, policy_format format = policy_format::stormguard);
 
 /// The policy called `name`, or the first when `name` is empty. Throws policy_error listing the
 /// names in the file when there is none of that name.
-[[nodiscard]] const policy& select_policy(const std::vector<policy>& policies,
-                                          std::string_view name);
+[[nodiscard]] STORMGUARD_EXPORT const policy& select_policy(const std::vector<policy>& policies,
+                                                            std::string_view name);
 
 /// A policy named on a command line: `[grpc:|envoy:]FILE[:NAME]`. The part after the last ':'
 /// is NAME when FILE alone names no existing file (so a file whose name has a ':' still works).
@@ -139,19 +140,20 @@ struct policy_reference {
 };
 
 /// Splits a `--policy` value (see policy_reference). Throws policy_error for an empty FILE.
-[[nodiscard]] policy_reference parse_policy_reference(std::string_view text);
+[[nodiscard]] STORMGUARD_EXPORT policy_reference parse_policy_reference(std::string_view text);
 
 /// Loads what `reference` names: every policy of the file when its name is empty, else the one
 /// policy of that name.
-[[nodiscard]] std::vector<policy> load_policies(const policy_reference& reference);
+[[nodiscard]] STORMGUARD_EXPORT std::vector<policy> load_policies(
+    const policy_reference& reference);
 
 /// The policy in the file format, normalized: every field written out with its value, defaults
 /// included, durations as format_duration gives them, keys in documented order (no "warnings").
 /// parse_policies on {"policies": [to_json(p)]} gives back `p` (warnings aside).
-[[nodiscard]] std::string to_json(const policy& p);
+[[nodiscard]] STORMGUARD_EXPORT std::string to_json(const policy& p);
 
 /// `{"policies": [...]}` for several policies, normalized as to_json(policy).
-[[nodiscard]] std::string to_json(const std::vector<policy>& policies);
+[[nodiscard]] STORMGUARD_EXPORT std::string to_json(const std::vector<policy>& policies);
 
 }  // namespace stormguard::config
 

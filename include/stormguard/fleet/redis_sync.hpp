@@ -39,6 +39,7 @@
 #include <thread>
 
 #include "stormguard/clock.hpp"
+#include "stormguard/export.hpp"
 #include "stormguard/fleet_budget.hpp"
 
 namespace stormguard::fleet {
@@ -82,7 +83,7 @@ struct redis_sync_stats {
 };
 
 /// The syncer: see the file comment.
-class redis_sync {
+class STORMGUARD_EXPORT redis_sync {
  public:
   /// A line for the operator: the fallback when the store goes away ("... falls back to local
   /// counts: WHY"), once, and the rejoin, once. Never contains the password. Must not throw.

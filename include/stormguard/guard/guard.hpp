@@ -61,6 +61,7 @@
 
 #include "stormguard/clock.hpp"
 #include "stormguard/detail/mutex.hpp"
+#include "stormguard/export.hpp"
 #include "stormguard/guard/store.hpp"
 #include "stormguard/outcome.hpp"
 
@@ -76,13 +77,15 @@ inline constexpr std::size_t max_principal_length = 255;
 /// (RFC 2104, OpenSSL libcrypto) when `key` is not empty, else of SHA-256(principal). The key
 /// must be the same on every replica and across restarts (a retry after a restart, or to another
 /// replica, must find its record). Throws std::runtime_error when libcrypto fails.
-[[nodiscard]] std::string principal_digest(std::string_view principal, std::string_view key);
+[[nodiscard]] STORMGUARD_EXPORT std::string principal_digest(std::string_view principal,
+                                                             std::string_view key);
 
 /// SHA-256 (OpenSSL libcrypto, FIPS 180-4) of the request's method, target and body, each
 /// preceded by its length as 8 bytes big-endian (so ("AB","C") and ("A","BC") differ). Throws
 /// std::runtime_error when libcrypto fails (it does not for in-memory input).
-[[nodiscard]] fingerprint fingerprint_of(std::string_view method, std::string_view target,
-                                         std::string_view body);
+[[nodiscard]] STORMGUARD_EXPORT fingerprint fingerprint_of(std::string_view method,
+                                                           std::string_view target,
+                                                           std::string_view body);
 
 /// The key in an Idempotency-Key field value, or a message saying what is wrong (naming the
 /// field and quoting the value). Accepts the draft's form, an sf-string (RFC 8941 §3.3.3:
@@ -91,7 +94,8 @@ inline constexpr std::size_t max_principal_length = 255;
 /// tabs around the value are ignored (RFC 9110 §5.5). The key must then pass
 /// validate_idempotency_key (idempotency.hpp: 1..255 characters of printable ASCII). Never throws
 /// except std::bad_alloc.
-[[nodiscard]] outcome<std::string, std::string> parse_idempotency_key(std::string_view field_value);
+[[nodiscard]] STORMGUARD_EXPORT outcome<std::string, std::string> parse_idempotency_key(
+    std::string_view field_value);
 
 /// A request as the guard sees it. The views must stay valid during handle().
 struct request {
@@ -124,7 +128,7 @@ enum class decision : std::uint8_t {
 };
 
 /// "ran", "replayed", ... (the enumerator's name).
-[[nodiscard]] std::string_view to_string(decision d) noexcept;
+[[nodiscard]] STORMGUARD_EXPORT std::string_view to_string(decision d) noexcept;
 
 /// The guard's answer.
 struct result {
@@ -143,14 +147,14 @@ enum class store_operation : std::uint8_t {
 };
 
 /// "begin", "find", "complete" or "release".
-[[nodiscard]] std::string_view to_string(store_operation op) noexcept;
+[[nodiscard]] STORMGUARD_EXPORT std::string_view to_string(store_operation op) noexcept;
 
 /// What a guard reports as it works: each decision, each store call's latency, the cause of each
 /// store failure (redacted: detail::redact) and the short circuit's state — for metrics and
 /// logs (the client only ever sees a generic 503). Every member has an empty default. Called on
 /// the thread of handle(), possibly from many threads at once: an implementation must be
 /// thread-safe and quick, and must not throw (the members are noexcept).
-class guard_observer {
+class STORMGUARD_EXPORT guard_observer {
  public:
   virtual ~guard_observer() = default;
   /// Every answer of handle(): `d` (ran: the key acquired and the handler committed; replayed;
@@ -218,7 +222,7 @@ struct guard_options {
 
 /// The guard (see the file comment; `guard` is the namespace, so the class is
 /// idempotency_guard). Holds a reference to its store, which must outlive it.
-class idempotency_guard {
+class STORMGUARD_EXPORT idempotency_guard {
  public:
   /// The handler: runs the operation, writing through the transaction, and returns the response.
   /// It may throw: nothing commits, the record is released (the client may retry at once) and

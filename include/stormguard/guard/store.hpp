@@ -35,6 +35,7 @@
 #include <vector>
 
 #include "stormguard/clock.hpp"
+#include "stormguard/export.hpp"
 
 namespace stormguard::guard {
 
@@ -46,13 +47,13 @@ enum class store_kind : std::uint8_t {
 };
 
 /// "sqlite", "postgres" or "redis".
-[[nodiscard]] std::string_view to_string(store_kind kind) noexcept;
+[[nodiscard]] STORMGUARD_EXPORT std::string_view to_string(store_kind kind) noexcept;
 
 /// A store could not be reached, or a statement failed in it. what() names the store and the
 /// reason (the driver's message, passwords and tokens redacted: detail::redact). The guard turns
 /// it into 503 + Retry-After with a generic detail (the message goes to its observer, never to
 /// the client) and never runs the handler after a failed begin.
-class store_error : public std::runtime_error {
+class STORMGUARD_EXPORT store_error : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };
@@ -62,7 +63,7 @@ class store_error : public std::runtime_error {
 /// outcome may be unknown — the guard releases the key at once (as when the handler throws) and
 /// rethrows. what() names the store, the statement and the server's message. Redis never throws
 /// it: a queued command runs only inside the completing script (see docs/idempotency.md).
-class statement_error : public store_error {
+class STORMGUARD_EXPORT statement_error : public store_error {
  public:
   using store_error::store_error;
 };
@@ -86,7 +87,7 @@ using row = std::vector<std::optional<std::string>>;
 /// What a handler may write through while the guard completes its record: its writes commit
 /// together with the stored response, or not at all (see store::complete for each store's
 /// guarantee). Not thread-safe: one handler, one thread.
-class transaction {
+class STORMGUARD_EXPORT transaction {
  public:
   virtual ~transaction() = default;
   /// The store's kind: which language execute() takes.
@@ -146,7 +147,7 @@ struct record_key {
 
 /// The interface of an idempotency store (see the file comment). Implementations:
 /// sqlite_store, postgres_store, redis_store (stores.hpp), or open_store().
-class store {
+class STORMGUARD_EXPORT store {
  public:
   virtual ~store() = default;
   /// Which kind of store this is, and so which statements the handler writes (SQL dialect or
@@ -229,7 +230,7 @@ class store {
 /// Creates the store's table (SQL) if absent. Throws std::invalid_argument naming "store" and
 /// quoting the spec when its syntax is wrong (no scheme, unknown scheme, empty path or URL),
 /// store_error when the store cannot be opened or reached.
-[[nodiscard]] std::unique_ptr<store> open_store(std::string_view spec);
+[[nodiscard]] STORMGUARD_EXPORT std::unique_ptr<store> open_store(std::string_view spec);
 
 }  // namespace stormguard::guard
 

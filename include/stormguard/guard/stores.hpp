@@ -17,6 +17,7 @@
 #include <memory>
 #include <string>
 
+#include "stormguard/export.hpp"
 #include "stormguard/guard/store.hpp"
 
 namespace stormguard::guard {
@@ -34,7 +35,8 @@ struct sqlite_options {
 };
 /// An SQLite store with `options`. Throws store_error when the database cannot be opened or
 /// set up, std::invalid_argument for an option out of its range.
-[[nodiscard]] std::unique_ptr<store> make_sqlite_store(const sqlite_options& options);
+[[nodiscard]] STORMGUARD_EXPORT std::unique_ptr<store> make_sqlite_store(
+    const sqlite_options& options);
 
 /// A PostgreSQL server (libpq), shared by the replicas of a fleet.
 struct postgres_options {
@@ -63,7 +65,8 @@ struct postgres_options {
 };
 /// A PostgreSQL store with `options`. Throws store_error when the server cannot be reached or
 /// the table set up, std::invalid_argument for an option out of its range.
-[[nodiscard]] std::unique_ptr<store> make_postgres_store(const postgres_options& options);
+[[nodiscard]] STORMGUARD_EXPORT std::unique_ptr<store> make_postgres_store(
+    const postgres_options& options);
 
 /// A Redis server (hiredis), shared by the replicas of a fleet.
 struct redis_options {
@@ -81,7 +84,8 @@ struct redis_options {
 };
 /// A Redis store with `options`. Throws store_error when the server cannot be reached,
 /// std::invalid_argument for an option out of its range.
-[[nodiscard]] std::unique_ptr<store> make_redis_store(const redis_options& options);
+[[nodiscard]] STORMGUARD_EXPORT std::unique_ptr<store> make_redis_store(
+    const redis_options& options);
 
 }  // namespace stormguard::guard
 

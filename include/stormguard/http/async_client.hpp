@@ -44,6 +44,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "stormguard/export.hpp"
 #include "stormguard/http/client.hpp"
 
 namespace stormguard::http {
@@ -86,7 +87,7 @@ class result_handler_for final : public result_handler {
 /// connection cache), a pool of easy handles (one per request in flight, reused) and the Asio
 /// watches of libcurl's sockets. Not thread-safe: use it on its executor only. Not copyable or
 /// movable (libcurl's callbacks hold its address).
-class async_client {
+class STORMGUARD_EXPORT async_client {
  public:
   /// The executor type (Asio's polymorphic I/O executor).
   using executor_type = ::asio::any_io_executor;

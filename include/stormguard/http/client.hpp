@@ -47,6 +47,7 @@
 #include "stormguard/budget_kinds.hpp"
 #include "stormguard/clock.hpp"
 #include "stormguard/detail/mutex.hpp"
+#include "stormguard/export.hpp"
 #include "stormguard/http_classify.hpp"
 #include "stormguard/idempotency.hpp"
 #include "stormguard/random.hpp"
@@ -66,8 +67,8 @@ struct header {
 };
 
 /// The value of the first header in `headers` named `name` (ASCII case-insensitive), if any.
-[[nodiscard]] std::optional<std::string_view> find_header(const std::vector<header>& headers,
-                                                          std::string_view name) noexcept;
+[[nodiscard]] STORMGUARD_EXPORT std::optional<std::string_view> find_header(
+    const std::vector<header>& headers, std::string_view name) noexcept;
 
 /// Whether a request carries an Idempotency-Key, and which.
 class key {
@@ -156,13 +157,13 @@ enum class failure_kind {
 };
 
 /// "transport error", "invalid request", "response too large", "cancelled" or "error" (other).
-[[nodiscard]] std::string_view to_string(failure_kind kind) noexcept;
+[[nodiscard]] STORMGUARD_EXPORT std::string_view to_string(failure_kind kind) noexcept;
 
 /// The kind of failure a libcurl CURLcode (as an int) reports on its own: transport for the codes
 /// of the CURLcode table (transport_phase_of), invalid_request for libcurl's usage errors,
 /// cancelled for CURLE_ABORTED_BY_CALLBACK, other for every other code (CURLE_OK included). The
 /// client refines it to response_too_large when it knows a limit was hit. Thread-safe.
-[[nodiscard]] failure_kind failure_kind_of(int curl_code) noexcept;
+[[nodiscard]] STORMGUARD_EXPORT failure_kind failure_kind_of(int curl_code) noexcept;
 
 /// A failed transfer: no HTTP response was received, or none that could be kept.
 struct transport_error {
@@ -201,7 +202,7 @@ struct attempt_info {
 /// options: a budget of any kind of the core's list (stormguard::any_budget; a ratio budget by
 /// default). Thread-safe: clients in several threads may share one instance (then each host's
 /// budget bounds the retries of all of them together).
-class host_budgets {
+class STORMGUARD_EXPORT host_budgets {
  public:
   /// Called once per host, on the thread that first asks for its budget, right after the budget
   /// is built: returns an object kept alive as long as the budget (destroyed before it), or
@@ -309,7 +310,7 @@ struct result {
 /// arrived, which must not happen to a POST without a key (docs/http.md).
 ///
 /// Not thread-safe: one client per thread. Holds references to the clock and generator given.
-class client {
+class STORMGUARD_EXPORT client {
  public:
   /// A client with its own real_clock and OS-seeded random_generator. Validates `options`:
   /// throws std::invalid_argument naming the field and the value (retry options as
@@ -368,11 +369,11 @@ class client {
 /// time-out, a send error and a receive error the phase depends on `request_sent` (libcurl had
 /// written at least one byte of the request, CURLINFO_REQUEST_SIZE > 0). Empty for every other
 /// code, success included: not a transport failure, never retried.
-[[nodiscard]] std::optional<transport_phase> transport_phase_of(int curl_code,
-                                                                bool request_sent) noexcept;
+[[nodiscard]] STORMGUARD_EXPORT std::optional<transport_phase> transport_phase_of(
+    int curl_code, bool request_sent) noexcept;
 
 /// libcurl's version string, e.g. "libcurl/7.88.1 OpenSSL/3.0.11 ...".
-[[nodiscard]] std::string curl_version_text();
+[[nodiscard]] STORMGUARD_EXPORT std::string curl_version_text();
 
 }  // namespace stormguard::http
 

@@ -23,6 +23,7 @@
 #include <string_view>
 
 #include "stormguard/detail/http_syntax.hpp"
+#include "stormguard/export.hpp"
 
 namespace stormguard::http {
 
@@ -36,21 +37,22 @@ using stormguard::detail::trim_ows;
 
 /// Whether `s` is a token (RFC 9110 §5.6.2: 1*tchar): a method (§9.1) or a field name (§5.1).
 /// The empty string is not a token.
-[[nodiscard]] bool is_token(std::string_view s) noexcept;
+[[nodiscard]] STORMGUARD_EXPORT bool is_token(std::string_view s) noexcept;
 
 /// `s` with A..Z mapped to a..z (no locale): e.g. a scheme or host for a map key.
-[[nodiscard]] std::string to_lower_ascii(std::string_view s);
+[[nodiscard]] STORMGUARD_EXPORT std::string to_lower_ascii(std::string_view s);
 
 /// Whether `a` and `b` are equal ignoring ASCII case, as field names compare (RFC 9110 §5.1) and
 /// as "auto" is checked: only A..Z and a..z fold, whatever the locale; bytes >= 0x80 must match
 /// exactly.
-[[nodiscard]] bool iequals_ascii(std::string_view a, std::string_view b) noexcept;
+[[nodiscard]] STORMGUARD_EXPORT bool iequals_ascii(std::string_view a, std::string_view b) noexcept;
 
 /// The position of the first byte that a field value may not contain, or std::string_view::npos
 /// when there is none. RFC 9110 §5.5: field-value = *field-content, whose bytes are VCHAR,
 /// obs-text (0x80..0xFF), SP and HTAB; so every other control byte (0x00..0x08, 0x0A..0x1F,
 /// 0x7F) is invalid, including CR, LF and NUL ("invalid and dangerous": header injection).
-[[nodiscard]] std::size_t invalid_field_value_byte(std::string_view value) noexcept;
+[[nodiscard]] STORMGUARD_EXPORT std::size_t invalid_field_value_byte(
+    std::string_view value) noexcept;
 
 /// A field line split into its name and value (views into the line).
 struct field_line {
@@ -63,7 +65,8 @@ struct field_line {
 /// forbids whitespace before the colon) and must be a token; the value is trimmed of OWS.
 /// std::nullopt when there is no colon or the name is not a token. The value is not checked
 /// (a CR or LF stays in it): see invalid_field_value_byte.
-[[nodiscard]] std::optional<field_line> parse_field_line(std::string_view line) noexcept;
+[[nodiscard]] STORMGUARD_EXPORT std::optional<field_line> parse_field_line(
+    std::string_view line) noexcept;
 
 /// Why a request field may not be sent as given (see check_request_field).
 enum class field_problem {
@@ -79,8 +82,8 @@ enum class field_problem {
 /// Whether a request field (name, value) may be sent as given by stormguard's client: std::nullopt
 /// when it may, otherwise the first problem in the order of field_problem. Names compare
 /// ASCII case-insensitively. The caller words the message (it knows its own option names).
-[[nodiscard]] std::optional<field_problem> check_request_field(std::string_view name,
-                                                               std::string_view value) noexcept;
+[[nodiscard]] STORMGUARD_EXPORT std::optional<field_problem> check_request_field(
+    std::string_view name, std::string_view value) noexcept;
 
 }  // namespace stormguard::http
 

@@ -103,9 +103,9 @@ struct fleet_result {
 /// std::invalid_argument for a scenario that sim::validate rejects, std::bad_alloc.
 /// Not thread-safe with itself on one server; independent runs on separate servers may go in
 /// parallel (but share the machine's cores: the measurement wants them alone).
-[[nodiscard]] outcome<fleet_result, std::string> run_fleet(const sim::scenario& s,
-                                                           const sim::strategy& strat, server& srv,
-                                                           const fleet_options& options = {});
+[[nodiscard]] STORMGUARD_EXPORT outcome<fleet_result, std::string> run_fleet(
+    const sim::scenario& s, const sim::strategy& strat, server& srv,
+    const fleet_options& options = {});
 
 /// One part of a fleet spread over several processes (`stormguard lab --processes P`): the clients
 /// and arrivals of `part` (a fleet_part of the scenario) against a server that another process
@@ -179,21 +179,21 @@ struct lab_report {
 /// starts (lab_report::interrupted). An error (naming the address and the system's reason) when
 /// a server cannot be started or the HTTP client set up. Throws std::invalid_argument for an
 /// invalid scenario or one above the simulator's work bound (sim::check_work).
-[[nodiscard]] outcome<lab_report, std::string> run_lab(const sim::scenario& s,
-                                                       std::span<const sim::strategy> strategies,
-                                                       const fleet_options& options = {});
+[[nodiscard]] STORMGUARD_EXPORT outcome<lab_report, std::string> run_lab(
+    const sim::scenario& s, std::span<const sim::strategy> strategies,
+    const fleet_options& options = {});
 
 /// One JSON object: "scenario", "seed", "interrupted", "strategies" (an array, each with "name",
 /// "completed", and objects "lab" and "sim", each holding the fields of `stormguard simulate
 /// --json`'s strategies: sim::to_json(strategy_result); then "valid", "invalid_reason" (null when
 /// valid) and "comparable": false for a run stopped early, whose lab figures cover only the time
 /// it ran while the simulator's cover the whole scenario), then "valid" (every strategy valid).
-[[nodiscard]] std::string to_json(const lab_report& report);
+[[nodiscard]] STORMGUARD_EXPORT std::string to_json(const lab_report& report);
 
 /// The table: one row per strategy, each figure as "lab / sim" (amplification, incident
 /// amplification, peak load, success, p99 of successes, recovery); a row stopped early says its
 /// figures are not comparable, an invalid one says why after the table.
-[[nodiscard]] std::string format_table(const lab_report& report);
+[[nodiscard]] STORMGUARD_EXPORT std::string format_table(const lab_report& report);
 
 }  // namespace stormguard::lab
 

@@ -38,6 +38,7 @@
 #include "stormguard/budget_kinds.hpp"
 #include "stormguard/classify.hpp"
 #include "stormguard/clock.hpp"
+#include "stormguard/export.hpp"
 #include "stormguard/http_classify.hpp"
 #include "stormguard/outcome.hpp"
 #include "stormguard/retry.hpp"
@@ -49,7 +50,7 @@ namespace stormguard::lab {
 /// 5 ms to 200 ms, Retry-After honoured up to 60 s. Enough attempts that a charge survives a
 /// fault rate of 0.2 on every attempt (0.2^10 ≈ 1e-7), short enough that 10,000 charges take
 /// seconds, and no retry budget: a 10 % budget cannot carry a 20 % fault rate.
-[[nodiscard]] retry_options default_payments_retry() noexcept;
+[[nodiscard]] STORMGUARD_EXPORT retry_options default_payments_retry() noexcept;
 
 /// How run_payments sends the charges.
 struct payments_run_options {
@@ -156,32 +157,31 @@ struct payments_audit {
 ///  - no response: classify_transport_failure(phase, "POST", true) — a connection closed after
 ///    the request was sent is retried, since the key makes the repeat safe; stop without a phase.
 /// Pure; thread-safe.
-[[nodiscard]] classification classify_charge_attempt(std::optional<int> status,
-                                                     std::optional<transport_phase> phase,
-                                                     std::optional<duration> retry_after,
-                                                     const retryable_statuses& statuses = {});
+[[nodiscard]] STORMGUARD_EXPORT classification classify_charge_attempt(
+    std::optional<int> status, std::optional<transport_phase> phase,
+    std::optional<duration> retry_after, const retryable_statuses& statuses = {});
 
 /// Sends the charges and audits the ledgers (see the file comment). Blocks until done. An error
 /// when an HTTP client cannot be set up or a server's `GET /ledger` cannot be read or parsed
 /// (naming the server). Throws std::invalid_argument naming the field for options out of range
 /// (no server, charges < 1, concurrency outside 1..256, a bad policy), std::bad_alloc.
-[[nodiscard]] outcome<payments_audit, std::string> run_payments(
+[[nodiscard]] STORMGUARD_EXPORT outcome<payments_audit, std::string> run_payments(
     const payments_run_options& options);
 
 /// One line describing a retry policy: "9 retries, full jitter 5ms..200ms, Retry-After up to
 /// 1m, no retry budget" (or "a quota retry budget").
-[[nodiscard]] std::string describe_payments_retry(const retry_options& retry,
-                                                  const budget_options& budget = no_budget{});
+[[nodiscard]] STORMGUARD_EXPORT std::string describe_payments_retry(
+    const retry_options& retry, const budget_options& budget = no_budget{});
 
 /// One JSON object: charges, ledger_rows, duplicates, lost, unconfirmed, attempts,
 /// client_attempts, succeeded, failed, replayed, conflicts, unavailable, dropped (null when
 /// unknown), no_response, other_rows, store, servers,
 /// fault_after_commit (null when unknown), policy, elapsed_s, charges_per_s, interrupted, passed,
 /// counters_reset, max_failed, gave_up.
-[[nodiscard]] std::string to_json(const payments_audit& audit);
+[[nodiscard]] STORMGUARD_EXPORT std::string to_json(const payments_audit& audit);
 
 /// The table: one figure per line, the verdict last.
-[[nodiscard]] std::string format_table(const payments_audit& audit);
+[[nodiscard]] STORMGUARD_EXPORT std::string format_table(const payments_audit& audit);
 
 }  // namespace stormguard::lab
 

@@ -60,6 +60,7 @@
 #include <string_view>
 
 #include "stormguard/clock.hpp"
+#include "stormguard/export.hpp"
 #include "stormguard/outcome.hpp"
 #include "stormguard/sim/scenario.hpp"
 
@@ -180,27 +181,29 @@ struct server_stats {
 
 /// The phase the scenario's clock is in at `elapsed`: "waiting" (clock not started), "normal",
 /// "incident" (in [incident.start, incident.end)), "after" (past the scenario's duration).
-[[nodiscard]] std::string_view phase_name(const sim::scenario& s, bool clock_started,
-                                          duration elapsed) noexcept;
+[[nodiscard]] STORMGUARD_EXPORT std::string_view phase_name(const sim::scenario& s,
+                                                            bool clock_started,
+                                                            duration elapsed) noexcept;
 
 /// The counters as one JSON object (the body of `GET /stats`): the fields of server_stats
 /// (elapsed as "elapsed_s", seconds), plus "scenario" (its name), "phase" (phase_name),
 /// "workers" and "queue_limit".
-[[nodiscard]] std::string stats_json(const sim::scenario& s, const server_stats& stats);
+[[nodiscard]] STORMGUARD_EXPORT std::string stats_json(const sim::scenario& s,
+                                                       const server_stats& stats);
 
 /// The counters in the Prometheus text exposition format 0.0.4 (the body of `GET /metrics`):
 /// counters stormguard_serve_{attempts,served,served_in_time,rejected,errors,lost}_total,
 /// gauges stormguard_serve_{queued,in_service,elapsed_seconds}; the limits' and the defences'
 /// counts; the payments endpoint's stormguard_serve_charges{,_committed,_replayed,_dropped,
 /// _unavailable}_total and stormguard_serve_store_{outages,recoveries}_total (0 without it).
-[[nodiscard]] std::string stats_prometheus(const server_stats& stats);
+[[nodiscard]] STORMGUARD_EXPORT std::string stats_prometheus(const server_stats& stats);
 
 /// The scenario's server on 127.0.0.1 (see the file comment). start() binds and starts one
 /// event-loop thread; stop() (or the destructor) ends it and closes every connection.
 ///
 /// Thread-safety: port(), url(), stats(), start_clock() and stop() may be called from any thread
 /// while the loop runs. Not copyable or movable (own it through the unique_ptr start() returns).
-class server {
+class STORMGUARD_EXPORT server {
  public:
   /// Binds 127.0.0.1:options.port and starts serving `s` (which must be valid: sim::validate).
   /// An error (a message naming the address and the system's reason, e.g. "127.0.0.1:8080:

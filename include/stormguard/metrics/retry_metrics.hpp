@@ -93,7 +93,7 @@ template <class B>
 /// registry's metric families, so recording is a few atomic additions (no lookup, no
 /// allocation). Created by retry_metrics::for_client; valid as long as the retry_metrics lives.
 /// Thread-safe (prometheus-cpp's counters, gauges and histograms are).
-class client_metrics {
+class STORMGUARD_EXPORT client_metrics {
  public:
   /// Records one ended attempt (see attempt_event): its outcome, and for a retry the delay,
   /// whether a Retry-After was honoured.
@@ -152,7 +152,7 @@ template <class B>
 /// set: keep the returned reference or the instrumented retrier); recording is lock-free.
 /// The registry must outlive it; one retry_metrics per registry and prefix (prometheus-cpp
 /// returns the existing family for a name already registered, with the same help text).
-class retry_metrics {
+class STORMGUARD_EXPORT retry_metrics {
  public:
   /// Registers the metric families on `registry`. Throws std::invalid_argument when
   /// options.prefix or options.label is not a valid Prometheus name, or the buckets are not

@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "stormguard/clock.hpp"
+#include "stormguard/export.hpp"
 #include "stormguard/sim/parallel.hpp"
 #include "stormguard/sim/strategy.hpp"
 
@@ -50,7 +51,7 @@ struct layers_options {
 };
 
 /// The first violated range as a sentence naming the field and the value, or nullopt.
-[[nodiscard]] std::optional<std::string> validate(const layers_options& o);
+[[nodiscard]] STORMGUARD_EXPORT std::optional<std::string> validate(const layers_options& o);
 
 /// One row: a strategy, retrying at every layer or only at the top.
 struct layers_row {
@@ -88,22 +89,21 @@ struct layers_report {
 /// progress (an ended call's slot is reused), not all the calls of the run. The report does not
 /// depend on `threads`. Deterministic; throws std::invalid_argument (validate()'s message) for
 /// invalid options. Thread-safe.
-[[nodiscard]] layers_report simulate_layers(const layers_options& o,
-                                            std::span<const strategy> strategies,
-                                            unsigned threads = 0,
-                                            const progress_callback& progress = {});
+[[nodiscard]] STORMGUARD_EXPORT layers_report
+simulate_layers(const layers_options& o, std::span<const strategy> strategies, unsigned threads = 0,
+                const progress_callback& progress = {});
 
 /// {"scenario":"layers","seed":S,"layers":L,"strategies":[{"name":…,"retries_at":"every layer"
 /// or "top layer","top_requests":…,"bottom_attempts":…,"bottom_amplification":X|null,
 /// "layer_attempts":[…],"budget_exhausted":…,"throttled":…},…]}; ratios with 4 decimals. Ends
 /// with a newline.
-[[nodiscard]] std::string to_json(const layers_report& report);
+[[nodiscard]] STORMGUARD_EXPORT std::string to_json(const layers_report& report);
 
 /// `strategy,retries_at,top_requests,bottom_attempts,bottom_amplification,layer_1,…,layer_L`.
-[[nodiscard]] std::string to_csv(const layers_report& report);
+[[nodiscard]] STORMGUARD_EXPORT std::string to_csv(const layers_report& report);
 
 /// A header, one row per (strategy, retries at), and a line comparing with 4^L.
-[[nodiscard]] std::string format_table(const layers_report& report);
+[[nodiscard]] STORMGUARD_EXPORT std::string format_table(const layers_report& report);
 
 }  // namespace stormguard::sim
 

@@ -20,6 +20,8 @@
 #include <string>
 #include <string_view>
 
+#include "stormguard/export.hpp"
+
 namespace stormguard::sim {
 
 /// The models of the simulator.
@@ -52,15 +54,16 @@ struct model_info {
 };
 
 /// Every model, time_series first. Thread-safe (static storage).
-[[nodiscard]] std::span<const model_info> models() noexcept;
+[[nodiscard]] STORMGUARD_EXPORT std::span<const model_info> models() noexcept;
 
 /// The model a scenario argument selects: brooker-occ or layers by name, time_series for
 /// anything else (a built-in scenario name, a file, or empty: the default scenario).
-[[nodiscard]] const model_info& model_for(std::string_view scenario_argument) noexcept;
+[[nodiscard]] STORMGUARD_EXPORT const model_info& model_for(
+    std::string_view scenario_argument) noexcept;
 
 /// The names of the models that take option `o`, for a message: e.g. "brooker-occ" or
 /// "time-series scenarios and layers".
-[[nodiscard]] std::string models_taking(model_option o);
+[[nodiscard]] STORMGUARD_EXPORT std::string models_taking(model_option o);
 
 }  // namespace stormguard::sim
 

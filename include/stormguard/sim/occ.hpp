@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "stormguard/clock.hpp"
+#include "stormguard/export.hpp"
 #include "stormguard/retry.hpp"
 #include "stormguard/sim/parallel.hpp"
 
@@ -55,7 +56,7 @@ struct occ_options {
 };
 
 /// The range violated by `o` as a sentence naming the field and the value, or nullopt.
-[[nodiscard]] std::optional<std::string> validate(const occ_options& o);
+[[nodiscard]] STORMGUARD_EXPORT std::optional<std::string> validate(const occ_options& o);
 
 /// One backoff algorithm of the sweep.
 struct occ_algorithm {
@@ -67,7 +68,7 @@ struct occ_algorithm {
 /// a constant backoff of 0), `exponential` (no jitter), `equal`, `full`, `decorrelated`; all with
 /// ceiling_exponent::retry and multiplier 2. max_retries is 1,000,000, which is never reached: a
 /// client's failed writes are at most the successes of the others (N − 1).
-[[nodiscard]] std::vector<occ_algorithm> occ_algorithms(const occ_options& o);
+[[nodiscard]] STORMGUARD_EXPORT std::vector<occ_algorithm> occ_algorithms(const occ_options& o);
 
 /// One trial's outcome.
 struct occ_trial {
@@ -80,14 +81,15 @@ struct occ_trial {
 /// Deterministic. When `write_times` is not null, the instant each write reached the server is
 /// appended to it (in time order), for plots. Throws std::invalid_argument for clients outside
 /// [1, 10,000] or invalid options (validate()).
-[[nodiscard]] occ_trial simulate_occ_trial(int clients, const occ_algorithm& algorithm,
-                                           std::uint64_t seed, const occ_options& o,
-                                           std::vector<duration>* write_times = nullptr);
+[[nodiscard]] STORMGUARD_EXPORT occ_trial
+simulate_occ_trial(int clients, const occ_algorithm& algorithm, std::uint64_t seed,
+                   const occ_options& o, std::vector<duration>* write_times = nullptr);
 
 /// The random seed of trial `trial` of the point (clients, algorithm index) in simulate_occ: the
 /// same trial can be rerun on its own (with write_times, for the plot of writes over time).
-[[nodiscard]] std::uint64_t occ_trial_seed(std::uint64_t seed, int clients, std::size_t algorithm,
-                                           std::size_t trial) noexcept;
+[[nodiscard]] STORMGUARD_EXPORT std::uint64_t occ_trial_seed(std::uint64_t seed, int clients,
+                                                             std::size_t algorithm,
+                                                             std::size_t trial) noexcept;
 
 /// The mean of one point of the sweep.
 struct occ_point {
@@ -127,18 +129,19 @@ struct occ_report {
 /// threads (see parallel_for). Trial t of (N, algorithm a) is seeded from (seed, N, a, t), so the
 /// report is identical for every thread count. Throws std::invalid_argument (validate()'s
 /// message) for invalid options.
-[[nodiscard]] occ_report simulate_occ(const occ_options& o, const progress_callback& progress = {});
+[[nodiscard]] STORMGUARD_EXPORT occ_report simulate_occ(const occ_options& o,
+                                                        const progress_callback& progress = {});
 
 /// {"scenario":"brooker-occ","seed":S,"trials":T,"sweep":[{"clients":N,"algorithm":"full",
 /// "calls":C,"time":T},…]} with means to 2 decimals. Ends with a newline.
-[[nodiscard]] std::string to_json(const occ_report& report);
+[[nodiscard]] STORMGUARD_EXPORT std::string to_json(const occ_report& report);
 
 /// `clients,algorithm,calls,time`, one row per point.
-[[nodiscard]] std::string to_csv(const occ_report& report);
+[[nodiscard]] STORMGUARD_EXPORT std::string to_csv(const occ_report& report);
 
 /// A header, the table (one row per client count: mean calls per algorithm, then mean time per
 /// algorithm), and lines comparing the algorithms at the largest client count.
-[[nodiscard]] std::string format_table(const occ_report& report);
+[[nodiscard]] STORMGUARD_EXPORT std::string format_table(const occ_report& report);
 
 }  // namespace stormguard::sim
 

@@ -15,6 +15,8 @@
 #include <cstddef>
 #include <functional>
 
+#include "stormguard/export.hpp"
+
 namespace stormguard::sim {
 
 /// Called as progress(done, total) while a sweep runs: `done` of `total` runs have finished.
@@ -25,15 +27,17 @@ using progress_callback = std::function<void(std::size_t done, std::size_t total
 /// The number of threads `parallel_for` uses for `requested` (0 = one per hardware thread, as
 /// std::thread::hardware_concurrency() reports, at least 1) and `count` tasks: never more threads
 /// than tasks, at least 1.
-[[nodiscard]] unsigned resolve_threads(unsigned requested, std::size_t count) noexcept;
+[[nodiscard]] STORMGUARD_EXPORT unsigned resolve_threads(unsigned requested,
+                                                         std::size_t count) noexcept;
 
 /// Runs task(i) once for every i in [0, count) on resolve_threads(threads, count) threads (the
 /// calling thread is one of them); tasks are handed out in index order, one at a time. Returns
 /// when all have finished. If a task throws, the remaining tasks are skipped and the first
 /// exception (in time) is rethrown in the calling thread after every thread has stopped.
 /// `task` must be safe to call concurrently for distinct indices. Thread-safe.
-void parallel_for(std::size_t count, unsigned threads, const std::function<void(std::size_t)>& task,
-                  const progress_callback& progress = {});
+STORMGUARD_EXPORT void parallel_for(std::size_t count, unsigned threads,
+                                    const std::function<void(std::size_t)>& task,
+                                    const progress_callback& progress = {});
 
 }  // namespace stormguard::sim
 

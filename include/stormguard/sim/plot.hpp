@@ -27,6 +27,7 @@
 #include <optional>
 #include <string>
 
+#include "stormguard/export.hpp"
 #include "stormguard/sim/layers.hpp"
 #include "stormguard/sim/occ.hpp"
 #include "stormguard/sim/simulator.hpp"
@@ -39,32 +40,37 @@ enum class plot_format { png, svg };
 
 /// The format for a file name by its extension, ".png" or ".svg" (case-insensitive); nullopt for
 /// anything else.
-[[nodiscard]] std::optional<plot_format> plot_format_for(const std::filesystem::path& file);
+[[nodiscard]] STORMGUARD_EXPORT std::optional<plot_format> plot_format_for(
+    const std::filesystem::path& file);
 
 /// A time-series scenario: two panels over simulated time, attempts per second (top) and goodput
 /// per second (bottom), one line per strategy, in 100-ms bins (strategy_result::fine_series,
 /// scaled to per second) so that the waves of synchronised retries stay visible, with the demand
 /// (logical requests per second) and the server's capacity (workers ÷ service time, lower during
 /// a slow incident) as black lines; the incident is shaded.
-[[nodiscard]] std::string gnuplot_script(const simulation_report& report, plot_format format,
-                                         const std::string& output);
+[[nodiscard]] STORMGUARD_EXPORT std::string gnuplot_script(const simulation_report& report,
+                                                           plot_format format,
+                                                           const std::string& output);
 
 /// brooker-occ: the blog's two panels (mean calls and mean time against the client count, one
 /// line per algorithm), and a third panel with the writes reaching the server over time in one
 /// trial (exponential without jitter against full jitter, at the swept client count nearest to
 /// 100): the clusters of no-jitter backoff against the spread of full jitter, from
 /// occ_report::timelines.
-[[nodiscard]] std::string gnuplot_script(const occ_report& report, plot_format format,
-                                         const std::string& output);
+[[nodiscard]] STORMGUARD_EXPORT std::string gnuplot_script(const occ_report& report,
+                                                           plot_format format,
+                                                           const std::string& output);
 
 /// A load sweep: mean attempts per second after the incident (top) and the success ratio
 /// (bottom) against the load, one line per strategy.
-[[nodiscard]] std::string gnuplot_script(const load_sweep_report& report, plot_format format,
-                                         const std::string& output);
+[[nodiscard]] STORMGUARD_EXPORT std::string gnuplot_script(const load_sweep_report& report,
+                                                           plot_format format,
+                                                           const std::string& output);
 
 /// layers: the attempts at the bottom per top-level request for every row, on a log scale.
-[[nodiscard]] std::string gnuplot_script(const layers_report& report, plot_format format,
-                                         const std::string& output);
+[[nodiscard]] STORMGUARD_EXPORT std::string gnuplot_script(const layers_report& report,
+                                                           plot_format format,
+                                                           const std::string& output);
 
 }  // namespace stormguard::sim
 

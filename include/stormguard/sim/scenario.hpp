@@ -28,6 +28,7 @@
 #include "stormguard/budget.hpp"
 #include "stormguard/clock.hpp"
 #include "stormguard/duration_text.hpp"  // durations in the file format
+#include "stormguard/export.hpp"
 #include "stormguard/retry.hpp"
 #include "stormguard/sim/strategy.hpp"
 
@@ -40,7 +41,7 @@ enum class service_distribution {
 };
 
 /// "fixed" or "exponential"; "unknown" for a value outside the enum.
-[[nodiscard]] std::string_view to_string(service_distribution d) noexcept;
+[[nodiscard]] STORMGUARD_EXPORT std::string_view to_string(service_distribution d) noexcept;
 
 /// A period of trouble: for attempts in [start, end), the server may be slow (`service_time`),
 /// a fraction of attempts may fail at once with a 503 (`error_rate`), and a fraction may be lost
@@ -200,15 +201,15 @@ using scenario_result = stormguard::outcome<scenario, scenario_error>;
 /// (checked before parsing). Error messages quote scalar values as written (shortened to one
 /// line) and describe arrays and objects by their type. Never throws for bad input
 /// (std::bad_alloc aside).
-[[nodiscard]] scenario_result parse_scenario(std::string_view json_text);
+[[nodiscard]] STORMGUARD_EXPORT scenario_result parse_scenario(std::string_view json_text);
 
 /// Reads and parses the file at `path`; the error message starts with the path. An unreadable
 /// file (with the system's reason) and a file larger than 1 MiB (checked without reading more
 /// than 1 MiB + 1 byte, so /dev/zero is safe) are errors (field empty), not exceptions.
-[[nodiscard]] scenario_result load_scenario(const std::filesystem::path& path);
+[[nodiscard]] STORMGUARD_EXPORT scenario_result load_scenario(const std::filesystem::path& path);
 
 /// Checks the ranges documented on `scenario`. Returns the first violation, or nullopt.
-[[nodiscard]] std::optional<scenario_error> validate(const scenario& s);
+[[nodiscard]] STORMGUARD_EXPORT std::optional<scenario_error> validate(const scenario& s);
 
 /// `s` scaled down by `factor` in (0, 1], for running a scenario on real sockets at a load that
 /// one machine holds (`stormguard serve --scale`, `lab --scale`): requests_per_second,
@@ -222,51 +223,51 @@ using scenario_result = stormguard::outcome<scenario, scenario_error>;
 /// returns `s` unchanged. An error (field "scale") for a factor that is not a finite number in (0,
 /// 1], or when the result fails validate() (which it does only if `s` does). Never throws
 /// (std::bad_alloc aside). Thread-safe (a pure function).
-[[nodiscard]] scenario_result scale_scenario(const scenario& s, double factor);
+[[nodiscard]] STORMGUARD_EXPORT scenario_result scale_scenario(const scenario& s, double factor);
 
 /// The Friday-night incident (docs/design.md, "The essay this project started from"), built into
 /// the library (equal to the parse of scenarios/friday-night.json): 2,000 req/s from 20 clients,
 /// 100 workers × 20 ms (5,000 req/s, 2.5× demand), queue limit 20,000, per-attempt timeout 1 s,
 /// service time 1.5 s from t = 10 s to t = 20 s, 60 s simulated, seed 42.
-[[nodiscard]] scenario friday_night();
+[[nodiscard]] STORMGUARD_EXPORT scenario friday_night();
 
 /// The scenario of the file scenarios/metastable.json (equal to it): the example of Bronson et
 /// al., "Metastable Failures in Distributed Systems" (HotOS 2021). One application sends 280
 /// queries/s to a database of 100 workers that answers in 50 ms (2,000/s) while it receives at
 /// most 300 attempts/s, and in 500 ms (200/s) above; timeout 1 s, one retry (max_retries 1);
 /// from t = 10 s to 20 s the network loses every attempt; 60 s simulated, seed 42.
-[[nodiscard]] scenario metastable();
+[[nodiscard]] STORMGUARD_EXPORT scenario metastable();
 
 /// The scenario of scenarios/metastable-slowdown.json: metastable() with a stronger trigger,
 /// a 10-s slowdown in which the database takes 1 s per query (as long as the timeout, so every
 /// attempt in it times out and is retried) instead of the network outage. It reaches the stuck
 /// state at every load whose doubled load exceeds the overload threshold, so a load sweep finds
 /// the boundary of the stable region (about 150 queries/s in the paper).
-[[nodiscard]] scenario metastable_slowdown();
+[[nodiscard]] STORMGUARD_EXPORT scenario metastable_slowdown();
 
 /// The scenario of scenarios/outage-80.json: 2,000 logical req/s from 20 clients against a
 /// healthy server (100 workers × 20 ms); from t = 30 s to 60 s, 80 % of attempts fail at once
 /// with a 503; 3 retries; 90 s simulated, seed 42 (the Google SRE book, chapter 21; docs/design.md,
 /// "The essay this project started from").
-[[nodiscard]] scenario outage_80();
+[[nodiscard]] STORMGUARD_EXPORT scenario outage_80();
 
 /// The scenario of scenarios/outage-80-fleet.json: outage_80() with the same load from 1,000
 /// clients (2 req/s each), to show that a ratio budget's per-client floor multiplies with the
 /// fleet.
-[[nodiscard]] scenario outage_80_fleet();
+[[nodiscard]] STORMGUARD_EXPORT scenario outage_80_fleet();
 
 /// The built-in scenario called `name`: "friday-night", "no-incident", "metastable",
 /// "metastable-slowdown", "outage-80", "outage-80-fleet" or "friday-night-fleet" (friday-night
 /// from 2,000 clients of 1 req/s) (each equal to
 /// scenarios/NAME.json); nullopt otherwise.
-[[nodiscard]] std::optional<scenario> builtin_scenario(std::string_view name);
+[[nodiscard]] STORMGUARD_EXPORT std::optional<scenario> builtin_scenario(std::string_view name);
 
 /// The names builtin_scenario knows, joined by ", ".
-[[nodiscard]] std::string builtin_scenario_names();
+[[nodiscard]] STORMGUARD_EXPORT std::string builtin_scenario_names();
 
 /// The scenario as JSON text in the file format (fields in documented order, durations
 /// formatted as "<integer><unit>"); parse_scenario(to_json(s)) == s for every valid scenario.
-[[nodiscard]] std::string to_json(const scenario& s);
+[[nodiscard]] STORMGUARD_EXPORT std::string to_json(const scenario& s);
 
 }  // namespace stormguard::sim
 

@@ -42,6 +42,7 @@
 #include <string>
 #include <vector>
 
+#include "stormguard/export.hpp"
 #include "stormguard/sim/parallel.hpp"
 #include "stormguard/sim/scenario.hpp"
 #include "stormguard/sim/strategy.hpp"
@@ -188,17 +189,18 @@ inline constexpr double k_max_estimated_attempts = 50'000'000;
 /// The most attempts one run of `strat` through `s` can make, as estimated before running it:
 /// requests_per_second x duration x (1 + max_retries), with the scenario's max_retries replacing
 /// the strategy's when the strategy retries; x hedging.max_attempts for a hedged strategy.
-[[nodiscard]] double estimated_attempts(const scenario& s, const strategy& strat) noexcept;
+[[nodiscard]] STORMGUARD_EXPORT double estimated_attempts(const scenario& s,
+                                                          const strategy& strat) noexcept;
 
 /// Checks the work bound for every strategy: nullopt, or an error (field "max_retries" when the
 /// scenario sets it, else "requests_per_second") that gives the estimate and the bound.
-[[nodiscard]] std::optional<scenario_error> check_work(const scenario& s,
-                                                       std::span<const strategy> strategies);
+[[nodiscard]] STORMGUARD_EXPORT std::optional<scenario_error> check_work(
+    const scenario& s, std::span<const strategy> strategies);
 
 /// The memory one run of `s` is estimated to need, in bytes (32 bytes per expected logical
 /// request: its state and its latency), and the memory that the runs side by side of
 /// simulate(s, strategies, threads) may take together: k_max_parallel_bytes.
-[[nodiscard]] double estimated_run_bytes(const scenario& s) noexcept;
+[[nodiscard]] STORMGUARD_EXPORT double estimated_run_bytes(const scenario& s) noexcept;
 /// The memory, in bytes, that the runs side by side of simulate() may take together (768 MiB).
 inline constexpr double k_max_parallel_bytes = 768.0 * 1024 * 1024;
 
@@ -206,24 +208,27 @@ inline constexpr double k_max_parallel_bytes = 768.0 * 1024 * 1024;
 /// thread) for `count` runs: resolve_threads(threads, count), lowered so that the runs together
 /// are estimated to fit in k_max_parallel_bytes (at least 1). Memory is then bounded by the
 /// scenario, whatever the thread count.
-[[nodiscard]] unsigned parallel_runs(const scenario& s, unsigned threads,
-                                     std::size_t count) noexcept;
+[[nodiscard]] STORMGUARD_EXPORT unsigned parallel_runs(const scenario& s, unsigned threads,
+                                                       std::size_t count) noexcept;
 
 /// Runs `strat` through `s`. Throws std::invalid_argument (with validate()'s or check_work()'s
 /// message) for an invalid scenario or one above the work bound, and std::bad_alloc if memory
 /// runs out (validate() bounds the logical requests to 10,000,000: about 340 MB per run). Times
 /// saturate instead of overflowing. Deterministic: the same arguments always give the same result.
 /// Thread-safe (no shared state); independent runs may go in parallel.
-[[nodiscard]] strategy_result simulate(const scenario& s, const strategy& strat);
+[[nodiscard]] STORMGUARD_EXPORT strategy_result simulate(const scenario& s, const strategy& strat);
 
 /// Runs every strategy in `strategies` through `s`; the report lists them in the given order.
-[[nodiscard]] simulation_report simulate(const scenario& s, std::span<const strategy> strategies);
+[[nodiscard]] STORMGUARD_EXPORT simulation_report simulate(const scenario& s,
+                                                           std::span<const strategy> strategies);
 
 /// The same, with the strategies run on parallel_runs(s, threads, strategies.size()) threads (see
 /// parallel_for) and `progress` told as each one finishes. The report is identical to the
 /// sequential one.
-[[nodiscard]] simulation_report simulate(const scenario& s, std::span<const strategy> strategies,
-                                         unsigned threads, const progress_callback& progress = {});
+[[nodiscard]] STORMGUARD_EXPORT simulation_report simulate(const scenario& s,
+                                                           std::span<const strategy> strategies,
+                                                           unsigned threads,
+                                                           const progress_callback& progress = {});
 
 }  // namespace stormguard::sim
 

@@ -30,6 +30,7 @@
 #include "stormguard/budget.hpp"
 #include "stormguard/budget_kinds.hpp"
 #include "stormguard/config/policy.hpp"
+#include "stormguard/export.hpp"
 #include "stormguard/retry.hpp"
 #include "stormguard/sim/fleet_store.hpp"
 
@@ -84,24 +85,24 @@ struct strategy : stormguard::config::policy {
 /// `naive` is the for-loop anti-pattern (a fixed 100 ms sleep between attempts). Each is the policy
 /// of the same name in policies/builtin-strategies.json (embedded at build time), with
 /// scenario_retries true. Thread-safe (a static table built once).
-[[nodiscard]] std::span<const strategy> builtin_strategies();
+[[nodiscard]] STORMGUARD_EXPORT std::span<const strategy> builtin_strategies();
 
 /// The built-in strategies as policies, in report order: policies/builtin-strategies.json as
 /// embedded. Thread-safe.
-[[nodiscard]] std::vector<stormguard::config::policy> builtin_policies();
+[[nodiscard]] STORMGUARD_EXPORT std::vector<stormguard::config::policy> builtin_policies();
 
 /// The built-in strategy called `name` (exact, case-sensitive match), or nullptr.
-[[nodiscard]] const strategy* find_strategy(std::string_view name) noexcept;
+[[nodiscard]] STORMGUARD_EXPORT const strategy* find_strategy(std::string_view name) noexcept;
 
 /// The built-in names joined by ", " in report order, for error messages.
-[[nodiscard]] std::string strategy_names();
+[[nodiscard]] STORMGUARD_EXPORT std::string strategy_names();
 
 /// The strategy that runs `p` in the simulator (the simulator's adapter on the one path from a
 /// policy to each executor): the policy itself; its attempt_timeout replaces the scenario's
 /// timeout; 503 retried only when p.statuses contains 503; a scenario's max_retries does not
 /// apply (scenario_retries false). A policy with a built-in's name and values runs exactly as
 /// that built-in (same name: same client seeds).
-[[nodiscard]] strategy from_policy(const stormguard::config::policy& p);
+[[nodiscard]] STORMGUARD_EXPORT strategy from_policy(const stormguard::config::policy& p);
 
 }  // namespace stormguard::sim
 

@@ -33,6 +33,7 @@
 #include <string>
 #include <vector>
 
+#include "stormguard/export.hpp"
 #include "stormguard/clock.hpp"
 #include "stormguard/fleet_budget.hpp"
 #include "stormguard/lab/server.hpp"
@@ -113,7 +114,7 @@ struct fleet_result {
 /// time is one clock for every process of the machine). Blocks until start + the scenario's
 /// duration. The result holds what the clients measured; merge_parts adds the server's counters
 /// and the other parts. Errors and exceptions as run_fleet.
-[[nodiscard]] outcome<fleet_result, std::string> run_fleet_part(
+[[nodiscard]] STORMGUARD_EXPORT outcome<fleet_result, std::string> run_fleet_part(
     const sim::scenario& part, const sim::strategy& strat, const std::string& url,
     std::chrono::steady_clock::time_point start, const fleet_options& options = {});
 
@@ -121,22 +122,22 @@ struct fleet_result {
 /// clients ÷ parts (rounded up, at least 1), its arrivals seeded from (seed, k) so that parts do
 /// not arrive in step. The server's settings are unchanged (one server serves every part).
 /// `parts` in [1, 64], k < parts; throws std::invalid_argument otherwise.
-[[nodiscard]] sim::scenario fleet_part(const sim::scenario& s, std::size_t k, std::size_t parts);
+[[nodiscard]] STORMGUARD_EXPORT sim::scenario fleet_part(const sim::scenario& s, std::size_t k, std::size_t parts);
 
 /// The parts' results as one fleet's (per-attempt and per-request counters and the 1-s series
 /// summed; amplification, incident amplification, success, peak load and recovery recomputed as
 /// the simulator computes them, for the whole scenario `s`), with the server's counters `st`
 /// (lost, wasted work, served, rejected, dropped). The p99 and p99.9 latencies are the largest
 /// of the parts' (an upper bound of the fleet's).
-[[nodiscard]] sim::strategy_result merge_parts(const sim::scenario& s,
+[[nodiscard]] STORMGUARD_EXPORT sim::strategy_result merge_parts(const sim::scenario& s,
                                                std::span<const sim::strategy_result> parts,
                                                const server_stats& st);
 
 /// A part's result for the process that merges it: one line of JSON with every counter and the
 /// 1-s series. part_from_json reads it back; throws std::invalid_argument for text that is not
 /// such a line.
-[[nodiscard]] std::string part_to_json(const sim::strategy_result& r);
-[[nodiscard]] sim::strategy_result part_from_json(std::string_view text);
+[[nodiscard]] STORMGUARD_EXPORT std::string part_to_json(const sim::strategy_result& r);
+[[nodiscard]] STORMGUARD_EXPORT sim::strategy_result part_from_json(std::string_view text);
 
 /// One strategy of a lab run: the lab's figures and the simulator's for the same scenario and
 /// seed.

@@ -32,6 +32,7 @@
 #include <string>
 #include <string_view>
 
+#include "stormguard/export.hpp"
 #include "stormguard/clock.hpp"
 #include "stormguard/detail/mutex.hpp"
 #include "stormguard/metrics/retry_metrics.hpp"
@@ -48,7 +49,7 @@ struct fleet_sync_sample {
 };
 
 /// The metrics of the syncers of one registry (see the file comment).
-class fleet_metrics {
+class STORMGUARD_EXPORT fleet_metrics {
  public:
   /// Registers the families on `registry` (which must outlive this object) with `options`'s
   /// prefix and label name. Throws std::invalid_argument for an invalid prefix or label.

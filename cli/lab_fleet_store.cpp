@@ -3,6 +3,7 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <spawn.h>
@@ -293,9 +294,16 @@ outcome<lab::lab_report, std::string> run_lab_fleet_store(const lab_fleet_store_
     if (kill_at) modelled.fleet_store.outage = sim::fleet_store_outage{*kill_at, s.length};
     sim::strategy_result merged = lab::merge_parts(s, parts, st);
     merged.name = strategies[i].name;
-    report.strategies.push_back(lab::lab_comparison{strategies[i].name, std::move(merged),
-                                                    sim::simulate(s, modelled),
-                                                    !(stop != nullptr && stop->load())});
+    const bool server_ok = st.accept_errors == 0 && st.connections_refused == 0;
+    report.strategies.push_back(lab::lab_comparison{
+        strategies[i].name, std::move(merged), sim::simulate(s, modelled),
+        !(stop != nullptr && stop->load()), server_ok,
+        server_ok ? std::string()
+                  : fmt::format("the lab server's accept() failed {} times and it closed {} new "
+                                "connections at its connection cap (descriptors ran out: raise "
+                                "RLIMIT_NOFILE, ulimit -n, or lower --scale); the figures measure "
+                                "the lab, not the scenario",
+                                st.accept_errors, st.connections_refused)});
   }
   return report;
 }

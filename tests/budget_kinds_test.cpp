@@ -69,7 +69,9 @@ TEST(BudgetKinds, FieldsListEverySettingWithItsRange) {
         names.emplace_back(name);
         EXPECT_LE(lo, value) << name;
         EXPECT_LE(value, hi) << name;
-        if (name == "retry_cost") EXPECT_EQ(hi, 40) << "a cost is at most max_tokens";
+        if (name == "retry_cost") {
+          EXPECT_EQ(hi, 40) << "a cost is at most max_tokens";
+        }
       });
   EXPECT_EQ(names, (std::vector<std::string>{"max_tokens", "retry_cost", "timeout_cost",
                                              "no_retry_increment"}));

@@ -72,7 +72,6 @@ class scenario_clock final : public clock {
   real_clock real_;
 };
 
-
 // The lab's transport for the engine's driver (stormguard_engine/driver.hpp): the scenario's
 // clock is the steady clock from the start of the run, scheduled starts wait on an Asio timer,
 // and each attempt is one HTTP GET through http::async_client to the lab's server (which runs the

@@ -388,7 +388,9 @@ class payments_run {
     const auto classify = [&](const attempt_failure& f) {
       return classify_charge_attempt(f.status, f.phase, f.retry_after, o_.statuses);
     };
-    call_options call{.stop = stop_.get_token()};  // and the charge's deadline, on the retrier's clock (real_clock)
+    call_options call{
+        .stop =
+            stop_.get_token()};  // and the charge's deadline, on the retrier's clock (real_clock)
     if (o_.deadline != duration::max()) {
       call.deadline = stormguard::detail::saturating_add(real_clock().now(), o_.deadline);
     }

@@ -29,9 +29,9 @@
 #include <string>
 #include <string_view>
 
-#include "stormguard/export.hpp"
 #include "stormguard/budget_kinds.hpp"
 #include "stormguard/clock.hpp"
+#include "stormguard/export.hpp"
 #include "stormguard/fleet/redis_sync.hpp"
 
 namespace stormguard::fleet {
@@ -68,7 +68,8 @@ template <class Sample, class Sink>
 /// or a fleet budget without a store: it stays in its fallback). The syncer must be destroyed
 /// before the budget. Throws std::invalid_argument as redis_sync's constructor (naming the field,
 /// the URL redacted); never contacts Redis (the first sync does, on the syncer's thread).
-[[nodiscard]] STORMGUARD_EXPORT std::unique_ptr<redis_sync> attach(any_budget& budget, attach_options options = {});
+[[nodiscard]] STORMGUARD_EXPORT std::unique_ptr<redis_sync> attach(any_budget& budget,
+                                                                   attach_options options = {});
 
 /// Whether `options` is a fleet budget naming a store (what attach() would attach to).
 [[nodiscard]] STORMGUARD_EXPORT bool wants_store(const budget_options& options) noexcept;
@@ -76,9 +77,9 @@ template <class Sample, class Sink>
 /// A hook for http::client_options::attach_budget: (host "scheme://host:port", its budget) →
 /// the host's syncer (attach() with key_suffix ":" + host), or nullptr. `log` receives each
 /// syncer's lines. Thread-safe.
-[[nodiscard]] STORMGUARD_EXPORT std::function<std::shared_ptr<void>(const std::string&, any_budget&)>
-host_attacher(
-    redis_sync::log_hook log = {}, duration timeout = std::chrono::milliseconds(100));
+[[nodiscard]] STORMGUARD_EXPORT
+    std::function<std::shared_ptr<void>(const std::string&, any_budget&)>
+    host_attacher(redis_sync::log_hook log = {}, duration timeout = std::chrono::milliseconds(100));
 
 }  // namespace stormguard::fleet
 

@@ -33,8 +33,8 @@
 #include <string>
 #include <vector>
 
-#include "stormguard/export.hpp"
 #include "stormguard/clock.hpp"
+#include "stormguard/export.hpp"
 #include "stormguard/fleet_budget.hpp"
 #include "stormguard/lab/server.hpp"
 #include "stormguard/outcome.hpp"
@@ -122,16 +122,16 @@ struct fleet_result {
 /// clients ÷ parts (rounded up, at least 1), its arrivals seeded from (seed, k) so that parts do
 /// not arrive in step. The server's settings are unchanged (one server serves every part).
 /// `parts` in [1, 64], k < parts; throws std::invalid_argument otherwise.
-[[nodiscard]] STORMGUARD_EXPORT sim::scenario fleet_part(const sim::scenario& s, std::size_t k, std::size_t parts);
+[[nodiscard]] STORMGUARD_EXPORT sim::scenario fleet_part(const sim::scenario& s, std::size_t k,
+                                                         std::size_t parts);
 
 /// The parts' results as one fleet's (per-attempt and per-request counters and the 1-s series
 /// summed; amplification, incident amplification, success, peak load and recovery recomputed as
 /// the simulator computes them, for the whole scenario `s`), with the server's counters `st`
 /// (lost, wasted work, served, rejected, dropped). The p99 and p99.9 latencies are the largest
 /// of the parts' (an upper bound of the fleet's).
-[[nodiscard]] STORMGUARD_EXPORT sim::strategy_result merge_parts(const sim::scenario& s,
-                                               std::span<const sim::strategy_result> parts,
-                                               const server_stats& st);
+[[nodiscard]] STORMGUARD_EXPORT sim::strategy_result merge_parts(
+    const sim::scenario& s, std::span<const sim::strategy_result> parts, const server_stats& st);
 
 /// A part's result for the process that merges it: one line of JSON with every counter and the
 /// 1-s series. part_from_json reads it back; throws std::invalid_argument for text that is not

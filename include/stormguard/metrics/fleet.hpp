@@ -32,9 +32,9 @@
 #include <string>
 #include <string_view>
 
-#include "stormguard/export.hpp"
 #include "stormguard/clock.hpp"
 #include "stormguard/detail/mutex.hpp"
+#include "stormguard/export.hpp"
 #include "stormguard/metrics/retry_metrics.hpp"
 
 namespace stormguard::metrics {

@@ -261,7 +261,9 @@ TEST(LabPaymentsCli, AServerRestartedDuringTheRunIsDetectedNotANegativeCount) {
   ASSERT_FALSE(url.empty());
   const std::string port = url.substr(url.rfind(':') + 1, url.size() - url.rfind(':') - 2);
   program_run r;
-  std::thread run([&] { r = lab_payments({"--charges", "400", "--server", url, "--json"}); });
+  // 3,000 charges: about 2 s on a quiet release build (1,400 charges/s), so the restart at
+  // 0.7 s falls inside the run on any build.
+  std::thread run([&] { r = lab_payments({"--charges", "3000", "--server", url, "--json"}); });
   std::this_thread::sleep_for(std::chrono::milliseconds(700));
   first.reset();  // SIGTERM, waited for
   const serve_child second({"--port", port, "--idempotency", spec, "--fault-after-commit", "0.1"});

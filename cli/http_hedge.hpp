@@ -13,6 +13,7 @@
 #include "stormguard/config/policy.hpp"
 #include "stormguard/http/client.hpp"
 #include "stormguard/http/hedge.hpp"
+#include "stormguard/http/hedge_policy.hpp"
 #include "stormguard/retry.hpp"
 
 namespace stormguard::cli {

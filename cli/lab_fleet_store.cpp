@@ -200,6 +200,25 @@ std::optional<duration> kill_time(const lab_fleet_store_options& o) {
   return parse_duration(o.kill_at);
 }
 
+// One strategy's row: invalid when the lab server ran out of descriptors (its accept() failed or
+// it refused connections at its cap), as in the one-process lab (lab::run_lab).
+lab::lab_comparison compared(std::string name, sim::strategy_result lab_result,
+                             sim::strategy_result sim_result, bool completed,
+                             const lab::server_stats& st) {
+  lab::lab_comparison c{
+      std::move(name), std::move(lab_result), std::move(sim_result), completed, true,
+      std::string()};
+  if (st.accept_errors > 0 || st.connections_refused > 0) {
+    c.valid = false;
+    c.invalid_reason = fmt::format(
+        "the lab server's accept() failed {} times and it closed {} new connections at its "
+        "connection cap (descriptors ran out: raise RLIMIT_NOFILE, ulimit -n, or lower --scale); "
+        "the figures measure the lab, not the scenario",
+        st.accept_errors, st.connections_refused);
+  }
+  return c;
+}
+
 }  // namespace
 
 bool wants_fleet_store(const lab_fleet_store_options& o) noexcept {
@@ -294,16 +313,9 @@ outcome<lab::lab_report, std::string> run_lab_fleet_store(const lab_fleet_store_
     if (kill_at) modelled.fleet_store.outage = sim::fleet_store_outage{*kill_at, s.length};
     sim::strategy_result merged = lab::merge_parts(s, parts, st);
     merged.name = strategies[i].name;
-    const bool server_ok = st.accept_errors == 0 && st.connections_refused == 0;
-    report.strategies.push_back(lab::lab_comparison{
-        strategies[i].name, std::move(merged), sim::simulate(s, modelled),
-        !(stop != nullptr && stop->load()), server_ok,
-        server_ok ? std::string()
-                  : fmt::format("the lab server's accept() failed {} times and it closed {} new "
-                                "connections at its connection cap (descriptors ran out: raise "
-                                "RLIMIT_NOFILE, ulimit -n, or lower --scale); the figures measure "
-                                "the lab, not the scenario",
-                                st.accept_errors, st.connections_refused)});
+    report.strategies.push_back(compared(strategies[i].name, std::move(merged),
+                                         sim::simulate(s, modelled),
+                                         !(stop != nullptr && stop->load()), st));
   }
   return report;
 }

@@ -4,7 +4,7 @@
 #include <chrono>
 
 #include "stormguard/config/executors.hpp"
-#include "stormguard/http/hedge.hpp"
+#include "stormguard/http/hedge_policy.hpp"
 #include "stormguard/http/policy.hpp"
 
 namespace {

@@ -517,11 +517,8 @@ class server::impl {
     // from the store (a commit, a replay, a 409, a 422).
     if (answer.store_unavailable != store_failing_) {
       store_failing_ = answer.store_unavailable;
-      if (store_failing_) {
-        count<&server_stats::store_outages>();
-      } else {
-        count<&server_stats::store_recoveries>();
-      }
+      store_failing_ ? count<&server_stats::store_outages>()
+                     : count<&server_stats::store_recoveries>();
     }
     if (answer.drop) {
       count<&server_stats::charges_dropped>();

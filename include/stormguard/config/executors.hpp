@@ -9,7 +9,7 @@
 //   lab::run_payments            lab::payments_options_for(p)        (lab/payments_policy.hpp)
 //   the simulator                sim::from_policy(p)                 (stormguard/sim/strategy.hpp)
 //   hedger, asio::async_hedge    config::hedging_settings_for(p)     (this header)
-//   http::async_hedge            http::hedge_http_options_for(s)     (stormguard/http/hedge.hpp)
+//   http::async_hedge            http::hedge_http_options_for(s) (stormguard/http/hedge_policy.hpp)
 //
 //   const auto s = stormguard::config::retrier_settings_for(p);
 //   stormguard::any_budget budget(s.budget);                  // the policy's budget, any kind

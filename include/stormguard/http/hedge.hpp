@@ -38,7 +38,6 @@
 #include <vector>
 
 #include "stormguard/asio/hedge.hpp"
-#include "stormguard/config/executors.hpp"
 #include "stormguard/http/async_client.hpp"
 #include "stormguard/idempotency.hpp"
 #include "stormguard/retry_after.hpp"
@@ -52,21 +51,6 @@ struct hedge_http_options {
   /// files' hedging.non_fatal_statuses). Default: none.
   std::vector<int> non_fatal_statuses{};
 };
-
-/// The HTTP side of a policy's hedging (config::hedging_settings_for, stormguard/config/
-/// executors.hpp): its non-fatal statuses. With settings.policy(), settings.budget (any_budget) and
-/// settings.call(now), a policy file's `hedging` object drives async_hedge with no field
-/// translated by hand:
-///
-///   const auto s = *stormguard::config::hedging_settings_for(p);
-///   stormguard::any_budget budget(s.budget);
-///   stormguard::hedger hedge(s.policy(), clock, rng, budget);
-///   http::async_hedge(client, hedge, req, http::hedge_http_options_for(s), s.call(clock.now()),
-///                     handler);
-[[nodiscard]] inline hedge_http_options hedge_http_options_for(
-    const config::hedging_settings& settings) {
-  return {.non_fatal_statuses = settings.non_fatal_statuses.to_vector()};
-}
 
 /// The outcome of a hedged request: the winner's result (or the last failed copy's), with
 /// reason the hedged call's reason and attempts the copies sent, and the per-call report.

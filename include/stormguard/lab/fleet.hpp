@@ -137,6 +137,8 @@ struct fleet_result {
 /// 1-s series. part_from_json reads it back; throws std::invalid_argument for text that is not
 /// such a line.
 [[nodiscard]] STORMGUARD_EXPORT std::string part_to_json(const sim::strategy_result& r);
+/// Reads back one line of part_to_json; throws std::invalid_argument (naming what is wrong) for
+/// text that is not such a line.
 [[nodiscard]] STORMGUARD_EXPORT sim::strategy_result part_from_json(std::string_view text);
 
 /// One strategy of a lab run: the lab's figures and the simulator's for the same scenario and

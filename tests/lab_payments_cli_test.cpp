@@ -347,7 +347,11 @@ TEST(LabPaymentsCli, SigintEndsALongRunWithinASecondWithThePartialAudit) {
   const interrupted_run r =
       interrupt_lab_payments({"--charges", "1000000", "--fault-after-commit", "0.5", "--json"},
                              std::chrono::milliseconds(1500));
-  EXPECT_LT(r.took, std::chrono::milliseconds(1500)) << "1 s, and slack for a loaded machine";
+  // On a quiet machine the run ends 0.1–0.3 s after the signal (the figure in docs/idempotency.md);
+  // the bound leaves room for a loaded CI machine (3.9 s seen with the suite running in parallel,
+  // the audit's reads and the store's fsyncs waiting on a busy disk) and still catches the ~9 s
+  // of a run that lets every charge in flight finish its retries.
+  EXPECT_LT(r.took, std::chrono::milliseconds(5000));
   ASSERT_TRUE(WIFEXITED(r.status)) << r.status;
   EXPECT_EQ(WEXITSTATUS(r.status), 130);
   const nlohmann::json audit = nlohmann::json::parse(r.out, nullptr, false);

@@ -3,9 +3,9 @@
 //
 // A classifier is any callable that takes a failed attempt's error and returns a
 // `stormguard::classification` (retry, retry_after(d) or stop) or a bool (true = retry). The
-// retrier's default, `stormguard::default_classifier`, retries the transient I/O errors of the
-// seed and stops on everything else it can recognise; `retry_only` and `never_retry` say
-// "retry only these" and "never retry these" in one line:
+// retrier's default, `stormguard::default_classifier`, retries the transient I/O errors
+// (`is_transient` below) and stops on everything else it can recognise; `retry_only` and
+// `never_retry` say "retry only these" and "never retry these" in one line:
 //
 //   auto result = retry(connect_once);                                   // default rules
 //   auto strict = retry(connect_once, stormguard::retry_only(std::errc::connection_refused));

@@ -125,7 +125,8 @@ std::string part_to_json(const sim::strategy_result& r) {
     series.push_back({b.logical_requests, b.attempts, b.successes, b.failures, b.timeouts});
   }
   j["series"] = std::move(series);
-  return j.dump() + "\n";
+  // Bad UTF-8 in a strategy name becomes U+FFFD (as detail::dump_json does), never a throw.
+  return j.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
 }
 
 sim::strategy_result part_from_json(std::string_view text) {

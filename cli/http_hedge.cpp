@@ -25,13 +25,12 @@ std::optional<config::hedging_settings> hedging_of(const config::policy& policy,
     }
     if (!s) return std::nullopt;
   } else if (!s) {
-    // --hedge on a policy that retries: hedged copies drawing from that policy's budget.
-    s.emplace();
-    s->options.max_attempts = 2;
-    s->options.max_retry_after = policy.retry.max_retry_after;
-    s->budget = policy.budget;
-    s->attempt_timeout = policy.attempt_timeout.value_or(duration::max());
-    s->deadline = policy.deadline.value_or(duration::max());
+    // --hedge on a policy that retries: the same policy hedged instead (2 copies unless --hedges
+    // says), through the one adapter: its budget, Retry-After limit and time limits.
+    config::policy hedged = policy;
+    hedged.hedging.emplace();
+    hedged.hedging->options.max_attempts = 2;
+    s = config::hedging_settings_for(hedged);
   }
   if (typed(hedge_option)) {
     const duration delay = parse_duration_flag("--hedge", hedge);

@@ -307,7 +307,9 @@ class lab_transport {
       // The scenario's silence is a time-out; any other transport failure is the lab's own
       // (fleet_result::transport_failures). Still a time-out for the driver: no response.
       constexpr int k_curle_operation_timedout = 28;
-      if (!res.error || res.error->curl_code != k_curle_operation_timedout) {
+      // A hedged copy cancelled because its request had already ended is no failure.
+      if (!driver_.ended(id) &&
+          (!res.error || res.error->curl_code != k_curle_operation_timedout)) {
         if (transport_failures_++ == 0 && res.error) first_transport_failure_ = res.error->message;
       }
       driver_.timed_out(id, attempt, t);

@@ -42,6 +42,7 @@ namespace {
 
 using stormguard::test_support::run_program;
 using stormguard::test_support::stderr_mode;
+using stormguard::test_util::k_out_of_descriptors_env;
 using stormguard::test_util::run_shell;
 
 const std::string k_cli = STORMGUARD_CLI_PATH;
@@ -564,7 +565,9 @@ std::size_t open_descriptors(pid_t pid) {
 // /stats answers within 1 s and the process's CPU time over that second stays under 0.5 s.
 TEST(ServeCli, OutOfDescriptorsAcceptBacksOffAndStatsStillAnswers) {
   if (::access("/usr/bin/prlimit", X_OK) != 0) GTEST_SKIP() << "no /usr/bin/prlimit (util-linux)";
-  serve_process serve({tiny_scenario()}, "/dev/null", {"/usr/bin/prlimit", "--nofile=64:64"});
+  // k_out_of_descriptors_env: see its comment (UBSan's vptr check needs a pipe).
+  serve_process serve({tiny_scenario()}, "/dev/null",
+                      {"/usr/bin/env", k_out_of_descriptors_env, "/usr/bin/prlimit", "--nofile=64:64"});
   const std::string url = serve.url();
   ASSERT_FALSE(url.empty());
   const auto port = static_cast<std::uint16_t>(port_of(url));

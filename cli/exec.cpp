@@ -115,6 +115,13 @@ exec_settings parse_settings(const exec_options& options) {
   exec_settings s;
   // Precedence: a flag typed > the --policy file's value > the default (policy_flags.hpp).
   config::policy policy = resolve_policy("exec", options.policy);
+  if (policy.hedging) {
+    throw CLI::ValidationError(
+        "--policy", "the policy " + detail::quote_for_message(policy.name) +
+                        " hedges (\"hedging\"): exec runs a command's attempts one after "
+                        "another and never two copies of a command at once; give a policy with "
+                        "retries (`stormguard http` hedges)");
+  }
   if (typed(options.attempt_timeout_option)) {
     policy.attempt_timeout =
         parse_limit(options.attempt_timeout_option, "--attempt-timeout", options.attempt_timeout);

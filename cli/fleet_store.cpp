@@ -24,6 +24,18 @@ struct fleet_syncers::impl {
 
   // Returns the started syncer (or nullptr), after one sync bounded by the timeout.
   std::shared_ptr<void> attach(any_budget& budget, const std::string& suffix, bool owned) {
+    if (const auto* f = std::get_if<fleet_budget_options>(&budget.options());
+        f != nullptr && f->store.url.empty()) {
+      const std::lock_guard hold(mutex);
+      if (!warned && !quiet) {
+        report_warning(command,
+                       "the fleet budget names no store (budget.fleet.store): it runs in its "
+                       "fallback, a local ratio budget over this process's own requests, its "
+                       "floor the fleet's ÷ budget.fleet.expected_clients (none when not given)");
+      }
+      warned = true;
+      return nullptr;
+    }
 #ifdef STORMGUARD_CLI_HAS_FLEET
     const std::string name = command;
     const bool silent = quiet;

@@ -396,7 +396,8 @@ int run_http(const http_options& o) {
   std::optional<hedge_report> hedged;
   try {
     if (parsed.hedging) {
-      hedged_http_call h = perform_hedged(parsed.client, parsed.request, call, *parsed.hedging);
+      hedged_http_call h =
+          perform_hedged(parsed.client, parsed.request, call, *parsed.hedging, fleet);
       r = std::move(h.result);
       hedged = h.report;
     } else {

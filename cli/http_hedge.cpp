@@ -51,8 +51,8 @@ std::optional<config::hedging_settings> hedging_of(const config::policy& policy,
 }
 
 hedged_http_call perform_hedged(http::client_options client, const http::request& req,
-                                const call_options& call,
-                                const config::hedging_settings& settings) {
+                                const call_options& call, const config::hedging_settings& settings,
+                                fleet_syncers& fleet) {
   client.retry.max_retries = 0;      // each copy is one attempt
   client.budget = budget_options{};  // the copies draw from the hedger's budget, not the client's
   asio::io_context io;
@@ -60,6 +60,14 @@ hedged_http_call perform_hedged(http::client_options client, const http::request
   real_clock clock;
   random_generator rng;
   any_budget budget(settings.budget);
+  fleet.attach(budget);  // a fleet budget naming a store: its Redis syncer (else nothing)
+  struct detach {
+    fleet_syncers& f;
+    ~detach() {
+      f.flush();  // this call's spend reaches the store
+      f.clear();  // before `budget` goes
+    }
+  } detach_at_exit{fleet};
   std::optional<latency_tracker> tracker;
   if (settings.options.delay_quantile > 0) tracker.emplace(settings.options.delay_quantile);
   hedger hedge(settings.policy(), clock, rng, budget, tracker ? &*tracker : nullptr);

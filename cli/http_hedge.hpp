@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 
+#include "fleet_store.hpp"
 #include "stormguard/config/executors.hpp"
 #include "stormguard/config/policy.hpp"
 #include "stormguard/http/client.hpp"
@@ -39,10 +40,13 @@ struct hedged_http_call {
 /// Sends `req` as hedged copies with `client`'s settings (its retries and its own budget are not
 /// used: each copy is one attempt, and the copies after the first draw from `settings.budget`,
 /// any kind, through the budget protocol). `call`'s deadline and stop token apply to the call.
-/// Throws std::invalid_argument for a bad request.
+/// A fleet budget naming a store gets its syncer from `fleet` (synced before the first copy and
+/// flushed after the last; `fleet` is cleared before the budget goes). Throws
+/// std::invalid_argument for a bad request.
 [[nodiscard]] hedged_http_call perform_hedged(http::client_options client, const http::request& req,
                                               const call_options& call,
-                                              const config::hedging_settings& settings);
+                                              const config::hedging_settings& settings,
+                                              fleet_syncers& fleet);
 
 }  // namespace stormguard::cli
 

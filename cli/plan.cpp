@@ -146,6 +146,12 @@ std::string to_table(const retry_options& o, const plan_options& options,
 int run_plan(const plan_options& options) {
   // Usage errors (CLI::ValidationError, exit 2 in main.cpp) before any work.
   const config::policy resolved = resolve_policy("plan", options.policy);
+  if (resolved.hedging) {
+    throw CLI::ValidationError(
+        "--policy", "the policy " + detail::quote_for_message(resolved.name) +
+                        " hedges (\"hedging\"): plan shows a retry schedule; `stormguard policy "
+                        "check` shows its copies and their delay");
+  }
   const int retries = resolved.retry.max_retries;
   if (retries < 0 || retries > k_max_plan_retries) {
     throw CLI::ValidationError("--retries", fmt::format("must be in [0, {}] for a plan, got {}",

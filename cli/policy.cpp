@@ -33,6 +33,17 @@ struct check_options {
 
 // One line per retry: its delay range and the worst total wait before it.
 std::string delays_of(const config::policy& p) {
+  if (p.hedging) {
+    // A policy hedges or retries, never both: its summary is the copies and their delay.
+    const hedging_options& h = p.hedging->options;
+    const std::string delay =
+        h.delay_quantile > 0 ? fmt::format("p{} of recent latencies ({} until enough are known)",
+                                           h.delay_quantile * 100, format_duration(h.delay))
+                             : format_duration(h.delay);
+    return fmt::format("{}: hedged, {} copies in all, the next one {} after the last, budget {}\n",
+                       detail::escape_control(p.name), h.max_attempts, delay,
+                       config::budget_kind(p.budget));
+  }
   std::string out =
       fmt::format("{}: {} retr{}, jitter {}, budget {}\n", detail::escape_control(p.name),
                   p.retry.max_retries, p.retry.max_retries == 1 ? "y" : "ies",

@@ -167,8 +167,11 @@ void fleet_budget::end_sync(time_point now, const fleet_view& view) noexcept {
   // store that lags behind this process must not hand it more than the whole allowance).
   refresh(now);
   const std::int64_t own = local_.total(now).requests;
+  // A process with no request in its window yet (one that has just started, such as a one-shot
+  // command syncing before its first attempt) gets an even share, 1 / live clients: its own
+  // count would give it nothing while the rest of the fleet's requests fill the window.
   std::int64_t share_ppm = 0;
-  if (view.requests > 0) {
+  if (view.requests > 0 && own > 0) {
     share_ppm = std::min<std::int64_t>(k_scale, mul_div(own, k_scale, view.requests));
   } else {
     share_ppm = k_scale / view.live_clients;

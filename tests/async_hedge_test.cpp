@@ -388,6 +388,21 @@ TEST_F(AsyncHedge, NoCopyStartsAtOrAfterTheDeadline) {
   EXPECT_EQ(log.started.size(), 1U);
 }
 
+// Every copy sent (max_attempts) and every one failed at the deadline (each runs against it, as
+// an HTTP copy's time-out does): the deadline ended the call, not the number of copies.
+TEST_F(AsyncHedge, CopiesThatAllFailAtTheDeadlineEndWithDeadlineExceeded) {
+  hedger hedge(policy(2, 10ms), clock, rng);
+  const result_t r =
+      run(hedge, {{30ms, k_refused}, {20ms, k_refused}}, {.deadline = time_point{} + 30ms});
+  EXPECT_EQ(r.reason, end_reason::deadline_exceeded);
+  EXPECT_EQ(r.report.sent, 2);
+  // The same copies failing before the deadline: the copies ran out.
+  hedger again(policy(2, 10ms), clock, rng);
+  const result_t early =
+      run(again, {{5ms, k_refused}, {5ms, k_refused}}, {.deadline = clock.now() + 1s});
+  EXPECT_EQ(early.reason, end_reason::attempts_exhausted);
+}
+
 TEST_F(AsyncHedge, CancellingTheCallCancelsEveryCopyAndTheTimer) {
   hedger hedge(policy(3, 20ms), clock, rng);
   asio::cancellation_signal signal;

@@ -131,6 +131,19 @@ TEST(GrpcHedgingImport, SevenAttemptsAreCappedAtFiveWithAWarningNamingTheField) 
   EXPECT_TRUE(has_warning(p, "methodConfig[0].hedgingPolicy.maxAttempts: 7")) << p.warnings.size();
 }
 
+// A6: a hedgingDelay of 0 sends every copy at once, so the error's range includes 0.
+TEST(GrpcHedgingImport, AZeroDelayIsAcceptedAndTheErrorsRangeSaysSo) {
+  const auto p = parse(R"({"methodConfig": [{"name": [{}],
+      "hedgingPolicy": {"maxAttempts": 2, "hedgingDelay": "0s"}}]})",
+                       config::policy_format::grpc)[0];
+  EXPECT_EQ(p.hedging->options.delay, 0ms);
+  const auto e = error_of(R"({"methodConfig": [{"name": [{}],
+      "hedgingPolicy": {"maxAttempts": 2, "hedgingDelay": "-1s"}}]})",
+                          config::policy_format::grpc);
+  EXPECT_EQ(e.field(), "methodConfig[0].hedgingPolicy.hedgingDelay");
+  EXPECT_NE(std::string(e.what()).find("in [0, 1h]"), std::string::npos) << e.what();
+}
+
 TEST(GrpcHedgingImport, RetryPolicyAndHedgingPolicyTogetherAreAnError) {
   const auto e = error_of(R"({"methodConfig": [{"name": [{}],
       "retryPolicy": {"maxAttempts": 3, "initialBackoff": "0.1s", "maxBackoff": "1s",

@@ -45,6 +45,31 @@ TEST_F(HedgingCli, SixAttemptsExitTwoNamingTheField) {
   EXPECT_NE(r.output.find("hedging.max_attempts"), std::string::npos) << r.output;
 }
 
+// The text summary of a hedging policy is its copies and their delay (it said "0 retries").
+TEST_F(HedgingCli, PolicyCheckSummarisesTheCopiesAndTheirDelay) {
+  const auto file = write("h.json", R"({"policies": [{"name": "h", "hedging": {"max_attempts": 3,
+      "delay": "50ms"}}]})");
+  const run_result r = run("policy check '" + file + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("h: hedged, 3 copies in all, the next one 50ms after the last"),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(r.output.find("0 retries"), std::string::npos) << r.output;
+}
+
+// exec and plan cannot honour a hedging policy: a usage error naming the policy (exec ran the
+// command once and blamed "--retries 0", which nobody had typed).
+TEST_F(HedgingCli, ExecAndPlanRefuseAHedgingPolicy) {
+  const auto file =
+      write("h.json", R"({"policies": [{"name": "h", "hedging": {"max_attempts": 3}}]})");
+  const run_result exec = run("exec --policy '" + file + "' -- true");
+  EXPECT_EQ(exec.exit_code, 2) << exec.output;
+  EXPECT_NE(exec.output.find("the policy \"h\" hedges"), std::string::npos) << exec.output;
+  const run_result plan = run("plan --policy '" + file + "'");
+  EXPECT_EQ(plan.exit_code, 2) << plan.output;
+  EXPECT_NE(plan.output.find("the policy \"h\" hedges"), std::string::npos) << plan.output;
+}
+
 TEST_F(HedgingCli, TailAtScaleHedgedCutsTheP999) {
   const run_result r = run("simulate tail-at-scale --strategy none,hedged --json");
   ASSERT_EQ(r.exit_code, 0) << r.output;

@@ -18,8 +18,8 @@ namespace {
 
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
-using stormguard::test_util::run_result;
 using stormguard::test_util::k_out_of_descriptors_env;
+using stormguard::test_util::run_result;
 using stormguard::test_util::run_shell;
 
 const std::string k_cli = std::string("'") + STORMGUARD_CLI_PATH + "'";
@@ -110,8 +110,8 @@ TEST_F(LabCli, ARunThatRunsOutOfDescriptorsIsInvalidAndExitsThree) {
     "server": {"workers": 1000, "queue_limit": 1000, "service_time": "500ms"},
     "incident": {"start": "1s", "end": "1500ms", "error_rate": 0.1}})";
   // k_out_of_descriptors_env: see its comment (UBSan's vptr check needs a pipe).
-  const run_result r = run_shell(std::string("(ulimit -n 64 && exec env ") + k_out_of_descriptors_env +
-                                 " " + k_cli + " lab '" + busy +
+  const run_result r = run_shell(std::string("(ulimit -n 64 && exec env ") +
+                                 k_out_of_descriptors_env + " " + k_cli + " lab '" + busy +
                                  "' --scale 1 --strategy none --json 2>/dev/null); echo "
                                  "\"status=$?\"");
   EXPECT_NE(r.output.find("status=3"), std::string::npos) << r.output;

@@ -566,8 +566,9 @@ std::size_t open_descriptors(pid_t pid) {
 TEST(ServeCli, OutOfDescriptorsAcceptBacksOffAndStatsStillAnswers) {
   if (::access("/usr/bin/prlimit", X_OK) != 0) GTEST_SKIP() << "no /usr/bin/prlimit (util-linux)";
   // k_out_of_descriptors_env: see its comment (UBSan's vptr check needs a pipe).
-  serve_process serve({tiny_scenario()}, "/dev/null",
-                      {"/usr/bin/env", k_out_of_descriptors_env, "/usr/bin/prlimit", "--nofile=64:64"});
+  serve_process serve(
+      {tiny_scenario()}, "/dev/null",
+      {"/usr/bin/env", k_out_of_descriptors_env, "/usr/bin/prlimit", "--nofile=64:64"});
   const std::string url = serve.url();
   ASSERT_FALSE(url.empty());
   const auto port = static_cast<std::uint16_t>(port_of(url));

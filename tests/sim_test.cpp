@@ -769,6 +769,16 @@ TEST(FormatTable, ListsEveryStrategyTiedForBestOrWorst) {
       << table;
 }
 
+// Rows of one strategy under several server defences are told apart in the prose as in the
+// table ("full @drop-expired"): the summary said "best full and full".
+TEST(FormatTable, TheProseNamesEachRowWithItsDefence) {
+  auto report = report_with_success({{"full", 0.9}, {"full", 0.2}});
+  report.strategies[1].defence = "drop-expired";
+  const auto table = sim::format_table(report);
+  EXPECT_NE(table.find("best full (90.0%), worst full @drop-expired (20.0%)"), std::string::npos)
+      << table;
+}
+
 TEST(FormatTable, AdaptsTheProseToASingleStrategy) {
   const auto table =
       sim::format_table(sim::simulate(small_storm(), std::span(&strategy_named("none"), 1)));

@@ -30,7 +30,8 @@ std::string invalid_argument_message(F&& f) {
 // the probe fails and the check reports a false "invalid vptr" on a valid object. The asan preset
 // compiles that one check recoverable (-fsanitize-recover=vptr) and CI's UBSAN_OPTIONS halt on it
 // everywhere else; only such a child reports it and goes on. Harmless in other builds.
-inline constexpr const char* k_out_of_descriptors_env = "UBSAN_OPTIONS=halt_on_error=0:print_stacktrace=0";
+inline constexpr const char* k_out_of_descriptors_env =
+    "UBSAN_OPTIONS=halt_on_error=0:print_stacktrace=0";
 
 // What a shell command printed on its stdout, and its exit status (-1 if it did not exit).
 struct run_result {

@@ -69,9 +69,10 @@ void check_retry(const std::string& field, const retry_options& retry) {
 }
 
 // A protobuf JSON Duration ("0.1s", "25s"): decimal seconds with the suffix s, in (0, max].
-duration proto_duration(const sj::object_reader& r, std::string_view key, duration max) {
-  const std::string range =
-      "a protobuf Duration string such as \"0.1s\" in (0, " + sj::limit_text(max) + "]";
+duration proto_duration(const sj::object_reader& r, std::string_view key, duration max,
+                        bool zero_allowed) {
+  const std::string range = std::string("a protobuf Duration string such as \"0.1s\" in ") +
+                            (zero_allowed ? "[0, " : "(0, ") + sj::limit_text(max) + "]";
   const json& v = r.required(key, range);
   const std::string text = v.is_string() ? v.get<std::string>() : std::string();
   const bool shape = text.size() >= 2 && text.back() == 's' &&
@@ -79,7 +80,7 @@ duration proto_duration(const sj::object_reader& r, std::string_view key, durati
                        return std::isdigit(static_cast<unsigned char>(c)) || c == '.';
                      });
   const auto d = shape ? parse_duration(text) : std::nullopt;
-  if (!d || *d <= duration::zero() || *d > max) {
+  if (!d || *d < duration::zero() || (*d == duration::zero() && !zero_allowed) || *d > max) {
     sj::fail(r.field(key), "must be " + range + ", got " + sj::quote(v));
   }
   return *d;

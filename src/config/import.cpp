@@ -161,10 +161,7 @@ void read_grpc_hedging_policy(const json& hedging_policy, const std::string& hp,
   c.options.max_attempts = static_cast<int>(attempts);
   c.options.delay = duration::zero();
   if (r.has("hedgingDelay")) {
-    const json& d = hedging_policy["hedgingDelay"];
-    const auto zero = d.is_string() ? parse_duration(d.get<std::string>()) : std::nullopt;
-    c.options.delay = zero == duration::zero() ? duration::zero()
-                                               : proto_duration(r, "hedgingDelay", k_max_interval);
+    c.options.delay = proto_duration(r, "hedgingDelay", k_max_interval, true);  // 0: all at once
   }
   if (r.has("nonFatalStatusCodes")) {
     read_grpc_status_codes(r, p, "nonFatalStatusCodes", &c.non_fatal_statuses);

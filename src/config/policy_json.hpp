@@ -62,9 +62,10 @@ void apply_envoy_hedge_policy(const nlohmann::json& hedge, const std::string& pa
 [[nodiscard]] std::string library_message(const std::exception& e);
 
 /// A protobuf JSON Duration ("0.1s", "25s") at `key` of `r`: decimal seconds with the suffix s,
-/// in (0, max]. Throws strict_json::failure.
+/// in (0, max], or [0, max] when `zero_allowed`. Throws strict_json::failure.
 [[nodiscard]] duration proto_duration(const stormguard::detail::strict_json::object_reader& r,
-                                      std::string_view key, duration max);
+                                      std::string_view key, duration max,
+                                      bool zero_allowed = false);
 /// A protobuf integer at `key` of `r`, in [lo, hi]. Throws strict_json::failure.
 [[nodiscard]] std::int64_t proto_integer(const stormguard::detail::strict_json::object_reader& r,
                                          std::string_view key, std::int64_t lo, std::int64_t hi);

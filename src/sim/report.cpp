@@ -85,7 +85,7 @@ std::string names_printing_as(const std::vector<strategy_result>& results, const
                               Text value_text) {
   std::vector<std::string> names;
   for (const auto& r : results) {
-    if (value_text(r) == text) names.push_back(shown(r.name));
+    if (value_text(r) == text) names.push_back(row_label(r));
   }
   return join(names);
 }
@@ -260,7 +260,7 @@ std::string incident_sentence(const simulation_report& report) {
         "to compare.\n";
   } else if (single) {
     out += fmt::format("During the incident {} sent {} attempts per logical request, {}.\n",
-                       shown(lo->name), incident_text(*lo), capacity_clause);
+                       row_label(*lo), incident_text(*lo), capacity_clause);
   } else if (incident_text(*lo) == incident_text(*hi)) {
     out += fmt::format(
         "During the incident every strategy sent {} attempts per logical request, {}.\n",
@@ -288,9 +288,9 @@ std::string recovery_lines(const simulation_report& report) {
   bool measurable = true;
   for (const auto& r : results) {
     if (r.recovery_s) {
-      recovered.push_back(fmt::format("{} after {:.0f} s", shown(r.name), *r.recovery_s));
+      recovered.push_back(fmt::format("{} after {:.0f} s", row_label(r), *r.recovery_s));
     } else if (r.recovery_measurable) {
-      down.push_back(shown(r.name));
+      down.push_back(row_label(r));
       down_results.push_back(&r);
     } else {
       measurable = false;
@@ -317,7 +317,7 @@ std::string recovery_lines(const simulation_report& report) {
       bool any = false;
       std::int64_t throttled = 0;
       for (const auto* r : group) {
-        names.push_back(shown(r->name));
+        names.push_back(row_label(*r));
         throttled += r->throttled;
         if (auto rate = r->after_incident_attempt_rate) {
           lowest = any ? std::min(lowest, *rate) : *rate;
@@ -384,7 +384,7 @@ std::string success_sentence(const simulation_report& report) {
   if (!best->success_ratio) {
     out += "No logical request arrived: there is no success ratio.\n";
   } else if (single) {
-    out += fmt::format("Success ratio of {}: {}.\n", shown(best->name), success_text(*best));
+    out += fmt::format("Success ratio of {}: {}.\n", row_label(*best), success_text(*best));
   } else if (success_text(*best) == success_text(*worst)) {
     out += fmt::format("Every strategy had the same success ratio ({}).\n", success_text(*best));
   } else {

@@ -127,7 +127,12 @@ TEST_F(HttpHedge, ASlowFirstAnswerLosesToTheHedgeAndItsConnectionIsClosedBeforeC
   // Copy 1's connection was closed, copy 2's is kept for reuse: the client holds as many
   // descriptors as before (the server still holds copy 1's socket until its 3 s answer).
   EXPECT_EQ(fds_at_completion, before);
-  EXPECT_EQ(server.heads().size(), 3U);
+  const auto heads = server.heads();
+  ASSERT_EQ(heads.size(), 3U);
+  // Each copy says which attempt it is (gRFC A6 numbers hedged attempts), so that a server's
+  // retry budget counts the hedge as a retry (it was sent as a first attempt, and passed it).
+  EXPECT_EQ(header_of(heads[1], "x-envoy-attempt-count"), "1");
+  EXPECT_EQ(header_of(heads[2], "x-envoy-attempt-count"), "2");
 }
 
 TEST_F(HttpHedge, AFastFirstAnswerSendsNoHedge) {
@@ -169,7 +174,7 @@ TEST_F(HttpHedge, ANegativePushbackStopsFurtherCopies) {
   concurrent_server server({{0ms, 503, "no", "grpc-retry-pushback-ms: -1\r\n"}});
   const hedged_result r = perform(at(server), {.non_fatal_statuses = {503}});
   EXPECT_FALSE(r.ok());
-  EXPECT_EQ(r.result.reason, end_reason::not_retryable);
+  EXPECT_EQ(r.result.reason, end_reason::server_refused);  // as a retrier says for it
   EXPECT_EQ(r.report.sent, 1);
   EXPECT_EQ(r.report.stop, stormguard::hedge_stop::server_refused);
   EXPECT_EQ(r.result.response->status, 503);

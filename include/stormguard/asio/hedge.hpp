@@ -50,10 +50,10 @@ struct [[nodiscard]] hedge_result {
   std::optional<T> value;       ///< set when reason == success
   std::optional<E> last_error;  ///< the error of the last copy that failed, when the call failed
   /// success; not_retryable (a copy failed with a fatal outcome: the classifier said stop);
-  /// attempts_exhausted (every copy failed and no further copy was allowed: max_attempts,
-  /// a server's "do not retry"); budget_exhausted (the budget refused the next copy and none
-  /// was in flight); retry_after_too_long; deadline_exceeded; cancelled; throttled (the budget
-  /// rejected the first copy).
+  /// attempts_exhausted (every copy failed and max_attempts were sent); server_refused (a
+  /// server's "do not retry" pushback stopped further copies); budget_exhausted (the budget refused
+  /// the next copy and none was in flight); retry_after_too_long; deadline_exceeded; cancelled;
+  /// throttled (the budget rejected the first copy).
   end_reason reason = end_reason::success;
   hedge_report report{};  ///< which copy won, copies sent, refused, cancelled
 
@@ -486,8 +486,13 @@ class async_hedge_op : public std::enable_shared_from_this<
       case hedge_stop::deadline_exceeded:
         return end_reason::deadline_exceeded;
       case hedge_stop::server_refused:
-        return end_reason::not_retryable;
+        return end_reason::server_refused;  // as a retrier ends on the same pushback
       default:
+        // Every copy sent failed once the deadline had passed (each copy runs against it): the
+        // deadline ended the call, not the number of copies.
+        if (call_.deadline != time_point::max() && clk().now() >= call_.deadline) {
+          return end_reason::deadline_exceeded;
+        }
         return end_reason::attempts_exhausted;
     }
   }
@@ -592,7 +597,8 @@ struct initiate_async_hedge {
 /// retry_after(d) = a server pushback of d (the next copy no sooner than d from now; above
 /// max_retry_after, no further copy); stop = a fatal outcome (the call fails with it and the other
 /// copies are cancelled, as in gRFC A6); hedge_verdict::stop_copies and wait as documented there.
-/// When every copy failed: attempts_exhausted, or not_retryable after stop_copies.
+/// When every copy failed: attempts_exhausted (deadline_exceeded when call.deadline had passed
+/// by then), or server_refused after stop_copies.
 ///
 /// Budget: the first copy is admitted (budget.try_admit; refused: end_reason::throttled, nothing
 /// sent); each later copy draws one retry (try_charge_hedge) and is ended (hedge_ended) when its

@@ -84,12 +84,18 @@ struct copy_op {
   std::shared_ptr<const hedged_request> shared;
   call_options call;
 
+  // Copy N (from 1) says it is attempt N (x-envoy-attempt-count: N, as gRFC A6 numbers hedged
+  // attempts), so that a server's retry budget counts copies after the first as retries.
   template <class Token>
-  auto operator()(const attempt_context&, Token&& token) const {
+  auto operator()(const attempt_context& ctx, Token&& token) const {
     return ::asio::async_initiate<Token, void(copy_outcome)>(
-        [client = client, shared = shared, call = call](auto handler) {
+        [client = client, shared = shared, call = call, copy = ctx.attempt](auto handler) {
           auto slot = ::asio::get_associated_cancellation_slot(handler);
-          client->async_perform(shared->req, call,
+          http::request req = shared->req;
+          if (copy > 1 && !find_header(req.headers, k_attempt_count_header)) {
+            req.headers.push_back({std::string(k_attempt_count_header), std::to_string(copy)});
+          }
+          client->async_perform(std::move(req), call,
                                 ::asio::bind_cancellation_slot(
                                     slot, [h = std::move(handler)](http::result r) mutable {
                                       std::move(h)(copy_outcome{std::move(r)});

@@ -292,7 +292,14 @@ class async_hedge_op : public std::enable_shared_from_this<
     using allocator_type = typename async_hedge_op::allocator_type;
     allocator_type get_allocator() const noexcept { return self->get_allocator(); }
   };
-  struct step_handler : handler_base {
+  // The call's own steps, dispatched or deferred to ex_ itself: no associated executor (which
+  // would wrap each in a work-counting dispatcher for nothing).
+  struct step_base {
+    self_ptr self;
+    using allocator_type = typename async_hedge_op::allocator_type;
+    allocator_type get_allocator() const noexcept { return self->get_allocator(); }
+  };
+  struct step_handler : step_base {
     void operator()() { this->self->first_copy(); }
   };
   struct copy_handler : handler_base {
@@ -310,14 +317,14 @@ class async_hedge_op : public std::enable_shared_from_this<
     std::uint32_t generation;
     void operator()(const std::error_code& ec) { this->self->on_wait(generation, ec); }
   };
-  struct arm_handler : handler_base {
+  struct arm_handler : step_base {
     std::uint32_t generation;
     // From the call's own block (step_memory), not the handler's allocator.
     using allocator_type = step_allocator<void>;
     allocator_type get_allocator() const noexcept { return allocator_type(this->self->arm_memory_); }
     void operator()() { this->self->on_arm(generation); }
   };
-  struct settle_handler : handler_base {
+  struct settle_handler : step_base {
     void operator()() { this->self->settle(); }
   };
   struct copy_state {
@@ -680,7 +687,9 @@ struct initiate_async_hedge {
 /// after it (deadline_exceeded when every copy sent failed).
 ///
 /// Threads and executors: as async_retry (every step on `ex`, which must not run two of them at
-/// once; the handler never runs inside async_hedge). Memory: one block per call from the
+/// once; the handler never runs inside async_hedge). Called on a thread that runs `ex` (from a
+/// handler or a coroutine), the first copy is initiated inside async_hedge, as Asio's composed
+/// operations initiate their first step; from any other thread, from a step posted to `ex`. Memory: one block per call from the
 /// handler's associated allocator; a call whose first copy answers before the delay creates no
 /// other copy (the timer's wait is cancelled).
 template <class Timer = ::asio::steady_timer, class Executor, bit_generator G, retry_budget<G> B,

@@ -397,8 +397,8 @@ struct stormguard_side {
       out += ", curl code " + std::to_string(r.error->curl_code) + " (" +
              std::string(stormguard::http::to_string(r.error->kind));
       if (r.error->phase) {
-        out += r.error->phase == stormguard::transport_phase::not_sent ? ", not sent"
-                                                                       : ", maybe sent";
+        out +=
+            r.error->phase == stormguard::transport_phase::not_sent ? ", not sent" : ", maybe sent";
       }
       out += "): " + r.error->message;
     }

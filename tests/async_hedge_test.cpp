@@ -515,10 +515,9 @@ TEST_F(AsyncHedge, OnTheExecutorsThreadTheFirstCopyStartsInsideTheCall) {
   hedger hedge(policy(2, 20ms), clock, rng);
   std::optional<result_t> out;
   asio::post(io, [&] {
-    stormguard::async_hedge<virtual_timer>(hedge, io.get_executor(),
-                                           scripted_copies{&clock, {{5ms}, {5ms}}, &log},
-                                           stormguard::default_classifier{}, call_options{},
-                                           [&](result_t r) { out = std::move(r); });
+    stormguard::async_hedge<virtual_timer>(
+        hedge, io.get_executor(), scripted_copies{&clock, {{5ms}, {5ms}}, &log},
+        stormguard::default_classifier{}, call_options{}, [&](result_t r) { out = std::move(r); });
     EXPECT_EQ(log.started.size(), 1U);  // initiated here
     EXPECT_FALSE(out.has_value());
   });

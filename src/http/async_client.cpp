@@ -62,7 +62,7 @@ struct socket_watch {
   }
   ::asio::posix::stream_descriptor sd;
   curl_socket_t fd;
-  multi_shard* shard;  // the multi handle whose transfer uses it
+  multi_shard* shard;    // the multi handle whose transfer uses it
   int what = 0;          // CURL_POLL_IN, CURL_POLL_OUT or CURL_POLL_INOUT
   bool reading = false;  // a wait_read is pending
   bool writing = false;  // a wait_write is pending

@@ -321,7 +321,9 @@ class async_hedge_op : public std::enable_shared_from_this<
     std::uint32_t generation;
     // From the call's own block (step_memory), not the handler's allocator.
     using allocator_type = step_allocator<void>;
-    allocator_type get_allocator() const noexcept { return allocator_type(this->self->arm_memory_); }
+    allocator_type get_allocator() const noexcept {
+      return allocator_type(this->self->arm_memory_);
+    }
     void operator()() { this->self->on_arm(generation); }
   };
   struct settle_handler : step_base {
@@ -689,9 +691,9 @@ struct initiate_async_hedge {
 /// Threads and executors: as async_retry (every step on `ex`, which must not run two of them at
 /// once; the handler never runs inside async_hedge). Called on a thread that runs `ex` (from a
 /// handler or a coroutine), the first copy is initiated inside async_hedge, as Asio's composed
-/// operations initiate their first step; from any other thread, from a step posted to `ex`. Memory: one block per call from the
-/// handler's associated allocator; a call whose first copy answers before the delay creates no
-/// other copy (the timer's wait is cancelled).
+/// operations initiate their first step; from any other thread, from a step posted to `ex`. Memory:
+/// one block per call from the handler's associated allocator; a call whose first copy answers
+/// before the delay creates no other copy (the timer's wait is cancelled).
 template <class Timer = ::asio::steady_timer, class Executor, bit_generator G, retry_budget<G> B,
           async_attempt Op, class Classifier, class CompletionToken>
 requires backoff_timer<Timer, Executor>

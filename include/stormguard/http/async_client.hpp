@@ -87,8 +87,8 @@ class result_handler_for final : public result_handler {
 
 /// The asynchronous HTTP client (see the file comment). Owns libcurl multi handles (one per 256
 /// transfers in flight at most, each with its connection cache), a pool of easy handles (one per
-/// request in flight, reused) and the Asio watches of libcurl's sockets. Not thread-safe: use it on its executor only. Not copyable or
-/// movable (libcurl's callbacks hold its address).
+/// request in flight, reused) and the Asio watches of libcurl's sockets. Not thread-safe: use it on
+/// its executor only. Not copyable or movable (libcurl's callbacks hold its address).
 class STORMGUARD_EXPORT async_client {
  public:
   /// The executor type (Asio's polymorphic I/O executor).

@@ -35,6 +35,7 @@
 #include <asio/write.hpp>
 #include <chrono>
 #include <cstdio>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -83,12 +84,25 @@ asio::awaitable<void> serve_connection(tcp::socket socket) {
   }
 }
 
+// A failed accept (EMFILE: the server's open files are used up) is said once on stderr and
+// retried 10 ms later, not at once in a loop that starves the connections being served.
 asio::awaitable<void> accept_loop(tcp::acceptor& acceptor) {
+  asio::steady_timer pause(acceptor.get_executor());
+  bool said = false;
   for (;;) {
     auto [ec, socket] =
         co_await acceptor.async_accept(asio::experimental::as_tuple(asio::use_awaitable));
-    if (!ec)
+    if (!ec) {
       asio::co_spawn(acceptor.get_executor(), serve_connection(std::move(socket)), asio::detached);
+      continue;
+    }
+    if (!said) {
+      std::fprintf(stderr, "async_benchmark: the server's accept failed: %s\n",
+                   ec.message().c_str());
+      said = true;
+    }
+    pause.expires_after(10ms);
+    (void)co_await pause.async_wait(asio::experimental::as_tuple(asio::use_awaitable));
   }
 }
 
@@ -232,8 +246,8 @@ class bare_multi {
     curl_multi_cleanup(multi_);
   }
 
-  // Starts a GET of `u`; `done(ok)` when it ends.
-  void get(const std::string& u, std::function<void(bool)> done) {
+  // Starts a GET of `u`; `done(error)` when it ends (error empty: a 200).
+  void get(const std::string& u, std::function<void(std::string)> done) {
     CURL* e = nullptr;
     if (idle_.empty()) {
       e = curl_easy_init();
@@ -328,11 +342,15 @@ class bare_multi {
       CURL* e = m->easy_handle;
       long status = 0;
       curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &status);
-      const bool ok = m->data.result == CURLE_OK && status == 200;
+      std::string error;
+      if (m->data.result != CURLE_OK || status != 200) {
+        error = "curl code " + std::to_string(m->data.result) + " (" +
+                curl_easy_strerror(m->data.result) + "), HTTP status " + std::to_string(status);
+      }
       curl_multi_remove_handle(multi_, e);
       idle_.push_back(e);
       auto node = pending_.extract(e);
-      node.mapped()(ok);
+      node.mapped()(std::move(error));
     }
   }
 
@@ -342,7 +360,7 @@ class bare_multi {
   std::unordered_map<curl_socket_t, std::shared_ptr<watch>> sockets_;
   std::vector<CURL*> easies_;
   std::vector<CURL*> idle_;
-  std::unordered_map<CURL*, std::function<void(bool)>> pending_;
+  std::unordered_map<CURL*, std::function<void(std::string)>> pending_;
 };
 
 // ------------------------------------------------------------------------------------------------
@@ -353,25 +371,47 @@ class bare_multi {
 struct stormguard_side {
   asio::io_context io;
   stormguard::http::async_client client{io.get_executor(), options()};
+  // Time-outs longer than the benchmark's own limit (run_until, 60 s): a request slowed by a
+  // loaded machine shows as slow, or as "did not end", never as a failure of its own (the bare
+  // baseline sets none).
   static stormguard::http::client_options options() {
     stormguard::http::client_options o;
-    o.attempt_timeout = 30s;
-    o.connect_timeout = 10s;
+    o.attempt_timeout = 120s;
+    o.connect_timeout = 120s;
     return o;
   }
-  void get(const std::string& u, std::function<void(bool)> done) {
+  void get(const std::string& u, std::function<void(std::string)> done) {
     stormguard::http::request req;
     req.url = u;
     client.async_perform(std::move(req), [done = std::move(done)](stormguard::http::result r) {
-      done(r.ok() && r.attempts == 1);
+      done(r.ok() && r.attempts == 1 ? std::string() : describe(r));
     });
+  }
+  // What went wrong with `r`: why the call ended, its attempts, the last attempt's transport
+  // error (curl code, kind, phase, libcurl's message) or HTTP status.
+  static std::string describe(const stormguard::http::result& r) {
+    std::string out = "ended " + std::string(stormguard::to_string(r.reason)) + " after " +
+                      std::to_string(r.attempts) + " attempt(s)";
+    if (r.response) out += ", HTTP status " + std::to_string(r.response->status);
+    if (r.error) {
+      out += ", curl code " + std::to_string(r.error->curl_code) + " (" +
+             std::string(stormguard::http::to_string(r.error->kind));
+      if (r.error->phase) {
+        out +=
+            r.error->phase == stormguard::transport_phase::not_sent ? ", not sent" : ", maybe sent";
+      }
+      out += "): " + r.error->message;
+    }
+    return out;
   }
 };
 
 struct bare_side {
   asio::io_context io;
   bare_multi multi{io};
-  void get(const std::string& u, std::function<void(bool)> done) { multi.get(u, std::move(done)); }
+  void get(const std::string& u, std::function<void(std::string)> done) {
+    multi.get(u, std::move(done));
+  }
 };
 
 // Opens `n` connections: requests to /hold (answered after 2 s) in batches of 1,000, 100 ms
@@ -379,37 +419,59 @@ struct bare_side {
 template <class Side>
 bool open_connections(Side& side, int n) {
   int ended = 0;
-  bool ok = true;
+  std::string first_error;
   for (int started = 0; started < n;) {
     const int batch = std::min(1'000, n - started);
     for (int i = 0; i < batch; ++i) {
-      side.get(url("/hold"), [&](bool good) {
+      side.get(url("/hold"), [&, request = started + i](std::string error) {
         ++ended;
-        ok = ok && good;
+        if (!error.empty() && first_error.empty()) {
+          first_error = "opening connection " + std::to_string(request) + ": " + error;
+        }
       });
     }
     started += batch;
     const auto pause = steady::now() + 100ms;
     run_until(side.io, [&] { return steady::now() >= pause; });
   }
-  return run_until(side.io, [&] { return ended == n; }) && ok;
+  if (!run_until(side.io, [&] { return ended == n; })) {
+    first_error = std::to_string(n - ended) + " of the requests opening connections did not end";
+  }
+  if (!first_error.empty()) std::fprintf(stderr, "async_benchmark: %s\n", first_error.c_str());
+  return first_error.empty();
 }
+
+// The side (client and loop) of the benchmark running now, and which one it is. One for all
+// the Side types: a static inside side_for<Side> would be one per type, and the bare side's
+// 10,000 connections would stay open beside the client's (and the server's 20,000 would pass
+// the 20,000 open files allowed: its accept fails, and requests wait in its backlog until they
+// time out).
+std::shared_ptr<void> g_current_side;
+std::string g_current_key;
 
 // The side (client and loop) of the benchmark running now, with n connections open; null when
 // they could not be opened. Only one side lives at a time: two with 10,000 connections each
 // would exceed the 20,000 open files allowed here.
 template <class Side>
 Side* side_for(int n) {
-  static std::shared_ptr<void> current;
-  static std::string current_key;
+  std::shared_ptr<void>& current = g_current_side;
+  std::string& current_key = g_current_key;
   const std::string key = typeid(Side).name() + std::to_string(n);
   if (key != current_key) {
     current.reset();
     current_key = key;
     auto side = std::make_shared<Side>();
+    const double cpu_before = thread_cpu_seconds();
+    const auto wall_before = steady::now();
     if (n >= 100 && !open_connections(*side, n)) {
       current_key.clear();
       return nullptr;
+    }
+    if (n >= 1'000) {
+      std::fprintf(stderr, "async_benchmark: %s opened %d connections in %.2f s (%.2f s CPU)\n",
+                   typeid(Side).name(), n,
+                   std::chrono::duration<double>(steady::now() - wall_before).count(),
+                   thread_cpu_seconds() - cpu_before);
     }
     current = side;
   }
@@ -429,28 +491,41 @@ void in_flight(benchmark::State& state) {
   std::int64_t requests = 0;
   double cpu = 0;
   double wall = 0;
+  std::int64_t batch = 0;
   for (auto _ : state) {
     int ended = 0;
     int failed = 0;
+    std::string first_error;
     const double cpu_before = thread_cpu_seconds();
     const auto wall_before = steady::now();
     for (int i = 0; i < n; ++i) {
-      side.get(target, [&](bool ok) {
+      side.get(target, [&, i](std::string error) {
         ++ended;
-        failed += ok ? 0 : 1;
+        if (error.empty()) return;
+        if (failed++ == 0) first_error = "request " + std::to_string(i) + ": " + error;
       });
     }
     if (!run_until(side.io, [&] { return ended == n; })) {
-      state.SkipWithError("requests did not end within 60 s");
+      const std::string message = std::to_string(n - ended) + " of " + std::to_string(n) +
+                                  " requests did not end within 60 s";
+      std::fprintf(stderr, "async_benchmark: %s\n", message.c_str());
+      state.SkipWithError(message.c_str());
       break;
     }
     cpu += thread_cpu_seconds() - cpu_before;
     wall += std::chrono::duration<double>(steady::now() - wall_before).count();
     if (failed > 0) {
-      state.SkipWithError("a request failed");
+      // Which request, and why (the curl code and phase, or the HTTP status), on stderr too:
+      // the skip message is all a reader of the table sees.
+      const std::string message = std::to_string(failed) + " of " + std::to_string(n) +
+                                  " requests failed in batch " + std::to_string(batch) +
+                                  "; first: " + first_error;
+      std::fprintf(stderr, "async_benchmark: %s\n", message.c_str());
+      state.SkipWithError(message.c_str());
       break;
     }
     requests += n;
+    ++batch;
   }
   // Per request, from this thread's CPU clock and the wall clock around each batch.
   state.counters["cpu_us/req"] = requests > 0 ? cpu * 1e6 / static_cast<double>(requests) : 0;

@@ -524,6 +524,50 @@ TEST_F(AsyncHedge, WorksWithACoroutineToken) {
   EXPECT_EQ(log.live, 0);
 }
 
+// Called from a handler on the executor's thread, the first copy starts inside the call (no step
+// of its own); the handler still never runs inside it, also when the call is decided there.
+TEST_F(AsyncHedge, OnTheExecutorsThreadTheFirstCopyStartsInsideTheCall) {
+  hedger hedge(policy(2, 20ms), clock, rng);
+  std::optional<result_t> out;
+  asio::post(io, [&] {
+    stormguard::async_hedge<virtual_timer>(
+        hedge, io.get_executor(), scripted_copies{&clock, {{5ms}, {5ms}}, &log},
+        stormguard::default_classifier{}, call_options{}, [&](result_t r) { out = std::move(r); });
+    EXPECT_EQ(log.started.size(), 1U);  // initiated here
+    EXPECT_FALSE(out.has_value());
+  });
+  sched.run(clock);
+  ASSERT_TRUE(out && out->ok());
+  EXPECT_EQ(out->report, (stormguard::hedge_report{1, 1, 0, 0, hedge_stop::none}));
+}
+
+TEST_F(AsyncHedge, ACallDecidedInsideTheInitiatingCallCompletesAfterIt) {
+  stormguard::test_util::counting_budget refusing(0);
+  refusing.admit = false;
+  hedger throttled(policy(), clock, rng, refusing);
+  hedger plain(policy(), clock, rng);
+  std::stop_source stop;
+  stop.request_stop();
+  std::optional<result_t> refused;
+  std::optional<result_t> cancelled;
+  asio::post(io, [&] {
+    stormguard::async_hedge<virtual_timer>(
+        throttled, io.get_executor(), scripted_copies{&clock, {{5ms}}, &log},
+        stormguard::default_classifier{}, call_options{}, [&](result_t r) { refused = r; });
+    stormguard::async_hedge<virtual_timer>(
+        plain, io.get_executor(), scripted_copies{&clock, {{5ms}}, &log},
+        stormguard::default_classifier{}, call_options{.stop = stop.get_token()},
+        [&](result_t r) { cancelled = r; });
+    EXPECT_FALSE(refused.has_value());
+    EXPECT_FALSE(cancelled.has_value());
+  });
+  sched.run(clock);
+  ASSERT_TRUE(refused && cancelled);
+  EXPECT_EQ(refused->reason, end_reason::throttled);
+  EXPECT_EQ(cancelled->reason, end_reason::cancelled);
+  EXPECT_TRUE(log.started.empty());
+}
+
 TEST_F(AsyncHedge, TheAdaptiveDelayFollowsTheTrackersQuantile) {
   stormguard::latency_tracker tracker(0.5);
   for (int i = 0; i < 64; ++i) tracker.record(40ms);

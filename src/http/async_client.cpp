@@ -8,6 +8,14 @@
 // descriptor: libcurl opens and closes it, and says CURL_POLL_REMOVE before it closes) and calls
 // curl_multi_socket_action; finished transfers are read with curl_multi_info_read.
 //
+// Shards. libcurl 7.88 walks the multi handle's whole connection cache on every
+// curl_multi_remove_handle (close_connect_only, while the handle's last connection is known),
+// and the host's connection list on every new transfer (ConnectionExists): O(connections) per
+// request, so 10,000 requests in flight on one multi handle cost O(10,000²) list steps per
+// round, memory-bound. The client therefore spreads its transfers over multi handles of at most
+// k_transfers_per_multi transfers in flight each (a new transfer goes to the first with room):
+// each has its own connection cache, timer and socket callbacks, and the walks stay short.
+//
 // Lifetimes. A logical request's state (detail::async_call) is owned by its async_retry operation,
 // whose handlers hold it; the client only lists it. Each handler that may run after the client is
 // gone checks first: a socket watch's `closed`, the client's `alive` cell, a call's `client`. So
@@ -41,17 +49,41 @@ namespace {
 
 using attempt_outcome = outcome<response, detail::attempt_failure>;
 
+// The most transfers in flight on one libcurl multi handle (see "Shards" above).
+constexpr std::size_t k_transfers_per_multi = 256;
+
+struct multi_shard;
+
 // One socket libcurl asked to watch.
 struct socket_watch {
-  socket_watch(const async_client::executor_type& ex, curl_socket_t s) : sd(ex), fd(s) {
+  socket_watch(const async_client::executor_type& ex, curl_socket_t s, multi_shard* m)
+      : sd(ex), fd(s), shard(m) {
     sd.assign(s);
   }
   ::asio::posix::stream_descriptor sd;
   curl_socket_t fd;
+  multi_shard* shard;    // the multi handle whose transfer uses it
   int what = 0;          // CURL_POLL_IN, CURL_POLL_OUT or CURL_POLL_INOUT
   bool reading = false;  // a wait_read is pending
   bool writing = false;  // a wait_write is pending
   bool closed = false;   // libcurl removed it, or the client is gone
+};
+
+// One libcurl multi handle of the client, with its connection cache and its timer.
+struct multi_shard {
+  multi_shard(void* c, const async_client::executor_type& ex)
+      : client(c), multi(curl_multi_init()), timer(ex) {}
+  multi_shard(const multi_shard&) = delete;
+  multi_shard& operator=(const multi_shard&) = delete;
+  ~multi_shard() {
+    if (multi != nullptr) curl_multi_cleanup(multi);  // closes the cached connections
+  }
+  void* client;  // the async_client::impl (a private type) it belongs to
+  CURLM* multi;
+  ::asio::steady_timer timer;
+  bool timeout_posted = false;  // a zero time-out's run is queued
+  std::size_t in_flight = 0;    // transfers in the multi handle
+  std::size_t peak = 0;         // the most at once: the connections its cache keeps
 };
 
 }  // namespace
@@ -63,16 +95,8 @@ struct async_client::impl {
       : ex(e),
         setup(std::make_shared<detail::client_setup>(std::move(o), c, r)),
         planner(setup->options, *setup->budgets),
-        multi(curl_multi_init()),
-        curl_timer(e),
         alive(std::make_shared<impl*>(this)) {
-    if (multi == nullptr) {
-      throw std::runtime_error("stormguard::http::async_client: cannot create a libcurl handle");
-    }
-    (void)curl_multi_setopt(multi, CURLMOPT_SOCKETFUNCTION, &impl::on_socket);
-    (void)curl_multi_setopt(multi, CURLMOPT_SOCKETDATA, this);
-    (void)curl_multi_setopt(multi, CURLMOPT_TIMERFUNCTION, &impl::on_timer);
-    (void)curl_multi_setopt(multi, CURLMOPT_TIMERDATA, this);
+    add_shard();  // libcurl's failure to start shows at construction
   }
 
   ~impl();
@@ -82,23 +106,41 @@ struct async_client::impl {
   executor_type ex;
   std::shared_ptr<detail::client_setup> setup;
   detail::request_planner planner;
-  CURLM* multi;
-  ::asio::steady_timer curl_timer;
-  std::shared_ptr<impl*> alive;  // null once the client is gone (read by the timer's handler)
+  std::vector<std::unique_ptr<multi_shard>> shards;  // see "Shards" above; never empty
+  std::shared_ptr<impl*> alive;  // null once the client is gone (read by queued handlers)
   std::unordered_map<curl_socket_t, std::shared_ptr<socket_watch>> sockets;
   std::vector<std::unique_ptr<detail::easy_transfer>> idle;  // easy handles to reuse
   std::size_t easy_count = 0;
   std::unordered_set<async_call*> calls;
 
+  static impl& owner(const multi_shard& m) noexcept { return *static_cast<impl*>(m.client); }
+
+  multi_shard& add_shard() {
+    auto m = std::make_unique<multi_shard>(this, ex);
+    if (m->multi == nullptr) {
+      throw std::runtime_error("stormguard::http::async_client: cannot create a libcurl handle");
+    }
+    (void)curl_multi_setopt(m->multi, CURLMOPT_SOCKETFUNCTION, &impl::on_socket);
+    (void)curl_multi_setopt(m->multi, CURLMOPT_SOCKETDATA, m.get());
+    (void)curl_multi_setopt(m->multi, CURLMOPT_TIMERFUNCTION, &impl::on_timer);
+    (void)curl_multi_setopt(m->multi, CURLMOPT_TIMERDATA, m.get());
+    shards.push_back(std::move(m));
+    return *shards.back();
+  }
+
+  // The multi handle for the next transfer: the first with room (its idle connections are
+  // reused first), a new one when all are full.
+  multi_shard& shard_for_transfer() {
+    for (const auto& m : shards) {
+      if (m->in_flight < k_transfers_per_multi) return *m;
+    }
+    return add_shard();
+  }
+
   detail::easy_transfer* acquire_transfer() {
     if (idle.empty()) {
-      auto* t = new detail::easy_transfer(setup->options);
-      // libcurl's cache keeps 4 connections per easy handle *in* the multi handle by default, so
-      // as a burst of transfers ended it closed the connections of the burst; keep as many as
-      // the most requests ever in flight at once, for the next burst.
       ++easy_count;
-      (void)curl_multi_setopt(multi, CURLMOPT_MAXCONNECTS, static_cast<long>(easy_count));
-      return t;
+      return new detail::easy_transfer(setup->options);
     }
     detail::easy_transfer* t = idle.back().release();
     idle.pop_back();
@@ -106,34 +148,69 @@ struct async_client::impl {
   }
   void release_transfer(detail::easy_transfer* t) { idle.emplace_back(t); }
 
+  // Adds `t` to `m`.
+  static CURLMcode add_transfer(multi_shard& m, detail::easy_transfer& t) {
+    const CURLMcode added = curl_multi_add_handle(m.multi, t.handle());
+    if (added != CURLM_OK) return added;
+    if (++m.in_flight > m.peak) {
+      // libcurl's cache keeps 4 connections per easy handle *in* the multi handle by default, so
+      // as a burst of transfers ended it closed the connections of the burst; keep as many as
+      // the most transfers ever in flight at once on this handle, for the next burst.
+      m.peak = m.in_flight;
+      (void)curl_multi_setopt(m.multi, CURLMOPT_MAXCONNECTS, static_cast<long>(m.peak));
+    }
+    return added;
+  }
+  // Takes `t` out of `m` (libcurl closes its connection when the transfer did not end).
+  static void remove_transfer(multi_shard& m, detail::easy_transfer& t) {
+    (void)curl_multi_remove_handle(m.multi, t.handle());
+    --m.in_flight;
+  }
+
   // ----- libcurl's callbacks (never call curl_multi_socket_action from them) --------------------
 
-  static int on_socket(CURL*, curl_socket_t s, int what, void* self_ptr, void*) {
-    auto& self = *static_cast<impl*>(self_ptr);
+  static int on_socket(CURL*, curl_socket_t s, int what, void* shard_ptr, void*) {
+    auto& m = *static_cast<multi_shard*>(shard_ptr);
+    impl& self = owner(m);
     if (what == CURL_POLL_REMOVE) {
       self.forget(s);
       return 0;
     }
     auto it = self.sockets.find(s);
     if (it == self.sockets.end()) {
-      it = self.sockets.emplace(s, std::make_shared<socket_watch>(self.ex, s)).first;
+      it = self.sockets.emplace(s, std::make_shared<socket_watch>(self.ex, s, &m)).first;
     }
+    it->second->shard = &m;
     it->second->what = what;
     self.arm(it->second);
     return 0;
   }
 
-  static int on_timer(CURLM*, long timeout_ms, void* self_ptr) {
-    auto& self = *static_cast<impl*>(self_ptr);
+  static int on_timer(CURLM*, long timeout_ms, void* shard_ptr) {
+    auto& m = *static_cast<multi_shard*>(shard_ptr);
     if (timeout_ms < 0) {
-      self.curl_timer.cancel();
+      m.timer.cancel();
       return 0;
     }
-    // Also for 0: libcurl must not be called back from inside its own callback.
-    self.curl_timer.expires_after(std::chrono::milliseconds(timeout_ms));
-    self.curl_timer.async_wait([alive = self.alive](const std::error_code& ec) {
+    // libcurl must not be called back from inside its own callback: 0 ("as soon as possible",
+    // said on every curl_multi_add_handle) is one queued run, without touching the timer; a
+    // timer left armed for later is harmless (a run before libcurl's time-out is allowed, and
+    // libcurl then says its next time-out again).
+    if (timeout_ms == 0) {
+      if (!m.timeout_posted) {
+        m.timeout_posted = true;
+        ::asio::post(owner(m).ex, [alive = owner(m).alive, shard = &m] {
+          if (*alive == nullptr) return;
+          shard->timeout_posted = false;
+          (*alive)->act(*shard, CURL_SOCKET_TIMEOUT, 0);
+        });
+      }
+      return 0;
+    }
+    m.timer.expires_after(std::chrono::milliseconds(timeout_ms));
+    m.timer.async_wait([alive = owner(m).alive, shard = &m](const std::error_code& ec) {
       if (ec || *alive == nullptr) return;
-      (*alive)->act(CURL_SOCKET_TIMEOUT, 0);
+      (*alive)->act(*shard, CURL_SOCKET_TIMEOUT, 0);
     });
     return 0;
   }
@@ -178,22 +255,21 @@ struct async_client::impl {
 
   void on_ready(const std::shared_ptr<socket_watch>& w, int direction, int event) {
     if ((w->what & direction) == 0) return;  // libcurl no longer waits for this
-    act(w->fd, event);
+    act(*w->shard, w->fd, event);
     if (!w->closed) arm(w);
   }
 
-  // Lets libcurl act on `s` (or its timers), then completes the transfers that ended.
-  void act(curl_socket_t s, int event) {
+  // Lets libcurl act on `s` (or its timers) in `m`, then completes the transfers that ended.
+  void act(multi_shard& m, curl_socket_t s, int event) {
     int running = 0;
-    (void)curl_multi_socket_action(multi, s, event, &running);
+    (void)curl_multi_socket_action(m.multi, s, event, &running);
     int queued = 0;
-    while (CURLMsg* msg = curl_multi_info_read(multi, &queued)) {
+    while (CURLMsg* msg = curl_multi_info_read(m.multi, &queued)) {
       if (msg->msg != CURLMSG_DONE) continue;
       CURL* easy = msg->easy_handle;
       const CURLcode code = msg->data.result;
       char* call_ptr = nullptr;
       (void)curl_easy_getinfo(easy, CURLINFO_PRIVATE, &call_ptr);
-      (void)curl_multi_remove_handle(multi, easy);
       complete_attempt(reinterpret_cast<async_call*>(call_ptr), code);
     }
   }
@@ -228,6 +304,7 @@ struct detail::async_call : std::enable_shared_from_this<async_call> {
   ::asio::cancellation_signal retry_signal{};  // cancels the async_retry operation
   // The attempt in flight.
   detail::easy_transfer* transfer = nullptr;
+  multi_shard* shard = nullptr;  // the multi handle `transfer` is in
   attempt_context context{};
   std::function<void(attempt_outcome)> attempt_done{};
 
@@ -279,7 +356,8 @@ struct detail::async_call : std::enable_shared_from_this<async_call> {
     transfer->configure(req, plan, ctx);
     (void)curl_easy_setopt(transfer->handle(), CURLOPT_PRIVATE, this);
     if (slot.is_connected()) slot.template emplace<attempt_canceller>(this);
-    const CURLMcode added = curl_multi_add_handle(client->multi, transfer->handle());
+    shard = &client->shard_for_transfer();
+    const CURLMcode added = async_client::impl::add_transfer(*shard, *transfer);
     if (added != CURLM_OK) {
       std::snprintf(transfer->error_buffer(), CURL_ERROR_SIZE, "curl_multi_add_handle: %s",
                     curl_multi_strerror(added));
@@ -291,12 +369,18 @@ struct detail::async_call : std::enable_shared_from_this<async_call> {
   // a connection whose transfer did not end, so the server sees the close).
   void cancel_attempt() {
     if (transfer == nullptr || client == nullptr) return;
-    (void)curl_multi_remove_handle(client->multi, transfer->handle());
-    complete(CURLE_ABORTED_BY_CALLBACK);
+    ended(CURLE_ABORTED_BY_CALLBACK);
+  }
+
+  // The transfer in the multi handle ended with `code` (or is cut short): it leaves libcurl.
+  void ended(CURLcode code) {
+    async_client::impl::remove_transfer(*shard, *transfer);
+    complete(code);
   }
 
   // The transfer ended with `code` (and is no longer in libcurl's multi handle).
   void complete(CURLcode code) {
+    shard = nullptr;
     attempt_outcome o = transfer->finish(code, context, *setup->clk);
     client->release_transfer(transfer);
     transfer = nullptr;
@@ -334,7 +418,8 @@ struct detail::async_call : std::enable_shared_from_this<async_call> {
     async_client::impl* c = client;
     client = nullptr;
     if (transfer != nullptr) {
-      (void)curl_multi_remove_handle(c->multi, transfer->handle());
+      async_client::impl::remove_transfer(*shard, *transfer);
+      shard = nullptr;
       c->release_transfer(transfer);
       transfer = nullptr;
       attempt_done = nullptr;  // the retry operation's attempt handler: it ends unfinished
@@ -345,7 +430,7 @@ struct detail::async_call : std::enable_shared_from_this<async_call> {
   async_client::executor_type executor{};
 };
 
-void async_client::impl::complete_attempt(async_call* call, CURLcode code) { call->complete(code); }
+void async_client::impl::complete_attempt(async_call* call, CURLcode code) { call->ended(code); }
 
 async_client::impl::~impl() {
   *alive = nullptr;
@@ -357,10 +442,12 @@ async_client::impl::~impl() {
   snapshot.clear();
   for (auto& [fd, w] : sockets) close_watch(*w);
   sockets.clear();
-  (void)curl_multi_setopt(multi, CURLMOPT_SOCKETFUNCTION, nullptr);
-  (void)curl_multi_setopt(multi, CURLMOPT_TIMERFUNCTION, nullptr);
-  curl_multi_cleanup(multi);  // closes the cached connections
-  idle.clear();               // the easy handles, after the multi handle (libcurl's order)
+  for (const auto& m : shards) {
+    (void)curl_multi_setopt(m->multi, CURLMOPT_SOCKETFUNCTION, nullptr);
+    (void)curl_multi_setopt(m->multi, CURLMOPT_TIMERFUNCTION, nullptr);
+  }
+  shards.clear();  // curl_multi_cleanup: closes the cached connections
+  idle.clear();    // the easy handles, after the multi handles (libcurl's order)
 }
 
 async_client::async_client(const executor_type& ex, client_options options)

@@ -260,6 +260,34 @@ TEST(AsyncClient, ThousandConcurrentRequestsHalfFailing503AllEndWithinTheBudget)
   EXPECT_LE(client.easy_handles(), 1'000U);
 }
 
+// 600 in flight take three of the client's libcurl multi handles (256 transfers each at most);
+// the next round of 600 reuses every connection of the first.
+TEST(AsyncClient, SixHundredInFlightReuseTheirConnectionsInTheNextRound) {
+  http_test_server server;
+  asio::io_context io;
+  async_client client(io.get_executor(), fast_options());
+  const auto round = [&] {
+    int ended = 0;
+    int ok = 0;
+    for (int i = 0; i < 600; ++i) {
+      client.async_perform(get(server), [&](result r) {
+        ++ended;
+        ok += r.ok() && r.attempts == 1 ? 1 : 0;
+      });
+    }
+    run_until(
+        io, [&] { return ended == 600; }, 60s);
+    EXPECT_EQ(ok, 600);
+  };
+  round();
+  const int opened = server.connections();
+  EXPECT_LE(opened, 600);
+  round();
+  EXPECT_EQ(server.connections(), opened);
+  EXPECT_EQ(client.easy_handles(), 600U);
+  EXPECT_EQ(client.in_flight(), 0U);
+}
+
 TEST(AsyncClient, DestructionWithRequestsInFlightCallsNoHandlerAndClosesTheConnections) {
   http_test_server slow;
   slow.set_fallback(delayed(10s));

@@ -29,6 +29,9 @@
 
 #include <array>
 #include <asio/defer.hpp>
+#include <asio/dispatch.hpp>
+#include <asio/recycling_allocator.hpp>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -178,6 +181,57 @@ using async_hedge_result_t = hedge_result<typename detail::attempt_completion_of
 
 namespace detail {
 
+// Room for a call's one deferred arming step inside the call's own block (Asio's "custom memory
+// allocation" example): arming costs no allocation and leaves the thread's recycling cache to
+// the call's other blocks. A step that does not fit, or finds the room taken, gets its memory
+// from Asio's recycling allocator. Not thread-safe (the call's executor only).
+class step_memory {
+ public:
+  step_memory() = default;
+  step_memory(const step_memory&) = delete;
+  step_memory& operator=(const step_memory&) = delete;
+
+  void* allocate(std::size_t size) {
+    if (!in_use_ && size <= sizeof(room_)) {
+      in_use_ = true;
+      return room_;
+    }
+    return fallback().allocate(blocks(size));
+  }
+  void deallocate(void* p, std::size_t size) noexcept {
+    if (p == room_) {
+      in_use_ = false;
+      return;
+    }
+    fallback().deallocate(static_cast<std::max_align_t*>(p), blocks(size));
+  }
+
+ private:
+  static ::asio::recycling_allocator<std::max_align_t> fallback() noexcept { return {}; }
+  static std::size_t blocks(std::size_t size) noexcept {
+    return (size + sizeof(std::max_align_t) - 1) / sizeof(std::max_align_t);
+  }
+  alignas(std::max_align_t) unsigned char room_[128];
+  bool in_use_ = false;
+};
+
+// The allocator of step_memory, for a handler's associated allocator.
+template <class T>
+struct step_allocator {
+  using value_type = T;
+  step_memory* memory;
+  explicit step_allocator(step_memory& m) noexcept : memory(&m) {}
+  template <class U>
+  step_allocator(const step_allocator<U>& other) noexcept  // implicit: allocator rebinding
+      : memory(other.memory) {}
+  T* allocate(std::size_t n) { return static_cast<T*>(memory->allocate(sizeof(T) * n)); }
+  void deallocate(T* p, std::size_t n) noexcept { memory->deallocate(p, sizeof(T) * n); }
+  template <class U>
+  bool operator==(const step_allocator<U>& other) const noexcept {
+    return memory == other.memory;
+  }
+};
+
 // One hedged call: the state from the initiation to the completion, owned by shared_ptrs held by
 // the handlers in flight (the copies, the timer wait, a posted step), allocated with the
 // completion handler's associated allocator. Every member function runs on ex_ except the
@@ -215,9 +269,14 @@ class async_hedge_op : public std::enable_shared_from_this<
 
   void start() {
     cancellation_.install(*this, handler_, call_.stop, ex_);
-    // Deferred, not posted: the first step continues the caller's (never runs inline either
-    // way); from a thread that runs the io_context it skips the scheduler's lock.
-    ::asio::defer(ex_, step_handler{{this->shared_from_this()}});
+    // Dispatched: on the thread that runs ex_ (a coroutine, a handler) the first copy is
+    // initiated here, as Asio's composed operations initiate their first step, and the call
+    // costs no step of its own; from any other thread the step is posted. Either way the
+    // handler never runs inside the initiating call: settle() defers the completion while
+    // initiating_ is set.
+    initiating_ = true;
+    ::asio::dispatch(ex_, step_handler{{this->shared_from_this()}});
+    initiating_ = false;
   }
 
   [[nodiscard]] allocator_type get_allocator() const noexcept { return call_allocator(handler_); }
@@ -233,7 +292,14 @@ class async_hedge_op : public std::enable_shared_from_this<
     using allocator_type = typename async_hedge_op::allocator_type;
     allocator_type get_allocator() const noexcept { return self->get_allocator(); }
   };
-  struct step_handler : handler_base {
+  // The call's own steps, dispatched or deferred to ex_ itself: no associated executor (which
+  // would wrap each in a work-counting dispatcher for nothing).
+  struct step_base {
+    self_ptr self;
+    using allocator_type = typename async_hedge_op::allocator_type;
+    allocator_type get_allocator() const noexcept { return self->get_allocator(); }
+  };
+  struct step_handler : step_base {
     void operator()() { this->self->first_copy(); }
   };
   struct copy_handler : handler_base {
@@ -251,9 +317,17 @@ class async_hedge_op : public std::enable_shared_from_this<
     std::uint32_t generation;
     void operator()(const std::error_code& ec) { this->self->on_wait(generation, ec); }
   };
-  struct arm_handler : handler_base {
+  struct arm_handler : step_base {
     std::uint32_t generation;
+    // From the call's own block (step_memory), not the handler's allocator.
+    using allocator_type = step_allocator<void>;
+    allocator_type get_allocator() const noexcept {
+      return allocator_type(this->self->arm_memory_);
+    }
     void operator()() { this->self->on_arm(generation); }
+  };
+  struct settle_handler : step_base {
+    void operator()() { this->self->settle(); }
   };
   struct copy_state {
     ::asio::cancellation_signal signal{};
@@ -518,7 +592,7 @@ class async_hedge_op : public std::enable_shared_from_this<
   void on_cancel(::asio::cancellation_type type) {
     if (finished_ || decided_) return;
     cancelled_ = true;
-    if (result_.report.sent == 0) return;  // the posted first step ends the call
+    if (result_.report.sent == 0) return;  // the first step, still queued, ends the call
     caller_cancelled_ = true;
     decided_ = true;
     result_.reason = end_reason::cancelled;
@@ -529,6 +603,12 @@ class async_hedge_op : public std::enable_shared_from_this<
   // Completes the call once it is decided, no copy is in flight and no timer wait is pending.
   void settle() {
     if (!decided_ || in_flight_ > 0 || waits_ > 0 || finished_) return;
+    if (initiating_) {
+      // Decided inside the initiating call (cancelled, past the deadline, throttled): the
+      // completion continues the caller's, never runs inside it.
+      ::asio::defer(ex_, settle_handler{{this->shared_from_this()}});
+      return;
+    }
     finished_ = true;
     end_budget();
     cancellation_.clear();
@@ -562,11 +642,13 @@ class async_hedge_op : public std::enable_shared_from_this<
   time_point start_{};
   time_point last_sent_{};
   bool lazy_start_ = false;  // start_ and last_sent_ are read when the timer is armed (on_arm)
+  bool initiating_ = false;  // inside start(): the call must not complete yet
   duration delay_{};
   std::optional<pushback> pushback_{};
   std::optional<Timer> timer_{};
   std::array<copy_state, k_max_copies> copies_{};
   call_cancellation<async_hedge_op, Executor> cancellation_{};
+  step_memory arm_memory_{};  // the arming step's (arm_handler)
 };
 
 template <class Timer, class Executor, class G, class B>
@@ -613,9 +695,11 @@ struct initiate_async_hedge {
 /// after it (deadline_exceeded when every copy sent failed).
 ///
 /// Threads and executors: as async_retry (every step on `ex`, which must not run two of them at
-/// once; the handler never runs inside async_hedge). Memory: one block per call from the
-/// handler's associated allocator; a call whose first copy answers before the delay creates no
-/// other copy (the timer's wait is cancelled).
+/// once; the handler never runs inside async_hedge). Called on a thread that runs `ex` (from a
+/// handler or a coroutine), the first copy is initiated inside async_hedge, as Asio's composed
+/// operations initiate their first step; from any other thread, from a step posted to `ex`. Memory:
+/// one block per call from the handler's associated allocator; a call whose first copy answers
+/// before the delay creates no other copy (the timer's wait is cancelled).
 template <class Timer = ::asio::steady_timer, class Executor, bit_generator G, retry_budget<G> B,
           async_attempt Op, class Classifier, class CompletionToken>
 requires backoff_timer<Timer, Executor>

@@ -8,8 +8,10 @@
 // statuses, Retry-After, methods and Idempotency-Key (the same on every attempt), per-host
 // budgets, attempt time-out, deadline, the body re-sent intact, max_body_bytes. libcurl's sockets
 // are watched by Asio (CURLMOPT_SOCKETFUNCTION and CURLMOPT_TIMERFUNCTION with
-// curl_multi_socket_action, as curl's own asio example), and every transfer of the client shares
-// one connection cache: connections are reused across requests.
+// curl_multi_socket_action, as curl's own asio example), and connections are reused across
+// requests: the client's transfers are spread over libcurl multi handles of at most 256
+// transfers in flight each (a new transfer goes to the first with room, and reuses its idle
+// connections), because libcurl 7.88's connection cache costs O(its connections) per request.
 //
 //   asio::io_context io;
 //   stormguard::http::async_client client(io.get_executor(), {.attempt_timeout = 5s});
@@ -83,10 +85,10 @@ class result_handler_for final : public result_handler {
 
 }  // namespace detail
 
-/// The asynchronous HTTP client (see the file comment). Owns one libcurl multi handle (its
-/// connection cache), a pool of easy handles (one per request in flight, reused) and the Asio
-/// watches of libcurl's sockets. Not thread-safe: use it on its executor only. Not copyable or
-/// movable (libcurl's callbacks hold its address).
+/// The asynchronous HTTP client (see the file comment). Owns libcurl multi handles (one per 256
+/// transfers in flight at most, each with its connection cache), a pool of easy handles (one per
+/// request in flight, reused) and the Asio watches of libcurl's sockets. Not thread-safe: use it on
+/// its executor only. Not copyable or movable (libcurl's callbacks hold its address).
 class STORMGUARD_EXPORT async_client {
  public:
   /// The executor type (Asio's polymorphic I/O executor).

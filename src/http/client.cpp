@@ -21,6 +21,7 @@
 #include <string>
 #include <utility>
 
+#include "http/sync_hedge.hpp"
 #include "http/transfer.hpp"
 #include "stormguard/http/syntax.hpp"
 
@@ -35,6 +36,7 @@ struct client::impl {
   detail::request_planner planner;
   CURLM* multi = nullptr;
   detail::easy_transfer transfer;
+  std::unique_ptr<detail::sync_hedging> hedging;  // with client_options::hedging (sync_hedge.cpp)
 
   impl(client_options o, clock* c, random_generator* r)
       : setup(std::move(o), c, r),
@@ -43,6 +45,9 @@ struct client::impl {
         transfer(setup.options) {
     if (multi == nullptr) {
       throw std::runtime_error("stormguard::http::client: cannot create a libcurl handle");
+    }
+    if (setup.options.hedging) {
+      hedging = std::make_unique<detail::sync_hedging>(setup.options, *setup.clk, *setup.random);
     }
   }
 
@@ -117,6 +122,7 @@ host_budgets& client::budgets() noexcept { return *impl_->setup.budgets; }
 
 result client::perform(const request& req, const call_options& call) {
   impl& self = *impl_;
+  if (self.hedging) return self.hedging->perform(req, call, self.planner);
   const detail::call_plan p = self.planner.plan(req);
   const bool has_key = p.key_field.has_value();
   detail::call_report report(self.setup.options, p);

@@ -34,20 +34,21 @@ namespace stormguard::http {
 struct client::impl {
   detail::client_setup setup;
   detail::request_planner planner;
+  // With client_options::hedging (sync_hedge.cpp); validated before any libcurl handle exists.
+  std::unique_ptr<detail::sync_hedging> hedging;
   CURLM* multi = nullptr;
   detail::easy_transfer transfer;
-  std::unique_ptr<detail::sync_hedging> hedging;  // with client_options::hedging (sync_hedge.cpp)
 
   impl(client_options o, clock* c, random_generator* r)
       : setup(std::move(o), c, r),
         planner(setup.options, *setup.budgets),
+        hedging(setup.options.hedging ? std::make_unique<detail::sync_hedging>(
+                                            setup.options, *setup.clk, *setup.random)
+                                      : nullptr),
         multi(curl_multi_init()),
         transfer(setup.options) {
     if (multi == nullptr) {
       throw std::runtime_error("stormguard::http::client: cannot create a libcurl handle");
-    }
-    if (setup.options.hedging) {
-      hedging = std::make_unique<detail::sync_hedging>(setup.options, *setup.clk, *setup.random);
     }
   }
 

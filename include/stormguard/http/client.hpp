@@ -14,7 +14,8 @@
 //    carry an Idempotency-Key (draft-ietf-httpapi-idempotency-key-header), which is the same on
 //    every attempt. A POST or PATCH without a key is never retried, whatever the error.
 // Each host has a retry budget (any kind: stormguard::any_budget, a ratio_budget by default)
-// shared by every call of the client.
+// shared by every call of the client. With client_options::hedging the client hedges instead of
+// retrying: concurrent copies of the request, the first good answer wins (docs/hedging.md).
 //
 //   stormguard::http::client client;                       // real clock, OS-seeded jitter
 //   stormguard::http::result r = client.perform({.method = "POST",

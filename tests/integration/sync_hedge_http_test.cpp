@@ -266,6 +266,15 @@ TEST_F(SpreadCopies, TheSyncClientSendsTheSecondCopyToTheSecondAddress) {
   expect_two_addresses();
 }
 
+TEST_F(SpreadCopies, TheNextFirstCopyDoesNotRideTheConnectionOfAPinnedCopy) {
+  client c(options());
+  ASSERT_TRUE(c.perform(req()).ok());  // copy 2's connection, to 127.0.0.2, is kept alive
+  const result r = c.perform(req());   // the server's third answer: at once
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r.hedging->sent, 1);
+  EXPECT_EQ(server.addresses(), (std::vector<std::string>{"127.0.0.1", "127.0.0.2", "127.0.0.1"}));
+}
+
 TEST_F(SpreadCopies, TheAsyncHedgeSendsTheSecondCopyToTheSecondAddress) {
   asio::io_context io;
   client_options o = options();

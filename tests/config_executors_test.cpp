@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <vector>
 
 #include "stormguard/config/executors.hpp"
 #include "stormguard/http/hedge_policy.hpp"
@@ -87,6 +88,33 @@ TEST(HedgingSettings, CarryThePolicysHedgingBudgetAndLimits) {
 
 TEST(HedgingSettings, APolicyThatRetriesHasNone) {
   EXPECT_FALSE(config::hedging_settings_for(sample()).has_value());
+}
+
+}  // namespace
+
+namespace {
+
+TEST(HttpClientOptionsFor, AHedgingPolicyGivesAClientThatHedgesAndARetryingOneNone) {
+  config::policy p = config::parse_policies(R"({"policies": [{"name": "h",
+    "hedging": {"max_attempts": 3, "delay": "50ms", "non_fatal_statuses": [503],
+                "budget": {"kind": "quota", "max_tokens": 100}}}]})")[0];
+  p.retry.max_retries = 2;  // as a command's --retries would: a hedging client does not retry
+  stormguard::http::client_options base;
+  int ended = 0;
+  base.hedging.emplace();
+  base.hedging->on_end = [&ended](stormguard::end_reason, const stormguard::hedge_report&) {
+    ++ended;
+  };
+  const auto o = stormguard::http::client_options_for(p, base);
+  ASSERT_TRUE(o.hedging.has_value());
+  EXPECT_EQ(o.hedging->policy, config::hedging_settings_for(p)->options);
+  EXPECT_EQ(o.hedging->non_fatal_statuses, std::vector<int>{503});
+  EXPECT_EQ(o.retry.max_retries, 0);
+  EXPECT_EQ(stormguard::budget_kind(o.budget), "quota");
+  ASSERT_TRUE(o.hedging->on_end);  // the caller's hook is kept
+  o.hedging->on_end(stormguard::end_reason::success, {});
+  EXPECT_EQ(ended, 1);
+  EXPECT_FALSE(stormguard::http::client_options_for(sample(), o).hedging.has_value());
 }
 
 }  // namespace

@@ -21,6 +21,7 @@
 #include <string>
 #include <utility>
 
+#include "http/sync_hedge.hpp"
 #include "http/transfer.hpp"
 #include "stormguard/http/syntax.hpp"
 
@@ -33,12 +34,17 @@ namespace stormguard::http {
 struct client::impl {
   detail::client_setup setup;
   detail::request_planner planner;
+  // With client_options::hedging (sync_hedge.cpp); validated before any libcurl handle exists.
+  std::unique_ptr<detail::sync_hedging> hedging;
   CURLM* multi = nullptr;
   detail::easy_transfer transfer;
 
   impl(client_options o, clock* c, random_generator* r)
       : setup(std::move(o), c, r),
         planner(setup.options, *setup.budgets),
+        hedging(setup.options.hedging ? std::make_unique<detail::sync_hedging>(
+                                            setup.options, *setup.clk, *setup.random)
+                                      : nullptr),
         multi(curl_multi_init()),
         transfer(setup.options) {
     if (multi == nullptr) {
@@ -117,6 +123,7 @@ host_budgets& client::budgets() noexcept { return *impl_->setup.budgets; }
 
 result client::perform(const request& req, const call_options& call) {
   impl& self = *impl_;
+  if (self.hedging) return self.hedging->perform(req, call, self.planner);
   const detail::call_plan p = self.planner.plan(req);
   const bool has_key = p.key_field.has_value();
   detail::call_report report(self.setup.options, p);

@@ -16,6 +16,7 @@
 #include <utility>
 
 #include "stormguard/detail/format.hpp"
+#include "stormguard/http/addresses.hpp"
 #include "stormguard/http/syntax.hpp"
 #include "stormguard/retry_after.hpp"
 #include "stormguard/retry_headers.hpp"
@@ -145,6 +146,10 @@ void validate_request(const request& req) {
     bad_request("body: a HEAD request cannot carry a body (" + std::to_string(req.body.size()) +
                 " bytes given)");
   }
+  if (!req.connect_address.empty() && !is_ip_literal(req.connect_address)) {
+    bad_request("connect_address: not an IPv4 or IPv6 literal (no brackets): " +
+                quoted(req.connect_address));
+  }
   for (const header& h : req.headers) {
     const auto problem = check_request_field(h.name, h.value);
     if (!problem) continue;
@@ -248,6 +253,14 @@ client_setup::client_setup(client_options o, clock* c, random_generator* r)
                std::to_string(options.connect_timeout.count()) + " ns");
   }
   if (options.max_body_bytes == 0) bad_option("max_body_bytes must be > 0, got 0");
+  for (const std::string& entry : options.resolve) {
+    if (!parse_resolve_entry(entry)) {
+      bad_option(
+          "resolve: not HOST:PORT:ADDRESS[,ADDRESS...] with IP addresses (IPv6 in "
+          "brackets): " +
+          quoted(entry));
+    }
+  }
   budgets = options.shared_budgets
                 ? options.shared_budgets
                 : std::make_shared<host_budgets>(options.budget, options.attach_budget);
@@ -333,6 +346,7 @@ easy_transfer::easy_transfer(const client_options& options)
   if (easy_ == nullptr) {
     throw std::runtime_error("stormguard::http::client: cannot create a libcurl handle");
   }
+  for (const std::string& entry : options.resolve) resolve_.append(entry);
 }
 
 easy_transfer::~easy_transfer() { curl_easy_cleanup(easy_); }
@@ -387,6 +401,7 @@ void easy_transfer::configure(const request& req, const call_plan& p, const atte
     if (iequals_ascii(h.name, k_attempt_count_header)) own_attempt = false;
     if (iequals_ascii(h.name, k_grpc_timeout_header)) own_timeout = false;
   }
+  if (req.connect_address != setup_.connect_to) pin(req.connect_address);
   set(CURLOPT_HTTPHEADER,  // read by libcurl at each transfer, not copied
       set_retry_fields(
           own_attempt ? ctx.attempt : 0,
@@ -428,6 +443,19 @@ curl_slist* easy_transfer::set_retry_fields(int attempt, duration wait, curl_sli
   return head;
 }
 
+// Connects to `address` instead of the URL's host (empty: the host's own addresses), at the URL's
+// port; libcurl reuses a connection only for a request with the same "connect to" setting.
+void easy_transfer::pin(const std::string& address) {
+  connect_to_.reset();
+  if (!address.empty()) {
+    connect_to_.emplace();
+    connect_to_->append(address.find(':') != std::string::npos ? "::[" + address + "]:"
+                                                               : "::" + address + ":");
+  }
+  set(CURLOPT_CONNECT_TO, connect_to_ ? connect_to_->list : nullptr);  // read at each transfer
+  setup_.connect_to = address;
+}
+
 // The options that are the same for every request of this client.
 void easy_transfer::set_fixed_options() {
   set(CURLOPT_PROTOCOLS_STR, "http,https");
@@ -443,6 +471,7 @@ void easy_transfer::set_fixed_options() {
   set(CURLOPT_WRITEDATA, this);
   set(CURLOPT_HEADERFUNCTION, &easy_transfer::on_header);
   set(CURLOPT_HEADERDATA, this);
+  if (resolve_.list != nullptr) set(CURLOPT_RESOLVE, resolve_.list);  // read at each transfer
 }
 
 void easy_transfer::set_method(const request& req) {

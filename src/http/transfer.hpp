@@ -139,6 +139,7 @@ class easy_transfer {
     std::optional<std::string> url;  // the CURLOPT_URL set
     curl_slist* fields = nullptr;    // the CURLOPT_HTTPHEADER set
     bool fields_set = false;
+    std::string connect_to;  // the request::connect_address of the CURLOPT_CONNECT_TO set
   };
 
   template <class T>
@@ -148,6 +149,7 @@ class easy_transfer {
   // x-envoy-attempt-count unless `attempt` is 0, grpc-timeout unless `wait` is duration::min().
   curl_slist* set_retry_fields(int attempt, duration wait, curl_slist* rest) noexcept;
   void set_method(const request& req);
+  void pin(const std::string& address);
   [[nodiscard]] bool header_limit_hit(CURLcode code) const noexcept;
   [[nodiscard]] transport_error failure_of(CURLcode code) const;
   [[nodiscard]] bool cut_by_deadline(int code, duration time_left) const noexcept;
@@ -175,6 +177,8 @@ class easy_transfer {
   std::array<char, 40> timeout_field_{};  // "grpc-timeout: T" (the time this attempt may take)
   curl_slist attempt_node_{};
   curl_slist timeout_node_{};
+  slist resolve_;                      // client_options::resolve (CURLOPT_RESOLVE)
+  std::optional<slist> connect_to_{};  // the CURLOPT_CONNECT_TO of a pinned request
 };
 
 /// The verdict on a failed attempt, from the core rules (classify_http_status,

@@ -21,6 +21,7 @@
 #include <asio/write.hpp>
 #include <atomic>
 #include <chrono>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -42,7 +43,20 @@ class concurrent_server {
  public:
   explicit concurrent_server(std::vector<reply> script)
       : script_(std::move(script)), acceptor_(io_, {::asio::ip::address_v4::loopback(), 0}) {
-    ::asio::co_spawn(io_, accept_loop(), ::asio::detached);
+    ::asio::co_spawn(io_, accept_loop(acceptor_), ::asio::detached);
+    thread_ = std::thread([this] { io_.run(); });
+  }
+  // The same, listening also on each of `more` (loopback addresses such as 127.0.0.2: all of
+  // 127/8 is loopback on Linux) at the same port.
+  concurrent_server(std::vector<reply> script, const std::vector<std::string>& more)
+      : script_(std::move(script)), acceptor_(io_, {::asio::ip::address_v4::loopback(), 0}) {
+    const unsigned short port = acceptor_.local_endpoint().port();
+    for (const std::string& a : more) {
+      more_.push_back(std::make_unique<::asio::ip::tcp::acceptor>(
+          io_, ::asio::ip::tcp::endpoint(::asio::ip::make_address(a), port)));
+      ::asio::co_spawn(io_, accept_loop(*more_.back()), ::asio::detached);
+    }
+    ::asio::co_spawn(io_, accept_loop(acceptor_), ::asio::detached);
     thread_ = std::thread([this] { io_.run(); });
   }
   ~concurrent_server() {
@@ -58,12 +72,18 @@ class concurrent_server {
     const std::lock_guard hold(mutex_);
     return heads_;
   }
+  [[nodiscard]] unsigned short port() const { return acceptor_.local_endpoint().port(); }
+  // The local address each request arrived at, in the order of heads().
+  [[nodiscard]] std::vector<std::string> addresses() const {
+    const std::lock_guard hold(mutex_);
+    return addresses_;
+  }
 
  private:
-  ::asio::awaitable<void> accept_loop() {
+  ::asio::awaitable<void> accept_loop(::asio::ip::tcp::acceptor& acceptor) {
     for (;;) {
       auto [ec, socket] =
-          co_await acceptor_.async_accept(::asio::experimental::as_tuple(::asio::use_awaitable));
+          co_await acceptor.async_accept(::asio::experimental::as_tuple(::asio::use_awaitable));
       if (ec) co_return;
       ++open_;
       ::asio::co_spawn(io_, serve(std::move(socket)), ::asio::detached);
@@ -104,6 +124,8 @@ class concurrent_server {
         const std::lock_guard hold(mutex_);
         if (heads_.size() < script_.size()) r = script_[heads_.size()];
         heads_.push_back(head);
+        std::error_code ignored;
+        addresses_.push_back(socket.local_endpoint(ignored).address().to_string());
       }
       if (r.delay > std::chrono::milliseconds(0)) {
         timer.expires_after(r.delay);
@@ -121,10 +143,12 @@ class concurrent_server {
   std::vector<reply> script_;
   ::asio::io_context io_;
   ::asio::ip::tcp::acceptor acceptor_;
+  std::vector<std::unique_ptr<::asio::ip::tcp::acceptor>> more_;
   std::thread thread_;
   std::atomic<int> open_{0};
   mutable std::mutex mutex_;
   std::vector<std::string> heads_;
+  std::vector<std::string> addresses_;
 };
 
 }  // namespace stormguard::test_support

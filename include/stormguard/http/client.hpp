@@ -14,7 +14,8 @@
 //    carry an Idempotency-Key (draft-ietf-httpapi-idempotency-key-header), which is the same on
 //    every attempt. A POST or PATCH without a key is never retried, whatever the error.
 // Each host has a retry budget (any kind: stormguard::any_budget, a ratio_budget by default)
-// shared by every call of the client.
+// shared by every call of the client. With client_options::hedging the client hedges instead of
+// retrying: concurrent copies of the request, the first good answer wins (docs/hedging.md).
 //
 //   stormguard::http::client client;                       // real clock, OS-seeded jitter
 //   stormguard::http::result r = client.perform({.method = "POST",
@@ -48,6 +49,7 @@
 #include "stormguard/clock.hpp"
 #include "stormguard/detail/mutex.hpp"
 #include "stormguard/export.hpp"
+#include "stormguard/hedging.hpp"
 #include "stormguard/http_classify.hpp"
 #include "stormguard/idempotency.hpp"
 #include "stormguard/random.hpp"
@@ -117,6 +119,14 @@ struct request {
   std::string body{};
   /// The Idempotency-Key option.
   key idempotency = key::none();
+  /// The address to connect to instead of resolving the URL's host: an IPv4 literal
+  /// ("127.0.0.2") or an IPv6 literal without brackets ("::1"), at the URL's port; empty (the
+  /// default) = resolve the host. The Host field, the TLS server name and the certificate check
+  /// still use the URL's host (libcurl's CURLOPT_CONNECT_TO), and a kept-alive connection is
+  /// reused only by requests pinned to the same address. The hedging executors set it per copy
+  /// so that copies go to different addresses of one host (gRFC A6; docs/hedging.md). Anything
+  /// else than an IP literal is rejected (std::invalid_argument naming connect_address).
+  std::string connect_address{};
 };
 
 /// A response: a plain value type.
@@ -237,6 +247,27 @@ class STORMGUARD_EXPORT host_budgets {
   std::map<std::string, std::shared_ptr<void>, std::less<>> attached_ STORMGUARD_GUARDED_BY(mutex_);
 };
 
+/// Hedged requests on http::client (client_options::hedging): the copies of each call are real,
+/// concurrent libcurl transfers; the first good answer (2xx, 3xx) is returned and the other copies
+/// are cancelled, their connections closed, before perform() returns. The rules are those of
+/// http::async_hedge (stormguard/http/hedge.hpp), which the client runs on a private event loop:
+/// pushback, Retry-After on 429/503, 409 "in progress" with an Idempotency-Key, non-fatal
+/// statuses, one copy only for a non-idempotent method without a key, copies spread over the
+/// host's addresses (docs/hedging.md).
+struct client_hedging {
+  /// Copies in all, delay between them (or a quantile of recent latencies), the longest pushback
+  /// waited for. Validated by the client (as stormguard::hedging_policy: std::invalid_argument
+  /// naming hedging.max_attempts, hedging.delay, ...).
+  hedging_options policy{};
+  /// The statuses after which the next copy goes at once (gRFC A6's nonFatalStatusCodes).
+  /// Default: none.
+  std::vector<int> non_fatal_statuses{};
+  /// Called once at the end of every hedged call, on the calling thread, with the call's reason
+  /// and report (the hedger's end hook: stormguard::metrics::http_hedge_hook records the hedge
+  /// metrics). An exception from it propagates out of perform(). Empty = no call.
+  std::function<void(end_reason, const hedge_report&)> on_end{};
+};
+
 /// The settings of a client.
 struct client_options {
   /// Retries, backoff and the longest Retry-After honoured (stormguard::retry_options; default
@@ -268,6 +299,18 @@ struct client_options {
   /// attaches its Redis syncer; without it the fleet budget stays in its fallback, a local ratio
   /// budget. Empty = none.
   host_budgets::attach_hook attach_budget{};
+  /// Hedged copies instead of retries (http::client only; http::async_client ignores it: hedge
+  /// with http::async_hedge). Needs retry.max_retries == 0 (a policy retries or hedges, gRFC A6;
+  /// std::invalid_argument otherwise). The copies after the first draw from the host's budget
+  /// (`budget` or shared_budgets), one retry each; on_attempt is called once per copy. Empty (the
+  /// default) = no hedging.
+  std::optional<client_hedging> hedging{};
+  /// Fixed addresses for host names, as curl's --resolve (libcurl's CURLOPT_RESOLVE): entries
+  /// "HOST:PORT:ADDRESS[,ADDRESS...]" (an IPv6 address in brackets), used instead of DNS for
+  /// HOST:PORT by every transfer of the client, and by the hedging to spread copies over the
+  /// addresses. A malformed entry is rejected (std::invalid_argument naming resolve). Default:
+  /// none.
+  std::vector<std::string> resolve{};
 };
 
 /// How a call ended.
@@ -287,6 +330,9 @@ struct result {
   std::optional<std::string> idempotency_key{};
   /// Total backoff waited (steady time).
   duration slept{};
+  /// What happened to the copies when the call was hedged (client_options::hedging): which copy
+  /// won, copies sent, refused by the budget, cancelled. Empty when the call was not hedged.
+  std::optional<hedge_report> hedging{};
 
   /// Whether the call succeeded: reason == end_reason::success (a 2xx or 3xx final response).
   [[nodiscard]] bool ok() const noexcept { return reason == end_reason::success; }
@@ -350,6 +396,13 @@ class STORMGUARD_EXPORT client {
   /// ...), an Idempotency-Key header, a Content-Length header (the client sets it from the body), a
   /// HEAD with a body, an invalid caller key, or a host name that libcurl cannot convert to ASCII.
   /// Failures of the request itself are results, never exceptions.
+  ///
+  /// With client_options::hedging, the call is hedged instead of retried (client_hedging): the
+  /// result is the winner's (or the last failed copy's, with the hedged call's reason), attempts
+  /// is the copies sent, and result::hedging holds the report. The delay between copies runs on
+  /// steady time (an Asio timer), as on http::async_client; call.stop and call.deadline apply to
+  /// the whole call. Every copy has ended, and the losers' connections are closed, when perform()
+  /// returns; the winner's connection is kept for the next call.
   [[nodiscard]] result perform(const request& req, const call_options& call = {});
 
   /// The validated settings.

@@ -19,7 +19,9 @@
 //   - any other status is fatal: the call ends with it.
 // A non-idempotent method (RFC 9110 §9.2.2) is hedged only when the request carries an
 // Idempotency-Key, and the same key goes on every copy (key::generate() is resolved once per
-// call); without one, exactly one copy is sent.
+// call); without one, exactly one copy is sent. Where the host resolves to several addresses,
+// copy i >= 2 is pinned to address (i - 1) mod n (http/addresses.hpp), resolved once per call when
+// the second copy goes.
 //
 //   stormguard::http::async_client client(io.get_executor(), {.retry = {.max_retries = 0}});
 //   stormguard::hedger hedge(stormguard::hedging_policy({.max_attempts = 2, .delay = 50ms}),
@@ -38,6 +40,7 @@
 #include <vector>
 
 #include "stormguard/asio/hedge.hpp"
+#include "stormguard/http/addresses.hpp"
 #include "stormguard/http/async_client.hpp"
 #include "stormguard/idempotency.hpp"
 #include "stormguard/retry_after.hpp"
@@ -76,7 +79,26 @@ struct copy_outcome {
 struct hedged_request {
   http::request req;
   bool hedge = true;  // false: a non-idempotent method without a key (one copy only)
+  // The host's addresses, resolved when the second copy goes (host_addresses).
+  mutable std::optional<std::vector<std::string>> addresses{};
 };
+
+// Copy `copy`'s request: the shared one, pinned to the copy's address of the host (copy_address)
+// unless the caller pinned it.
+inline http::request copy_request(const hedged_request& shared, int copy,
+                                  const std::vector<std::string>& resolve) {
+  http::request r = shared.req;
+  // Copy N (from 1) says it is attempt N (x-envoy-attempt-count: N, as gRFC A6 numbers hedged
+  // attempts), so that a server's retry budget counts copies after the first as retries.
+  if (copy > 1 && !find_header(r.headers, k_attempt_count_header)) {
+    r.headers.push_back({std::string(k_attempt_count_header), std::to_string(copy)});
+  }
+  if (copy >= 2 && r.connect_address.empty()) {
+    if (!shared.addresses) shared.addresses = host_addresses(r.url, resolve);
+    r.connect_address = copy_address(*shared.addresses, copy);
+  }
+  return r;
+}
 
 // One copy: one async_perform of the client, cancelled through the copy's slot.
 struct copy_op {
@@ -84,18 +106,12 @@ struct copy_op {
   std::shared_ptr<const hedged_request> shared;
   call_options call;
 
-  // Copy N (from 1) says it is attempt N (x-envoy-attempt-count: N, as gRFC A6 numbers hedged
-  // attempts), so that a server's retry budget counts copies after the first as retries.
   template <class Token>
   auto operator()(const attempt_context& ctx, Token&& token) const {
     return ::asio::async_initiate<Token, void(copy_outcome)>(
         [client = client, shared = shared, call = call, copy = ctx.attempt](auto handler) {
           auto slot = ::asio::get_associated_cancellation_slot(handler);
-          http::request req = shared->req;
-          if (copy > 1 && !find_header(req.headers, k_attempt_count_header)) {
-            req.headers.push_back({std::string(k_attempt_count_header), std::to_string(copy)});
-          }
-          client->async_perform(std::move(req), call,
+          client->async_perform(copy_request(*shared, copy, client->options().resolve), call,
                                 ::asio::bind_cancellation_slot(
                                     slot, [h = std::move(handler)](http::result r) mutable {
                                       std::move(h)(copy_outcome{std::move(r)});

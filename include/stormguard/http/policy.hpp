@@ -7,6 +7,8 @@
 //   stormguard::http::client client(stormguard::http::client_options_for(p));
 //   auto r = client.perform(req, stormguard::http::call_options_for(p, client_clock.now()));
 //
+// A policy with a `hedging` object gives a client that hedges (client_options::hedging).
+//
 // Header-only: the policy type is a plain value of stormguard::config's public header, and
 // nothing of the config library is called (no link dependency). Thread-safe (pure functions).
 #ifndef STORMGUARD_HTTP_POLICY_HPP
@@ -19,15 +21,27 @@
 namespace stormguard::http {
 
 /// `base` with every field that `p` sets: retry (retries, backoff, Retry-After limit), statuses,
-/// the per-host budget (any kind), and the attempt time-out when `p` has one (else base's). The
-/// other fields of `base` (connect_timeout, key_format, shared_budgets, on_attempt, ...) are
-/// kept. The client validates the result when it is built.
+/// the per-host budget (any kind), and the attempt time-out when `p` has one (else base's); and
+/// `p`'s hedging (config::hedging_settings_for) as client_options::hedging, with no retries (a
+/// policy retries or hedges; base.hedging's on_end hook is kept), or no hedging when `p`
+/// retries. The other fields of `base` (connect_timeout, key_format, shared_budgets, on_attempt,
+/// ...) are kept. The client validates the result when it is built.
 [[nodiscard]] inline client_options client_options_for(const config::policy& p,
                                                        client_options base = {}) {
   base.retry = p.retry;
   base.statuses = p.statuses;
   base.budget = p.budget;
   if (p.attempt_timeout) base.attempt_timeout = *p.attempt_timeout;
+  if (const auto s = config::hedging_settings_for(p)) {
+    client_hedging h;
+    h.policy = s->options;
+    h.non_fatal_statuses = s->non_fatal_statuses.to_vector();
+    if (base.hedging) h.on_end = std::move(base.hedging->on_end);
+    base.hedging = std::move(h);
+    base.retry.max_retries = 0;
+  } else {
+    base.hedging.reset();
+  }
   return base;
 }
 

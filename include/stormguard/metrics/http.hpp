@@ -65,6 +65,23 @@ namespace stormguard::metrics {
   return http_hook(metrics, client, budget_kind(options.budget), std::move(next));
 }
 
+/// A client_hedging::on_end that records every hedged call of an http::client into
+/// metrics.for_client(client, budget kind of options.budget) with
+/// client_metrics::record_hedged_call (calls by reason, budget denials, hedges sent, won, refused,
+/// cancelled), then calls `next` when set: the same counters as retry_metrics::instrument gives a
+/// hedger of http::async_hedge. Do not also set http_hook as on_attempt, or each copy counts as a
+/// call. `metrics` must outlive the returned function.
+///   options.hedging->on_end = http_hedge_hook(metrics, "api", options);
+[[nodiscard]] inline std::function<void(end_reason, const hedge_report&)> http_hedge_hook(
+    retry_metrics& metrics, std::string_view client, const http::client_options& options,
+    std::function<void(end_reason, const hedge_report&)> next = {}) {
+  client_metrics* m = &metrics.for_client(client, budget_kind(options.budget));
+  return [m, next = std::move(next)](end_reason reason, const hedge_report& report) {
+    m->record_hedged_call(reason, report);
+    if (next) next(reason, report);
+  };
+}
+
 }  // namespace stormguard::metrics
 
 #endif  // STORMGUARD_METRICS_HTTP_HPP

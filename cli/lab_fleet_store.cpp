@@ -214,6 +214,61 @@ std::optional<duration> kill_time(const std::string& at) {
   return parse_duration(at);
 }
 
+// A thread that kills `redis` at `at` and, when `again` is given, starts it again then on its
+// port; it gives up when stopped first.
+std::jthread kill_and_restart(auto_redis& redis, steady::time_point at,
+                              std::optional<steady::time_point> again) {
+  return std::jthread([&redis, at, again](std::stop_token token) {
+    const auto wait = [&token](steady::time_point until) {
+      while (!token.stop_requested() && steady::now() < until) std::this_thread::sleep_for(10ms);
+      return !token.stop_requested();
+    };
+    if (!wait(at)) return;
+    report_log("lab", "killing redis-server (--fleet-store-kill-at)");
+    redis.kill(SIGKILL);
+    if (!again || !wait(*again)) return;
+    if (auto problem = redis.restart()) {
+      report_warning("lab", *problem);
+    } else {
+      report_log("lab", "redis-server restarted on the same port (--fleet-store-restart-at)");
+    }
+  });
+}
+
+// Waits for every worker and reads its report into `reports`; the first problem ("" when none).
+std::string collect(const std::vector<child>& workers, std::vector<lab::part_report>& reports) {
+  std::string error;
+  for (const child& w : workers) {
+    std::string out;
+    const int status = finish(w, out);
+    if (status != 0 && error.empty()) {
+      error = "a worker process failed (exit status " + std::to_string(status) + ")";
+    }
+    if (status == 0) {
+      try {
+        reports.push_back(lab::part_report_from_json(out));
+      } catch (const std::invalid_argument& e) {
+        if (error.empty()) error = e.what();
+      }
+    }
+  }
+  return error;
+}
+
+// One line on stderr with the workers' syncer counts, when they used a store.
+void say_sync_totals(const std::string& strategy, const std::vector<lab::part_report>& reports) {
+  redis_sync_totals t;
+  for (const lab::part_report& p : reports) {
+    t.syncs += p.fleet_syncs;
+    t.errors += p.fleet_sync_errors;
+    t.rejoins += p.fleet_rejoins;
+  }
+  if (t.syncs + t.errors == 0) return;
+  report_log("lab", fmt::format("{}: the fleet store answered {} syncs and failed {}; {} rejoins "
+                                "after a failure",
+                                strategy, t.syncs, t.errors, t.rejoins));
+}
+
 }  // namespace
 
 bool wants_fleet_store(const lab_fleet_store_options& o) noexcept {
@@ -274,46 +329,11 @@ outcome<lab::lab_report, std::string> run_lab_fleet_store(const lab_fleet_store_
     srv->start_clock();
     std::jthread killer;
     if (redis && kill_at) {
-      std::optional<steady::time_point> again;
-      if (restart_at) again = start + *restart_at;
-      killer = std::jthread([&redis, at = start + *kill_at, again](std::stop_token token) {
-        const auto wait = [&token](steady::time_point until) {
-          while (!token.stop_requested() && steady::now() < until) {
-            std::this_thread::sleep_for(10ms);
-          }
-          return !token.stop_requested();
-        };
-        if (!wait(at)) return;
-        report_log("lab", "killing redis-server (--fleet-store-kill-at)");
-        redis->kill(SIGKILL);
-        if (!again || !wait(*again)) return;
-        if (auto problem = redis->restart()) {
-          report_warning("lab", *problem);
-        } else {
-          report_log("lab", "redis-server restarted on the same port (--fleet-store-restart-at)");
-        }
-      });
+      killer = kill_and_restart(*redis, start + *kill_at,
+                                restart_at ? std::optional(start + *restart_at) : std::nullopt);
     }
     std::vector<lab::part_report> reports;
-    lab::part_report totals;  // the workers' syncer counts, summed
-    std::string error;
-    for (const child& w : workers) {
-      std::string out;
-      const int status = finish(w, out);
-      if (status != 0 && error.empty()) {
-        error = "a worker process failed (exit status " + std::to_string(status) + ")";
-      }
-      if (status == 0) {
-        try {
-          reports.push_back(lab::part_report_from_json(out));
-          totals.fleet_syncs += reports.back().fleet_syncs;
-          totals.fleet_sync_errors += reports.back().fleet_sync_errors;
-          totals.fleet_rejoins += reports.back().fleet_rejoins;
-        } catch (const std::invalid_argument& e) {
-          if (error.empty()) error = e.what();
-        }
-      }
-    }
+    const std::string error = collect(workers, reports);
     if (killer.joinable()) {
       killer.request_stop();
       killer.join();
@@ -321,12 +341,7 @@ outcome<lab::lab_report, std::string> run_lab_fleet_store(const lab_fleet_store_
     const lab::server_stats st = srv->stats();
     srv->stop();
     if (!error.empty()) return failure{error};
-    if (totals.fleet_syncs + totals.fleet_sync_errors > 0) {
-      report_log("lab", fmt::format("{}: the fleet store answered {} syncs and failed {}; {} "
-                                    "rejoins after a failure",
-                                    strategies[i].name, totals.fleet_syncs,
-                                    totals.fleet_sync_errors, totals.fleet_rejoins));
-    }
+    say_sync_totals(strategies[i].name, reports);
     sim::strategy modelled = strategies[i];
     if (kill_at) {
       modelled.fleet_store.outage =
@@ -339,9 +354,9 @@ outcome<lab::lab_report, std::string> run_lab_fleet_store(const lab_fleet_store_
     // Invalid when a worker's own sockets or the server's failed, as in the one-process lab.
     std::string invalid = lab::parts_invalid_reason(reports, st);
     const bool valid = invalid.empty();
-    report.strategies.push_back(lab::lab_comparison{
-        strategies[i].name, std::move(merged), sim::simulate(s, modelled),
-        !(stop != nullptr && stop->load()), valid, std::move(invalid)});
+    report.strategies.push_back(
+        lab::lab_comparison{strategies[i].name, std::move(merged), sim::simulate(s, modelled),
+                            !(stop != nullptr && stop->load()), valid, std::move(invalid)});
   }
   return report;
 }

@@ -51,8 +51,8 @@ struct lab_fleet_store_options {
     const lab_fleet_store_options& o, const sim::scenario& s,
     std::span<const sim::strategy> strategies, const std::atomic<bool>* stop);
 
-/// A worker: part K of P of `s` with the one strategy; prints lab::part_report_to_json on stdout. The
-/// exit status.
+/// A worker: part K of P of `s` with the one strategy; prints lab::part_report_to_json on stdout.
+/// The exit status.
 int run_lab_fleet_worker(const lab_fleet_store_options& o, const sim::scenario& s,
                          const sim::strategy& strategy, const std::atomic<bool>* stop);
 

@@ -111,12 +111,14 @@ TEST(RedisFleetSync, RedisKilledAndRestartedOnTheSamePortIsRejoined) {
   std::vector<std::unique_ptr<redis_sync>> syncs;
   std::vector<std::vector<std::string>> lines(3);
   for (std::size_t i = 0; i < 3; ++i) {
-    budgets.push_back(std::make_unique<fleet_budget>(fleet_options()));
+    // A 60-s window: the test's manual clock (about 20 s with the backoff's waits) stays in it.
+    fleet_budget_options fo = fleet_options();
+    fo.ratio.window = 60s;
+    budgets.push_back(std::make_unique<fleet_budget>(fo));
     auto o = sync_options(key, "client-" + std::to_string(i));
     o.url = own.url();
-    syncs.push_back(std::make_unique<redis_sync>(*budgets[i], o, clock, [&lines, i](auto l) {
-      lines[i].emplace_back(l);
-    }));
+    syncs.push_back(std::make_unique<redis_sync>(
+        *budgets[i], o, clock, [&lines, i](auto l) { lines[i].emplace_back(l); }));
   }
   const auto requests = [&](int n) {
     for (auto& b : budgets) {
@@ -146,13 +148,12 @@ TEST(RedisFleetSync, RedisKilledAndRestartedOnTheSamePortIsRejoined) {
     EXPECT_FALSE(s->stats().store_up);
   }
   // Fallback: a local ratio budget whose floor is the fleet floor / the 3 live clients last
-  // seen: 0.1 x 200 own requests + 10/s x 10 s / 3 = 20 + 33.3 retries in the window.
+  // seen: 0.1 x 200 own requests + 10/s x 60 s / 3 = 20 + 200 retries in the window.
   std::vector<int> granted(3);
   for (std::size_t i = 0; i < 3; ++i) {
     EXPECT_EQ(budgets[i]->current_mode(clock.now()), fleet_budget::mode::fallback);
     granted[i] = grants_until_refused(*budgets[i], clock.now(), g);
-    EXPECT_GE(granted[i], 53);
-    EXPECT_LE(granted[i], 54);
+    EXPECT_EQ(granted[i], 220);
   }
   // Backoff: no reconnect before half a sync interval; with failures in a row the wait doubles
   // up to max_sync_interval (2 s) and no further.
@@ -178,6 +179,9 @@ TEST(RedisFleetSync, RedisKilledAndRestartedOnTheSamePortIsRejoined) {
   }
   for (auto& s : syncs) ASSERT_TRUE(s->sync_once(true));  // each sees the other two
   for (std::size_t i = 0; i < 3; ++i) {
+    // Its share counts only what the restarted store holds of it (its 100 requests of the
+    // outage, not its whole window of 200): a third each, not two thirds.
+    EXPECT_EQ(budgets[i]->share_ppm(), 333'333) << i;
     EXPECT_EQ(budgets[i]->current_mode(clock.now()), fleet_budget::mode::joined) << i;
     EXPECT_EQ(budgets[i]->live_clients(), 3) << i;
     EXPECT_TRUE(syncs[i]->stats().store_up);

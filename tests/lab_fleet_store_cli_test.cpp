@@ -156,10 +156,10 @@ TEST_F(LabFleetStoreCli, AWorkerReportsItsOwnTransportFailures) {
   ASSERT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len), 0);
   const int port = ntohs(addr.sin_port);
   ::close(fd);
-  const auto start = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                         (std::chrono::steady_clock::now() + std::chrono::milliseconds(200))
-                             .time_since_epoch())
-                         .count();
+  const auto start =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(
+          (std::chrono::steady_clock::now() + std::chrono::milliseconds(200)).time_since_epoch())
+          .count();
   const run_result r = run_cli("lab '" + two.string() +
                                "' --scale 1 --strategy full+fleet --fleet-worker 0/1 "
                                "--fleet-server http://127.0.0.1:" +

@@ -263,9 +263,8 @@ struct redis_sync::impl {
     for (std::int64_t k = 1; k < failures && d < most; ++k) d *= 2;
     d = std::min(d, most);
     const auto half = d.count() / 2;
-    return duration(half + static_cast<duration::rep>(
-                               std::uniform_int_distribution<std::int64_t>(0, d.count() - half)(
-                                   jitter)));
+    return duration(half + static_cast<duration::rep>(std::uniform_int_distribution<std::int64_t>(
+                               0, d.count() - half)(jitter)));
   }
 
   bool sync(bool force) {

@@ -188,8 +188,7 @@ part_report part_report_from_json(std::string_view text) {
     count("fleet_rejoins", r.fleet_rejoins);
     return r;
   } catch (const std::exception& e) {
-    throw std::invalid_argument(std::string("stormguard::lab::part_report_from_json: ") +
-                                e.what());
+    throw std::invalid_argument(std::string("stormguard::lab::part_report_from_json: ") + e.what());
   }
 }
 

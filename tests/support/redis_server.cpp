@@ -269,9 +269,9 @@ void redis_server::restart() {
     int status = 0;
     if (::waitpid(pid_, &status, WNOHANG) == pid_) {
       pid_ = -1;
-      throw std::runtime_error("redis_server::restart: " + exe + " on 127.0.0.1:" +
-                               std::to_string(port_) + " " + describe_status(status) +
-                               "; the end of " + log.string() + ":\n" + tail(log));
+      throw std::runtime_error(
+          "redis_server::restart: " + exe + " on 127.0.0.1:" + std::to_string(port_) + " " +
+          describe_status(status) + "; the end of " + log.string() + ":\n" + tail(log));
     }
     if (std::chrono::steady_clock::now() >= deadline) {
       stop_process(pid_);

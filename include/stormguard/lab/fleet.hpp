@@ -171,8 +171,8 @@ struct part_report {
 /// decides for one process: any part's transport failures (summed; the first part's first
 /// message that is not empty), or the server's accept() failures or connections refused at its
 /// cap (`st`). "" when the run is valid.
-[[nodiscard]] STORMGUARD_EXPORT std::string parts_invalid_reason(
-    std::span<const part_report> parts, const server_stats& st);
+[[nodiscard]] STORMGUARD_EXPORT std::string parts_invalid_reason(std::span<const part_report> parts,
+                                                                 const server_stats& st);
 
 /// One strategy of a lab run: the lab's figures and the simulator's for the same scenario and
 /// seed.

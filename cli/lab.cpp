@@ -365,6 +365,17 @@ int run_fleet_store(const lab_options& o, const lab_run& r) {
         detail::quote_for_message(o.fleet.kill_at));
     return exit_usage;
   }
+  if (!o.fleet.restart_at.empty() &&
+      (o.fleet.kill_at.empty() || !parse_duration(o.fleet.restart_at) ||
+       *parse_duration(o.fleet.restart_at) >= r.scenario.length ||
+       (parse_duration(o.fleet.kill_at) &&
+        *parse_duration(o.fleet.restart_at) <= *parse_duration(o.fleet.kill_at)))) {
+    print_error(
+        "--fleet-store-restart-at needs --fleet-store-kill-at and a duration after it within the "
+        "scenario, got " +
+        detail::quote_for_message(o.fleet.restart_at));
+    return exit_usage;
+  }
   if (o.fleet.store != "auto" && o.fleet.store.rfind("redis://", 0) != 0) {
     print_error("--fleet-store must be redis://HOST[:PORT][/DB] or auto, got " +
                 detail::quote_for_message(redact(o.fleet.store)));
@@ -548,6 +559,10 @@ command add_lab_command(CLI::App& parent) {
   add_typed_option(*sub, "--fleet-store-kill-at", options->fleet.kill_at,
                    "With --fleet-store auto: kill the redis-server T into each run (the "
                    "simulator's column models the same outage)",
+                   "T");
+  add_typed_option(*sub, "--fleet-store-restart-at", options->fleet.restart_at,
+                   "With --fleet-store-kill-at: start the redis-server again on the same port T "
+                   "into each run, empty (the budgets rejoin the fleet)",
                    "T");
   // The workers of --fleet-store (this executable again); not for users.
   sub->add_option("--fleet-worker", options->fleet.worker)->group("");

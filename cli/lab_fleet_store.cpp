@@ -42,6 +42,13 @@ namespace {
 using namespace std::chrono_literals;
 using steady = std::chrono::steady_clock;
 
+// Counts of a worker's fleet budget syncers (summed redis_sync_stats).
+struct redis_sync_totals {
+  std::int64_t syncs = 0;
+  std::int64_t errors = 0;
+  std::int64_t rejoins = 0;
+};
+
 // A child process with its stdout on a pipe.
 struct child {
   pid_t pid = -1;
@@ -133,41 +140,11 @@ class auto_redis {
     }
     r->dir_ = dir;
     r->port_ = free_port();
-    const std::vector<std::string> args{"redis-server",
-                                        "--port",
-                                        std::to_string(r->port_),
-                                        "--bind",
-                                        "127.0.0.1",
-                                        "--save",
-                                        "",
-                                        "--appendonly",
-                                        "no",
-                                        "--dir",
-                                        dir,
-                                        "--daemonize",
-                                        "no",
-                                        "--logfile",
-                                        dir + "/redis.log"};
-    std::vector<char*> argv;
-    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    if (const int rc =
-            posix_spawnp(&r->pid_, "redis-server", nullptr, nullptr, argv.data(), environ);
-        rc != 0) {
-      r->pid_ = -1;
-      return failure{"--fleet-store auto: cannot run redis-server (" +
-                     std::string(std::strerror(rc)) + "; scripts/bootstrap installs it)"};
-    }
-    const auto until = steady::now() + 10s;
-    while (!answers(r->port_)) {
-      if (steady::now() > until || ::waitpid(r->pid_, nullptr, WNOHANG) == r->pid_) {
-        return failure{"--fleet-store auto: redis-server did not start on 127.0.0.1:" +
-                       std::to_string(r->port_) + " (its log: " + dir + "/redis.log)"};
-      }
-      std::this_thread::sleep_for(10ms);
-    }
+    if (auto problem = r->run()) return failure{*std::move(problem)};
     return r;
   }
+  // Starts redis-server again on the same port and directory (after kill): "Redis restarted".
+  std::optional<std::string> restart() { return run(); }
   ~auto_redis() {
     kill(SIGTERM);
     std::error_code ec;
@@ -190,33 +167,106 @@ class auto_redis {
 
  private:
   auto_redis() = default;
+  // Runs redis-server on port_ and waits (at most 10 s) until it accepts connections; what went
+  // wrong otherwise.
+  std::optional<std::string> run() {
+    const std::vector<std::string> args{"redis-server",
+                                        "--port",
+                                        std::to_string(port_),
+                                        "--bind",
+                                        "127.0.0.1",
+                                        "--save",
+                                        "",
+                                        "--appendonly",
+                                        "no",
+                                        "--dir",
+                                        dir_,
+                                        "--daemonize",
+                                        "no",
+                                        "--logfile",
+                                        dir_ + "/redis.log"};
+    std::vector<char*> argv;
+    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    if (const int rc = posix_spawnp(&pid_, "redis-server", nullptr, nullptr, argv.data(), environ);
+        rc != 0) {
+      pid_ = -1;
+      return "--fleet-store auto: cannot run redis-server (" + std::string(std::strerror(rc)) +
+             "; scripts/bootstrap installs it)";
+    }
+    const auto until = steady::now() + 10s;
+    while (!answers(port_)) {
+      if (steady::now() > until || ::waitpid(pid_, nullptr, WNOHANG) == pid_) {
+        return "--fleet-store auto: redis-server did not start on 127.0.0.1:" +
+               std::to_string(port_) + " (its log: " + dir_ + "/redis.log)";
+      }
+      std::this_thread::sleep_for(10ms);
+    }
+    return std::nullopt;
+  }
   std::string dir_;
   std::uint16_t port_ = 0;
   pid_t pid_ = -1;
 };
 
-std::optional<duration> kill_time(const lab_fleet_store_options& o) {
-  if (o.kill_at.empty()) return std::nullopt;
-  return parse_duration(o.kill_at);
+std::optional<duration> kill_time(const std::string& at) {
+  if (at.empty()) return std::nullopt;
+  return parse_duration(at);
 }
 
-// One strategy's row: invalid when the lab server ran out of descriptors (its accept() failed or
-// it refused connections at its cap), as in the one-process lab (lab::run_lab).
-lab::lab_comparison compared(std::string name, sim::strategy_result lab_result,
-                             sim::strategy_result sim_result, bool completed,
-                             const lab::server_stats& st) {
-  lab::lab_comparison c{
-      std::move(name), std::move(lab_result), std::move(sim_result), completed, true,
-      std::string()};
-  if (st.accept_errors > 0 || st.connections_refused > 0) {
-    c.valid = false;
-    c.invalid_reason = fmt::format(
-        "the lab server's accept() failed {} times and it closed {} new connections at its "
-        "connection cap (descriptors ran out: raise RLIMIT_NOFILE, ulimit -n, or lower --scale); "
-        "the figures measure the lab, not the scenario",
-        st.accept_errors, st.connections_refused);
+// A thread that kills `redis` at `at` and, when `again` is given, starts it again then on its
+// port; it gives up when stopped first.
+std::jthread kill_and_restart(auto_redis& redis, steady::time_point at,
+                              std::optional<steady::time_point> again) {
+  return std::jthread([&redis, at, again](std::stop_token token) {
+    const auto wait = [&token](steady::time_point until) {
+      while (!token.stop_requested() && steady::now() < until) std::this_thread::sleep_for(10ms);
+      return !token.stop_requested();
+    };
+    if (!wait(at)) return;
+    report_log("lab", "killing redis-server (--fleet-store-kill-at)");
+    redis.kill(SIGKILL);
+    if (!again || !wait(*again)) return;
+    if (auto problem = redis.restart()) {
+      report_warning("lab", *problem);
+    } else {
+      report_log("lab", "redis-server restarted on the same port (--fleet-store-restart-at)");
+    }
+  });
+}
+
+// Waits for every worker and reads its report into `reports`; the first problem ("" when none).
+std::string collect(const std::vector<child>& workers, std::vector<lab::part_report>& reports) {
+  std::string error;
+  for (const child& w : workers) {
+    std::string out;
+    const int status = finish(w, out);
+    if (status != 0 && error.empty()) {
+      error = "a worker process failed (exit status " + std::to_string(status) + ")";
+    }
+    if (status == 0) {
+      try {
+        reports.push_back(lab::part_report_from_json(out));
+      } catch (const std::invalid_argument& e) {
+        if (error.empty()) error = e.what();
+      }
+    }
   }
-  return c;
+  return error;
+}
+
+// One line on stderr with the workers' syncer counts, when they used a store.
+void say_sync_totals(const std::string& strategy, const std::vector<lab::part_report>& reports) {
+  redis_sync_totals t;
+  for (const lab::part_report& p : reports) {
+    t.syncs += p.fleet_syncs;
+    t.errors += p.fleet_sync_errors;
+    t.rejoins += p.fleet_rejoins;
+  }
+  if (t.syncs + t.errors == 0) return;
+  report_log("lab", fmt::format("{}: the fleet store answered {} syncs and failed {}; {} rejoins "
+                                "after a failure",
+                                strategy, t.syncs, t.errors, t.rejoins));
 }
 
 }  // namespace
@@ -229,7 +279,8 @@ outcome<lab::lab_report, std::string> run_lab_fleet_store(const lab_fleet_store_
                                                           const sim::scenario& s,
                                                           std::span<const sim::strategy> strategies,
                                                           const std::atomic<bool>* stop) {
-  const std::optional<duration> kill_at = kill_time(o);
+  const std::optional<duration> kill_at = kill_time(o.kill_at);
+  const std::optional<duration> restart_at = kill_time(o.restart_at);
   lab::lab_report report{s, {}, false};
   for (std::size_t i = 0; i < strategies.size(); ++i) {
     if (stop != nullptr && stop->load()) {
@@ -278,30 +329,11 @@ outcome<lab::lab_report, std::string> run_lab_fleet_store(const lab_fleet_store_
     srv->start_clock();
     std::jthread killer;
     if (redis && kill_at) {
-      killer = std::jthread([&redis, at = start + *kill_at](std::stop_token token) {
-        while (!token.stop_requested() && steady::now() < at) std::this_thread::sleep_for(10ms);
-        if (!token.stop_requested()) {
-          report_log("lab", "killing redis-server (--fleet-store-kill-at)");
-          redis->kill(SIGKILL);
-        }
-      });
+      killer = kill_and_restart(*redis, start + *kill_at,
+                                restart_at ? std::optional(start + *restart_at) : std::nullopt);
     }
-    std::vector<sim::strategy_result> parts;
-    std::string error;
-    for (const child& w : workers) {
-      std::string out;
-      const int status = finish(w, out);
-      if (status != 0 && error.empty()) {
-        error = "a worker process failed (exit status " + std::to_string(status) + ")";
-      }
-      if (status == 0) {
-        try {
-          parts.push_back(lab::part_from_json(out));
-        } catch (const std::invalid_argument& e) {
-          if (error.empty()) error = e.what();
-        }
-      }
-    }
+    std::vector<lab::part_report> reports;
+    const std::string error = collect(workers, reports);
     if (killer.joinable()) {
       killer.request_stop();
       killer.join();
@@ -309,13 +341,22 @@ outcome<lab::lab_report, std::string> run_lab_fleet_store(const lab_fleet_store_
     const lab::server_stats st = srv->stats();
     srv->stop();
     if (!error.empty()) return failure{error};
+    say_sync_totals(strategies[i].name, reports);
     sim::strategy modelled = strategies[i];
-    if (kill_at) modelled.fleet_store.outage = sim::fleet_store_outage{*kill_at, s.length};
+    if (kill_at) {
+      modelled.fleet_store.outage =
+          sim::fleet_store_outage{*kill_at, restart_at ? *restart_at : s.length};
+    }
+    std::vector<sim::strategy_result> parts;
+    for (const lab::part_report& p : reports) parts.push_back(p.result);
     sim::strategy_result merged = lab::merge_parts(s, parts, st);
     merged.name = strategies[i].name;
-    report.strategies.push_back(compared(strategies[i].name, std::move(merged),
-                                         sim::simulate(s, modelled),
-                                         !(stop != nullptr && stop->load()), st));
+    // Invalid when a worker's own sockets or the server's failed, as in the one-process lab.
+    std::string invalid = lab::parts_invalid_reason(reports, st);
+    const bool valid = invalid.empty();
+    report.strategies.push_back(
+        lab::lab_comparison{strategies[i].name, std::move(merged), sim::simulate(s, modelled),
+                            !(stop != nullptr && stop->load()), valid, std::move(invalid)});
   }
   return report;
 }
@@ -342,6 +383,7 @@ int run_lab_fleet_worker(const lab_fleet_store_options& o, const sim::scenario& 
     std::vector<fleet::redis_sync*> syncs;
     std::atomic<bool> said_down{false};
     std::atomic<bool> said_up{false};
+    redis_sync_totals gone;  // the counts of the syncers already destroyed
   };
   auto shared = std::make_shared<pool>();
   std::jthread syncer([shared](std::stop_token token) {
@@ -373,8 +415,12 @@ int run_lab_fleet_worker(const lab_fleet_store_options& o, const sim::scenario& 
     }
     return std::shared_ptr<fleet::redis_sync>(sync, [shared](fleet::redis_sync* gone) {
       {
+        const fleet::redis_sync_stats counted = gone->stats();
         const std::lock_guard hold(shared->mutex);
         std::erase(shared->syncs, gone);
+        shared->gone.syncs += counted.syncs;
+        shared->gone.errors += counted.errors;
+        shared->gone.rejoins += counted.rejoins;
       }
       delete gone;
     });
@@ -391,7 +437,28 @@ int run_lab_fleet_worker(const lab_fleet_store_options& o, const sim::scenario& 
     report_error("lab", printable_message(run.error()));
     return exit_failure;
   }
-  if (!write_all(stdout, lab::part_to_json((*run).result))) return exit_failure;
+  lab::part_report out{std::move((*run).result), (*run).transport_failures,
+                       (*run).first_transport_failure};
+#ifdef STORMGUARD_CLI_HAS_FLEET
+  if (syncer.joinable()) {
+    syncer.request_stop();
+    syncer.join();
+  }
+  {
+    // The run destroyed its syncers (their counts are in `gone`); any left are counted too.
+    const std::lock_guard hold(shared->mutex);
+    out.fleet_syncs = shared->gone.syncs;
+    out.fleet_sync_errors = shared->gone.errors;
+    out.fleet_rejoins = shared->gone.rejoins;
+    for (const fleet::redis_sync* one : shared->syncs) {
+      const fleet::redis_sync_stats st = one->stats();
+      out.fleet_syncs += st.syncs;
+      out.fleet_sync_errors += st.errors;
+      out.fleet_rejoins += st.rejoins;
+    }
+  }
+#endif
+  if (!write_all(stdout, lab::part_report_to_json(out))) return exit_failure;
   return exit_success;
 }
 

@@ -7,7 +7,10 @@
 // the fleet's thread (no attempt waits on Redis). This process merges the parts with the server's
 // counters (lab::merge_parts) and sets each next to the simulator's figures. `auto` starts a
 // redis-server in a temporary directory on a loopback port for the run; `--fleet-store-kill-at T`
-// (with auto) kills it T into each run, and the simulator's column then models the same outage.
+// (with auto) kills it T into each run, `--fleet-store-restart-at T2` starts it again on the same
+// port T2 into the run (its data lost), and the simulator's column then models the same outage.
+// Each worker reports its own sockets' failures and its syncers' counts (lab::part_report): a
+// run in which any worker's sockets failed is invalid, as in the one-process lab.
 #ifndef STORMGUARD_CLI_LAB_FLEET_STORE_HPP
 #define STORMGUARD_CLI_LAB_FLEET_STORE_HPP
 
@@ -29,6 +32,7 @@ struct lab_fleet_store_options {
   std::string store;          ///< --fleet-store: redis://... or "auto"
   int processes = 1;          ///< --processes, in [1, 64]
   std::string kill_at;        ///< --fleet-store-kill-at (a duration), or empty
+  std::string restart_at;     ///< --fleet-store-restart-at (a duration after kill_at), or empty
   std::string worker;         ///< hidden --fleet-worker K/P: this process is a worker
   std::string server_url;     ///< hidden --fleet-server
   std::int64_t start_ns = 0;  ///< hidden --fleet-start (steady clock, ns since its epoch)
@@ -47,8 +51,8 @@ struct lab_fleet_store_options {
     const lab_fleet_store_options& o, const sim::scenario& s,
     std::span<const sim::strategy> strategies, const std::atomic<bool>* stop);
 
-/// A worker: part K of P of `s` with the one strategy; prints lab::part_to_json on stdout. The
-/// exit status.
+/// A worker: part K of P of `s` with the one strategy; prints lab::part_report_to_json on stdout.
+/// The exit status.
 int run_lab_fleet_worker(const lab_fleet_store_options& o, const sim::scenario& s,
                          const sim::strategy& strategy, const std::atomic<bool>* stop);
 

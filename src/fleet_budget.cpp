@@ -73,6 +73,7 @@ void fleet_budget::admit(time_point now) noexcept {
   local_.add(now, counts{1, 0});
   ++pending_.requests;
   ++requests_since_sync_;
+  ++requests_since_base_;
   refresh(now);
 }
 
@@ -166,10 +167,13 @@ void fleet_budget::end_sync(time_point now, const fleet_view& view) noexcept {
   // This process's share: its requests in its own window over the fleet's (clamped to 1: a
   // store that lags behind this process must not hand it more than the whole allowance).
   refresh(now);
-  const std::int64_t own = local_.total(now).requests;
-  // A process with no request in its window yet (one that has just started, such as a one-shot
-  // command syncing before its first attempt) gets an even share, 1 / live clients: its own
-  // count would give it nothing while the rest of the fleet's requests fill the window.
+  // Only the requests the store can hold count: after an outage the store may have lost its
+  // window (a Redis restarted empty), and holds only what was reported since; counting the whole
+  // local window against that would hand the fleet several times its allowance.
+  const std::int64_t own = std::min(local_.total(now).requests, requests_since_base_);
+  // A process with no such request yet (one that has just started, such as a one-shot command
+  // syncing before its first attempt) gets an even share, 1 / live clients: its own count would
+  // give it nothing while the rest of the fleet's requests fill the window.
   std::int64_t share_ppm = 0;
   if (view.requests > 0 && own > 0) {
     share_ppm = std::min<std::int64_t>(k_scale, mul_div(own, k_scale, view.requests));
@@ -192,6 +196,10 @@ void fleet_budget::sync_failed(time_point) noexcept {
   // Nothing is lost: the deltas the failed sync carried go out with the next one.
   pending_ += in_flight_;
   in_flight_ = counts{};
+  // Leaving the fleet: the store may lose what was reported so far (a restart without
+  // persistence); from now on this process's share counts only what it has not reported yet and
+  // what follows, until a whole window has passed (end_sync).
+  if (has_joined_) requests_since_base_ = pending_.requests;
   if (has_joined_) ++fallbacks_;
   has_joined_ = false;
 }

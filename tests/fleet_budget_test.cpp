@@ -222,6 +222,36 @@ TEST(FleetBudget, AFailedSyncFallsBackWithTheLastFleetSizeAndLosesNoDeltas) {
   EXPECT_EQ(b.current_mode(t0 + 2s), fleet_budget::mode::joined);
 }
 
+// A store that lost its window during an outage (Redis restarted empty) holds only what was
+// reported after it: the rejoining process's share counts only the requests it still owed and
+// later ones, so the fleet's shares still sum to at most 1; after a whole window it counts its
+// whole window again.
+TEST(FleetBudget, AfterAnOutageTheShareCountsOnlyWhatTheStoreCanHold) {
+  fleet_budget b(options_with(0.1, 0));
+  random_generator g(1);
+  for (int i = 0; i < 100; ++i) (void)b.try_admit(t0, g);
+  (void)b.begin_sync(t0);
+  b.end_sync(t0, fleet_view{300, 0, 3});  // joined: 100 of the fleet's 300
+  EXPECT_EQ(b.share_ppm(), 333'333);
+  for (int i = 0; i < 50; ++i) (void)b.try_admit(t0 + 2s, g);  // owed to the store
+  (void)b.begin_sync(t0 + 2s);
+  b.sync_failed(t0 + 2s);  // the outage begins
+  for (int i = 0; i < 50; ++i) (void)b.try_admit(t0 + 3s, g);
+  const fleet_deltas carried = b.begin_sync(t0 + 4s);
+  EXPECT_EQ(carried.requests, 100);
+  // The restarted store holds the three processes' carried requests: 300 in all. The local
+  // window holds 200; the store only the 100 this process reported since.
+  b.end_sync(t0 + 4s, fleet_view{300, 0, 3});
+  EXPECT_EQ(b.share_ppm(), 333'333);
+  EXPECT_EQ(b.credit_micro(), 9'999'990);  // a third of 0.1 x 300
+  // Once the requests from before the outage have left the window, the whole window counts
+  // again: the outage's 100 and 100 new ones.
+  for (int i = 0; i < 100; ++i) (void)b.try_admit(t0 + 11500ms, g);
+  (void)b.begin_sync(t0 + 11500ms);
+  b.end_sync(t0 + 11500ms, fleet_view{1000, 0, 3});
+  EXPECT_EQ(b.share_ppm(), 200'000);
+}
+
 TEST(FleetBudget, AViewThatCannotBeTrueCountsAsAFailedSync) {
   fleet_budget b(options_with(0.1, 10));
   (void)b.begin_sync(t0);

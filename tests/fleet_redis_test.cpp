@@ -2,7 +2,8 @@
 // Tests of the fleet budget's Redis syncer (stormguard/fleet/redis_sync.hpp) against a real
 // redis-server (tests/support/redis_server.hpp), each test on its own fleet key. The syncers run
 // without their thread (start_thread = false): each test drives sync_once() itself, on a manual
-// clock, so nothing sleeps; only the SIGSTOP test waits, for one command timeout.
+// clock, so nothing sleeps; only the SIGSTOP test waits, for one command timeout. The restart
+// test runs a redis-server of its own, killed and restarted on the same port.
 #include <gtest/gtest.h>
 #include <hiredis/hiredis.h>
 #include <signal.h>
@@ -11,6 +12,7 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "stormguard/fleet/redis_sync.hpp"
@@ -65,6 +67,141 @@ void redis_command(const std::vector<std::string>& args) {
       redisCommandArgv(c, static_cast<int>(argv.size()), argv.data(), lens.data()));
   if (r != nullptr) freeReplyObject(r);
   redisFree(c);
+}
+
+// The fleet's window totals as the store holds them: {requests, retries} (HGETALL {KEY}:window).
+std::pair<long long, long long> window_totals(std::uint16_t port, const std::string& key) {
+  redisContext* c = redisConnect("127.0.0.1", port);
+  if (c == nullptr || c->err != 0) {
+    if (c != nullptr) redisFree(c);
+    return {-1, -1};
+  }
+  const std::string hash = "{" + key + "}:window";
+  auto* r = static_cast<redisReply*>(redisCommand(c, "HGETALL %s", hash.c_str()));
+  std::pair<long long, long long> totals{0, 0};
+  if (r != nullptr && r->type == REDIS_REPLY_ARRAY) {
+    for (std::size_t i = 0; i + 1 < r->elements; i += 2) {
+      const std::string field(r->element[i]->str, r->element[i]->len);
+      const long long v = std::stoll(std::string(r->element[i + 1]->str, r->element[i + 1]->len));
+      (field[0] == 'r' ? totals.first : totals.second) += v;
+    }
+  }
+  if (r != nullptr) freeReplyObject(r);
+  redisFree(c);
+  return totals;
+}
+
+// Retries `b` grants at `now` until it refuses one (at most 1,000).
+int grants_until_refused(fleet_budget& b, stormguard::time_point now, random_generator& g) {
+  int granted = 0;
+  while (granted < 1000 && b.try_withdraw(now, attempt_status::failure, g)) ++granted;
+  return granted;
+}
+
+// Three processes' syncers on a Redis of their own: Redis is killed (SIGKILL) while they run,
+// they fall back to local budgets whose floor is the fleet floor / 3 and back off their
+// reconnects; Redis restarts on the same port (empty) and every syncer rejoins within
+// max_sync_interval, carrying the counts of the outage to the new store.
+TEST(RedisFleetSync, RedisKilledAndRestartedOnTheSamePortIsRejoined) {
+  redis_server own;  // not the shared one: this test kills it
+  const std::string key = unique_key("restart");
+  manual_clock clock;
+  random_generator g(3);
+  std::vector<std::unique_ptr<fleet_budget>> budgets;
+  std::vector<std::unique_ptr<redis_sync>> syncs;
+  std::vector<std::vector<std::string>> lines(3);
+  for (std::size_t i = 0; i < 3; ++i) {
+    // A 60-s window: the test's manual clock (about 20 s with the backoff's waits) stays in it.
+    fleet_budget_options fo = fleet_options();
+    fo.ratio.window = 60s;
+    budgets.push_back(std::make_unique<fleet_budget>(fo));
+    auto o = sync_options(key, "client-" + std::to_string(i));
+    o.url = own.url();
+    syncs.push_back(std::make_unique<redis_sync>(
+        *budgets[i], o, clock, [&lines, i](auto l) { lines[i].emplace_back(l); }));
+  }
+  const auto requests = [&](int n) {
+    for (auto& b : budgets) {
+      for (int r = 0; r < n; ++r) (void)b->try_admit(clock.now(), g);
+    }
+  };
+  // Joined: 100 requests each, everyone synced twice (the last sync of each sees the three).
+  requests(100);
+  for (int round = 0; round < 2; ++round) {
+    for (auto& s : syncs) ASSERT_TRUE(s->sync_once(true));
+  }
+  for (std::size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(budgets[i]->current_mode(clock.now()), fleet_budget::mode::joined);
+    EXPECT_EQ(budgets[i]->live_clients(), 3);
+  }
+  EXPECT_EQ(window_totals(own.port(), key), std::make_pair(300LL, 0LL));
+
+  own.kill();
+  clock.advance(200ms);
+  requests(100);
+  for (auto& s : syncs) {
+    const auto start = std::chrono::steady_clock::now();
+    EXPECT_FALSE(s->sync_once(false));
+    // A refused connect: no wait on the store (its timeout is 100 ms).
+    EXPECT_LT(std::chrono::steady_clock::now() - start, 100ms);
+    EXPECT_EQ(s->stats().errors, 1);
+    EXPECT_FALSE(s->stats().store_up);
+  }
+  // Fallback: a local ratio budget whose floor is the fleet floor / the 3 live clients last
+  // seen: 0.1 x 200 own requests + 10/s x 60 s / 3 = 20 + 200 retries in the window.
+  std::vector<int> granted(3);
+  for (std::size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(budgets[i]->current_mode(clock.now()), fleet_budget::mode::fallback);
+    granted[i] = grants_until_refused(*budgets[i], clock.now(), g);
+    EXPECT_EQ(granted[i], 220);
+  }
+  // Backoff: no reconnect before half a sync interval; with failures in a row the wait doubles
+  // up to max_sync_interval (2 s) and no further.
+  clock.advance(40ms);
+  for (auto& s : syncs) {
+    EXPECT_FALSE(s->sync_once(false));
+    EXPECT_EQ(s->stats().errors, 1) << "tried again during its backoff";
+  }
+  for (int k = 0; k < 8; ++k) {
+    clock.advance(2s);
+    for (auto& s : syncs) EXPECT_FALSE(s->sync_once(false));
+  }
+  for (auto& s : syncs) EXPECT_EQ(s->stats().errors, 9);
+  clock.advance(1s);  // within 2 s of the last try: at most one more try each
+  for (auto& s : syncs) (void)s->sync_once(false);
+  for (auto& s : syncs) EXPECT_LE(s->stats().errors, 10);
+
+  own.restart();
+  clock.advance(2s);  // the longest backoff has passed
+  for (auto& s : syncs) {
+    EXPECT_TRUE(s->sync_once(false));
+    EXPECT_EQ(s->stats().rejoins, 1);
+  }
+  for (auto& s : syncs) ASSERT_TRUE(s->sync_once(true));  // each sees the other two
+  for (std::size_t i = 0; i < 3; ++i) {
+    // Its share counts only what the restarted store holds of it (its 100 requests of the
+    // outage, not its whole window of 200): a third each, not two thirds.
+    EXPECT_EQ(budgets[i]->share_ppm(), 333'333) << i;
+    EXPECT_EQ(budgets[i]->current_mode(clock.now()), fleet_budget::mode::joined) << i;
+    EXPECT_EQ(budgets[i]->live_clients(), 3) << i;
+    EXPECT_TRUE(syncs[i]->stats().store_up);
+    // Said once each way.
+    ASSERT_EQ(lines[i].size(), 2U) << i;
+    EXPECT_NE(lines[i][0].find("falling back to local counts"), std::string::npos) << lines[i][0];
+    // The restarted store is empty: the first to rejoin sees itself, the third all three.
+    EXPECT_NE(lines[i][1].find("rejoined the fleet (" + std::to_string(i + 1) + " live clients)"),
+              std::string::npos)
+        << lines[i][1];
+  }
+  // The restarted store lost the window; the outage's counts (100 requests and the retries of
+  // each process) reached it with the rejoining syncs.
+  const long long retries = granted[0] + granted[1] + granted[2];
+  EXPECT_EQ(window_totals(own.port(), key), std::make_pair(300LL, retries));
+  // And the fleet counts go on: 10 more requests each reach the store at the next syncs.
+  clock.advance(200ms);
+  requests(10);
+  for (auto& s : syncs) ASSERT_TRUE(s->sync_once(false));
+  EXPECT_EQ(window_totals(own.port(), key), std::make_pair(330LL, retries));
 }
 
 TEST(RedisFleetSync, ThreeProcessesSeeOneFleet) {

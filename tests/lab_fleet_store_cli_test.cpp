@@ -1,12 +1,17 @@
 // SPDX-License-Identifier: Apache-2.0
 // `stormguard lab --fleet-store auto --processes P`: the lab fleet spread over worker processes
 // whose fleet budgets share a real redis-server started for the run, next to the simulator; and
-// the same with Redis killed mid-run (the budgets fall back, the run completes). An 11-second
-// scenario at 100 req/s keeps each run short.
+// the same with Redis killed mid-run (the budgets fall back, the run completes), and killed then
+// restarted (every process rejoins); a worker's own transport failures reach its report. An
+// 11-second scenario at 100 req/s keeps each run short.
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -104,6 +109,74 @@ TEST_F(LabFleetStoreCli, RedisKilledMidRunFallsBackAndTheRunCompletes) {
       << r.out;
 }
 
+// Redis killed at 3 s and restarted on the same port (empty) at 5 s, the fleet over 3 processes:
+// each worker says once that it falls back and once that it rejoins, every client's syncer (7 per
+// worker) rejoins exactly once, and the run stays within the fallback's bound.
+TEST_F(LabFleetStoreCli, RedisKilledAndRestartedMidRunIsRejoinedByEveryProcess) {
+  run_result r;
+  const nlohmann::json j =
+      run_json("--processes 3 --fleet-store-kill-at 3s --fleet-store-restart-at 5s", r);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("killing redis-server"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("redis-server restarted on the same port"), std::string::npos) << r.err;
+  const auto count = [&](const std::string& what) {
+    int n = 0;
+    for (auto at = r.err.find(what); at != std::string::npos; at = r.err.find(what, at + 1)) ++n;
+    return n;
+  };
+  EXPECT_EQ(count("falling back to local counts"), 3) << r.err;
+  EXPECT_EQ(count("answers again: rejoined the fleet"), 3) << r.err;
+  EXPECT_NE(r.err.find("; 21 rejoins after a failure"), std::string::npos) << r.err;
+  const auto& s = j.at("strategies").at(0);
+  EXPECT_TRUE(s.at("completed").get<bool>());
+  EXPECT_TRUE(s.at("valid").get<bool>()) << r.out;
+  // Within the fallback's bound (as above), and near the simulator's outage of [3 s, 5 s).
+  EXPECT_LE(s.at("lab").at("amplification").get<double>(), 1.2 + 0.05) << r.out;
+  EXPECT_NEAR(s.at("lab").at("amplification").get<double>(),
+              s.at("sim").at("amplification").get<double>(), 0.15)
+      << r.out;
+}
+
+// A worker whose connects all fail (no server at its --fleet-server address) reports its
+// transport failures to the parent (lab::part_report: the parent then calls the run invalid and
+// exits 3, as the one-process lab does), and its syncers' failures on a Redis that is not there.
+TEST_F(LabFleetStoreCli, AWorkerReportsItsOwnTransportFailures) {
+  const fs::path two = fs::temp_directory_path() /
+                       ("stormguard-lab-fleet-short-" + std::to_string(getpid()) + ".json");
+  std::ofstream(two) << R"({"name": "short", "seed": 7, "duration": "2s",
+    "requests_per_second": 50, "clients": 4, "timeout": "200ms",
+    "server": {"workers": 4, "queue_limit": 100, "service_time": "10ms"}, "incident": null})";
+  // A port where nothing listens: bound, then closed.
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  ASSERT_EQ(::bind(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr), 0);
+  ASSERT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  const int port = ntohs(addr.sin_port);
+  ::close(fd);
+  const auto start =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(
+          (std::chrono::steady_clock::now() + std::chrono::milliseconds(200)).time_since_epoch())
+          .count();
+  const run_result r = run_cli("lab '" + two.string() +
+                               "' --scale 1 --strategy full+fleet --fleet-worker 0/1 "
+                               "--fleet-server http://127.0.0.1:" +
+                               std::to_string(port) + " --fleet-start " + std::to_string(start) +
+                               " --fleet-store redis://127.0.0.1:" + std::to_string(port) +
+                               "/0 --fleet-key worker-test");
+  fs::remove(two);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json part = nlohmann::json::parse(r.out);
+  EXPECT_GT(part.at("logical_requests").get<int>(), 50) << r.out;
+  // Every attempt failed to connect: each is a transport failure, none a time-out.
+  EXPECT_EQ(part.at("transport_failures").get<int>(), part.at("attempts").get<int>()) << r.out;
+  EXPECT_FALSE(part.at("first_transport_failure").get<std::string>().empty()) << r.out;
+  EXPECT_EQ(part.at("fleet_syncs").get<int>(), 0) << r.out;
+  EXPECT_GT(part.at("fleet_sync_errors").get<int>(), 0) << r.out;
+}
+
 TEST_F(LabFleetStoreCli, BadFleetOptionsExitTwo) {
   const std::string base = "lab '" + file_ + "' --scale 1 -s full+fleet ";
   EXPECT_EQ(run_cli(base + "--fleet-store auto --processes 0").exit_code, 2);
@@ -114,6 +187,16 @@ TEST_F(LabFleetStoreCli, BadFleetOptionsExitTwo) {
   EXPECT_EQ(run_cli(base + "--fleet-store redis://127.0.0.1:1 --fleet-store-kill-at 3s").exit_code,
             2);
   EXPECT_EQ(run_cli(base + "--fleet-store auto --defence drop-expired").exit_code, 2);
+  // A restart needs a kill before it, within the scenario.
+  EXPECT_EQ(run_cli(base + "--fleet-store auto --fleet-store-restart-at 5s").exit_code, 2);
+  EXPECT_EQ(
+      run_cli(base + "--fleet-store auto --fleet-store-kill-at 5s --fleet-store-restart-at 4s")
+          .exit_code,
+      2);
+  EXPECT_EQ(
+      run_cli(base + "--fleet-store auto --fleet-store-kill-at 5s --fleet-store-restart-at 20s")
+          .exit_code,
+      2);
 }
 
 #endif  // STORMGUARD_CLI_PATH

@@ -59,7 +59,12 @@
 // the budget never blocks a request on it: it falls back to a local ratio budget over this
 // process's own window whose floor is the fleet floor ÷ the last known number of live clients
 // (fractional; before the first successful sync: fleet floor ÷ expected_clients when that is
-// given, else 0, the ratio alone). It rejoins the fleet at the next successful sync.
+// given, else 0, the ratio alone). It rejoins the fleet at the next successful sync. The store
+// may have lost its window meanwhile (a Redis restarted without persistence holds only what was
+// reported after the restart), so for one window after an outage a process's share counts only
+// its requests since the outage began (those it still owed the store, and later ones): never
+// more than the store can hold, at the price of a smaller share for one window when the store
+// kept everything.
 //
 // Thread-safe: every member takes one short critical section; none allocates.
 #ifndef STORMGUARD_FLEET_BUDGET_HPP
@@ -280,6 +285,10 @@ class STORMGUARD_EXPORT fleet_budget {
   std::int64_t live_clients_ STORMGUARD_GUARDED_BY(mutex_) = 0;
   std::int64_t fallbacks_ STORMGUARD_GUARDED_BY(mutex_) = 0;
   std::int64_t requests_since_sync_ STORMGUARD_GUARDED_BY(mutex_) = 0;
+  // Requests since the last time the store may have lost this process's reports (construction,
+  // or the start of the last outage, counting the reports it then still owed): a share's
+  // numerator never exceeds it.
+  std::int64_t requests_since_base_ STORMGUARD_GUARDED_BY(mutex_) = 0;
   bool has_joined_ STORMGUARD_GUARDED_BY(mutex_) = false;  // last sync succeeded
   bool syncing_ STORMGUARD_GUARDED_BY(mutex_) = false;
   bool synced_once_ STORMGUARD_GUARDED_BY(mutex_) = false;

@@ -122,6 +122,10 @@ struct redis_sync::impl {
   std::string sha STORMGUARD_GUARDED_BY(mutex);
   redis_sync_stats stats STORMGUARD_GUARDED_BY(mutex);
   bool said_down STORMGUARD_GUARDED_BY(mutex) = false;
+  // Reconnection backoff: failed round trips in a row, and the earliest time of the next try.
+  std::int64_t failures_in_row STORMGUARD_GUARDED_BY(mutex) = 0;
+  time_point next_try STORMGUARD_GUARDED_BY(mutex){};
+  std::minstd_rand jitter STORMGUARD_GUARDED_BY(mutex);
 
   impl(fleet_budget& b, redis_sync_options o, clock& c, log_hook l)
       : budget(b),
@@ -131,6 +135,7 @@ struct redis_sync::impl {
         log(std::move(l)),
         shown_url(detail::redact_redis_url(options.url)) {
     check_key(options.key);
+    jitter.seed(static_cast<std::uint_fast32_t>(std::random_device{}()));
     using namespace std::chrono_literals;
     if (options.timeout < 1ms || options.timeout > 10s) {
       throw std::invalid_argument("budget.fleet timeout must be in [1ms, 10s], got " +
@@ -249,10 +254,24 @@ struct redis_sync::impl {
     return fleet_view{v[0], v[1], v[2]};
   }
 
+  // The wait before the next try after `failures` failed round trips in a row: sync_interval,
+  // doubling, at most max_sync_interval, drawn uniformly in [half, all] of it so that a fleet
+  // whose store restarts does not reconnect in step.
+  duration backoff(std::int64_t failures) STORMGUARD_REQUIRES(mutex) {
+    const duration most = budget.options().max_sync_interval;
+    duration d = budget.options().sync_interval;
+    for (std::int64_t k = 1; k < failures && d < most; ++k) d *= 2;
+    d = std::min(d, most);
+    const auto half = d.count() / 2;
+    return duration(half + static_cast<duration::rep>(std::uniform_int_distribution<std::int64_t>(
+                               0, d.count() - half)(jitter)));
+  }
+
   bool sync(bool force) {
     const time_point start = time.now();
     if (!force && !budget.sync_due(start)) return false;
     const detail::lock hold(mutex);
+    if (!force && failures_in_row > 0 && start < next_try) return false;  // backing off
     const fleet_deltas out = budget.begin_sync(start);
     const redis_detail::sigpipe_guard no_sigpipe;
     try {
@@ -265,6 +284,8 @@ struct redis_sync::impl {
       stats.live_clients = view.live_clients;
       stats.share_ppm = budget.share_ppm();
       stats.fallback = budget.current_mode(end) == fleet_budget::mode::fallback;
+      if (failures_in_row > 0 && stats.syncs > 1) ++stats.rejoins;
+      failures_in_row = 0;
       notify();
       if (said_down) {
         said_down = false;
@@ -274,8 +295,11 @@ struct redis_sync::impl {
       }
       return true;
     } catch (const std::exception& e) {
-      ctx.reset();  // reconnect at the next sync
-      budget.sync_failed(time.now());
+      ctx.reset();  // reconnect at the next try
+      const time_point end = time.now();
+      budget.sync_failed(end);
+      ++failures_in_row;
+      next_try = end + backoff(failures_in_row);
       ++stats.errors;
       stats.store_up = false;
       stats.fallback = true;

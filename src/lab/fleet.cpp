@@ -131,6 +131,10 @@ class lab_transport {
     attached.clear();
     fleet_result out;
     out.completed = completed_;
+    // The lab's own socket failures, whoever runs the server (a part of a fleet spread over
+    // processes reports them to the process that merges the parts).
+    out.transport_failures = transport_failures_;
+    out.first_transport_failure = first_transport_failure_;
     if (srv_ == nullptr) {
       out.result = driver_.finish();
       out.result.incident_served_amplification.reset();
@@ -149,8 +153,6 @@ class lab_transport {
     m.counters().expired_dropped = st.dropped_expired;
     out.result = driver_.finish();
     out.result.incident_served_amplification.reset();  // not measured on real sockets
-    out.transport_failures = transport_failures_;
-    out.first_transport_failure = first_transport_failure_;
     out.accept_errors = st.accept_errors;
     out.connections_refused = st.connections_refused;
     return out;

@@ -3,6 +3,8 @@
 // merge_parts, part_to_json, part_from_json): each process runs a part of the clients and
 // arrivals; one merges the parts' figures with the server's counters, computing the derived
 // figures as the simulator does (stormguard_engine/metrics.hpp).
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
@@ -114,7 +116,9 @@ sim::strategy_result merge_parts(const sim::scenario& s,
   return m;
 }
 
-std::string part_to_json(const sim::strategy_result& r) {
+namespace {
+
+json part_json(const sim::strategy_result& r) {
   json j;
   j["name"] = r.name;
   counters(r, [&](const char* name, const std::int64_t& v) { j[name] = v; });
@@ -125,8 +129,67 @@ std::string part_to_json(const sim::strategy_result& r) {
     series.push_back({b.logical_requests, b.attempts, b.successes, b.failures, b.timeouts});
   }
   j["series"] = std::move(series);
-  // Bad UTF-8 in a strategy name becomes U+FFFD (as detail::dump_json does), never a throw.
+  return j;
+}
+
+// Bad UTF-8 in a strategy name or a message becomes U+FFFD (as detail::dump_json does), never a
+// throw.
+std::string line(const json& j) {
   return j.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
+}
+
+}  // namespace
+
+std::string part_to_json(const sim::strategy_result& r) { return line(part_json(r)); }
+
+std::string part_report_to_json(const part_report& r) {
+  json j = part_json(r.result);
+  j["transport_failures"] = r.transport_failures;
+  j["first_transport_failure"] = r.first_transport_failure;
+  j["fleet_syncs"] = r.fleet_syncs;
+  j["fleet_sync_errors"] = r.fleet_sync_errors;
+  j["fleet_rejoins"] = r.fleet_rejoins;
+  return line(j);
+}
+
+std::string parts_invalid_reason(std::span<const part_report> parts, const server_stats& st) {
+  std::int64_t failures = 0;
+  std::string first;
+  for (const part_report& p : parts) {
+    failures += p.transport_failures;
+    if (first.empty()) first = p.first_transport_failure;
+  }
+  if (failures == 0 && st.accept_errors == 0 && st.connections_refused == 0) return {};
+  return fmt::format(
+      "the lab's own sockets failed: {} attempts of the worker processes ended without a "
+      "response other than by time-out{}, the lab server's accept() failed {} times and it "
+      "closed {} new connections at its connection cap (descriptors ran out: raise "
+      "RLIMIT_NOFILE, ulimit -n, or lower --scale); the figures measure the lab, not the "
+      "scenario",
+      failures, first.empty() ? std::string() : " (first: " + first + ")", st.accept_errors,
+      st.connections_refused);
+}
+
+part_report part_report_from_json(std::string_view text) {
+  part_report r;
+  r.result = part_from_json(text);
+  try {
+    const json j = json::parse(text);
+    const auto count = [&](const char* name, std::int64_t& v) {
+      if (j.contains(name)) v = j.at(name).get<std::int64_t>();
+      if (v < 0) throw std::invalid_argument(std::string(name) + " is negative");
+    };
+    count("transport_failures", r.transport_failures);
+    if (j.contains("first_transport_failure")) {
+      r.first_transport_failure = j.at("first_transport_failure").get<std::string>();
+    }
+    count("fleet_syncs", r.fleet_syncs);
+    count("fleet_sync_errors", r.fleet_sync_errors);
+    count("fleet_rejoins", r.fleet_rejoins);
+    return r;
+  } catch (const std::exception& e) {
+    throw std::invalid_argument(std::string("stormguard::lab::part_report_from_json: ") + e.what());
+  }
 }
 
 sim::strategy_result part_from_json(std::string_view text) {

@@ -1,11 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 // stormguard::lab::run_lab end to end on 127.0.0.1: a 3-second scenario (100 req/s, an incident
 // of 1 s at a service time far above the timeout) run by the fleet over real sockets against a
-// real lab::server, next to the simulator. Real time: about 6 s for the two strategies.
+// real lab::server, next to the simulator. Real time: about 6 s for the two strategies. And the
+// parts of a fleet spread over processes: their reports and the run's validity (no sockets).
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <chrono>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "stormguard/lab/fleet.hpp"
@@ -98,6 +101,57 @@ TEST(LabFleet, StopsEarlyWithAPartialReport) {
   EXPECT_FALSE((*report).strategies[0].completed);
   EXPECT_GT((*report).strategies[0].lab.logical_requests, 0);
   EXPECT_NE(lab::format_table(*report).find("stopped early"), std::string::npos);
+}
+
+// A worker's report (lab::part_report) reads back whole; a line of part_to_json reads with its
+// added counts 0.
+TEST(LabFleetParts, APartReportReadsBack) {
+  lab::part_report r;
+  r.result.name = "full+fleet";
+  r.result.logical_requests = 40;
+  r.result.attempts = 44;
+  r.result.series = {sim::time_bin{10, 11, 9, 1, 1, 0}};
+  r.transport_failures = 3;
+  r.first_transport_failure = "Couldn't connect to server";
+  r.fleet_syncs = 120;
+  r.fleet_sync_errors = 7;
+  r.fleet_rejoins = 2;
+  const lab::part_report back = lab::part_report_from_json(lab::part_report_to_json(r));
+  EXPECT_EQ(back.result.name, "full+fleet");
+  EXPECT_EQ(back.result.attempts, 44);
+  ASSERT_EQ(back.result.series.size(), 1U);
+  EXPECT_EQ(back.result.series[0].attempts, 11);
+  EXPECT_EQ(back.transport_failures, 3);
+  EXPECT_EQ(back.first_transport_failure, "Couldn't connect to server");
+  EXPECT_EQ(back.fleet_syncs, 120);
+  EXPECT_EQ(back.fleet_sync_errors, 7);
+  EXPECT_EQ(back.fleet_rejoins, 2);
+  const lab::part_report plain = lab::part_report_from_json(lab::part_to_json(r.result));
+  EXPECT_EQ(plain.transport_failures, 0);
+  EXPECT_EQ(plain.result.attempts, 44);
+  EXPECT_THROW((void)lab::part_report_from_json("{\"name\": 1}"), std::invalid_argument);
+}
+
+// A fleet spread over processes is invalid when any worker's sockets failed, even when the
+// server's counters are clean (the server never sees a connect that failed), as in run_lab.
+TEST(LabFleetParts, AWorkersTransportFailuresMakeTheRunInvalid) {
+  std::vector<lab::part_report> parts(3);
+  const lab::server_stats clean{};
+  EXPECT_EQ(lab::parts_invalid_reason(parts, clean), "");
+  parts[1].transport_failures = 2;
+  parts[1].first_transport_failure = "Couldn't connect to server";
+  parts[2].transport_failures = 1;
+  const std::string reason = lab::parts_invalid_reason(parts, clean);
+  EXPECT_NE(reason.find("the lab's own sockets failed: 3 attempts of the worker processes"),
+            std::string::npos)
+      << reason;
+  EXPECT_NE(reason.find("(first: Couldn't connect to server)"), std::string::npos) << reason;
+  // The server's own failures alone make it invalid too.
+  parts[1].transport_failures = parts[2].transport_failures = 0;
+  lab::server_stats refused{};
+  refused.connections_refused = 4;
+  EXPECT_NE(lab::parts_invalid_reason(parts, refused).find("closed 4 new connections"),
+            std::string::npos);
 }
 
 }  // namespace

@@ -252,6 +252,37 @@ redis_server::~redis_server() {
   std::filesystem::remove_all(dir_, ignored);
 }
 
+void redis_server::kill() {
+  if (pid_ <= 0) return;
+  ::kill(pid_, SIGKILL);
+  reap_within(pid_, k_stop_timeout);
+  pid_ = -1;
+}
+
+void redis_server::restart() {
+  kill();
+  const std::string exe = find_redis_server();
+  const auto log = dir_ / "redis-restarted.log";
+  pid_ = spawn(exe, port_, dir_, log);
+  const auto deadline = std::chrono::steady_clock::now() + k_start_timeout;
+  while (!answers_ping(port_)) {
+    int status = 0;
+    if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+      pid_ = -1;
+      throw std::runtime_error(
+          "redis_server::restart: " + exe + " on 127.0.0.1:" + std::to_string(port_) + " " +
+          describe_status(status) + "; the end of " + log.string() + ":\n" + tail(log));
+    }
+    if (std::chrono::steady_clock::now() >= deadline) {
+      stop_process(pid_);
+      pid_ = -1;
+      throw std::runtime_error("redis_server::restart: no answer to PING within 10 s on port " +
+                               std::to_string(port_));
+    }
+    std::this_thread::sleep_for(k_poll);
+  }
+}
+
 std::string redis_server::url(int db) const {
   return "redis://127.0.0.1:" + std::to_string(port_) + "/" + std::to_string(db);
 }

@@ -52,6 +52,14 @@ class redis_server {
   [[nodiscard]] const std::filesystem::path& directory() const noexcept { return dir_; }
   [[nodiscard]] pid_t pid() const noexcept { return pid_; }
 
+  /// Kills the server with SIGKILL (a crash: no shutdown, its data lost) and reaps it; the
+  /// directory stays. No effect when it is not running.
+  void kill();
+  /// Starts a new server on the same port and directory (after kill()) and waits until it
+  /// answers PING (at most 10 s). Throws std::runtime_error with the log's tail when it does
+  /// not (e.g. another process took the port meanwhile).
+  void restart();
+
  private:
   std::filesystem::path dir_;
   std::uint16_t port_ = 0;

@@ -9,6 +9,13 @@
 // Redis is down, slow or answers garbage the budget falls back to its local counts (see
 // fleet_budget.hpp), the syncer says so once through the log hook, and rejoins when Redis answers.
 //
+// Reconnection: after a failed round trip the connection is dropped and the next try waits a
+// backoff: sync_interval after the first failure, doubling with each failure in a row, at most
+// the budget's max_sync_interval, each wait drawn uniformly in [half, all] of it (so that a whole
+// fleet does not reconnect in step when its Redis restarts). A Redis that comes back (restarted
+// on the same address, its data lost or not) is therefore rejoined within max_sync_interval
+// (default 2 s) plus one round trip; the deltas counted meanwhile go out with that sync.
+//
 //   stormguard::fleet_budget budget({.ratio = {.ratio = 0.1, .min_retries_per_second = 10}});
 //   stormguard::real_clock clock;
 //   stormguard::fleet::redis_sync sync(budget, {.url = "redis://127.0.0.1:6379/0",
@@ -80,6 +87,9 @@ struct redis_sync_stats {
   std::int64_t live_clients = 0;  ///< the fleet size the store reported last
   std::int64_t share_ppm = 0;     ///< this process's share at the last sync (fleet_budget)
   bool fallback = true;           ///< the budget ran on local counts after the last sync
+  /// Successful round trips that followed failed ones after the budget had joined once: how
+  /// many times this process rejoined the fleet (e.g. after a restart of Redis).
+  std::int64_t rejoins = 0;
 };
 
 /// The syncer: see the file comment.
@@ -98,7 +108,8 @@ class STORMGUARD_EXPORT redis_sync {
   redis_sync(const redis_sync&) = delete;
   redis_sync& operator=(const redis_sync&) = delete;
 
-  /// One sync now if the budget says one is due (or `force`): true when it succeeded.
+  /// One sync now if the budget says one is due and no reconnection backoff is running (or
+  /// `force`, which ignores both): true when it succeeded.
   bool sync_once(bool force = false);
 
   /// The counts so far.

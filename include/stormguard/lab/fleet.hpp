@@ -112,8 +112,10 @@ struct fleet_result {
 /// and arrivals of `part` (a fleet_part of the scenario) against a server that another process
 /// runs at `url`, from the steady time `start` (the server's scenario clock starts then; steady
 /// time is one clock for every process of the machine). Blocks until start + the scenario's
-/// duration. The result holds what the clients measured; merge_parts adds the server's counters
-/// and the other parts. Errors and exceptions as run_fleet.
+/// duration. The result holds what the clients measured, with the part's own transport failures
+/// (fleet_result::transport_failures; accept_errors and connections_refused stay 0: the server is
+/// another process's); merge_parts adds the server's counters and the other parts. Errors and
+/// exceptions as run_fleet.
 [[nodiscard]] STORMGUARD_EXPORT outcome<fleet_result, std::string> run_fleet_part(
     const sim::scenario& part, const sim::strategy& strat, const std::string& url,
     std::chrono::steady_clock::time_point start, const fleet_options& options = {});
@@ -140,6 +142,37 @@ struct fleet_result {
 /// Reads back one line of part_to_json; throws std::invalid_argument (naming what is wrong) for
 /// text that is not such a line.
 [[nodiscard]] STORMGUARD_EXPORT sim::strategy_result part_from_json(std::string_view text);
+
+/// What a worker process of a fleet spread over processes reports to the one that merges the
+/// parts: its clients' figures, its own sockets' failures (which make the merged run invalid, as
+/// in a one-process lab) and, when its budgets were kept on a real store, its syncers' counts.
+struct part_report {
+  /// The clients' figures (as part_to_json writes them).
+  sim::strategy_result result;
+  /// fleet_result::transport_failures of the part's run.
+  std::int64_t transport_failures = 0;
+  /// fleet_result::first_transport_failure of the part's run ("" when none).
+  std::string first_transport_failure;
+  /// Summed over the part's fleet budget syncers (stormguard::fleet::redis_sync_stats): successful
+  /// round trips, failed ones, and rejoins after a failure. 0 without a real store.
+  std::int64_t fleet_syncs = 0;
+  std::int64_t fleet_sync_errors = 0;  ///< see fleet_syncs
+  std::int64_t fleet_rejoins = 0;      ///< see fleet_syncs
+};
+
+/// One line of JSON: part_to_json(r.result)'s keys, then "transport_failures",
+/// "first_transport_failure", "fleet_syncs", "fleet_sync_errors" and "fleet_rejoins".
+[[nodiscard]] STORMGUARD_EXPORT std::string part_report_to_json(const part_report& r);
+/// Reads back one line of part_report_to_json (a line of part_to_json reads with the added
+/// counts 0); throws std::invalid_argument (naming what is wrong) for text that is neither.
+[[nodiscard]] STORMGUARD_EXPORT part_report part_report_from_json(std::string_view text);
+
+/// Why a fleet run spread over processes measures the lab rather than the scenario, as run_lab
+/// decides for one process: any part's transport failures (summed; the first part's first
+/// message that is not empty), or the server's accept() failures or connections refused at its
+/// cap (`st`). "" when the run is valid.
+[[nodiscard]] STORMGUARD_EXPORT std::string parts_invalid_reason(std::span<const part_report> parts,
+                                                                 const server_stats& st);
 
 /// One strategy of a lab run: the lab's figures and the simulator's for the same scenario and
 /// seed.

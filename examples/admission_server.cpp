@@ -20,7 +20,11 @@ namespace {
 
 using asio::ip::tcp;
 
-// The value of header `name` (lower case) in an HTTP/1.1 request head, if present.
+// `c` with A-Z mapped to a-z, every other byte unchanged (no locale).
+constexpr char lower_ascii(char c) noexcept { return c >= 'A' && c <= 'Z' ? char(c - 'A' + 'a') : c; }
+
+// The value of header `name` (lower case) in an HTTP/1.1 request head, if present: the names are
+// compared case-insensitively in place (no copy), the value is a view into `head`.
 std::optional<std::string_view> header(std::string_view head, std::string_view name) {
   std::size_t line = head.find("\r\n");
   while (line != std::string_view::npos && line + 2 < head.size()) {
@@ -31,7 +35,7 @@ std::optional<std::string_view> header(std::string_view head, std::string_view n
     if (colon != std::string_view::npos && colon == name.size()) {
       bool same = true;
       for (std::size_t i = 0; i < colon; ++i) {
-        same = same && (field[i] | 0x20) == name[i];
+        same = same && lower_ascii(field[i]) == name[i];
       }
       if (same) {  // the value without the optional white space around it (RFC 9110 §5.5)
         std::string_view value = field.substr(colon + 1);

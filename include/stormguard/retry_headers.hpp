@@ -39,7 +39,7 @@
 namespace stormguard {
 
 /// The field names (lower case, as HTTP/2 and HTTP/3 send them; HTTP/1.1 field names are
-/// case-insensitive).
+/// case-insensitive). Each views a string literal, so data() is NUL-terminated (for C APIs).
 /// Envoy's attempt number, counting the first attempt as 1 (a request header).
 inline constexpr std::string_view k_attempt_count_header = "x-envoy-attempt-count";
 /// gRPC's count of attempts made before this one (gRFC A6; a request header, absent on the

@@ -14,10 +14,10 @@
 //
 // Reproduce (docs/performance.md): the median of 5 repetitions and its spread, each row against
 // the bare counter of the same run and the same thread count, in CPU time:
-//   build/bench/admission_benchmark --benchmark_repetitions=5 --benchmark_min_time=0.3 \
-//     --benchmark_out=admission.json --benchmark_out_format=json
-//   bench/tools/summarize.py admission.json --time cpu --filter threads:1 \
-//     --baseline 'AtomicCounter.*threads:1'   # and likewise threads:2
+//   build/bench/admission_benchmark --benchmark_repetitions=5 --benchmark_min_time=0.3
+//       --benchmark_out=admission.json --benchmark_out_format=json
+//   bench/tools/summarize.py admission.json --time cpu --filter threads:1
+//       --baseline 'Atomic.*threads:1'      (and likewise with threads:2)
 #include <benchmark/benchmark.h>
 
 #include <atomic>

@@ -265,6 +265,7 @@ TEST(RetryAdmission, DecidesAsThePlainRatioBudgetAcrossSlicesAndWindows) {
 }
 
 TEST(Reply, EachOutcomeHasItsStatusAndHeaders) {
+  static_assert(reply_for(outcome::expired).do_not_retry);  // usable at compile time
   EXPECT_EQ(reply_for(outcome::served).status, 200);
   for (const outcome o : {outcome::unavailable, outcome::retry_refused, outcome::over_limit,
                           outcome::expired, outcome::codel_dropped}) {

@@ -110,8 +110,8 @@ TEST(ParseHeaders, BytesAroundTheDigitsAndUnitLettersAreRejected) {
   }
   for (const std::string_view bad :
        {std::string_view("/"), std::string_view(":"), std::string_view("\xb1"),
-        std::string_view("\0", 1), std::string_view("1\0", 2), std::string_view("00000000000000000001"),
-        std::string_view("9223372036854775808")}) {
+        std::string_view("\0", 1), std::string_view("1\0", 2),
+        std::string_view("00000000000000000001"), std::string_view("9223372036854775808")}) {
     EXPECT_TRUE(parse_attempt(bad, std::nullopt).malformed);
     EXPECT_TRUE(parse_attempt(std::nullopt, bad).malformed);
   }

@@ -3,13 +3,13 @@
 // client that honours the answer does next — written once, for a real server, the simulator's
 // virtual server and the lab's clients alike.
 //
-//   outcome          status  grpc-retry-pushback-ms  Retry-After             a client that honours them
-//   served           200     -                       -                       done
-//   unavailable      503     -                       -                       may retry (its own backoff)
-//   retry_refused    503     -1 (do not retry)       -                       stops (server_refused)
-//   over_limit       503     -                       the limiter's delay     retries after the delay
-//   expired          503     -1 (do not retry)       -                       stops (server_refused)
-//   codel_dropped    503     -                       -                       may retry (its own backoff)
+//   outcome        status  grpc-retry-pushback-ms  Retry-After       a client that honours them
+//   served         200     -                       -                 done
+//   unavailable    503     -                       -                 may retry (own backoff)
+//   retry_refused  503     -1 (do not retry)       -                 stops (server_refused)
+//   over_limit     503     -                       limiter's delay   retries after the delay
+//   expired        503     -1 (do not retry)       -                 stops (server_refused)
+//   codel_dropped  503     -                       -                 may retry (own backoff)
 //
 // retry_refused is the server-side retry budget (retry_admission.hpp), over_limit the concurrency
 // limit (concurrency_limit.hpp: Retry-After drawn with jitter, retry_after_for_refusal), expired
@@ -67,24 +67,33 @@ struct reply {
 
 /// The answer to `o` (the file comment's table). Pure, constexpr, thread-safe.
 [[nodiscard]] constexpr reply reply_for(outcome o) noexcept {
-  constexpr std::string_view unavailable = "Service Unavailable";
+  reply r{.status = k_refusal_status, .reason_phrase = "Service Unavailable"};
   switch (o) {
     case outcome::served:
       return reply{};
     case outcome::unavailable:
-      return reply{k_refusal_status, unavailable, false, {}, false, "unavailable\n"};
+      r.body = "unavailable\n";
+      return r;
     case outcome::retry_refused:
-      return reply{k_refusal_status, unavailable, true, k_refusal_pushback, false,
-                   "retry refused by the server budget\n"};
+      r.do_not_retry = true;
+      r.pushback = k_refusal_pushback;
+      r.body = "retry refused by the server budget\n";
+      return r;
     case outcome::over_limit:
-      return reply{k_refusal_status, unavailable, false, {}, true, "over the concurrency limit\n"};
+      r.retry_after = true;
+      r.body = "over the concurrency limit\n";
+      return r;
     case outcome::expired:
-      return reply{k_refusal_status, unavailable, true, k_refusal_pushback, false,
-                   "deadline passed\n"};
+      r.do_not_retry = true;
+      r.pushback = k_refusal_pushback;
+      r.body = "deadline passed\n";
+      return r;
     case outcome::codel_dropped:
-      return reply{k_refusal_status, unavailable, false, {}, false, "dropped: waited too long\n"};
+      r.body = "dropped: waited too long\n";
+      return r;
   }
-  return reply{k_refusal_status, unavailable, false, {}, false, "unavailable\n"};
+  r.body = "unavailable\n";
+  return r;
 }
 
 /// The Retry-After value (delay-seconds, RFC 9110 §10.2.3) for a delay: whole seconds, rounded

@@ -12,7 +12,12 @@
 //
 // Each row reports allocs/op (counted by the replaced operator new).
 //
-// Reproduce: build/bench/admission_benchmark (see docs/admission.md and docs/performance.md).
+// Reproduce (docs/performance.md): the median of 5 repetitions and its spread, each row against
+// the bare counter of the same run and the same thread count, in CPU time:
+//   build/bench/admission_benchmark --benchmark_repetitions=5 --benchmark_min_time=0.3
+//       --benchmark_out=admission.json --benchmark_out_format=json
+//   bench/tools/summarize.py admission.json --time cpu --filter threads:1
+//       --baseline 'Atomic.*threads:1'      (and likewise with threads:2)
 #include <benchmark/benchmark.h>
 
 #include <atomic>

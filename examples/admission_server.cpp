@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "stormguard/admission/defences.hpp"
+#include "stormguard/admission/reply.hpp"
 #include "stormguard/admission/retry_admission.hpp"
 #include "stormguard/clock.hpp"
 #include "stormguard/retry_headers.hpp"
@@ -20,7 +21,13 @@ namespace {
 
 using asio::ip::tcp;
 
-// The value of header `name` (lower case) in an HTTP/1.1 request head, if present.
+// `c` with A-Z mapped to a-z, every other byte unchanged (no locale).
+constexpr char lower_ascii(char c) noexcept {
+  return c >= 'A' && c <= 'Z' ? char(c - 'A' + 'a') : c;
+}
+
+// The value of header `name` (lower case) in an HTTP/1.1 request head, if present: the names are
+// compared case-insensitively in place (no copy), the value is a view into `head`.
 std::optional<std::string_view> header(std::string_view head, std::string_view name) {
   std::size_t line = head.find("\r\n");
   while (line != std::string_view::npos && line + 2 < head.size()) {
@@ -31,7 +38,7 @@ std::optional<std::string_view> header(std::string_view head, std::string_view n
     if (colon != std::string_view::npos && colon == name.size()) {
       bool same = true;
       for (std::size_t i = 0; i < colon; ++i) {
-        same = same && (field[i] | 0x20) == name[i];
+        same = same && lower_ascii(field[i]) == name[i];
       }
       if (same) {  // the value without the optional white space around it (RFC 9110 §5.5)
         std::string_view value = field.substr(colon + 1);
@@ -67,18 +74,21 @@ void serve(tcp::acceptor& acceptor, int requests) {
     const auto timeout = header(head, stormguard::k_grpc_timeout_header);
     const auto deadline = stormguard::admission::deadline_of(
         now, timeout ? stormguard::parse_grpc_timeout(*timeout) : std::nullopt);
-    std::string response;
-    if (stormguard::admission::expired(now, deadline)) {
-      response =
-          "HTTP/1.1 503 Service Unavailable\r\ngrpc-retry-pushback-ms: -1\r\n"
-          "Content-Length: 0\r\nConnection: close\r\n\r\n";
-    } else if (!admission.admit(now, attempt)) {
-      response =
-          "HTTP/1.1 503 Service Unavailable\r\ngrpc-retry-pushback-ms: -1\r\n"
-          "Content-Length: 0\r\nConnection: close\r\n\r\n";
-    } else {
-      response = "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello";
+    // Decide (drop-expired, then the retry budget), then answer as reply_for says.
+    using stormguard::admission::outcome;
+    const outcome decided = stormguard::admission::expired(now, deadline) ? outcome::expired
+                            : admission.admit(now, attempt)               ? outcome::served
+                                                                          : outcome::retry_refused;
+    const stormguard::admission::reply r = stormguard::admission::reply_for(decided);
+    std::string response =
+        "HTTP/1.1 " + std::to_string(r.status) + " " + std::string(r.reason_phrase) + "\r\n";
+    if (r.do_not_retry) {
+      response +=
+          std::string(stormguard::k_pushback_header) + ": " + std::string(r.pushback) + "\r\n";
     }
+    const std::string body = decided == outcome::served ? "hello" : std::string(r.body);
+    response += "Content-Length: " + std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n";
+    response += body;
     asio::write(socket, asio::buffer(response), ec);
   }
 }

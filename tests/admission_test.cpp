@@ -9,6 +9,7 @@
 #include "stormguard/admission/codel.hpp"
 #include "stormguard/admission/concurrency_limit.hpp"
 #include "stormguard/admission/defences.hpp"
+#include "stormguard/admission/reply.hpp"
 #include "stormguard/admission/retry_admission.hpp"
 #include "stormguard/random.hpp"
 
@@ -261,6 +262,54 @@ TEST(RetryAdmission, DecidesAsThePlainRatioBudgetAcrossSlicesAndWindows) {
   const auto counts = admission.counts();
   EXPECT_GT(counts.retries_refused, 0);
   EXPECT_GT(counts.retries_admitted, 0);
+}
+
+TEST(Reply, EachOutcomeHasItsStatusAndHeaders) {
+  static_assert(reply_for(outcome::expired).do_not_retry);  // usable at compile time
+  EXPECT_EQ(reply_for(outcome::served).status, 200);
+  for (const outcome o : {outcome::unavailable, outcome::retry_refused, outcome::over_limit,
+                          outcome::expired, outcome::codel_dropped}) {
+    const reply r = reply_for(o);
+    EXPECT_EQ(r.status, 503);
+    EXPECT_EQ(r.reason_phrase, "Service Unavailable");
+    EXPECT_FALSE(r.body.empty());
+    EXPECT_EQ(r.body.back(), '\n');
+    // "Do not retry" exactly for the retry budget and drop-expired; Retry-After exactly for the
+    // concurrency limit; never both.
+    const bool refusal = o == outcome::retry_refused || o == outcome::expired;
+    EXPECT_EQ(r.do_not_retry, refusal);
+    EXPECT_EQ(r.pushback, refusal ? std::string_view("-1") : std::string_view());
+    EXPECT_EQ(r.retry_after, o == outcome::over_limit);
+  }
+  EXPECT_EQ(reply_for(outcome::expired).body, "deadline passed\n");
+  EXPECT_EQ(reply_for(outcome::codel_dropped).body, "dropped: waited too long\n");
+  // The pushback the server sends reads back as "do not retry" (gRFC A6).
+  EXPECT_TRUE(stormguard::parse_pushback(reply_for(outcome::retry_refused).pushback).do_not_retry);
+}
+
+TEST(Reply, AClientThatHonoursTheHeadersStopsOrWaitsAndOneThatIgnoresThemRetries) {
+  const auto step = [](outcome o, bool honour) { return client_step_for(reply_for(o), honour); };
+  EXPECT_EQ(step(outcome::served, true), client_step::done);
+  EXPECT_EQ(step(outcome::served, false), client_step::done);
+  EXPECT_EQ(step(outcome::retry_refused, true), client_step::stop);
+  EXPECT_EQ(step(outcome::expired, true), client_step::stop);
+  EXPECT_EQ(step(outcome::over_limit, true), client_step::retry_after);
+  EXPECT_EQ(step(outcome::unavailable, true), client_step::retry);
+  EXPECT_EQ(step(outcome::codel_dropped, true), client_step::retry);
+  for (const outcome o : {outcome::unavailable, outcome::retry_refused, outcome::over_limit,
+                          outcome::expired, outcome::codel_dropped}) {
+    EXPECT_EQ(step(o, false), client_step::retry);
+  }
+  // Pushback wins over Retry-After when a server sends both.
+  EXPECT_EQ(client_step_for(reply{.status = 503, .do_not_retry = true, .retry_after = true}, true),
+            client_step::stop);
+}
+
+TEST(Reply, RetryAfterIsWholeSecondsRoundedDown) {
+  EXPECT_EQ(retry_after_seconds(3s), 3);
+  EXPECT_EQ(retry_after_seconds(2999ms), 2);
+  EXPECT_EQ(retry_after_seconds(-1s), 0);
+  static_assert(retry_after_seconds(duration::max()) > 0);
 }
 
 }  // namespace

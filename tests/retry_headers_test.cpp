@@ -100,4 +100,24 @@ TEST(ParsePushback, NonNegativeIsADelayAnythingElseMeansDoNotRetry) {
   EXPECT_EQ(parse_pushback("99999999999999999999999"), (pushback{false, duration::max()}));
 }
 
+TEST(ParseHeaders, BytesAroundTheDigitsAndUnitLettersAreRejected) {
+  // Letters next to the unit table ('G', 'I', 'v'), bytes below '0' and above 0x7f, NUL.
+  for (const std::string_view bad :
+       {std::string_view("1G"), std::string_view("1I"), std::string_view("1v"),
+        std::string_view("1\xff"), std::string_view("\xb1m"), std::string_view("1\0", 2),
+        std::string_view("/m"), std::string_view(":m")}) {
+    EXPECT_EQ(parse_grpc_timeout(bad), std::nullopt);
+  }
+  for (const std::string_view bad :
+       {std::string_view("/"), std::string_view(":"), std::string_view("\xb1"),
+        std::string_view("\0", 1), std::string_view("1\0", 2),
+        std::string_view("00000000000000000001"), std::string_view("9223372036854775808")}) {
+    EXPECT_TRUE(parse_attempt(bad, std::nullopt).malformed);
+    EXPECT_TRUE(parse_attempt(std::nullopt, bad).malformed);
+  }
+  EXPECT_EQ(parse_attempt("0000000000000000001", std::nullopt), (attempt_info{1, false}));
+  EXPECT_EQ(parse_attempt("12", "11"), (attempt_info{12, false}));
+  EXPECT_EQ(parse_attempt(std::nullopt, "999999"), (attempt_info{1'000'000, false}));
+}
+
 }  // namespace

@@ -3,8 +3,10 @@
 run with --benchmark_repetitions=N) as one markdown row per benchmark: the median real time, the
 spread (min-max over the repetitions), the coefficient of variation, and whether the row is
 stable (cv <= 5 %). An optional baseline regex adds each row's ratio to the baseline's median.
+--time cpu summarizes the CPU time instead (on a machine shared with other work, where the wall
+time of a 1-thread benchmark includes the time other processes held its core).
 
-  bench/tools/summarize.py OUT.json [--baseline REGEX] [--filter REGEX]
+  bench/tools/summarize.py OUT.json [--baseline REGEX] [--filter REGEX] [--time real|cpu]
 """
 import argparse
 import json
@@ -20,6 +22,8 @@ def main() -> int:
     parser.add_argument("json_file")
     parser.add_argument("--baseline", help="regex of the baseline benchmark's name")
     parser.add_argument("--filter", default=".", help="regex of the benchmarks to show")
+    parser.add_argument("--time", choices=("real", "cpu"), default="real",
+                        help="which time to summarize (default: real)")
     args = parser.parse_args()
     with open(args.json_file, encoding="utf-8") as f:
         data = json.load(f)
@@ -29,7 +33,7 @@ def main() -> int:
         if b.get("run_type") != "iteration" or b.get("error_occurred"):
             continue
         name = b["run_name"]
-        ns = b["real_time"] * UNIT_NS[b.get("time_unit", "ns")]
+        ns = b[f"{args.time}_time"] * UNIT_NS[b.get("time_unit", "ns")]
         if name not in runs:
             runs[name] = []
             order.append(name)

@@ -24,10 +24,13 @@
 #define STORMGUARD_RETRY_HEADERS_HPP
 
 #include <array>
+#include <charconv>
+#include <chrono>
 #include <cstdint>
 #include <limits>
 #include <optional>
 #include <string_view>
+#include <system_error>
 
 #include "stormguard/clock.hpp"
 #include "stormguard/detail/http_syntax.hpp"  // is_ows, trim_ows
@@ -36,7 +39,7 @@
 namespace stormguard {
 
 /// The field names (lower case, as HTTP/2 and HTTP/3 send them; HTTP/1.1 field names are
-/// case-insensitive).
+/// case-insensitive). Each views a string literal, so data() is NUL-terminated (for C APIs).
 /// Envoy's attempt number, counting the first attempt as 1 (a request header).
 inline constexpr std::string_view k_attempt_count_header = "x-envoy-attempt-count";
 /// gRPC's count of attempts made before this one (gRFC A6; a request header, absent on the
@@ -108,21 +111,49 @@ struct pushback {
 [[nodiscard]] STORMGUARD_EXPORT pushback parse_pushback(std::string_view value) noexcept;
 
 // Definitions of the two parsers a server runs on every request: inline, so that admission
-// costs no call (bench/admission_benchmark.cpp).
+// costs no call, and cheap (bench/admission_benchmark.cpp): no allocation, no locale, no
+// exception, no copy of the value.
 
 namespace detail {
 
-// 1*DIGIT within [0, max]; nothing else (no sign, no spaces inside).
-constexpr std::optional<std::int64_t> plain_decimal(std::string_view v, std::int64_t max) noexcept {
-  if (v.empty() || v.size() > 19) return std::nullopt;
-  std::int64_t value = 0;
-  for (const char c : v) {
-    if (c < '0' || c > '9') return std::nullopt;
-    value = value * 10 + (c - '0');  // 19 digits of 9 overflow only past 9.2e18: checked below
-    if (value > max) return std::nullopt;
+// 1*DIGIT within [0, max] (max < 10^19), at most 19 characters; nothing else (no sign, no
+// spaces inside). One digit, the common case (an attempt number), is read directly; longer values
+// through std::from_chars on an unsigned type (no sign, no white space, no locale; out-of-range
+// values are reported, not wrapped).
+inline std::optional<std::int64_t> plain_decimal(std::string_view v, std::int64_t max) noexcept {
+  if (v.size() == 1) {
+    const auto digit = static_cast<std::int64_t>(static_cast<unsigned char>(v[0])) - '0';
+    if (digit >= 0 && digit <= 9 && digit <= max) return digit;
+    return std::nullopt;
   }
-  return value;
+  if (v.empty() || v.size() > 19) return std::nullopt;
+  std::uint64_t value = 0;
+  const char* const end = v.data() + v.size();
+  const auto [stop, error] = std::from_chars(v.data(), end, value);
+  if (error != std::errc{} || stop != end || value > static_cast<std::uint64_t>(max)) {
+    return std::nullopt;
+  }
+  return static_cast<std::int64_t>(value);
 }
+
+// The field value without surrounding SP/HTAB; the common case (none) costs two compares.
+constexpr std::string_view trim_ows_fast(std::string_view v) noexcept {
+  if (!v.empty() && (is_ows(v.front()) || is_ows(v.back()))) return trim_ows(v);
+  return v;
+}
+
+// grpc-timeout units in nanoseconds, indexed by (letter - 'H'); 0 for a letter that is no unit.
+inline constexpr std::int64_t k_grpc_hour_ns = 3'600'000'000'000;
+inline constexpr std::array<std::int64_t, 'u' - 'H' + 1> k_grpc_timeout_unit_ns = [] {
+  std::array<std::int64_t, 'u' - 'H' + 1> t{};
+  t['H' - 'H'] = k_grpc_hour_ns;
+  t['M' - 'H'] = 60'000'000'000;
+  t['S' - 'H'] = 1'000'000'000;
+  t['m' - 'H'] = 1'000'000;
+  t['u' - 'H'] = 1'000;
+  t['n' - 'H'] = 1;
+  return t;
+}();
 
 }  // namespace detail
 
@@ -132,12 +163,12 @@ inline attempt_info parse_attempt(std::optional<std::string_view> attempt_count,
   std::optional<std::int64_t> from_count;
   std::optional<std::int64_t> from_previous;
   if (attempt_count) {
-    from_count = detail::plain_decimal(detail::trim_ows(*attempt_count), k_max_attempt_number);
+    from_count = detail::plain_decimal(detail::trim_ows_fast(*attempt_count), k_max_attempt_number);
     if (!from_count || *from_count < 1) return malformed;
   }
   if (previous_attempts) {
     const auto previous =
-        detail::plain_decimal(detail::trim_ows(*previous_attempts), k_max_attempt_number - 1);
+        detail::plain_decimal(detail::trim_ows_fast(*previous_attempts), k_max_attempt_number - 1);
     if (!previous) return malformed;
     from_previous = *previous + 1;
   }
@@ -149,35 +180,26 @@ inline attempt_info parse_attempt(std::optional<std::string_view> attempt_count,
 
 inline std::optional<duration> parse_grpc_timeout(std::string_view value) noexcept {
   if (value.size() < 2 || value.size() > 9) return std::nullopt;
-  const auto digits = detail::plain_decimal(value.substr(0, value.size() - 1), 99'999'999);
-  if (!digits) return std::nullopt;
-  std::int64_t unit_ns = 0;
-  switch (value.back()) {
-    case 'H':
-      unit_ns = 3'600'000'000'000;
-      break;
-    case 'M':
-      unit_ns = 60'000'000'000;
-      break;
-    case 'S':
-      unit_ns = 1'000'000'000;
-      break;
-    case 'm':
-      unit_ns = 1'000'000;
-      break;
-    case 'u':
-      unit_ns = 1'000;
-      break;
-    case 'n':
-      unit_ns = 1;
-      break;
-    default:
-      return std::nullopt;
+  const auto letter = static_cast<std::size_t>(static_cast<unsigned char>(value.back())) -
+                      std::size_t{'H'};  // wraps to a large index below 'H'
+  if (letter >= detail::k_grpc_timeout_unit_ns.size()) return std::nullopt;
+  const std::int64_t unit_ns = detail::k_grpc_timeout_unit_ns[letter];
+  if (unit_ns == 0) return std::nullopt;
+  // 1 to 8 digits: at most 99,999,999, so no overflow while reading.
+  std::int64_t count = 0;
+  for (std::size_t i = 0; i + 1 < value.size(); ++i) {
+    const auto digit = static_cast<std::int64_t>(static_cast<unsigned char>(value[i])) - '0';
+    if (digit < 0 || digit > 9) return std::nullopt;
+    count = count * 10 + digit;
   }
-  // 99,999,999 hours do not fit in int64 nanoseconds: saturate at duration::max() (no deadline
-  // in practice) instead of wrapping to a negative, already expired, deadline.
-  if (*digits > std::numeric_limits<std::int64_t>::max() / unit_ns) return duration::max();
-  return std::chrono::duration_cast<duration>(std::chrono::nanoseconds(*digits * unit_ns));
+  // Only hours can overflow int64 nanoseconds (99,999,999 H; minutes stop at 6e18): saturate at
+  // duration::max() (no deadline in practice) instead of wrapping to a negative, already
+  // expired, deadline.
+  if (unit_ns == detail::k_grpc_hour_ns &&
+      count > std::numeric_limits<std::int64_t>::max() / detail::k_grpc_hour_ns) {
+    return duration::max();
+  }
+  return std::chrono::duration_cast<duration>(std::chrono::nanoseconds(count * unit_ns));
 }
 
 }  // namespace stormguard

@@ -21,7 +21,7 @@ void retry_admission::flush(time_point now) const noexcept {
   if (count > 0) {
     // In the slice they arrived in: the deposit lands where deposit(now) would have put it.
     budget_.deposit(time_point(duration(end - slice_ns_)), count);
-    first_attempts_.fetch_add(count, relaxed);
+    bump(first_attempts_, count);
   }
   const std::int64_t t = now.time_since_epoch().count();
   if (t >= end) {
@@ -33,20 +33,25 @@ void retry_admission::flush(time_point now) const noexcept {
   }
 }
 
+// Counters written only under mutex_ (read by counts() without it): a plain relaxed load and
+// store, no read-modify-write.
+void retry_admission::bump(std::atomic<std::int64_t>& counter, std::int64_t n) noexcept {
+  counter.store(counter.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+}
+
 bool retry_admission::admit_slow(time_point now, bool retry) noexcept {
-  constexpr auto relaxed = std::memory_order_relaxed;
   const detail::lock hold(mutex_);
   flush(now);
   if (!retry) {
     budget_.deposit(now);
-    first_attempts_.fetch_add(1, relaxed);
+    bump(first_attempts_);
     return true;
   }
   if (budget_.try_withdraw(now)) {
-    retries_admitted_.fetch_add(1, relaxed);
+    bump(retries_admitted_);
     return true;
   }
-  retries_refused_.fetch_add(1, relaxed);
+  bump(retries_refused_);
   return false;
 }
 

@@ -28,6 +28,7 @@
 #include <utility>
 #include <variant>
 
+#include "stormguard/admission/reply.hpp"
 #include "stormguard/http/async_client.hpp"
 #include "stormguard/metrics/retry_metrics.hpp"
 #include "stormguard/random.hpp"
@@ -294,17 +295,29 @@ class lab_transport {
     if (t >= end_) return;  // after the run: still in flight, as in the simulator
     if (res.response && res.response->status >= 200 && res.response->status < 300) {
       driver_.succeeded(id, attempt, t);
-    } else if (res.response && honour_pushback_ && res.reason == end_reason::server_refused) {
-      driver_.refused(id, attempt, t);  // grpc-retry-pushback-ms: -1 (the server's retry budget)
-    } else if (const auto retry_after = honour_pushback_ && res.response
-                                            ? res.response->header_value("Retry-After")
-                                            : std::nullopt) {
-      const auto delay = parse_retry_after(
-          *retry_after, std::chrono::time_point_cast<std::chrono::system_clock::duration>(
-                            std::chrono::system_clock::now()));
-      driver_.unavailable_after(id, attempt, t, delay.value_or(duration::zero()));
     } else if (res.response) {
-      driver_.unavailable(id, attempt, t);
+      // What the client heard (the pushback as the HTTP client read it: server_refused), and what
+      // it does with it: admission::client_step_for, as in the simulator.
+      const auto retry_after = res.response->header_value("Retry-After");
+      const admission::reply heard{.status = res.response->status,
+                                   .do_not_retry = res.reason == end_reason::server_refused,
+                                   .retry_after = retry_after.has_value()};
+      switch (admission::client_step_for(heard, honour_pushback_)) {
+        case admission::client_step::stop:
+          driver_.refused(id, attempt, t);  // grpc-retry-pushback-ms < 0 (e.g. the retry budget)
+          break;
+        case admission::client_step::retry_after: {
+          const auto wall = std::chrono::time_point_cast<std::chrono::system_clock::duration>(
+              std::chrono::system_clock::now());
+          const auto delay = parse_retry_after(*retry_after, wall);
+          driver_.unavailable_after(id, attempt, t, delay.value_or(duration::zero()));
+          break;
+        }
+        case admission::client_step::done:  // not reached: a 2xx is a success above
+        case admission::client_step::retry:
+          driver_.unavailable(id, attempt, t);
+          break;
+      }
     } else {
       // The scenario's silence is a time-out; any other transport failure is the lab's own
       // (fleet_result::transport_failures). Still a time-out for the driver: no response.

@@ -48,6 +48,7 @@
 #include "lab/charges.hpp"
 #include "lab/http_limits.hpp"
 #include "lab/wire.hpp"
+#include "stormguard/admission/reply.hpp"
 #include "stormguard/detail/saturate.hpp"
 #include "stormguard/guard/store.hpp"
 #include "stormguard/random.hpp"
@@ -574,20 +575,13 @@ class server::impl {
         return reply_text(req, 503, "Service Unavailable", "queue full\n");
       case sim::engine::admission::refused:
         count<&server_stats::refused_retry_budget>();
-        evhttp_add_header(evhttp_request_get_output_headers(req), "grpc-retry-pushback-ms", "-1");
-        return reply_text(req, 503, "Service Unavailable", "retry refused by the server budget\n");
-      case sim::engine::admission::limited: {
+        return answer(req, admission::outcome::retry_refused);
+      case sim::engine::admission::limited:
         count<&server_stats::refused_concurrency_limit>();
-        const auto seconds =
-            std::chrono::duration_cast<std::chrono::seconds>(engine_.retry_after()).count();
-        evhttp_add_header(evhttp_request_get_output_headers(req), "Retry-After",
-                          std::to_string(seconds).c_str());
-        return reply_text(req, 503, "Service Unavailable", "over the concurrency limit\n");
-      }
+        return answer(req, admission::outcome::over_limit);
       case sim::engine::admission::expired:
         count<&server_stats::dropped_expired>();
-        evhttp_add_header(evhttp_request_get_output_headers(req), "grpc-retry-pushback-ms", "-1");
-        return reply_text(req, 503, "Service Unavailable", "deadline passed\n");
+        return answer(req, admission::outcome::expired);
       case sim::engine::admission::accepted:
         break;
     }
@@ -656,7 +650,7 @@ class server::impl {
   static sim::engine::attempt_labels request_labels(evhttp_request* req, std::int64_t now) {
     const evkeyvalq* in = evhttp_request_get_input_headers(req);
     const auto header = [&](std::string_view name) -> std::optional<std::string_view> {
-      const char* v = evhttp_find_header(in, std::string(name).c_str());
+      const char* v = evhttp_find_header(in, name.data());  // a literal: NUL-terminated
       return v != nullptr ? std::optional<std::string_view>(v) : std::nullopt;
     };
     sim::engine::attempt_labels labels;
@@ -677,13 +671,20 @@ class server::impl {
     evhttp_request* req = std::exchange(s.request, nullptr);
     free_slots_.push_back(s.index);
     count<&server_stats::queued>(-1);
-    if (why == sim::engine::drop_reason::expired) {
-      count<&server_stats::dropped_expired>();
-      evhttp_add_header(evhttp_request_get_output_headers(req), "grpc-retry-pushback-ms", "-1");
-      return reply_text(req, 503, "Service Unavailable", "deadline passed\n");
-    }
-    count<&server_stats::dropped_codel>();
-    reply_text(req, 503, "Service Unavailable", "dropped: waited too long\n");
+    const bool expired = why == sim::engine::drop_reason::expired;
+    expired ? count<&server_stats::dropped_expired>() : count<&server_stats::dropped_codel>();
+    answer(req, expired ? admission::outcome::expired : admission::outcome::codel_dropped);
+  }
+
+  // Answers `req` as admission::reply_for(o) says (its views are of literals: NUL-terminated),
+  // with the concurrency limit's Retry-After when the reply carries one.
+  void answer(evhttp_request* req, admission::outcome o) {
+    const admission::reply r = admission::reply_for(o);
+    evkeyvalq* out = evhttp_request_get_output_headers(req);
+    if (r.do_not_retry) evhttp_add_header(out, k_pushback_header.data(), r.pushback.data());
+    const auto seconds = r.retry_after ? admission::retry_after_seconds(engine_.retry_after()) : 0;
+    if (r.retry_after) evhttp_add_header(out, "Retry-After", std::to_string(seconds).c_str());
+    reply_text(req, r.status, r.reason_phrase.data(), r.body);
   }
 
   static void on_stop(evutil_socket_t, short, void* arg) {

@@ -15,6 +15,7 @@
 #include <type_traits>
 #include <variant>
 
+#include "stormguard/admission/reply.hpp"
 #include "stormguard/detail/format.hpp"
 #include "stormguard/detail/saturate.hpp"
 #include "stormguard/random.hpp"
@@ -79,33 +80,23 @@ class virtual_transport : public engine::no_notes {
         queues_.push(deadline, event_kind::timeout, id, attempt);
         return;
       case engine::admission::error:
-        driver_.unavailable(id, attempt, now);
+        answered(id, attempt, now, admission::outcome::unavailable);
         return;
       case engine::admission::rejected:
         ++counters.rejected;
-        driver_.unavailable(id, attempt, now);
+        answered(id, attempt, now, admission::outcome::unavailable);
         return;
       case engine::admission::refused:
         ++counters.rejected;
-        if (honour_pushback_) {
-          driver_.refused(id, attempt, now);
-        } else {
-          driver_.unavailable(id, attempt, now);
-        }
+        answered(id, attempt, now, admission::outcome::retry_refused);
         return;
-      case engine::admission::limited: {
+      case engine::admission::limited:
         ++counters.rejected;
-        const duration retry_after = server_.retry_after();
-        if (honour_pushback_) {
-          driver_.unavailable_after(id, attempt, now, retry_after);
-        } else {
-          driver_.unavailable(id, attempt, now);
-        }
+        answered(id, attempt, now, admission::outcome::over_limit);
         return;
-      }
       case engine::admission::expired:  // only when the timeout is below the service estimate
         ++counters.expired_dropped;
-        driver_.dropped_expired(id, attempt, now, honour_pushback_);
+        answered(id, attempt, now, admission::outcome::expired);
         return;
       case engine::admission::accepted:
         break;
@@ -117,6 +108,26 @@ class virtual_transport : public engine::no_notes {
   }
 
  private:
+  // The server answered attempt `attempt` of request `id` at once with the reply to `o`
+  // (admission::reply_for; a Retry-After is drawn whenever the reply carries one, heard or not),
+  // and the client does what admission::client_step_for says.
+  void answered(std::uint32_t id, std::int32_t attempt, std::int64_t now, admission::outcome o) {
+    const admission::reply reply = admission::reply_for(o);
+    const duration retry_after = reply.retry_after ? server_.retry_after() : duration{};
+    switch (admission::client_step_for(reply, honour_pushback_)) {
+      case admission::client_step::stop:
+        driver_.refused(id, attempt, now);
+        return;
+      case admission::client_step::retry_after:
+        driver_.unavailable_after(id, attempt, now, retry_after);
+        return;
+      case admission::client_step::done:  // not an immediate answer of the server model
+      case admission::client_step::retry:
+        driver_.unavailable(id, attempt, now);
+        return;
+    }
+  }
+
   void dispatch(const engine::event& e) {
     switch (e.kind) {
       case event_kind::arrival:

@@ -93,6 +93,7 @@ class STORMGUARD_EXPORT retry_admission {
  private:
   bool admit_slow(time_point now, bool retry) noexcept;
   void flush(time_point now) const noexcept STORMGUARD_REQUIRES(mutex_);
+  static void bump(std::atomic<std::int64_t>& counter, std::int64_t n = 1) noexcept;
 
   mutable ratio_budget budget_;
   std::int64_t slice_ns_;        // the ratio budget's slice: ceil(window / 10)

@@ -7,14 +7,13 @@
 // keep-alive connections, each with one `GET /` in flight at a time (a new one as soon as the
 // answer is read), driven by epoll. One iteration is 20,000 answers; the `req/s` counter is the
 // answers per second of wall time, `server_cpu_us/req` the server process's CPU time (all its
-// threads, clock_getcpuclockid) per answer, which other load on the machine does not inflate. The scenario given to serve has no incident and no overload,
-// 1,000,000 workers and a 1 ns service time: every request goes through the model (admission,
-// a worker, its service timer, the answer), and none waits for another.
+// threads, clock_getcpuclockid) per answer, which other load on the machine does not inflate. The
+// scenario given to serve has no incident and no overload, 1,000,000 workers and a 1 ns service
+// time: every request goes through the model (admission, a worker, its service timer, the answer),
+// and none waits for another.
 //
-//   build/bench/serve_benchmark --benchmark_repetitions=5
-//     --benchmark_enable_random_interleaving=true --benchmark_display_aggregates_only=true  (one line)
-//
-// Read the ratio Serve/N ÷ BareLibevent/N of the same run (docs/performance.md).
+// Read the ratio Serve/N ÷ BareLibevent/N of the same run; the command and the figures are in
+// docs/performance.md ("serve against a bare libevent server").
 #include <arpa/inet.h>
 #include <benchmark/benchmark.h>
 #include <event2/buffer.h>
@@ -22,8 +21,8 @@
 #include <event2/http.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <sched.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
@@ -102,9 +101,8 @@ std::uint16_t port_of(int fd) {
   sigaddset(&term, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &term, nullptr);  // the server's thread inherits the mask
   auto started = stormguard::lab::server::start(s, {});
-  std::uint16_t port = 0;
-  if (started) port = (*started)->port();
-  else std::fprintf(stderr, "serve_benchmark: %s\n", started.error().c_str());
+  if (!started) std::fprintf(stderr, "serve_benchmark: %s\n", started.error().c_str());
+  const std::uint16_t port = started ? (*started)->port() : 0;
   (void)!write(port_pipe, &port, sizeof port);
   int sig = 0;
   sigwait(&term, &sig);
@@ -241,8 +239,8 @@ void run_load(benchmark::State& state, bool bare) {
   for (connection& c : conns) close(c.fd);
   close(ep);
   if (failed) return state.SkipWithError("an answer was missing, late or not 200");
-  state.counters["req/s"] = benchmark::Counter(static_cast<double>(answers),
-                                               benchmark::Counter::kIsRate);
+  state.counters["req/s"] =
+      benchmark::Counter(static_cast<double>(answers), benchmark::Counter::kIsRate);
   // The server's own CPU per answer: what one core spends per request, whatever else runs.
   state.counters["server_cpu_us/req"] =
       answers > 0 ? static_cast<double>(server_cpu) / 1000.0 / static_cast<double>(answers) : 0.0;

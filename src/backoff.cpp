@@ -3,7 +3,9 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cmath>
+#include <cstdint>
 #include <stdexcept>
 #include <string>
 
@@ -31,6 +33,16 @@ void reject(const std::string& message) {
   throw std::invalid_argument("stormguard::backoff: " + message);
 }
 
+// base · scale as a ceiling (base in ns, as a double): saturating at cap (2^63 ns and above, or
+// inf, is cap).
+duration scaled_ceiling(double base, duration cap, double scale) noexcept {
+  const double value = base * scale;
+  // 2^63 is exactly representable; anything at or above it (or inf) saturates.
+  if (!(value < 0x1.0p63)) return cap;
+  const duration ceiling{static_cast<std::int64_t>(value)};
+  return std::min(cap, ceiling);
+}
+
 // min(cap, base · multiplier^(retry-1)) (or ^retry with ceiling_exponent::retry) in double,
 // saturating at cap. Powers of two scale a double exactly, so with multiplier 2 every ceiling
 // below 2^63 ns is exact.
@@ -46,11 +58,71 @@ duration compute_ceiling(const backoff_options& o, int retry) noexcept {
   const double scale = o.multiplier == 2.0
                            ? std::ldexp(1.0, static_cast<int>(std::min(exponent, 2000.0)))
                            : std::pow(o.multiplier, exponent);
-  const double value = static_cast<double>(o.base.count()) * scale;
-  // 2^63 is exactly representable; anything at or above it (or inf) saturates.
-  if (!(value < 0x1.0p63)) return o.cap;
-  const duration ceiling{static_cast<std::int64_t>(value)};
-  return std::min(o.cap, ceiling);
+  return scaled_ceiling(static_cast<double>(o.base.count()), o.cap, scale);
+}
+
+// table.fill(value), written so that GCC 12 vectorises it (16 stores for 32 entries): it does
+// not vectorise std::array::fill of a duration, a struct copy.
+template <std::size_t n>
+void fill_with(std::array<duration, n>& table, duration value) noexcept {
+  const std::int64_t count = value.count();
+  for (std::size_t i = 0; i < n; ++i) table[i] = duration{count};
+}
+
+// Fills table[0 .. n) with compute_ceiling(o, 1 .. n), bit-identical (tests/backoff_test.cpp
+// checks it), without a std::pow or std::ldexp per entry, so that building a policy per call
+// is cheap. Fills the table with cap (a fixed-size fill, unrolled), then computes the ceilings
+// up to the first one equal to cap (they never decrease).
+//  - Multiplier 2 (the default) with a base that a double holds exactly (up to 2^53 ns, 104
+//    days): base · 2^e is exact in double, so shifting the integer gives the same ceiling.
+//  - Any other multiplier: m^e is carried from one entry to the next (scale · m) for as long as
+//    that product is exact, which it is exactly when the odd part of the power's significand,
+//    q^e with q the odd part of m's, fits in 53 bits (an odd integer has no trailing zero to
+//    shed). std::pow returns an exact power exactly too (its error is under one ulp). From the
+//    first inexact product on, std::pow as compute_ceiling does (1.5 stays exact up to 1.5^33).
+template <std::size_t n>
+void fill_ceilings(const backoff_options& o, std::array<duration, n>& table) noexcept {
+  const duration base = o.base;
+  const duration cap = o.cap;
+  const double m = o.multiplier;
+  if (base == duration::zero() || m == 1.0) {
+    fill_with(table, base);  // base 0, or a constant ceiling (base <= cap)
+    return;
+  }
+  fill_with(table, cap);
+  constexpr std::uint64_t significand_limit = std::uint64_t{1} << 53;
+  const int first_exponent = o.exponent == ceiling_exponent::retry ? 1 : 0;
+  if (m == 2.0 && static_cast<std::uint64_t>(base.count()) <= significand_limit) {
+    constexpr std::int64_t max = duration::max().count();
+    for (std::size_t i = 0; i < n; ++i) {
+      const int e = static_cast<int>(i) + first_exponent;
+      const duration c =
+          e < 63 && base.count() <= (max >> e) ? std::min(cap, duration{base.count() << e}) : cap;
+      if (c == cap) break;
+      table[i] = c;
+    }
+  } else {
+    const double base_ns = static_cast<double>(base.count());
+    // m >= 1 is finite and normal: its significand is the 52 stored bits and the implicit 1.
+    std::uint64_t q = (std::bit_cast<std::uint64_t>(m) & ((std::uint64_t{1} << 52) - 1)) |
+                      (std::uint64_t{1} << 52);
+    q >>= std::countr_zero(q);
+    const std::uint64_t odd_limit = (significand_limit - 1) / q;  // q^e · q fits in 53 bits
+    double scale = first_exponent == 0 ? 1.0 : m;     // m^e of this entry, exact while `exact`
+    std::uint64_t odd = first_exponent == 0 ? 1 : q;  // q^e
+    bool exact = true;
+    for (std::size_t i = 0; i < n; ++i) {
+      const int exponent = static_cast<int>(i) + first_exponent;
+      const duration c = exponent == 0 ? base
+                         : exact       ? scaled_ceiling(base_ns, cap, scale)
+                                       : compute_ceiling(o, static_cast<int>(i) + 1);
+      if (c == cap) break;
+      table[i] = c;
+      exact = exact && odd <= odd_limit;
+      odd *= q;
+      scale *= m;
+    }
+  }
 }
 
 }  // namespace
@@ -81,15 +153,7 @@ backoff::backoff(backoff_options options) : options_(options) {
   }
   // The ceilings grow until they reach cap and stay there: compute them only up to cap (6
   // entries for the defaults) and fill the rest, so that building a policy per call is cheap.
-  int retry = 1;
-  for (; retry <= k_table_size; ++retry) {
-    const duration c = compute_ceiling(options_, retry);
-    table_[static_cast<std::size_t>(retry - 1)] = c;
-    if (c == options_.cap) break;
-  }
-  for (++retry; retry <= k_table_size; ++retry) {
-    table_[static_cast<std::size_t>(retry - 1)] = options_.cap;
-  }
+  fill_ceilings(options_, table_);
 }
 
 backoff backoff::constant(duration delay, stormguard::jitter j) {

@@ -556,3 +556,49 @@ TEST(Ceiling, TableShortcutMatchesTheFormulaForEveryRetry) {
     }
   }
 }
+
+// The table is filled without a std::pow per entry (the power is carried from entry to entry
+// while that is exact): every ceiling must still be bit-identical to the one formula in double,
+// base · std::pow(m, e) saturated at cap, which the simulator's recorded outputs depend on.
+TEST(Ceiling, TableIsBitIdenticalToThePowFormulaForEveryMultiplier) {
+  const double multipliers[] = {1.0, 1.0001, 1.1, 1.25, 1.3, 1.5,  1.6,  1.75,
+                                2.0, 2.5,    3.0, 4.0,  7.0, 10.0, 1e10, 1e300};
+  // 2^53 ns and above: a double no longer holds every base exactly (the multiplier-2 shortcut
+  // shifts integers only below that).
+  const stormguard::duration bases[] = {1ns,
+                                        3ns,
+                                        7ms,
+                                        100ms,
+                                        1s,
+                                        stormguard::duration{(std::int64_t{1} << 53) - 1},
+                                        stormguard::duration{std::int64_t{1} << 53},
+                                        stormguard::duration{(std::int64_t{1} << 53) + 1},
+                                        stormguard::duration{(std::int64_t{1} << 62) + 3}};
+  const stormguard::duration caps[] = {3s, 1h, stormguard::duration{std::int64_t{1} << 55},
+                                       stormguard::duration::max()};
+  for (const auto e :
+       {stormguard::ceiling_exponent::retry_minus_one, stormguard::ceiling_exponent::retry}) {
+    for (const double m : multipliers) {
+      for (const auto base : bases) {
+        for (const auto cap : caps) {
+          if (cap < base) continue;
+          const stormguard::backoff b({.base = base, .cap = cap, .multiplier = m, .exponent = e});
+          for (int n = 1; n <= 40; ++n) {
+            const int k = e == stormguard::ceiling_exponent::retry ? n : n - 1;
+            stormguard::duration expected = base;
+            if (k > 0 && m != 1.0) {
+              const double value = static_cast<double>(base.count()) * std::pow(m, k);
+              expected =
+                  !(value < 0x1.0p63)
+                      ? cap
+                      : std::min(cap, stormguard::duration{static_cast<std::int64_t>(value)});
+            }
+            ASSERT_EQ(b.ceiling(n).count(), expected.count())
+                << "base " << base.count() << " cap " << cap.count() << " m " << m << " retry "
+                << n;
+          }
+        }
+      }
+    }
+  }
+}

@@ -168,7 +168,9 @@ class STORMGUARD_EXPORT backoff {
   }
 
   backoff_options options_;
-  std::array<duration, k_table_size> table_{};
+  // Every entry is written by the constructor (no zero-fill first: building a policy per call
+  // stays cheap).
+  std::array<duration, k_table_size> table_;
 };
 
 }  // namespace stormguard

@@ -85,14 +85,12 @@ sim::scenario model_of(const sim::scenario& s) {
   return m;
 }
 
-void reply(evhttp_request* req, int status, const char* reason, std::string_view content_type,
+// No allocation of ours per answer: the body goes straight into the request's output buffer.
+void reply(evhttp_request* req, int status, const char* reason, const char* content_type,
            std::string_view body) {
-  evkeyvalq* headers = evhttp_request_get_output_headers(req);
-  evhttp_add_header(headers, "Content-Type", std::string(content_type).c_str());
-  evbuffer* out = evbuffer_new();
-  if (out != nullptr) evbuffer_add(out, body.data(), body.size());
-  evhttp_send_reply(req, status, reason, out);
-  if (out != nullptr) evbuffer_free(out);
+  evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", content_type);
+  evbuffer_add(evhttp_request_get_output_buffer(req), body.data(), body.size());
+  evhttp_send_reply(req, status, reason, nullptr);
 }
 
 void reply_text(evhttp_request* req, int status, const char* reason, std::string_view body) {
@@ -133,10 +131,8 @@ void reply_stored(evhttp_request* req, const guard::stored_response& r) {
   for (const auto& [name, value] : r.headers) {
     evhttp_add_header(headers, name.c_str(), value.c_str());
   }
-  evbuffer* out = evbuffer_new();
-  if (out != nullptr) evbuffer_add(out, r.body.data(), r.body.size());
-  evhttp_send_reply(req, r.status, reason_phrase(r.status), out);
-  if (out != nullptr) evbuffer_free(out);
+  evbuffer_add(evhttp_request_get_output_buffer(req), r.body.data(), r.body.size());
+  evhttp_send_reply(req, r.status, reason_phrase(r.status), nullptr);
 }
 
 // The values of every input header named `name` (case-insensitive) joined with ", " (RFC 9110
@@ -423,7 +419,8 @@ class server::impl {
   // Refuses (and closes the connection of) a request whose header fields break a limit or
   // frame the body ambiguously (detail::check_head); true when it did.
   bool refuse_head(evhttp_request* req) {
-    std::vector<std::pair<std::string_view, std::string_view>> fields;
+    std::vector<std::pair<std::string_view, std::string_view>>& fields = head_fields_;
+    fields.clear();  // keeps its capacity: no allocation per request
     const evkeyvalq* headers = evhttp_request_get_input_headers(req);
     for (const evkeyval* h = headers->tqh_first; h != nullptr; h = h->next.tqe_next) {
       fields.emplace_back(h->key, h->value);
@@ -649,6 +646,7 @@ class server::impl {
   // stormguard/retry_headers.hpp defines them (hostile values included).
   static sim::engine::attempt_labels request_labels(evhttp_request* req, std::int64_t now) {
     const evkeyvalq* in = evhttp_request_get_input_headers(req);
+    // The names are literals (retry_headers.hpp): .data() ends with a NUL, no std::string.
     const auto header = [&](std::string_view name) -> std::optional<std::string_view> {
       const char* v = evhttp_find_header(in, name.data());  // a literal: NUL-terminated
       return v != nullptr ? std::optional<std::string_view>(v) : std::nullopt;
@@ -751,6 +749,7 @@ class server::impl {
 
   std::deque<slot> slots_;  // stable addresses: timers point at their slot
   std::vector<std::uint32_t> free_slots_;
+  std::vector<std::pair<std::string_view, std::string_view>> head_fields_;  // refuse_head's
   std::vector<evhttp_request*> lost_requests_;
 
   std::atomic<std::int64_t> clock_start_{k_not_started};

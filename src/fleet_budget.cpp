@@ -172,11 +172,15 @@ void fleet_budget::end_sync(time_point now, const fleet_view& view) noexcept {
   // local window against that would hand the fleet several times its allowance.
   const std::int64_t own = std::min(local_.total(now).requests, requests_since_base_);
   // A process with no such request yet (one that has just started, such as a one-shot command
-  // syncing before its first attempt) gets an even share, 1 / live clients: its own count would
-  // give it nothing while the rest of the fleet's requests fill the window.
+  // syncing before its first attempt) counts the request it is about to make, 1 / (R + 1): its
+  // own count would give it nothing while the rest of the fleet's requests fill the window, and
+  // an even share (1 / live) would hand every newcomer a live client's part on top of the
+  // shares of those whose requests fill it.
   std::int64_t share_ppm = 0;
   if (view.requests > 0 && own > 0) {
     share_ppm = std::min<std::int64_t>(k_scale, mul_div(own, k_scale, view.requests));
+  } else if (view.requests > 0) {
+    share_ppm = k_scale / (view.requests < INT64_MAX ? view.requests + 1 : view.requests);
   } else {
     share_ppm = k_scale / view.live_clients;
   }

@@ -85,16 +85,17 @@ TEST(FleetBudget, AloneItGrantsExactlyTheFleetsAllowance) {
 }
 
 // A process that syncs before its first request (a one-shot command: `stormguard exec` syncs
-// once before its first attempt) while the rest of the fleet's requests fill the window gets an
-// even share, not a share of 0 that would refuse every retry of every short run after the first.
-TEST(FleetBudget, AProcessWithNoRequestYetGetsAnEvenShare) {
+// once before its first attempt) while the rest of the fleet's requests fill the window counts
+// the request it is about to make: a share of 1 / (R + 1), not 0, which refused every retry of
+// every short run after the first.
+TEST(FleetBudget, AProcessWithNoRequestYetCountsTheOneItIsAboutToMake) {
   fleet_budget b(options_with(0.1, 10));  // fleet floor: 10/s over 10 s = 100 retries
   random_generator g(1);
   (void)b.begin_sync(t0);
   b.end_sync(t0, fleet_view{40, 8, 4});  // earlier runs: 40 requests, 8 retries, 4 live
-  EXPECT_EQ(b.share_ppm(), 250'000);
-  // allowance = 0.1 · 40 + 100 − 8 = 96 retries; a quarter of it is this process's.
-  EXPECT_EQ(b.credit_micro(), 24'000'000);
+  EXPECT_EQ(b.share_ppm(), 1'000'000 / 41);
+  // allowance = 0.1 · 40 + 100 − 8 = 96 retries; 1/41 of it is this process's (2.34).
+  EXPECT_EQ(b.credit_micro(), 96'000'000LL * (1'000'000 / 41) / 1'000'000);
   ASSERT_TRUE(b.try_admit(t0, g));
   EXPECT_TRUE(retry(b, t0, g));
 }

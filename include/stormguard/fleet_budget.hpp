@@ -29,9 +29,10 @@
 //
 //   allowance A = ratio · R_fleet + floor · window − W_fleet      (>= 0; the fleet's window totals)
 //   share s     = r_local / R_fleet   (r_local: this process's requests in its own window;
-//                                      1 / live_clients while the fleet has no requests
-//                                      or this process has none in its window yet: a process
-//                                      that has just started gets an even share)
+//                                      1 / live_clients while the fleet has no requests;
+//                                      1 / (R_fleet + 1) while this process has none yet: a
+//                                      process that has just started counts the request it is
+//                                      about to make)
 //   at each sync:      credit = s · A + (deposits − withdrawals since the deltas were taken)
 //   between syncs:     credit follows the change of the process's own ratio balance over its
 //                      own window (ratio · 10^6 per request, −10^6 per retry granted, and the

@@ -136,7 +136,7 @@ TEST(SyncHedge, ANegativePushbackStopsFurtherCopies) {
   o.hedging->non_fatal_statuses = {503};
   client c(o);
   const result r = c.perform(at(server));
-  EXPECT_EQ(r.reason, end_reason::not_retryable);
+  EXPECT_EQ(r.reason, end_reason::server_refused);  // as a retrier says for it
   ASSERT_TRUE(r.hedging);
   EXPECT_EQ(r.hedging->sent, 1);
   EXPECT_EQ(r.hedging->stop, hedge_stop::server_refused);

@@ -38,6 +38,7 @@
 #include "scenario_argument.hpp"
 #include "stormguard/detail/format.hpp"
 #include "stormguard/detail/redact.hpp"
+#include "stormguard/detail/redis_url.hpp"
 #include "stormguard/duration_text.hpp"
 #include "stormguard/lab/fleet.hpp"
 #include "stormguard/metrics/retry_metrics.hpp"
@@ -76,6 +77,8 @@ struct lab_options {
   std::string defence;  // --defence LIST (defence_option.hpp): one run per row
   CLI::Option* defence_option = nullptr;
   lab_fleet_store_options fleet;  // --fleet-store, --processes (lab_fleet_store.hpp)
+  // --fleet-store, then the options that apply with it only: typed without it, a usage error.
+  std::vector<CLI::Option*> fleet_options;
 };
 
 constexpr const char* k_exit_statuses =
@@ -357,6 +360,13 @@ int run_fleet_store(const lab_options& o, const lab_run& r) {
     print_error("--processes must be in [1, 64], got " + std::to_string(o.fleet.processes));
     return exit_usage;
   }
+  if (o.fleet.processes > r.scenario.clients) {
+    print_error(
+        fmt::format("--processes {} is above the scenario's {} clients (at --scale {}): "
+                    "every process runs clients of its own",
+                    o.fleet.processes, r.scenario.clients, detail::format_double(r.scale)));
+    return exit_usage;
+  }
   if (!o.fleet.kill_at.empty() && (o.fleet.store != "auto" || !parse_duration(o.fleet.kill_at) ||
                                    *parse_duration(o.fleet.kill_at) >= r.scenario.length)) {
     print_error(
@@ -380,6 +390,14 @@ int run_fleet_store(const lab_options& o, const lab_run& r) {
     print_error("--fleet-store must be redis://HOST[:PORT][/DB] or auto, got " +
                 detail::quote_for_message(redact(o.fleet.store)));
     return exit_usage;
+  }
+  if (o.fleet.store != "auto") {
+    try {
+      (void)detail::parse_redis_url(o.fleet.store, "--fleet-store");  // names it, redacted
+    } catch (const std::invalid_argument& e) {
+      print_error(e.what());
+      return exit_usage;
+    }
   }
   for (const CLI::Option* option : {o.defence_option, o.metrics_port_option}) {
     if (typed(option)) {
@@ -431,6 +449,19 @@ int run(const lab_options& o) {
   const auto r = prepare(o, status);
   if (!r) return status;
   raise_descriptor_limit();
+  if (!o.fleet_options.empty() && o.fleet.worker.empty()) {
+    const bool given = typed(o.fleet_options.front());
+    if (given && o.fleet.store.empty()) {
+      print_error("--fleet-store must be redis://HOST[:PORT][/DB] or auto, got \"\"");
+      return exit_usage;
+    }
+    for (std::size_t i = 1; i < o.fleet_options.size() && !given; ++i) {
+      if (typed(o.fleet_options[i])) {
+        print_error(o.fleet_options[i]->get_name() + " applies with --fleet-store only");
+        return exit_usage;
+      }
+    }
+  }
   if (wants_fleet_store(o.fleet)) return run_fleet_store(o, *r);
   std::vector<defence_row> rows{{"", r->scenario.defences.enabled}};
   if (o.defence_option != nullptr && o.defence_option->count() > 0) {
@@ -546,24 +577,27 @@ command add_lab_command(CLI::App& parent) {
                        "N")
           ->transform(whole_number())
           ->check(CLI::Range(0, 65535));
-  add_typed_option(*sub, "--fleet-store", options->fleet.store,
-                   "Run the fleet in --processes OS processes whose fleet budgets share this Redis "
-                   "(redis://HOST[:PORT][/DB]), or auto: a redis-server started for the run on a "
-                   "loopback port (" +
-                       doc_path("lab.md") + ")",
-                   "URL|auto");
-  add_typed_option(*sub, "--processes", options->fleet.processes,
-                   "With --fleet-store: the client processes the fleet is spread over, 1 to 64 "
-                   "(default 1)",
-                   "P");
-  add_typed_option(*sub, "--fleet-store-kill-at", options->fleet.kill_at,
-                   "With --fleet-store auto: kill the redis-server T into each run (the "
-                   "simulator's column models the same outage)",
-                   "T");
-  add_typed_option(*sub, "--fleet-store-restart-at", options->fleet.restart_at,
-                   "With --fleet-store-kill-at: start the redis-server again on the same port T "
-                   "into each run, empty (the budgets rejoin the fleet)",
-                   "T");
+  options->fleet_options.push_back(add_typed_option(
+      *sub, "--fleet-store", options->fleet.store,
+      "Run the fleet in --processes OS processes whose fleet budgets share this Redis "
+      "(redis://HOST[:PORT][/DB]), or auto: a redis-server started for the run on a "
+      "loopback port (" +
+          doc_path("lab.md") + ")",
+      "URL|auto"));
+  options->fleet_options.push_back(add_typed_option(
+      *sub, "--processes", options->fleet.processes,
+      "With --fleet-store: the client processes the fleet is spread over, 1 to 64 (default 1)",
+      "P"));
+  options->fleet_options.push_back(
+      add_typed_option(*sub, "--fleet-store-kill-at", options->fleet.kill_at,
+                       "With --fleet-store auto: kill the redis-server T into each run (the "
+                       "simulator's column models the same outage)",
+                       "T"));
+  options->fleet_options.push_back(add_typed_option(
+      *sub, "--fleet-store-restart-at", options->fleet.restart_at,
+      "With --fleet-store-kill-at: start the redis-server again on the same port T into each "
+      "run, empty (the budgets rejoin the fleet)",
+      "T"));
   // The workers of --fleet-store (this executable again); not for users.
   sub->add_option("--fleet-worker", options->fleet.worker)->group("");
   sub->add_option("--fleet-server", options->fleet.server_url)->group("");

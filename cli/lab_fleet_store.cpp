@@ -20,6 +20,7 @@
 #include <mutex>
 #include <optional>
 #include <stdexcept>
+#include <string_view>
 #include <thread>
 
 #include "command.hpp"
@@ -55,7 +56,23 @@ struct child {
   int out = -1;
 };
 
-std::optional<child> spawn(const std::vector<std::string>& args, bool quiet_output) {
+// The environment variable that hands a worker the store's URL: never its argv, which any user
+// of the machine can read (ps), since the URL may hold the store's password.
+constexpr std::string_view k_store_env = "STORMGUARD_LAB_FLEET_STORE";
+
+// This process's environment with `name`=`value` set (replaced if present).
+std::vector<std::string> environment_with(std::string_view name, const std::string& value) {
+  std::vector<std::string> out;
+  const std::string prefix = std::string(name) + "=";
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    if (std::string_view(*e).rfind(prefix, 0) != 0) out.emplace_back(*e);
+  }
+  out.push_back(prefix + value);
+  return out;
+}
+
+std::optional<child> spawn(const std::vector<std::string>& args, bool quiet_output,
+                           const std::vector<std::string>& env) {
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) return std::nullopt;
   posix_spawn_file_actions_t actions;
@@ -66,7 +83,10 @@ std::optional<child> spawn(const std::vector<std::string>& args, bool quiet_outp
   for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
   pid_t pid = -1;
-  const int rc = posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ);
+  std::vector<char*> envp;
+  for (const auto& e : env) envp.push_back(const_cast<char*>(e.c_str()));
+  envp.push_back(nullptr);
+  const int rc = posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), envp.data());
   posix_spawn_file_actions_destroy(&actions);
   ::close(fds[1]);
   if (rc != 0) {
@@ -313,10 +333,10 @@ outcome<lab::lab_report, std::string> run_lab_fleet_store(const lab_fleet_store_
             std::to_string(
                 std::chrono::duration_cast<std::chrono::nanoseconds>(start.time_since_epoch())
                     .count()),
-            std::string("--fleet-store"), url, std::string("--fleet-key"), key}) {
+            std::string("--fleet-store"), std::string("-"), std::string("--fleet-key"), key}) {
         args.push_back(a);
       }
-      auto c = spawn(args, false);
+      auto c = spawn(args, false, environment_with(k_store_env, url));  // "-": the URL's there
       if (!c) {
         for (const child& w : workers) ::kill(w.pid, SIGTERM);
         std::string ignored;
@@ -405,6 +425,10 @@ int run_lab_fleet_worker(const lab_fleet_store_options& o, const sim::scenario& 
     };
     fleet::redis_sync_options so;
     so.url = o.store;
+    if (o.store == "-") {  // from the parent, through the environment (k_store_env)
+      const char* url = std::getenv(std::string(k_store_env).c_str());
+      so.url = url != nullptr ? url : "";
+    }
     so.key = o.key;
     so.client_id = "p" + std::to_string(k) + "-c" + std::to_string(client);
     so.start_thread = false;

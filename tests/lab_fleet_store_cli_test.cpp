@@ -18,6 +18,8 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "test_util.hpp"
+
 namespace {
 
 #ifdef STORMGUARD_CLI_PATH
@@ -126,7 +128,8 @@ TEST_F(LabFleetStoreCli, RedisKilledAndRestartedMidRunIsRejoinedByEveryProcess) 
   };
   EXPECT_EQ(count("falling back to local counts"), 3) << r.err;
   EXPECT_EQ(count("answers again: rejoined the fleet"), 3) << r.err;
-  EXPECT_NE(r.err.find("; 21 rejoins after a failure"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("; 20 rejoins after a failure"), std::string::npos)
+      << r.err;  // 1 per client
   const auto& s = j.at("strategies").at(0);
   EXPECT_TRUE(s.at("completed").get<bool>());
   EXPECT_TRUE(s.at("valid").get<bool>()) << r.out;
@@ -197,6 +200,49 @@ TEST_F(LabFleetStoreCli, BadFleetOptionsExitTwo) {
       run_cli(base + "--fleet-store auto --fleet-store-kill-at 5s --fleet-store-restart-at 20s")
           .exit_code,
       2);
+  // A URL the store's parser refuses is a usage error before any worker starts, the password
+  // redacted (it started the workers, which failed with exit 1).
+  const run_result db = run_cli(base + "--fleet-store redis://:hunter2@127.0.0.1:6399/x");
+  EXPECT_EQ(db.exit_code, 2) << db.err;
+  EXPECT_NE(db.err.find("--fleet-store"), std::string::npos) << db.err;
+  EXPECT_EQ(db.err.find("hunter2"), std::string::npos) << db.err;
+  EXPECT_EQ(run_cli(base + "--fleet-store ''").exit_code, 2);  // was accepted and ignored
+  // More processes than the scenario's 20 clients (each ran one client: 64 clients).
+  const run_result many = run_cli(base + "--fleet-store auto --processes 21");
+  EXPECT_EQ(many.exit_code, 2) << many.err;
+  EXPECT_NE(many.err.find("--processes 21 is above the scenario's 20 clients"), std::string::npos)
+      << many.err;
+  // The options of --fleet-store without it (were ignored).
+  for (const char* alone :
+       {"--processes 4", "--fleet-store-kill-at 3s", "--fleet-store-restart-at 5s"}) {
+    const run_result r = run_cli(base + alone);
+    EXPECT_EQ(r.exit_code, 2) << alone;
+    EXPECT_NE(r.err.find("applies with --fleet-store only"), std::string::npos) << r.err;
+  }
+}
+
+// The store's URL reaches the workers through their environment, never their arguments: any
+// user of the machine can read a process's arguments (ps, /proc/PID/cmdline), and the URL may
+// hold a password.
+TEST_F(LabFleetStoreCli, TheStoresPasswordNeverReachesAWorkersArguments) {
+  const fs::path two =
+      fs::temp_directory_path() / ("stormguard-lab-fleet-pw-" + std::to_string(getpid()) + ".json");
+  std::ofstream(two) << R"({"name": "short", "seed": 7, "duration": "2s",
+    "requests_per_second": 50, "clients": 4, "timeout": "200ms",
+    "server": {"workers": 4, "queue_limit": 100, "service_time": "10ms"}, "incident": null})";
+  // Port 1: nothing listens, the workers run in their fallback; what matters is their argv.
+  const std::string line =
+      std::string("'") + STORMGUARD_CLI_PATH + "' lab '" + two.string() +
+      "' --scale 1 -s full+fleet --processes 2 --fleet-store "
+      "redis://:s3cretpw@127.0.0.1:1/0 >/dev/null 2>&1 & p=$!; seen=0; leaked=0; "
+      "while kill -0 $p 2>/dev/null; do a=$(for f in /proc/[0-9]*/cmdline; do tr '\\0' ' ' "
+      "<$f 2>/dev/null; echo; done | grep -e --fleet-worker | grep -v grep); "
+      "[ -n \"$a\" ] && seen=1; case \"$a\" in *s3cretpw*) leaked=1;; esac; sleep 0.02; done; "
+      "echo seen=$seen leaked=$leaked";
+  const auto r = stormguard::test_util::run_shell(line);
+  fs::remove(two);
+  EXPECT_NE(r.output.find("seen=1"), std::string::npos) << r.output;  // the workers were seen
+  EXPECT_NE(r.output.find("leaked=0"), std::string::npos) << r.output;
 }
 
 #endif  // STORMGUARD_CLI_PATH

@@ -51,10 +51,20 @@ sim::scenario fleet_part(const sim::scenario& s, std::size_t k, std::size_t part
                                 std::to_string(parts) +
                                 ": parts must be in [1, 64] and the part below them");
   }
+  if (s.clients < static_cast<int>(parts)) {
+    throw std::invalid_argument("stormguard::lab::fleet_part: " + std::to_string(parts) +
+                                " parts of " + std::to_string(s.clients) +
+                                " clients: every part needs a client of its own");
+  }
+  // The clients split as evenly as whole clients allow (the parts add up to the scenario's
+  // clients), and each part's rate is its clients' share: every client sends what it sends in
+  // the simulator, requests_per_second ÷ clients.
   sim::scenario part = s;
-  part.requests_per_second = s.requests_per_second / static_cast<double>(parts);
-  part.clients =
-      std::max<int>(1, (s.clients + static_cast<int>(parts) - 1) / static_cast<int>(parts));
+  const int whole = s.clients / static_cast<int>(parts);
+  const int left = s.clients % static_cast<int>(parts);
+  part.clients = whole + (static_cast<int>(k) < left ? 1 : 0);
+  part.requests_per_second =
+      s.requests_per_second * static_cast<double>(part.clients) / static_cast<double>(s.clients);
   if (parts > 1) part.seed = sim::seeds::mix(s.seed, 0x70617274ULL + k);  // "part"
   return part;
 }

@@ -105,6 +105,26 @@ TEST(LabFleet, StopsEarlyWithAPartialReport) {
 
 // A worker's report (lab::part_report) reads back whole; a line of part_to_json reads with its
 // added counts 0.
+// The parts add up to the scenario's clients and rate, every client at the simulator's rate
+// (clients ÷ parts rounded up ran 21 clients for 20 over 3 parts, and 64 for 20 over 64).
+TEST(LabFleetParts, ThePartsAddUpToTheScenariosClientsAndRate) {
+  sim::scenario s = sim::friday_night();
+  s.clients = 20;
+  s.requests_per_second = 100;
+  int clients = 0;
+  double rate = 0;
+  for (std::size_t k = 0; k < 3; ++k) {
+    const sim::scenario part = lab::fleet_part(s, k, 3);
+    EXPECT_EQ(part.clients, k < 2 ? 7 : 6) << k;
+    EXPECT_DOUBLE_EQ(part.requests_per_second / part.clients, 5.0) << k;
+    clients += part.clients;
+    rate += part.requests_per_second;
+  }
+  EXPECT_EQ(clients, 20);
+  EXPECT_DOUBLE_EQ(rate, 100.0);
+  EXPECT_THROW((void)lab::fleet_part(s, 0, 21), std::invalid_argument);
+}
+
 TEST(LabFleetParts, APartReportReadsBack) {
   lab::part_report r;
   r.result.name = "full+fleet";

@@ -120,10 +120,12 @@ struct fleet_result {
     const sim::scenario& part, const sim::strategy& strat, const std::string& url,
     std::chrono::steady_clock::time_point start, const fleet_options& options = {});
 
-/// Part `k` (from 0) of `parts` of scenario `s`'s client fleet: requests_per_second ÷ parts and
-/// clients ÷ parts (rounded up, at least 1), its arrivals seeded from (seed, k) so that parts do
-/// not arrive in step. The server's settings are unchanged (one server serves every part).
-/// `parts` in [1, 64], k < parts; throws std::invalid_argument otherwise.
+/// Part `k` (from 0) of `parts` of scenario `s`'s client fleet: the clients split as evenly as
+/// whole clients allow (the first clients % parts parts get one more; the parts add up to
+/// `s.clients`) and requests_per_second in proportion (every client sends requests_per_second ÷
+/// clients, as in the simulator), its arrivals seeded from (seed, k) so that parts do not arrive
+/// in step. The server's settings are unchanged (one server serves every part). `parts` in
+/// [1, min(64, s.clients)], k < parts; throws std::invalid_argument otherwise.
 [[nodiscard]] STORMGUARD_EXPORT sim::scenario fleet_part(const sim::scenario& s, std::size_t k,
                                                          std::size_t parts);
 

@@ -71,6 +71,13 @@ std::vector<std::string> environment_with(std::string_view name, const std::stri
   return out;
 }
 
+// A worker's store URL: `store`, or "-" for the one its parent put in its environment.
+std::string worker_store_url(const std::string& store) {
+  if (store != "-") return store;
+  const char* url = std::getenv(std::string(k_store_env).c_str());
+  return url != nullptr ? url : "";
+}
+
 std::optional<child> spawn(const std::vector<std::string>& args, bool quiet_output,
                            const std::vector<std::string>& env) {
   int fds[2];
@@ -424,11 +431,7 @@ int run_lab_fleet_worker(const lab_fleet_store_options& o, const sim::scenario& 
       if (!said.exchange(true)) report_warning("lab", label + ": " + std::string(line));
     };
     fleet::redis_sync_options so;
-    so.url = o.store;
-    if (o.store == "-") {  // from the parent, through the environment (k_store_env)
-      const char* url = std::getenv(std::string(k_store_env).c_str());
-      so.url = url != nullptr ? url : "";
-    }
+    so.url = worker_store_url(o.store);
     so.key = o.key;
     so.client_id = "p" + std::to_string(k) + "-c" + std::to_string(client);
     so.start_thread = false;

@@ -104,6 +104,18 @@ void ratio_budget::deposit(time_point now, std::int64_t count) noexcept {
 
 bool ratio_budget::try_withdraw(time_point now) noexcept {
   const detail::lock hold(mutex_);
+  return withdraw_locked(now);
+}
+
+bool ratio_budget::deposit_and_try_withdraw(time_point deposit_at, std::int64_t count,
+                                            time_point now) noexcept {
+  count = std::min<std::int64_t>(count, 1'000'000'000);
+  const detail::lock hold(mutex_);
+  if (count > 0) window_.add(deposit_at, deposit_amount_ * count);
+  return withdraw_locked(now);
+}
+
+bool ratio_budget::withdraw_locked(time_point now) noexcept {
   if (window_.total(now) + reserve_ < k_scale) return false;
   window_.add(now, -k_scale);
   return true;

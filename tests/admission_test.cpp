@@ -4,6 +4,7 @@
 #include <chrono>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "stormguard/admission/codel.hpp"
@@ -262,6 +263,36 @@ TEST(RetryAdmission, DecidesAsThePlainRatioBudgetAcrossSlicesAndWindows) {
   const auto counts = admission.counts();
   EXPECT_GT(counts.retries_refused, 0);
   EXPECT_GT(counts.retries_admitted, 0);
+}
+
+TEST(RetryAdmission, ConcurrentRequestsLoseNoFirstAttemptAndGrantNoExtraRetry) {
+  // Four threads share one admission and one advancing clock, within one window (nothing
+  // expires), across the slice ends (slices of 100 ms; 880 ms of virtual time in 11-us steps).
+  // Afterwards every first attempt must have reached the budget: the retries granted plus the
+  // balance left equal 10 % of the first attempts exactly (no floor).
+  retry_admission admission({.ratio = 0.1, .window = 1s, .min_retries_per_second = 0});
+  std::atomic<std::int64_t> clock_us{0};
+  constexpr int k_threads = 4;
+  constexpr int k_requests = 20'000;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < k_threads; ++t) {
+    threads.emplace_back([&, t] {
+      random_generator g(100 + static_cast<std::uint64_t>(t));
+      for (int i = 0; i < k_requests; ++i) {
+        const time_point now = t0 + std::chrono::microseconds(clock_us.fetch_add(1) * 11);
+        const bool retry = stormguard::uniform_int(g, 9) < 2;
+        (void)admission.admit(now, retry ? second : first);
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  const time_point end = t0 + std::chrono::microseconds(clock_us.load() * 11);
+  ASSERT_LT(end - t0, 1s);
+  const auto counts = admission.counts();
+  EXPECT_EQ(counts.first_attempts + counts.retries_admitted + counts.retries_refused,
+            k_threads * k_requests);
+  EXPECT_GT(counts.retries_refused, 0);
+  EXPECT_EQ(counts.retries_admitted + admission.balance(end), counts.first_attempts / 10);
 }
 
 TEST(Reply, EachOutcomeHasItsStatusAndHeaders) {

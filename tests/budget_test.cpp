@@ -318,6 +318,31 @@ TEST(RatioBudget, BalanceNeverNegativeAndWithdrawAgreesWithIt) {
   }
 }
 
+TEST(RatioBudget, DepositAndTryWithdrawDecidesAsTheTwoCallsDo) {
+  // Two budgets fed the same random sequence: one through deposit(at, n) + try_withdraw(now),
+  // the other through the combined call. Every decision and balance must agree.
+  const ratio_budget_options options{.ratio = 0.1, .window = 2s, .min_retries_per_second = 1};
+  ratio_budget separate(options);
+  ratio_budget combined(options);
+  stormguard::random_generator g(2026);
+  time_point now = t0;
+  int granted = 0;
+  int refused = 0;
+  for (int i = 0; i < 50'000; ++i) {
+    now += duration(stormguard::uniform_int(g, 5'000'000));                       // 0 .. 5 ms
+    const auto count = static_cast<std::int64_t>(stormguard::uniform_int(g, 4));  // 0 .. 3
+    const time_point at = now - duration(stormguard::uniform_int(g, 200'000'000));
+    separate.deposit(at, count);
+    const bool expected = separate.try_withdraw(now);
+    ASSERT_EQ(combined.deposit_and_try_withdraw(at, count, now), expected) << "step " << i;
+    ASSERT_EQ(combined.balance(now), separate.balance(now)) << "step " << i;
+    (expected ? granted : refused) += 1;
+  }
+  // The sequence exercises both answers.
+  EXPECT_GT(granted, 1000);
+  EXPECT_GT(refused, 1000);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Time: before the epoch, out of order, extremes.
 // ---------------------------------------------------------------------------------------------

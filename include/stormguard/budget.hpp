@@ -229,6 +229,12 @@ class STORMGUARD_EXPORT ratio_budget {
   /// least one; returns false (and changes nothing) otherwise.
   [[nodiscard]] bool try_withdraw(time_point now) noexcept;
 
+  /// deposit(deposit_at, count) and then try_withdraw(now) under one critical section, for a
+  /// caller that batches first attempts (a server's retry admission: one lock per retry instead
+  /// of two). Same ranges as the two calls; count <= 0 deposits nothing.
+  [[nodiscard]] bool deposit_and_try_withdraw(time_point deposit_at, std::int64_t count,
+                                              time_point now) noexcept;
+
   /// retry_budget: deposit(now), then true (a ratio budget never rejects a first attempt).
   template <class G>
   [[nodiscard]] bool try_admit(time_point now, G&) noexcept {
@@ -259,6 +265,8 @@ class STORMGUARD_EXPORT ratio_budget {
   ratio_budget_options options_;
   std::int64_t deposit_amount_;
   std::int64_t reserve_;
+
+  bool withdraw_locked(time_point now) noexcept STORMGUARD_REQUIRES(mutex_);
 
   mutable detail::mutex mutex_;
   mutable detail::sliding_window<std::int64_t, k_slices> window_ STORMGUARD_GUARDED_BY(mutex_);

@@ -26,10 +26,11 @@
 //
 // Cost: a first attempt (most requests) is one relaxed atomic add on a counter of the current
 // window slice, lock-free; the slice's count is handed to the ratio budget (ratio_budget::deposit
-// with a count) when the slice ends or a retry asks, under one short critical section. The
-// budget thus sees every first attempt in the slice it arrived in, except one that races with the
-// end of its slice: that one is counted in the next slice (window/10 later), never lost. Retries
-// take the critical section. Thread-safe; no allocation.
+// with a count) when the slice ends or a retry asks. The budget thus sees every first attempt in
+// the slice it arrived in, except one that races with the end of its slice: that one is counted
+// in the next slice (window/10 later), never lost. A retry takes one short critical section (the
+// ratio budget's: the slice's first attempts in and the withdrawal, together). Thread-safe; no
+// allocation.
 #ifndef STORMGUARD_ADMISSION_RETRY_ADMISSION_HPP
 #define STORMGUARD_ADMISSION_RETRY_ADMISSION_HPP
 
@@ -40,7 +41,6 @@
 
 #include "stormguard/budget.hpp"
 #include "stormguard/clock.hpp"
-#include "stormguard/detail/mutex.hpp"
 #include "stormguard/retry_headers.hpp"
 
 namespace stormguard::admission {
@@ -92,14 +92,14 @@ class STORMGUARD_EXPORT retry_admission {
 
  private:
   bool admit_slow(time_point now, bool retry) noexcept;
-  void flush(time_point now) const noexcept STORMGUARD_REQUIRES(mutex_);
-  static void bump(std::atomic<std::int64_t>& counter, std::int64_t n = 1) noexcept;
+  // Takes the pending first attempts (returned; their slice's start in deposit_at) and moves
+  // slice_end_ forward to the slice of `now`. Lock-free.
+  std::int64_t take_pending(time_point now, time_point& deposit_at) const noexcept;
 
-  mutable ratio_budget budget_;
+  mutable ratio_budget budget_;  // its own mutex is the only lock a retry takes
   std::int64_t slice_ns_;        // the ratio budget's slice: ceil(window / 10)
-  mutable detail::mutex mutex_;  // orders flush() and the slow path's budget calls
   // First attempts of the slice that ends at slice_end_ (ns since the clock's epoch), not yet
-  // deposited; flush() hands them to budget_.
+  // deposited; take_pending() hands them to budget_.
   mutable std::atomic<std::int64_t> slice_end_{std::numeric_limits<std::int64_t>::min()};
   mutable std::atomic<std::int64_t> pending_{0};
   mutable std::atomic<std::int64_t> first_attempts_{0};  // deposited so far (+ pending_)

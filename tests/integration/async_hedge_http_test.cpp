@@ -3,7 +3,6 @@
 // connection concurrently (an Asio server on its own thread, below: the shared test server
 // answers one request at a time, so a slow answer would hold the hedge back). Real time: the
 // hedging delays are tens of milliseconds; every wait on the io_context is bounded.
-#include <dirent.h>
 #include <gtest/gtest.h>
 
 #include <asio/bind_cancellation_slot.hpp>
@@ -32,6 +31,7 @@
 #include "stormguard/random.hpp"
 #include "support/asio_run.hpp"
 #include "support/concurrent_http_server.hpp"
+#include "support/open_fds.hpp"
 
 namespace {
 
@@ -45,21 +45,11 @@ using stormguard::http::hedged_result;
 using stormguard::http::key;
 using stormguard::http::request;
 using stormguard::test_support::concurrent_server;
+using stormguard::test_support::header_of;
+using stormguard::test_support::open_fds;
 using stormguard::test_support::reply;
 using steady = std::chrono::steady_clock;
 namespace as_tuple = asio::experimental;
-
-// Open descriptors of this process.
-int open_fds() {
-  int n = 0;
-  DIR* dir = ::opendir("/proc/self/fd");
-  if (dir == nullptr) return -1;
-  while (const dirent* e = ::readdir(dir)) {
-    if (e->d_name[0] != '.') ++n;
-  }
-  ::closedir(dir);
-  return n - 1;  // the directory's own descriptor
-}
 
 stormguard::http::client_options one_attempt() {
   stormguard::http::client_options o;
@@ -70,13 +60,6 @@ stormguard::http::client_options one_attempt() {
 }
 
 using stormguard::test_support::run_until;
-
-std::optional<std::string> header_of(const std::string& head, const std::string& name) {
-  const auto at = head.find(name + ": ");
-  if (at == std::string::npos) return std::nullopt;
-  const auto end = head.find("\r\n", at);
-  return head.substr(at + name.size() + 2, end - at - name.size() - 2);
-}
 
 class HttpHedge : public ::testing::Test {
  protected:

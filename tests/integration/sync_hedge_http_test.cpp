@@ -5,7 +5,6 @@
 // the synchronous and the asynchronous hedging, with a name that resolves to 127.0.0.1 and
 // 127.0.0.2 (client_options::resolve; all of 127/8 is loopback on Linux). Real time: the hedging
 // delays are tens of milliseconds.
-#include <dirent.h>
 #include <gtest/gtest.h>
 #include <prometheus/registry.h>
 #include <prometheus/text_serializer.h>
@@ -24,6 +23,7 @@
 #include "stormguard/random.hpp"
 #include "support/asio_run.hpp"
 #include "support/concurrent_http_server.hpp"
+#include "support/open_fds.hpp"
 
 namespace {
 
@@ -38,26 +38,9 @@ using stormguard::http::key;
 using stormguard::http::request;
 using stormguard::http::result;
 using stormguard::test_support::concurrent_server;
+using stormguard::test_support::header_of;
+using stormguard::test_support::open_fds;
 using steady = std::chrono::steady_clock;
-
-// Open descriptors of this process.
-int open_fds() {
-  int n = 0;
-  DIR* dir = ::opendir("/proc/self/fd");
-  if (dir == nullptr) return -1;
-  while (const dirent* e = ::readdir(dir)) {
-    if (e->d_name[0] != '.') ++n;
-  }
-  ::closedir(dir);
-  return n - 1;  // the directory's own descriptor
-}
-
-std::optional<std::string> header_of(const std::string& head, const std::string& name) {
-  const auto at = head.find(name + ": ");
-  if (at == std::string::npos) return std::nullopt;
-  const auto end = head.find("\r\n", at);
-  return head.substr(at + name.size() + 2, end - at - name.size() - 2);
-}
 
 // Two copies 50 ms apart, no budget, one attempt per copy.
 client_options hedged(int copies = 2, std::chrono::milliseconds delay = 50ms) {

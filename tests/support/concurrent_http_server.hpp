@@ -23,6 +23,7 @@
 #include <chrono>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -150,6 +151,15 @@ class concurrent_server {
   std::vector<std::string> heads_;
   std::vector<std::string> addresses_;
 };
+
+// The value of header `name` in a recorded request head (the first such field; exact case),
+// or nothing when the head has none.
+inline std::optional<std::string> header_of(const std::string& head, const std::string& name) {
+  const auto at = head.find(name + ": ");
+  if (at == std::string::npos) return std::nullopt;
+  const auto end = head.find("\r\n", at);
+  return head.substr(at + name.size() + 2, end - at - name.size() - 2);
+}
 
 }  // namespace stormguard::test_support
 

@@ -466,12 +466,11 @@ int run_http(const http_options& o) {
   }
   if (o.stats) report_stats("http", r.attempts, r.reason, r.slept);
   if (hedged && (o.stats || o.verbose)) {
-    report_log("http",
-               fmt::format("hedged: {} sent, {}, {} refused by the budget, {} cancelled",
-                           hedged->sent,
-                           hedged->winner > 0 ? fmt::format("winner {}", hedged->winner)
-                                              : std::string("no copy won"),
-                           hedged->refused, hedged->cancelled));
+    report_log("http", fmt::format("hedged: {} sent, {}, {} refused by the budget, {} cancelled",
+                                   hedged->sent,
+                                   hedged->winner > 0 ? fmt::format("winner {}", hedged->winner)
+                                                      : std::string("no copy won"),
+                                   hedged->refused, hedged->cancelled));
   }
   return status;
 }

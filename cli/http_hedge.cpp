@@ -134,7 +134,7 @@ void hedge_numbered(http::async_client& client, Hedger& config, http::request re
 hedged_http_call perform_hedged(http::client_options client, const http::request& req,
                                 const call_options& call, const config::hedging_settings& settings,
                                 fleet_syncers& fleet, const copy_hook& on_copy) {
-  client.retry.max_retries = 0;      // each copy is one attempt
+  client.retry.max_retries = 0;              // each copy is one attempt
   if (on_copy) client.on_attempt = nullptr;  // it would number every copy 1
   client.budget = budget_options{};  // the copies draw from the hedger's budget, not the client's
   asio::io_context io;

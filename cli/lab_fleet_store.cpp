@@ -311,8 +311,7 @@ void say_sync_totals(const std::string& strategy, const std::vector<lab::part_re
 // `auto` and the address of the redis-server the lab started.
 std::string store_reason(const std::vector<lab::part_report>& reports, const std::string& url,
                          bool auto_store, const sim::scenario& s) {
-  const std::string name =
-      auto_store ? "auto (redis-server at " + redact(url) + ")" : redact(url);
+  const std::string name = auto_store ? "auto (redis-server at " + redact(url) + ")" : redact(url);
   return lab::parts_store_reason(reports, name, s.length);
 }
 
@@ -360,9 +359,8 @@ outcome<lab::lab_report, std::string> run_lab_fleet_store(const lab_fleet_store_
             std::to_string(
                 std::chrono::duration_cast<std::chrono::nanoseconds>(start.time_since_epoch())
                     .count()),
-            std::string("--fleet-store"),
-            std::string(redis ? k_auto_from_env : k_user_from_env), std::string("--fleet-key"),
-            key}) {
+            std::string("--fleet-store"), std::string(redis ? k_auto_from_env : k_user_from_env),
+            std::string("--fleet-key"), key}) {
         args.push_back(a);
       }
       auto c = spawn(args, false, environment_with(k_store_env, url));  // "-": the URL is there

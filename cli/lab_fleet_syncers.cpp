@@ -139,7 +139,8 @@ std::function<std::shared_ptr<void>(std::size_t, fleet_budget&, clock&)> worker_
     auto log = [shared](std::string_view line) {
       const bool down = line.find("falling back") != std::string_view::npos;
       std::atomic<bool>& said = down ? shared->said_down : shared->said_up;
-      if (!said.exchange(true)) report_warning("lab", shared->store.label + ": " + std::string(line));
+      if (!said.exchange(true))
+        report_warning("lab", shared->store.label + ": " + std::string(line));
     };
     fleet::redis_sync_options so;
     so.url = shared->store.url;

@@ -159,8 +159,7 @@ TEST(HttpHedgeCli, VerboseNumbersEachCopy) {
   const timed_run t = timed_http({"-v", "--hedge", "50ms", server.url()});
   EXPECT_EQ(t.run.exit_code, 0) << t.run.err;
   EXPECT_EQ(t.run.out, "fast");
-  EXPECT_NE(t.run.err.find("stormguard http: copy 2: HTTP 200\n"), std::string::npos)
-      << t.run.err;
+  EXPECT_NE(t.run.err.find("stormguard http: copy 2: HTTP 200\n"), std::string::npos) << t.run.err;
   EXPECT_NE(t.run.err.find("stormguard http: copy 1: cancelled"), std::string::npos) << t.run.err;
   EXPECT_EQ(t.run.err.find("attempt 1"), std::string::npos) << t.run.err;
   EXPECT_NE(t.run.err.find(k_won_by_copy_2), std::string::npos) << t.run.err;
@@ -176,8 +175,7 @@ TEST(HttpHedgeCli, VerboseSaysNoCopyWonWhenNoneDid) {
   concurrent_server server({{3000ms, 200, "slow"}, {0ms, 503, "no"}});
   const timed_run t = timed_http({"-v", "--hedge", "50ms", server.url()});
   EXPECT_EQ(t.run.exit_code, 3) << t.run.err;
-  EXPECT_NE(t.run.err.find("stormguard http: copy 2: HTTP 503\n"), std::string::npos)
-      << t.run.err;
+  EXPECT_NE(t.run.err.find("stormguard http: copy 2: HTTP 503\n"), std::string::npos) << t.run.err;
   EXPECT_NE(t.run.err.find("stormguard http: copy 1: cancelled"), std::string::npos) << t.run.err;
   EXPECT_NE(t.run.err.find("hedged: 2 sent, no copy won, 0 refused by the budget, 1 cancelled"),
             std::string::npos)

@@ -14,6 +14,7 @@
 #include <csignal>
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <iterator>
 #include <memory>
 #include <optional>
@@ -37,6 +38,7 @@
 #include "stormguard/http_classify.hpp"
 #include "stormguard/idempotency.hpp"
 #include "stormguard/retry.hpp"
+#include "stormguard/retry_after.hpp"
 #include "usage.hpp"
 
 namespace stormguard::cli {
@@ -220,8 +222,10 @@ std::string end_text(end_reason reason, const std::optional<int>& status,
   return fmt::format("{} ({})", to_string(reason), not_retried_why(status, error, facts));
 }
 
-std::string describe_attempt(const http::attempt_info& a, const request_facts& facts) {
-  std::string text = fmt::format("attempt {}: ", a.attempt);
+// `label` names the attempt: "attempt" (retries) or "copy" (hedged copies, numbered from 1).
+std::string describe_attempt(const http::attempt_info& a, const request_facts& facts,
+                             std::string_view label = "attempt") {
+  std::string text = fmt::format("{} {}: ", label, a.attempt);
   if (a.status) {
     text += fmt::format("HTTP {}", *a.status);
   } else if (a.error) {
@@ -244,6 +248,27 @@ std::string describe_attempt(const http::attempt_info& a, const request_facts& f
     text += "; " + end_text(*a.reason, a.status, a.error, facts);
   }
   return text;
+}
+
+// A hedged copy's line for -v: "copy N: HTTP 503" (its number as its x-envoy-attempt-count says),
+// with the Retry-After and Idempotency-Key it carried; a copy is one attempt, so no retry delay
+// or end reason of its own (the call's end is said once, after the copies).
+std::string describe_copy(int copy, const http::result& r, const request_facts& facts) {
+  http::attempt_info a;
+  a.attempt = copy;
+  if (r.response) {
+    a.status = r.response->status;
+    if (const auto ra = http::find_header(r.response->headers, "Retry-After")) {
+      a.retry_after = std::string(*ra);
+      const auto now = std::chrono::time_point_cast<std::chrono::system_clock::duration>(
+          std::chrono::system_clock::now());
+      a.retry_after_delay = parse_retry_after(*ra, now);
+    }
+  } else if (r.error) {
+    a.error = r.error;
+  }
+  a.idempotency_key = r.idempotency_key;
+  return describe_attempt(a, facts, "copy");
 }
 
 int exit_status_for(const http::result& r, int signal) {
@@ -396,8 +421,14 @@ int run_http(const http_options& o) {
   std::optional<hedge_report> hedged;
   try {
     if (parsed.hedging) {
+      std::function<void(int, const http::result&)> on_copy;
+      if (o.verbose) {
+        on_copy = [&facts](int copy, const http::result& c) {
+          report_log("http", describe_copy(copy, c, facts));
+        };
+      }
       hedged_http_call h =
-          perform_hedged(parsed.client, parsed.request, call, *parsed.hedging, fleet);
+          perform_hedged(parsed.client, parsed.request, call, *parsed.hedging, fleet, on_copy);
       r = std::move(h.result);
       hedged = h.report;
     } else {
@@ -435,10 +466,11 @@ int run_http(const http_options& o) {
   }
   if (o.stats) report_stats("http", r.attempts, r.reason, r.slept);
   if (hedged && (o.stats || o.verbose)) {
-    report_log("http",
-               fmt::format("hedged: {} sent, winner {}, {} refused by the budget, {} "
-                           "cancelled",
-                           hedged->sent, hedged->winner, hedged->refused, hedged->cancelled));
+    report_log("http", fmt::format("hedged: {} sent, {}, {} refused by the budget, {} cancelled",
+                                   hedged->sent,
+                                   hedged->winner > 0 ? fmt::format("winner {}", hedged->winner)
+                                                      : std::string("no copy won"),
+                                   hedged->refused, hedged->cancelled));
   }
   return status;
 }

@@ -85,7 +85,8 @@ constexpr const char* k_exit_statuses =
     "Exit status: 0 the report was printed; 1 a server could not be started, the HTTP client\n"
     "could not be set up, the --metrics-port could not be bound, or stdout could not be written;\n"
     "2 a bad command line, scenario or --policy file; 3 the report was printed but the run is\n"
-    "invalid (the lab's own sockets failed: descriptors ran out, connects dropped; the report\n"
+    "invalid (the lab's own sockets failed: descriptors ran out, connects dropped; or the\n"
+    "--fleet-store did not serve the run: unreachable, or refused its password; the report\n"
     "says why); 130 (143) after SIGINT (SIGTERM), with the partial report printed.\n"
     "lab payments: 0 the audit found no double charge and no lost charge; 1 it found one (or the\n"
     "replicas, their store or the ledger could not be set up or read, or the run gave up after\n"
@@ -337,7 +338,9 @@ int write_results(const lab_options& o, const lab_run& r, const lab::lab_report&
   if (r.plot && !write_plot(report, o.plot)) return exit_failure;
   if (const int signal = g_signal.load(); signal != 0) return 128 + signal;
   if (!report.valid()) {
-    print_error("the run is invalid: the lab's own sockets failed (see the report)");
+    print_error(
+        "the run is invalid: the lab's own sockets failed, or its fleet store did not serve it "
+        "(see the report)");
     return k_exit_invalid;
   }
   return exit_success;

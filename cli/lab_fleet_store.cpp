@@ -17,22 +17,18 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <mutex>
 #include <optional>
 #include <stdexcept>
 #include <string_view>
 #include <thread>
 
 #include "command.hpp"
+#include "lab_fleet_syncers.hpp"
 #include "output.hpp"
 #include "stormguard/detail/format.hpp"
 #include "stormguard/detail/redact.hpp"
 #include "stormguard/duration_text.hpp"
 #include "stormguard/sim/simulator.hpp"
-
-#ifdef STORMGUARD_CLI_HAS_FLEET
-#include "stormguard/fleet/redis_sync.hpp"
-#endif
 
 extern char** environ;
 
@@ -43,7 +39,7 @@ namespace {
 using namespace std::chrono_literals;
 using steady = std::chrono::steady_clock;
 
-// Counts of a worker's fleet budget syncers (summed redis_sync_stats).
+// Counts of the workers' fleet budget syncers (summed lab::part_report counts).
 struct redis_sync_totals {
   std::int64_t syncs = 0;
   std::int64_t errors = 0;
@@ -71,9 +67,14 @@ std::vector<std::string> environment_with(std::string_view name, const std::stri
   return out;
 }
 
-// A worker's store URL: `store`, or "-" for the one its parent put in its environment.
+// A worker's --fleet-store: the URL is in its environment, of a store of the user's ("-") or of
+// one the lab started (`auto`: no password).
+constexpr std::string_view k_user_from_env = "-";
+constexpr std::string_view k_auto_from_env = "-auto";
+
+// A worker's store URL: `store`, or "-" / "-auto" for the one its parent put in its environment.
 std::string worker_store_url(const std::string& store) {
-  if (store != "-") return store;
+  if (store != k_user_from_env && store != k_auto_from_env) return store;
   const char* url = std::getenv(std::string(k_store_env).c_str());
   return url != nullptr ? url : "";
 }
@@ -283,17 +284,35 @@ std::string collect(const std::vector<child>& workers, std::vector<lab::part_rep
 }
 
 // One line on stderr with the workers' syncer counts, when they used a store.
-void say_sync_totals(const std::string& strategy, const std::vector<lab::part_report>& reports) {
+void say_sync_totals(const std::string& strategy, const std::vector<lab::part_report>& reports,
+                     duration length) {
   redis_sync_totals t;
+  std::int64_t syncers = 0;
+  std::int64_t never = 0;
+  double fallback_s = 0;
   for (const lab::part_report& p : reports) {
     t.syncs += p.fleet_syncs;
     t.errors += p.fleet_sync_errors;
     t.rejoins += p.fleet_rejoins;
+    syncers += p.fleet_syncers;
+    never += p.fleet_never_synced;
+    fallback_s += p.fleet_fallback_s;
   }
   if (t.syncs + t.errors == 0) return;
+  const double run_s = std::chrono::duration<double>(length).count() * static_cast<double>(syncers);
   report_log("lab", fmt::format("{}: the fleet store answered {} syncs and failed {}; {} rejoins "
-                                "after a failure",
-                                strategy, t.syncs, t.errors, t.rejoins));
+                                "after a failure; {} of {} syncers never synced; the budgets ran "
+                                "in their fallback {:.1f} % of the run",
+                                strategy, t.syncs, t.errors, t.rejoins, never, syncers,
+                                run_s > 0 ? std::min(fallback_s / run_s, 1.0) * 100 : 0.0));
+}
+
+// lab::parts_store_reason with the store named as the user knows it: the URL redacted, or
+// `auto` and the address of the redis-server the lab started.
+std::string store_reason(const std::vector<lab::part_report>& reports, const std::string& url,
+                         bool auto_store, const sim::scenario& s) {
+  const std::string name = auto_store ? "auto (redis-server at " + redact(url) + ")" : redact(url);
+  return lab::parts_store_reason(reports, name, s.length);
 }
 
 }  // namespace
@@ -340,10 +359,11 @@ outcome<lab::lab_report, std::string> run_lab_fleet_store(const lab_fleet_store_
             std::to_string(
                 std::chrono::duration_cast<std::chrono::nanoseconds>(start.time_since_epoch())
                     .count()),
-            std::string("--fleet-store"), std::string("-"), std::string("--fleet-key"), key}) {
+            std::string("--fleet-store"), std::string(redis ? k_auto_from_env : k_user_from_env),
+            std::string("--fleet-key"), key}) {
         args.push_back(a);
       }
-      auto c = spawn(args, false, environment_with(k_store_env, url));  // "-": the URL's there
+      auto c = spawn(args, false, environment_with(k_store_env, url));  // "-": the URL is there
       if (!c) {
         for (const child& w : workers) ::kill(w.pid, SIGTERM);
         std::string ignored;
@@ -368,7 +388,7 @@ outcome<lab::lab_report, std::string> run_lab_fleet_store(const lab_fleet_store_
     const lab::server_stats st = srv->stats();
     srv->stop();
     if (!error.empty()) return failure{error};
-    say_sync_totals(strategies[i].name, reports);
+    say_sync_totals(strategies[i].name, reports, s.length);
     sim::strategy modelled = strategies[i];
     if (kill_at) {
       modelled.fleet_store.outage =
@@ -380,6 +400,11 @@ outcome<lab::lab_report, std::string> run_lab_fleet_store(const lab_fleet_store_
     merged.name = strategies[i].name;
     // Invalid when a worker's own sockets or the server's failed, as in the one-process lab.
     std::string invalid = lab::parts_invalid_reason(reports, st);
+    // A store that never served the run, unless it was stopped on purpose (the experiment).
+    if (const std::string why = kill_at ? std::string() : store_reason(reports, url, !!redis, s);
+        !why.empty()) {
+      invalid += (invalid.empty() ? "" : "; ") + why;
+    }
     const bool valid = invalid.empty();
     report.strategies.push_back(
         lab::lab_comparison{strategies[i].name, std::move(merged), sim::simulate(s, modelled),
@@ -401,64 +426,12 @@ int run_lab_fleet_worker(const lab_fleet_store_options& o, const sim::scenario& 
     return exit_usage;
   }
   const sim::scenario part = lab::fleet_part(s, k, parts);
+  const auto start = steady::time_point(std::chrono::nanoseconds(o.start_ns));
+  worker_syncers syncers(worker_store{worker_store_url(o.store), o.store == k_auto_from_env, o.key,
+                                      "lab worker " + o.worker, k, start});
   lab::fleet_options options;
   options.stop = stop;
-#ifdef STORMGUARD_CLI_HAS_FLEET
-  // One thread syncs every client's budget of this process, off the fleet's thread.
-  struct pool {
-    std::mutex mutex;
-    std::vector<fleet::redis_sync*> syncs;
-    std::atomic<bool> said_down{false};
-    std::atomic<bool> said_up{false};
-    redis_sync_totals gone;  // the counts of the syncers already destroyed
-  };
-  auto shared = std::make_shared<pool>();
-  std::jthread syncer([shared](std::stop_token token) {
-    while (!token.stop_requested()) {
-      {
-        const std::lock_guard hold(shared->mutex);
-        for (fleet::redis_sync* one : shared->syncs) (void)one->sync_once(false);
-      }
-      std::this_thread::sleep_for(2ms);
-    }
-  });
-  const std::string label = "lab worker " + o.worker;
-  options.attach_fleet_budget = [&o, shared, k, label](std::size_t client, fleet_budget& budget,
-                                                       clock& time) -> std::shared_ptr<void> {
-    auto log = [shared, label](std::string_view line) {
-      const bool down = line.find("falling back") != std::string_view::npos;
-      std::atomic<bool>& said = down ? shared->said_down : shared->said_up;
-      if (!said.exchange(true)) report_warning("lab", label + ": " + std::string(line));
-    };
-    fleet::redis_sync_options so;
-    so.url = worker_store_url(o.store);
-    so.key = o.key;
-    so.client_id = "p" + std::to_string(k) + "-c" + std::to_string(client);
-    so.start_thread = false;
-    auto* sync = new fleet::redis_sync(budget, std::move(so), time, std::move(log));
-    {
-      const std::lock_guard hold(shared->mutex);
-      shared->syncs.push_back(sync);
-    }
-    return std::shared_ptr<fleet::redis_sync>(sync, [shared](fleet::redis_sync* gone) {
-      {
-        const fleet::redis_sync_stats counted = gone->stats();
-        const std::lock_guard hold(shared->mutex);
-        std::erase(shared->syncs, gone);
-        shared->gone.syncs += counted.syncs;
-        shared->gone.errors += counted.errors;
-        shared->gone.rejoins += counted.rejoins;
-      }
-      delete gone;
-    });
-  };
-#else
-  report_warning("lab",
-                 "--fleet-store: this stormguard was built without the fleet component "
-                 "(STORMGUARD_WITH_FLEET=OFF): the fleet budgets use the simulator's store "
-                 "model");
-#endif
-  const auto start = steady::time_point(std::chrono::nanoseconds(o.start_ns));
+  options.attach_fleet_budget = syncers.hook();
   auto run = lab::run_fleet_part(part, strategy, o.server_url, start, options);
   if (!run) {
     report_error("lab", printable_message(run.error()));
@@ -466,25 +439,7 @@ int run_lab_fleet_worker(const lab_fleet_store_options& o, const sim::scenario& 
   }
   lab::part_report out{std::move((*run).result), (*run).transport_failures,
                        (*run).first_transport_failure};
-#ifdef STORMGUARD_CLI_HAS_FLEET
-  if (syncer.joinable()) {
-    syncer.request_stop();
-    syncer.join();
-  }
-  {
-    // The run destroyed its syncers (their counts are in `gone`); any left are counted too.
-    const std::lock_guard hold(shared->mutex);
-    out.fleet_syncs = shared->gone.syncs;
-    out.fleet_sync_errors = shared->gone.errors;
-    out.fleet_rejoins = shared->gone.rejoins;
-    for (const fleet::redis_sync* one : shared->syncs) {
-      const fleet::redis_sync_stats st = one->stats();
-      out.fleet_syncs += st.syncs;
-      out.fleet_sync_errors += st.errors;
-      out.fleet_rejoins += st.rejoins;
-    }
-  }
-#endif
+  syncers.finish(out);  // the syncers' counts (the run destroyed its syncers: their counts kept)
   if (!write_all(stdout, lab::part_report_to_json(out))) return exit_failure;
   return exit_success;
 }

@@ -151,6 +151,39 @@ TEST(HttpHedgeCli, HedgeAndHedgesReplaceThePolicysDelayAndCopies) {
   EXPECT_LT(t.took, 2500ms);
 }
 
+// -v gives each copy its own number, the one its x-envoy-attempt-count says (copy 1 sends none):
+// the stalled first copy is cancelled when the second answers. Every copy's line said "attempt 1"
+// (each copy is the client's first attempt) before the lines came from the hedged call itself.
+TEST(HttpHedgeCli, VerboseNumbersEachCopy) {
+  concurrent_server server({{3000ms, 200, "slow"}, {0ms, 200, "fast"}});
+  const timed_run t = timed_http({"-v", "--hedge", "50ms", server.url()});
+  EXPECT_EQ(t.run.exit_code, 0) << t.run.err;
+  EXPECT_EQ(t.run.out, "fast");
+  EXPECT_NE(t.run.err.find("stormguard http: copy 2: HTTP 200\n"), std::string::npos) << t.run.err;
+  EXPECT_NE(t.run.err.find("stormguard http: copy 1: cancelled"), std::string::npos) << t.run.err;
+  EXPECT_EQ(t.run.err.find("attempt 1"), std::string::npos) << t.run.err;
+  EXPECT_NE(t.run.err.find(k_won_by_copy_2), std::string::npos) << t.run.err;
+  ASSERT_EQ(server.heads().size(), 2U);
+  EXPECT_NE(server.heads()[1].find("x-envoy-attempt-count: 2"), std::string::npos)
+      << server.heads()[1];
+  EXPECT_LT(t.took, 2500ms);
+}
+
+// When no copy wins (the second copy's 503 is fatal: not a non-fatal status), -v says so instead
+// of naming a copy 0 the winner.
+TEST(HttpHedgeCli, VerboseSaysNoCopyWonWhenNoneDid) {
+  concurrent_server server({{3000ms, 200, "slow"}, {0ms, 503, "no"}});
+  const timed_run t = timed_http({"-v", "--hedge", "50ms", server.url()});
+  EXPECT_EQ(t.run.exit_code, 3) << t.run.err;
+  EXPECT_NE(t.run.err.find("stormguard http: copy 2: HTTP 503\n"), std::string::npos) << t.run.err;
+  EXPECT_NE(t.run.err.find("stormguard http: copy 1: cancelled"), std::string::npos) << t.run.err;
+  EXPECT_NE(t.run.err.find("hedged: 2 sent, no copy won, 0 refused by the budget, 1 cancelled"),
+            std::string::npos)
+      << t.run.err;
+  EXPECT_EQ(t.run.err.find("winner"), std::string::npos) << t.run.err;
+  EXPECT_LT(t.took, 2500ms);
+}
+
 TEST(HttpHedgeCli, HedgesWithoutHedgingIsAUsageError) {
   const program_run r = http({"--hedges", "3", "http://127.0.0.1:1/"});
   EXPECT_EQ(r.exit_code, 2);

@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "support/redis_server.hpp"
 #include "test_util.hpp"
 
 namespace {
@@ -243,6 +244,88 @@ TEST_F(LabFleetStoreCli, TheStoresPasswordNeverReachesAWorkersArguments) {
   fs::remove(two);
   EXPECT_NE(r.output.find("seen=1"), std::string::npos) << r.output;  // the workers were seen
   EXPECT_NE(r.output.find("leaked=0"), std::string::npos) << r.output;
+}
+
+// A 2-s scenario of 4 clients at 50 req/s and a policy file whose ratio budget is a fleet budget
+// taking its store's password from the environment variable STORMGUARD_TEST_FLEET_PW (its own
+// store URL is overridden by --fleet-store); both removed with the object.
+class short_run_files {
+ public:
+  short_run_files() {
+    std::ofstream(scenario) << R"({"name": "short", "seed": 7, "duration": "2s",
+      "requests_per_second": 50, "clients": 4, "timeout": "200ms",
+      "server": {"workers": 4, "queue_limit": 100, "service_time": "10ms"}, "incident": null})";
+    std::ofstream(policy) << R"({"policies": [{"name": "pf", "budget": {"kind": "ratio",
+      "ratio": 0.1, "min_retries_per_second": 10, "fleet": {"store": "redis://127.0.0.1:1/0",
+      "key": "pf", "password_env": "STORMGUARD_TEST_FLEET_PW"}}}]})";
+  }
+  ~short_run_files() {
+    fs::remove(scenario);
+    fs::remove(policy);
+  }
+  short_run_files(const short_run_files&) = delete;
+  short_run_files& operator=(const short_run_files&) = delete;
+  // The lab over 2 processes with the policy's strategy and `store`.
+  [[nodiscard]] run_result run(const std::string& store) const {
+    return run_cli("lab '" + scenario.string() + "' --scale 1 --policy '" + policy.string() +
+                   "' -s pf --processes 2 --json --fleet-store '" + store + "'");
+  }
+  const fs::path scenario =
+      fs::temp_directory_path() / ("stormguard-lab-fleet-s-" + std::to_string(getpid()) + ".json");
+  const fs::path policy =
+      fs::temp_directory_path() / ("stormguard-lab-fleet-p-" + std::to_string(getpid()) + ".json");
+};
+
+// The syncers' successful round trips, from the line "...: the fleet store answered S syncs".
+long syncs_answered(const std::string& err) {
+  const auto at = err.find("the fleet store answered ");
+  return at == std::string::npos ? -1 : std::stol(err.substr(at + 25));
+}
+
+// A store where nothing listens: every worker's budgets run in their fallback, which the
+// simulator's column does not model (it models a working store). The run is invalid, exit 3, the
+// store named (redacted) in the reason; it was reported valid and comparable, exit 0. (A store
+// killed on purpose, --fleet-store-kill-at, keeps its verdict: RedisKilledMidRun... above.)
+TEST_F(LabFleetStoreCli, AnUnreachableStoreMakesTheRunInvalid) {
+  const short_run_files files;
+  const std::string store = "redis://:s3cretpw@127.0.0.1:" +
+                            std::to_string(stormguard::test_support::redis_server::unused_port()) +
+                            "/0";
+  const run_result r = files.run(store);
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_FALSE(j.at("valid").get<bool>()) << r.out;
+  const nlohmann::json& row = j.at("strategies").at(0);
+  EXPECT_FALSE(row.at("valid").get<bool>()) << r.out;
+  EXPECT_FALSE(row.at("comparable").get<bool>()) << r.out;
+  const std::string why = row.at("invalid_reason").get<std::string>();
+  EXPECT_NE(why.find("the fleet store redis://:***@127.0.0.1:"), std::string::npos) << why;
+  EXPECT_NE(why.find("4 of 4 syncers never synced"), std::string::npos) << why;
+  EXPECT_NE(r.err.find("4 of 4 syncers never synced"), std::string::npos) << r.err;
+  EXPECT_EQ((r.out + r.err).find("s3cretpw"), std::string::npos);
+}
+
+// A Redis that requires a password, named by the policy's budget.fleet.password_env, while
+// --fleet-store gives the URL without one: the workers keep password_env (they dropped it, and
+// no syncer ever synced). A URL with its own password wins over password_env. `auto` (no
+// password) ignores it. The password appears nowhere in the output.
+TEST_F(LabFleetStoreCli, APolicysPasswordEnvIsKeptWhenFleetStoreGivesTheURL) {
+  const stormguard::test_support::redis_server redis("lab-fleet-pw-7");
+  const short_run_files files;
+  ::setenv("STORMGUARD_TEST_FLEET_PW", "lab-fleet-pw-7", 1);
+  const run_result kept = files.run(redis.url());
+  ::setenv("STORMGUARD_TEST_FLEET_PW", "wrong-pw", 1);
+  const run_result url_wins =
+      files.run("redis://:lab-fleet-pw-7@127.0.0.1:" + std::to_string(redis.port()) + "/0");
+  const run_result automatic = files.run("auto");
+  ::unsetenv("STORMGUARD_TEST_FLEET_PW");
+  for (const run_result* r : {&kept, &url_wins, &automatic}) {
+    EXPECT_EQ(r->exit_code, 0) << r->err;
+    EXPECT_GT(syncs_answered(r->err), 0) << r->err;
+    EXPECT_NE(r->err.find("0 of 4 syncers never synced"), std::string::npos) << r->err;
+    EXPECT_EQ((r->out + r->err).find("lab-fleet-pw-7"), std::string::npos) << r->err;
+    EXPECT_EQ((r->out + r->err).find("wrong-pw"), std::string::npos) << r->err;
+  }
 }
 
 #endif  // STORMGUARD_CLI_PATH

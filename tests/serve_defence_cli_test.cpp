@@ -162,6 +162,37 @@ TEST(ServeDefenceCli, HostileGrpcTimeoutsWinNothingTheirAbsenceWouldNot) {
   }
 }
 
+// A request that repeats an attempt field, sent raw over a socket (curl would not say what it
+// sends): values that read differently ("1" then "2") do not say which attempt it is, so it is
+// malformed, a retry of unknown number, and the budget that grants no retry refuses it, whichever
+// field is repeated; the same value twice reads as one (a first attempt, served). Before the
+// server read every field, only the first counted and "1" then "2" was served as a first attempt.
+TEST(ServeDefenceCli, ARepeatedAttemptFieldThatDisagreesIsMalformed) {
+  scenario_file s;
+  const std::string out =
+      with_serve(s.path, "--defence retry-budget",
+                 "port=${url#http://127.0.0.1:}; port=${port%%/*}; "
+                 "raw() { printf \"GET /orders/1 HTTP/1.1\\r\\nHost: 127.0.0.1\\r\\n$2Connection: "
+                 "close\\r\\n\\r\\n\" | bash -c \"exec 3<>/dev/tcp/127.0.0.1/$port; cat >&3; "
+                 "head -n 1 <&3\" | tr -d '\\r' | sed \"s/^/[$1] /\"; }; "
+                 "raw count-1-2 'x-envoy-attempt-count: 1\\r\\nx-envoy-attempt-count: 2\\r\\n'; "
+                 "raw previous-0-1 'grpc-previous-rpc-attempts: 0\\r\\ngrpc-previous-rpc-attempts: "
+                 "1\\r\\n'; "
+                 "raw count-1-1 'x-envoy-attempt-count: 1\\r\\nX-Envoy-Attempt-Count:  1\\r\\n'; "
+                 "raw previous-0-0 'grpc-previous-rpc-attempts: 0\\r\\ngrpc-previous-rpc-attempts: "
+                 "0\\r\\n'; "
+                 "curl -s ${url}metrics | grep '^stormguard_serve_defence_decisions_total'");
+  EXPECT_NE(out.find("[count-1-2] HTTP/1.1 503"), std::string::npos) << out;
+  EXPECT_NE(out.find("[previous-0-1] HTTP/1.1 503"), std::string::npos) << out;
+  EXPECT_NE(out.find("[count-1-1] HTTP/1.1 200"), std::string::npos) << out;
+  EXPECT_NE(out.find("[previous-0-0] HTTP/1.1 200"), std::string::npos) << out;
+  EXPECT_NE(
+      out.find(
+          R"(stormguard_serve_defence_decisions_total{defence="retry-budget",reason="retry_refused"} 2)"),
+      std::string::npos)
+      << out;
+}
+
 TEST(ServeDefenceCli, ACommaIsAUsageError) {
   scenario_file s;
   const auto r = run_shell(k_cli + " serve " + s.path +

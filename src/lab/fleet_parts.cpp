@@ -159,7 +159,33 @@ std::string part_report_to_json(const part_report& r) {
   j["fleet_syncs"] = r.fleet_syncs;
   j["fleet_sync_errors"] = r.fleet_sync_errors;
   j["fleet_rejoins"] = r.fleet_rejoins;
+  j["fleet_syncers"] = r.fleet_syncers;
+  j["fleet_never_synced"] = r.fleet_never_synced;
+  j["fleet_fallback_s"] = r.fleet_fallback_s;
   return line(j);
+}
+
+std::string parts_store_reason(std::span<const part_report> parts, std::string_view store,
+                               duration length) {
+  part_report t;
+  for (const part_report& p : parts) {
+    t.fleet_syncs += p.fleet_syncs;
+    t.fleet_sync_errors += p.fleet_sync_errors;
+    t.fleet_syncers += p.fleet_syncers;
+    t.fleet_never_synced += p.fleet_never_synced;
+    t.fleet_fallback_s += p.fleet_fallback_s;
+  }
+  if (t.fleet_syncers == 0) return {};
+  const double seconds = std::chrono::duration<double>(length).count();
+  const double share = seconds > 0 ? t.fleet_fallback_s / (seconds * t.fleet_syncers) : 0.0;
+  if (t.fleet_never_synced == 0 && share <= k_max_fallback_share) return {};
+  return fmt::format(
+      "the fleet store {} did not serve the run: {} of {} syncers never synced and the fleet "
+      "budgets ran in their fallback (local ratio budgets) for {:.0f} % of the run ({} syncs "
+      "answered, {} failed; is Redis up there, and its password given?); the simulator's column "
+      "models a working store, so the figures are not comparable",
+      store, t.fleet_never_synced, t.fleet_syncers, std::min(share, 1.0) * 100, t.fleet_syncs,
+      t.fleet_sync_errors);
 }
 
 std::string parts_invalid_reason(std::span<const part_report> parts, const server_stats& st) {
@@ -196,6 +222,10 @@ part_report part_report_from_json(std::string_view text) {
     count("fleet_syncs", r.fleet_syncs);
     count("fleet_sync_errors", r.fleet_sync_errors);
     count("fleet_rejoins", r.fleet_rejoins);
+    count("fleet_syncers", r.fleet_syncers);
+    count("fleet_never_synced", r.fleet_never_synced);
+    if (j.contains("fleet_fallback_s")) r.fleet_fallback_s = j.at("fleet_fallback_s").get<double>();
+    if (!(r.fleet_fallback_s >= 0)) throw std::invalid_argument("fleet_fallback_s is negative");
     return r;
   } catch (const std::exception& e) {
     throw std::invalid_argument(std::string("stormguard::lab::part_report_from_json: ") + e.what());

@@ -44,6 +44,7 @@
 #include <utility>
 #include <vector>
 
+#include "lab/attempt_fields.hpp"
 #include "lab/charge_worker.hpp"
 #include "lab/charges.hpp"
 #include "lab/http_limits.hpp"
@@ -652,8 +653,7 @@ class server::impl {
       return v != nullptr ? std::optional<std::string_view>(v) : std::nullopt;
     };
     sim::engine::attempt_labels labels;
-    labels.attempt =
-        parse_attempt(header(k_attempt_count_header), header(k_previous_attempts_header));
+    labels.attempt = detail::read_attempt_fields(in);  // a repeated field that disagrees: malformed
     if (const auto timeout = header(k_grpc_timeout_header)) {
       if (const auto left = parse_grpc_timeout(*timeout)) {
         labels.deadline = stormguard::detail::saturating_add(duration(now), *left).count();

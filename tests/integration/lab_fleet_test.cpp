@@ -136,6 +136,9 @@ TEST(LabFleetParts, APartReportReadsBack) {
   r.fleet_syncs = 120;
   r.fleet_sync_errors = 7;
   r.fleet_rejoins = 2;
+  r.fleet_syncers = 7;
+  r.fleet_never_synced = 1;
+  r.fleet_fallback_s = 2.5;
   const lab::part_report back = lab::part_report_from_json(lab::part_report_to_json(r));
   EXPECT_EQ(back.result.name, "full+fleet");
   EXPECT_EQ(back.result.attempts, 44);
@@ -146,6 +149,9 @@ TEST(LabFleetParts, APartReportReadsBack) {
   EXPECT_EQ(back.fleet_syncs, 120);
   EXPECT_EQ(back.fleet_sync_errors, 7);
   EXPECT_EQ(back.fleet_rejoins, 2);
+  EXPECT_EQ(back.fleet_syncers, 7);
+  EXPECT_EQ(back.fleet_never_synced, 1);
+  EXPECT_DOUBLE_EQ(back.fleet_fallback_s, 2.5);
   const lab::part_report plain = lab::part_report_from_json(lab::part_to_json(r.result));
   EXPECT_EQ(plain.transport_failures, 0);
   EXPECT_EQ(plain.result.attempts, 44);
@@ -171,6 +177,28 @@ TEST(LabFleetParts, AWorkersTransportFailuresMakeTheRunInvalid) {
   lab::server_stats refused{};
   refused.connections_refused = 4;
   EXPECT_NE(lab::parts_invalid_reason(parts, refused).find("closed 4 new connections"),
+            std::string::npos);
+}
+
+// A fleet on a real store that did not serve the run (a syncer that never synced, or the budgets
+// in their fallback for more than a tenth of the syncers' time) is invalid, the store named; a
+// store that served it, or parts that used no store, are not.
+TEST(LabFleetParts, AStoreThatDidNotServeTheRunMakesItInvalid) {
+  using namespace std::chrono_literals;
+  std::vector<lab::part_report> parts(2);
+  EXPECT_EQ(lab::parts_store_reason(parts, "redis://h:1/0", 10s), "");  // no store used
+  parts[0].fleet_syncers = parts[1].fleet_syncers = 5;
+  parts[0].fleet_syncs = 100;
+  parts[0].fleet_fallback_s = 4.0;  // 4 of 100 syncer-seconds: served
+  EXPECT_EQ(lab::parts_store_reason(parts, "redis://h:1/0", 10s), "");
+  parts[1].fleet_fallback_s = 7.0;  // 11 of 100: mostly yes, but over a tenth
+  const std::string slow = lab::parts_store_reason(parts, "redis://h:1/0", 10s);
+  EXPECT_NE(slow.find("the fleet store redis://h:1/0 did not serve the run"), std::string::npos)
+      << slow;
+  EXPECT_NE(slow.find("for 11 % of the run"), std::string::npos) << slow;
+  parts[1].fleet_fallback_s = 0;
+  parts[1].fleet_never_synced = 1;  // one syncer never joined
+  EXPECT_NE(lab::parts_store_reason(parts, "redis://h:1/0", 10s).find("1 of 10 syncers never"),
             std::string::npos);
 }
 

@@ -111,7 +111,8 @@ bool answers_ping(std::uint16_t port) {
     if (n <= 0) return false;
     reply.append(buffer, static_cast<std::size_t>(n));
   }
-  return reply.rfind("+PONG\r\n", 0) == 0;
+  // A server with a password answers NOAUTH: it is up all the same.
+  return reply.rfind("+PONG\r\n", 0) == 0 || reply.rfind("-NOAUTH", 0) == 0;
 }
 
 /// Waits for `pid` to exit, at most `timeout`; true if it did (and was reaped).
@@ -149,6 +150,11 @@ pid_t spawn(const std::string& exe, std::uint16_t port, const std::filesystem::p
                                    "",       "--appendonly", "no",
                                    "--dir",  dir.string(),   "--daemonize",
                                    "no",     "--logfile",    ""};
+  // A password is set through a configuration file of the directory (redis_server(password)),
+  // never on the command line.
+  if (const auto conf = dir / "redis.conf"; std::filesystem::exists(conf)) {
+    args.insert(args.begin() + 1, conf.string());
+  }
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
@@ -206,10 +212,17 @@ std::uint16_t redis_server::unused_port() {
   return ntohs(addr.sin_port);
 }
 
-redis_server::redis_server() {
+redis_server::redis_server() : redis_server(std::string()) {}
+
+redis_server::redis_server(const std::string& password) {
   const std::string exe = find_redis_server();
   dir_ = make_temp_dir();
   const auto log = dir_ / "redis.log";
+  if (!password.empty()) {
+    std::ofstream conf(dir_ / "redis.conf");
+    conf << "requirepass \"" << password << "\"\n";
+    if (!conf.flush()) throw std::runtime_error("redis_server: cannot write redis.conf");
+  }
   std::string last_failure;
   try {
     for (int attempt = 0; attempt < k_port_attempts; ++attempt) {

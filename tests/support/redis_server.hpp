@@ -33,6 +33,10 @@ class redis_server {
  public:
   /// Starts a server (see the file comment). Throws std::runtime_error saying what went wrong.
   redis_server();
+  /// The same, with `password` required of clients (Redis's requirepass, set through a
+  /// configuration file in the server's directory, not its command line; empty = none). A letter,
+  /// digit or punctuation other than '"' and '\' only.
+  explicit redis_server(const std::string& password);
   /// SIGTERM (redis-server then exits without saving), waits for it (at most 5 s, then SIGKILL)
   /// and deletes its directory.
   ~redis_server();

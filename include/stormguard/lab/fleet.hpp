@@ -31,6 +31,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "stormguard/clock.hpp"
@@ -160,10 +161,18 @@ struct part_report {
   std::int64_t fleet_syncs = 0;
   std::int64_t fleet_sync_errors = 0;  ///< see fleet_syncs
   std::int64_t fleet_rejoins = 0;      ///< see fleet_syncs
+  /// The part's syncers (one per client whose budget is a fleet budget); 0 without a real store.
+  std::int64_t fleet_syncers = 0;
+  /// Of them, those whose round trips never succeeded: their budgets never joined the fleet.
+  std::int64_t fleet_never_synced = 0;
+  /// Seconds the part's fleet budgets spent in their fallback (local ratio budgets) from the
+  /// run's start, summed over the syncers (at most fleet_syncers × the run's length).
+  double fleet_fallback_s = 0;
 };
 
 /// One line of JSON: part_to_json(r.result)'s keys, then "transport_failures",
-/// "first_transport_failure", "fleet_syncs", "fleet_sync_errors" and "fleet_rejoins".
+/// "first_transport_failure", "fleet_syncs", "fleet_sync_errors", "fleet_rejoins",
+/// "fleet_syncers", "fleet_never_synced" and "fleet_fallback_s".
 [[nodiscard]] STORMGUARD_EXPORT std::string part_report_to_json(const part_report& r);
 /// Reads back one line of part_report_to_json (a line of part_to_json reads with the added
 /// counts 0); throws std::invalid_argument (naming what is wrong) for text that is neither.
@@ -176,6 +185,20 @@ struct part_report {
 [[nodiscard]] STORMGUARD_EXPORT std::string parts_invalid_reason(std::span<const part_report> parts,
                                                                  const server_stats& st);
 
+/// The share of a run's syncer-time above which a fleet run on a real store that was not stopped
+/// on purpose is invalid (parts_store_reason): its budgets ran mostly on local counts, while the
+/// simulator's column models a working store.
+inline constexpr double k_max_fallback_share = 0.1;
+
+/// Why a fleet run on a real store (`store`: the URL, printed redacted, or "auto ...") measured
+/// budgets that did not share the store, while nothing stopped the store on purpose: a syncer
+/// that never synced, or the budgets in their fallback for more than k_max_fallback_share of
+/// the syncers' time over `length` (the counts, the share and the store named). "" when the
+/// store served the run, or when the parts used no store (fleet_syncers 0).
+[[nodiscard]] STORMGUARD_EXPORT std::string parts_store_reason(std::span<const part_report> parts,
+                                                               std::string_view store,
+                                                               duration length);
+
 /// One strategy of a lab run: the lab's figures and the simulator's for the same scenario and
 /// seed.
 struct lab_comparison {
@@ -187,7 +210,8 @@ struct lab_comparison {
   sim::strategy_result sim;
   bool completed = true;  ///< false for a run stopped early (its lab figures are partial)
   /// false when the lab's own sockets failed during the run (fleet_result::transport_failures,
-  /// accept_errors, connections_refused): descriptors ran out, or connects were dropped. Its
+  /// accept_errors, connections_refused): descriptors ran out, or connects were dropped; or, for
+  /// a fleet on a real store, when the store did not serve the run (parts_store_reason). Its
   /// figures measure the lab, not the scenario, and must not be compared with the simulator's.
   bool valid = true;
   /// Why the run is invalid (counts and the first failure's message); "" when valid.

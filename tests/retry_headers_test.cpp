@@ -5,8 +5,11 @@
 
 #include <array>
 #include <chrono>
+#include <initializer_list>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <utility>
 
 namespace {
 
@@ -43,6 +46,44 @@ TEST(ParseAttempt, HostileValuesReadAsARetryNeverAsAFirstAttempt) {
   EXPECT_TRUE(parse_attempt(std::nullopt, "-1").malformed);
   EXPECT_TRUE(parse_attempt(std::nullopt, "1000000").malformed);
   EXPECT_EQ(parse_attempt("1000000", std::nullopt), (attempt_info{1'000'000, false}));
+}
+
+// Each field in turn, as a server sees them (names in any case, fields repeated).
+attempt_info read_fields(std::initializer_list<std::pair<std::string_view, std::string_view>> f) {
+  stormguard::attempt_fields reader;
+  for (const auto& [name, value] : f) reader.field(name, value);
+  return reader.result();
+}
+
+TEST(AttemptFields, ReadsAsParseAttemptWhenNoFieldRepeats) {
+  constexpr attempt_info malformed{2, true};
+  EXPECT_EQ(read_fields({}), (attempt_info{1, false}));
+  EXPECT_EQ(read_fields({{"Host", "x"}, {"X-Envoy-Attempt-Count", "3"}}), (attempt_info{3, false}));
+  EXPECT_EQ(read_fields({{"GRPC-PREVIOUS-RPC-ATTEMPTS", "1"}}), (attempt_info{2, false}));
+  EXPECT_EQ(read_fields({{"x-envoy-attempt-count", "2"}, {"grpc-previous-rpc-attempts", "1"}}),
+            (attempt_info{2, false}));
+  EXPECT_EQ(read_fields({{"x-envoy-attempt-count", "1"}, {"grpc-previous-rpc-attempts", "1"}}),
+            malformed);
+  EXPECT_EQ(read_fields({{"x-envoy-attempt-count", "-1"}}), malformed);
+  // A name that only starts like one is another field.
+  EXPECT_EQ(read_fields({{"x-envoy-attempt-count-x", "5"}, {"x-envoy-attempt-coun", "5"}}),
+            (attempt_info{1, false}));
+}
+
+TEST(AttemptFields, ARepeatedFieldThatReadsDifferentlyIsMalformed) {
+  constexpr attempt_info malformed{2, true};
+  // "1" then "2": which attempt is it? Not a first attempt: the budget decides (a retry).
+  EXPECT_EQ(read_fields({{"x-envoy-attempt-count", "1"}, {"x-envoy-attempt-count", "2"}}),
+            malformed);
+  EXPECT_EQ(read_fields({{"x-envoy-attempt-count", "2"}, {"X-Envoy-Attempt-Count", "1"}}),
+            malformed);
+  EXPECT_EQ(read_fields({{"grpc-previous-rpc-attempts", "0"}, {"grpc-previous-rpc-attempts", "1"}}),
+            malformed);
+  // The same value twice (white space aside) reads as one.
+  EXPECT_EQ(read_fields({{"x-envoy-attempt-count", "1"}, {"x-envoy-attempt-count", " 1 "}}),
+            (attempt_info{1, false}));
+  EXPECT_EQ(read_fields({{"x-envoy-attempt-count", "4"}, {"x-envoy-attempt-count", "4"}}),
+            (attempt_info{4, false}));
 }
 
 TEST(FormatAttemptCount, WritesTheDecimalNumber) {

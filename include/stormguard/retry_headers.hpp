@@ -78,6 +78,46 @@ inline constexpr std::int64_t k_max_attempt_number = 1'000'000;
     std::optional<std::string_view> attempt_count,
     std::optional<std::string_view> previous_attempts) noexcept;
 
+/// Reads a request's attempt from its header fields one at a time, for a server that sees each
+/// field as it stands (HTTP lets a field appear more than once): call field(name, value) for
+/// every field of the request, then result(). The first x-envoy-attempt-count and the first
+/// grpc-previous-rpc-attempts are read as parse_attempt reads them; a repeated one whose value
+/// reads differently from its first ("1" then "2") makes the request malformed (attempt 2), as
+/// when the two fields disagree; the same value twice reads as one. Names compare
+/// case-insensitively (ASCII); other fields are ignored. No allocation: it keeps views of the
+/// values, which must stay valid until result().
+///
+///   stormguard::attempt_fields reader;
+///   for (const auto& [name, value] : request_fields) reader.field(name, value);
+///   const stormguard::attempt_info attempt = reader.result();
+class attempt_fields {
+ public:
+  /// Takes one header field (name without the colon; value as received).
+  void field(std::string_view name, std::string_view value) noexcept {
+    if (same_name(name, k_attempt_count_header)) {
+      take(count_, value, true);
+    } else if (same_name(name, k_previous_attempts_header)) {
+      take(previous_, value, false);
+    }
+  }
+  /// The attempt the fields taken so far say (the first attempt when none did).
+  [[nodiscard]] attempt_info result() const noexcept;
+
+ private:
+  static constexpr bool same_name(std::string_view a, std::string_view lower) noexcept {
+    if (a.size() != lower.size()) return false;
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      if (detail::to_lower_ascii(a[i]) != lower[i]) return false;
+    }
+    return true;
+  }
+  void take(std::optional<std::string_view>& first, std::string_view value, bool is_count) noexcept;
+
+  std::optional<std::string_view> count_{};
+  std::optional<std::string_view> previous_{};
+  bool disagree_ = false;
+};
+
 /// Writes `attempt` (>= 1; smaller values are written as 1) as the value of
 /// x-envoy-attempt-count into `out` and returns the part written (at most 20 characters).
 [[nodiscard]] STORMGUARD_EXPORT std::string_view format_attempt_count(
@@ -176,6 +216,23 @@ inline attempt_info parse_attempt(std::optional<std::string_view> attempt_count,
   if (from_count) return attempt_info{*from_count, false};
   if (from_previous) return attempt_info{*from_previous, false};
   return attempt_info{};
+}
+
+inline void attempt_fields::take(std::optional<std::string_view>& first, std::string_view value,
+                                 bool is_count) noexcept {
+  if (!first) {
+    first = value;
+    return;
+  }
+  const auto read = [is_count](std::string_view v) {
+    return is_count ? parse_attempt(v, std::nullopt) : parse_attempt(std::nullopt, v);
+  };
+  if (read(*first) != read(value)) disagree_ = true;
+}
+
+inline attempt_info attempt_fields::result() const noexcept {
+  if (disagree_) return attempt_info{2, true};
+  return parse_attempt(count_, previous_);
 }
 
 inline std::optional<duration> parse_grpc_timeout(std::string_view value) noexcept {

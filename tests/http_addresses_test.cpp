@@ -18,8 +18,8 @@ namespace {
 using stormguard::http::copy_address;
 using stormguard::http::host_addresses;
 using stormguard::http::host_of_url;
-using stormguard::http::known_host_addresses;
 using stormguard::http::is_ip_literal;
+using stormguard::http::known_host_addresses;
 using stormguard::http::parse_resolve_entry;
 using list = std::vector<std::string>;
 

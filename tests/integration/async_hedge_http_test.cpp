@@ -304,7 +304,7 @@ TEST_F(HedgeLookup, ACallCancelledWhileItsLookupRunsCompletesAtOnceAndLeavesNoth
     EXPECT_EQ(r.result.reason, end_reason::cancelled);
     EXPECT_EQ(r.report.sent, 2);
     EXPECT_EQ(in_flight_at_completion, 0U);
-    EXPECT_TRUE(dns.cancelled);  // the lookup too
+    EXPECT_TRUE(dns.cancelled);            // the lookup too
     EXPECT_EQ(server.heads().size(), 1U);  // copy 2 never went
     // No handler of the call is left on the loop: it runs out of work at once.
     io.restart();

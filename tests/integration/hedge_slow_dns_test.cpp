@@ -8,9 +8,9 @@
 // Linux); every other name goes to the C library. libcurl resolves "localhost" by itself without
 // getaddrinfo (since 7.78), so only the hedge's own lookup is slow. Real time.
 #include <dlfcn.h>
+#include <gtest/gtest.h>
 #include <netdb.h>
 #include <strings.h>
-#include <gtest/gtest.h>
 
 #include <asio/bind_cancellation_slot.hpp>
 #include <asio/cancellation_signal.hpp>
@@ -39,7 +39,7 @@ constexpr auto k_slow = 300ms;
 
 std::atomic<int> g_slow_lookups{0};
 std::mutex g_loop_mutex;
-std::thread::id g_loop_thread{};         // the thread that runs the test's event loop
+std::thread::id g_loop_thread{};        // the thread that runs the test's event loop
 std::atomic<int> g_lookups_on_loop{0};  // slow lookups made on it
 
 }  // namespace
@@ -49,7 +49,8 @@ extern "C" int getaddrinfo(const char* node, const char* service, const struct a
                            struct addrinfo** res) {
   using real_type = int (*)(const char*, const char*, const struct addrinfo*, struct addrinfo**);
   static const auto real = reinterpret_cast<real_type>(::dlsym(RTLD_NEXT, "getaddrinfo"));
-  if (node == nullptr || ::strcasecmp(node, "localhost") != 0) return real(node, service, hints, res);
+  if (node == nullptr || ::strcasecmp(node, "localhost") != 0)
+    return real(node, service, hints, res);
   ++g_slow_lookups;
   {
     const std::lock_guard hold(g_loop_mutex);
@@ -142,8 +143,8 @@ class SlowDns : public ::testing::Test {
     stormguard::http::async_client client(io.get_executor(), one_attempt());
     stormguard::real_clock clock;
     stormguard::random_generator rng{5};
-    stormguard::hedger hedge(stormguard::hedging_policy({.max_attempts = 2, .delay = 50ms}),
-                             clock, rng);
+    stormguard::hedger hedge(stormguard::hedging_policy({.max_attempts = 2, .delay = 50ms}), clock,
+                             rng);
     heartbeat beat(io);
     std::optional<hedged_result> got;
     stormguard::http::async_hedge(client, hedge, req(), options, {},
@@ -204,7 +205,7 @@ TEST_F(SlowDns, ACallCancelledWhileItsLookupRunsCompletesAtOnce) {
   EXPECT_EQ(r.result.reason, end_reason::cancelled);
   EXPECT_EQ(r.report.sent, 2);
   EXPECT_LT(took, 250ms);  // not after the lookup's 300 ms, nor the first copy's 1.5 s
-  EXPECT_EQ(server.heads().size(), 1U);  // copy 2 was never sent
+  EXPECT_EQ(server.heads().size(), 1U);    // copy 2 was never sent
   EXPECT_EQ(in_flight_at_completion, 0U);  // copy 1's transfer was cut before the completion
   EXPECT_EQ(g_lookups_on_loop.load(), 0);
   // Nothing of the call is left open: the client's descriptors are gone with it.

@@ -95,9 +95,9 @@ using resolve_completion = std::function<void(std::vector<std::string> addresses
 /// cannot stop a lookup may ignore it. An exception thrown by the resolver counts as a name that
 /// did not resolve (the copies go unpinned). The default is asio_host_resolver; tests give their
 /// own (a lookup that completes after a timer, say).
-using host_resolver = std::function<void(const ::asio::any_io_executor& ex,
-                                         const std::string& host, int port,
-                                         ::asio::cancellation_slot cancel, resolve_completion done)>;
+using host_resolver =
+    std::function<void(const ::asio::any_io_executor& ex, const std::string& host, int port,
+                       ::asio::cancellation_slot cancel, resolve_completion done)>;
 
 /// The default host_resolver: asio::ip::tcp::resolver::async_resolve on `ex` (Asio 1.22 runs
 /// getaddrinfo on its internal resolver thread, one per execution context, started at the first

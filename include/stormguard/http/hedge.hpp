@@ -32,7 +32,9 @@
 //     the addresses came in time, else sent unpinned when the wait ends (libcurl resolves it as
 //     it does copy 1). A later copy uses the addresses if they have come by then, and never
 //     waits. A copy cancelled while it waits completes at once (failure_kind::cancelled, nothing
-//     sent); the lookup is cancelled when the call's state is released, after its completion.
+//     sent; the report counts it sent and cancelled); the lookup is cancelled when the call's
+//     state is released, just after its completion (see asio_host_resolver for a getaddrinfo
+//     that Asio's thread already runs).
 //
 //   stormguard::http::async_client client(io.get_executor(), {.retry = {.max_retries = 0}});
 //   stormguard::hedger hedge(stormguard::hedging_policy({.max_attempts = 2, .delay = 50ms}),
@@ -195,11 +197,11 @@ template <class Handler>
 void perform_copy(async_client& client, http::request r, const call_options& call,
                   Handler handler) {
   auto slot = ::asio::get_associated_cancellation_slot(handler);
-  client.async_perform(std::move(r), call,
-                       ::asio::bind_cancellation_slot(
-                           slot, [h = std::move(handler)](http::result res) mutable {
-                             std::move(h)(copy_outcome{std::move(res)});
-                           }));
+  client.async_perform(
+      std::move(r), call,
+      ::asio::bind_cancellation_slot(slot, [h = std::move(handler)](http::result res) mutable {
+        std::move(h)(copy_outcome{std::move(res)});
+      }));
 }
 
 // A copy waiting for the host's lookup, at most a bounded time (see the file comment): it goes
@@ -243,9 +245,10 @@ class waiting_copy : public std::enable_shared_from_this<waiting_copy<Handler>> 
     if (cancelled_) {
       http::result r;
       r.reason = end_reason::cancelled;
-      r.error = transport_error{42,  // CURLE_ABORTED_BY_CALLBACK, as for a transfer cut short
-                                failure_kind::cancelled,
-                                "cancelled while the host's addresses were looked up", std::nullopt};
+      r.error =
+          transport_error{42,  // CURLE_ABORTED_BY_CALLBACK, as for a transfer cut short
+                          failure_kind::cancelled,
+                          "cancelled while the host's addresses were looked up", std::nullopt};
       std::move(handler_)(copy_outcome{std::move(r)});
       return;
     }

@@ -3,6 +3,9 @@
 // of each hedged copy (gRFC A6: copies to distinct backends).
 #include <gtest/gtest.h>
 
+#include <asio/cancellation_signal.hpp>
+#include <asio/io_context.hpp>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -14,7 +17,9 @@ namespace {
 
 using stormguard::http::copy_address;
 using stormguard::http::host_addresses;
+using stormguard::http::host_of_url;
 using stormguard::http::is_ip_literal;
+using stormguard::http::known_host_addresses;
 using stormguard::http::parse_resolve_entry;
 using list = std::vector<std::string>;
 
@@ -60,6 +65,54 @@ TEST(HostAddresses, ANameIsResolvedBySystem) {
   const list got = host_addresses("http://localhost:80/", {});
   ASSERT_FALSE(got.empty());
   for (const auto& a : got) EXPECT_TRUE(is_ip_literal(a)) << a;
+}
+
+TEST(HostOfUrl, GivesTheLowercaseHostAndThePortOrTheSchemesDefault) {
+  const auto a = host_of_url("http://API.Example/x");
+  ASSERT_TRUE(a);
+  EXPECT_EQ(a->host, "api.example");
+  EXPECT_EQ(a->port, 80);
+  const auto b = host_of_url("https://[::1]:8443/");
+  ASSERT_TRUE(b);
+  EXPECT_EQ(b->host, "::1");
+  EXPECT_EQ(b->port, 8443);
+  EXPECT_FALSE(host_of_url("not a url"));
+}
+
+TEST(KnownHostAddresses, AnEntryOrALiteralIsKnownANameWithoutAnEntryIsNot) {
+  const list resolve{"a.test:8080:10.0.0.1,10.0.0.2"};
+  EXPECT_EQ(known_host_addresses("http://a.test:8080/", resolve), (list{"10.0.0.1", "10.0.0.2"}));
+  EXPECT_EQ(known_host_addresses("http://127.0.0.1:8080/", resolve), list{});
+  EXPECT_EQ(known_host_addresses("not a url", resolve), list{});
+  EXPECT_FALSE(known_host_addresses("http://a.test:9090/", resolve));  // the system's to say
+  EXPECT_FALSE(known_host_addresses("http://localhost/", {}));
+}
+
+TEST(AsioHostResolver, ResolvesANameOnTheExecutorWithoutBlockingIt) {
+  asio::io_context io;
+  std::optional<list> got;
+  asio::cancellation_signal cancel;
+  stormguard::http::asio_host_resolver(io.get_executor(), "localhost", 80, cancel.slot(),
+                                       [&](list a) { got = std::move(a); });
+  EXPECT_FALSE(got);  // never inside the call: the lookup runs on Asio's resolver thread
+  io.run();
+  ASSERT_TRUE(got);
+  ASSERT_FALSE(got->empty());
+  for (const auto& a : *got) EXPECT_TRUE(is_ip_literal(a)) << a;
+}
+
+TEST(AsioHostResolver, ACancelledLookupStillCompletesOnce) {
+  asio::io_context io;
+  int calls = 0;
+  asio::cancellation_signal cancel;
+  stormguard::http::asio_host_resolver(io.get_executor(), "localhost", 80, cancel.slot(),
+                                       [&](const list&) { ++calls; });
+  // Whether Asio's thread had begun getaddrinfo (then it answers) or not (then nothing), the
+  // completion runs exactly once, on the executor.
+  cancel.emit(asio::cancellation_type::terminal);
+  EXPECT_EQ(calls, 0);
+  io.run();
+  EXPECT_EQ(calls, 1);
 }
 
 TEST(CopyAddress, CopyIFromTheSecondGoesToAddressIMinusOneModN) {

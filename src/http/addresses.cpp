@@ -9,8 +9,11 @@
 
 #include <algorithm>
 #include <array>
+#include <asio/ip/tcp.hpp>
 #include <charconv>
 #include <memory>
+#include <system_error>
+#include <utility>
 
 #include "stormguard/http/syntax.hpp"
 
@@ -18,13 +21,34 @@ namespace stormguard::http {
 
 namespace {
 
-// The host (lowercase, without IPv6 brackets) and port of an absolute URL.
-struct host_port {
-  std::string host;
-  int port = 0;
-};
+void add_unique(std::vector<std::string>& out, std::string address) {
+  if (std::find(out.begin(), out.end(), address) == out.end()) out.push_back(std::move(address));
+}
 
-std::optional<host_port> host_port_of(const std::string& url) {
+// getaddrinfo's TCP addresses of host:port, numeric, in its order, without duplicates.
+std::vector<std::string> system_addresses(const url_host& where) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  const std::string service = std::to_string(where.port);
+  std::vector<std::string> out;
+  if (::getaddrinfo(where.host.c_str(), service.c_str(), &hints, &found) != 0) return out;
+  for (const addrinfo* a = found; a != nullptr; a = a->ai_next) {
+    std::array<char, NI_MAXHOST> text{};
+    if (::getnameinfo(a->ai_addr, a->ai_addrlen, text.data(), text.size(), nullptr, 0,
+                      NI_NUMERICHOST) != 0) {
+      continue;
+    }
+    add_unique(out, text.data());
+  }
+  ::freeaddrinfo(found);
+  return out;
+}
+
+}  // namespace
+
+std::optional<url_host> host_of_url(const std::string& url) {
   const std::unique_ptr<CURLU, decltype(&curl_url_cleanup)> u(curl_url(), &curl_url_cleanup);
   if (u == nullptr || curl_url_set(u.get(), CURLUPART_URL, url.c_str(), 0) != CURLUE_OK) {
     return std::nullopt;
@@ -39,7 +63,7 @@ std::optional<host_port> host_port_of(const std::string& url) {
   const auto host = part(CURLUPART_HOST, 0);
   const auto port = part(CURLUPART_PORT, CURLU_DEFAULT_PORT);
   if (!host || !port) return std::nullopt;
-  host_port out{to_lower_ascii(*host), 0};
+  url_host out{to_lower_ascii(*host), 0};
   if (out.host.size() > 2 && out.host.front() == '[' && out.host.back() == ']') {
     out.host = out.host.substr(1, out.host.size() - 2);
   }
@@ -47,30 +71,6 @@ std::optional<host_port> host_port_of(const std::string& url) {
   if (ec != std::errc{} || end != port->data() + port->size()) return std::nullopt;
   return out;
 }
-
-// getaddrinfo's TCP addresses of host:port, numeric, in its order, without duplicates.
-std::vector<std::string> system_addresses(const host_port& where) {
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* found = nullptr;
-  const std::string service = std::to_string(where.port);
-  std::vector<std::string> out;
-  if (::getaddrinfo(where.host.c_str(), service.c_str(), &hints, &found) != 0) return out;
-  for (const addrinfo* a = found; a != nullptr; a = a->ai_next) {
-    std::array<char, NI_MAXHOST> text{};
-    if (::getnameinfo(a->ai_addr, a->ai_addrlen, text.data(), text.size(), nullptr, 0,
-                      NI_NUMERICHOST) != 0) {
-      continue;
-    }
-    std::string address(text.data());
-    if (std::find(out.begin(), out.end(), address) == out.end()) out.push_back(std::move(address));
-  }
-  ::freeaddrinfo(found);
-  return out;
-}
-
-}  // namespace
 
 bool is_ip_literal(std::string_view text) noexcept {
   std::array<char, INET6_ADDRSTRLEN + 1> z{};
@@ -110,21 +110,52 @@ std::optional<resolve_entry> parse_resolve_entry(std::string_view entry) {
   return out;
 }
 
-std::vector<std::string> host_addresses(const std::string& url,
-                                        const std::vector<std::string>& resolve) {
-  const std::optional<host_port> where = host_port_of(url);
-  if (!where || is_ip_literal(where->host)) return {};
+std::optional<std::vector<std::string>> known_host_addresses(
+    const std::string& url, const std::vector<std::string>& resolve) {
+  const std::optional<url_host> where = host_of_url(url);
+  if (!where || is_ip_literal(where->host)) return std::vector<std::string>{};
   for (const std::string& line : resolve) {
     std::optional<resolve_entry> e = parse_resolve_entry(line);
     if (e && e->host == where->host && e->port == where->port) {
       std::vector<std::string> out;
-      for (std::string& a : e->addresses) {
-        if (std::find(out.begin(), out.end(), a) == out.end()) out.push_back(std::move(a));
-      }
+      for (std::string& a : e->addresses) add_unique(out, std::move(a));
       return out;
     }
   }
-  return system_addresses(*where);
+  return std::nullopt;
+}
+
+std::vector<std::string> host_addresses(const std::string& url,
+                                        const std::vector<std::string>& resolve) {
+  if (std::optional<std::vector<std::string>> known = known_host_addresses(url, resolve)) {
+    return std::move(*known);
+  }
+  const std::optional<url_host> where = host_of_url(url);
+  return where ? system_addresses(*where) : std::vector<std::string>{};
+}
+
+void asio_host_resolver(const ::asio::any_io_executor& ex, const std::string& host, int port,
+                        ::asio::cancellation_slot cancel, resolve_completion done) {
+  using ::asio::ip::tcp;
+  // Shared by the lookup's handler (which keeps it alive until the lookup ends) and, weakly, by
+  // the cancellation handler.
+  auto resolver = std::make_shared<tcp::resolver>(ex);
+  if (cancel.is_connected()) {
+    cancel.assign([weak = std::weak_ptr<tcp::resolver>(resolver)](::asio::cancellation_type) {
+      if (const auto r = weak.lock()) r->cancel();
+    });
+  }
+  resolver->async_resolve(
+      host, std::to_string(port), tcp::resolver::numeric_service,
+      [resolver, cancel, done = std::move(done)](const std::error_code& ec,
+                                                 const tcp::resolver::results_type& found) mutable {
+        if (cancel.is_connected()) cancel.clear();
+        std::vector<std::string> out;
+        if (!ec) {
+          for (const auto& entry : found) add_unique(out, entry.endpoint().address().to_string());
+        }
+        done(std::move(out));
+      });
 }
 
 std::string copy_address(const std::vector<std::string>& addresses, int copy) {

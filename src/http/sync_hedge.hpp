@@ -3,7 +3,9 @@
 // client_options::hedging is set. The copies run through http::async_hedge (hedge.hpp) on an
 // async_client and an io_context that the synchronous client owns and runs on the calling thread
 // for the length of one call: the hedging decision, the verdict on each copy, the cancellation of
-// the losers and the spreading over the host's addresses are the asynchronous path's own.
+// the losers and the spreading over the host's addresses are the asynchronous path's own (the
+// host looked up by asio_host_resolver on Asio's resolver thread, copy 2 waiting for it at most
+// hedge_http_options' default resolve_wait).
 #ifndef STORMGUARD_SRC_HTTP_SYNC_HEDGE_HPP
 #define STORMGUARD_SRC_HTTP_SYNC_HEDGE_HPP
 

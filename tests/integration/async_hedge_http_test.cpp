@@ -41,6 +41,7 @@ using stormguard::end_reason;
 using stormguard::hedger;
 using stormguard::hedging_policy;
 using stormguard::http::async_client;
+using stormguard::http::client_options;
 using stormguard::http::hedged_result;
 using stormguard::http::key;
 using stormguard::http::request;
@@ -188,6 +189,161 @@ TEST_F(HttpHedge, ARetryingClientIsRefused) {
   req.url = "http://127.0.0.1:1/";
   EXPECT_THROW(stormguard::http::async_hedge(retrying, hedge, req, {}, {}, [](hedged_result) {}),
                std::invalid_argument);
+}
+
+// ----- the lookup of the host's addresses (hedge_http_options::resolver) -----------------------
+
+// A resolver that answers after `after` on a timer of the client's own loop (a slow DNS server
+// without the network), recording what it was asked and whether it was cancelled.
+struct timer_resolver {
+  std::chrono::milliseconds after;
+  std::vector<std::string> answer;
+  int calls = 0;
+  std::string host{};
+  int port = 0;
+  bool cancelled = false;
+  bool on_loop_thread = false;
+  std::thread::id loop_thread = std::this_thread::get_id();
+
+  stormguard::http::host_resolver hook() {
+    return [this](const asio::any_io_executor& ex, const std::string& h, int p,
+                  asio::cancellation_slot cancel, stormguard::http::resolve_completion done) {
+      ++calls;
+      host = h;
+      port = p;
+      on_loop_thread = std::this_thread::get_id() == loop_thread;
+      auto timer = std::make_shared<asio::steady_timer>(ex, after);
+      cancel.assign([this, timer](asio::cancellation_type) {
+        cancelled = true;
+        timer->cancel();
+      });
+      timer->async_wait([this, timer, cancel, done](const std::error_code& ec) mutable {
+        cancel.clear();
+        done(ec ? std::vector<std::string>{} : answer);
+      });
+    };
+  }
+};
+
+class HedgeLookup : public ::testing::Test {
+ protected:
+  HedgeLookup() : server({{1500ms, 200, "slow"}, {0ms, 200, "fast"}}, {"127.0.0.2"}) {}
+  [[nodiscard]] request named(const std::string& name = "localhost") const {
+    request r;
+    r.url = "http://" + name + ":" + std::to_string(server.port()) + "/x";
+    return r;
+  }
+  hedged_result perform(async_client& client, request req,
+                        const stormguard::http::hedge_http_options& options,
+                        asio::cancellation_slot slot = {}) {
+    std::optional<hedged_result> got;
+    stormguard::http::async_hedge(client, hedge, std::move(req), options, {},
+                                  asio::bind_cancellation_slot(slot, [&](hedged_result r) {
+                                    in_flight_at_completion = client.in_flight();
+                                    got = std::move(r);
+                                  }));
+    run_until(io, [&] { return got.has_value(); });
+    return got ? std::move(*got) : hedged_result{};
+  }
+
+  concurrent_server server;
+  asio::io_context io;
+  stormguard::real_clock clock;
+  stormguard::random_generator rng{7};
+  hedger<stormguard::random_generator, stormguard::no_budget> hedge{
+      hedging_policy({.max_attempts = 2, .delay = 50ms}), clock, rng};
+  timer_resolver dns{200ms, {"127.0.0.1", "127.0.0.2"}};
+  std::size_t in_flight_at_completion = 99;
+};
+
+TEST_F(HedgeLookup, TheSecondCopyWaitsForASlowLookupWhileTheLoopRunsOnAndGoesPinned) {
+  async_client client(io.get_executor(), one_attempt());
+  // Another timer on the same loop, due while the lookup runs: it fires on time.
+  asio::steady_timer other(io, 100ms);
+  std::optional<steady::time_point> other_fired;
+  other.async_wait([&](const std::error_code&) { other_fired = steady::now(); });
+  const auto start = steady::now();
+  const hedged_result r = perform(client, named(), {.resolver = dns.hook(), .resolve_wait = 1s});
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r.report.winner, 2);
+  EXPECT_EQ(r.result.response->body, "fast");
+  EXPECT_EQ(dns.calls, 1);
+  EXPECT_EQ(dns.host, "localhost");
+  EXPECT_EQ(dns.port, server.port());
+  EXPECT_TRUE(dns.on_loop_thread);
+  EXPECT_FALSE(dns.cancelled);
+  // Copy 2 went once the lookup answered (50 + 200 ms), to the 2nd address.
+  EXPECT_GE(steady::now() - start, 240ms);
+  EXPECT_EQ(server.addresses(), (std::vector<std::string>{"127.0.0.1", "127.0.0.2"}));
+  ASSERT_TRUE(other_fired);
+  EXPECT_LT(*other_fired - start, 150ms);
+}
+
+TEST_F(HedgeLookup, TheSecondCopyGoesUnpinnedWhenTheWaitEndsFirst) {
+  async_client client(io.get_executor(), one_attempt());
+  const auto start = steady::now();
+  const hedged_result r = perform(client, named(), {.resolver = dns.hook(), .resolve_wait = 20ms});
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r.report.winner, 2);
+  EXPECT_LT(steady::now() - start, 180ms);  // at about 50 + 20 ms, not after the 200 ms lookup
+  EXPECT_EQ(server.addresses(), (std::vector<std::string>{"127.0.0.1", "127.0.0.1"}));
+  EXPECT_TRUE(dns.cancelled);  // the call ended before the lookup: it was cancelled
+}
+
+TEST_F(HedgeLookup, ACallCancelledWhileItsLookupRunsCompletesAtOnceAndLeavesNothing) {
+  asio::cancellation_signal cancel;
+  asio::steady_timer at(io, 120ms);  // copy 2 waits for the lookup by then
+  at.async_wait([&](const std::error_code&) { cancel.emit(asio::cancellation_type::terminal); });
+  const int before = open_fds() - server.open_sockets();
+  const auto start = steady::now();
+  {
+    async_client client(io.get_executor(), one_attempt());
+    const hedged_result r =
+        perform(client, named(), {.resolver = dns.hook(), .resolve_wait = 1s}, cancel.slot());
+    EXPECT_LT(steady::now() - start, 200ms);  // not after the 250 ms lookup, nor the 1.5 s copy
+    EXPECT_EQ(r.result.reason, end_reason::cancelled);
+    EXPECT_EQ(r.report.sent, 2);
+    EXPECT_EQ(in_flight_at_completion, 0U);
+    EXPECT_TRUE(dns.cancelled);            // the lookup too
+    EXPECT_EQ(server.heads().size(), 1U);  // copy 2 never went
+    // No handler of the call is left on the loop: it runs out of work at once.
+    io.restart();
+    const auto idle = steady::now();
+    io.run_for(1s);
+    EXPECT_LT(steady::now() - idle, 100ms);
+  }
+  EXPECT_EQ(open_fds() - server.open_sockets(), before);
+}
+
+TEST_F(HedgeLookup, AResolveEntryOrAnIpLiteralNeedsNoLookup) {
+  client_options o = one_attempt();
+  o.resolve = {"two.test:" + std::to_string(server.port()) + ":127.0.0.1,127.0.0.2"};
+  async_client client(io.get_executor(), o);
+  const hedged_result r = perform(client, named("two.test"), {.resolver = dns.hook()});
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r.report.winner, 2);
+  EXPECT_EQ(server.addresses(), (std::vector<std::string>{"127.0.0.1", "127.0.0.2"}));
+  EXPECT_EQ(dns.calls, 0);
+  concurrent_server literal({{1000ms, 200, "slow"}, {0ms, 200, "fast"}});
+  request at_literal;
+  at_literal.url = literal.url();
+  ASSERT_TRUE(perform(client, at_literal, {.resolver = dns.hook()}).ok());
+  EXPECT_EQ(literal.heads().size(), 2U);
+  EXPECT_EQ(dns.calls, 0);
+}
+
+TEST_F(HedgeLookup, AResolverThatAnswersAtOncePinsTheSecondCopyAtOnce) {
+  async_client client(io.get_executor(), one_attempt());
+  int calls = 0;
+  const auto instant = [&](const asio::any_io_executor&, const std::string&, int,
+                           asio::cancellation_slot, stormguard::http::resolve_completion done) {
+    ++calls;
+    done({"127.0.0.1", "127.0.0.2"});
+  };
+  const hedged_result r = perform(client, named(), {.resolver = instant, .resolve_wait = 0ms});
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(calls, 1);
+  EXPECT_EQ(server.addresses(), (std::vector<std::string>{"127.0.0.1", "127.0.0.2"}));
 }
 
 }  // namespace

@@ -14,7 +14,6 @@
 #include <csignal>
 #include <cstdint>
 #include <cstdio>
-#include <functional>
 #include <iterator>
 #include <memory>
 #include <optional>
@@ -38,7 +37,6 @@
 #include "stormguard/http_classify.hpp"
 #include "stormguard/idempotency.hpp"
 #include "stormguard/retry.hpp"
-#include "stormguard/retry_after.hpp"
 #include "usage.hpp"
 
 namespace stormguard::cli {
@@ -250,27 +248,6 @@ std::string describe_attempt(const http::attempt_info& a, const request_facts& f
   return text;
 }
 
-// A hedged copy's line for -v: "copy N: HTTP 503" (its number as its x-envoy-attempt-count says),
-// with the Retry-After and Idempotency-Key it carried; a copy is one attempt, so no retry delay
-// or end reason of its own (the call's end is said once, after the copies).
-std::string describe_copy(int copy, const http::result& r, const request_facts& facts) {
-  http::attempt_info a;
-  a.attempt = copy;
-  if (r.response) {
-    a.status = r.response->status;
-    if (const auto ra = http::find_header(r.response->headers, "Retry-After")) {
-      a.retry_after = std::string(*ra);
-      const auto now = std::chrono::time_point_cast<std::chrono::system_clock::duration>(
-          std::chrono::system_clock::now());
-      a.retry_after_delay = parse_retry_after(*ra, now);
-    }
-  } else if (r.error) {
-    a.error = r.error;
-  }
-  a.idempotency_key = r.idempotency_key;
-  return describe_attempt(a, facts, "copy");
-}
-
 int exit_status_for(const http::result& r, int signal) {
   switch (r.reason) {
     case end_reason::success:
@@ -402,7 +379,15 @@ int run_http(const http_options& o) {
   const request_facts facts{parsed.request.method,
                             parsed.request.idempotency.what() != http::key::kind::none,
                             parsed.client.statuses};
-  if (o.verbose) {
+  if (o.verbose && parsed.hedging) {
+    // A hedged copy is one attempt, numbered as its x-envoy-attempt-count says; its own end is
+    // not the call's (said once, after the copies).
+    parsed.client.on_attempt = [&facts](const http::attempt_info& a) {
+      http::attempt_info copy = a;
+      copy.reason.reset();
+      report_log("http", describe_attempt(copy, facts, "copy"));
+    };
+  } else if (o.verbose) {
     parsed.client.on_attempt = [&facts](const http::attempt_info& a) {
       report_log("http", describe_attempt(a, facts));
     };
@@ -421,14 +406,8 @@ int run_http(const http_options& o) {
   std::optional<hedge_report> hedged;
   try {
     if (parsed.hedging) {
-      std::function<void(int, const http::result&)> on_copy;
-      if (o.verbose) {
-        on_copy = [&facts](int copy, const http::result& c) {
-          report_log("http", describe_copy(copy, c, facts));
-        };
-      }
       hedged_http_call h =
-          perform_hedged(parsed.client, parsed.request, call, *parsed.hedging, fleet, on_copy);
+          perform_hedged(parsed.client, parsed.request, call, *parsed.hedging, fleet);
       r = std::move(h.result);
       hedged = h.report;
     } else {

@@ -6,7 +6,6 @@
 #define STORMGUARD_CLI_HTTP_HEDGE_HPP
 
 #include <CLI/CLI.hpp>
-#include <functional>
 #include <optional>
 #include <string>
 
@@ -43,14 +42,11 @@ struct hedged_http_call {
 /// any kind, through the budget protocol). `call`'s deadline and stop token apply to the call.
 /// A fleet budget naming a store gets its syncer from `fleet` (synced before the first copy and
 /// flushed after the last; `fleet` is cleared before the budget goes). Throws
-/// std::invalid_argument for a bad request. `on_copy`, when not empty, is called on the call's
-/// thread as each copy ends (answered, failed or cancelled) with the copy's number (1 = the
-/// first; the number its x-envoy-attempt-count says) and its result; `client.on_attempt` is then
-/// not called (it would number every copy 1: each copy is the client's first attempt).
-[[nodiscard]] hedged_http_call perform_hedged(
-    http::client_options client, const http::request& req, const call_options& call,
-    const config::hedging_settings& settings, fleet_syncers& fleet,
-    const std::function<void(int copy, const http::result&)>& on_copy = {});
+/// std::invalid_argument for a bad request.
+[[nodiscard]] hedged_http_call perform_hedged(http::client_options client, const http::request& req,
+                                              const call_options& call,
+                                              const config::hedging_settings& settings,
+                                              fleet_syncers& fleet);
 
 }  // namespace stormguard::cli
 

@@ -181,13 +181,10 @@ long timeout_ms(duration d) noexcept {
 
 // The one description of an attempt, for client_options::on_attempt: from the successful
 // response `ok`, or from the failure `failed`.
-
-// The one description of an attempt, for client_options::on_attempt: from the successful
-// response `ok`, or from the failure `failed`.
 attempt_info describe_attempt(int attempt, const response* ok, const attempt_failure* failed,
                               const call_plan& plan) {
   attempt_info info;
-  info.attempt = attempt;
+  info.attempt = plan.first_attempt + attempt - 1;
   info.idempotency_key = plan.key_field;
   const response* resp = ok != nullptr                       ? ok
                          : failed != nullptr && failed->resp ? &*failed->resp
@@ -302,6 +299,12 @@ call_plan request_planner::plan(const request& req) {
   // must not be sent twice, never ride a pooled connection.
   p.fresh_connection = !may_resend(req.method, p.key_field.has_value());
   p.fields = fields_for(req.headers, p.key_field, !req.body.empty());
+  for (const header& h : req.headers) {
+    if (!iequals_ascii(h.name, k_attempt_count_header)) continue;
+    const stormguard::attempt_info own = parse_attempt(h.value, std::nullopt);
+    if (!own.malformed) p.first_attempt = static_cast<int>(own.attempt);
+    break;
+  }
   return p;
 }
 

@@ -62,8 +62,11 @@ struct call_plan {
   std::shared_ptr<const target> where;
   any_budget* budget = nullptr;
   std::optional<std::string> key_field;  // the Idempotency-Key field value, if any
-  bool fresh_connection = false;         // never ride a pooled connection (docs/http.md)
-  std::shared_ptr<const slist> fields;   // the request's header list
+  // The number of the call's first attempt: 1, or what the request's own x-envoy-attempt-count
+  // says (a hedged copy N carries N), so that on_attempt numbers attempts as the server sees them.
+  int first_attempt = 1;
+  bool fresh_connection = false;        // never ride a pooled connection (docs/http.md)
+  std::shared_ptr<const slist> fields;  // the request's header list
   // libcurl's own resends during the call's attempts (a reused connection that died before any
   // byte of the response): each reached the wire, so each counts as an attempt of the result.
   mutable int hidden_resends = 0;

@@ -194,7 +194,11 @@ TEST(SyncHedge, TheEndHookAndTheMetricsSeeEachCall) {
   client_options o = hedged();
   std::vector<hedge_report> seen;
   int attempts = 0;
-  o.on_attempt = [&](const stormguard::http::attempt_info&) { ++attempts; };
+  std::vector<int> numbers;  // on_attempt's number of each copy, as it ends
+  o.on_attempt = [&](const stormguard::http::attempt_info& a) {
+    ++attempts;
+    numbers.push_back(a.attempt);
+  };
   o.hedging->on_end = stormguard::metrics::http_hedge_hook(
       metrics, "api", o, [&](end_reason, const hedge_report& report) { seen.push_back(report); });
   client c(o);
@@ -203,6 +207,9 @@ TEST(SyncHedge, TheEndHookAndTheMetricsSeeEachCall) {
   ASSERT_EQ(seen.size(), 1U);
   EXPECT_EQ(seen[0], *r.hedging);
   EXPECT_EQ(attempts, 2);  // once per copy
+  // Each copy numbered as its x-envoy-attempt-count says: the fast second copy ends first, then
+  // the cancelled first one (it said "1" for both).
+  EXPECT_EQ(numbers, (std::vector<int>{2, 1}));
   const std::string text = prometheus::TextSerializer().Serialize(registry.Collect());
   EXPECT_NE(text.find(R"(stormguard_hedges_sent_total{client="api"} 1)"), std::string::npos)
       << text;

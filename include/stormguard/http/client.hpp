@@ -194,7 +194,10 @@ struct transport_error {
 /// A description of one attempt, given to client_options::on_attempt after the decision about
 /// it was made (so that the delay chosen is known).
 struct attempt_info {
-  int attempt = 1;                           ///< from 1
+  /// The attempt's number as the server sees it (x-envoy-attempt-count): from 1, or from N when
+  /// the request carries its own x-envoy-attempt-count N (a hedged copy N does: copies are
+  /// numbered 1, 2, ... in the order they are sent).
+  int attempt = 1;
   std::optional<int> status{};               ///< the response's status, when one was received
   std::optional<transport_error> error{};    ///< otherwise the transport failure
   std::optional<std::string> retry_after{};  ///< the Retry-After field as received, if any
@@ -302,8 +305,8 @@ struct client_options {
   /// Hedged copies instead of retries (http::client only; http::async_client ignores it: hedge
   /// with http::async_hedge). Needs retry.max_retries == 0 (a policy retries or hedges, gRFC A6;
   /// std::invalid_argument otherwise). The copies after the first draw from the host's budget
-  /// (`budget` or shared_budgets), one retry each; on_attempt is called once per copy. Empty (the
-  /// default) = no hedging.
+  /// (`budget` or shared_budgets), one retry each; on_attempt is called once per copy, with the
+  /// copy's number as its attempt. Empty (the default) = no hedging.
   std::optional<client_hedging> hedging{};
   /// Fixed addresses for host names, as curl's --resolve (libcurl's CURLOPT_RESOLVE): entries
   /// "HOST:PORT:ADDRESS[,ADDRESS...]" (an IPv6 address in brackets), used instead of DNS for

@@ -19,6 +19,10 @@ const client_hedging& validated(const client_options& o) {
     bad_option("hedging needs retry.max_retries == 0 (a client retries or hedges, gRFC A6), got " +
                std::to_string(o.retry.max_retries));
   }
+  if (o.hedging->resolve_wait < duration::zero()) {
+    bad_option("hedging.resolve_wait must be >= 0, got " +
+               std::to_string(o.hedging->resolve_wait.count()) + "ns");
+  }
   return *o.hedging;
 }
 
@@ -67,8 +71,9 @@ result sync_hedging::perform(const request& req, const call_options& call,
   try {
     loop_->io.restart();
     http::async_hedge(loop_->copies, hedge, std::move(copy),
-                      hedge_http_options{settings.non_fatal_statuses}, call,
-                      [&out](hedged_result r) { out = std::move(r); });
+                      hedge_http_options{.non_fatal_statuses = settings.non_fatal_statuses,
+                                         .resolve_wait = settings.resolve_wait},
+                      call, [&out](hedged_result r) { out = std::move(r); });
     while (!out && loop_->io.run_one() > 0) {
     }
   } catch (...) {

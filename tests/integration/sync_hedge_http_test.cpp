@@ -225,6 +225,15 @@ TEST(SyncHedge, ARetryingClientCannotHedge) {
   o = hedged();
   o.hedging->policy.max_attempts = 6;
   EXPECT_THROW(client{o}, std::invalid_argument);
+  o = hedged();
+  o.hedging->resolve_wait = -1ms;
+  try {
+    client c{o};
+    ADD_FAILURE() << "a negative resolve_wait was accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("hedging.resolve_wait"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("-1000000ns"), std::string::npos) << e.what();
+  }
 }
 
 // ----- copies spread over the host's addresses (gRFC A6) -----------------------------------------

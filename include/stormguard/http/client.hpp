@@ -269,6 +269,11 @@ struct client_hedging {
   /// and report (the hedger's end hook: stormguard::metrics::http_hedge_hook records the hedge
   /// metrics). An exception from it propagates out of perform(). Empty = no call.
   std::function<void(end_reason, const hedge_report&)> on_end{};
+  /// The longest copy 2 waits for the lookup of the host's addresses (hedge_http_options::
+  /// resolve_wait: the lookup runs off the calling thread's loop, on Asio's resolver thread; when
+  /// it is late, copy 2 goes unpinned). Steady time, >= 0 (0 = never waits; negative:
+  /// std::invalid_argument naming hedging.resolve_wait). Default 10 ms.
+  duration resolve_wait = std::chrono::milliseconds(10);
 };
 
 /// The settings of a client.

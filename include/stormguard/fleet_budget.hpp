@@ -27,17 +27,22 @@
 //
 // Algorithm (all amounts in integer micro-retries, 1 retry = 10^6):
 //
-//   allowance A = ratio · R_fleet + floor · window − W_fleet      (>= 0; the fleet's window totals)
+//   allowance A = ratio · R_fleet + floor · window − W_fleet      (the fleet's window totals)
 //   share s     = r_local / R_fleet   (r_local: this process's requests in its own window;
 //                                      1 / live_clients while the fleet has no requests;
 //                                      1 / (R_fleet + 1) while this process has none yet: a
 //                                      process that has just started counts the request it is
 //                                      about to make)
-//   at each sync:      credit = s · A + (deposits − withdrawals since the deltas were taken)
-//   between syncs:     credit follows the change of the process's own ratio balance over its
-//                      own window (ratio · 10^6 per request, −10^6 per retry granted, and the
-//                      same amounts leaving as they expire: a deposit that leaves the window
-//                      takes its part of the allowance with it, as in ratio_budget)
+//   claim       = min(s · A, max(0, A − C))   (fleet_budget::claim; C: the claims the store
+//                                      holds for the other live processes)
+//   at each sync:      credit = claim + (deposits − grants since the deltas were taken); the
+//                      store keeps the claim (its positive part) for this process until its
+//                      next sync or the expiry of its heartbeat (fleet_window_store, the Redis
+//                      script: no two processes hold the same credit). From a store that only
+//                      counts (end_sync with a fleet_view alone), C = 0.
+//   between syncs:     credit += ratio · 10^6 per request, −= the same as this process's
+//                      deposits leave its window, −= 10^6 per retry granted. A grant that leaves
+//                      the window frees allowance in the store, which the next sync hands out.
 //   each retry:        granted when credit >= 10^6 (credit −= 10^6); when 0 < credit < 10^6 it is
 //                      granted with probability credit / 10^6 (the caller's generator) and the
 //                      fractional credit is used up either way
@@ -46,15 +51,22 @@
 // 0.1 retry, and the expected number of retries the fleet is granted in one round is A.
 //
 // Overshoot. A process's view of the fleet is up to L = (its sync interval + the store's round
-// trip) old, so what it allots misses the retries the rest of the fleet was granted, and the
-// requests it made, since their last reports: it re-spends up to its share of those retries, and
-// its share's denominator lacks those requests. The fleet's retries in a window can therefore
-// exceed what one budget shared by the whole fleet would grant by about the retries the fleet is
-// granted in L plus a fraction of order L / window of the allowance. Measured against one shared
-// ratio_budget on the same traffic with every attempt failing (tests/fleet_budget_test.cpp,
-// round trip 0): 4.9 % more at L = 100 ms (200 clients of 10 req/s), 12.6 % more at L = 1 s
-// (2,000 clients of 1 req/s, syncing once per request). A tighter bound (reserving each
-// process's unspent credit in the store) is future work.
+// trip) old. With a store that only counts, what it allots misses the retries the rest of the
+// fleet was granted since their last reports, and it re-spends its share of them: up to the
+// retries the fleet grants in L (a whole burst when L is as long as the burst: 2,000 clients of
+// 1 req/s, each reporting its grants about a second late, granted 1.17x during the Friday-night
+// incident against 1.115x for one shared budget). With a store that hands out credit the age of
+// the view no longer matters: credit handed out is claimed until its holder reports what it
+// spent, so the fleet can exceed one shared budget only by (a) the grants made during one round
+// trip against a claim the store has already replaced (at most (ratio · fleet request rate +
+// floor) · RTT), and (b) the fractional draws, exact in expectation, at most one retry per
+// process above its claim in the worst case (standard deviation at most sqrt(N) / 2 retries per
+// round for N processes). Neither depends on the sync interval; a long interval costs the other
+// way: a claim its holder does not spend stays unavailable to the rest of the fleet until the
+// holder's next sync. Measured against one shared ratio_budget on the same traffic with every
+// attempt failing (tests/fleet_budget_test.cpp, round trip 0): +0.06 % at L = 100 ms (200
+// clients of 10 req/s) and −7.9 % at L = 1 s (2,000 clients of 1 req/s); with a counting store
+// +4.9 % and +12.6 %.
 //
 // When the store is away (begin_sync/sync_failed, or no successful sync for 3 · max_sync_interval)
 // the budget never blocks a request on it: it falls back to a local ratio budget over this

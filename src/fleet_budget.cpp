@@ -183,7 +183,8 @@ void fleet_budget::joined_with(time_point now, const fleet_view& view,
   // From a store that hands out credit, the claim it set aside for this process (the other
   // processes' claims subtracted); from one that only counts, the share of what it saw.
   const std::int64_t portion =
-      credit != nullptr ? *credit : claim(view, fleet_terms{own, deposit_amount_, fleet_reserve_}, 0);
+      credit != nullptr ? *credit
+                        : claim(view, fleet_terms{own, deposit_amount_, fleet_reserve_}, 0);
   // The deposits and grants since begin_sync are this process's own, on top of its claim.
   credit_ = std::clamp<std::int64_t>(portion, -(INT64_MAX / 4), INT64_MAX / 4) +
             std::clamp<std::int64_t>(since_take_, -(INT64_MAX / 4), INT64_MAX / 4);
@@ -253,13 +254,13 @@ std::int64_t fleet_budget::claim(const fleet_view& totals, const fleet_terms& te
   // Negative when the fleet has granted more than its window allows: each process then carries
   // its share of the debt, which its deposits repay before it retries again.
   const std::int64_t deposits = std::min(mul_div(r, deposit, 1), INT64_MAX / 4);
-  const std::int64_t spent = std::min(mul_div(std::max<std::int64_t>(0, totals.retries), k_scale, 1),
-                                      INT64_MAX / 4);
+  const std::int64_t spent =
+      std::min(mul_div(std::max<std::int64_t>(0, totals.retries), k_scale, 1), INT64_MAX / 4);
   const std::int64_t allowance = deposits + reserve - spent;
   const std::int64_t share = share_of(fleet_view{r, totals.retries, totals.live_clients},
                                       std::max<std::int64_t>(0, terms.own_requests));
-  const std::int64_t target = allowance >= 0 ? mul_div(allowance, share, k_scale)
-                                             : -mul_div(-allowance, share, k_scale);
+  const std::int64_t target =
+      allowance >= 0 ? mul_div(allowance, share, k_scale) : -mul_div(-allowance, share, k_scale);
   // Never more than the others have left unclaimed: two processes never hold the same credit.
   const std::int64_t unclaimed =
       std::max<std::int64_t>(0, allowance - std::clamp<std::int64_t>(claimed, 0, INT64_MAX / 4));

@@ -442,7 +442,7 @@ TEST(FleetBudget, AStoreThatHandsOutCreditNeverHandsOutTheSameCreditTwice) {
 TEST(FleetWindowStore, FreesTheClaimOfAClientWhoseHeartbeatExpired) {
   fleet_window_store store(10s, 300ms);
   const stormguard::fleet_terms terms{100, 100'000, 100'000'000};
-  EXPECT_EQ(store.sync(t0, "a", {100, 0}, terms).credit, 110'000'000);  // alone: all of it
+  EXPECT_EQ(store.sync(t0, "a", {100, 0}, terms).credit, 110'000'000);         // alone: all of it
   EXPECT_EQ(store.sync(t0 + 100ms, "b", {100, 0}, terms).credit, 10'000'000);  // what is left
   EXPECT_EQ(store.claimed(), 120'000'000);
   // a stops syncing; once its heartbeat has expired its claim goes back to the fleet.

@@ -19,7 +19,8 @@
 // scenario's clock: one clock for the store, as Redis's TIME), the library's fleet_window (deltas
 // clamped as fleet_window_store clamps them) and each client's claim (the credit handed out at
 // its last sync, fleet_budget::claim, as fleet_window_store and the Redis script hand it out);
-// live clients = the clients that have synced (no simulated client dies). Not thread-safe (one run, one thread).
+// live clients = the clients that have synced (no simulated client dies). Not thread-safe (one run,
+// one thread).
 #ifndef STORMGUARD_ENGINE_FLEET_SYNC_HPP
 #define STORMGUARD_ENGINE_FLEET_SYNC_HPP
 

@@ -81,12 +81,19 @@ void fleet_budget::refresh(time_point now) noexcept {
   // The change of this process's own ratio balance over its window since the last call: its
   // deposits and grants, and what expired. A deposit alone is not spendable: in a ratio budget
   // the deposits that leave the window take their part of the allowance with them.
+  // A grant that leaves the window is not: it frees allowance in the store's window too, where
+  // the next sync hands it out (counting it here as well would spend it twice).
   const counts total = local_.total(now);
-  const std::int64_t balance = total.requests * deposit_amount_ - total.retries * k_scale;
+  const std::int64_t balance = total.requests * deposit_amount_;
   const std::int64_t change = balance - local_balance_;
   local_balance_ = balance;
   credit_ += change;
   since_take_ += change;
+}
+
+void fleet_budget::spend(std::int64_t amount) noexcept {
+  credit_ -= amount;
+  since_take_ -= amount;
 }
 
 bool fleet_budget::withdraw_local(time_point now) noexcept {
@@ -120,7 +127,7 @@ bool fleet_budget::withdraw(time_point now, std::int64_t draw) noexcept {
   if (granted) {
     local_.add(now, counts{0, 1});
     ++pending_.retries;
-    refresh(now);  // the grant's 10^6 leaves the credit
+    spend(k_scale);  // the grant's 10^6 leaves the credit
   }
   return granted;
 }
@@ -144,10 +151,20 @@ fleet_deltas fleet_budget::begin_sync(time_point now) noexcept {
   pending_ = counts{};
   refresh(now);
   since_take_ = 0;
+  terms_own_ = std::min(local_.total(now).requests, requests_since_base_);
   return fleet_deltas{in_flight_.requests, in_flight_.retries};
 }
 
 void fleet_budget::end_sync(time_point now, const fleet_view& view) noexcept {
+  joined_with(now, view, nullptr);
+}
+
+void fleet_budget::end_sync(time_point now, const fleet_answer& answer) noexcept {
+  joined_with(now, answer.view, &answer.credit);
+}
+
+void fleet_budget::joined_with(time_point now, const fleet_view& view,
+                               const std::int64_t* credit) noexcept {
   if (view.requests < 0 || view.retries < 0 || view.live_clients < 1) {
     sync_failed(now);
     return;
@@ -155,40 +172,22 @@ void fleet_budget::end_sync(time_point now, const fleet_view& view) noexcept {
   const detail::lock hold(mutex_);
   syncing_ = false;
   in_flight_ = counts{};
-  // The fleet's allowance left in its window, in micro-retries (saturating: garbage counts from
-  // a store must not overflow).
-  const std::int64_t deposits = mul_div(view.requests, deposit_amount_, 1);
-  const std::int64_t spent = mul_div(view.retries, k_scale, 1);
-  // Negative when the fleet has granted more than its window allows (its view was stale): each
-  // process then carries its share of the debt, which its deposits repay before it retries again
-  // (clamping to 0 would forgive the debt at every sync). Bounded so that garbage cannot overflow.
-  const std::int64_t allowance = std::max<std::int64_t>(
-      -(INT64_MAX / 4), std::min(INT64_MAX - fleet_reserve_, deposits) + fleet_reserve_ - spent);
-  // This process's share: its requests in its own window over the fleet's (clamped to 1: a
-  // store that lags behind this process must not hand it more than the whole allowance).
   refresh(now);
-  // Only the requests the store can hold count: after an outage the store may have lost its
-  // window (a Redis restarted empty), and holds only what was reported since; counting the whole
-  // local window against that would hand the fleet several times its allowance.
+  // Only the requests the store can hold count toward the share: after an outage the store may
+  // have lost its window (a Redis restarted empty), and holds only what was reported since;
+  // counting the whole local window against that would hand the fleet several times its
+  // allowance.
   const std::int64_t own = std::min(local_.total(now).requests, requests_since_base_);
-  // A process with no such request yet (one that has just started, such as a one-shot command
-  // syncing before its first attempt) counts the request it is about to make, 1 / (R + 1): its
-  // own count would give it nothing while the rest of the fleet's requests fill the window, and
-  // an even share (1 / live) would hand every newcomer a live client's part on top of the
-  // shares of those whose requests fill it.
-  std::int64_t share_ppm = 0;
-  if (view.requests > 0 && own > 0) {
-    share_ppm = std::min<std::int64_t>(k_scale, mul_div(own, k_scale, view.requests));
-  } else if (view.requests > 0) {
-    share_ppm = k_scale / (view.requests < INT64_MAX ? view.requests + 1 : view.requests);
-  } else {
-    share_ppm = k_scale / view.live_clients;
-  }
-  share_ppm_ = share_ppm;
+  share_ppm_ = share_of(view, own);
   live_clients_ = view.live_clients;
-  const std::int64_t portion = allowance >= 0 ? mul_div(allowance, share_ppm, k_scale)
-                                              : -mul_div(-allowance, share_ppm, k_scale);
-  credit_ = portion + std::clamp<std::int64_t>(since_take_, -(INT64_MAX / 4), INT64_MAX / 4);
+  // From a store that hands out credit, the claim it set aside for this process (the other
+  // processes' claims subtracted); from one that only counts, the share of what it saw.
+  const std::int64_t portion =
+      credit != nullptr ? *credit
+                        : claim(view, fleet_terms{own, deposit_amount_, fleet_reserve_}, 0);
+  // The deposits and grants since begin_sync are this process's own, on top of its claim.
+  credit_ = std::clamp<std::int64_t>(portion, -(INT64_MAX / 4), INT64_MAX / 4) +
+            std::clamp<std::int64_t>(since_take_, -(INT64_MAX / 4), INT64_MAX / 4);
   since_take_ = 0;
   if (!has_joined_) has_joined_ = true;
   last_success_ = now;
@@ -226,6 +225,46 @@ std::int64_t fleet_budget::credit_micro() const noexcept {
 std::int64_t fleet_budget::share_ppm() const noexcept {
   const detail::lock hold(mutex_);
   return share_ppm_;
+}
+
+fleet_terms fleet_budget::terms() const noexcept {
+  const detail::lock hold(mutex_);
+  return fleet_terms{terms_own_, deposit_amount_, fleet_reserve_};
+}
+
+std::int64_t fleet_budget::share_of(const fleet_view& totals, std::int64_t own) noexcept {
+  // A process with no request in the store yet (one that has just started, such as a one-shot
+  // command syncing before its first attempt) counts the request it is about to make, 1 / (R +
+  // 1): its own count would give it nothing while the rest of the fleet's requests fill the
+  // window, and an even share (1 / live) would hand every newcomer a live client's part on top of
+  // the shares of those whose requests fill it. The share is at most 1: a store that lags behind
+  // this process must not hand it more than the whole allowance.
+  const std::int64_t r = totals.requests;
+  if (r > 0 && own > 0) return std::min<std::int64_t>(k_scale, mul_div(own, k_scale, r));
+  if (r > 0) return k_scale / (r < INT64_MAX ? r + 1 : r);
+  return k_scale / std::max<std::int64_t>(1, totals.live_clients);
+}
+
+std::int64_t fleet_budget::claim(const fleet_view& totals, const fleet_terms& terms,
+                                 std::int64_t claimed) noexcept {
+  const std::int64_t r = std::max<std::int64_t>(0, totals.requests);
+  const std::int64_t deposit = std::max<std::int64_t>(0, terms.deposit);
+  const std::int64_t reserve = std::clamp<std::int64_t>(terms.reserve, 0, INT64_MAX / 4);
+  // The fleet's allowance left in its window (saturating: garbage counts must not overflow).
+  // Negative when the fleet has granted more than its window allows: each process then carries
+  // its share of the debt, which its deposits repay before it retries again.
+  const std::int64_t deposits = std::min(mul_div(r, deposit, 1), INT64_MAX / 4);
+  const std::int64_t spent =
+      std::min(mul_div(std::max<std::int64_t>(0, totals.retries), k_scale, 1), INT64_MAX / 4);
+  const std::int64_t allowance = deposits + reserve - spent;
+  const std::int64_t share = share_of(fleet_view{r, totals.retries, totals.live_clients},
+                                      std::max<std::int64_t>(0, terms.own_requests));
+  const std::int64_t target =
+      allowance >= 0 ? mul_div(allowance, share, k_scale) : -mul_div(-allowance, share, k_scale);
+  // Never more than the others have left unclaimed: two processes never hold the same credit.
+  const std::int64_t unclaimed =
+      std::max<std::int64_t>(0, allowance - std::clamp<std::int64_t>(claimed, 0, INT64_MAX / 4));
+  return std::min(target, unclaimed);
 }
 
 std::int64_t fleet_budget::live_clients() const noexcept {

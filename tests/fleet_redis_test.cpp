@@ -323,4 +323,58 @@ TEST(RedisFleetSync, TheThreadSyncsOnItsOwnAndStopsOnDestruction) {
   EXPECT_EQ(budget.current_mode(clock.now()), fleet_budget::mode::joined);
 }
 
+// The Lua script hands out the same credit as the in-memory store (fleet_window_store, the
+// reference model the simulator's store follows): three processes synced through Redis, and
+// three twins doing the same synced through the model, hold the same credit after every sync,
+// while they spend, overspend through a fractional draw, and take each other's unclaimed credit.
+TEST(RedisFleetSync, TheScriptHandsOutWhatTheModelHandsOut) {
+  const std::string key = unique_key("claims");
+  manual_clock clock;
+  stormguard::fleet_window_store model(10s, 6s);
+  std::vector<std::unique_ptr<fleet_budget>> real;
+  std::vector<std::unique_ptr<fleet_budget>> twin;
+  std::vector<std::unique_ptr<redis_sync>> syncs;
+  for (int i = 0; i < 3; ++i) {
+    real.push_back(std::make_unique<fleet_budget>(fleet_options()));
+    twin.push_back(std::make_unique<fleet_budget>(fleet_options()));
+    syncs.push_back(std::make_unique<redis_sync>(
+        *real.back(), sync_options(key, "client-" + std::to_string(i)), clock));
+  }
+  random_generator gr(5);
+  random_generator gt(5);
+  int checked = 0;
+  for (int round = 0; round < 6; ++round) {
+    for (std::size_t i = 0; i < 3; ++i) {
+      clock.advance(10ms);
+      const int requests = static_cast<int>(7 + 31 * i + 13 * round);
+      for (int r = 0; r < requests; ++r) {
+        (void)real[i]->try_admit(clock.now(), gr);
+        (void)twin[i]->try_admit(clock.now(), gt);
+      }
+      // Spend some of the credit (process 1 all of it) on both sides with the same draws.
+      const int wanted = i == 1 ? 1000 : round + static_cast<int>(i);
+      int granted_real = 0;
+      int granted_twin = 0;
+      for (int k = 0; k < wanted; ++k) {
+        if (real[i]->try_withdraw(clock.now(), attempt_status::failure, gr)) ++granted_real;
+        if (twin[i]->try_withdraw(clock.now(), attempt_status::failure, gt)) ++granted_twin;
+      }
+      EXPECT_EQ(granted_real, granted_twin) << "round " << round << ", client " << i;
+      ASSERT_TRUE(syncs[i]->sync_once(true));
+      const stormguard::fleet_deltas out = twin[i]->begin_sync(clock.now());
+      const stormguard::fleet_answer answer =
+          model.sync(clock.now(), "client-" + std::to_string(i), out, twin[i]->terms());
+      twin[i]->end_sync(clock.now(), answer);
+      EXPECT_NEAR(static_cast<double>(real[i]->credit_micro()),
+                  static_cast<double>(twin[i]->credit_micro()), 1.0)
+          << "round " << round << ", client " << i;
+      EXPECT_EQ(real[i]->share_ppm(), twin[i]->share_ppm());
+      ++checked;
+    }
+  }
+  EXPECT_EQ(checked, 18);
+  EXPECT_EQ(window_totals(redis_server::shared().port(), key).first,
+            model.sync(clock.now(), "probe", {}).requests);
+}
+
 }  // namespace

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdint>
 #include <optional>
 #include <vector>
 
@@ -48,7 +49,7 @@ TEST(SimFleet, OneBudgetForTheFleetHoldsTheStormWherePerClientBudgetsDoNot) {
   // Per-client budgets at 2,000 clients of 1 req/s: the storm (3.43x, never recovers).
   EXPECT_GT(*budget.amplification, 3.0);
   EXPECT_FALSE(budget.recovery_s.has_value());
-  // One budget for the fleet: measured 1.05x overall, 1.17x during the incident, 8 s.
+  // One budget for the fleet: measured 1.04x overall, 1.12x during the incident, 7 s.
   EXPECT_LE(*fleet.amplification, 1.10);
   EXPECT_LE(*fleet.incident_amplification, 1.20);
   ASSERT_TRUE(fleet.recovery_s && none.recovery_s);
@@ -58,7 +59,7 @@ TEST(SimFleet, OneBudgetForTheFleetHoldsTheStormWherePerClientBudgetsDoNot) {
 TEST(SimFleet, TwentyThousandClientsOfATenthOfARequestPerSecondHoldToo) {
   const sim::scenario s = fleet_night(20000);
   const auto fleet = run(s, "full+fleet");
-  // Shares of about 0.1 retry per client, never rounded up: measured 1.03x, 1.13x.
+  // Shares of about 0.1 retry per client, never rounded up: measured 1.03x, 1.12x.
   EXPECT_LE(*fleet.amplification, 1.10);
   EXPECT_LE(*fleet.incident_amplification, 1.20);
   EXPECT_TRUE(fleet.recovery_s.has_value());
@@ -89,6 +90,33 @@ TEST(SimFleet, TheRunIsDeterministic) {
   EXPECT_EQ(a.attempts, b.attempts);
   EXPECT_EQ(a.amplification, b.amplification);
   EXPECT_EQ(a.incident_amplification, b.incident_amplification);
+}
+
+// The targets over eight seeds (42 and 1 to 7), at 2,000 and 20,000 clients: incident
+// amplification at most 1.15x and within 1.05x of one budget shared by the whole fleet
+// (friday-night from one client, 1.115x), overall at most 1.05x of the shared budget's, recovery
+// at most one second behind not retrying. A store that only counted reached 1.16-1.18x at 2,000
+// clients (each client of 1 req/s saw the fleet's retries about a second late and spent its
+// share of credit the others had already spent).
+TEST(SimFleet, EightSeedsMeetTheIncidentTargetAt2000And20000Clients) {
+  sim::scenario one = fleet_night(1);
+  for (const int clients : {2000, 20000}) {
+    for (const std::uint64_t seed : {42, 1, 2, 3, 4, 5, 6, 7}) {
+      sim::scenario s = fleet_night(clients);
+      s.seed = seed;
+      one.seed = seed;
+      const auto shared = run(one, "full+budget");
+      const auto none = run(s, "none");
+      const auto fleet = run(s, "full+fleet");
+      EXPECT_LE(*fleet.incident_amplification, 1.15) << clients << " clients, seed " << seed;
+      EXPECT_LE(*fleet.incident_amplification, *shared.incident_amplification * 1.05)
+          << clients << " clients, seed " << seed;
+      EXPECT_LE(*fleet.amplification, *shared.amplification * 1.05)
+          << clients << " clients, seed " << seed;
+      ASSERT_TRUE(fleet.recovery_s && none.recovery_s);
+      EXPECT_LE(*fleet.recovery_s, *none.recovery_s + 1.0) << clients << " clients, seed " << seed;
+    }
+  }
 }
 
 }  // namespace

@@ -27,17 +27,22 @@
 //
 // Algorithm (all amounts in integer micro-retries, 1 retry = 10^6):
 //
-//   allowance A = ratio · R_fleet + floor · window − W_fleet      (>= 0; the fleet's window totals)
+//   allowance A = ratio · R_fleet + floor · window − W_fleet      (the fleet's window totals)
 //   share s     = r_local / R_fleet   (r_local: this process's requests in its own window;
 //                                      1 / live_clients while the fleet has no requests;
 //                                      1 / (R_fleet + 1) while this process has none yet: a
 //                                      process that has just started counts the request it is
 //                                      about to make)
-//   at each sync:      credit = s · A + (deposits − withdrawals since the deltas were taken)
-//   between syncs:     credit follows the change of the process's own ratio balance over its
-//                      own window (ratio · 10^6 per request, −10^6 per retry granted, and the
-//                      same amounts leaving as they expire: a deposit that leaves the window
-//                      takes its part of the allowance with it, as in ratio_budget)
+//   claim       = min(s · A, max(0, A − C))   (fleet_budget::claim; C: the claims the store
+//                                      holds for the other live processes)
+//   at each sync:      credit = claim + (deposits − grants since the deltas were taken); the
+//                      store keeps the claim (its positive part) for this process until its
+//                      next sync or the expiry of its heartbeat (fleet_window_store, the Redis
+//                      script: no two processes hold the same credit). From a store that only
+//                      counts (end_sync with a fleet_view alone), C = 0.
+//   between syncs:     credit += ratio · 10^6 per request, −= the same as this process's
+//                      deposits leave its window, −= 10^6 per retry granted. A grant that leaves
+//                      the window frees allowance in the store, which the next sync hands out.
 //   each retry:        granted when credit >= 10^6 (credit −= 10^6); when 0 < credit < 10^6 it is
 //                      granted with probability credit / 10^6 (the caller's generator) and the
 //                      fractional credit is used up either way
@@ -46,15 +51,22 @@
 // 0.1 retry, and the expected number of retries the fleet is granted in one round is A.
 //
 // Overshoot. A process's view of the fleet is up to L = (its sync interval + the store's round
-// trip) old, so what it allots misses the retries the rest of the fleet was granted, and the
-// requests it made, since their last reports: it re-spends up to its share of those retries, and
-// its share's denominator lacks those requests. The fleet's retries in a window can therefore
-// exceed what one budget shared by the whole fleet would grant by about the retries the fleet is
-// granted in L plus a fraction of order L / window of the allowance. Measured against one shared
-// ratio_budget on the same traffic with every attempt failing (tests/fleet_budget_test.cpp,
-// round trip 0): 4.9 % more at L = 100 ms (200 clients of 10 req/s), 12.6 % more at L = 1 s
-// (2,000 clients of 1 req/s, syncing once per request). A tighter bound (reserving each
-// process's unspent credit in the store) is future work.
+// trip) old. With a store that only counts, what it allots misses the retries the rest of the
+// fleet was granted since their last reports, and it re-spends its share of them: up to the
+// retries the fleet grants in L (a whole burst when L is as long as the burst: 2,000 clients of
+// 1 req/s, each reporting its grants about a second late, granted 1.17x during the Friday-night
+// incident against 1.115x for one shared budget). With a store that hands out credit the age of
+// the view no longer matters: credit handed out is claimed until its holder reports what it
+// spent, so the fleet can exceed one shared budget only by (a) the grants made during one round
+// trip against a claim the store has already replaced (at most (ratio · fleet request rate +
+// floor) · RTT), and (b) the fractional draws, exact in expectation, at most one retry per
+// process above its claim in the worst case (standard deviation at most sqrt(N) / 2 retries per
+// round for N processes). Neither depends on the sync interval; a long interval costs the other
+// way: a claim its holder does not spend stays unavailable to the rest of the fleet until the
+// holder's next sync. Measured against one shared ratio_budget on the same traffic with every
+// attempt failing (tests/fleet_budget_test.cpp, round trip 0): +0.06 % at L = 100 ms (200
+// clients of 10 req/s) and −7.9 % at L = 1 s (2,000 clients of 1 req/s); with a counting store
+// +4.9 % and +12.6 %.
 //
 // When the store is away (begin_sync/sync_failed, or no successful sync for 3 · max_sync_interval)
 // the budget never blocks a request on it: it falls back to a local ratio budget over this
@@ -162,6 +174,20 @@ struct fleet_deltas {
   friend constexpr bool operator==(const fleet_deltas&, const fleet_deltas&) = default;
 };
 
+/// What a process tells a store that hands out credit (fleet_window_store's four-argument sync,
+/// stormguard::fleet's Redis script) besides its deltas: the numerator of its share and the
+/// budget's terms, so that the store computes its credit with fleet_budget::claim.
+struct fleet_terms {
+  /// This process's requests in its own window that the store can hold (>= 0): its share's
+  /// numerator.
+  std::int64_t own_requests = 0;
+  /// Micro-retries one request deposits: round(ratio · 10^6), in [0, 10^9].
+  std::int64_t deposit = 0;
+  /// The fleet's floor over the window (min_retries_per_second · window), in micro-retries, >= 0.
+  std::int64_t reserve = 0;
+  friend constexpr bool operator==(const fleet_terms&, const fleet_terms&) = default;
+};
+
 /// What the store returns at a sync: the fleet's totals over the window (this process's reported
 /// deltas included) and the number of live processes.
 struct fleet_view {
@@ -169,6 +195,16 @@ struct fleet_view {
   std::int64_t retries = 0;       ///< retries of the whole fleet in the window (>= 0)
   std::int64_t live_clients = 0;  ///< processes whose heartbeat has not expired (>= 1 when valid)
   friend constexpr bool operator==(const fleet_view&, const fleet_view&) = default;
+};
+
+/// What a store that hands out credit returns at a sync (fleet_window_store's four-argument
+/// sync, stormguard::fleet's Redis script): the view, and the credit it set aside for this
+/// process until its next sync (its claim, in micro-retries; negative: its part of a debt),
+/// computed by fleet_budget::claim with the other live processes' claims subtracted.
+struct fleet_answer {
+  fleet_view view;          ///< the fleet's totals and live processes
+  std::int64_t credit = 0;  ///< this process's claim, micro-retries
+  friend constexpr bool operator==(const fleet_answer&, const fleet_answer&) = default;
 };
 
 namespace detail {
@@ -237,9 +273,14 @@ class STORMGUARD_EXPORT fleet_budget {
   /// Starts a sync: returns this process's deltas since the last report and resets them. Until
   /// end_sync or sync_failed, activity is counted toward the next report.
   [[nodiscard]] fleet_deltas begin_sync(time_point now) noexcept;
-  /// Ends a sync with the store's answer: joins (or stays in) the fleet and recomputes the credit.
-  /// A view that cannot be true (negative counts, live_clients < 1) counts as a failed sync.
+  /// Ends a sync with the answer of a store that only counts: joins (or stays in) the fleet and
+  /// takes its share of the allowance the view shows (claim(view, terms, 0)). A view that cannot
+  /// be true (negative counts, live_clients < 1) counts as a failed sync.
   void end_sync(time_point now, const fleet_view& view) noexcept;
+  /// Ends a sync with the answer of a store that hands out credit: the credit is the claim the
+  /// store set aside for this process, plus this process's deposits and grants since
+  /// begin_sync. A view that cannot be true counts as a failed sync.
+  void end_sync(time_point now, const fleet_answer& answer) noexcept;
   /// Ends a sync that failed (store unavailable, timed out, garbage): the deltas taken by
   /// begin_sync are kept for the next report, and the budget falls back to local counts.
   void sync_failed(time_point now) noexcept;
@@ -256,6 +297,21 @@ class STORMGUARD_EXPORT fleet_budget {
   [[nodiscard]] std::int64_t live_clients() const noexcept;
   /// The validated settings.
   [[nodiscard]] const fleet_budget_options& options() const noexcept { return options_; }
+  /// What the sync begun last (begin_sync) tells a store that hands out credit: this process's
+  /// requests in its window that the store can hold, and the budget's terms.
+  [[nodiscard]] fleet_terms terms() const noexcept;
+
+  /// The credit a store sets aside for a process at a sync, in micro-retries: its share of the
+  /// fleet's allowance A = deposit · R + reserve − 10^6 · W (R, W: the view's window totals, this
+  /// sync's deltas included), but never more than what the other live processes have not
+  /// claimed (A − `claimed`, when positive; `claimed` >= 0, the sum of their positive claims).
+  /// The share is own_requests ÷ R (at most 1); 1 ÷ (R + 1) when own_requests is 0; 1 ÷ live
+  /// clients when R is 0. Negative when the fleet has overspent (A < 0): the process's part of
+  /// the debt. The one formula of the fleet's stores (fleet_window_store, the simulator's store
+  /// model, and stormguard::fleet's Redis script, which computes the same in Lua). Saturating;
+  /// never throws.
+  [[nodiscard]] static std::int64_t claim(const fleet_view& totals, const fleet_terms& terms,
+                                          std::int64_t claimed) noexcept;
 
   /// One retry in micro-retries.
   static constexpr std::int64_t k_scale = ratio_budget::k_scale;
@@ -268,6 +324,9 @@ class STORMGUARD_EXPORT fleet_budget {
   bool joined(time_point now) const noexcept STORMGUARD_REQUIRES(mutex_);
   bool withdraw_local(time_point now) noexcept STORMGUARD_REQUIRES(mutex_);
   void refresh(time_point now) noexcept STORMGUARD_REQUIRES(mutex_);
+  void spend(std::int64_t amount) noexcept STORMGUARD_REQUIRES(mutex_);
+  void joined_with(time_point now, const fleet_view& view, const std::int64_t* credit) noexcept;
+  static std::int64_t share_of(const fleet_view& totals, std::int64_t own) noexcept;
 
   fleet_budget_options options_;
   std::int64_t deposit_amount_;  // round(ratio · 10^6)
@@ -280,8 +339,9 @@ class STORMGUARD_EXPORT fleet_budget {
   counts in_flight_ STORMGUARD_GUARDED_BY(mutex_);  // reported by a sync not yet ended
   std::int64_t credit_ STORMGUARD_GUARDED_BY(mutex_) = 0;
   std::int64_t since_take_ STORMGUARD_GUARDED_BY(mutex_) = 0;  // credit change since begin_sync
-  // deposits − grants of this process's own window, in micro-retries, at the last refresh
+  // the deposits of this process's own window, in micro-retries, at the last refresh
   std::int64_t local_balance_ STORMGUARD_GUARDED_BY(mutex_) = 0;
+  std::int64_t terms_own_ STORMGUARD_GUARDED_BY(mutex_) = 0;  // own requests at begin_sync
   std::int64_t share_ppm_ STORMGUARD_GUARDED_BY(mutex_) = 0;
   std::int64_t live_clients_ STORMGUARD_GUARDED_BY(mutex_) = 0;
   std::int64_t fallbacks_ STORMGUARD_GUARDED_BY(mutex_) = 0;
@@ -342,12 +402,35 @@ class fleet_window_store {
 
   /// One sync of client `client` at store time `now`: adds its (clamped) deltas, renews its
   /// heartbeat, and returns the fleet's window totals and live clients (the caller included).
+  /// A store that only counts: the view has no credit, and the client holds no claim.
   fleet_view sync(time_point now, const std::string& client, const fleet_deltas& deltas);
+  /// The same, from a store that hands out credit (what stormguard::fleet's Redis script does):
+  /// the view's credit is fleet_budget::claim(totals, terms (clamped), the other live clients'
+  /// claims), and the store keeps it as this client's claim (its positive part) until the
+  /// client's next sync or the expiry of its heartbeat, so that no two clients are handed the
+  /// same credit.
+  fleet_answer sync(time_point now, const std::string& client, const fleet_deltas& deltas,
+                    const fleet_terms& terms);
+  /// The sum of the live clients' claims (micro-retries, >= 0) after the last sync.
+  [[nodiscard]] std::int64_t claimed() const noexcept { return claimed_; }
+
+  /// The largest deposit per request and reserve a client may state (larger ones are clamped):
+  /// a ratio of 1000 and a floor of 10^6 retries over 60 s, in micro-retries.
+  static constexpr std::int64_t k_max_deposit = 1'000'000'000;
+  static constexpr std::int64_t k_max_reserve = 60'000'000'000'000;
 
  private:
+  struct client_state {
+    time_point expiry;
+    std::int64_t claim = 0;  // >= 0
+  };
+  fleet_view count(time_point now, const std::string& client, const fleet_deltas& deltas,
+                   std::int64_t claim);
+
   duration heartbeat_ttl_;
   fleet_window window_;
-  std::map<std::string, time_point, std::less<>> expiry_;
+  std::map<std::string, client_state, std::less<>> clients_;
+  std::int64_t claimed_ = 0;
 };
 
 inline fleet_window_store::fleet_window_store(duration window, duration heartbeat_ttl)
@@ -363,12 +446,42 @@ inline fleet_window_store::fleet_window_store(duration window, duration heartbea
   }
 }
 
+inline fleet_view fleet_window_store::count(time_point now, const std::string& client,
+                                            const fleet_deltas& deltas, std::int64_t claim) {
+  const fleet_deltas total = window_.add(now, deltas);
+  // This client's claim is replaced; the claims of clients whose heartbeat expired are freed.
+  auto [it, added] = clients_.try_emplace(client);
+  claimed_ -= it->second.claim;
+  it->second = client_state{now + heartbeat_ttl_, claim};
+  claimed_ += claim;
+  std::erase_if(clients_, [this, now](const auto& entry) {
+    if (entry.second.expiry > now) return false;
+    claimed_ -= entry.second.claim;
+    return true;
+  });
+  return fleet_view{total.requests, total.retries, static_cast<std::int64_t>(clients_.size())};
+}
+
 inline fleet_view fleet_window_store::sync(time_point now, const std::string& client,
                                            const fleet_deltas& deltas) {
-  const fleet_deltas total = window_.add(now, deltas);
-  expiry_.insert_or_assign(client, now + heartbeat_ttl_);
-  std::erase_if(expiry_, [now](const auto& entry) { return entry.second <= now; });
-  return fleet_view{total.requests, total.retries, static_cast<std::int64_t>(expiry_.size())};
+  return count(now, client, deltas, 0);
+}
+
+inline fleet_answer fleet_window_store::sync(time_point now, const std::string& client,
+                                             const fleet_deltas& deltas, const fleet_terms& terms) {
+  // Expire first, so that the claims of clients gone count no more.
+  (void)count(now, client, fleet_deltas{}, 0);
+  const auto clamp = [](std::int64_t v, std::int64_t most) {
+    return std::clamp<std::int64_t>(v, 0, most);
+  };
+  const fleet_terms stated{clamp(terms.own_requests, k_max_delta * 1000),
+                           clamp(terms.deposit, k_max_deposit),
+                           clamp(terms.reserve, k_max_reserve)};
+  // The totals with these deltas, and the others' claims (this client's was reset to 0 above).
+  const fleet_view view = count(now, client, deltas, 0);
+  const std::int64_t credit = fleet_budget::claim(view, stated, claimed_);
+  (void)count(now, client, fleet_deltas{}, std::max<std::int64_t>(credit, 0));
+  return fleet_answer{view, credit};
 }
 
 }  // namespace stormguard

@@ -23,10 +23,14 @@ namespace stormguard::fleet {
 
 namespace {
 
-// The exchange, atomic in Redis. KEYS: {KEY}:window, {KEY}:clients. ARGV: client id, requests,
-// retries, slice (ms), slices, heartbeat ttl (ms), largest delta. Returns {requests, retries,
-// live clients} of the window (the current slice and the `slices` before it, as
-// detail::sliding_window keeps them).
+// The exchange, atomic in Redis. KEYS: {KEY}:window, {KEY}:clients, {KEY}:claims. ARGV: client
+// id, requests, retries, slice (ms), slices, heartbeat ttl (ms), largest delta, own requests
+// (the share's numerator), deposit per request and reserve (micro-retries). Returns {requests,
+// retries, live clients, credit} of the window (the current slice and the `slices` before it,
+// as detail::sliding_window keeps them). The credit is fleet_budget::claim computed in Lua (the
+// same steps; exact while the products stay below 2^53 micro-retries), kept in {KEY}:claims as
+// this client's claim ("c:ID", its positive part; "t" holds the sum) until its next sync or the
+// expiry of its heartbeat, as fleet_window_store keeps it.
 constexpr std::string_view k_script = R"lua(
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -34,12 +38,13 @@ local slice = tonumber(ARGV[4])
 local slices = tonumber(ARGV[5])
 local ttl = tonumber(ARGV[6])
 local maxd = tonumber(ARGV[7])
-local function clamp(v)
+local function clampto(v, most)
   v = tonumber(v) or 0
   if v < 0 then return 0 end
-  if v > maxd then return maxd end
+  if v > most then return most end
   return math.floor(v)
 end
+local function clamp(v) return clampto(v, maxd) end
 local n = math.floor(now / slice)
 local dr, dw = clamp(ARGV[2]), clamp(ARGV[3])
 if dr > 0 then redis.call('HINCRBY', KEYS[1], 'r:' .. n, dr) end
@@ -60,10 +65,49 @@ for i = 1, #all, 2 do
 end
 if #stale > 0 then redis.call('HDEL', KEYS[1], unpack(stale)) end
 redis.call('PEXPIRE', KEYS[1], 2 * slice * (slices + 1))
+-- Claims: no live client, no claim; those of clients whose heartbeat expired are freed.
+if redis.call('EXISTS', KEYS[2]) == 0 then redis.call('DEL', KEYS[3]) end
+local claimed = tonumber(redis.call('HGET', KEYS[3], 't') or 0) or 0
+for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now)) do
+  local c = redis.call('HGET', KEYS[3], 'c:' .. id)
+  if c then
+    claimed = claimed - (tonumber(c) or 0)
+    redis.call('HDEL', KEYS[3], 'c:' .. id)
+  end
+end
+claimed = claimed - (tonumber(redis.call('HGET', KEYS[3], 'c:' .. ARGV[1]) or 0) or 0)
+if claimed < 0 then claimed = 0 end
 redis.call('ZADD', KEYS[2], now + ttl, ARGV[1])
 redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
 redis.call('PEXPIRE', KEYS[2], 2 * ttl)
-return {req, ret, redis.call('ZCARD', KEYS[2])}
+local live = redis.call('ZCARD', KEYS[2])
+-- fleet_budget::claim: the share of the allowance, never more than the others left unclaimed.
+local own = clampto(ARGV[8], maxd * 1000)
+local deposit = clampto(ARGV[9], 1000000000)
+local reserve = clampto(ARGV[10], 60000000000000)
+local allowance = req * deposit + reserve - ret * 1000000
+local share
+if req > 0 and own > 0 then
+  share = math.min(1000000, math.floor(own * 1000000 / req))
+elseif req > 0 then
+  share = math.floor(1000000 / (req + 1))
+else
+  share = math.floor(1000000 / math.max(1, live))
+end
+local target
+if allowance >= 0 then
+  target = math.floor(allowance * share / 1000000)
+else
+  target = -math.floor(-allowance * share / 1000000)
+end
+local credit = math.min(target, math.max(0, allowance - claimed))
+local bound = 4000000000000000
+if credit > bound then credit = bound end
+if credit < -bound then credit = -bound end
+local keep = math.max(credit, 0)
+redis.call('HSET', KEYS[3], 'c:' .. ARGV[1], keep, 't', claimed + keep)
+redis.call('PEXPIRE', KEYS[3], 2 * ttl)
+return {req, ret, live, credit}
 )lua";
 
 struct reply_deleter {
@@ -113,6 +157,7 @@ struct redis_sync::impl {
   log_hook log;
   std::string window_key;
   std::string clients_key;
+  std::string claims_key;
   std::string slice_ms;
   std::string ttl_ms;
   std::string shown_url;  // redacted
@@ -155,6 +200,7 @@ struct redis_sync::impl {
     if (options.client_id.empty()) options.client_id = generated_client_id();
     window_key = "{" + options.key + "}:window";
     clients_key = "{" + options.key + "}:clients";
+    claims_key = "{" + options.key + "}:claims";
     const auto window_ms =
         std::chrono::duration_cast<std::chrono::milliseconds>(budget.options().ratio.window)
             .count();
@@ -224,20 +270,25 @@ struct redis_sync::impl {
     sha.assign(r->str, r->len);
   }
 
-  fleet_view exchange(const fleet_deltas& out) STORMGUARD_REQUIRES(mutex) {
+  fleet_answer exchange(const fleet_deltas& out, const fleet_terms& terms)
+      STORMGUARD_REQUIRES(mutex) {
     if (!ctx) connect();
     std::vector<std::string> args{"EVALSHA",
                                   sha,
-                                  "2",
+                                  "3",
                                   window_key,
                                   clients_key,
+                                  claims_key,
                                   options.client_id,
                                   std::to_string(out.requests),
                                   std::to_string(out.retries),
                                   slice_ms,
                                   std::to_string(ratio_budget::k_slices),
                                   ttl_ms,
-                                  std::to_string(fleet_window_store::k_max_delta)};
+                                  std::to_string(fleet_window_store::k_max_delta),
+                                  std::to_string(terms.own_requests),
+                                  std::to_string(terms.deposit),
+                                  std::to_string(terms.reserve)};
     reply_ptr r = command(args);
     if (r->type == REDIS_REPLY_ERROR && std::string_view(r->str, r->len).starts_with("NOSCRIPT")) {
       args[0] = "EVAL";  // the server lost its script cache (a restart, SCRIPT FLUSH)
@@ -245,13 +296,13 @@ struct redis_sync::impl {
       r = command(args);
     }
     if (r->type == REDIS_REPLY_ERROR) throw failure(std::string("EVALSHA: ") + r->str);
-    if (r->type != REDIS_REPLY_ARRAY || r->elements != 3) throw failure("an unexpected reply");
-    std::array<long long, 3> v{};
-    for (std::size_t i = 0; i < 3; ++i) {
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != 4) throw failure("an unexpected reply");
+    std::array<long long, 4> v{};
+    for (std::size_t i = 0; i < 4; ++i) {
       if (r->element[i]->type != REDIS_REPLY_INTEGER) throw failure("an unexpected reply");
       v[i] = r->element[i]->integer;
     }
-    return fleet_view{v[0], v[1], v[2]};
+    return fleet_answer{fleet_view{v[0], v[1], v[2]}, v[3]};
   }
 
   // The wait before the next try after `failures` failed round trips in a row: sync_interval,
@@ -273,11 +324,13 @@ struct redis_sync::impl {
     const detail::lock hold(mutex);
     if (!force && failures_in_row > 0 && start < next_try) return false;  // backing off
     const fleet_deltas out = budget.begin_sync(start);
+    const fleet_terms terms = budget.terms();
     const redis_detail::sigpipe_guard no_sigpipe;
     try {
-      const fleet_view view = exchange(out);
+      const fleet_answer answer = exchange(out, terms);
+      const fleet_view& view = answer.view;
       const time_point end = time.now();
-      budget.end_sync(end, view);
+      budget.end_sync(end, answer);
       ++stats.syncs;
       stats.last_latency = end - start;
       stats.store_up = true;

@@ -4,8 +4,10 @@
 //
 // Every process of a service runs one redis_sync per fleet_budget. A background thread wakes a
 // few times per sync interval; when the budget says a sync is due it sends the process's counts
-// since the last sync and receives the fleet's window totals and the number of live processes, in
-// one round trip (one EVALSHA of a Lua script, atomic in Redis). Requests never wait on it: when
+// since the last sync and receives the fleet's window totals, the number of live processes and
+// the credit Redis sets aside for it (its claim: fleet_budget::claim, the other live processes'
+// claims subtracted, so that no two processes hold the same credit), in one round trip (one
+// EVALSHA of a Lua script, atomic in Redis). Requests never wait on it: when
 // Redis is down, slow or answers garbage the budget falls back to its local counts (see
 // fleet_budget.hpp), the syncer says so once through the log hook, and rejoins when Redis answers.
 //
@@ -28,6 +30,9 @@
 //                  at each sync, the key expiring (PEXPIRE) two windows after the last sync
 //   {KEY}:clients  a sorted set of client ids scored by the Redis TIME (ms) their heartbeat
 //                  expires; expired members removed at each sync
+//   {KEY}:claims   a hash of each live client's claim "c:ID" (micro-retries, >= 0) and their sum
+//                  "t"; a client's claim is replaced at its sync and freed when its heartbeat
+//                  expires; emptied when no client is live; expiring with {KEY}:clients
 // Only Redis's clock is used (TIME inside the script): no process's clock is compared with
 // another's. Deltas are clamped to [0, fleet_window_store::k_max_delta] by the script.
 // Store load: one round trip per process per sync interval (docs/budgets.md).

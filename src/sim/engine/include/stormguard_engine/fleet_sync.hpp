@@ -17,8 +17,10 @@
 //      outage fails after the model's timeout.
 // The store: the fleet's window of requests and retries in slots of the store's time (the
 // scenario's clock: one clock for the store, as Redis's TIME), the library's fleet_window (deltas
-// clamped as fleet_window_store clamps them); live clients = the clients that have synced (no
-// simulated client dies). Not thread-safe (one run, one thread).
+// clamped as fleet_window_store clamps them) and each client's claim (the credit handed out at
+// its last sync, fleet_budget::claim, as fleet_window_store and the Redis script hand it out);
+// live clients = the clients that have synced (no simulated client dies). Not thread-safe (one run,
+// one thread).
 #ifndef STORMGUARD_ENGINE_FLEET_SYNC_HPP
 #define STORMGUARD_ENGINE_FLEET_SYNC_HPP
 
@@ -74,7 +76,8 @@ class fleet_sync<fleet_budget> {
   struct state {
     std::int64_t done_at = -1;  // when the answer of the sync in flight arrives; -1: none
     std::int64_t last_start = 0;
-    fleet_view view{};
+    fleet_answer answer{};
+    std::int64_t claim = 0;  // the credit the store holds for this client (>= 0)
     bool ok = false;
     bool synced = false;  // has ever synced (counted as live by the store)
   };
@@ -93,12 +96,20 @@ class fleet_sync<fleet_budget> {
       c.done_at = sent + model_.timeout.count();
       return;
     }
+    const fleet_terms terms = b.terms();
     const fleet_deltas total = window_.add(at(now), d);  // the library's window, clamped
     if (!c.synced) {
       c.synced = true;
       ++live_;
     }
-    c.view = fleet_view{total.requests, total.retries, live_};
+    // The store hands out credit as fleet_window_store does: the library's formula, with the
+    // other clients' claims subtracted; this client's claim replaces its last one.
+    claimed_ -= c.claim;
+    const fleet_view view{total.requests, total.retries, live_};
+    const std::int64_t credit = fleet_budget::claim(view, terms, claimed_);
+    c.claim = std::max<std::int64_t>(credit, 0);
+    claimed_ += c.claim;
+    c.answer = fleet_answer{view, credit};
     c.ok = true;
     c.done_at = sent + model_.round_trip.count();
   }
@@ -106,7 +117,7 @@ class fleet_sync<fleet_budget> {
   static void deliver(state& c, fleet_budget& b, std::int64_t now) {
     if (c.done_at < 0 || c.done_at > now) return;
     if (c.ok) {
-      b.end_sync(at(c.done_at), c.view);
+      b.end_sync(at(c.done_at), c.answer);
     } else {
       b.sync_failed(at(c.done_at));
     }
@@ -117,6 +128,7 @@ class fleet_sync<fleet_budget> {
   std::int64_t max_sync_;
   fleet_window window_;
   std::int64_t live_ = 0;
+  std::int64_t claimed_ = 0;  // the sum of the clients' claims
   std::vector<state> clients_;
 };
 

@@ -414,9 +414,11 @@ class fleet_window_store {
   /// The sum of the live clients' claims (micro-retries, >= 0) after the last sync.
   [[nodiscard]] std::int64_t claimed() const noexcept { return claimed_; }
 
-  /// The largest deposit per request and reserve a client may state (larger ones are clamped):
-  /// a ratio of 1000 and a floor of 10^6 retries over 60 s, in micro-retries.
+  /// The largest deposit per request a client may state, in micro-retries (a ratio of 1000); a
+  /// larger one is clamped to it, as a process may only report what it could really have.
   static constexpr std::int64_t k_max_deposit = 1'000'000'000;
+  /// The largest reserve a client may state, in micro-retries (a floor of 10^6 retries per second
+  /// over 60 s); a larger one is clamped to it.
   static constexpr std::int64_t k_max_reserve = 60'000'000'000'000;
 
  private:

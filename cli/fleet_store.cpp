@@ -5,6 +5,7 @@
 
 #include "output.hpp"
 #include "stormguard/detail/redact.hpp"
+#include "stormguard/detail/redis_url.hpp"
 
 #ifdef STORMGUARD_CLI_HAS_FLEET
 #include "stormguard/fleet/attach.hpp"
@@ -62,7 +63,7 @@ struct fleet_syncers::impl {
     const std::lock_guard hold(mutex);
     if (!warned) {
       warned = true;
-      report_warning(command, "budget.fleet.store " + redact(o->store.url) +
+      report_warning(command, "budget.fleet.store " + detail::redact_redis_url(o->store.url) +
                                   " is not used: this stormguard was built without the fleet "
                                   "component (STORMGUARD_WITH_FLEET=OFF); the fleet budget runs "
                                   "in its fallback, a local ratio budget");

@@ -391,7 +391,7 @@ int run_fleet_store(const lab_options& o, const lab_run& r) {
   }
   if (o.fleet.store != "auto" && o.fleet.store.rfind("redis://", 0) != 0) {
     print_error("--fleet-store must be redis://HOST[:PORT][/DB] or auto, got " +
-                detail::quote_for_message(redact(o.fleet.store)));
+                detail::quote_for_message(detail::redact_redis_url(o.fleet.store)));
     return exit_usage;
   }
   if (o.fleet.store != "auto") {
@@ -414,10 +414,10 @@ int run_fleet_store(const lab_options& o, const lab_run& r) {
     f.worker_base.push_back("--policy");
     f.worker_base.push_back(p);
   }
-  report_log("lab",
-             fmt::format("{} process{} sharing the fleet store {}", f.processes,
-                         f.processes == 1 ? "" : "es",
-                         f.store == "auto" ? std::string("auto (redis-server)") : redact(f.store)));
+  report_log("lab", fmt::format("{} process{} sharing the fleet store {}", f.processes,
+                                f.processes == 1 ? "" : "es",
+                                f.store == "auto" ? std::string("auto (redis-server)")
+                                                  : detail::redact_redis_url(f.store)));
   outcome<lab::lab_report, std::string> report = failure{std::string()};
   try {
     report = run_lab_fleet_store(f, r.scenario, r.strategies, &g_stop);

@@ -27,6 +27,7 @@
 #include "output.hpp"
 #include "stormguard/detail/format.hpp"
 #include "stormguard/detail/redact.hpp"
+#include "stormguard/detail/redis_url.hpp"
 #include "stormguard/duration_text.hpp"
 #include "stormguard/sim/simulator.hpp"
 
@@ -311,7 +312,9 @@ void say_sync_totals(const std::string& strategy, const std::vector<lab::part_re
 // `auto` and the address of the redis-server the lab started.
 std::string store_reason(const std::vector<lab::part_report>& reports, const std::string& url,
                          bool auto_store, const sim::scenario& s) {
-  const std::string name = auto_store ? "auto (redis-server at " + redact(url) + ")" : redact(url);
+  const std::string name = auto_store
+                               ? "auto (redis-server at " + detail::redact_redis_url(url) + ")"
+                               : detail::redact_redis_url(url);
   return lab::parts_store_reason(reports, name, s.length);
 }
 

@@ -58,6 +58,23 @@ TEST(RedisUrl, RedactsWhateverTheTextIs) {
   EXPECT_EQ(redact_redis_url("redis://h:1/0"), "redis://h:1/0");
   EXPECT_EQ(redact_redis_url("not a url"), "not a url");
   EXPECT_EQ(redact_redis_url("x://a:b@c@d/e"), "x://a:***@d/e");
+  // A password with characters that end a URL's authority in free text is hidden whole.
+  EXPECT_EQ(redact_redis_url("redis://u:Top Secret@h:1/0"), "redis://u:***@h:1/0");
+  EXPECT_EQ(redact_redis_url("redis://u:Ab/Cd+Ef==@h:1/0"), "redis://u:***@h:1/0");
+  EXPECT_EQ(redact_redis_url("redis://u:a?b#c\"d'e\tf@h"), "redis://u:***@h");
+  EXPECT_EQ(redact_redis_url("redis://Ab/Cd@h"), "redis://***@h");
+}
+
+TEST(RedisUrl, AnUnencodedSlashQuestionMarkOrHashInThePasswordIsNamedNeverShown) {
+  for (const char* url : {"redis://u:Ab/Cd+Ef==@h:1/0", "redis://u:p?w@h", "redis://u:p#w@h"}) {
+    const std::string e = error_of(url);
+    EXPECT_NE(e.find("percent-encode"), std::string::npos) << e;
+    EXPECT_EQ(e.find("Cd+Ef"), std::string::npos) << e;
+    EXPECT_EQ(e.find("p?w"), std::string::npos) << e;
+    EXPECT_EQ(e.find("p#w"), std::string::npos) << e;
+  }
+  // Percent-encoded, they are part of the password.
+  EXPECT_EQ(error_of("redis://u:Ab%2FCd@h:1/0"), "");
 }
 
 }  // namespace

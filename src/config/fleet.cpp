@@ -150,7 +150,7 @@ void write_fleet_budget(const budget_options& options, ordered_json& b) {
   if (o == nullptr) return;
   b["kind"] = std::string(ratio_budget_options::kind);
   ordered_json f;
-  if (!o->store.url.empty()) f["store"] = stormguard::redact(o->store.url);
+  if (!o->store.url.empty()) f["store"] = stormguard::detail::redact_redis_url(o->store.url);
   f["key"] = o->store.key;
   f["sync_interval"] = format_duration(o->sync_interval);
   f["max_sync_interval"] = format_duration(o->max_sync_interval);

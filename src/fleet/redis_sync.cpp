@@ -359,8 +359,14 @@ struct redis_sync::impl {
       notify();
       if (!said_down) {
         said_down = true;
+        // What the fallback grants: a process that never synced knows no live count, so it has
+        // no part of the fleet's floor unless the policy names expected_clients.
+        const bool no_floor = budget.live_clients() == 0 && budget.options().expected_clients == 0;
         say("fleet budget " + options.key + ": store " + shown_url + " unavailable (" + e.what() +
-            "): falling back to local counts");
+            "): falling back to local counts" +
+            (no_floor ? " (this process's ratio only, no floor until a sync counts the live "
+                        "clients: set budget.fleet.expected_clients for one)"
+                      : ""));
       }
       return false;
     }

@@ -47,6 +47,7 @@
 #include "guard/redis_scripts.hpp"
 #include "stormguard/detail/format.hpp"
 #include "stormguard/detail/redact.hpp"
+#include "stormguard/detail/redis_url.hpp"
 #include "stormguard/guard/stores.hpp"
 
 namespace stormguard::guard {
@@ -176,7 +177,7 @@ class redis_store final : public store {
       : endpoint_(parse_url(o.url)),
         prefix_(o.prefix),
         timeout_(o.timeout),
-        where_("redis store " + detail::escape_control(detail::redact(o.url), 200)),
+        where_("redis store " + detail::escape_control(detail::redact_redis_url(o.url), 200)),
         pool_(o.max_connections, [this] { return open(); }) {
     // Open one connection now: a store that cannot be reached fails here (stores.hpp).
     auto first = pool_.acquire();

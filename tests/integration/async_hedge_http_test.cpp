@@ -119,6 +119,24 @@ TEST_F(HttpHedge, ASlowFirstAnswerLosesToTheHedgeAndItsConnectionIsClosedBeforeC
   EXPECT_EQ(header_of(heads[2], "x-envoy-attempt-count"), "2");
 }
 
+TEST_F(HttpHedge, ARequestThatNumbersItsOwnAttemptIsCopyOneAndTheCopiesCountOn) {
+  concurrent_server server({{300ms, 200, "slow"}, {0ms, 200, "fast"}});
+  stormguard::http::request req = at(server);
+  req.headers.push_back({"X-Envoy-Attempt-Count", "7"});
+  const hedged_result r = perform(req);
+  ASSERT_TRUE(r.ok());
+  const auto heads = server.heads();
+  ASSERT_EQ(heads.size(), 2U);
+  // Copy 1 says the caller's 7, copy 2 says 8: never the caller's number twice, and never two
+  // fields (header_of reads the first field; the count below finds any second one).
+  EXPECT_EQ(header_of(heads[0], "X-Envoy-Attempt-Count"), "7");
+  EXPECT_EQ(header_of(heads[1], "X-Envoy-Attempt-Count"), "8");
+  for (const std::string& head : heads) {
+    const auto first = head.find("ttempt-Count");
+    EXPECT_EQ(head.find("ttempt-Count", first + 1), std::string::npos) << head;
+  }
+}
+
 TEST_F(HttpHedge, AFastFirstAnswerSendsNoHedge) {
   concurrent_server server({{0ms, 200, "first"}});
   const hedged_result r = perform(at(server));

@@ -31,17 +31,16 @@ struct redis_url {
 };
 
 /// `url` with the password (if any) replaced by "***": safe to print. Works on unparsable text
-/// too (whatever sits between "//" and the last '@' before the host is hidden).
+/// too: whatever sits between "://" and the last '@' of the text is the user info (a password
+/// holding an unencoded '/', '?', '#', '@', space or quote is hidden whole), its part after the
+/// first ':' hidden, or all of it when it has no ':'.
 [[nodiscard]] inline std::string redact_redis_url(std::string_view url) {
   const auto scheme_end = url.find("://");
   if (scheme_end == std::string_view::npos) return std::string(url);
   const std::size_t authority = scheme_end + 3;
-  const std::size_t end = url.find_first_of("/?#", authority);
-  const std::string_view auth = url.substr(
-      authority, end == std::string_view::npos ? std::string_view::npos : end - authority);
-  const auto at = auth.rfind('@');
-  if (at == std::string_view::npos) return std::string(url);
-  const std::string_view userinfo = auth.substr(0, at);
+  const auto at = url.rfind('@');
+  if (at == std::string_view::npos || at < authority) return std::string(url);
+  const std::string_view userinfo = url.substr(authority, at - authority);
   const auto colon = userinfo.find(':');
   std::string out(url.substr(0, authority));
   if (colon == std::string_view::npos) {
@@ -50,7 +49,7 @@ struct redis_url {
     out += userinfo.substr(0, colon);
     out += ":***";
   }
-  out += url.substr(authority + at);
+  out += url.substr(at);
   return out;
 }
 
@@ -112,6 +111,10 @@ inline bool decimal(std::string_view text, std::int64_t lo, std::int64_t hi, std
     throw bad("expected redis://[[USER:]PASSWORD@]HOST[:PORT][/DB]");
   }
   std::string_view rest = url.substr(scheme.size());
+  if (const auto at = rest.rfind('@');
+      at != std::string_view::npos && rest.find_first_of("/?#") < at) {
+    throw bad("the user info holds '/', '?' or '#': percent-encode them (%2F, %3F, %23)");
+  }
   if (rest.find_first_of("?#") != std::string_view::npos) {
     throw bad("a query or fragment is not supported: redis://[[USER:]PASSWORD@]HOST[:PORT][/DB]");
   }

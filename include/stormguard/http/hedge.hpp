@@ -60,6 +60,7 @@
 #include "stormguard/asio/hedge.hpp"
 #include "stormguard/http/addresses.hpp"
 #include "stormguard/http/async_client.hpp"
+#include "stormguard/http/syntax.hpp"
 #include "stormguard/idempotency.hpp"
 #include "stormguard/retry_after.hpp"
 #include "stormguard/retry_headers.hpp"
@@ -185,8 +186,17 @@ struct hedged_request {
 inline http::request copy_request(const hedged_request& shared, int copy) {
   http::request r = shared.req;
   // Copy N (from 1) says it is attempt N (x-envoy-attempt-count: N, as gRFC A6 numbers hedged
-  // attempts), so that a server's retry budget counts copies after the first as retries.
-  if (copy > 1 && !find_header(r.headers, k_attempt_count_header)) {
+  // attempts), so that a server's retry budget counts copies after the first as retries. A
+  // request that carries its own count B (a caller that numbers attempts itself) is copy 1; copy
+  // N then says B + N - 1, never B again.
+  if (copy > 1) {
+    for (header& h : r.headers) {
+      if (!iequals_ascii(h.name, k_attempt_count_header)) continue;
+      const stormguard::attempt_info own = parse_attempt(h.value, std::nullopt);
+      const std::int64_t base = own.malformed ? 1 : own.attempt;
+      h.value = std::to_string(base + copy - 1);
+      return r;
+    }
     r.headers.push_back({std::string(k_attempt_count_header), std::to_string(copy)});
   }
   return r;

@@ -154,6 +154,8 @@ const recording k_recordings[] = {
     {"no-incident.json", "no-incident --json"},
     {"outage-80.json", "outage-80 --json"},
     {"outage-80-fleet.json", "outage-80-fleet --json"},
+    {"tail-at-scale.json", "tail-at-scale --json"},
+    {"friday-night-fleet.json", "friday-night-fleet --json"},
     {"layers.json", "layers --json"},
     {"layers-1.json", "layers --layers 1 --json"},
     {"brooker-occ.json", "brooker-occ --json"},

@@ -19,8 +19,16 @@ foreach(component IN LISTS STORMGUARD_COMPONENTS)
     EXPORT stormguard-${component}-targets
     ARCHIVE DESTINATION "${CMAKE_INSTALL_LIBDIR}"
     LIBRARY DESTINATION "${CMAKE_INSTALL_LIBDIR}"
-    RUNTIME DESTINATION "${CMAKE_INSTALL_BINDIR}"
-    FILE_SET HEADERS DESTINATION "${CMAKE_INSTALL_INCLUDEDIR}")
+    RUNTIME DESTINATION "${CMAKE_INSTALL_BINDIR}")
+  # The component's public headers (its header view, cmake/StormguardLibrary.cmake), as files.
+  get_property(headers GLOBAL PROPERTY STORMGUARD_HEADERS_${component})
+  foreach(entry IN LISTS headers)
+    string(REPLACE "|" ";" entry "${entry}")
+    list(GET entry 0 file)
+    list(GET entry 1 path)
+    get_filename_component(dir "${CMAKE_INSTALL_INCLUDEDIR}/stormguard/${path}" DIRECTORY)
+    install(FILES "${file}" DESTINATION "${dir}")
+  endforeach()
   install(EXPORT stormguard-${component}-targets
     NAMESPACE stormguard::
     FILE "stormguard-${component}-targets.cmake"

@@ -19,12 +19,24 @@
 #       <component>), static or shared after BUILD_SHARED_LIBS, installed and exported in its own
 #       export set (stormguard-<component>-targets.cmake) with its own pkg-config file. It sees
 #       only its own private folder src/<component>/ (see stormguard_private_include), never src/
-#       as a whole. Internal build-only targets (stormguard_json_reader) go into PRIVATE_DEPS as
+#       as a whole, and only its own public headers and those of what it links, never include/ as
+#       a whole (see stormguard_view_header): a header of a library it does not link is "not
+#       found" at compile time (the layer probes of tests/CMakeLists.txt show it). Internal build-only targets (stormguard_json_reader) go into PRIVATE_DEPS as
 #       $<BUILD_INTERFACE:...>. Compiled with hidden visibility (-fvisibility=hidden,
 #       -fvisibility-inlines-hidden): a shared library exports only what its public headers mark
 #       STORMGUARD_EXPORT (stormguard/export.hpp; one macro for every library, which is enough on
 #       ELF). HIDDEN_VISIBILITY is accepted and changes nothing (every library has it).
 #       SOVERSION: MAJOR.MINOR while 0.x (a new minor version may change the ABI).
+#
+#   stormguard_view_header(<component> <file> <path under stormguard/>)
+#       Puts one public header into the component's header view: the folder
+#       <build>/include-view/<component>/ holds stormguard/<path> as a symbolic link to <file>, and
+#       is the component's only public include directory in the build tree (an installed consumer
+#       gets <prefix>/include, where every installed component's headers are). So a consumer's
+#       #include <stormguard/...> path is the same in the build tree and installed, and a library
+#       sees exactly the headers of the components it links. The header is installed with the
+#       component (cmake/StormguardInstall.cmake). stormguard_add_library calls it for HEADERS;
+#       call it directly for a generated header (stormguard/export.hpp).
 #
 #   stormguard_private_include(<target> <PRIVATE|INTERFACE> <path under src/>)
 #       Makes "#include "<path>/..."" (or "<path>" for one file) resolve for <target> (PRIVATE) or
@@ -37,6 +49,28 @@ include_guard(GLOBAL)
 function(stormguard_target_defaults target)
   target_link_libraries(${target} PRIVATE $<BUILD_INTERFACE:stormguard_warnings>)
   set_target_properties(${target} PROPERTIES CXX_EXTENSIONS OFF)
+endfunction()
+
+function(stormguard_view_header component file path)
+  set(view "${PROJECT_BINARY_DIR}/include-view/${component}")
+  get_filename_component(parent "${view}/stormguard/${path}" DIRECTORY)
+  file(MAKE_DIRECTORY "${parent}")
+  file(CREATE_LINK "${file}" "${view}/stormguard/${path}" SYMBOLIC)
+  set_property(GLOBAL APPEND PROPERTY STORMGUARD_VIEW_${component} "${path}")
+  set_property(GLOBAL APPEND PROPERTY STORMGUARD_HEADERS_${component} "${file}|${path}")
+endfunction()
+
+# Removes from a component's header view every link that no longer names one of its headers (a
+# header taken off a HEADERS list, or moved to another component, must stop resolving at once).
+function(stormguard_prune_view component)
+  set(view "${PROJECT_BINARY_DIR}/include-view/${component}")
+  get_property(paths GLOBAL PROPERTY STORMGUARD_VIEW_${component})
+  file(GLOB_RECURSE present LIST_DIRECTORIES false RELATIVE "${view}/stormguard" "${view}/stormguard/*")
+  foreach(p IN LISTS present)
+    if(NOT p IN_LIST paths)
+      file(REMOVE "${view}/stormguard/${p}")
+    endif()
+  endforeach()
 endfunction()
 
 function(stormguard_private_include target scope path)
@@ -132,10 +166,17 @@ function(stormguard_add_library component)
     stormguard_target_defaults(${target})
   endif()
   add_library(stormguard::${component} ALIAS ${target})
-  target_sources(${target} ${scope}
-    FILE_SET HEADERS
-    BASE_DIRS "${PROJECT_SOURCE_DIR}/include" "${PROJECT_BINARY_DIR}/include"
-    FILES ${arg_HEADERS})
+  foreach(header IN LISTS arg_HEADERS)
+    file(RELATIVE_PATH path "${PROJECT_SOURCE_DIR}/include/stormguard" "${header}")
+    stormguard_view_header(${component} "${header}" "${path}")
+  endforeach()
+  target_include_directories(${target} ${scope}
+    "$<BUILD_INTERFACE:${PROJECT_BINARY_DIR}/include-view/${component}>"
+    "$<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>")
+  if(NOT arg_HEADER_ONLY)
+    # Listed for IDEs only; the include path is the view above.
+    target_sources(${target} PRIVATE ${arg_HEADERS})
+  endif()
   target_compile_features(${target} ${scope} cxx_std_20)
   target_link_libraries(${target} ${scope} ${arg_PUBLIC_DEPS})
   if(arg_PRIVATE_DEPS)
@@ -176,4 +217,68 @@ function(stormguard_add_internal_library name)
     CXX_VISIBILITY_PRESET hidden
     VISIBILITY_INLINES_HIDDEN ON)
   stormguard_target_defaults(${target})
+endfunction()
+
+#   stormguard_write_layers(<file>)
+#       Writes CMake's own graph of the components, after every component is defined, as JSON:
+#       {"<component>": {"links": [<components it links, PUBLIC or PRIVATE>],
+#                        "headers": [<its public headers, under include/>],
+#                        "private": [<its folder under src/, if any>]}, ...}.
+#       scripts/check-limits reads it (the allowed includes between libraries are these links,
+#       transitively closed), so the table of layers is never kept by hand.
+function(stormguard_write_layers file)
+  get_property(components GLOBAL PROPERTY STORMGUARD_COMPONENTS)
+  set(json "{")
+  set(first TRUE)
+  foreach(component IN LISTS components)
+    set(target "stormguard_${component}")
+    get_target_property(type ${target} TYPE)
+    set(links "")
+    foreach(property INTERFACE_LINK_LIBRARIES LINK_LIBRARIES)
+      if(property STREQUAL "LINK_LIBRARIES" AND type STREQUAL "INTERFACE_LIBRARY")
+        continue()
+      endif()
+      get_target_property(deps ${target} ${property})
+      foreach(dep IN LISTS deps)
+        # $<BUILD_INTERFACE:x>, $<LINK_ONLY:x>: the target named inside.
+        string(REGEX REPLACE "^\\$<[A-Z_]+:(.*)>$" "\\1" dep "${dep}")
+        # (Two ifs: ${CMAKE_MATCH_1} in the condition itself would be expanded before MATCHES.)
+        if(dep MATCHES "^stormguard_(.+)$")
+          set(name "${CMAKE_MATCH_1}")
+          if(name IN_LIST components)
+            list(APPEND links "\"${name}\"")
+          endif()
+        endif()
+      endforeach()
+    endforeach()
+    list(REMOVE_DUPLICATES links)
+    list(JOIN links ", " links)
+    get_property(paths GLOBAL PROPERTY STORMGUARD_HEADERS_${component})
+    set(headers "")
+    foreach(entry IN LISTS paths)
+      string(REPLACE "|" ";" entry "${entry}")
+      list(GET entry 0 header)
+      # Generated headers (export.hpp) are the build's, not the tree's.
+      cmake_path(IS_PREFIX PROJECT_BINARY_DIR "${header}" generated)
+      if(NOT generated)
+        file(RELATIVE_PATH header "${PROJECT_SOURCE_DIR}" "${header}")
+        list(APPEND headers "\"${header}\"")
+      endif()
+    endforeach()
+    list(JOIN headers ", " headers)
+    set(private "")
+    if(IS_DIRECTORY "${PROJECT_SOURCE_DIR}/src/${component}")
+      set(private "\"src/${component}\"")
+    endif()
+    if(NOT first)
+      string(APPEND json ",")
+    endif()
+    set(first FALSE)
+    string(APPEND json "\n  \"${component}\": {\"links\": [${links}], \"headers\": [${headers}], "
+      "\"private\": [${private}]}")
+  endforeach()
+  string(APPEND json "\n}\n")
+  file(WRITE "${file}.tmp" "${json}")
+  file(COPY_FILE "${file}.tmp" "${file}" ONLY_IF_DIFFERENT)
+  file(REMOVE "${file}.tmp")
 endfunction()

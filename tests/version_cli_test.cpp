@@ -24,7 +24,8 @@ TEST(VersionCli, NamesTheLibraryItsComponentsAndItsDependencies) {
   EXPECT_EQ(
       run.out,
       "stormguard " + std::string(stormguard::version()) +
-          "\ncomponents: core testing config sim asio http metrics guard admission fleet lab\n"
+          "\ncomponents: core testing config sim asio http http_policy metrics metrics_http guard "
+          "metrics_guard admission fleet lab\n"
           "libcurl " +
           curl_version_info(CURLVERSION_NOW)->version + ", Asio " + asio + "\n");
 }

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 #include "stormguard/lab/fleet.hpp"
 #include "stormguard_engine/metrics.hpp"
@@ -20,27 +21,10 @@ namespace {
 
 using json = nlohmann::json;
 
-std::optional<double> ratio(std::int64_t a, std::int64_t b) {
-  return b > 0 ? std::optional<double>(static_cast<double>(a) / static_cast<double>(b))
-               : std::nullopt;
-}
-
-// The counters a part reports, by name (the fields of strategy_result).
+// The counters a part reports, by name: every counter of strategy_result, from its one list.
 template <class R, class F>
 void counters(R& r, F&& f) {
-  f("logical_requests", r.logical_requests);
-  f("attempts_exhausted", r.attempts_exhausted);
-  f("budget_exhausted", r.budget_exhausted);
-  f("throttled", r.throttled);
-  f("requests_in_flight", r.requests_in_flight);
-  f("attempts", r.attempts);
-  f("successes", r.successes);
-  f("failures", r.failures);
-  f("timeouts", r.timeouts);
-  f("in_flight_attempts", r.in_flight_attempts);
-  f("incident_logical_requests", r.incident_logical_requests);
-  f("incident_attempts", r.incident_attempts);
-  f("server_refused", r.server_refused);
+  sim::strategy_result::for_each_counter(r, std::forward<F>(f));
 }
 
 }  // namespace
@@ -103,26 +87,10 @@ sim::strategy_result merge_parts(const sim::scenario& s,
   m.rejected =
       st.rejected + st.refused_retry_budget + st.refused_concurrency_limit + st.dropped_codel;
   m.expired_dropped = st.dropped_expired;
-  m.amplification = ratio(m.attempts, m.logical_requests);
-  m.success_ratio = ratio(m.successes, m.logical_requests);
-  if (s.incident) {
-    m.incident_amplification = ratio(m.incident_attempts, m.incident_logical_requests);
-  }
-  m.served_amplification = ratio(m.served, m.logical_requests);
-  std::int64_t peak = 0;
-  for (const sim::time_bin& b : m.series) peak = std::max(peak, b.attempts);
-  m.peak_load_ratio = static_cast<double>(peak) / s.requests_per_second;
-  m.recovery_s = sim::engine::recovery_seconds(s, m.series);
-  if (const auto bins = sim::engine::whole_bins_after_incident(s);
-      bins && bins->first < bins->end) {
-    std::int64_t attempts = 0;
-    for (std::size_t k = bins->first; k < bins->end; ++k) {
-      attempts += m.series[k].attempts;
-      if (m.series[k].logical_requests > 0) m.recovery_measurable = true;
-    }
-    m.after_incident_attempt_rate =
-        static_cast<double>(attempts) / static_cast<double>(bins->end - bins->first);
-  }
+  sim::engine::derive(s, m);
+  // Which of the attempts the server served belong to the incident's logical requests is known
+  // to the simulator's server model only: the lab's server counts served attempts, not whose.
+  m.incident_served_amplification = std::nullopt;
   return m;
 }
 

@@ -4,7 +4,8 @@
 // The adapter from config::hedging_settings (stormguard/config/executors.hpp) to the HTTP side of
 // a hedged request (hedge_http_options, stormguard/http/hedge.hpp). Header-only; it is the one
 // place where the HTTP hedging reads the policy format, so the http library itself does not
-// depend on stormguard::config (link stormguard::config to use this header). With
+// depend on stormguard::config (link the adapter target stormguard::http_policy, which links both,
+// to use this header). With
 // settings.policy(), settings.budget (any_budget) and settings.call(now), a policy file's
 // `hedging` object drives async_hedge with no field translated by hand:
 //

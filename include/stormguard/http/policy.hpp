@@ -9,8 +9,8 @@
 //
 // A policy with a `hedging` object gives a client that hedges (client_options::hedging).
 //
-// Header-only: the policy type is a plain value of stormguard::config's public header, and
-// nothing of the config library is called (no link dependency). Thread-safe (pure functions).
+// Header-only, in the adapter target stormguard::http_policy, which links stormguard::http and
+// stormguard::config (neither of them links the other). Thread-safe (pure functions).
 #ifndef STORMGUARD_HTTP_POLICY_HPP
 #define STORMGUARD_HTTP_POLICY_HPP
 

@@ -170,6 +170,39 @@ struct strategy_result {
   std::int64_t events = 0;            ///< events processed (for performance measurements)
   std::vector<time_bin> series;       ///< one bin per started second of simulated time
   std::vector<fine_bin> fine_series;  ///< one bin per started 100 ms (k_fine_bin), for plots
+
+  /// Calls `f(name, counter)` for every counter of a result (each std::int64_t figure above but
+  /// `events`), with the name `simulate --json` gives it. This is the one list of the counters:
+  /// the lab's multi-process runs send, read and sum a part's figures through it, so a counter
+  /// added here reaches every one of them. Every counter is a count over the run, so the parts
+  /// of one run add up. `R` is strategy_result or const strategy_result; `f` gets a reference of
+  /// the same constness.
+  template <class R, class F>
+  static void for_each_counter(R& r, F&& f) {
+    f("logical_requests", r.logical_requests);
+    f("attempts_exhausted", r.attempts_exhausted);
+    f("budget_exhausted", r.budget_exhausted);
+    f("throttled", r.throttled);
+    f("requests_in_flight", r.requests_in_flight);
+    f("attempts", r.attempts);
+    f("successes", r.successes);
+    f("failures", r.failures);
+    f("timeouts", r.timeouts);
+    f("in_flight_attempts", r.in_flight_attempts);
+    f("lost", r.lost);
+    f("wasted_work", r.wasted_work);
+    f("incident_logical_requests", r.incident_logical_requests);
+    f("incident_attempts", r.incident_attempts);
+    f("rejected", r.rejected);
+    f("served", r.served);
+    f("expired_dropped", r.expired_dropped);
+    f("server_refused", r.server_refused);
+    f("incident_served", r.incident_served);
+    f("hedges_sent", r.hedges_sent);
+    f("hedges_won", r.hedges_won);
+    f("hedges_refused", r.hedges_refused);
+    f("hedges_cancelled", r.hedges_cancelled);
+  }
 };
 
 /// The results of several strategies on one scenario, in the order they were given.

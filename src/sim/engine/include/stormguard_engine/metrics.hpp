@@ -37,6 +37,13 @@ struct bin_range {
 [[nodiscard]] std::optional<double> recovery_seconds(const scenario& s,
                                                      std::span<const time_bin> series);
 
+// The derived figures of a result from its counters and its 1-s series: amplification,
+// incident_amplification, served_amplification, incident_served_amplification, success_ratio,
+// peak_load_ratio, recovery_s, recovery_measurable, after_incident_attempt_rate. The one formula
+// of each, for a simulated run (metrics::finish) and for the lab's merged parts
+// (lab::merge_parts). The latency percentiles come from the latencies, not from here.
+void derive(const scenario& s, strategy_result& m);
+
 class metrics {
  public:
   metrics(const scenario& s, std::string name, double expected_requests);
@@ -173,14 +180,12 @@ inline metrics::metrics(const scenario& s, std::string name, double expected_req
   latencies_.reserve(static_cast<std::size_t>(expected_requests * 1.05) + 16);
 }
 
-inline strategy_result metrics::finish(std::int64_t in_flight_attempts,
-                                       std::int64_t requests_in_flight) {
-  strategy_result& m = result_;
-  m.in_flight_attempts = in_flight_attempts;
-  m.requests_in_flight = requests_in_flight;
+inline void derive(const scenario& s, strategy_result& m) {
   m.amplification = metrics_detail::ratio(m.attempts, m.logical_requests);
   m.success_ratio = metrics_detail::ratio(m.successes, m.logical_requests);
-  if (s_.incident) {
+  m.incident_amplification = std::nullopt;
+  m.incident_served_amplification = std::nullopt;
+  if (s.incident) {
     m.incident_amplification =
         metrics_detail::ratio(m.incident_attempts, m.incident_logical_requests);
     m.incident_served_amplification =
@@ -189,11 +194,11 @@ inline strategy_result metrics::finish(std::int64_t in_flight_attempts,
   m.served_amplification = metrics_detail::ratio(m.served, m.logical_requests);
   std::int64_t peak = 0;
   for (const time_bin& b : m.series) peak = std::max(peak, b.attempts);
-  m.peak_load_ratio = static_cast<double>(peak) / s_.requests_per_second;
-  m.p99_latency_ms = metrics_detail::p99_ms(latencies_);
-  m.p999_latency_ms = metrics_detail::p999_ms(latencies_);
-  m.recovery_s = recovery_seconds(s_, m.series);
-  if (const auto bins = whole_bins_after_incident(s_); bins && bins->first < bins->end) {
+  m.peak_load_ratio = static_cast<double>(peak) / s.requests_per_second;
+  m.recovery_s = recovery_seconds(s, m.series);
+  m.recovery_measurable = false;
+  m.after_incident_attempt_rate = std::nullopt;
+  if (const auto bins = whole_bins_after_incident(s); bins && bins->first < bins->end) {
     std::int64_t attempts = 0;
     for (std::size_t k = bins->first; k < bins->end; ++k) {
       attempts += m.series[k].attempts;
@@ -202,6 +207,16 @@ inline strategy_result metrics::finish(std::int64_t in_flight_attempts,
     m.after_incident_attempt_rate =
         static_cast<double>(attempts) / static_cast<double>(bins->end - bins->first);
   }
+}
+
+inline strategy_result metrics::finish(std::int64_t in_flight_attempts,
+                                       std::int64_t requests_in_flight) {
+  strategy_result& m = result_;
+  m.in_flight_attempts = in_flight_attempts;
+  m.requests_in_flight = requests_in_flight;
+  derive(s_, m);
+  m.p99_latency_ms = metrics_detail::p99_ms(latencies_);
+  m.p999_latency_ms = metrics_detail::p999_ms(latencies_);
   return std::move(result_);
 }
 

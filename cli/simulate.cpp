@@ -192,9 +192,9 @@ std::string known_names(const std::vector<sim::strategy>& user,
 }
 
 // The strategies to run; nullopt after a usage error. With --strategy: those named (a --policy
-// policy, a strategy of the scenario file or a built-in). Without: the scenario's own list if it
-// has one, else every built-in; then the --policy policies, each replacing the strategy of its
-// name in place (with a note) or appended.
+// policy, a strategy of the scenario file or a built-in), then every --policy policy it did not
+// name. Without: the scenario's own list if it has one, else every built-in; then the --policy
+// policies, each replacing the strategy of its name in place (with a note) or appended.
 // The note that a --policy policy takes the place of a built-in (or the scenario's) strategy of
 // the same name: printed whether or not --strategy chose it.
 void note_replacement(const std::string& name) {
@@ -244,7 +244,16 @@ std::optional<std::vector<sim::strategy>> chosen_strategies(
       from = comma + 1;
     }
   }
-  if (!chosen.empty()) return chosen;
+  if (!chosen.empty()) {
+    // --policy means "also run these": a policy --strategy did not name runs after the chosen.
+    for (const sim::strategy& u : user) {
+      if (std::none_of(chosen.begin(), chosen.end(),
+                       [&](const sim::strategy& c) { return c.name == u.name; })) {
+        chosen.push_back(u);
+      }
+    }
+    return chosen;
+  }
   if (!scenario.empty()) {
     chosen = scenario;
   } else {

@@ -183,6 +183,19 @@ TEST_F(PolicyCli, BadFilesExitTwoFromEveryCommand) {
   EXPECT_NE(big.output.find("larger than 1048576 bytes"), std::string::npos) << big.output;
 }
 
+// --policy adds strategies: with --strategy naming only others (here `none`), the file's
+// policies run after them, never silently dropped.
+TEST_F(PolicyCli, APolicyRunsBesideTheStrategiesThatStrategyNames) {
+  const std::string scenario = write("s.json", k_scenario);
+  const std::string policy = write("ours.json", k_ours);
+  const run_result r = run("simulate " + scenario + " --json -s none --policy " + policy, false);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto doc = nlohmann::json::parse(r.output);
+  std::vector<std::string> names;
+  for (const auto& s : doc.at("strategies")) names.push_back(s.at("name"));
+  EXPECT_EQ(names, (std::vector<std::string>{"none", "ours"}));
+}
+
 TEST_F(PolicyCli, AReplacedBuiltInIsNotedAlsoWhenStrategyChoosesIt) {
   const std::string scenario = write("s.json", k_scenario);
   const std::string policy =

@@ -99,7 +99,7 @@ cmake --install "${work}/core-shared" --prefix "${work}/core-shared-prefix" >/de
 shared_dir="$(dirname "$(find "${work}/core-shared-prefix" -name stormguardConfig.cmake)")"
 configure -S "${here}/core" -B "${work}/consumer-core-shared" "${hidden[@]}" -Dstormguard_DIR="${shared_dir}"
 build "${work}/consumer-core-shared"
-ldd "${work}/consumer-core-shared/consumer" | grep -q "${soname}" ||
+grep -q "${soname}" <<<"$(ldd "${work}/consumer-core-shared/consumer")" ||
   { echo "consumers: the consumer is not linked to ${soname}" >&2; exit 1; }
 run_consumer "${work}/consumer-core-shared/consumer"
 
@@ -177,8 +177,11 @@ all_shared_dir="$(dirname "$(find "${work}/all-shared-prefix" -name stormguardCo
 cmake "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -S "${here}/shared" -B "${work}/consumer-shared" \
   -Dstormguard_DIR="${all_shared_dir}" >/dev/null
 build "${work}/consumer-shared"
+# ldd's output in a variable first: `ldd | grep -q` fails under pipefail when grep stops at its
+# first match and ldd, still writing, gets SIGPIPE.
+linked="$(ldd "${work}/consumer-shared/consumer")"
 for component in core http config; do
-  ldd "${work}/consumer-shared/consumer" | grep -q "libstormguard_${component}\.so" ||
+  grep -q "libstormguard_${component}\.so" <<<"${linked}" ||
     { echo "consumers: the consumer is not linked to libstormguard_${component}.so" >&2; exit 1; }
 done
 run_consumer "${work}/consumer-shared/consumer"

@@ -17,9 +17,9 @@
 #include <queue>
 #include <vector>
 
+#include "app/occ.hpp"
 #include "counting_allocator.hpp"
 #include "stormguard/random.hpp"
-#include "stormguard/sim/occ.hpp"
 #include "stormguard/sim/scenario.hpp"
 #include "stormguard/sim/simulator.hpp"
 #include "stormguard/sim/strategy.hpp"

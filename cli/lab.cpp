@@ -25,6 +25,9 @@
 #include <string>
 #include <vector>
 
+#include "app/lab_fleet.hpp"
+#include "app/plot.hpp"
+#include "app/report.hpp"
 #include "command.hpp"
 #include "defence_option.hpp"
 #include "gnuplot.hpp"
@@ -40,10 +43,7 @@
 #include "stormguard/detail/redact.hpp"
 #include "stormguard/detail/redis_url.hpp"
 #include "stormguard/duration_text.hpp"
-#include "stormguard/lab/fleet.hpp"
 #include "stormguard/metrics/retry_metrics.hpp"
-#include "stormguard/sim/plot.hpp"
-#include "stormguard/sim/report.hpp"
 #include "stormguard/sim/scenario.hpp"
 #include "stormguard/sim/strategy.hpp"
 #include "usage.hpp"

@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "stormguard/lab/fleet.hpp"
+#include "app/lab_fleet.hpp"
 #include "stormguard/outcome.hpp"
 #include "stormguard/sim/scenario.hpp"
 #include "stormguard/sim/strategy.hpp"

@@ -21,9 +21,9 @@
 #include <memory>
 #include <string>
 
+#include "app/lab_fleet.hpp"
 #include "stormguard/clock.hpp"
 #include "stormguard/fleet_budget.hpp"
-#include "stormguard/lab/fleet.hpp"
 
 namespace stormguard::cli {
 

@@ -12,6 +12,7 @@
 #include <optional>
 #include <stdexcept>
 
+#include "app/payments_report.hpp"
 #include "command.hpp"
 #include "numbers.hpp"
 #include "output.hpp"

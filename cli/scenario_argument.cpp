@@ -7,8 +7,8 @@
 #include <system_error>
 #include <utility>
 
+#include "app/models.hpp"
 #include "output.hpp"
-#include "stormguard/sim/models.hpp"
 
 namespace stormguard::cli {
 

@@ -22,6 +22,12 @@
 #include <string>
 #include <vector>
 
+#include "app/layers.hpp"
+#include "app/models.hpp"
+#include "app/occ.hpp"
+#include "app/plot.hpp"
+#include "app/report.hpp"
+#include "app/sweep.hpp"
 #include "command.hpp"
 #include "defence_option.hpp"
 #include "gnuplot.hpp"
@@ -34,16 +40,10 @@
 #include "scenario_argument.hpp"
 #include "simulate_fleet.hpp"
 #include "stormguard/detail/format.hpp"
-#include "stormguard/sim/layers.hpp"
-#include "stormguard/sim/models.hpp"
-#include "stormguard/sim/occ.hpp"
 #include "stormguard/sim/parallel.hpp"
-#include "stormguard/sim/plot.hpp"
-#include "stormguard/sim/report.hpp"
 #include "stormguard/sim/scenario.hpp"
 #include "stormguard/sim/simulator.hpp"
 #include "stormguard/sim/strategy.hpp"
-#include "stormguard/sim/sweep.hpp"
 #include "usage.hpp"
 
 namespace stormguard::cli {

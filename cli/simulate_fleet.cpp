@@ -15,6 +15,7 @@
 #include <optional>
 #include <variant>
 
+#include "app/plot.hpp"
 #include "command.hpp"
 #include "gnuplot.hpp"
 #include "numbers.hpp"
@@ -24,7 +25,6 @@
 #include "stormguard/duration_text.hpp"
 #include "stormguard/fleet_budget.hpp"
 #include "stormguard/sim/parallel.hpp"
-#include "stormguard/sim/plot.hpp"
 #include "stormguard/sim/simulator.hpp"
 #include "usage.hpp"
 

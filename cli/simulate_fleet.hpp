@@ -13,7 +13,7 @@
 #include <string_view>
 #include <vector>
 
-#include "stormguard/sim/models.hpp"
+#include "app/models.hpp"
 #include "stormguard/sim/scenario.hpp"
 #include "stormguard/sim/strategy.hpp"
 

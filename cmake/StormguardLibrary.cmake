@@ -222,12 +222,17 @@ endfunction()
 #   stormguard_write_layers(<file>)
 #       Writes CMake's own graph of the components, after every component is defined, as JSON:
 #       {"<component>": {"links": [<components it links, PUBLIC or PRIVATE>],
+#       (the internal libraries of STORMGUARD_INTERNAL_LIBRARIES, e.g. app, are listed the same
+#       way, with no public headers)
 #                        "headers": [<its public headers, under include/>],
 #                        "private": [<its folder under src/, if any>]}, ...}.
 #       scripts/check-limits reads it (the allowed includes between libraries are these links,
 #       transitively closed), so the table of layers is never kept by hand.
 function(stormguard_write_layers file)
   get_property(components GLOBAL PROPERTY STORMGUARD_COMPONENTS)
+  # Internal libraries with a private folder of their own (stormguard_app), as libraries too.
+  get_property(internal GLOBAL PROPERTY STORMGUARD_INTERNAL_LIBRARIES)
+  list(APPEND components ${internal})
   set(json "{")
   set(first TRUE)
   foreach(component IN LISTS components)

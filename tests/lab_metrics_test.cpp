@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "stormguard/lab/fleet.hpp"
+#include "app/lab_fleet.hpp"
 #include "stormguard/metrics/retry_metrics.hpp"
 #include "stormguard/sim/scenario.hpp"
 #include "stormguard/sim/strategy.hpp"

@@ -4,7 +4,7 @@
 #include <set>
 #include <string>
 
-#include "stormguard/sim/models.hpp"
+#include "app/models.hpp"
 
 namespace {
 

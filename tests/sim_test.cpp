@@ -13,15 +13,15 @@
 #include <string>
 #include <vector>
 
-#include "stormguard/sim/layers.hpp"
-#include "stormguard/sim/occ.hpp"
+#include "app/layers.hpp"
+#include "app/occ.hpp"
+#include "app/plot.hpp"
+#include "app/report.hpp"
+#include "app/sweep.hpp"
 #include "stormguard/sim/parallel.hpp"
-#include "stormguard/sim/plot.hpp"
-#include "stormguard/sim/report.hpp"
 #include "stormguard/sim/scenario.hpp"
 #include "stormguard/sim/simulator.hpp"
 #include "stormguard/sim/strategy.hpp"
-#include "stormguard/sim/sweep.hpp"
 
 namespace {
 

@@ -48,6 +48,7 @@
 #include "lab/charge_worker.hpp"
 #include "lab/charges.hpp"
 #include "lab/http_limits.hpp"
+#include "lab/stats_text.hpp"
 #include "lab/wire.hpp"
 #include "stormguard/admission/reply.hpp"
 #include "stormguard/detail/saturate.hpp"

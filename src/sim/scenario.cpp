@@ -493,19 +493,7 @@ std::optional<scenario> parse_builtin(std::string_view name) {
   return std::nullopt;
 }
 
-scenario builtin(std::string_view name) {
-  auto s = parse_builtin(name);
-  if (!s) throw std::logic_error("stormguard::sim: no built-in scenario " + std::string(name));
-  return *std::move(s);
-}
-
 }  // namespace
-
-scenario friday_night() { return builtin("friday-night"); }
-scenario metastable() { return builtin("metastable"); }
-scenario metastable_slowdown() { return builtin("metastable-slowdown"); }
-scenario outage_80() { return builtin("outage-80"); }
-scenario outage_80_fleet() { return builtin("outage-80-fleet"); }
 
 std::optional<scenario> builtin_scenario(std::string_view name) { return parse_builtin(name); }
 

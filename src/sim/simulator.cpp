@@ -220,11 +220,6 @@ std::optional<scenario_error> check_work(const scenario& s, std::span<const stra
   return std::nullopt;
 }
 
-double estimated_run_bytes(const scenario& s) noexcept {
-  return (expected_requests(s) * 1.05 + 16) *
-         static_cast<double>(sizeof(engine::request) + sizeof(std::int64_t));
-}
-
 unsigned parallel_runs(const scenario& s, unsigned threads, std::size_t count) noexcept {
   const unsigned resolved = resolve_threads(threads, count);
   const double fit = std::floor(k_max_parallel_bytes / std::max(1.0, estimated_run_bytes(s)));

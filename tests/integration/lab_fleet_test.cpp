@@ -3,6 +3,8 @@
 // of 1 s at a service time far above the timeout) run by the fleet over real sockets against a
 // real lab::server, next to the simulator. Real time: about 6 s for the two strategies. And the
 // parts of a fleet spread over processes: their reports and the run's validity (no sockets).
+#include "app/lab_fleet.hpp"
+
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -11,8 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "stormguard/lab/fleet.hpp"
-#include "stormguard/sim/report.hpp"
+#include "app/report.hpp"
 #include "stormguard/sim/scenario.hpp"
 #include "stormguard/sim/strategy.hpp"
 

@@ -173,16 +173,6 @@ struct payments_audit {
 [[nodiscard]] STORMGUARD_EXPORT std::string describe_payments_retry(
     const retry_options& retry, const budget_options& budget = no_budget{});
 
-/// One JSON object: charges, ledger_rows, duplicates, lost, unconfirmed, attempts,
-/// client_attempts, succeeded, failed, replayed, conflicts, unavailable, dropped (null when
-/// unknown), no_response, other_rows, store, servers,
-/// fault_after_commit (null when unknown), policy, elapsed_s, charges_per_s, interrupted, passed,
-/// counters_reset, max_failed, gave_up.
-[[nodiscard]] STORMGUARD_EXPORT std::string to_json(const payments_audit& audit);
-
-/// The table: one figure per line, the verdict last.
-[[nodiscard]] STORMGUARD_EXPORT std::string format_table(const payments_audit& audit);
-
 }  // namespace stormguard::lab
 
 #endif  // STORMGUARD_LAB_PAYMENTS_HPP

@@ -185,19 +185,6 @@ struct server_stats {
                                                             bool clock_started,
                                                             duration elapsed) noexcept;
 
-/// The counters as one JSON object (the body of `GET /stats`): the fields of server_stats
-/// (elapsed as "elapsed_s", seconds), plus "scenario" (its name), "phase" (phase_name),
-/// "workers" and "queue_limit".
-[[nodiscard]] STORMGUARD_EXPORT std::string stats_json(const sim::scenario& s,
-                                                       const server_stats& stats);
-
-/// The counters in the Prometheus text exposition format 0.0.4 (the body of `GET /metrics`):
-/// counters stormguard_serve_{attempts,served,served_in_time,rejected,errors,lost}_total,
-/// gauges stormguard_serve_{queued,in_service,elapsed_seconds}; the limits' and the defences'
-/// counts; the payments endpoint's stormguard_serve_charges{,_committed,_replayed,_dropped,
-/// _unavailable}_total and stormguard_serve_store_{outages,recoveries}_total (0 without it).
-[[nodiscard]] STORMGUARD_EXPORT std::string stats_prometheus(const server_stats& stats);
-
 /// The scenario's server on 127.0.0.1 (see the file comment). start() binds and starts one
 /// event-loop thread; stop() (or the destructor) ends it and closes every connection.
 ///

@@ -225,45 +225,47 @@ using scenario_result = stormguard::outcome<scenario, scenario_error>;
 /// (std::bad_alloc aside). Thread-safe (a pure function).
 [[nodiscard]] STORMGUARD_EXPORT scenario_result scale_scenario(const scenario& s, double factor);
 
+/// The built-in scenario called `name`: "friday-night", "no-incident", "metastable",
+/// "metastable-slowdown", "outage-80", "outage-80-fleet", "tail-at-scale" or
+/// "friday-night-fleet" (friday-night from 2,000 clients of 1 req/s), each equal to
+/// scenarios/NAME.json; nullopt otherwise. The functions below name five of them.
+[[nodiscard]] STORMGUARD_EXPORT std::optional<scenario> builtin_scenario(std::string_view name);
+
+/// The names builtin_scenario knows, joined by ", ".
+[[nodiscard]] STORMGUARD_EXPORT std::string builtin_scenario_names();
+
 /// The Friday-night incident (docs/design.md, "The essay this project started from"), built into
 /// the library (equal to the parse of scenarios/friday-night.json): 2,000 req/s from 20 clients,
 /// 100 workers × 20 ms (5,000 req/s, 2.5× demand), queue limit 20,000, per-attempt timeout 1 s,
 /// service time 1.5 s from t = 10 s to t = 20 s, 60 s simulated, seed 42.
-[[nodiscard]] STORMGUARD_EXPORT scenario friday_night();
+[[nodiscard]] inline scenario friday_night() { return *builtin_scenario("friday-night"); }
 
 /// The scenario of the file scenarios/metastable.json (equal to it): the example of Bronson et
 /// al., "Metastable Failures in Distributed Systems" (HotOS 2021). One application sends 280
 /// queries/s to a database of 100 workers that answers in 50 ms (2,000/s) while it receives at
 /// most 300 attempts/s, and in 500 ms (200/s) above; timeout 1 s, one retry (max_retries 1);
 /// from t = 10 s to 20 s the network loses every attempt; 60 s simulated, seed 42.
-[[nodiscard]] STORMGUARD_EXPORT scenario metastable();
+[[nodiscard]] inline scenario metastable() { return *builtin_scenario("metastable"); }
 
 /// The scenario of scenarios/metastable-slowdown.json: metastable() with a stronger trigger,
 /// a 10-s slowdown in which the database takes 1 s per query (as long as the timeout, so every
 /// attempt in it times out and is retried) instead of the network outage. It reaches the stuck
 /// state at every load whose doubled load exceeds the overload threshold, so a load sweep finds
 /// the boundary of the stable region (about 150 queries/s in the paper).
-[[nodiscard]] STORMGUARD_EXPORT scenario metastable_slowdown();
+[[nodiscard]] inline scenario metastable_slowdown() {
+  return *builtin_scenario("metastable-slowdown");
+}
 
 /// The scenario of scenarios/outage-80.json: 2,000 logical req/s from 20 clients against a
 /// healthy server (100 workers × 20 ms); from t = 30 s to 60 s, 80 % of attempts fail at once
 /// with a 503; 3 retries; 90 s simulated, seed 42 (the Google SRE book, chapter 21; docs/design.md,
 /// "The essay this project started from").
-[[nodiscard]] STORMGUARD_EXPORT scenario outage_80();
+[[nodiscard]] inline scenario outage_80() { return *builtin_scenario("outage-80"); }
 
 /// The scenario of scenarios/outage-80-fleet.json: outage_80() with the same load from 1,000
 /// clients (2 req/s each), to show that a ratio budget's per-client floor multiplies with the
 /// fleet.
-[[nodiscard]] STORMGUARD_EXPORT scenario outage_80_fleet();
-
-/// The built-in scenario called `name`: "friday-night", "no-incident", "metastable",
-/// "metastable-slowdown", "outage-80", "outage-80-fleet" or "friday-night-fleet" (friday-night
-/// from 2,000 clients of 1 req/s) (each equal to
-/// scenarios/NAME.json); nullopt otherwise.
-[[nodiscard]] STORMGUARD_EXPORT std::optional<scenario> builtin_scenario(std::string_view name);
-
-/// The names builtin_scenario knows, joined by ", ".
-[[nodiscard]] STORMGUARD_EXPORT std::string builtin_scenario_names();
+[[nodiscard]] inline scenario outage_80_fleet() { return *builtin_scenario("outage-80-fleet"); }
 
 /// The scenario as JSON text in the file format (fields in documented order, durations
 /// formatted as "<integer><unit>"); parse_scenario(to_json(s)) == s for every valid scenario.

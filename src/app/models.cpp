@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "stormguard/sim/models.hpp"
+#include "app/models.hpp"
 
 #include <array>
 

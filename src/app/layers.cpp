@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "stormguard/sim/layers.hpp"
+#include "app/layers.hpp"
 
 #include <fmt/format.h>
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "stormguard/sim/plot.hpp"
+#include "app/plot.hpp"
 
 #include <fmt/format.h>
 #include <sys/wait.h>
@@ -14,8 +14,8 @@
 #include <cstring>
 #include <vector>
 
+#include "app/report.hpp"
 #include "stormguard/detail/format.hpp"
-#include "stormguard/sim/report.hpp"
 
 namespace stormguard::sim {
 

@@ -11,7 +11,7 @@
 #include <string>
 #include <utility>
 
-#include "stormguard/lab/fleet.hpp"
+#include "app/lab_fleet.hpp"
 #include "stormguard_engine/metrics.hpp"
 #include "stormguard_engine/seeds.hpp"
 

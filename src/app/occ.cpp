@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "stormguard/sim/occ.hpp"
+#include "app/occ.hpp"
 
 #include <fmt/format.h>
 

@@ -2,7 +2,7 @@
 // The lab's client fleet (include/stormguard/lab/fleet.hpp): the engine's driver (the
 // simulator's clients, retries and metrics: stormguard_engine/driver.hpp) on real time and real
 // HTTP attempts through http::async_client, on one Asio thread.
-#include "stormguard/lab/fleet.hpp"
+#include "app/lab_fleet.hpp"
 
 #include <fmt/format.h>
 
@@ -28,13 +28,13 @@
 #include <utility>
 #include <variant>
 
+#include "app/report.hpp"
 #include "stormguard/admission/reply.hpp"
 #include "stormguard/http/async_client.hpp"
 #include "stormguard/metrics/retry_metrics.hpp"
 #include "stormguard/random.hpp"
 #include "stormguard/retry_after.hpp"
 #include "stormguard/retry_headers.hpp"
-#include "stormguard/sim/report.hpp"
 #include "stormguard_engine/driver.hpp"
 #include "stormguard_engine/json_writer.hpp"
 #include "stormguard_engine/seeds.hpp"

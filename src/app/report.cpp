@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "stormguard/sim/report.hpp"
+#include "app/report.hpp"
 
 #include <fmt/format.h>
 

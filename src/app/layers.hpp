@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// stormguard/sim/layers.hpp: the `layers` scenario, retries multiplying through a chain of
-// services (Google SRE book, chapter 22 "Addressing Cascading Failures": "if the database can't
-// service requests … and the backend, frontend, and JavaScript layers all issue 3 retries (4
-// attempts), then a single user action may create 64 attempts (4^3) on the database").
+// app/layers.hpp (the application layer: not installed): the `layers` scenario, retries multiplying
+// through a chain of services (Google SRE book, chapter 22 "Addressing Cascading Failures": "if the
+// database can't service requests … and the backend, frontend, and JavaScript layers all issue 3
+// retries (4 attempts), then a single user action may create 64 attempts (4^3) on the database").
 //
 // A chain of `layers` retrying services sits above a bottom service (the database). Top-level
 // requests arrive as a Poisson process; each call at layer k makes attempts on layer k + 1, and
@@ -20,8 +20,8 @@
 //   auto report = stormguard::sim::simulate_layers(stormguard::sim::layers_options{},
 //                                                  stormguard::sim::builtin_strategies());
 //   std::cout << stormguard::sim::format_table(report);
-#ifndef STORMGUARD_SIM_LAYERS_HPP
-#define STORMGUARD_SIM_LAYERS_HPP
+#ifndef STORMGUARD_APP_LAYERS_HPP
+#define STORMGUARD_APP_LAYERS_HPP
 
 #include <cstdint>
 #include <optional>
@@ -30,7 +30,6 @@
 #include <vector>
 
 #include "stormguard/clock.hpp"
-#include "stormguard/export.hpp"
 #include "stormguard/sim/parallel.hpp"
 #include "stormguard/sim/strategy.hpp"
 
@@ -51,7 +50,7 @@ struct layers_options {
 };
 
 /// The first violated range as a sentence naming the field and the value, or nullopt.
-[[nodiscard]] STORMGUARD_EXPORT std::optional<std::string> validate(const layers_options& o);
+[[nodiscard]] std::optional<std::string> validate(const layers_options& o);
 
 /// One row: a strategy, retrying at every layer or only at the top.
 struct layers_row {
@@ -89,22 +88,23 @@ struct layers_report {
 /// progress (an ended call's slot is reused), not all the calls of the run. The report does not
 /// depend on `threads`. Deterministic; throws std::invalid_argument (validate()'s message) for
 /// invalid options. Thread-safe.
-[[nodiscard]] STORMGUARD_EXPORT layers_report
-simulate_layers(const layers_options& o, std::span<const strategy> strategies, unsigned threads = 0,
-                const progress_callback& progress = {});
+[[nodiscard]] layers_report simulate_layers(const layers_options& o,
+                                            std::span<const strategy> strategies,
+                                            unsigned threads = 0,
+                                            const progress_callback& progress = {});
 
 /// {"scenario":"layers","seed":S,"layers":L,"strategies":[{"name":…,"retries_at":"every layer"
 /// or "top layer","top_requests":…,"bottom_attempts":…,"bottom_amplification":X|null,
 /// "layer_attempts":[…],"budget_exhausted":…,"throttled":…},…]}; ratios with 4 decimals. Ends
 /// with a newline.
-[[nodiscard]] STORMGUARD_EXPORT std::string to_json(const layers_report& report);
+[[nodiscard]] std::string to_json(const layers_report& report);
 
 /// `strategy,retries_at,top_requests,bottom_attempts,bottom_amplification,layer_1,…,layer_L`.
-[[nodiscard]] STORMGUARD_EXPORT std::string to_csv(const layers_report& report);
+[[nodiscard]] std::string to_csv(const layers_report& report);
 
 /// A header, one row per (strategy, retries at), and a line comparing with 4^L.
-[[nodiscard]] STORMGUARD_EXPORT std::string format_table(const layers_report& report);
+[[nodiscard]] std::string format_table(const layers_report& report);
 
 }  // namespace stormguard::sim
 
-#endif  // STORMGUARD_SIM_LAYERS_HPP
+#endif  // STORMGUARD_APP_LAYERS_HPP

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// stormguard/sim/models.hpp: the registry of the simulator's models: which model a scenario
-// argument names, and which options each model takes. The command line (and any other front
-// end) looks a model up here instead of branching on names.
+// app/models.hpp (the application layer: not installed): the registry of the simulator's models:
+// which model a scenario argument names, and which options each model takes. The command line (and
+// any other front end) looks a model up here instead of branching on names.
 //
 //   const auto& m = stormguard::sim::model_for("layers");     // model_kind::layers
 //   m.takes(stormguard::sim::model_option::strategies);       // true
@@ -13,14 +13,12 @@
 //   brooker-occ  Brooker 2015's optimistic-concurrency experiment (occ.hpp); sweeps its number
 //                of clients with clients=LO:HI:STEP; always compares its five algorithms.
 //   layers       retries at every layer of a call stack (layers.hpp).
-#ifndef STORMGUARD_SIM_MODELS_HPP
-#define STORMGUARD_SIM_MODELS_HPP
+#ifndef STORMGUARD_APP_MODELS_HPP
+#define STORMGUARD_APP_MODELS_HPP
 
 #include <span>
 #include <string>
 #include <string_view>
-
-#include "stormguard/export.hpp"
 
 namespace stormguard::sim {
 
@@ -54,17 +52,16 @@ struct model_info {
 };
 
 /// Every model, time_series first. Thread-safe (static storage).
-[[nodiscard]] STORMGUARD_EXPORT std::span<const model_info> models() noexcept;
+[[nodiscard]] std::span<const model_info> models() noexcept;
 
 /// The model a scenario argument selects: brooker-occ or layers by name, time_series for
 /// anything else (a built-in scenario name, a file, or empty: the default scenario).
-[[nodiscard]] STORMGUARD_EXPORT const model_info& model_for(
-    std::string_view scenario_argument) noexcept;
+[[nodiscard]] const model_info& model_for(std::string_view scenario_argument) noexcept;
 
 /// The names of the models that take option `o`, for a message: e.g. "brooker-occ" or
 /// "time-series scenarios and layers".
-[[nodiscard]] STORMGUARD_EXPORT std::string models_taking(model_option o);
+[[nodiscard]] std::string models_taking(model_option o);
 
 }  // namespace stormguard::sim
 
-#endif  // STORMGUARD_SIM_MODELS_HPP
+#endif  // STORMGUARD_APP_MODELS_HPP

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// stormguard/lab/fleet.hpp: the scenario's client fleet on real sockets — the second half of
-// `stormguard lab` — and the lab's report: each strategy measured against a real server
-// (lab::server) next to the simulator's figures for the same scenario and seed.
+// app/lab_fleet.hpp (the application layer: not installed): the scenario's client fleet on real
+// sockets — the second half of `stormguard lab` — and the lab's report: each strategy measured
+// against a real server (lab::server) next to the simulator's figures for the same scenario and
+// seed.
 //
 //   const auto scaled = *stormguard::sim::scale_scenario(stormguard::sim::friday_night(), 0.05);
 //   const std::vector<stormguard::sim::strategy> strategies{
@@ -21,8 +22,8 @@
 // retry_policy and request_budget protocol) and so are the driver of arrivals, attempts and
 // retries and the metrics (the simulator's engine, written once): only the clock differs — real
 // steady time from the moment the server's scenario clock starts.
-#ifndef STORMGUARD_LAB_FLEET_HPP
-#define STORMGUARD_LAB_FLEET_HPP
+#ifndef STORMGUARD_APP_LAB_FLEET_HPP
+#define STORMGUARD_APP_LAB_FLEET_HPP
 
 #include <atomic>
 #include <chrono>
@@ -35,7 +36,6 @@
 #include <vector>
 
 #include "stormguard/clock.hpp"
-#include "stormguard/export.hpp"
 #include "stormguard/fleet_budget.hpp"
 #include "stormguard/lab/server.hpp"
 #include "stormguard/outcome.hpp"
@@ -105,9 +105,9 @@ struct fleet_result {
 /// std::invalid_argument for a scenario that sim::validate rejects, std::bad_alloc.
 /// Not thread-safe with itself on one server; independent runs on separate servers may go in
 /// parallel (but share the machine's cores: the measurement wants them alone).
-[[nodiscard]] STORMGUARD_EXPORT outcome<fleet_result, std::string> run_fleet(
-    const sim::scenario& s, const sim::strategy& strat, server& srv,
-    const fleet_options& options = {});
+[[nodiscard]] outcome<fleet_result, std::string> run_fleet(const sim::scenario& s,
+                                                           const sim::strategy& strat, server& srv,
+                                                           const fleet_options& options = {});
 
 /// One part of a fleet spread over several processes (`stormguard lab --processes P`): the clients
 /// and arrivals of `part` (a fleet_part of the scenario) against a server that another process
@@ -117,7 +117,7 @@ struct fleet_result {
 /// (fleet_result::transport_failures; accept_errors and connections_refused stay 0: the server is
 /// another process's); merge_parts adds the server's counters and the other parts. Errors and
 /// exceptions as run_fleet.
-[[nodiscard]] STORMGUARD_EXPORT outcome<fleet_result, std::string> run_fleet_part(
+[[nodiscard]] outcome<fleet_result, std::string> run_fleet_part(
     const sim::scenario& part, const sim::strategy& strat, const std::string& url,
     std::chrono::steady_clock::time_point start, const fleet_options& options = {});
 
@@ -127,24 +127,24 @@ struct fleet_result {
 /// clients, as in the simulator), its arrivals seeded from (seed, k) so that parts do not arrive
 /// in step. The server's settings are unchanged (one server serves every part). `parts` in
 /// [1, min(64, s.clients)], k < parts; throws std::invalid_argument otherwise.
-[[nodiscard]] STORMGUARD_EXPORT sim::scenario fleet_part(const sim::scenario& s, std::size_t k,
-                                                         std::size_t parts);
+[[nodiscard]] sim::scenario fleet_part(const sim::scenario& s, std::size_t k, std::size_t parts);
 
 /// The parts' results as one fleet's (per-attempt and per-request counters and the 1-s series
 /// summed; amplification, incident amplification, success, peak load and recovery recomputed as
 /// the simulator computes them, for the whole scenario `s`), with the server's counters `st`
 /// (lost, wasted work, served, rejected, dropped). The p99 and p99.9 latencies are the largest
 /// of the parts' (an upper bound of the fleet's).
-[[nodiscard]] STORMGUARD_EXPORT sim::strategy_result merge_parts(
-    const sim::scenario& s, std::span<const sim::strategy_result> parts, const server_stats& st);
+[[nodiscard]] sim::strategy_result merge_parts(const sim::scenario& s,
+                                               std::span<const sim::strategy_result> parts,
+                                               const server_stats& st);
 
 /// A part's result for the process that merges it: one line of JSON with every counter and the
 /// 1-s series. part_from_json reads it back; throws std::invalid_argument for text that is not
 /// such a line.
-[[nodiscard]] STORMGUARD_EXPORT std::string part_to_json(const sim::strategy_result& r);
+[[nodiscard]] std::string part_to_json(const sim::strategy_result& r);
 /// Reads back one line of part_to_json; throws std::invalid_argument (naming what is wrong) for
 /// text that is not such a line.
-[[nodiscard]] STORMGUARD_EXPORT sim::strategy_result part_from_json(std::string_view text);
+[[nodiscard]] sim::strategy_result part_from_json(std::string_view text);
 
 /// What a worker process of a fleet spread over processes reports to the one that merges the
 /// parts: its clients' figures, its own sockets' failures (which make the merged run invalid, as
@@ -173,17 +173,17 @@ struct part_report {
 /// One line of JSON: part_to_json(r.result)'s keys, then "transport_failures",
 /// "first_transport_failure", "fleet_syncs", "fleet_sync_errors", "fleet_rejoins",
 /// "fleet_syncers", "fleet_never_synced" and "fleet_fallback_s".
-[[nodiscard]] STORMGUARD_EXPORT std::string part_report_to_json(const part_report& r);
+[[nodiscard]] std::string part_report_to_json(const part_report& r);
 /// Reads back one line of part_report_to_json (a line of part_to_json reads with the added
 /// counts 0); throws std::invalid_argument (naming what is wrong) for text that is neither.
-[[nodiscard]] STORMGUARD_EXPORT part_report part_report_from_json(std::string_view text);
+[[nodiscard]] part_report part_report_from_json(std::string_view text);
 
 /// Why a fleet run spread over processes measures the lab rather than the scenario, as run_lab
 /// decides for one process: any part's transport failures (summed; the first part's first
 /// message that is not empty), or the server's accept() failures or connections refused at its
 /// cap (`st`). "" when the run is valid.
-[[nodiscard]] STORMGUARD_EXPORT std::string parts_invalid_reason(std::span<const part_report> parts,
-                                                                 const server_stats& st);
+[[nodiscard]] std::string parts_invalid_reason(std::span<const part_report> parts,
+                                               const server_stats& st);
 
 /// The share of a run's syncer-time above which a fleet run on a real store that was not stopped
 /// on purpose is invalid (parts_store_reason): its budgets ran mostly on local counts, while the
@@ -195,9 +195,8 @@ inline constexpr double k_max_fallback_share = 0.1;
 /// that never synced, or the budgets in their fallback for more than k_max_fallback_share of
 /// the syncers' time over `length` (the counts, the share and the store named). "" when the
 /// store served the run, or when the parts used no store (fleet_syncers 0).
-[[nodiscard]] STORMGUARD_EXPORT std::string parts_store_reason(std::span<const part_report> parts,
-                                                               std::string_view store,
-                                                               duration length);
+[[nodiscard]] std::string parts_store_reason(std::span<const part_report> parts,
+                                             std::string_view store, duration length);
 
 /// One strategy of a lab run: the lab's figures and the simulator's for the same scenario and
 /// seed.
@@ -241,22 +240,22 @@ struct lab_report {
 /// starts (lab_report::interrupted). An error (naming the address and the system's reason) when
 /// a server cannot be started or the HTTP client set up. Throws std::invalid_argument for an
 /// invalid scenario or one above the simulator's work bound (sim::check_work).
-[[nodiscard]] STORMGUARD_EXPORT outcome<lab_report, std::string> run_lab(
-    const sim::scenario& s, std::span<const sim::strategy> strategies,
-    const fleet_options& options = {});
+[[nodiscard]] outcome<lab_report, std::string> run_lab(const sim::scenario& s,
+                                                       std::span<const sim::strategy> strategies,
+                                                       const fleet_options& options = {});
 
 /// One JSON object: "scenario", "seed", "interrupted", "strategies" (an array, each with "name",
 /// "completed", and objects "lab" and "sim", each holding the fields of `stormguard simulate
 /// --json`'s strategies: sim::to_json(strategy_result); then "valid", "invalid_reason" (null when
 /// valid) and "comparable": false for a run stopped early, whose lab figures cover only the time
 /// it ran while the simulator's cover the whole scenario), then "valid" (every strategy valid).
-[[nodiscard]] STORMGUARD_EXPORT std::string to_json(const lab_report& report);
+[[nodiscard]] std::string to_json(const lab_report& report);
 
 /// The table: one row per strategy, each figure as "lab / sim" (amplification, incident
 /// amplification, peak load, success, p99 of successes, recovery); a row stopped early says its
 /// figures are not comparable, an invalid one says why after the table.
-[[nodiscard]] STORMGUARD_EXPORT std::string format_table(const lab_report& report);
+[[nodiscard]] std::string format_table(const lab_report& report);
 
 }  // namespace stormguard::lab
 
-#endif  // STORMGUARD_LAB_FLEET_HPP
+#endif  // STORMGUARD_APP_LAB_FLEET_HPP

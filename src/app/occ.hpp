@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// stormguard/sim/occ.hpp: the `brooker-occ` scenario, Marc Brooker's experiment from
-// "Exponential Backoff And Jitter" (AWS Architecture Blog, 2015), as a model of its own.
+// app/occ.hpp (the application layer: not installed): the `brooker-occ` scenario, Marc Brooker's
+// experiment from "Exponential Backoff And Jitter" (AWS Architecture Blog, 2015), as a model of its
+// own.
 //
 // N clients each want to write one row once, under optimistic concurrency control (OCC). A client
 // reads the row's version, then writes conditioned on that version; the write fails if another
@@ -22,8 +23,8 @@
 //   stormguard::sim::occ_options options;             // N = 10..190 step 10, 100 trials
 //   auto report = stormguard::sim::simulate_occ(options);
 //   std::cout << stormguard::sim::format_table(report);
-#ifndef STORMGUARD_SIM_OCC_HPP
-#define STORMGUARD_SIM_OCC_HPP
+#ifndef STORMGUARD_APP_OCC_HPP
+#define STORMGUARD_APP_OCC_HPP
 
 #include <cstdint>
 #include <optional>
@@ -31,7 +32,6 @@
 #include <vector>
 
 #include "stormguard/clock.hpp"
-#include "stormguard/export.hpp"
 #include "stormguard/retry.hpp"
 #include "stormguard/sim/parallel.hpp"
 
@@ -56,7 +56,7 @@ struct occ_options {
 };
 
 /// The range violated by `o` as a sentence naming the field and the value, or nullopt.
-[[nodiscard]] STORMGUARD_EXPORT std::optional<std::string> validate(const occ_options& o);
+[[nodiscard]] std::optional<std::string> validate(const occ_options& o);
 
 /// One backoff algorithm of the sweep.
 struct occ_algorithm {
@@ -68,7 +68,7 @@ struct occ_algorithm {
 /// a constant backoff of 0), `exponential` (no jitter), `equal`, `full`, `decorrelated`; all with
 /// ceiling_exponent::retry and multiplier 2. max_retries is 1,000,000, which is never reached: a
 /// client's failed writes are at most the successes of the others (N − 1).
-[[nodiscard]] STORMGUARD_EXPORT std::vector<occ_algorithm> occ_algorithms(const occ_options& o);
+[[nodiscard]] std::vector<occ_algorithm> occ_algorithms(const occ_options& o);
 
 /// One trial's outcome.
 struct occ_trial {
@@ -81,15 +81,14 @@ struct occ_trial {
 /// Deterministic. When `write_times` is not null, the instant each write reached the server is
 /// appended to it (in time order), for plots. Throws std::invalid_argument for clients outside
 /// [1, 10,000] or invalid options (validate()).
-[[nodiscard]] STORMGUARD_EXPORT occ_trial
-simulate_occ_trial(int clients, const occ_algorithm& algorithm, std::uint64_t seed,
-                   const occ_options& o, std::vector<duration>* write_times = nullptr);
+[[nodiscard]] occ_trial simulate_occ_trial(int clients, const occ_algorithm& algorithm,
+                                           std::uint64_t seed, const occ_options& o,
+                                           std::vector<duration>* write_times = nullptr);
 
 /// The random seed of trial `trial` of the point (clients, algorithm index) in simulate_occ: the
 /// same trial can be rerun on its own (with write_times, for the plot of writes over time).
-[[nodiscard]] STORMGUARD_EXPORT std::uint64_t occ_trial_seed(std::uint64_t seed, int clients,
-                                                             std::size_t algorithm,
-                                                             std::size_t trial) noexcept;
+[[nodiscard]] std::uint64_t occ_trial_seed(std::uint64_t seed, int clients, std::size_t algorithm,
+                                           std::size_t trial) noexcept;
 
 /// The mean of one point of the sweep.
 struct occ_point {
@@ -129,20 +128,19 @@ struct occ_report {
 /// threads (see parallel_for). Trial t of (N, algorithm a) is seeded from (seed, N, a, t), so the
 /// report is identical for every thread count. Throws std::invalid_argument (validate()'s
 /// message) for invalid options.
-[[nodiscard]] STORMGUARD_EXPORT occ_report simulate_occ(const occ_options& o,
-                                                        const progress_callback& progress = {});
+[[nodiscard]] occ_report simulate_occ(const occ_options& o, const progress_callback& progress = {});
 
 /// {"scenario":"brooker-occ","seed":S,"trials":T,"sweep":[{"clients":N,"algorithm":"full",
 /// "calls":C,"time":T},…]} with means to 2 decimals. Ends with a newline.
-[[nodiscard]] STORMGUARD_EXPORT std::string to_json(const occ_report& report);
+[[nodiscard]] std::string to_json(const occ_report& report);
 
 /// `clients,algorithm,calls,time`, one row per point.
-[[nodiscard]] STORMGUARD_EXPORT std::string to_csv(const occ_report& report);
+[[nodiscard]] std::string to_csv(const occ_report& report);
 
 /// A header, the table (one row per client count: mean calls per algorithm, then mean time per
 /// algorithm), and lines comparing the algorithms at the largest client count.
-[[nodiscard]] STORMGUARD_EXPORT std::string format_table(const occ_report& report);
+[[nodiscard]] std::string format_table(const occ_report& report);
 
 }  // namespace stormguard::sim
 
-#endif  // STORMGUARD_SIM_OCC_HPP
+#endif  // STORMGUARD_APP_OCC_HPP

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "stormguard/sim/sweep.hpp"
+#include "app/sweep.hpp"
 
 #include <fmt/format.h>
 
@@ -7,9 +7,9 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "app/report.hpp"
 #include "stormguard/detail/format.hpp"
 #include "stormguard/duration_text.hpp"
-#include "stormguard/sim/report.hpp"
 #include "stormguard/sim/simulator.hpp"
 #include "stormguard_engine/json_writer.hpp"
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// stormguard/sim/plot.hpp: pictures of the simulator's reports, drawn by gnuplot
-// (http://www.gnuplot.info/; the Debian package gnuplot-nox, installed by scripts/bootstrap, has
-// the pngcairo and svg terminals used here).
+// app/plot.hpp (the application layer: not installed): pictures of the simulator's reports, drawn
+// by gnuplot (http://www.gnuplot.info/; the Debian package gnuplot-nox, installed by
+// scripts/bootstrap, has the pngcairo and svg terminals used here).
 //
 // Each gnuplot_script overload is a pure function of a report (it never runs the model: the report
 // carries what the plot needs): it returns a complete gnuplot program with the data inline
@@ -20,18 +20,17 @@
 //   auto format = stormguard::sim::plot_format_for("storm.png");          // plot_format::png
 //   std::ofstream("storm.gp") << stormguard::sim::gnuplot_script(report, *format, "storm.png");
 //   // then: gnuplot storm.gp
-#ifndef STORMGUARD_SIM_PLOT_HPP
-#define STORMGUARD_SIM_PLOT_HPP
+#ifndef STORMGUARD_APP_PLOT_HPP
+#define STORMGUARD_APP_PLOT_HPP
 
 #include <filesystem>
 #include <optional>
 #include <string>
 
-#include "stormguard/export.hpp"
-#include "stormguard/sim/layers.hpp"
-#include "stormguard/sim/occ.hpp"
+#include "app/layers.hpp"
+#include "app/occ.hpp"
+#include "app/sweep.hpp"
 #include "stormguard/sim/simulator.hpp"
-#include "stormguard/sim/sweep.hpp"
 
 namespace stormguard::sim {
 
@@ -40,38 +39,33 @@ enum class plot_format { png, svg };
 
 /// The format for a file name by its extension, ".png" or ".svg" (case-insensitive); nullopt for
 /// anything else.
-[[nodiscard]] STORMGUARD_EXPORT std::optional<plot_format> plot_format_for(
-    const std::filesystem::path& file);
+[[nodiscard]] std::optional<plot_format> plot_format_for(const std::filesystem::path& file);
 
 /// A time-series scenario: two panels over simulated time, attempts per second (top) and goodput
 /// per second (bottom), one line per strategy, in 100-ms bins (strategy_result::fine_series,
 /// scaled to per second) so that the waves of synchronised retries stay visible, with the demand
 /// (logical requests per second) and the server's capacity (workers ÷ service time, lower during
 /// a slow incident) as black lines; the incident is shaded.
-[[nodiscard]] STORMGUARD_EXPORT std::string gnuplot_script(const simulation_report& report,
-                                                           plot_format format,
-                                                           const std::string& output);
+[[nodiscard]] std::string gnuplot_script(const simulation_report& report, plot_format format,
+                                         const std::string& output);
 
 /// brooker-occ: the blog's two panels (mean calls and mean time against the client count, one
 /// line per algorithm), and a third panel with the writes reaching the server over time in one
 /// trial (exponential without jitter against full jitter, at the swept client count nearest to
 /// 100): the clusters of no-jitter backoff against the spread of full jitter, from
 /// occ_report::timelines.
-[[nodiscard]] STORMGUARD_EXPORT std::string gnuplot_script(const occ_report& report,
-                                                           plot_format format,
-                                                           const std::string& output);
+[[nodiscard]] std::string gnuplot_script(const occ_report& report, plot_format format,
+                                         const std::string& output);
 
 /// A load sweep: mean attempts per second after the incident (top) and the success ratio
 /// (bottom) against the load, one line per strategy.
-[[nodiscard]] STORMGUARD_EXPORT std::string gnuplot_script(const load_sweep_report& report,
-                                                           plot_format format,
-                                                           const std::string& output);
+[[nodiscard]] std::string gnuplot_script(const load_sweep_report& report, plot_format format,
+                                         const std::string& output);
 
 /// layers: the attempts at the bottom per top-level request for every row, on a log scale.
-[[nodiscard]] STORMGUARD_EXPORT std::string gnuplot_script(const layers_report& report,
-                                                           plot_format format,
-                                                           const std::string& output);
+[[nodiscard]] std::string gnuplot_script(const layers_report& report, plot_format format,
+                                         const std::string& output);
 
 }  // namespace stormguard::sim
 
-#endif  // STORMGUARD_SIM_PLOT_HPP
+#endif  // STORMGUARD_APP_PLOT_HPP

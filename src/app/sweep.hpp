@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// stormguard/sim/sweep.hpp: the load sweep, which finds for each strategy the demand above which a
-// system no longer recovers from its incident (the metastable region of Bronson et al.,
-// "Metastable Failures in Distributed Systems", HotOS 2021).
+// app/sweep.hpp (the application layer: not installed): the load sweep, which finds for each
+// strategy the demand above which a system no longer recovers from its incident (the metastable
+// region of Bronson et al., "Metastable Failures in Distributed Systems", HotOS 2021).
 //
 // The sweep runs the scenario once per load (requests_per_second = LO, LO + STEP, …, HI) and
 // strategy, in parallel (parallel.hpp), and records whether goodput recovered after the incident
@@ -12,15 +12,14 @@
 //                                             stormguard::sim::builtin_strategies(),
 //                                             {50, 350, 10});
 //   std::cout << stormguard::sim::format_table(report);
-#ifndef STORMGUARD_SIM_SWEEP_HPP
-#define STORMGUARD_SIM_SWEEP_HPP
+#ifndef STORMGUARD_APP_SWEEP_HPP
+#define STORMGUARD_APP_SWEEP_HPP
 
 #include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
-#include "stormguard/export.hpp"
 #include "stormguard/sim/parallel.hpp"
 #include "stormguard/sim/scenario.hpp"
 #include "stormguard/sim/simulator.hpp"
@@ -38,12 +37,12 @@ struct load_range {
 
 /// The range's problem as a sentence naming the part and the value ("load sweep step must be
 /// > 0, got 0"), or nullopt.
-[[nodiscard]] STORMGUARD_EXPORT std::optional<std::string> validate(const load_range& range);
+[[nodiscard]] std::optional<std::string> validate(const load_range& range);
 
 /// The loads of `range`, ascending: from + k · step rounded to 12 significant digits (so that
 /// 0.1:0.3:0.1 gives 0.1, 0.2, 0.3 and not 0.30000000000000004). Precondition: validate(range)
 /// is nullopt.
-[[nodiscard]] STORMGUARD_EXPORT std::vector<double> loads_of(const load_range& range);
+[[nodiscard]] std::vector<double> loads_of(const load_range& range);
 
 /// One run of the sweep.
 struct load_point {
@@ -91,32 +90,33 @@ struct load_sweep_report {
 /// (check_work) — blamed on the load range ("the load range reaches 1e9 req/s, where the run of
 /// \"none\" would make up to ... attempts ...; lower the end of the load range"), since the sweep
 /// sets requests_per_second. sweep_load checks this first.
-[[nodiscard]] STORMGUARD_EXPORT std::optional<std::string> check_sweep(
-    const scenario& s, std::span<const strategy> strategies, const load_range& range);
+[[nodiscard]] std::optional<std::string> check_sweep(const scenario& s,
+                                                     std::span<const strategy> strategies,
+                                                     const load_range& range);
 
 /// Runs `s` at every load of `range` with every strategy, on `threads` threads (0 = one per
 /// hardware thread); the report does not depend on the thread count (each run is a pure function
 /// of the scenario, seed included, and the strategy). Throws std::invalid_argument when the range
 /// is invalid, the scenario has no incident that ends within the simulated time (recovery is then
 /// undefined), or the scenario is invalid at some load (the message names the load).
-[[nodiscard]] STORMGUARD_EXPORT load_sweep_report
-sweep_load(const scenario& s, std::span<const strategy> strategies, const load_range& range,
-           unsigned threads = 0, const progress_callback& progress = {});
+[[nodiscard]] load_sweep_report sweep_load(const scenario& s, std::span<const strategy> strategies,
+                                           const load_range& range, unsigned threads = 0,
+                                           const progress_callback& progress = {});
 
 /// {"scenario":NAME,"seed":S,"sweep":[{"load":L,"strategy":NAME,"recovered":true,
 /// "recovery_s":X|null,"success_ratio":X|null,"incident_amplification":X|null,
 /// "after_attempt_rate":X},…],"limits":[{"strategy":NAME,"highest_stable_load":X|null,
 /// "lowest_unstable_load":X|null},…]}. Ends with a newline.
-[[nodiscard]] STORMGUARD_EXPORT std::string to_json(const load_sweep_report& report);
+[[nodiscard]] std::string to_json(const load_sweep_report& report);
 
 /// `load,strategy,recovered,recovery_s,success_ratio,incident_amplification,after_attempt_rate`,
 /// one row per point (empty cells for undefined values).
-[[nodiscard]] STORMGUARD_EXPORT std::string to_csv(const load_sweep_report& report);
+[[nodiscard]] std::string to_csv(const load_sweep_report& report);
 
 /// The scenario, a table of loads × strategies (recovery time or "never"), each strategy's
 /// stable region, and how much each "X+…" strategy widens it compared with X.
-[[nodiscard]] STORMGUARD_EXPORT std::string format_table(const load_sweep_report& report);
+[[nodiscard]] std::string format_table(const load_sweep_report& report);
 
 }  // namespace stormguard::sim
 
-#endif  // STORMGUARD_SIM_SWEEP_HPP
+#endif  // STORMGUARD_APP_SWEEP_HPP

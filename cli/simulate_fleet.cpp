@@ -182,50 +182,6 @@ std::string format_table(const sim::scenario& s, const std::vector<sweep_point>&
   return out;
 }
 
-std::string gnuplot_script(const sim::scenario& s, const std::vector<sweep_point>& points,
-                           std::size_t strategies, sim::plot_format format,
-                           const std::string& file) {
-  const auto quoted = [](std::string_view text) {
-    std::string q = "\"";
-    for (const char c : text) {
-      if (c == '"' || c == '\\') q += '\\';
-      if (static_cast<unsigned char>(c) >= 0x20) q += c;
-    }
-    return q + "\"";
-  };
-  std::string out = format == sim::plot_format::png
-                        ? "set terminal pngcairo size 1200,850 font ',10'\n"
-                        : "set terminal svg size 1200,850 font ',10' dynamic\n";
-  out += "set output " + quoted(file) + "\n";
-  for (std::size_t a = 0; a < strategies; ++a) {
-    out += fmt::format("$s{} << EOD\n", a);
-    for (std::size_t i = a; i < points.size(); i += strategies) {
-      out += fmt::format("{} {:.4f} {:.4f}\n", points[i].clients,
-                         points[i].amplification.value_or(0.0),
-                         points[i].incident_amplification.value_or(0.0));
-    }
-    out += "EOD\n";
-  }
-  out +=
-      "set grid\nset key outside right top\nset logscale x 10\nset offsets 0, 0, graph 0.05, "
-      "graph 0.05\n";
-  out += "set multiplot layout 2,1 title " +
-         quoted(fmt::format("{}: clients sweep, seed {}", s.name, s.seed)) + "\n";
-  const auto panel = [&](int column, const char* title) {
-    std::string p = fmt::format("set title '{}'\nset ylabel 'attempts / request'\nplot ", title);
-    for (std::size_t a = 0; a < strategies; ++a) {
-      p += fmt::format("{}$s{} using 1:{} with linespoints lt {} title {}", a == 0 ? "" : ", ", a,
-                       column, a % 8 + 1, quoted(points[a].strategy));
-    }
-    return p + "\n";
-  };
-  out += panel(3, "amplification during the incident");
-  out += "set xlabel 'clients (the same total load, each client rate / clients; log scale)'\n";
-  out += panel(2, "amplification over the whole run");
-  out += "unset multiplot\n";
-  return out;
-}
-
 }  // namespace
 
 void add_fleet_flags(CLI::App& sub, fleet_flags& f) {
@@ -383,7 +339,12 @@ int run_clients_sweep(const std::string& spec, const sim::scenario& scenario,
   std::fflush(stdout);
   if (!output.plot.empty()) {
     const auto format = sim::plot_format_for(output.plot);
-    if (auto error = run_gnuplot(gnuplot_script(scenario, points, k, *format, output.plot))) {
+    std::vector<sim::clients_sweep_point> lines;
+    lines.reserve(points.size());
+    for (const sweep_point& p : points) {
+      lines.push_back({p.clients, p.strategy, p.amplification, p.incident_amplification});
+    }
+    if (auto error = run_gnuplot(sim::gnuplot_script(scenario, lines, k, *format, output.plot))) {
       print_error(fmt::format("cannot draw the plot {}: {}", quote_value(output.plot), *error));
       return exit_failure;
     }

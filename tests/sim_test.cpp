@@ -9,6 +9,7 @@
 #include <fstream>
 #include <limits>
 #include <ostream>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -1427,6 +1428,62 @@ TEST(Plot, IdenticalSeriesAreNamedInTheKeyAndDrawnDistinctly) {
   EXPECT_NE(script.find("set linetype 2 lc rgb '#d62728' lw 1.5 dt 2 pt 2"), std::string::npos);
   EXPECT_NE(script.find("$d0 using 1:2 every 40::0 with points"), std::string::npos);
   EXPECT_NE(script.find("$d1 using 1:2 every 40::3 with points"), std::string::npos);
+}
+
+// Every built-in strategy (and one of the user's) gets its own colour and its own marker: a key
+// of 15 strategies with two red circles cannot be read.
+TEST(Plot, SixteenLinesDifferInColourAndInMarker) {
+  const std::vector<sim::strategy> strategies{strategy_named("none")};
+  const std::string script =
+      sim::gnuplot_script(sim::simulate(small_calm(), strategies), sim::plot_format::png, "x.png");
+  std::set<std::string> colours;
+  std::set<std::string> markers;
+  for (int lt = 1; lt <= sim::k_distinct_lines; ++lt) {
+    const std::string head = "set linetype " + std::to_string(lt) + " lc rgb '";
+    const std::size_t at = script.find(head);
+    ASSERT_NE(at, std::string::npos) << lt;
+    const std::size_t end = script.find('\n', at);
+    const std::string line = script.substr(at, end - at);
+    colours.insert(line.substr(head.size(), 7));
+    markers.insert(line.substr(line.find(" pt ")));
+  }
+  EXPECT_EQ(colours.size(), static_cast<std::size_t>(sim::k_distinct_lines));
+  EXPECT_EQ(markers.size(), static_cast<std::size_t>(sim::k_distinct_lines));
+  EXPECT_GE(sim::k_distinct_lines, static_cast<int>(sim::builtin_strategies().size()) + 1);
+}
+
+// The clients sweep's plot uses the same palette: strategy k is line type k + 1, never the
+// first's again before the sixteenth.
+TEST(Plot, ClientsSweepGivesEachStrategyItsOwnLineType) {
+  std::vector<sim::clients_sweep_point> points;
+  const auto builtins = sim::builtin_strategies();
+  for (int clients : {20, 200}) {
+    for (const sim::strategy& st : builtins) points.push_back({clients, st.name, 1.5, 2.0});
+  }
+  const std::string script =
+      sim::gnuplot_script(small_storm(), points, builtins.size(), sim::plot_format::svg, "x.svg");
+  EXPECT_NE(script.find("set linetype 16 lc rgb"), std::string::npos);
+  for (std::size_t a = 0; a < builtins.size(); ++a) {
+    EXPECT_NE(script.find("$s" + std::to_string(a) + " using 1:3 with linespoints lt " +
+                          std::to_string(a + 1) + " title '" + builtins[a].name + "'"),
+              std::string::npos)
+        << builtins[a].name;
+  }
+  EXPECT_NE(script.find("$s0 << EOD\n20 1.5000 2.0000\n200 1.5000 2.0000\nEOD\n"),
+            std::string::npos);
+}
+
+// A scenario with stalls exists for its tail: the table shows the p99.9 next to the p99; one
+// without stalls keeps its columns.
+TEST(Report, TheTableOfAScenarioWithStallsHasAP999Column) {
+  sim::scenario tail = *sim::builtin_scenario("tail-at-scale");
+  tail.length = std::chrono::seconds(5);
+  const std::vector<sim::strategy> strategies{strategy_named("none"), strategy_named("hedged")};
+  const std::string table = sim::format_table(sim::simulate(tail, strategies));
+  EXPECT_NE(table.find("p99 ok ms  p99.9 ok ms  recovery\n"), std::string::npos) << table;
+  EXPECT_NE(table.find("p99.9 ok ms = the same at p99.9"), std::string::npos);
+  const std::string calm = sim::format_table(sim::simulate(small_calm(), strategies));
+  EXPECT_EQ(calm.find("p99.9"), std::string::npos) << calm;
 }
 
 TEST(Plot, TimeSeriesShowsDemandCapacityAStrategyAtZeroAndAlignedPanels) {

@@ -21,7 +21,7 @@ namespace stormguard::sim {
 
 namespace {
 
-constexpr int k_colours = 12;
+constexpr int k_colours = k_distinct_lines;
 
 // A gnuplot string literal: single quotes, in which a single quote is written twice.
 std::string quoted(const std::string& text) {
@@ -45,15 +45,16 @@ std::string preamble(plot_format format, const std::string& output, int width, i
              : fmt::format("set terminal svg size {},{} dynamic font ',10'\n", width, height);
   out += "set output " + quoted(output) + "\n";
   out += "set grid lc rgb '#dddddd'\nset key outside right top\nset border 3\nset tics nomirror\n";
-  // A palette that tells the built-in strategies apart (k_colours lines, then it repeats).
-  const char* colours[k_colours] = {"#555555", "#d62728", "#ff7f0e", "#bcbd22",
-                                    "#1f77b4", "#9467bd", "#2ca02c", "#17becf",
-                                    "#8c564b", "#e377c2", "#000000", "#7f7f7f"};
+  // A palette that tells the built-in strategies apart (k_colours lines, then it repeats): no two
+  // lines share a colour, and no two a marker.
+  const char* colours[k_colours] = {
+      "#555555", "#d62728", "#ff7f0e", "#bcbd22", "#1f77b4", "#9467bd", "#2ca02c", "#17becf",
+      "#8c564b", "#e377c2", "#000000", "#7f7f7f", "#393b79", "#637939", "#ad494a", "#ce6dbd"};
   // Each line also has its own dash type and point marker, so that lines that coincide (two
   // strategies with the same series) still show both: the dashes of one between those of the
-  // other, and markers at different places.
-  constexpr int dashes[k_colours] = {1, 2, 3, 4, 5, 1, 2, 3, 4, 5, 1, 2};
-  constexpr int points[k_colours] = {1, 2, 4, 6, 8, 10, 12, 3, 5, 7, 9, 11};
+  // other, and markers at different places. gnuplot's markers 1-15 and 0 (a dot).
+  constexpr int dashes[k_colours] = {1, 2, 3, 4, 5, 1, 2, 3, 4, 5, 1, 2, 3, 4, 5, 1};
+  constexpr int points[k_colours] = {1, 2, 4, 6, 8, 10, 12, 3, 5, 7, 9, 11, 13, 14, 15, 0};
   for (int i = 0; i < k_colours; ++i) {
     out += fmt::format("set linetype {} lc rgb '{}' lw 1.5 dt {} pt {} ps 0.8\n", i + 1, colours[i],
                        dashes[i], points[i]);
@@ -372,6 +373,37 @@ std::string gnuplot_script(const layers_report& report, plot_format format,
                          static_cast<long>(std::pow(4.0, report.options.layers)))),
       lowest / 1.5);
   return out;
+}
+
+std::string gnuplot_script(const scenario& s, const std::vector<clients_sweep_point>& points,
+                           std::size_t strategies, plot_format format, const std::string& output) {
+  std::string out = preamble(format, output, 1200, 850);
+  for (std::size_t a = 0; a < strategies; ++a) {
+    out += fmt::format("$s{} << EOD\n", a);
+    for (std::size_t i = a; i < points.size(); i += strategies) {
+      out += fmt::format("{} {:.4f} {:.4f}\n", points[i].clients,
+                         points[i].amplification.value_or(0.0),
+                         points[i].incident_amplification.value_or(0.0));
+    }
+    out += "EOD\n";
+  }
+  out += "set logscale x 10\nset offsets 0, 0, graph 0.05, graph 0.05\n";
+  out += "set multiplot layout 2,1 title " +
+         quoted(fmt::format("{}: clients sweep, seed {}", s.name, s.seed)) + "\n";
+  const auto panel = [&](int column, const char* title) {
+    std::string p =
+        fmt::format("set title {}\nset ylabel 'attempts / request'\nplot ", quoted(title));
+    for (std::size_t a = 0; a < strategies && a < points.size(); ++a) {
+      p += fmt::format("{}$s{} using 1:{} with linespoints lt {} title {}", a == 0 ? "" : ", ", a,
+                       column, a % k_colours + 1, quoted(points[a].strategy));
+    }
+    return p + "\n";
+  };
+  out += k_aligned_margins;
+  out += panel(3, "amplification during the incident");
+  out += "set xlabel 'clients (the same total load, each client rate / clients; log scale)'\n";
+  out += panel(2, "amplification over the whole run");
+  return out + "unset multiplot\n";
 }
 
 }  // namespace stormguard::sim

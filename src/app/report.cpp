@@ -192,10 +192,13 @@ std::string table_rows(const simulation_report& report) {
   // that a long policy name from a file keeps the columns in line.
   std::size_t width = 13;
   for (const strategy_result& r : report.strategies) width = std::max(width, row_label(r).size());
-  const std::string row =
-      "{:<" + std::to_string(width) + "} {:>9} {:>9} {:>7} {:>9} {:>6} {:>8} {:>10} {:>9}\n";
+  // A scenario with stalls exists for its tail: the table shows the p99.9 beside the p99.
+  const bool tail = s.stall.has_value();
+  const std::string row = "{:<" + std::to_string(width) +
+                          "} {:>9} {:>9} {:>7} {:>9} {:>6} {:>8} {:>10}" +
+                          (tail ? " {:>12}" : "{}") + " {:>9}\n";
   out += fmt::format(fmt::runtime(row), "strategy", "requests", "attempts", "ampl.", "incident",
-                     "peak", "success", "p99 ok ms", "recovery");
+                     "peak", "success", "p99 ok ms", tail ? "p99.9 ok ms" : "", "recovery");
   for (const strategy_result& r : report.strategies) {
     const auto times = [](std::optional<double> x) {
       return x ? fmt::format("{:.2f}x", *x) : std::string("n/a");
@@ -203,20 +206,24 @@ std::string table_rows(const simulation_report& report) {
     const std::string incident = s.incident ? times(r.incident_amplification) : "-";
     const std::string success = r.success_ratio ? percent(*r.success_ratio) : "n/a";
     const std::string p99 = r.p99_latency_ms ? fmt::format("{:.1f}", *r.p99_latency_ms) : "-";
+    const std::string p999 = !tail               ? ""
+                             : r.p999_latency_ms ? fmt::format("{:.1f}", *r.p999_latency_ms)
+                                                 : "-";
     const std::string recovery = !s.incident              ? "-"
                                  : !r.recovery_measurable ? "n/a"
                                  : r.recovery_s           ? fmt::format("{:.0f} s", *r.recovery_s)
                                                           : "never";
     out += fmt::format(fmt::runtime(row), row_label(r), grouped(r.logical_requests),
                        grouped(r.attempts), times(r.amplification), incident,
-                       fmt::format("{:.1f}x", r.peak_load_ratio), success, p99, recovery);
+                       fmt::format("{:.1f}x", r.peak_load_ratio), success, p99, p999, recovery);
   }
   out +=
       "ampl. = attempts per logical request; incident = ampl. of the logical requests started "
       "during the incident; peak = the "
       "busiest second's attempts / demand; success = logical requests that succeeded; p99 ok ms "
-      "= p99 latency of successful requests only; recovery = incident end to 5 s of >= 95 % "
-      "goodput\n";
+      "= p99 latency of successful requests only; " +
+      std::string(tail ? "p99.9 ok ms = the same at p99.9; " : "") +
+      "recovery = incident end to 5 s of >= 95 % goodput\n";
 
   return out;
 }

@@ -9,6 +9,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "config/budget_fields.hpp"
 #include "config/fleet_json.hpp"
 #include "config/policy_json.hpp"
 #include "detail/strict_json.hpp"
@@ -42,25 +43,10 @@ void check_budget(const std::string& field, const Options& options) {
 template <class O>
 O read_budget_fields(const json& fields, const std::string& path) {
   std::vector<std::string_view> known{"kind"};
-  const O defaults{};
-  O::fields(defaults, [&](std::string_view name, const auto&, const auto&, const auto&) {
-    known.push_back(name);
-  });
+  for (std::string_view name : detail::budget_setting_names<O>()) known.push_back(name);
   sj::object_reader r(fields, path, known);
   O o;
-  O::fields(o, [&r](std::string_view name, auto& field, auto lo, auto hi) {
-    if (!r.has(name)) return;
-    using T = std::decay_t<decltype(field)>;
-    if constexpr (std::is_same_v<T, duration>) {
-      field = r.time_between(name, lo, hi);
-    } else if constexpr (std::is_same_v<T, double>) {
-      field = r.number_between(name, lo, hi);
-    } else {
-      static_assert(std::is_same_v<T, std::int64_t>,
-                    "a budget setting is a duration, double or int64");
-      field = r.integer(name, lo, hi);
-    }
-  });
+  detail::read_budget_settings(r, o);
   check_budget<typename O::budget_type>(path, o);
   return o;
 }

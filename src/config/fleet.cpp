@@ -5,7 +5,9 @@
 #include <string>
 #include <type_traits>
 #include <variant>
+#include <vector>
 
+#include "config/budget_fields.hpp"
 #include "config/fleet_json.hpp"
 #include "detail/strict_json.hpp"
 #include "stormguard/detail/redact.hpp"
@@ -122,19 +124,13 @@ std::optional<budget_options> read_fleet_budget(std::string_view kind, const jso
              "kept for the whole fleet), got kind " +
                  stormguard::detail::quote_for_message(kind));
   }
-  sj::object_reader r(fields, path, {"kind", "ratio", "window", "min_retries_per_second", "fleet"});
+  // A ratio budget's settings, and the fleet object.
+  std::vector<std::string_view> known{"kind"};
+  for (std::string_view name : budget_setting_names<ratio_budget_options>()) known.push_back(name);
+  known.push_back("fleet");
+  sj::object_reader r(fields, path, known);
   fleet_budget_options o;
-  ratio_budget_options::fields(o.ratio, [&r](std::string_view name, auto& field, auto lo, auto hi) {
-    if (!r.has(name)) return;
-    using T = std::decay_t<decltype(field)>;
-    if constexpr (std::is_same_v<T, duration>) {
-      field = r.time_between(name, lo, hi);
-    } else if constexpr (std::is_same_v<T, double>) {
-      field = r.number_between(name, lo, hi);
-    } else {
-      field = r.integer(name, lo, hi);
-    }
-  });
+  read_budget_settings(r, o.ratio);
   o.store = read_fleet_object(fields["fleet"], r.field("fleet"), o);
   try {
     fleet_budget budget(o);  // the library's own validation, as a backstop

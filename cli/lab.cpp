@@ -339,7 +339,8 @@ int write_results(const lab_options& o, const lab_run& r, const lab::lab_report&
   if (const int signal = g_signal.load(); signal != 0) return 128 + signal;
   if (!report.valid()) {
     print_error(
-        "the run is invalid: the lab's own sockets failed, or its fleet store did not serve it "
+        "the run is invalid: the lab's own sockets failed, its fleet store did not serve it, or a "
+        "worker process was killed "
         "(see the report)");
     return k_exit_invalid;
   }
@@ -387,6 +388,15 @@ int run_fleet_store(const lab_options& o, const lab_run& r) {
         "--fleet-store-restart-at needs --fleet-store-kill-at and a duration after it within the "
         "scenario, got " +
         detail::quote_for_message(o.fleet.restart_at));
+    return exit_usage;
+  }
+  if (!o.fleet.worker_kill_at.empty() &&
+      (o.fleet.processes < 2 || !parse_duration(o.fleet.worker_kill_at) ||
+       *parse_duration(o.fleet.worker_kill_at) >= r.scenario.length)) {
+    print_error(
+        "--fleet-worker-kill-at needs --processes 2 or more and a duration within the scenario, "
+        "got " +
+        detail::quote_for_message(o.fleet.worker_kill_at));
     return exit_usage;
   }
   if (o.fleet.store != "auto" && o.fleet.store.rfind("redis://", 0) != 0) {
@@ -600,6 +610,11 @@ command add_lab_command(CLI::App& parent) {
       *sub, "--fleet-store-restart-at", options->fleet.restart_at,
       "With --fleet-store-kill-at: start the redis-server again on the same port T into each "
       "run, empty (the budgets rejoin the fleet)",
+      "T"));
+  options->fleet_options.push_back(add_typed_option(
+      *sub, "--fleet-worker-kill-at", options->fleet.worker_kill_at,
+      "With --processes 2 or more: kill worker process 0 with SIGKILL T into each run (the run "
+      "is then reported invalid, exit 3: its part of the fleet is missing)",
       "T"));
   // The workers of --fleet-store (this executable again); not for users.
   sub->add_option("--fleet-worker", options->fleet.worker)->group("");

@@ -107,7 +107,13 @@ std::optional<child> spawn(const std::vector<std::string>& args, bool quiet_outp
 }
 
 // Reads the child's whole stdout, then reaps it; its exit status (-1 when killed).
-int finish(const child& c, std::string& out) {
+// How a worker ended: its exit status, or the signal that killed it.
+struct worker_end {
+  int exit_status = 0;  // when exited
+  int signal = 0;       // > 0: killed by this signal (exit_status is then meaningless)
+};
+
+worker_end finish(const child& c, std::string& out) {
   char buffer[8192];
   for (;;) {
     const ssize_t n = ::read(c.out, buffer, sizeof buffer);
@@ -123,7 +129,8 @@ int finish(const child& c, std::string& out) {
   int status = 0;
   while (::waitpid(c.pid, &status, 0) < 0 && errno == EINTR) {
   }
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  if (WIFSIGNALED(status)) return worker_end{0, WTERMSIG(status)};
+  return worker_end{WIFEXITED(status) ? WEXITSTATUS(status) : 1, 0};
 }
 
 std::uint16_t free_port() {
@@ -264,24 +271,49 @@ std::jthread kill_and_restart(auto_redis& redis, steady::time_point at,
   });
 }
 
-// Waits for every worker and reads its report into `reports`; the first problem ("" when none).
-std::string collect(const std::vector<child>& workers, std::vector<lab::part_report>& reports) {
+// What the workers of one run left: their reports, the first failure that ends the command
+// ("" when none), and the workers killed by a signal (their parts are missing: the run is
+// invalid, but the others' figures are still reported).
+struct collected {
+  std::vector<lab::part_report> reports;
   std::string error;
-  for (const child& w : workers) {
+  std::string killed;  // "worker 1/4 was killed by signal 9 (Killed)", joined by "; "
+};
+
+// Waits for every worker (worker k of `workers.size()`) and reads its report.
+collected collect(const std::vector<child>& workers) {
+  collected c;
+  for (std::size_t k = 0; k < workers.size(); ++k) {
     std::string out;
-    const int status = finish(w, out);
-    if (status != 0 && error.empty()) {
-      error = "a worker process failed (exit status " + std::to_string(status) + ")";
-    }
-    if (status == 0) {
+    const worker_end end = finish(workers[k], out);
+    const std::string name = fmt::format("worker {}/{}", k, workers.size());
+    if (end.signal > 0) {
+      c.killed += fmt::format("{}{} was killed by signal {} ({})", c.killed.empty() ? "" : "; ",
+                              name, end.signal, ::strsignal(end.signal));
+    } else if (end.exit_status != 0) {
+      if (c.error.empty()) {
+        c.error = fmt::format("{} failed with exit status {} (its message is above)", name,
+                              end.exit_status);
+      }
+    } else {
       try {
-        reports.push_back(lab::part_report_from_json(out));
+        c.reports.push_back(lab::part_report_from_json(out));
       } catch (const std::invalid_argument& e) {
-        if (error.empty()) error = e.what();
+        if (c.error.empty()) c.error = e.what();
       }
     }
   }
-  return error;
+  return c;
+}
+
+// Kills worker 0 with SIGKILL at `at` (--fleet-worker-kill-at), unless the run ends first.
+std::jthread kill_worker(pid_t pid, steady::time_point at) {
+  return std::jthread([pid, at](std::stop_token token) {
+    while (!token.stop_requested() && steady::now() < at) std::this_thread::sleep_for(10ms);
+    if (token.stop_requested()) return;
+    report_log("lab", "killing worker 0 (--fleet-worker-kill-at)");
+    ::kill(pid, SIGKILL);
+  });
 }
 
 // One line on stderr with the workers' syncer counts, when they used a store.
@@ -382,12 +414,19 @@ outcome<lab::lab_report, std::string> run_lab_fleet_store(const lab_fleet_store_
       killer = kill_and_restart(*redis, start + *kill_at,
                                 restart_at ? std::optional(start + *restart_at) : std::nullopt);
     }
-    std::vector<lab::part_report> reports;
-    const std::string error = collect(workers, reports);
-    if (killer.joinable()) {
-      killer.request_stop();
-      killer.join();
+    std::jthread worker_killer;
+    if (const std::optional<duration> at = kill_time(o.worker_kill_at)) {
+      worker_killer = kill_worker(workers.front().pid, start + *at);
     }
+    collected done = collect(workers);
+    for (std::jthread* t : {&killer, &worker_killer}) {
+      if (t->joinable()) {
+        t->request_stop();
+        t->join();
+      }
+    }
+    const std::string& error = done.error;
+    std::vector<lab::part_report>& reports = done.reports;
     const lab::server_stats st = srv->stats();
     srv->stop();
     if (!error.empty()) return failure{error};
@@ -401,8 +440,17 @@ outcome<lab::lab_report, std::string> run_lab_fleet_store(const lab_fleet_store_
     for (const lab::part_report& p : reports) parts.push_back(p.result);
     sim::strategy_result merged = lab::merge_parts(s, parts, st);
     merged.name = strategies[i].name;
-    // Invalid when a worker's own sockets or the server's failed, as in the one-process lab.
+    // Invalid when a worker's own sockets or the server's failed, as in the one-process lab, and
+    // when a worker was killed: its part of the fleet is missing from the lab's column.
     std::string invalid = lab::parts_invalid_reason(reports, st);
+    if (!done.killed.empty()) {
+      invalid += (invalid.empty() ? "" : "; ") + done.killed +
+                 fmt::format(
+                     ": the lab's column holds {} of {} parts of the fleet, and the "
+                     "killed worker's budget claims came back only after the store's "
+                     "heartbeat",
+                     reports.size(), workers.size());
+    }
     // A store that never served the run, unless it was stopped on purpose (the experiment).
     if (const std::string why = kill_at ? std::string() : store_reason(reports, url, !!redis, s);
         !why.empty()) {

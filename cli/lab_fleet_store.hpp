@@ -29,14 +29,15 @@ namespace stormguard::cli {
 
 /// The options of a lab run on a real fleet store.
 struct lab_fleet_store_options {
-  std::string store;          ///< --fleet-store: redis://... or "auto"
-  int processes = 1;          ///< --processes, in [1, 64]
-  std::string kill_at;        ///< --fleet-store-kill-at (a duration), or empty
-  std::string restart_at;     ///< --fleet-store-restart-at (a duration after kill_at), or empty
-  std::string worker;         ///< hidden --fleet-worker K/P: this process is a worker
-  std::string server_url;     ///< hidden --fleet-server
-  std::int64_t start_ns = 0;  ///< hidden --fleet-start (steady clock, ns since its epoch)
-  std::string key;            ///< hidden --fleet-key
+  std::string store;           ///< --fleet-store: redis://... or "auto"
+  int processes = 1;           ///< --processes, in [1, 64]
+  std::string kill_at;         ///< --fleet-store-kill-at (a duration), or empty
+  std::string restart_at;      ///< --fleet-store-restart-at (a duration after kill_at), or empty
+  std::string worker_kill_at;  ///< --fleet-worker-kill-at (a duration): SIGKILL worker 0, or empty
+  std::string worker;          ///< hidden --fleet-worker K/P: this process is a worker
+  std::string server_url;      ///< hidden --fleet-server
+  std::int64_t start_ns = 0;   ///< hidden --fleet-start (steady clock, ns since its epoch)
+  std::string key;             ///< hidden --fleet-key
   /// The worker's command line before its own options: the executable, "lab", the scenario,
   /// --scale, and each --policy (set by lab.cpp).
   std::vector<std::string> worker_base;

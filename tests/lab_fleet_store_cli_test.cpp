@@ -144,6 +144,32 @@ TEST_F(LabFleetStoreCli, RedisKilledAndRestartedMidRunIsRejoinedByEveryProcess) 
 // A worker whose connects all fail (no server at its --fleet-server address) reports its
 // transport failures to the parent (lab::part_report: the parent then calls the run invalid and
 // exits 3, as the one-process lab does), and its syncers' failures on a Redis that is not there.
+// A worker killed by a signal (SIGKILL 3 s in, --fleet-worker-kill-at): the run completes with
+// the other worker, and the report says it is invalid, naming the worker and the signal (exit
+// 3); before, lab exited 1 with "a worker process failed (exit status -1)" and no report.
+TEST_F(LabFleetStoreCli, AWorkerKilledBySignalMakesTheRunInvalidAndNamesTheSignal) {
+  run_result r;
+  const nlohmann::json j = [&] {
+    r = run_cli("lab '" + file_ +
+                "' --scale 1 -s full+fleet --fleet-store auto --json --processes 2 "
+                "--fleet-worker-kill-at 3s");
+    return r.out.empty() ? nlohmann::json() : nlohmann::json::parse(r.out);
+  }();
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  ASSERT_TRUE(j.contains("strategies")) << r.out << r.err;
+  const nlohmann::json& run = j.at("strategies").at(0);
+  EXPECT_FALSE(run.at("valid").get<bool>());
+  const std::string why = run.at("invalid_reason").get<std::string>();
+  EXPECT_NE(why.find("worker 0/2 was killed by signal 9"), std::string::npos) << why;
+  EXPECT_NE(why.find("1 of 2 parts"), std::string::npos) << why;
+  // The surviving worker's half of the fleet is still reported.
+  const double lab = run.at("lab").at("logical_requests").get<double>();
+  const double sim = run.at("sim").at("logical_requests").get<double>();
+  EXPECT_GT(lab, 0.3 * sim);
+  EXPECT_LT(lab, 0.7 * sim);
+  EXPECT_NE(r.err.find("killing worker 0"), std::string::npos) << r.err;
+}
+
 TEST_F(LabFleetStoreCli, AWorkerReportsItsOwnTransportFailures) {
   const fs::path two = fs::temp_directory_path() /
                        ("stormguard-lab-fleet-short-" + std::to_string(getpid()) + ".json");
@@ -184,6 +210,12 @@ TEST_F(LabFleetStoreCli, AWorkerReportsItsOwnTransportFailures) {
 TEST_F(LabFleetStoreCli, BadFleetOptionsExitTwo) {
   const std::string base = "lab '" + file_ + "' --scale 1 -s full+fleet ";
   EXPECT_EQ(run_cli(base + "--fleet-store auto --processes 0").exit_code, 2);
+  // --fleet-worker-kill-at needs a second worker and a time within the scenario.
+  EXPECT_EQ(run_cli(base + "--fleet-store auto --fleet-worker-kill-at 3s").exit_code, 2);
+  EXPECT_EQ(run_cli(base + "--fleet-store auto --processes 2 --fleet-worker-kill-at 11s").exit_code,
+            2);
+  EXPECT_EQ(
+      run_cli(base + "--fleet-store auto --processes 2 --fleet-worker-kill-at soon").exit_code, 2);
   EXPECT_EQ(run_cli(base + "--fleet-store auto --processes 65").exit_code, 2);
   const run_result url = run_cli(base + "--fleet-store http://u:hunter2@h");
   EXPECT_EQ(url.exit_code, 2);

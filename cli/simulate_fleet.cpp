@@ -11,11 +11,11 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <variant>
 
 #include "app/plot.hpp"
+#include "app/sweep.hpp"
 #include "command.hpp"
 #include "gnuplot.hpp"
 #include "numbers.hpp"
@@ -101,85 +101,6 @@ std::optional<std::vector<int>> parse_sizes(const std::string& spec) {
     from = comma + 1;
   }
   return sizes;
-}
-
-struct sweep_point {
-  int clients = 0;
-  std::string strategy;
-  std::optional<double> amplification;
-  std::optional<double> incident_amplification;
-  std::optional<double> success_ratio;
-  std::optional<double> recovery_s;
-  bool recovery_measurable = false;
-};
-
-// A figure rounded to `decimals` decimals as the table prints it ("1.0386"), or null: the same
-// value as the table's, written by nlohmann::json in its shortest form ("1.0" for 1.0000).
-nlohmann::json rounded_or_null(const std::optional<double>& v, int decimals) {
-  if (!v) return nullptr;
-  return std::strtod(fmt::format("{:.{}f}", *v, decimals).c_str(), nullptr);
-}
-
-std::string to_json(const std::vector<sweep_point>& points) {
-  nlohmann::ordered_json sweep = nlohmann::ordered_json::array();
-  for (const sweep_point& p : points) {
-    sweep.push_back({{"clients", p.clients},
-                     {"strategy", p.strategy},
-                     {"amplification", rounded_or_null(p.amplification, 4)},
-                     {"incident_amplification", rounded_or_null(p.incident_amplification, 4)},
-                     {"success_ratio", rounded_or_null(p.success_ratio, 4)},
-                     {"recovery_s", rounded_or_null(p.recovery_s, 1)}});
-  }
-  // Compact, bad UTF-8 as U+FFFD: as every JSON output of the libraries is written.
-  return nlohmann::ordered_json{{"sweep", std::move(sweep)}}.dump(
-             -1, ' ', false, nlohmann::json::error_handler_t::replace) +
-         "\n";
-}
-
-std::string to_csv(const std::vector<sweep_point>& points) {
-  std::string out =
-      "clients,strategy,amplification,incident_amplification,success_ratio,recovery_s\n";
-  const auto cell = [](const std::optional<double>& v, int d) {
-    return v ? fmt::format("{:.{}f}", *v, d) : std::string();
-  };
-  for (const sweep_point& p : points) {
-    out += fmt::format("{},{},{},{},{},{}\n", p.clients, p.strategy, cell(p.amplification, 4),
-                       cell(p.incident_amplification, 4), cell(p.success_ratio, 4),
-                       cell(p.recovery_s, 1));
-  }
-  return out;
-}
-
-std::string format_table(const sim::scenario& s, const std::vector<sweep_point>& points,
-                         std::size_t strategies) {
-  std::string out = fmt::format(
-      "{}: clients sweep, seed {} ({} logical req/s shared by the fleet; each client rate/N)\n\n",
-      detail::escape_control(s.name), s.seed,
-      detail::format_grouped(static_cast<std::int64_t>(std::llround(s.requests_per_second))));
-  out += fmt::format("{:<16} {:>8} {:>13} {:>9} {:>8} {:>9}\n", "strategy", "clients",
-                     "amplification", "incident", "success", "recovery");
-  const auto times = [](const std::optional<double>& v) {
-    return v ? fmt::format("{:.2f}x", *v) : std::string("-");
-  };
-  // Grouped by strategy, sizes ascending as given.
-  const std::size_t sizes = strategies == 0 ? 0 : points.size() / strategies;
-  for (std::size_t a = 0; a < strategies; ++a) {
-    for (std::size_t k = 0; k < sizes; ++k) {
-      const sweep_point& p = points[k * strategies + a];
-      const std::string recovery = !s.incident              ? "-"
-                                   : !p.recovery_measurable ? "n/a"
-                                   : p.recovery_s           ? fmt::format("{:.0f} s", *p.recovery_s)
-                                                            : "never";
-      out += fmt::format(
-          "{:<16} {:>8} {:>13} {:>9} {:>8} {:>9}\n", p.strategy, detail::format_grouped(p.clients),
-          times(p.amplification), s.incident ? times(p.incident_amplification) : "-",
-          p.success_ratio ? fmt::format("{:.1f} %", *p.success_ratio * 100) : "-", recovery);
-    }
-  }
-  out +=
-      "\namplification = attempts / logical requests; incident = the same for requests that "
-      "started during the incident; recovery = incident end to 5 s of >= 95 % success\n";
-  return out;
 }
 
 }  // namespace
@@ -308,43 +229,27 @@ int run_clients_sweep(const std::string& spec, const sim::scenario& scenario,
     print_error(problem->message);
     return exit_usage;
   }
-  const std::size_t k = strategies.size();
-  std::vector<sweep_point> points(sizes->size() * k);
   progress_bar bar(detail::escape_control(scenario.name) + " clients sweep");
+  sim::clients_sweep_report report;
   try {
-    sim::parallel_for(
-        points.size(), sim::parallel_runs(scenario, threads, points.size()),
-        [&](std::size_t i) {
-          sim::scenario s = scenario;
-          s.clients = (*sizes)[i / k];
-          const sim::strategy_result r = sim::simulate(s, strategies[i % k]);
-          points[i] = sweep_point{
-              s.clients,       r.name,       r.amplification,      r.incident_amplification,
-              r.success_ratio, r.recovery_s, r.recovery_measurable};
-        },
-        bar.callback());
+    report = sim::sweep_clients(scenario, strategies, *sizes, threads, bar.callback());
   } catch (const std::bad_alloc&) {
     print_error("out of memory during the clients sweep");
     return exit_failure;
   }
   if (!output.csv_dir.empty() &&
       !write_text_file("simulate", output.csv_dir / csv_file_name(scenario.name, "-clients.csv"),
-                       to_csv(points))) {
+                       sim::to_csv(report))) {
     return exit_failure;
   }
-  if (!write_all(stdout, output.json ? to_json(points) : format_table(scenario, points, k))) {
+  if (!write_all(stdout, output.json ? sim::to_json(report) : sim::format_table(report))) {
     print_error(fmt::format("cannot write to standard output: {}", errno_text(errno)));
     return exit_failure;
   }
   std::fflush(stdout);
   if (!output.plot.empty()) {
     const auto format = sim::plot_format_for(output.plot);
-    std::vector<sim::clients_sweep_point> lines;
-    lines.reserve(points.size());
-    for (const sweep_point& p : points) {
-      lines.push_back({p.clients, p.strategy, p.amplification, p.incident_amplification});
-    }
-    if (auto error = run_gnuplot(sim::gnuplot_script(scenario, lines, k, *format, output.plot))) {
+    if (auto error = run_gnuplot(sim::gnuplot_script(report, *format, output.plot))) {
       print_error(fmt::format("cannot draw the plot {}: {}", quote_value(output.plot), *error));
       return exit_failure;
     }

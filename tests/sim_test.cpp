@@ -1455,13 +1455,15 @@ TEST(Plot, SixteenLinesDifferInColourAndInMarker) {
 // The clients sweep's plot uses the same palette: strategy k is line type k + 1, never the
 // first's again before the sixteenth.
 TEST(Plot, ClientsSweepGivesEachStrategyItsOwnLineType) {
-  std::vector<sim::clients_sweep_point> points;
+  sim::clients_sweep_report report{small_storm(), {20, 200}, {}, {}};
   const auto builtins = sim::builtin_strategies();
-  for (int clients : {20, 200}) {
-    for (const sim::strategy& st : builtins) points.push_back({clients, st.name, 1.5, 2.0});
+  for (const sim::strategy& st : builtins) report.strategies.push_back(st.name);
+  for (int clients : report.sizes) {
+    for (const sim::strategy& st : builtins) {
+      report.points.push_back({clients, st.name, 1.5, 2.0, 1.0, 3.0, true});
+    }
   }
-  const std::string script =
-      sim::gnuplot_script(small_storm(), points, builtins.size(), sim::plot_format::svg, "x.svg");
+  const std::string script = sim::gnuplot_script(report, sim::plot_format::svg, "x.svg");
   EXPECT_NE(script.find("set linetype 16 lc rgb"), std::string::npos);
   for (std::size_t a = 0; a < builtins.size(); ++a) {
     EXPECT_NE(script.find("$s" + std::to_string(a) + " using 1:3 with linespoints lt " +

@@ -331,8 +331,8 @@ TEST_F(SimulateCli, OptionsThatDoNotApplyAreUsageErrors) {
 TEST_F(SimulateCli, ClientsSweepSpreadsTheLoadOverEachFleetSize) {
   const auto r = run_cli("simulate --sweep clients=1,2000 -s full+budget,full+fleet --json", false);
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_EQ(r.output.rfind("{\"sweep\":[{\"clients\":1,\"strategy\":\"full+budget\","
-                           "\"amplification\":1.0386",
+  EXPECT_EQ(r.output.rfind("{\"scenario\":\"friday-night\",\"seed\":42,\"sweep\":[{\"clients\":1,"
+                           "\"strategy\":\"full+budget\",\"amplification\":1.0386",
                            0),
             0u)
       << r.output;

@@ -375,8 +375,11 @@ std::string gnuplot_script(const layers_report& report, plot_format format,
   return out;
 }
 
-std::string gnuplot_script(const scenario& s, const std::vector<clients_sweep_point>& points,
-                           std::size_t strategies, plot_format format, const std::string& output) {
+std::string gnuplot_script(const clients_sweep_report& report, plot_format format,
+                           const std::string& output) {
+  const scenario& s = report.scenario;
+  const std::vector<clients_point>& points = report.points;
+  const std::size_t strategies = report.strategies.size();
   std::string out = preamble(format, output, 1200, 850);
   for (std::size_t a = 0; a < strategies; ++a) {
     out += fmt::format("$s{} << EOD\n", a);

@@ -67,22 +67,9 @@ enum class plot_format { png, svg };
 [[nodiscard]] std::string gnuplot_script(const layers_report& report, plot_format format,
                                          const std::string& output);
 
-/// One strategy at one fleet size of a clients sweep (`simulate --sweep clients=...`): the
-/// amplification over the run and during the incident (nullopt: no value, drawn as 0).
-struct clients_sweep_point {
-  int clients = 0;
-  std::string strategy;
-  std::optional<double> amplification;
-  std::optional<double> incident_amplification;
-};
-
 /// The clients sweep as two panels (during the incident, over the whole run), one line per
-/// strategy with the palette of every other plot: `points` holds, for each fleet size in turn,
-/// one point per strategy in the same order (`strategies` of them). Every strategy of a report
-/// (up to k_distinct_lines) has its own colour and marker.
-[[nodiscard]] std::string gnuplot_script(const scenario& s,
-                                         const std::vector<clients_sweep_point>& points,
-                                         std::size_t strategies, plot_format format,
+/// strategy with the palette of every other plot (a missing figure is drawn as 0).
+[[nodiscard]] std::string gnuplot_script(const clients_sweep_report& report, plot_format format,
                                          const std::string& output);
 
 /// The lines a plot tells apart, each by its own colour and marker (and dash type); the 15

@@ -5,11 +5,15 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdint>
+#include <span>
 #include <stdexcept>
+#include <vector>
 
 #include "app/report.hpp"
 #include "stormguard/detail/format.hpp"
 #include "stormguard/duration_text.hpp"
+#include "stormguard/sim/parallel.hpp"
 #include "stormguard/sim/simulator.hpp"
 #include "stormguard_engine/json_writer.hpp"
 
@@ -229,6 +233,83 @@ std::string format_table(const load_sweep_report& report) {
                          b > 0 ? fmt::format(" ({:.2f}x)", a / b) : std::string());
     }
   }
+  return out;
+}
+
+clients_sweep_report sweep_clients(const scenario& s, std::span<const strategy> strategies,
+                                   const std::vector<int>& sizes, unsigned threads,
+                                   const progress_callback& progress) {
+  clients_sweep_report report{s, sizes, {}, {}};
+  for (const strategy& st : strategies) report.strategies.push_back(st.name);
+  const std::size_t k = strategies.size();
+  report.points.resize(sizes.size() * k);
+  parallel_for(
+      report.points.size(), parallel_runs(s, threads, report.points.size()),
+      [&](std::size_t i) {
+        scenario at = s;
+        at.clients = sizes[i / k];
+        const strategy_result r = simulate(at, strategies[i % k]);
+        report.points[i] = clients_point{
+            at.clients,      r.name,       r.amplification,      r.incident_amplification,
+            r.success_ratio, r.recovery_s, r.recovery_measurable};
+      },
+      progress);
+  return report;
+}
+
+std::string to_json(const clients_sweep_report& report) {
+  engine::json_writer w;
+  w.begin_report(report.scenario.name, report.scenario.seed).key("sweep").begin_array();
+  for (const clients_point& p : report.points) {
+    w.begin_object().field("clients", static_cast<std::int64_t>(p.clients));
+    w.field("strategy", p.strategy).fixed("amplification", p.amplification, 4);
+    w.fixed("incident_amplification", p.incident_amplification, 4);
+    w.fixed("success_ratio", p.success_ratio, 4).fixed("recovery_s", p.recovery_s, 1);
+    w.end_object();
+  }
+  return std::move(w.end_array().end_object()).line();
+}
+
+std::string to_csv(const clients_sweep_report& report) {
+  std::string out =
+      "clients,strategy,amplification,incident_amplification,success_ratio,recovery_s\n";
+  for (const clients_point& p : report.points) {
+    out += fmt::format("{},{},{},{},{},{}\n", p.clients, p.strategy, cell(p.amplification, 4),
+                       cell(p.incident_amplification, 4), cell(p.success_ratio, 4),
+                       cell(p.recovery_s, 1));
+  }
+  return out;
+}
+
+std::string format_table(const clients_sweep_report& report) {
+  const scenario& s = report.scenario;
+  std::string out = fmt::format(
+      "{}: clients sweep, seed {} ({} logical req/s shared by the fleet; each client rate/N)\n\n",
+      detail::escape_control(s.name), s.seed,
+      detail::format_grouped(static_cast<std::int64_t>(std::llround(s.requests_per_second))));
+  out += fmt::format("{:<16} {:>8} {:>13} {:>9} {:>8} {:>9}\n", "strategy", "clients",
+                     "amplification", "incident", "success", "recovery");
+  const auto times = [](const std::optional<double>& v) {
+    return v ? fmt::format("{:.2f}x", *v) : std::string("-");
+  };
+  // Grouped by strategy, sizes ascending as given.
+  const std::size_t strategies = report.strategies.size();
+  for (std::size_t a = 0; a < strategies; ++a) {
+    for (std::size_t k = 0; k < report.sizes.size(); ++k) {
+      const clients_point& p = report.points[k * strategies + a];
+      const std::string recovery = !s.incident              ? "-"
+                                   : !p.recovery_measurable ? "n/a"
+                                   : p.recovery_s           ? fmt::format("{:.0f} s", *p.recovery_s)
+                                                            : "never";
+      out += fmt::format(
+          "{:<16} {:>8} {:>13} {:>9} {:>8} {:>9}\n", p.strategy, detail::format_grouped(p.clients),
+          times(p.amplification), s.incident ? times(p.incident_amplification) : "-",
+          p.success_ratio ? fmt::format("{:.1f} %", *p.success_ratio * 100) : "-", recovery);
+    }
+  }
+  out +=
+      "\namplification = attempts / logical requests; incident = the same for requests that "
+      "started during the incident; recovery = incident end to 5 s of >= 95 % success\n";
   return out;
 }
 

@@ -117,6 +117,48 @@ struct load_sweep_report {
 /// stable region, and how much each "X+…" strategy widens it compared with X.
 [[nodiscard]] std::string format_table(const load_sweep_report& report);
 
+/// One strategy at one fleet size of a clients sweep: the strategy's figures with the
+/// scenario's load spread over `clients` clients (each rate / clients).
+struct clients_point {
+  int clients = 0;                               ///< the fleet size
+  std::string strategy;                          ///< the strategy's name
+  std::optional<double> amplification;           ///< strategy_result::amplification
+  std::optional<double> incident_amplification;  ///< strategy_result::incident_amplification
+  std::optional<double> success_ratio;           ///< strategy_result::success_ratio
+  std::optional<double> recovery_s;              ///< strategy_result::recovery_s
+  bool recovery_measurable = false;              ///< strategy_result::recovery_measurable
+};
+
+/// A clients sweep (`simulate --sweep clients=...`): for each fleet size in the order given, one
+/// point per strategy in the order given.
+struct clients_sweep_report {
+  sim::scenario scenario;               ///< the scenario as given (its clients are replaced)
+  std::vector<int> sizes;               ///< the fleet sizes, in the order given
+  std::vector<std::string> strategies;  ///< the strategies' names, in the order given
+  std::vector<clients_point> points;    ///< size-major: points[k * strategies.size() + a]
+};
+
+/// Runs `s` at every fleet size of `sizes` (each in [1, 100000]) with every strategy, on
+/// parallel_runs(s, threads, runs) threads; the report does not depend on the thread count.
+/// `progress` is told as each run ends. Throws what simulate throws (an invalid scenario) and
+/// std::bad_alloc.
+[[nodiscard]] clients_sweep_report sweep_clients(const scenario& s,
+                                                 std::span<const strategy> strategies,
+                                                 const std::vector<int>& sizes, unsigned threads,
+                                                 const progress_callback& progress = {});
+
+/// The clients sweep as JSON: {"scenario", "seed", "sweep": [{"clients", "strategy",
+/// "amplification", "incident_amplification", "success_ratio", "recovery_s"}...]}, ratios with 4
+/// decimals and seconds with 1, as the table rounds them (null: no value). Ends with a newline.
+[[nodiscard]] std::string to_json(const clients_sweep_report& report);
+
+/// One CSV row per point (clients,strategy,amplification,incident_amplification,success_ratio,
+/// recovery_s), with the JSON's decimals; an empty cell where the JSON has null.
+[[nodiscard]] std::string to_csv(const clients_sweep_report& report);
+
+/// The table: one row per strategy and fleet size, grouped by strategy, with a legend.
+[[nodiscard]] std::string format_table(const clients_sweep_report& report);
+
 }  // namespace stormguard::sim
 
 #endif  // STORMGUARD_APP_SWEEP_HPP

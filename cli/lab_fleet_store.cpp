@@ -350,6 +350,39 @@ std::string store_reason(const std::vector<lab::part_report>& reports, const std
   return lab::parts_store_reason(reports, name, s.length);
 }
 
+// Starts the --processes workers of one strategy's run (this executable again, with the hidden
+// --fleet-worker options); the store's URL reaches them in the environment, never in their
+// arguments. If one cannot start, those started are stopped and the error says why.
+outcome<std::vector<child>, std::string> start_workers(
+    const lab_fleet_store_options& o, const std::string& strategy, const std::string& server_url,
+    steady::time_point start, bool auto_store, const std::string& url, const std::string& key) {
+  std::vector<child> workers;
+  for (int k = 0; k < o.processes; ++k) {
+    std::vector<std::string> args = o.worker_base;
+    for (const std::string& a :
+         {std::string("--strategy"), strategy, std::string("--fleet-worker"),
+          std::to_string(k) + "/" + std::to_string(o.processes), std::string("--fleet-server"),
+          server_url, std::string("--fleet-start"),
+          std::to_string(
+              std::chrono::duration_cast<std::chrono::nanoseconds>(start.time_since_epoch())
+                  .count()),
+          std::string("--fleet-store"), std::string(auto_store ? k_auto_from_env : k_user_from_env),
+          std::string("--fleet-key"), key}) {
+      args.push_back(a);
+    }
+    auto c = spawn(args, false, environment_with(k_store_env, url));  // "-": the URL is there
+    if (!c) {
+      const std::string why = std::strerror(errno);
+      for (const child& w : workers) ::kill(w.pid, SIGTERM);
+      std::string ignored;
+      for (const child& w : workers) (void)finish(w, ignored);
+      return failure{"cannot start a worker process: " + why};
+    }
+    workers.push_back(*c);
+  }
+  return workers;
+}
+
 }  // namespace
 
 bool wants_fleet_store(const lab_fleet_store_options& o) noexcept {
@@ -384,29 +417,10 @@ outcome<lab::lab_report, std::string> run_lab_fleet_store(const lab_fleet_store_
     const steady::time_point start = steady::now() + 1500ms;
     const std::string key =
         "stormguard-lab-" + std::to_string(::getpid()) + "-" + std::to_string(i);
-    std::vector<child> workers;
-    for (int k = 0; k < o.processes; ++k) {
-      std::vector<std::string> args = o.worker_base;
-      for (const std::string& a :
-           {std::string("--strategy"), strategies[i].name, std::string("--fleet-worker"),
-            std::to_string(k) + "/" + std::to_string(o.processes), std::string("--fleet-server"),
-            srv->url(), std::string("--fleet-start"),
-            std::to_string(
-                std::chrono::duration_cast<std::chrono::nanoseconds>(start.time_since_epoch())
-                    .count()),
-            std::string("--fleet-store"), std::string(redis ? k_auto_from_env : k_user_from_env),
-            std::string("--fleet-key"), key}) {
-        args.push_back(a);
-      }
-      auto c = spawn(args, false, environment_with(k_store_env, url));  // "-": the URL is there
-      if (!c) {
-        for (const child& w : workers) ::kill(w.pid, SIGTERM);
-        std::string ignored;
-        for (const child& w : workers) (void)finish(w, ignored);
-        return failure{"cannot start a worker process: " + std::string(std::strerror(errno))};
-      }
-      workers.push_back(*c);
-    }
+    auto spawned =
+        start_workers(o, strategies[i].name, srv->url(), start, redis != nullptr, url, key);
+    if (!spawned) return failure{spawned.error()};
+    const std::vector<child> workers = *std::move(spawned);
     std::this_thread::sleep_until(start);
     srv->start_clock();
     std::jthread killer;

@@ -321,13 +321,37 @@ class recording_observer final : public sg::guard_observer {
 
 sg::stored_response charged() { return {201, {{"Content-Type", "application/json"}}, "{}"}; }
 
-TEST(PrincipalDigest, IsHmacSha256UnderTheKeyOrSha256WithoutOne) {
-  // RFC 4231 test case 2: HMAC-SHA-256(key "Jefe", "what do ya want for nothing?").
+TEST(PrincipalDigest, IsPrefixedDomainSeparatedHmacSha256UnderTheKeyOrSha256WithoutOne) {
+  // Python's hmac/hashlib over "stormguard principal v1" NUL + the principal.
   EXPECT_EQ(sg::principal_digest("what do ya want for nothing?", "Jefe"),
+            "sg1:3e6b097b27459e6a40d37072e38b50b30d96e0f1969091e66adceb85db77f349");
+  EXPECT_EQ(sg::principal_digest("abc", ""),
+            "sg1:f56eadb7753fa881ef2db84d6a0b65cba0e2d6c8484656456ba6c50f8875f932");
+}
+
+TEST(PrincipalDigest, TheUnprefixedFormIsPlainHmacSha256OrSha256) {
+  // RFC 4231 test case 2: HMAC-SHA-256(key "Jefe", "what do ya want for nothing?").
+  EXPECT_EQ(sg::unprefixed_principal_digest("what do ya want for nothing?", "Jefe"),
             "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843");
   // FIPS 180-2: SHA-256("abc").
-  EXPECT_EQ(sg::principal_digest("abc", ""),
+  EXPECT_EQ(sg::unprefixed_principal_digest("abc", ""),
             "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+}
+
+TEST(PrincipalDigest, EveryStoredFormHasTheDigestFormAndNoBearerTokenHasThePrefix) {
+  for (const std::string key : {"", "k"}) {
+    EXPECT_TRUE(sg::has_principal_digest_form(sg::principal_digest("alice", key)));
+    EXPECT_TRUE(sg::has_principal_digest_form(sg::unprefixed_principal_digest("alice", key)));
+  }
+  EXPECT_TRUE(sg::has_principal_digest_form("SG1:anything"));
+  EXPECT_TRUE(sg::has_principal_digest_form(std::string(64, 'A')));
+  EXPECT_FALSE(sg::has_principal_digest_form(std::string(63, 'a')));
+  EXPECT_FALSE(sg::has_principal_digest_form(std::string(65, 'a')));
+  EXPECT_FALSE(sg::has_principal_digest_form(std::string(63, 'a') + "g"));
+  EXPECT_FALSE(sg::has_principal_digest_form("sk_live_4eC39HqLyjWDarjtT1zdp7dc"));
+  EXPECT_FALSE(sg::has_principal_digest_form(""));
+  // RFC 6750 §2.1 b64token: ALPHA DIGIT - . _ ~ + / and trailing '='; never ':'.
+  EXPECT_EQ(sg::principal_digest_prefix.back(), ':');
 }
 
 TEST(GuardSecrets, RecordsHoldTheKeyedHashNeverThePrincipal) {
@@ -343,7 +367,8 @@ TEST(GuardSecrets, RecordsHoldTheKeyedHashNeverThePrincipal) {
     const std::string& stored = s.records.begin()->first.first;
     EXPECT_EQ(stored, sg::principal_digest(token, key));
     EXPECT_EQ(stored, g.stored_principal(token));
-    EXPECT_EQ(stored.size(), 64U);
+    EXPECT_EQ(stored.size(), 68U);
+    EXPECT_TRUE(stored.starts_with("sg1:")) << stored;
     EXPECT_EQ(stored.find("sk_live"), std::string::npos);
     // The same principal and key again: replayed (the hash is stable).
     EXPECT_EQ(g.handle({token, "POST", "/charges", "{}", "k1"},
@@ -354,19 +379,28 @@ TEST(GuardSecrets, RecordsHoldTheKeyedHashNeverThePrincipal) {
   EXPECT_NE(sg::principal_digest(token, "a"), sg::principal_digest(token, "b"));
 }
 
-TEST(GuardSecrets, ARecordWrittenBeforePrincipalsWereHashedIsStillFound) {
+TEST(GuardSecrets, ARecordWrittenBeforePrincipalsWereHashedIsFoundOnlyWhenTheMigrationIsOn) {
   stormguard::testing::manual_clock clock;
   memory_store s;
   const auto fp = sg::fingerprint_of("POST", "/charges", "{}");
   const auto now = clock.wall_now();
+  s.records[{"alice-token", "k0"}] = {fp, true, "", now, now + 24h, charged()};
   s.records[{"alice-token", "k1"}] = {fp, true, "", now, now + 24h, charged()};
   s.records[{"alice-token", "k2"}] = {fp, false, "t", now + 30s, now + 24h, {}};
-  sg::idempotency_guard g(s, {.time = &clock});
   int runs = 0;
   auto handler = [&](sg::transaction&) {
     ++runs;
     return charged();
   };
+  {
+    // Off by default: the key is new under the hashed principal.
+    sg::idempotency_guard by_default(s, {.time = &clock});
+    EXPECT_FALSE(by_default.options().find_unhashed_records);
+    EXPECT_EQ(by_default.handle({"alice-token", "POST", "/charges", "{}", "k0"}, handler).decision,
+              sg::decision::ran);
+    EXPECT_EQ(runs, 1);
+  }
+  sg::idempotency_guard g(s, {.time = &clock, .find_unhashed_records = true});
   const auto replay = g.handle({"alice-token", "POST", "/charges", "{}", "k1"}, handler);
   EXPECT_EQ(replay.decision, sg::decision::replayed);
   EXPECT_EQ(replay.response.status, 201);
@@ -374,12 +408,63 @@ TEST(GuardSecrets, ARecordWrittenBeforePrincipalsWereHashedIsStillFound) {
             sg::decision::in_progress);
   EXPECT_EQ(g.handle({"alice-token", "POST", "/charges", "{other}", "k1"}, handler).decision,
             sg::decision::mismatch);
-  EXPECT_EQ(runs, 0);
-  EXPECT_EQ(s.records.size(), 2U);  // our hashed records were released
+  EXPECT_EQ(runs, 1);
+  EXPECT_EQ(s.records.size(), 4U);  // the three old records and k0's; ours were released
   // With the lookup off (after one ttl), the key is new under the hashed principal.
   sg::idempotency_guard later(s, {.time = &clock, .find_unhashed_records = false});
   EXPECT_EQ(later.handle({"alice-token", "POST", "/charges", "{}", "k1"}, handler).decision,
             sg::decision::ran);
+}
+
+TEST(GuardSecrets, ARecordOfTheUnprefixedDigestIsFoundByItsPrincipalAndByNoOther) {
+  stormguard::testing::manual_clock clock;
+  memory_store s;
+  const auto fp = sg::fingerprint_of("POST", "/charges", "{}");
+  const auto now = clock.wall_now();
+  const std::string old = sg::unprefixed_principal_digest("alice-token", "key");
+  s.records[{old, "k1"}] = {fp, true, "", now, now + 24h, {201, {}, "alice's charge"}};
+  int runs = 0;
+  auto handler = [&](sg::transaction&) {
+    ++runs;
+    return sg::stored_response{201, {}, "new charge"};
+  };
+  for (const bool migrating : {false, true}) {
+    sg::idempotency_guard g(
+        s, {.time = &clock, .principal_key = "key", .find_unhashed_records = migrating});
+    // The digest itself, sent as the principal: a principal of its own, never alice's record.
+    const auto attack = g.handle({old, "POST", "/charges", "{}", "k1"}, handler);
+    EXPECT_EQ(attack.decision, sg::decision::ran) << migrating;
+    EXPECT_EQ(attack.response.body, "new charge");
+    const auto alice = g.handle({"alice-token", "POST", "/charges", "{}", "k1"}, handler);
+    EXPECT_EQ(alice.decision, sg::decision::replayed) << migrating;
+    EXPECT_EQ(alice.response.body, "alice's charge");
+    s.records.erase({g.stored_principal(old), "k1"});
+  }
+  EXPECT_EQ(runs, 2);
+  sg::idempotency_guard later(
+      s, {.time = &clock, .principal_key = "key", .find_unprefixed_digest_records = false});
+  EXPECT_EQ(later.handle({"alice-token", "POST", "/charges", "{}", "k1"}, handler).decision,
+            sg::decision::ran);
+}
+
+TEST(GuardSecrets, AStoredDigestSentAsThePrincipalNeverGetsItsOwnersResponse) {
+  stormguard::testing::manual_clock clock;
+  memory_store s;
+  for (const bool migrating : {false, true}) {
+    s.records.clear();
+    sg::idempotency_guard g(s, {.time = &clock, .find_unhashed_records = migrating});
+    const auto victim =
+        g.handle({"alice-token", "POST", "/charges", "{}", "k"}, [](sg::transaction&) {
+          return sg::stored_response{201, {}, "a"};
+        });
+    ASSERT_EQ(victim.decision, sg::decision::ran);
+    const std::string stored = s.records.begin()->first.first;  // what a stolen store shows
+    const auto attack = g.handle({stored, "POST", "/charges", "{}", "k"}, [](sg::transaction&) {
+      return sg::stored_response{201, {}, "b"};
+    });
+    EXPECT_EQ(attack.decision, sg::decision::ran) << migrating;
+    EXPECT_EQ(attack.response.body, "b") << migrating;
+  }
 }
 
 TEST(GuardStoreDown, The503SaysNothingOfTheStoreAndTheObserverGetsTheCauseRedacted) {
@@ -463,7 +548,10 @@ TEST(GuardObserver, HearsEveryDecisionAndEveryStoreCallsLatency) {
   s.clock = &clock;
   s.latency = 7ms;
   recording_observer seen;
-  sg::idempotency_guard g(s, {.time = &clock, .find_unhashed_records = false, .observer = &seen});
+  sg::idempotency_guard g(s, {.time = &clock,
+                              .find_unprefixed_digest_records = false,
+                              .find_unhashed_records = false,
+                              .observer = &seen});
   auto charge = [&](std::string_view body) {
     return g.handle({"p", "POST", "/", body, "k"}, [](sg::transaction&) { return charged(); });
   };

@@ -717,7 +717,8 @@ TEST(ServeCli, PrincipalsAreHashedUnderThePrincipalKeyFileTheSameOnEveryRun) {
   const std::string again = ledger_principal_with({"--principal-key-file", key_file}, "tok_1");
   const std::string unkeyed = ledger_principal_with({}, "tok_1");
   std::remove(key_file.c_str());
-  EXPECT_EQ(keyed.size(), 64U) << keyed;  // hex of HMAC-SHA-256
+  EXPECT_EQ(keyed.size(), 68U) << keyed;  // "sg1:" and the hex of HMAC-SHA-256
+  EXPECT_EQ(keyed.rfind("sg1:", 0), 0U) << keyed;
   EXPECT_EQ(keyed, again) << "one key, one digest: a retry after a restart is found";
   EXPECT_NE(keyed, unkeyed);
   EXPECT_EQ(keyed.find("tok_1"), std::string::npos);

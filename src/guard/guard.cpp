@@ -432,28 +432,39 @@ result idempotency_guard::run_acquired(const record_key& id, const std::string& 
   return finish({std::move(produced), decision::ran, took_over});
 }
 
-/// We acquired `hashed` (a key new under the hashed principal): a record of the same key under
-/// the principal as is, written before principals were hashed, answers instead (our record is
-/// released).
-std::optional<result> idempotency_guard::find_unhashed(const request& req, const std::string& key,
-                                                       const fingerprint& fp,
-                                                       const record_key& hashed,
-                                                       const std::string& token) {
-  const record_key legacy{req.principal, key};
-  const clock& time = time_source(options_);
-  std::optional<begin_result> old;
-  try {
-    old = call_store(store_operation::find, [&] { return store_.find(legacy, time.wall_now()); });
-  } catch (const store_error&) {
-    release_quietly(hashed, token);
-    return unavailable();
+/// We acquired `hashed` (a key new under the stored principal): a record of the same key written
+/// in an older form (guard_options::find_unprefixed_digest_records, find_unhashed_records)
+/// answers instead (our record is released).
+std::optional<result> idempotency_guard::find_old_record(const request& req, const std::string& key,
+                                                         const fingerprint& fp,
+                                                         const record_key& hashed,
+                                                         const std::string& token) {
+  // record_key holds views: `unprefixed` outlives them.
+  const std::string unprefixed =
+      options_.find_unprefixed_digest_records
+          ? unprefixed_principal_digest(req.principal, options_.principal_key)
+          : std::string();
+  std::vector<record_key> old_forms;
+  if (options_.find_unprefixed_digest_records) old_forms.push_back({unprefixed, key});
+  // Never as is when the principal has a digest's form: it would name another principal's record.
+  if (options_.find_unhashed_records && !has_principal_digest_form(req.principal)) {
+    old_forms.push_back({req.principal, key});
   }
-  if (!old || old->outcome == begin_outcome::acquired) return std::nullopt;
-  release_quietly(hashed, token);
-  return finish(existing_record(*old, fp, time.wall_now()));
+  const clock& time = time_source(options_);
+  for (const record_key& legacy : old_forms) {
+    std::optional<begin_result> old;
+    try {
+      old = call_store(store_operation::find, [&] { return store_.find(legacy, time.wall_now()); });
+    } catch (const store_error&) {
+      release_quietly(hashed, token);
+      return unavailable();
+    }
+    if (!old || old->outcome == begin_outcome::acquired) continue;
+    release_quietly(hashed, token);
+    return finish(existing_record(*old, fp, time.wall_now()));
+  }
+  return std::nullopt;
 }
-
-#undef STORMGUARD_RELEASE_QUIETLY
 
 result idempotency_guard::handle(const request& req, const handler& h) {
   if (req.principal.size() > max_principal_length) {
@@ -492,8 +503,8 @@ result idempotency_guard::handle(const request& req, const handler& h) {
   if (begun.outcome != begin_outcome::acquired) {
     return finish(existing_record(begun, fp, time.wall_now()));
   }
-  if (!begun.took_over && options_.find_unhashed_records) {
-    if (auto old = find_unhashed(req, *key, fp, id, token)) return std::move(*old);
+  if (!begun.took_over) {
+    if (auto old = find_old_record(req, *key, fp, id, token)) return std::move(*old);
   }
   return run_acquired(id, token, begun.took_over, h);
 }

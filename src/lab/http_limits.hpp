@@ -29,6 +29,7 @@
 #include <utility>
 #include <vector>
 
+#include "lab/http_framing.hpp"
 #include "stormguard/lab/server.hpp"
 
 struct bufferevent;

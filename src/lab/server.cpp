@@ -91,7 +91,7 @@ void reply(evhttp_request* req, int status, const char* reason, const char* cont
            std::string_view body) {
   evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", content_type);
   evbuffer_add(evhttp_request_get_output_buffer(req), body.data(), body.size());
-  evhttp_send_reply(req, status, reason, nullptr);
+  detail::send_reply(req, status, reason);  // HEAD: no body (http_framing.hpp)
 }
 
 void reply_text(evhttp_request* req, int status, const char* reason, std::string_view body) {
@@ -133,7 +133,7 @@ void reply_stored(evhttp_request* req, const guard::stored_response& r) {
     evhttp_add_header(headers, name.c_str(), value.c_str());
   }
   evbuffer_add(evhttp_request_get_output_buffer(req), r.body.data(), r.body.size());
-  evhttp_send_reply(req, r.status, reason_phrase(r.status), nullptr);
+  detail::send_reply(req, r.status, reason_phrase(r.status));
 }
 
 // The values of every input header named `name` (case-insensitive) joined with ", " (RFC 9110

@@ -1,0 +1,116 @@
+// SPDX-License-Identifier: Apache-2.0
+// Request and response framing of stormguard::lab::server (`serve`) on raw loopback sockets, as a
+// hostile client sends it (issue 31; docs/lab.md "Limits"): HEAD answers (RFC 9110 §9.3.2: no
+// content, GET's Content-Length). Each
+// test reads whole answers by their framing (tests/support/raw_http.hpp): an answer that is late
+// is a failure after 3 s, never a sleep.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include "stormguard/lab/server.hpp"
+#include "stormguard/sim/scenario.hpp"
+#include "support/raw_http.hpp"
+
+namespace {
+
+namespace lab = stormguard::lab;
+namespace sim = stormguard::sim;
+using std::chrono::milliseconds;
+using stormguard::test_support::raw_connection;
+using stormguard::test_support::raw_response;
+
+sim::scenario tiny() {
+  sim::scenario s;
+  s.name = "tiny";
+  s.seed = 7;
+  s.length = std::chrono::seconds(10);
+  s.requests_per_second = 10;
+  s.clients = 1;
+  s.timeout = milliseconds(500);
+  s.workers = 1;
+  s.queue_limit = 10;
+  s.service_time = milliseconds(1);
+  return s;
+}
+
+class LabFraming : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("stormguard-framing-" + std::to_string(::getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override {
+    srv_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+  lab::server& start(lab::server_limits limits = {}) {
+    lab::server_options o;
+    o.limits = limits;
+    o.payments = lab::payments_options{.idempotency = "sqlite:" + (dir_ / "f.db").string()};
+    auto started = lab::server::start(tiny(), o);
+    EXPECT_TRUE(started) << (started ? "" : started.error());
+    srv_ = *std::move(started);
+    return *srv_;
+  }
+  // Sends `request` on a new connection; expects `status` and then the connection closed with
+  // nothing more (a request hidden in the body is never answered); no charge, no attempt.
+  void expect_refused_and_closed(const std::string& request, int status) {
+    raw_connection c(srv_->port());
+    ASSERT_TRUE(c.send(request));
+    const raw_response r = c.read_response();
+    EXPECT_EQ(r.status, status) << r.head << r.body;
+    std::string extra;
+    EXPECT_TRUE(c.closed_without_more(&extra)) << "after the refusal: " << extra;
+    EXPECT_EQ(srv_->stats().charges, 0);
+    EXPECT_EQ(srv_->stats().attempts, 0);
+    EXPECT_GE(srv_->stats().requests_refused, 1);
+  }
+
+  std::filesystem::path dir_;
+  std::unique_ptr<lab::server> srv_;
+};
+
+// ---- HEAD (RFC 9110 §9.3.2) -------------------------------------------------------------------
+
+TEST_F(LabFraming, HeadAnswersCarryNoBodyAndTheContentLengthOfTheGet) {
+  lab::server& srv = start();
+  raw_connection c(srv.port());
+  ASSERT_TRUE(c.send("GET /ledger HTTP/1.1\r\nHost: x\r\n\r\n"));
+  const raw_response get = c.read_response();
+  ASSERT_EQ(get.status, 200);
+  ASSERT_FALSE(get.body.empty());
+  // HEAD then GET pipelined on the kept-alive connection: excess bytes after the HEAD answer
+  // would come before the second status line.
+  ASSERT_TRUE(
+      c.send("HEAD /ledger HTTP/1.1\r\nHost: x\r\n\r\nGET /ledger HTTP/1.1\r\nHost: x\r\n\r\n"));
+  const raw_response head = c.read_response(/*head_request=*/true);
+  EXPECT_EQ(head.status, 200) << head.head;
+  EXPECT_EQ(head.field("Content-Length"), std::to_string(get.body.size())) << head.head;
+  const raw_response next = c.read_response();
+  EXPECT_EQ(next.status, 200) << "bytes after the HEAD answer: " << next.head;
+  EXPECT_EQ(next.body, get.body);
+  EXPECT_EQ(c.pending(milliseconds(50)), "");
+}
+
+TEST_F(LabFraming, HeadOfStatsOfAnErrorAndOfTheScenarioCarryNoBody) {
+  lab::server& srv = start();
+  raw_connection c(srv.port());
+  for (const std::string target : {"/stats", "/metrics", "/charges", "/control/x", "/"}) {
+    ASSERT_TRUE(c.send("HEAD " + target + " HTTP/1.1\r\nHost: x\r\n\r\n"));
+    const raw_response head = c.read_response(/*head_request=*/true);
+    EXPECT_NE(head.status, 0) << target;
+    EXPECT_TRUE(head.field("Content-Length").has_value()) << target << ": " << head.head;
+    EXPECT_FALSE(head.closed) << target;
+  }
+  ASSERT_TRUE(c.send("GET /stats HTTP/1.1\r\nHost: x\r\n\r\n"));
+  const raw_response next = c.read_response();
+  EXPECT_EQ(next.status, 200) << "bytes after the HEAD answers: " << next.head;
+}
+
+}  // namespace

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // Request and response framing of stormguard::lab::server (`serve`) on raw loopback sockets, as a
-// hostile client sends it (issue 31; docs/lab.md "Limits"): HEAD answers (RFC 9110 §9.3.2: no
-// content, GET's Content-Length). Each
+// hostile client sends it (issue 31, items 4, 5 and 6; docs/lab.md "Limits"): RFC 9112 §5.1
+// (whitespace before the colon), §5.2 (obs-fold), §6.1 (Transfer-Encoding with Content-Length,
+// chunked in HTTP/1.0), §6.3 (a sign in Content-Length), §7.1 (chunk extensions, chunk sizes), a
+// head over the limit, and HEAD answers (RFC 9110 §9.3.2: no content, GET's Content-Length). Each
 // test reads whole answers by their framing (tests/support/raw_http.hpp): an answer that is late
 // is a failure after 3 s, never a sleep.
 #include <gtest/gtest.h>
@@ -35,6 +37,18 @@ sim::scenario tiny() {
   s.queue_limit = 10;
   s.service_time = milliseconds(1);
   return s;
+}
+
+const std::string k_body = R"({"amount": 100, "currency": "eur"})";  // 34 bytes
+
+std::string hex_size(std::size_t n) {
+  static constexpr char digits[] = "0123456789abcdef";
+  std::string out;
+  do {
+    out.insert(out.begin(), digits[n % 16]);
+    n /= 16;
+  } while (n != 0);
+  return out;
 }
 
 class LabFraming : public ::testing::Test {
@@ -75,6 +89,132 @@ class LabFraming : public ::testing::Test {
   std::filesystem::path dir_;
   std::unique_ptr<lab::server> srv_;
 };
+
+// A request hidden in a body that Content-Length announces.
+const std::string k_hidden = "GET /smuggled HTTP/1.1\r\nHost: x\r\n\r\n";
+
+// ---- RFC 9112 §5.1, §5.2: field syntax ------------------------------------------------------
+
+TEST_F(LabFraming, WhitespaceBeforeTheColonIs400AndTheRequestHiddenInTheBodyIsNotAnswered) {
+  start();
+  expect_refused_and_closed(
+      "POST /charges HTTP/1.1\r\nHost: x\r\nIdempotency-Key: k1\r\n"
+      "Content-Length : " +
+          std::to_string(k_hidden.size()) + "\r\n\r\n" + k_hidden,
+      400);
+}
+
+TEST_F(LabFraming, TransferEncodingWithWhitespaceBeforeTheColonBesideContentLengthIs400) {
+  start();
+  expect_refused_and_closed(
+      "POST /charges HTTP/1.1\r\nHost: x\r\nIdempotency-Key: k1\r\n"
+      "Transfer-Encoding : chunked\r\nContent-Length: 5\r\n\r\n0\r\n\r\n",
+      400);
+}
+
+TEST_F(LabFraming, AnObsFoldedFieldIs400) {
+  start();
+  expect_refused_and_closed("GET /x HTTP/1.1\r\nHost: x\r\nX-Folded: a\r\n b\r\n\r\n", 400);
+}
+
+TEST_F(LabFraming, AContentLengthHiddenInAnObsFoldIs400) {
+  start();
+  expect_refused_and_closed(
+      "POST /charges HTTP/1.1\r\nHost: x\r\nIdempotency-Key: k1\r\n"
+      "X-A: 1\r\n\tContent-Length: " +
+          std::to_string(k_hidden.size()) + "\r\n\r\n" + k_hidden,
+      400);
+}
+
+// ---- RFC 9112 §6.1, §6.3: framing -----------------------------------------------------------
+
+TEST_F(LabFraming, TransferEncodingWithContentLengthIs400AndClosed) {
+  start();
+  expect_refused_and_closed(
+      "POST /charges HTTP/1.1\r\nHost: x\r\nIdempotency-Key: k1\r\n"
+      "Content-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+      400);
+}
+
+TEST_F(LabFraming, ChunkedInHttp10Is400AndClosedWithoutACharge) {
+  start();
+  expect_refused_and_closed(
+      "POST /charges HTTP/1.0\r\nHost: x\r\nIdempotency-Key: k1\r\n"
+      "Transfer-Encoding: chunked\r\n\r\n" +
+          hex_size(k_body.size()) + "\r\n" + k_body + "\r\n0\r\n\r\n",
+      400);
+}
+
+TEST_F(LabFraming, ASignInContentLengthIs400) {
+  start();
+  expect_refused_and_closed(
+      "POST /charges HTTP/1.1\r\nHost: x\r\nIdempotency-Key: k1\r\n"
+      "Content-Length: +34\r\n\r\n" +
+          k_body,
+      400);
+}
+
+// ---- RFC 9112 §7.1: chunked bodies ----------------------------------------------------------
+
+TEST_F(LabFraming, AValidChunkExtensionIsAcceptedAndCharged) {
+  lab::server& srv = start();
+  raw_connection c(srv.port());
+  ASSERT_TRUE(
+      c.send("POST /charges HTTP/1.1\r\nHost: x\r\nIdempotency-Key: k1\r\n"
+             "Transfer-Encoding: chunked\r\n\r\n" +
+             hex_size(k_body.size()) + ";ext=1\r\n" + k_body + "\r\n0\r\n\r\n"));
+  const raw_response r = c.read_response();
+  EXPECT_EQ(r.status, 201) << r.head << r.body;
+  EXPECT_NE(r.body.find("\"amount\":100"), std::string::npos) << r.body;
+  EXPECT_EQ(srv.stats().charges_committed, 1);
+  // The connection stays usable.
+  ASSERT_TRUE(c.send("GET /stats HTTP/1.1\r\nHost: x\r\n\r\n"));
+  EXPECT_EQ(c.read_response().status, 200);
+}
+
+TEST_F(LabFraming, ANegativeChunkSizeIs400) {
+  start();
+  expect_refused_and_closed(
+      "POST /charges HTTP/1.1\r\nHost: x\r\nIdempotency-Key: k1\r\n"
+      "Transfer-Encoding: chunked\r\n\r\n-1\r\n" +
+          k_body + "\r\n0\r\n\r\n",
+      400);
+}
+
+// ---- the head's size (docs/lab.md "Limits") ----------------------------------------------------
+
+TEST_F(LabFraming, AHeadOverTheLimitIs431AndClosed) {
+  start({.head_bytes = 4096});
+  std::string filler;
+  for (int i = 0; i < 64; ++i) filler += "X-Filler: " + std::string(100, 'a') + "\r\n";
+  raw_connection c(srv_->port());
+  (void)c.send("GET / HTTP/1.1\r\nHost: x\r\n" + filler);  // the server may close before the end
+  const raw_response r = c.read_response();
+  EXPECT_EQ(r.status, 431) << r.head;
+  std::string extra;
+  EXPECT_TRUE(c.closed_without_more(&extra)) << extra;
+  EXPECT_EQ(srv_->stats().requests_refused, 1);
+  EXPECT_EQ(srv_->stats().attempts, 0);
+}
+
+TEST_F(LabFraming, ARequestLineOverTheLimitIs414AndClosed) {
+  start({.head_bytes = 4096});
+  raw_connection c(srv_->port());
+  (void)c.send("GET /" + std::string(5000, 'a') + " HTTP/1.1\r\nHost: x\r\n\r\n");
+  const raw_response r = c.read_response();
+  EXPECT_EQ(r.status, 414) << r.head;
+  EXPECT_TRUE(c.closed_without_more());
+  EXPECT_EQ(srv_->stats().requests_refused, 1);
+}
+
+TEST_F(LabFraming, AHeadJustUnderTheLimitIsServed) {
+  lab::server& srv = start({.head_bytes = 4096});
+  const std::string head_start = "GET /stats HTTP/1.1\r\nHost: x\r\nX-Pad: ";
+  const std::string pad(4096 - head_start.size() - 4, 'p');  // "\r\n\r\n" ends it at 4096
+  raw_connection c(srv.port());
+  ASSERT_TRUE(c.send(head_start + pad + "\r\n\r\n"));
+  EXPECT_EQ(c.read_response().status, 200);
+}
 
 // ---- HEAD (RFC 9110 §9.3.2) -------------------------------------------------------------------
 

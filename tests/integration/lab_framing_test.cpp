@@ -172,6 +172,32 @@ TEST_F(LabFraming, AValidChunkExtensionIsAcceptedAndCharged) {
   EXPECT_EQ(c.read_response().status, 200);
 }
 
+TEST_F(LabFraming, AChunkedChargeWithATrailerAndPipelinedRequestsAfterItAreAnsweredInOrder) {
+  lab::server& srv = start();
+  raw_connection c(srv.port());
+  // Two chunks (one with an extension after whitespace), a trailer field, then two requests in
+  // the same packet: the scan follows the chunked body to its end and the next heads after it.
+  const std::string first = k_body.substr(0, 10);
+  const std::string rest = k_body.substr(10);
+  ASSERT_TRUE(c.send(
+      "POST /charges HTTP/1.1\r\nHost: x\r\nIdempotency-Key: k1\r\n"
+      "Transfer-Encoding: chunked\r\n\r\n" +
+      hex_size(first.size()) + "\r\n" + first + "\r\n" + hex_size(rest.size()) + " ;a=\"b c\"\r\n" +
+      rest + "\r\n0\r\nX-Trailer: t\r\n\r\n" + "GET /stats HTTP/1.1\r\nHost: x\r\n\r\n" +
+      "POST /charges HTTP/1.1\r\nHost: x\r\nIdempotency-Key: k2\r\n"
+      "Content-Length: " +
+      std::to_string(k_body.size()) + "\r\n\r\n" + k_body));
+  const raw_response charged = c.read_response();
+  EXPECT_EQ(charged.status, 201) << charged.head << charged.body;
+  const raw_response stats = c.read_response();
+  EXPECT_EQ(stats.status, 200) << stats.head;
+  EXPECT_NE(stats.body.find("\"charges_committed\":1"), std::string::npos) << stats.body;
+  const raw_response second = c.read_response();
+  EXPECT_EQ(second.status, 201) << second.head << second.body;
+  EXPECT_EQ(srv.stats().charges_committed, 2);
+  EXPECT_EQ(srv.stats().requests_refused, 0);
+}
+
 TEST_F(LabFraming, ANegativeChunkSizeIs400) {
   start();
   expect_refused_and_closed(

@@ -467,6 +467,43 @@ TEST(GuardSecrets, AStoredDigestSentAsThePrincipalNeverGetsItsOwnersResponse) {
   }
 }
 
+TEST(StoreFailureCause, NamesTheCauseInTheDriversMessages) {
+  const std::vector<std::pair<std::string, sg::store_failure_cause>> cases = {
+      {"sqlite store \"/var/l.db\": INSERT: database or disk is full",
+       sg::store_failure_cause::full},
+      {"postgres store: query: ERROR:  could not extend file \"base/1/2\": No space left on device",
+       sg::store_failure_cause::full},
+      {"redis store redis://h:1: EVALSHA: OOM command not allowed when used memory > 'maxmemory'",
+       sg::store_failure_cause::full},
+      {"postgres store: connect: FATAL:  password authentication failed for user \"app\"",
+       sg::store_failure_cause::access_denied},
+      {"redis store redis://h:1: connect: AUTH: WRONGPASS invalid username-password pair",
+       sg::store_failure_cause::access_denied},
+      {"redis store redis://h:1: begin: Resource temporarily unavailable",
+       sg::store_failure_cause::timeout},
+      {"postgres store: query: no reply within 5s (reply timeout)",
+       sg::store_failure_cause::timeout},
+      {"redis store redis://127.0.0.1:6390: connect: Connection refused",
+       sg::store_failure_cause::unreachable},
+      {"postgres store: connect: connection to server at \"10.1.2.3\", port 5432 failed: could "
+       "not connect",
+       sg::store_failure_cause::unreachable},
+      {"sqlite store \"/nope/l.db\": unable to open database file",
+       sg::store_failure_cause::unreachable},
+      {"postgres store: query: server closed the connection unexpectedly",
+       sg::store_failure_cause::connection_lost},
+      {"redis store redis://h:1: EVALSHA: Connection reset by peer",
+       sg::store_failure_cause::connection_lost},
+      {"redis store redis://h:1: EVALSHA: Server closed the connection",
+       sg::store_failure_cause::connection_lost},
+      {"sqlite store: a stored fingerprint is corrupt", sg::store_failure_cause::other},
+      {"", sg::store_failure_cause::other},
+  };
+  for (const auto& [message, cause] : cases) {
+    EXPECT_EQ(sg::to_string(sg::classify_store_failure(message)), sg::to_string(cause)) << message;
+  }
+}
+
 TEST(GuardStoreDown, The503SaysNothingOfTheStoreAndTheObserverGetsTheCauseRedacted) {
   memory_store s;
   s.down = true;

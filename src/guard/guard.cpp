@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <initializer_list>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -56,6 +57,57 @@ std::string_view to_string(decision d) noexcept {
       return "store_unavailable";
   }
   return "unknown";
+}
+
+std::string_view to_string(store_failure_cause c) noexcept {
+  switch (c) {
+    case store_failure_cause::unreachable:
+      return "unreachable";
+    case store_failure_cause::access_denied:
+      return "access_denied";
+    case store_failure_cause::full:
+      return "full";
+    case store_failure_cause::timeout:
+      return "timeout";
+    case store_failure_cause::connection_lost:
+      return "connection_lost";
+    case store_failure_cause::other:
+      return "other";
+  }
+  return "other";
+}
+
+store_failure_cause classify_store_failure(std::string_view message) noexcept {
+  // No allocation (noexcept): a case-insensitive search for each lowercase text.
+  const auto any = [&](std::initializer_list<std::string_view> texts) {
+    return std::any_of(texts.begin(), texts.end(), [&](std::string_view t) {
+      return std::search(message.begin(), message.end(), t.begin(), t.end(), [](char a, char b) {
+               return detail::to_lower_ascii(a) == b;
+             }) != message.end();
+    });
+  };
+  // SQLite: "database or disk is full"; libpq: "No space left on device", "could not extend
+  // file"; Redis: "OOM command not allowed", "MISCONF" (it cannot save to disk).
+  if (any({"disk is full", "no space left", "could not extend file", "oom command", "misconf"})) {
+    return store_failure_cause::full;
+  }
+  if (any({"authentication failed", "noauth", "wrongpass", "invalid password", "permission denied",
+           "access denied", "readonly database"})) {
+    return store_failure_cause::access_denied;
+  }
+  if (any({"timeout", "timed out", "temporarily unavailable"})) {
+    return store_failure_cause::timeout;
+  }
+  if (any({"connection refused", "could not connect", "cannot connect", "no route to host",
+           "network is unreachable", "could not translate host", "name or service not known",
+           "unable to open database", "cannot open"})) {
+    return store_failure_cause::unreachable;
+  }
+  if (any({"server closed the connection", "connection reset", "broken pipe", "eof",
+           "terminating connection", "connection lost", "server closed", "no connection"})) {
+    return store_failure_cause::connection_lost;
+  }
+  return store_failure_cause::other;
 }
 
 outcome<std::string, std::string> parse_idempotency_key(std::string_view field_value) {

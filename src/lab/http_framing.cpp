@@ -204,6 +204,34 @@ void framing_scan::end_of_chunk_size_line() {
   }
 }
 
+// The reason phrase of the statuses the payments endpoint sends (RFC 9110 §15).
+const char* reason_phrase(int status) noexcept {
+  switch (status) {
+    case 200:
+      return "OK";
+    case 201:
+      return "Created";
+    case 400:
+      return "Bad Request";
+    case 401:
+      return "Unauthorized";
+    case 404:
+      return "Not Found";
+    case 405:
+      return "Method Not Allowed";
+    case 409:
+      return "Conflict";
+    case 422:
+      return "Unprocessable Content";
+    case 500:
+      return "Internal Server Error";
+    case 503:
+      return "Service Unavailable";
+    default:
+      return status < 400 ? "OK" : status < 500 ? "Client Error" : "Server Error";
+  }
+}
+
 void send_reply(evhttp_request* req, int status, const char* reason) {
   if (evhttp_request_get_command(req) == EVHTTP_REQ_HEAD) {
     evbuffer* body = evhttp_request_get_output_buffer(req);

@@ -98,6 +98,10 @@ class framing_scan {
   bool size_done_ = false;          // chunk_size: the hex digits have ended
 };
 
+/// The reason phrase of a status the server sends (RFC 9110 §15): "OK", "Created", ...;
+/// "OK", "Client Error" or "Server Error" for another status of that class.
+[[nodiscard]] const char* reason_phrase(int status) noexcept;
+
 /// evhttp_send_reply for every answer of the server: to a HEAD request, the body is dropped and
 /// its length sent as Content-Length (RFC 9110 §9.3.2: what a GET would have carried; evhttp
 /// 2.1 sends the body and no Content-Length).

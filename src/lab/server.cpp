@@ -98,34 +98,6 @@ void reply_text(evhttp_request* req, int status, const char* reason, std::string
   reply(req, status, reason, "text/plain; charset=utf-8", body);
 }
 
-// The reason phrase of the statuses the payments endpoint sends (RFC 9110 §15).
-const char* reason_phrase(int status) noexcept {
-  switch (status) {
-    case 200:
-      return "OK";
-    case 201:
-      return "Created";
-    case 400:
-      return "Bad Request";
-    case 401:
-      return "Unauthorized";
-    case 404:
-      return "Not Found";
-    case 405:
-      return "Method Not Allowed";
-    case 409:
-      return "Conflict";
-    case 422:
-      return "Unprocessable Content";
-    case 500:
-      return "Internal Server Error";
-    case 503:
-      return "Service Unavailable";
-    default:
-      return status < 400 ? "OK" : status < 500 ? "Client Error" : "Server Error";
-  }
-}
-
 // Sends a response the guard stored (or the endpoint made): its status, headers and body.
 void reply_stored(evhttp_request* req, const guard::stored_response& r) {
   evkeyvalq* headers = evhttp_request_get_output_headers(req);
@@ -133,7 +105,7 @@ void reply_stored(evhttp_request* req, const guard::stored_response& r) {
     evhttp_add_header(headers, name.c_str(), value.c_str());
   }
   evbuffer_add(evhttp_request_get_output_buffer(req), r.body.data(), r.body.size());
-  detail::send_reply(req, r.status, reason_phrase(r.status));
+  detail::send_reply(req, r.status, detail::reason_phrase(r.status));
 }
 
 // The values of every input header named `name` (case-insensitive) joined with ", " (RFC 9110
@@ -317,6 +289,11 @@ class server::impl {
   bool start_clock() noexcept {
     std::int64_t expected = k_not_started;
     return clock_start_.compare_exchange_strong(expected, steady_ns());
+  }
+
+  // The payments endpoint's store failure (charges.hpp); "" without one. Any thread.
+  [[nodiscard]] std::string last_store_failure() const {
+    return payments_ ? payments_->last_store_failure() : std::string();
   }
 
   [[nodiscard]] server_stats stats() const noexcept {
@@ -793,6 +770,7 @@ std::uint16_t server::port() const noexcept { return impl_->port(); }
 std::string server::url() const { return "http://127.0.0.1:" + std::to_string(port()) + "/"; }
 const sim::scenario& server::scenario() const noexcept { return impl_->scenario(); }
 server_stats server::stats() const noexcept { return impl_->stats(); }
+std::string server::last_store_failure() const { return impl_->last_store_failure(); }
 bool server::start_clock() noexcept { return impl_->start_clock(); }
 void server::stop() noexcept { impl_->stop(); }
 

@@ -172,6 +172,26 @@ enum class store_operation : std::uint8_t {
 /// "begin", "find", "complete" or "release".
 [[nodiscard]] STORMGUARD_EXPORT std::string_view to_string(store_operation op) noexcept;
 
+/// Why a store call failed, read from its driver's message (classify_store_failure): a label
+/// for metrics and logs that names the operator's next step without the message's details.
+enum class store_failure_cause : std::uint8_t {
+  unreachable,      ///< nothing answers: connection refused, host unknown, no route, cannot open
+  access_denied,    ///< authentication failed (a changed password), or permission denied
+  full,             ///< the store is full: disk full (ENOSPC, SQLITE_FULL), Redis out of memory
+  timeout,          ///< no answer in time (a hung or stopped server)
+  connection_lost,  ///< the connection broke during the call (server closed it, reset, EOF)
+  other,            ///< anything else
+};
+
+/// "unreachable", "access_denied", "full", "timeout", "connection_lost" or "other".
+[[nodiscard]] STORMGUARD_EXPORT std::string_view to_string(store_failure_cause c) noexcept;
+
+/// The cause of a store_error from its message (the SQLite, libpq and hiredis texts the stores
+/// put in it; case-insensitive). Checked in the order of the enumerators after `full`, which
+/// comes first: full, access_denied, timeout, unreachable, connection_lost, else other.
+[[nodiscard]] STORMGUARD_EXPORT store_failure_cause
+classify_store_failure(std::string_view message) noexcept;
+
 /// What a guard reports as it works: each decision, each store call's latency, the cause of each
 /// store failure (redacted: detail::redact) and the short circuit's state — for metrics and
 /// logs (the client only ever sees a generic 503). Every member has an empty default. Called on

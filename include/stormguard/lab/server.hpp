@@ -231,6 +231,13 @@ class STORMGUARD_EXPORT server {
   [[nodiscard]] const sim::scenario& scenario() const noexcept;
   /// A snapshot of the counters (each read atomically; the set is not one instant).
   [[nodiscard]] server_stats stats() const noexcept;
+  /// The idempotency store's last failure, for the operator: "CAUSE (OPERATION): MESSAGE", the
+  /// cause as guard::classify_store_failure names it, the operation (begin, find, complete,
+  /// release) and the store driver's message redacted (no password; detail::redact), e.g.
+  /// "unreachable (begin): redis store redis://127.0.0.1:6390: connect: Connection refused".
+  /// "" when the store has not failed, or without the payments endpoint or its store.
+  /// Thread-safe.
+  [[nodiscard]] std::string last_store_failure() const;
   /// Starts the scenario's clock at 0 now, as `POST /control/start` does. false (and nothing
   /// changes) when it already runs.
   bool start_clock() noexcept;

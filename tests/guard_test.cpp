@@ -564,6 +564,69 @@ TEST(GuardShortCircuit, FailsFastWhileTheStoreIsDownAndOneRequestProbesAfterTheI
   EXPECT_EQ(seen.states, (std::vector<bool>{true, false}));
 }
 
+TEST(GuardQueuedBehindATimeout, RequestsThatArrivedBeforeATimedOutCallEndedFailAtOnce) {
+  stormguard::testing::manual_clock clock;
+  memory_store s;
+  s.clock = &clock;
+  s.latency = 5s;  // each store call takes 5 s of the manual clock, then times out
+  s.down = true;
+  s.down_message =
+      "postgres store: query: no reply within 5s (postgres_options.reply_timeout): the server "
+      "is hung or unreachable";
+  recording_observer seen;
+  sg::idempotency_guard g(s, {.time = &clock, .trip_after_failures = 3, .observer = &seen});
+  int runs = 0;
+  auto charge = [&](const std::string& key, stormguard::time_point arrived) {
+    return g.handle({"p", "POST", "/charges", "{}", key, arrived}, [&](sg::transaction&) {
+      ++runs;
+      return charged();
+    });
+  };
+  const stormguard::time_point t0 = clock.now();
+  // Three charges arrive at t0, queued one behind the other: the first times out after 5 s.
+  EXPECT_EQ(charge("k1", t0).response.status, 503);
+  EXPECT_EQ(s.calls, 1);
+  EXPECT_EQ(clock.now(), t0 + 5s);
+  for (const std::string key : {"k2", "k3"}) {  // at once: no store call, no clock advance
+    const auto r = charge(key, t0);
+    EXPECT_EQ(r.decision, sg::decision::store_unavailable) << key;
+    EXPECT_EQ(r.response.headers.back(), (std::pair<std::string, std::string>{"Retry-After", "1"}));
+  }
+  EXPECT_EQ(s.calls, 1);
+  EXPECT_EQ(clock.now(), t0 + 5s);
+  // They do not count toward the short circuit: one failure so far, of three.
+  EXPECT_FALSE(g.store_held_down());
+  // A charge that arrived after the timeout calls the store; two more failures trip it.
+  EXPECT_EQ(charge("k4", clock.now()).response.status, 503);
+  EXPECT_EQ(s.calls, 2);
+  EXPECT_FALSE(g.store_held_down());
+  EXPECT_EQ(charge("k5", clock.now()).response.status, 503);
+  EXPECT_EQ(s.calls, 3);
+  EXPECT_TRUE(g.store_held_down());
+  // The store answers again: the probe succeeds, and a request that arrived long before runs.
+  s.down = false;
+  s.latency = 0s;
+  clock.advance(1s);
+  EXPECT_EQ(charge("k6", clock.now()).decision, sg::decision::ran);
+  EXPECT_EQ(charge("k7", t0).decision, sg::decision::ran);
+  EXPECT_EQ(runs, 2);
+}
+
+TEST(GuardQueuedBehindATimeout, AFailureThatIsNotATimeoutFailsNoOtherRequest) {
+  stormguard::testing::manual_clock clock;
+  memory_store s;
+  s.down = true;
+  s.down_message = "redis store redis://127.0.0.1:1: connect: Connection refused";
+  sg::idempotency_guard g(s, {.time = &clock});
+  const stormguard::time_point t0 = clock.now();
+  for (const std::string key : {"k1", "k2"}) {
+    EXPECT_EQ(g.handle({"p", "POST", "/", "", key, t0}, [](sg::transaction&) { return charged(); })
+                  .response.status,
+              503);
+  }
+  EXPECT_EQ(s.calls, 2) << "each called the store";
+}
+
 TEST(GuardShortCircuit, ASuccessInBetweenResetsTheCount) {
   memory_store s;
   sg::idempotency_guard g(s, {.trip_after_failures = 2});

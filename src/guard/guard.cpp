@@ -354,12 +354,19 @@ bool idempotency_guard::store_held_down() const {
   return circuit_.down;
 }
 
-void idempotency_guard::record(bool failed) {
+bool idempotency_guard::queued_behind_timeout(time_point arrived) const {
+  const stormguard::detail::lock hold(circuit_mutex_);
+  return circuit_.timed_out_at && arrived < *circuit_.timed_out_at;
+}
+
+void idempotency_guard::record(bool failed, bool timed_out) {
   std::optional<bool> changed;  // the new state, when it changed
   {
     const stormguard::detail::lock hold(circuit_mutex_);
     const time_point now = time_source(options_).now();
+    if (timed_out) circuit_.timed_out_at = now;
     if (!failed) {
+      circuit_.timed_out_at.reset();
       circuit_.failures = 0;
       if (circuit_.down) changed = false;
       circuit_.down = false;
@@ -383,12 +390,12 @@ template <class F>
 auto idempotency_guard::call_store(store_operation op, F&& f) {
   const clock& time = time_source(options_);
   const time_point start = time.now();
-  auto report = [&](call_outcome outcome) {
+  auto report = [&](call_outcome outcome, bool timed_out = false) {
     if (options_.observer != nullptr) {
       options_.observer->on_store_call(op, time.now() - start, outcome == call_outcome::failed);
     }
     if (outcome != call_outcome::neither) {
-      record(outcome == call_outcome::failed);
+      record(outcome == call_outcome::failed, timed_out);
     } else {
       const stormguard::detail::lock hold(circuit_mutex_);
       circuit_.probing = false;  // no verdict: let the next request probe
@@ -404,7 +411,7 @@ auto idempotency_guard::call_store(store_operation op, F&& f) {
   } catch (const store_error& e) {
     if (options_.observer != nullptr)
       options_.observer->on_store_error(op, detail::redact(e.what()));
-    report(call_outcome::failed);
+    report(call_outcome::failed, classify_store_failure(e.what()) == store_failure_cause::timeout);
     throw;
   } catch (const too_large&) {  // the handler's response: the store answered
     report(call_outcome::ok);
@@ -534,6 +541,9 @@ result idempotency_guard::handle(const request& req, const handler& h) {
   }
   auto key = parse_idempotency_key(*req.idempotency_key);
   if (!key) return finish({error_response(400, "bad_key", key.error()), decision::bad_key});
+  if (req.arrived && queued_behind_timeout(*req.arrived)) {
+    return finish(store_down(options_.unavailable_retry_after));  // not a call: not counted
+  }
   if (const auto wait = admit()) {
     return finish(store_down(std::max(*wait, options_.unavailable_retry_after)));
   }

@@ -289,8 +289,8 @@ charge_answer charges_endpoint::charge(const charge_request& request) {
     return answer;
   }
 
-  const guard::request guarded{*principal, "POST", request.target, request.body,
-                               request.idempotency_key};
+  const guard::request guarded{
+      *principal, "POST", request.target, request.body, request.idempotency_key, request.arrived};
   const guard::result r = guard_->handle(guarded, [&](guard::transaction& tx) {
     // The guard accepted the key before running us: it parses.
     const std::string key = *guard::parse_idempotency_key(*request.idempotency_key);

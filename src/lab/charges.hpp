@@ -58,6 +58,8 @@ struct charge_request {
   std::optional<std::string_view> idempotency_key;  ///< the Idempotency-Key field, if any
   std::string_view target = "/charges";             ///< the request target (fingerprinted)
   std::string_view body;
+  /// When the loop received it (steady clock): guard::request::arrived.
+  std::optional<time_point> arrived{};
 };
 
 /// What to do with a charge.

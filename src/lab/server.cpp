@@ -447,15 +447,17 @@ class server::impl {
     if (length > 0) evbuffer_copyout(in, body.data(), length);
     const char* uri = evhttp_request_get_uri(req);
     std::string target = uri != nullptr ? uri : "/charges";
-    offload(req, [endpoint = payments_, authorization = std::move(authorization),
-                  key = std::move(key), target = std::move(target), body = std::move(body)] {
-      detail::charge_request request;
-      if (authorization) request.authorization = *authorization;
-      if (key) request.idempotency_key = *key;
-      request.target = target;
-      request.body = body;
-      return endpoint->charge(request);
-    });
+    offload(
+        req, [endpoint = payments_, authorization = std::move(authorization), key = std::move(key),
+              target = std::move(target), body = std::move(body), arrived = real_clock().now()] {
+          detail::charge_request request;
+          request.arrived = arrived;  // the guard fails it at once if it waited behind a timeout
+          if (authorization) request.authorization = *authorization;
+          if (key) request.idempotency_key = *key;
+          request.target = target;
+          request.body = body;
+          return endpoint->charge(request);
+        });
   }
 
   // Runs `work` (store calls) on the worker thread, then answers `req` here with its result. A

@@ -132,6 +132,12 @@ struct request {
   /// that repeats the field should be given as the values joined with ", " (RFC 9110 §5.3),
   /// which parse_idempotency_key rejects (400).
   std::optional<std::string_view> idempotency_key;
+  /// When the request was received, by the guard's clock (guard_options::time, now()); nullopt:
+  /// unknown. A request that arrived before a store call that timed out had ended (it waited
+  /// behind that call, in the caller's queue) is answered 503 + Retry-After at once, without
+  /// calling the store (decision store_unavailable): it would wait for a timeout of its own.
+  /// Such answers do not count toward guard_options::trip_after_failures.
+  std::optional<time_point> arrived{};
 };
 
 /// Why the guard answered as it did (result::decision).
@@ -307,12 +313,18 @@ class STORMGUARD_EXPORT idempotency_guard {
     bool down = false;
     time_point probe_at{};  ///< down: when the next probe may go
     bool probing = false;   ///< down: a probe is in flight
+    /// The end of the last store call that timed out (store_failure_cause::timeout), until a
+    /// call succeeds: requests that arrived before it fail at once (request::arrived).
+    std::optional<time_point> timed_out_at;
   };
   /// Whether this request may call the store (closed, or it becomes the probe); else the time
   /// left before the next probe.
   std::optional<duration> admit();
-  /// A store call's outcome for the short circuit (a probe's, or any other).
-  void record(bool failed);
+  /// A store call's outcome for the short circuit (a probe's, or any other); `timed_out`: a
+  /// failure whose cause is a timeout, ended at `now`.
+  void record(bool failed, bool timed_out = false);
+  /// Whether a request that arrived at `arrived` waited behind a store call that timed out.
+  [[nodiscard]] bool queued_behind_timeout(time_point arrived) const;
   /// Runs a store call, timing it and reporting it; store_error propagates.
   template <class F>
   auto call_store(store_operation op, F&& f);

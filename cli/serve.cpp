@@ -106,16 +106,23 @@ std::string live_line(const lab::server& srv, const lab::server_stats& now,
 
 // The idempotency store's outages, said once when they begin and once when they end, from the
 // server's transitions (server_stats::store_outages, store_recoveries): an outage that begins
-// and ends within one second gets both lines, in order.
+// and ends within one second gets both lines, in order. The cause (lab::server::last_store_failure,
+// redacted) is said with the warning, and again when it changes while the store is down: at most
+// a line a second.
 void report_store_state(const lab::server_stats& now, const lab::server_stats& before,
-                        bool& store_down) {
+                        const std::string& failure, bool& store_down, std::string& said) {
   const std::int64_t unavailable = now.charges_unavailable - before.charges_unavailable;
   if (!store_down && now.store_outages > before.store_outages) {
     store_down = true;
+    said = failure;
     report_warning("serve", fmt::format("the idempotency store is unavailable: {} charge{} "
-                                        "answered 503 with Retry-After in the last second (the "
-                                        "503's body says why)",
-                                        unavailable, unavailable == 1 ? "" : "s"));
+                                        "answered 503 with Retry-After in the last second; "
+                                        "cause: {}",
+                                        unavailable, unavailable == 1 ? "" : "s",
+                                        failure.empty() ? "unknown" : failure));
+  } else if (store_down && failure != said && now.store_recoveries < now.store_outages) {
+    said = failure;
+    report_warning("serve", "the idempotency store still fails; cause: " + failure);
   }
   if (store_down && now.store_recoveries >= now.store_outages) {
     store_down = false;
@@ -170,6 +177,7 @@ void serve_until_signal(lab::server& srv, const sigset_t& signals) {
   lab::server_stats before = srv.stats();
   auto before_time = began;
   bool store_down = false;
+  std::string said_failure;  // the store failure last said on stderr
   while (true) {
     const auto left = std::max(clock::duration::zero(), next_tick - clock::now());
     const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(left).count();
@@ -183,7 +191,7 @@ void serve_until_signal(lab::server& srv, const sigset_t& signals) {
     const lab::server_stats now = srv.stats();
     report_log("serve", live_line(srv, now, before,
                                   std::chrono::duration<double>(now_time - before_time).count()));
-    report_store_state(now, before, store_down);
+    report_store_state(now, before, srv.last_store_failure(), store_down, said_failure);
     before = now;
     before_time = now_time;
     next_tick += std::chrono::seconds(1);

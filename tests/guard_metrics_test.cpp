@@ -4,16 +4,19 @@
 // store that is down.
 #include <gtest/gtest.h>
 #include <prometheus/registry.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <string>
 
 #include "stormguard/guard/store.hpp"
 #include "stormguard/guard/stores.hpp"
 #include "stormguard/metrics/guard.hpp"
+#include "support/redis_server.hpp"
 
 namespace {
 
@@ -126,6 +129,42 @@ TEST(GuardMetrics, CountStoreErrorsAndShowTheShortCircuit) {
   EXPECT_EQ(value_of(registry, "stormguard_guard_store_errors_total", {{"operation", "begin"}}), 2);
   EXPECT_EQ(value_of(registry, "stormguard_guard_store_seconds", {{"operation", "begin"}}), 2);
   EXPECT_EQ(value_of(registry, "stormguard_guard_store_down"), 1);
+  // By cause: the store said "connection refused".
+  EXPECT_EQ(value_of(registry, "stormguard_guard_store_failures_total",
+                     {{"operation", "begin"}, {"cause", "unreachable"}}),
+            2);
+  EXPECT_EQ(value_of(registry, "stormguard_guard_store_failures_total",
+                     {{"operation", "begin"}, {"cause", "other"}}),
+            0);
+}
+
+TEST(GuardMetrics, CountStoreFailuresByCauseOnARedisThatWasKilled) {
+  prometheus::Registry registry;
+  stormguard::metrics::guard_metrics metrics(registry);
+  auto redis = std::make_unique<stormguard::test_support::redis_server>();
+  auto store = sg::make_redis_store({.url = redis->url(), .prefix = "metrics_cause"});
+  sg::idempotency_guard g(*store, {.trip_after_failures = 1000, .observer = &metrics});
+  ASSERT_EQ(
+      g.handle({"p", "POST", "/charges", "a", "k0"}, [](sg::transaction&) { return charged(); })
+          .decision,
+      sg::decision::ran);
+  ::kill(redis->pid(), SIGKILL);
+  redis.reset();
+  for (int i = 1; i <= 3; ++i) {
+    const auto r = g.handle({"p", "POST", "/charges", "a", "k" + std::to_string(i)},
+                            [](sg::transaction&) { return charged(); });
+    EXPECT_EQ(r.decision, sg::decision::store_unavailable);
+  }
+  // The pooled connection breaks (connection_lost), new ones are refused (unreachable): each
+  // failure has a cause, none is "other".
+  const double lost = value_of(registry, "stormguard_guard_store_failures_total",
+                               {{"operation", "begin"}, {"cause", "connection_lost"}});
+  const double unreachable = value_of(registry, "stormguard_guard_store_failures_total",
+                                      {{"operation", "begin"}, {"cause", "unreachable"}});
+  EXPECT_EQ(lost + unreachable, 3) << "lost " << lost << ", unreachable " << unreachable;
+  EXPECT_EQ(value_of(registry, "stormguard_guard_store_failures_total",
+                     {{"operation", "begin"}, {"cause", "other"}}),
+            0);
 }
 
 TEST(GuardMetrics, TwoObserversOnOneRegistryShareTheSeries) {

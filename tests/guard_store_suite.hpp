@@ -398,16 +398,23 @@ TEST_P(GuardOnStore, AThrowingHandlerReleasesTheKeyAndCommitsNothing) {
 }
 
 /// What only the SQL stores do (Redis queues the handler's commands: guard_redis_test).
-TEST_P(GuardOnStore, PrincipalsAreStoredAsTheirKeyedHashAndOldRecordsAreStillReplayed) {
+TEST_P(GuardOnStore, PrincipalsAreStoredAsTheirKeyedHashAndOldRecordsAreReplayedWhenMigrating) {
   // A record written before principals were hashed: under the principal as is.
   ASSERT_EQ(begin("alice-token", "old-key", "tok", t0_).outcome, sg::begin_outcome::acquired);
   ASSERT_EQ(complete("alice-token", "old-key", "tok", t0_), sg::complete_outcome::completed);
+  // One written before the digest had its prefix.
+  const std::string unprefixed = sg::unprefixed_principal_digest("alice-token", "fleet key");
+  ASSERT_EQ(begin(unprefixed, "older-key", "tok", t0_).outcome, sg::begin_outcome::acquired);
+  ASSERT_EQ(complete(unprefixed, "older-key", "tok", t0_), sg::complete_outcome::completed);
   auto o = options();
   o.principal_key = "fleet key";
+  o.find_unhashed_records = true;  // the operator's one-time migration
   sg::idempotency_guard g(store(), o);
   std::atomic<int> runs{0};
-  const auto replay = g.handle(charge("alice-token", "old-key", "a"), handler(runs, "old-key"));
-  EXPECT_EQ(replay.decision, sg::decision::replayed);
+  for (const std::string key : {"old-key", "older-key"}) {
+    const auto replay = g.handle(charge("alice-token", key, "a"), handler(runs, key));
+    EXPECT_EQ(replay.decision, sg::decision::replayed) << key;
+  }
   EXPECT_EQ(runs.load(), 0);
   // A new key: stored under the hash, found again under it, never under the token.
   const auto ran = g.handle(charge("alice-token", "new-key"), handler(runs, "new-key"));
@@ -420,6 +427,35 @@ TEST_P(GuardOnStore, PrincipalsAreStoredAsTheirKeyedHashAndOldRecordsAreStillRep
   EXPECT_EQ(g.handle(charge("alice-token", "new-key"), handler(runs, "new-key")).decision,
             sg::decision::replayed);
   EXPECT_EQ(runs.load(), 1);
+}
+
+TEST_P(GuardOnStore, AStoredDigestSentAsThePrincipalNeverGetsItsOwnersResponse) {
+  // alice's charges, in the current form and in the form before the prefix.
+  const std::string unprefixed = sg::unprefixed_principal_digest("alice-token", "");
+  for (const bool migrating : {false, true}) {
+    auto o = options();
+    o.find_unhashed_records = migrating;
+    sg::idempotency_guard g(store(), o);
+    std::atomic<int> runs{0};
+    const std::string key = migrating ? "key-migrating" : "key";
+    const std::string older = "older-" + key;
+    ASSERT_EQ(begin(unprefixed, older, "tok", t0_).outcome, sg::begin_outcome::acquired);
+    ASSERT_EQ(complete(unprefixed, older, "tok", t0_, {201, {}, "alice's older charge"}),
+              sg::complete_outcome::completed);
+    const auto victim = g.handle(charge("alice-token", key), handler(runs, key));
+    ASSERT_EQ(victim.decision, sg::decision::ran);
+    // What a ledger or a stolen store shows, sent back as the principal.
+    for (const auto& [stolen, stolen_key] :
+         {std::pair<std::string, std::string>{g.stored_principal("alice-token"), key},
+          {unprefixed, older}}) {
+      const auto attack = g.handle(charge(stolen, stolen_key), handler(runs, stolen_key));
+      EXPECT_EQ(attack.decision, sg::decision::ran) << stolen << " migrating " << migrating;
+      EXPECT_NE(attack.response.body, victim.response.body);
+      EXPECT_EQ(attack.response.body.find("alice"), std::string::npos);
+      EXPECT_EQ(header(attack.response, std::string(sg::replayed_header)), "<none>");
+    }
+    EXPECT_EQ(runs.load(), 3) << "alice's charge and the two attackers' own";
+  }
 }
 
 class SqlGuardOnStore : public GuardOnStore {};

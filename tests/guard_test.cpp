@@ -321,13 +321,37 @@ class recording_observer final : public sg::guard_observer {
 
 sg::stored_response charged() { return {201, {{"Content-Type", "application/json"}}, "{}"}; }
 
-TEST(PrincipalDigest, IsHmacSha256UnderTheKeyOrSha256WithoutOne) {
-  // RFC 4231 test case 2: HMAC-SHA-256(key "Jefe", "what do ya want for nothing?").
+TEST(PrincipalDigest, IsPrefixedDomainSeparatedHmacSha256UnderTheKeyOrSha256WithoutOne) {
+  // Python's hmac/hashlib over "stormguard principal v1" NUL + the principal.
   EXPECT_EQ(sg::principal_digest("what do ya want for nothing?", "Jefe"),
+            "sg1:3e6b097b27459e6a40d37072e38b50b30d96e0f1969091e66adceb85db77f349");
+  EXPECT_EQ(sg::principal_digest("abc", ""),
+            "sg1:f56eadb7753fa881ef2db84d6a0b65cba0e2d6c8484656456ba6c50f8875f932");
+}
+
+TEST(PrincipalDigest, TheUnprefixedFormIsPlainHmacSha256OrSha256) {
+  // RFC 4231 test case 2: HMAC-SHA-256(key "Jefe", "what do ya want for nothing?").
+  EXPECT_EQ(sg::unprefixed_principal_digest("what do ya want for nothing?", "Jefe"),
             "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843");
   // FIPS 180-2: SHA-256("abc").
-  EXPECT_EQ(sg::principal_digest("abc", ""),
+  EXPECT_EQ(sg::unprefixed_principal_digest("abc", ""),
             "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+}
+
+TEST(PrincipalDigest, EveryStoredFormHasTheDigestFormAndNoBearerTokenHasThePrefix) {
+  for (const std::string key : {"", "k"}) {
+    EXPECT_TRUE(sg::has_principal_digest_form(sg::principal_digest("alice", key)));
+    EXPECT_TRUE(sg::has_principal_digest_form(sg::unprefixed_principal_digest("alice", key)));
+  }
+  EXPECT_TRUE(sg::has_principal_digest_form("SG1:anything"));
+  EXPECT_TRUE(sg::has_principal_digest_form(std::string(64, 'A')));
+  EXPECT_FALSE(sg::has_principal_digest_form(std::string(63, 'a')));
+  EXPECT_FALSE(sg::has_principal_digest_form(std::string(65, 'a')));
+  EXPECT_FALSE(sg::has_principal_digest_form(std::string(63, 'a') + "g"));
+  EXPECT_FALSE(sg::has_principal_digest_form("sk_live_4eC39HqLyjWDarjtT1zdp7dc"));
+  EXPECT_FALSE(sg::has_principal_digest_form(""));
+  // RFC 6750 §2.1 b64token: ALPHA DIGIT - . _ ~ + / and trailing '='; never ':'.
+  EXPECT_EQ(sg::principal_digest_prefix.back(), ':');
 }
 
 TEST(GuardSecrets, RecordsHoldTheKeyedHashNeverThePrincipal) {
@@ -343,7 +367,8 @@ TEST(GuardSecrets, RecordsHoldTheKeyedHashNeverThePrincipal) {
     const std::string& stored = s.records.begin()->first.first;
     EXPECT_EQ(stored, sg::principal_digest(token, key));
     EXPECT_EQ(stored, g.stored_principal(token));
-    EXPECT_EQ(stored.size(), 64U);
+    EXPECT_EQ(stored.size(), 68U);
+    EXPECT_TRUE(stored.starts_with("sg1:")) << stored;
     EXPECT_EQ(stored.find("sk_live"), std::string::npos);
     // The same principal and key again: replayed (the hash is stable).
     EXPECT_EQ(g.handle({token, "POST", "/charges", "{}", "k1"},
@@ -354,19 +379,28 @@ TEST(GuardSecrets, RecordsHoldTheKeyedHashNeverThePrincipal) {
   EXPECT_NE(sg::principal_digest(token, "a"), sg::principal_digest(token, "b"));
 }
 
-TEST(GuardSecrets, ARecordWrittenBeforePrincipalsWereHashedIsStillFound) {
+TEST(GuardSecrets, ARecordWrittenBeforePrincipalsWereHashedIsFoundOnlyWhenTheMigrationIsOn) {
   stormguard::testing::manual_clock clock;
   memory_store s;
   const auto fp = sg::fingerprint_of("POST", "/charges", "{}");
   const auto now = clock.wall_now();
+  s.records[{"alice-token", "k0"}] = {fp, true, "", now, now + 24h, charged()};
   s.records[{"alice-token", "k1"}] = {fp, true, "", now, now + 24h, charged()};
   s.records[{"alice-token", "k2"}] = {fp, false, "t", now + 30s, now + 24h, {}};
-  sg::idempotency_guard g(s, {.time = &clock});
   int runs = 0;
   auto handler = [&](sg::transaction&) {
     ++runs;
     return charged();
   };
+  {
+    // Off by default: the key is new under the hashed principal.
+    sg::idempotency_guard by_default(s, {.time = &clock});
+    EXPECT_FALSE(by_default.options().find_unhashed_records);
+    EXPECT_EQ(by_default.handle({"alice-token", "POST", "/charges", "{}", "k0"}, handler).decision,
+              sg::decision::ran);
+    EXPECT_EQ(runs, 1);
+  }
+  sg::idempotency_guard g(s, {.time = &clock, .find_unhashed_records = true});
   const auto replay = g.handle({"alice-token", "POST", "/charges", "{}", "k1"}, handler);
   EXPECT_EQ(replay.decision, sg::decision::replayed);
   EXPECT_EQ(replay.response.status, 201);
@@ -374,12 +408,100 @@ TEST(GuardSecrets, ARecordWrittenBeforePrincipalsWereHashedIsStillFound) {
             sg::decision::in_progress);
   EXPECT_EQ(g.handle({"alice-token", "POST", "/charges", "{other}", "k1"}, handler).decision,
             sg::decision::mismatch);
-  EXPECT_EQ(runs, 0);
-  EXPECT_EQ(s.records.size(), 2U);  // our hashed records were released
+  EXPECT_EQ(runs, 1);
+  EXPECT_EQ(s.records.size(), 4U);  // the three old records and k0's; ours were released
   // With the lookup off (after one ttl), the key is new under the hashed principal.
   sg::idempotency_guard later(s, {.time = &clock, .find_unhashed_records = false});
   EXPECT_EQ(later.handle({"alice-token", "POST", "/charges", "{}", "k1"}, handler).decision,
             sg::decision::ran);
+}
+
+TEST(GuardSecrets, ARecordOfTheUnprefixedDigestIsFoundByItsPrincipalAndByNoOther) {
+  stormguard::testing::manual_clock clock;
+  memory_store s;
+  const auto fp = sg::fingerprint_of("POST", "/charges", "{}");
+  const auto now = clock.wall_now();
+  const std::string old = sg::unprefixed_principal_digest("alice-token", "key");
+  s.records[{old, "k1"}] = {fp, true, "", now, now + 24h, {201, {}, "alice's charge"}};
+  int runs = 0;
+  auto handler = [&](sg::transaction&) {
+    ++runs;
+    return sg::stored_response{201, {}, "new charge"};
+  };
+  for (const bool migrating : {false, true}) {
+    sg::idempotency_guard g(
+        s, {.time = &clock, .principal_key = "key", .find_unhashed_records = migrating});
+    // The digest itself, sent as the principal: a principal of its own, never alice's record.
+    const auto attack = g.handle({old, "POST", "/charges", "{}", "k1"}, handler);
+    EXPECT_EQ(attack.decision, sg::decision::ran) << migrating;
+    EXPECT_EQ(attack.response.body, "new charge");
+    const auto alice = g.handle({"alice-token", "POST", "/charges", "{}", "k1"}, handler);
+    EXPECT_EQ(alice.decision, sg::decision::replayed) << migrating;
+    EXPECT_EQ(alice.response.body, "alice's charge");
+    s.records.erase({g.stored_principal(old), "k1"});
+  }
+  EXPECT_EQ(runs, 2);
+  sg::idempotency_guard later(
+      s, {.time = &clock, .principal_key = "key", .find_unprefixed_digest_records = false});
+  EXPECT_EQ(later.handle({"alice-token", "POST", "/charges", "{}", "k1"}, handler).decision,
+            sg::decision::ran);
+}
+
+TEST(GuardSecrets, AStoredDigestSentAsThePrincipalNeverGetsItsOwnersResponse) {
+  stormguard::testing::manual_clock clock;
+  memory_store s;
+  for (const bool migrating : {false, true}) {
+    s.records.clear();
+    sg::idempotency_guard g(s, {.time = &clock, .find_unhashed_records = migrating});
+    const auto victim =
+        g.handle({"alice-token", "POST", "/charges", "{}", "k"}, [](sg::transaction&) {
+          return sg::stored_response{201, {}, "a"};
+        });
+    ASSERT_EQ(victim.decision, sg::decision::ran);
+    const std::string stored = s.records.begin()->first.first;  // what a stolen store shows
+    const auto attack = g.handle({stored, "POST", "/charges", "{}", "k"}, [](sg::transaction&) {
+      return sg::stored_response{201, {}, "b"};
+    });
+    EXPECT_EQ(attack.decision, sg::decision::ran) << migrating;
+    EXPECT_EQ(attack.response.body, "b") << migrating;
+  }
+}
+
+TEST(StoreFailureCause, NamesTheCauseInTheDriversMessages) {
+  const std::vector<std::pair<std::string, sg::store_failure_cause>> cases = {
+      {"sqlite store \"/var/l.db\": INSERT: database or disk is full",
+       sg::store_failure_cause::full},
+      {"postgres store: query: ERROR:  could not extend file \"base/1/2\": No space left on device",
+       sg::store_failure_cause::full},
+      {"redis store redis://h:1: EVALSHA: OOM command not allowed when used memory > 'maxmemory'",
+       sg::store_failure_cause::full},
+      {"postgres store: connect: FATAL:  password authentication failed for user \"app\"",
+       sg::store_failure_cause::access_denied},
+      {"redis store redis://h:1: connect: AUTH: WRONGPASS invalid username-password pair",
+       sg::store_failure_cause::access_denied},
+      {"redis store redis://h:1: begin: Resource temporarily unavailable",
+       sg::store_failure_cause::timeout},
+      {"postgres store: query: no reply within 5s (reply timeout)",
+       sg::store_failure_cause::timeout},
+      {"redis store redis://127.0.0.1:6390: connect: Connection refused",
+       sg::store_failure_cause::unreachable},
+      {"postgres store: connect: connection to server at \"10.1.2.3\", port 5432 failed: could "
+       "not connect",
+       sg::store_failure_cause::unreachable},
+      {"sqlite store \"/nope/l.db\": unable to open database file",
+       sg::store_failure_cause::unreachable},
+      {"postgres store: query: server closed the connection unexpectedly",
+       sg::store_failure_cause::connection_lost},
+      {"redis store redis://h:1: EVALSHA: Connection reset by peer",
+       sg::store_failure_cause::connection_lost},
+      {"redis store redis://h:1: EVALSHA: Server closed the connection",
+       sg::store_failure_cause::connection_lost},
+      {"sqlite store: a stored fingerprint is corrupt", sg::store_failure_cause::other},
+      {"", sg::store_failure_cause::other},
+  };
+  for (const auto& [message, cause] : cases) {
+    EXPECT_EQ(sg::to_string(sg::classify_store_failure(message)), sg::to_string(cause)) << message;
+  }
 }
 
 TEST(GuardStoreDown, The503SaysNothingOfTheStoreAndTheObserverGetsTheCauseRedacted) {
@@ -442,6 +564,69 @@ TEST(GuardShortCircuit, FailsFastWhileTheStoreIsDownAndOneRequestProbesAfterTheI
   EXPECT_EQ(seen.states, (std::vector<bool>{true, false}));
 }
 
+TEST(GuardQueuedBehindATimeout, RequestsThatArrivedBeforeATimedOutCallEndedFailAtOnce) {
+  stormguard::testing::manual_clock clock;
+  memory_store s;
+  s.clock = &clock;
+  s.latency = 5s;  // each store call takes 5 s of the manual clock, then times out
+  s.down = true;
+  s.down_message =
+      "postgres store: query: no reply within 5s (postgres_options.reply_timeout): the server "
+      "is hung or unreachable";
+  recording_observer seen;
+  sg::idempotency_guard g(s, {.time = &clock, .trip_after_failures = 3, .observer = &seen});
+  int runs = 0;
+  auto charge = [&](const std::string& key, stormguard::time_point arrived) {
+    return g.handle({"p", "POST", "/charges", "{}", key, arrived}, [&](sg::transaction&) {
+      ++runs;
+      return charged();
+    });
+  };
+  const stormguard::time_point t0 = clock.now();
+  // Three charges arrive at t0, queued one behind the other: the first times out after 5 s.
+  EXPECT_EQ(charge("k1", t0).response.status, 503);
+  EXPECT_EQ(s.calls, 1);
+  EXPECT_EQ(clock.now(), t0 + 5s);
+  for (const std::string key : {"k2", "k3"}) {  // at once: no store call, no clock advance
+    const auto r = charge(key, t0);
+    EXPECT_EQ(r.decision, sg::decision::store_unavailable) << key;
+    EXPECT_EQ(r.response.headers.back(), (std::pair<std::string, std::string>{"Retry-After", "1"}));
+  }
+  EXPECT_EQ(s.calls, 1);
+  EXPECT_EQ(clock.now(), t0 + 5s);
+  // They do not count toward the short circuit: one failure so far, of three.
+  EXPECT_FALSE(g.store_held_down());
+  // A charge that arrived after the timeout calls the store; two more failures trip it.
+  EXPECT_EQ(charge("k4", clock.now()).response.status, 503);
+  EXPECT_EQ(s.calls, 2);
+  EXPECT_FALSE(g.store_held_down());
+  EXPECT_EQ(charge("k5", clock.now()).response.status, 503);
+  EXPECT_EQ(s.calls, 3);
+  EXPECT_TRUE(g.store_held_down());
+  // The store answers again: the probe succeeds, and a request that arrived long before runs.
+  s.down = false;
+  s.latency = 0s;
+  clock.advance(1s);
+  EXPECT_EQ(charge("k6", clock.now()).decision, sg::decision::ran);
+  EXPECT_EQ(charge("k7", t0).decision, sg::decision::ran);
+  EXPECT_EQ(runs, 2);
+}
+
+TEST(GuardQueuedBehindATimeout, AFailureThatIsNotATimeoutFailsNoOtherRequest) {
+  stormguard::testing::manual_clock clock;
+  memory_store s;
+  s.down = true;
+  s.down_message = "redis store redis://127.0.0.1:1: connect: Connection refused";
+  sg::idempotency_guard g(s, {.time = &clock});
+  const stormguard::time_point t0 = clock.now();
+  for (const std::string key : {"k1", "k2"}) {
+    EXPECT_EQ(g.handle({"p", "POST", "/", "", key, t0}, [](sg::transaction&) { return charged(); })
+                  .response.status,
+              503);
+  }
+  EXPECT_EQ(s.calls, 2) << "each called the store";
+}
+
 TEST(GuardShortCircuit, ASuccessInBetweenResetsTheCount) {
   memory_store s;
   sg::idempotency_guard g(s, {.trip_after_failures = 2});
@@ -463,7 +648,10 @@ TEST(GuardObserver, HearsEveryDecisionAndEveryStoreCallsLatency) {
   s.clock = &clock;
   s.latency = 7ms;
   recording_observer seen;
-  sg::idempotency_guard g(s, {.time = &clock, .find_unhashed_records = false, .observer = &seen});
+  sg::idempotency_guard g(s, {.time = &clock,
+                              .find_unprefixed_digest_records = false,
+                              .find_unhashed_records = false,
+                              .observer = &seen});
   auto charge = [&](std::string_view body) {
     return g.handle({"p", "POST", "/", body, "k"}, [](sg::transaction&) { return charged(); });
   };

@@ -448,7 +448,7 @@ TEST(ServeCli, IdempotencyOffChargesEveryAttempt) {
   EXPECT_EQ(ledger_rows(url), 2) << "the double charge the guard prevents";
 }
 
-TEST(ServeCli, AStoreOutageIsA503WithRetryAfterAndSaidOnceOnStderr) {
+TEST(ServeCli, AStoreOutageIsA503WithRetryAfterAndSaidOnceOnStderrWithItsCause) {
   auto redis = std::make_unique<stormguard::test_support::redis_server>();  // ours: we kill it
   const std::string err = (std::filesystem::temp_directory_path() /
                            ("sg-serve-outage-" + std::to_string(::getpid()) + ".err"))
@@ -475,6 +475,21 @@ TEST(ServeCli, AStoreOutageIsA503WithRetryAfterAndSaidOnceOnStderr) {
       << log;
   const std::string stats = run_shell("curl -s " + url + "stats").output;
   EXPECT_NE(stats.find("\"charges_unavailable\":1"), std::string::npos) << stats;
+  // The cause, redacted, on stderr and by label in /metrics.
+  const auto cause = log.find("; cause: ");
+  ASSERT_NE(cause, std::string::npos) << log;
+  const std::string said = log.substr(cause, log.find('\n', cause) - cause);
+  EXPECT_TRUE(said.find("; cause: connection_lost (begin): redis store") == 0 ||
+              said.find("; cause: unreachable (begin): redis store") == 0)
+      << said;
+  const std::string metrics = run_shell("curl -s " + url + "metrics").output;
+  EXPECT_TRUE(
+      metrics.find("stormguard_guard_store_failures_total{cause=\"connection_lost\",operation="
+                   "\"begin\"} 1") != std::string::npos ||
+      metrics.find(
+          "stormguard_guard_store_failures_total{cause=\"unreachable\",operation=\"begin\"} 1") !=
+          std::string::npos)
+      << metrics;
   std::filesystem::remove(err);
 }
 
@@ -717,7 +732,8 @@ TEST(ServeCli, PrincipalsAreHashedUnderThePrincipalKeyFileTheSameOnEveryRun) {
   const std::string again = ledger_principal_with({"--principal-key-file", key_file}, "tok_1");
   const std::string unkeyed = ledger_principal_with({}, "tok_1");
   std::remove(key_file.c_str());
-  EXPECT_EQ(keyed.size(), 64U) << keyed;  // hex of HMAC-SHA-256
+  EXPECT_EQ(keyed.size(), 68U) << keyed;  // "sg1:" and the hex of HMAC-SHA-256
+  EXPECT_EQ(keyed.rfind("sg1:", 0), 0U) << keyed;
   EXPECT_EQ(keyed, again) << "one key, one digest: a retry after a restart is found";
   EXPECT_NE(keyed, unkeyed);
   EXPECT_EQ(keyed.find("tok_1"), std::string::npos);

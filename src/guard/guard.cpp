@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <initializer_list>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -56,6 +57,57 @@ std::string_view to_string(decision d) noexcept {
       return "store_unavailable";
   }
   return "unknown";
+}
+
+std::string_view to_string(store_failure_cause c) noexcept {
+  switch (c) {
+    case store_failure_cause::unreachable:
+      return "unreachable";
+    case store_failure_cause::access_denied:
+      return "access_denied";
+    case store_failure_cause::full:
+      return "full";
+    case store_failure_cause::timeout:
+      return "timeout";
+    case store_failure_cause::connection_lost:
+      return "connection_lost";
+    case store_failure_cause::other:
+      return "other";
+  }
+  return "other";
+}
+
+store_failure_cause classify_store_failure(std::string_view message) noexcept {
+  // No allocation (noexcept): a case-insensitive search for each lowercase text.
+  const auto any = [&](std::initializer_list<std::string_view> texts) {
+    return std::any_of(texts.begin(), texts.end(), [&](std::string_view t) {
+      return std::search(message.begin(), message.end(), t.begin(), t.end(), [](char a, char b) {
+               return detail::to_lower_ascii(a) == b;
+             }) != message.end();
+    });
+  };
+  // SQLite: "database or disk is full"; libpq: "No space left on device", "could not extend
+  // file"; Redis: "OOM command not allowed", "MISCONF" (it cannot save to disk).
+  if (any({"disk is full", "no space left", "could not extend file", "oom command", "misconf"})) {
+    return store_failure_cause::full;
+  }
+  if (any({"authentication failed", "noauth", "wrongpass", "invalid password", "permission denied",
+           "access denied", "readonly database"})) {
+    return store_failure_cause::access_denied;
+  }
+  if (any({"timeout", "timed out", "temporarily unavailable"})) {
+    return store_failure_cause::timeout;
+  }
+  if (any({"connection refused", "could not connect", "cannot connect", "no route to host",
+           "network is unreachable", "could not translate host", "name or service not known",
+           "unable to open database", "cannot open"})) {
+    return store_failure_cause::unreachable;
+  }
+  if (any({"server closed the connection", "connection reset", "broken pipe", "eof",
+           "terminating connection", "connection lost", "server closed", "no connection"})) {
+    return store_failure_cause::connection_lost;
+  }
+  return store_failure_cause::other;
 }
 
 outcome<std::string, std::string> parse_idempotency_key(std::string_view field_value) {
@@ -302,12 +354,19 @@ bool idempotency_guard::store_held_down() const {
   return circuit_.down;
 }
 
-void idempotency_guard::record(bool failed) {
+bool idempotency_guard::queued_behind_timeout(time_point arrived) const {
+  const stormguard::detail::lock hold(circuit_mutex_);
+  return circuit_.timed_out_at && arrived < *circuit_.timed_out_at;
+}
+
+void idempotency_guard::record(bool failed, bool timed_out) {
   std::optional<bool> changed;  // the new state, when it changed
   {
     const stormguard::detail::lock hold(circuit_mutex_);
     const time_point now = time_source(options_).now();
+    if (timed_out) circuit_.timed_out_at = now;
     if (!failed) {
+      circuit_.timed_out_at.reset();
       circuit_.failures = 0;
       if (circuit_.down) changed = false;
       circuit_.down = false;
@@ -331,12 +390,12 @@ template <class F>
 auto idempotency_guard::call_store(store_operation op, F&& f) {
   const clock& time = time_source(options_);
   const time_point start = time.now();
-  auto report = [&](call_outcome outcome) {
+  auto report = [&](call_outcome outcome, bool timed_out = false) {
     if (options_.observer != nullptr) {
       options_.observer->on_store_call(op, time.now() - start, outcome == call_outcome::failed);
     }
     if (outcome != call_outcome::neither) {
-      record(outcome == call_outcome::failed);
+      record(outcome == call_outcome::failed, timed_out);
     } else {
       const stormguard::detail::lock hold(circuit_mutex_);
       circuit_.probing = false;  // no verdict: let the next request probe
@@ -352,7 +411,7 @@ auto idempotency_guard::call_store(store_operation op, F&& f) {
   } catch (const store_error& e) {
     if (options_.observer != nullptr)
       options_.observer->on_store_error(op, detail::redact(e.what()));
-    report(call_outcome::failed);
+    report(call_outcome::failed, classify_store_failure(e.what()) == store_failure_cause::timeout);
     throw;
   } catch (const too_large&) {  // the handler's response: the store answered
     report(call_outcome::ok);
@@ -432,28 +491,39 @@ result idempotency_guard::run_acquired(const record_key& id, const std::string& 
   return finish({std::move(produced), decision::ran, took_over});
 }
 
-/// We acquired `hashed` (a key new under the hashed principal): a record of the same key under
-/// the principal as is, written before principals were hashed, answers instead (our record is
-/// released).
-std::optional<result> idempotency_guard::find_unhashed(const request& req, const std::string& key,
-                                                       const fingerprint& fp,
-                                                       const record_key& hashed,
-                                                       const std::string& token) {
-  const record_key legacy{req.principal, key};
-  const clock& time = time_source(options_);
-  std::optional<begin_result> old;
-  try {
-    old = call_store(store_operation::find, [&] { return store_.find(legacy, time.wall_now()); });
-  } catch (const store_error&) {
-    release_quietly(hashed, token);
-    return unavailable();
+/// We acquired `hashed` (a key new under the stored principal): a record of the same key written
+/// in an older form (guard_options::find_unprefixed_digest_records, find_unhashed_records)
+/// answers instead (our record is released).
+std::optional<result> idempotency_guard::find_old_record(const request& req, const std::string& key,
+                                                         const fingerprint& fp,
+                                                         const record_key& hashed,
+                                                         const std::string& token) {
+  // record_key holds views: `unprefixed` outlives them.
+  const std::string unprefixed =
+      options_.find_unprefixed_digest_records
+          ? unprefixed_principal_digest(req.principal, options_.principal_key)
+          : std::string();
+  std::vector<record_key> old_forms;
+  if (options_.find_unprefixed_digest_records) old_forms.push_back({unprefixed, key});
+  // Never as is when the principal has a digest's form: it would name another principal's record.
+  if (options_.find_unhashed_records && !has_principal_digest_form(req.principal)) {
+    old_forms.push_back({req.principal, key});
   }
-  if (!old || old->outcome == begin_outcome::acquired) return std::nullopt;
-  release_quietly(hashed, token);
-  return finish(existing_record(*old, fp, time.wall_now()));
+  const clock& time = time_source(options_);
+  for (const record_key& legacy : old_forms) {
+    std::optional<begin_result> old;
+    try {
+      old = call_store(store_operation::find, [&] { return store_.find(legacy, time.wall_now()); });
+    } catch (const store_error&) {
+      release_quietly(hashed, token);
+      return unavailable();
+    }
+    if (!old || old->outcome == begin_outcome::acquired) continue;
+    release_quietly(hashed, token);
+    return finish(existing_record(*old, fp, time.wall_now()));
+  }
+  return std::nullopt;
 }
-
-#undef STORMGUARD_RELEASE_QUIETLY
 
 result idempotency_guard::handle(const request& req, const handler& h) {
   if (req.principal.size() > max_principal_length) {
@@ -471,6 +541,9 @@ result idempotency_guard::handle(const request& req, const handler& h) {
   }
   auto key = parse_idempotency_key(*req.idempotency_key);
   if (!key) return finish({error_response(400, "bad_key", key.error()), decision::bad_key});
+  if (req.arrived && queued_behind_timeout(*req.arrived)) {
+    return finish(store_down(options_.unavailable_retry_after));  // not a call: not counted
+  }
   if (const auto wait = admit()) {
     return finish(store_down(std::max(*wait, options_.unavailable_retry_after)));
   }
@@ -492,8 +565,8 @@ result idempotency_guard::handle(const request& req, const handler& h) {
   if (begun.outcome != begin_outcome::acquired) {
     return finish(existing_record(begun, fp, time.wall_now()));
   }
-  if (!begun.took_over && options_.find_unhashed_records) {
-    if (auto old = find_unhashed(req, *key, fp, id, token)) return std::move(*old);
+  if (!begun.took_over) {
+    if (auto old = find_old_record(req, *key, fp, id, token)) return std::move(*old);
   }
   return run_acquired(id, token, begun.took_over, h);
 }

@@ -194,7 +194,8 @@ charges_endpoint::charges_endpoint(const payments_options& options)
   guard_options.principal_key = options_.principal_key;
   registry_ = std::make_shared<prometheus::Registry>();
   guard_metrics_ = std::make_unique<metrics::guard_metrics>(*registry_);
-  guard_options.observer = guard_metrics_.get();
+  failure_log_ = std::make_unique<store_failure_log>(*guard_metrics_);
+  guard_options.observer = failure_log_.get();
   guard_ = std::make_unique<guard::idempotency_guard>(*store_, guard_options);
 }
 
@@ -216,6 +217,27 @@ std::array<payments_counter, 7> payments_counters(const server_stats& st) {
       {"store_recoveries_total", "Times the idempotency store answered again after a 503.",
        st.store_recoveries},
   }};
+}
+
+void store_failure_log::on_store_error(guard::store_operation op,
+                                       std::string_view message) noexcept {
+  next_.on_store_error(op, message);
+  try {
+    std::string text = std::string(guard::to_string(guard::classify_store_failure(message))) +
+                       " (" + std::string(guard::to_string(op)) + "): " + std::string(message);
+    const stormguard::detail::lock hold(mutex_);
+    last_ = std::move(text);
+  } catch (...) {  // NOLINT(bugprone-empty-catch): out of memory; the metric was counted
+  }
+}
+
+std::string store_failure_log::last() const {
+  const stormguard::detail::lock hold(mutex_);
+  return last_;
+}
+
+std::string charges_endpoint::last_store_failure() const {
+  return failure_log_ ? failure_log_->last() : std::string();
 }
 
 std::string charges_endpoint::guard_metrics_text() const {
@@ -267,8 +289,8 @@ charge_answer charges_endpoint::charge(const charge_request& request) {
     return answer;
   }
 
-  const guard::request guarded{*principal, "POST", request.target, request.body,
-                               request.idempotency_key};
+  const guard::request guarded{
+      *principal, "POST", request.target, request.body, request.idempotency_key, request.arrived};
   const guard::result r = guard_->handle(guarded, [&](guard::transaction& tx) {
     // The guard accepted the key before running us: it parses.
     const std::string key = *guard::parse_idempotency_key(*request.idempotency_key);

@@ -40,6 +40,7 @@
 #include <vector>
 
 #include "lab/wire.hpp"
+#include "stormguard/detail/mutex.hpp"
 #include "stormguard/guard/guard.hpp"
 #include "stormguard/guard/store.hpp"
 #include "stormguard/lab/server.hpp"
@@ -57,6 +58,8 @@ struct charge_request {
   std::optional<std::string_view> idempotency_key;  ///< the Idempotency-Key field, if any
   std::string_view target = "/charges";             ///< the request target (fingerprinted)
   std::string_view body;
+  /// When the loop received it (steady clock): guard::request::arrived.
+  std::optional<time_point> arrived{};
 };
 
 /// What to do with a charge.
@@ -78,6 +81,30 @@ using payments_counter = std::tuple<const char*, const char*, std::int64_t>;
 /// charges{,_committed,_replayed,_dropped,_unavailable}_total and
 /// store_{outages,recoveries}_total.
 [[nodiscard]] std::array<payments_counter, 7> payments_counters(const server_stats& st);
+
+/// A guard_observer that keeps the store's last failure for the operator
+/// (lab::server::last_store_failure) and passes every callback on to `next`. Thread-safe (one
+/// mutex, held to copy a string).
+class store_failure_log final : public guard::guard_observer {
+ public:
+  /// `next` must outlive it.
+  explicit store_failure_log(guard::guard_observer& next) noexcept : next_(next) {}
+  void on_decision(guard::decision d, bool took_over) noexcept override {
+    next_.on_decision(d, took_over);
+  }
+  void on_store_call(guard::store_operation op, duration latency, bool failed) noexcept override {
+    next_.on_store_call(op, latency, failed);
+  }
+  void on_store_error(guard::store_operation op, std::string_view message) noexcept override;
+  void on_store_state(bool down) noexcept override { next_.on_store_state(down); }
+  /// "CAUSE (OPERATION): MESSAGE" of the last failure; "" before the first.
+  [[nodiscard]] std::string last() const;
+
+ private:
+  guard::guard_observer& next_;
+  mutable stormguard::detail::mutex mutex_;
+  std::string last_ STORMGUARD_GUARDED_BY(mutex_);
+};
 
 /// The endpoint (see the file comment).
 class charges_endpoint {
@@ -102,6 +129,10 @@ class charges_endpoint {
   /// Thread-safe (prometheus-cpp's registry): the loop thread reads it while the worker charges.
   [[nodiscard]] std::string guard_metrics_text() const;
 
+  /// The store's last failure (store_failure_log::last); "" without one or with idempotency off.
+  /// Thread-safe.
+  [[nodiscard]] std::string last_store_failure() const;
+
   /// The body of `GET /ledger`: {"store": NAME, "rows": [{"id", "principal", "key", "amount",
   /// "currency"}, ...]} in the order the rows were written, as a 200; a 503 when the store
   /// cannot be read.
@@ -115,6 +146,7 @@ class charges_endpoint {
   // The guard's observer: declared before the guard, which holds its address.
   std::shared_ptr<prometheus::Registry> registry_;
   std::unique_ptr<metrics::guard_metrics> guard_metrics_;
+  std::unique_ptr<store_failure_log> failure_log_;  // passes on to guard_metrics_
   std::unique_ptr<guard::idempotency_guard> guard_;
   std::vector<ledger_row> memory_;  // off
   random_generator faults_;

@@ -95,6 +95,12 @@ head_problem check_head(const std::vector<std::pair<std::string_view, std::strin
   for (const auto& [name, value] : fields) {
     if (equals_ignoring_case(name, "Content-Length")) {
       ++content_lengths;
+      // evhttp reads it with strtoll, which takes a sign and leading spaces.
+      const std::string_view digits = trim_ows(value);
+      if (digits.empty() ||
+          !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+        return head_problem::bad_content_length;
+      }
     } else if (equals_ignoring_case(name, "Transfer-Encoding")) {
       ++transfer_encodings;
       if (!equals_ignoring_case(trim_ows(value), "chunked")) chunked_only = false;
@@ -116,6 +122,8 @@ std::pair<int, std::string_view> describe(head_problem p) noexcept {
       return {431, "too many header fields\n"};
     case head_problem::repeated_content_length:
       return {400, "Content-Length given more than once (RFC 9112 6.3)\n"};
+    case head_problem::bad_content_length:
+      return {400, "Content-Length must be decimal digits only (RFC 9112 6.3)\n"};
     case head_problem::content_length_and_chunked:
       return {400, "Transfer-Encoding and Content-Length together (RFC 9112 6.1)\n"};
     case head_problem::unknown_transfer_coding:
@@ -134,6 +142,7 @@ struct connection_limits::state {
     std::int64_t reading_since_ns = 0;  // 0: not reading a request
     int pending = 0;                    // requests read and not yet answered
     bool parser_answer_counted = false;
+    framing_scan scan{0};  // the bytes evhttp has not parsed yet (http_framing.hpp)
   };
 
   event_base* base = nullptr;
@@ -145,6 +154,8 @@ struct connection_limits::state {
   event* resume_accept = nullptr;
   event* refuse_event = nullptr;
   std::vector<bufferevent*> to_refuse;  // accepted at the cap: closed on the next turn
+  event* framing_event = nullptr;
+  std::vector<bufferevent*> bad_framing;  // a framing_scan problem: answered and closed
   std::unordered_map<bufferevent*, std::unique_ptr<connection>> connections;
 
   // The connection of a live bufferevent, nullptr when evhttp has freed it.
@@ -162,6 +173,7 @@ struct connection_limits::state {
       evbuffer_remove_cb_entry(bufferevent_get_output(c.bev), c.output_cb);
     }
     std::erase(to_refuse, c.bev);
+    std::erase(bad_framing, c.bev);
     bufferevent_disable(c.bev, EV_READ | EV_WRITE);
     bufferevent_decref(c.bev);  // the last reference: closes the descriptor
     connections.erase(it);
@@ -222,6 +234,7 @@ struct connection_limits::state {
     c->owner = this;
     c->bev = bev;
     c->last_active_ns = steady_ns();
+    c->scan = framing_scan(limits.head_bytes);
     c->input_cb = evbuffer_add_cb(bufferevent_get_input(bev), &state::on_input, c.get());
     c->output_cb = evbuffer_add_cb(bufferevent_get_output(bev), &state::on_output, c.get());
     bufferevent_incref(bev);
@@ -245,11 +258,64 @@ struct connection_limits::state {
   }
 
   static void on_input(evbuffer* buffer, const evbuffer_cb_info* info, void* arg) {
-    (void)buffer;
     if (info->n_added == 0) return;
     auto& c = *static_cast<connection*>(arg);
     c.last_active_ns = steady_ns();
     if (c.reading_since_ns == 0 && c.pending == 0) c.reading_since_ns = c.last_active_ns;
+    // The new bytes are the buffer's last n_added: evhttp parses them after this returns.
+    const std::size_t length = evbuffer_get_length(buffer);
+    c.owner->scan_input(c, buffer, length - std::min(length, info->n_added));
+  }
+
+  // Feeds the input from `from` to its end to the connection's framing_scan. At a problem the
+  // input is dropped (evhttp never parses the rest of the request) and the connection answered
+  // and closed on this turn of the loop (on_bad_framing).
+  void scan_input(connection& c, evbuffer* input, std::size_t from) {
+    if (!c.scan.reading()) return;  // a body, or a request waiting for its answer
+    const std::size_t length = evbuffer_get_length(input);
+    if (from < length) {
+      evbuffer_ptr at{};
+      if (evbuffer_ptr_set(input, &at, from, EVBUFFER_PTR_SET) != 0) return;
+      const int n = evbuffer_peek(input, static_cast<ev_ssize_t>(length - from), &at, nullptr, 0);
+      std::vector<evbuffer_iovec> extents(static_cast<std::size_t>(std::max(n, 0)));
+      (void)evbuffer_peek(input, static_cast<ev_ssize_t>(length - from), &at, extents.data(), n);
+      std::size_t left = length - from;
+      for (const evbuffer_iovec& e : extents) {  // the last extent may run past the end
+        const std::size_t take = std::min(left, e.iov_len);
+        c.scan.feed(static_cast<char*>(e.iov_base), take);
+        left -= take;
+      }
+    }
+    if (c.scan.problem() == framing_problem::none) return;
+    evbuffer_drain(input, evbuffer_get_length(input));
+    bad_framing.push_back(c.bev);
+    if (framing_event != nullptr) event_active(framing_event, EV_TIMEOUT, 0);
+  }
+
+  // Answers each connection whose framing_scan found a problem with the problem's status,
+  // written straight to the socket (no request of it waits for an answer), and closes it.
+  static void on_bad_framing(evutil_socket_t, short, void* arg) {
+    auto& s = *static_cast<state*>(arg);
+    for (bufferevent* bev : std::exchange(s.bad_framing, {})) {
+      auto it = s.connections.find(bev);
+      if (it == s.connections.end() || it->second->pending != 0) continue;
+      if (evcon_of(bev) == nullptr) {
+        s.forget(it);
+        continue;
+      }
+      if (s.counters.rejected_by_parser) s.counters.rejected_by_parser();  // seen with the answer
+      const framing_answer a = describe(it->second->scan.problem());
+      const std::string answer = "HTTP/1.1 " + std::to_string(a.status) + " " +
+                                 std::string(a.reason) +
+                                 "\r\nConnection: close\r\nContent-Type: text/plain; "
+                                 "charset=utf-8\r\nContent-Length: " +
+                                 std::to_string(a.body.size()) + "\r\n\r\n" + std::string(a.body);
+      if (evbuffer_get_length(bufferevent_get_output(bev)) == 0) {
+        (void)::send(bufferevent_getfd(bev), answer.data(), answer.size(),
+                     MSG_DONTWAIT | MSG_NOSIGNAL);
+      }
+      s.close(it);
+    }
   }
 
   // libevent answers a request it cannot read (a head over the limit, a bad request line, a bad
@@ -273,8 +339,14 @@ struct connection_limits::state {
     auto& c = *static_cast<connection*>(arg);
     c.pending = std::max(0, c.pending - 1);
     c.last_active_ns = steady_ns();
-    if (c.pending == 0 && evbuffer_get_length(bufferevent_get_input(c.bev)) > 0) {
-      c.reading_since_ns = c.last_active_ns;  // a pipelined request waits in the buffer
+    if (c.pending == 0) {
+      // The next request begins with the first byte evhttp has not read (it reads it next).
+      c.scan.restart();
+      evbuffer* input = bufferevent_get_input(c.bev);
+      c.owner->scan_input(c, input, 0);
+      if (evbuffer_get_length(input) > 0) {
+        c.reading_since_ns = c.last_active_ns;  // a pipelined request waits in the buffer
+      }
     }
   }
 
@@ -379,6 +451,7 @@ connection_limits::connection_limits(event_base* base, evhttp* http, evconnliste
   s.sweep = event_new(base, -1, EV_PERSIST, &state::on_sweep, &s);
   s.resume_accept = evtimer_new(base, &state::on_resume_accept, &s);
   s.refuse_event = evtimer_new(base, &state::on_refuse, &s);
+  s.framing_event = evtimer_new(base, &state::on_bad_framing, &s);
   if (s.sweep != nullptr) {
     const timeval period{0, static_cast<suseconds_t>(k_sweep_ns / 1000)};
     event_add(s.sweep, &period);
@@ -410,6 +483,7 @@ void connection_limits::release() noexcept {
   if (s.sweep != nullptr) event_free(std::exchange(s.sweep, nullptr));
   if (s.resume_accept != nullptr) event_free(std::exchange(s.resume_accept, nullptr));
   if (s.refuse_event != nullptr) event_free(std::exchange(s.refuse_event, nullptr));
+  if (s.framing_event != nullptr) event_free(std::exchange(s.framing_event, nullptr));
   while (!s.connections.empty()) s.forget(s.connections.begin());
 }
 

@@ -3,12 +3,14 @@
 // a hostile network. Private to stormguard::lab; src/lab/server.cpp owns one connection_limits
 // per server and calls it from its event-loop thread.
 //
-//   - the request head (request line and header fields): at most head_bytes, else libevent
-//     answers 413 and closes (evhttp_set_max_headers_size); at most header_fields fields, else
-//     431 (check_head);
-//   - framing (RFC 9112 §6): exactly one Content-Length field, never with Transfer-Encoding,
-//     and Transfer-Encoding only "chunked" — else 400 (501 for another coding) and the
-//     connection is closed (check_head);
+//   - the request head (request line and header fields): at most head_bytes, else 431 (414 for
+//     the request line) and closed (framing_scan, http_framing.hpp; evhttp_set_max_headers_size
+//     behind it); at most header_fields fields, else 431 (check_head);
+//   - the raw bytes' framing (framing_scan): whitespace before a colon, obs-fold, Transfer-Encoding
+//     in HTTP/1.0, bad chunk sizes — 400 and closed; chunk extensions accepted;
+//   - framing (RFC 9112 §6): exactly one Content-Length field of decimal digits, never with
+//     Transfer-Encoding, and Transfer-Encoding only "chunked" — else 400 (501 for another
+//     coding) and the connection is closed (check_head);
 //   - time: a request must arrive whole (head and body) within read_timeout of its first byte,
 //     and a connection with nothing to read or answer is closed after idle_timeout;
 //   - connections: at most max_connections at once; at the cap the connection idle the longest
@@ -29,6 +31,7 @@
 #include <utility>
 #include <vector>
 
+#include "lab/http_framing.hpp"
 #include "stormguard/lab/server.hpp"
 
 struct bufferevent;
@@ -52,8 +55,9 @@ void validate(const http_limits& limits);
 /// What check_head found wrong with a request's header fields.
 enum class head_problem : std::uint8_t {
   none,
-  too_many_fields,             ///< 431
-  repeated_content_length,     ///< 400: more than one Content-Length field (even equal ones)
+  too_many_fields,          ///< 431
+  repeated_content_length,  ///< 400: more than one Content-Length field (even equal ones)
+  bad_content_length,       ///< 400: a Content-Length that is not 1*DIGIT ("+31", RFC 9112 §6.3)
   content_length_and_chunked,  ///< 400: Transfer-Encoding with Content-Length (RFC 9112 §6.1)
   unknown_transfer_coding,     ///< 501: a Transfer-Encoding other than "chunked"
 };
@@ -68,11 +72,13 @@ enum class head_problem : std::uint8_t {
 
 /// Counts of limit hits (each a server_stats member), called on the loop thread.
 struct limit_counters {
-  std::function<void()> read_timeout;        ///< a request not whole within read_timeout
-  std::function<void()> idle_closed;         ///< closed after idle_timeout, or to make room
-  std::function<void()> refused;             ///< a new connection closed at the cap
-  std::function<void()> accept_failed;       ///< accept() failed (EMFILE, ENFILE, ...)
-  std::function<void()> rejected_by_parser;  ///< libevent answered 400/413 itself
+  std::function<void()> read_timeout;   ///< a request not whole within read_timeout
+  std::function<void()> idle_closed;    ///< closed after idle_timeout, or to make room
+  std::function<void()> refused;        ///< a new connection closed at the cap
+  std::function<void()> accept_failed;  ///< accept() failed (EMFILE, ENFILE, ...)
+  /// A request refused before it reached the server: libevent answered 400/413 itself, or a
+  /// framing_scan problem was answered (http_framing.hpp).
+  std::function<void()> rejected_by_parser;
 };
 
 /// The connection bookkeeping of one server (see the file comment). Loop thread only, but for

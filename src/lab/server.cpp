@@ -92,39 +92,11 @@ void reply(evhttp_request* req, int status, const char* reason, const char* cont
            std::string_view body) {
   evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", content_type);
   evbuffer_add(evhttp_request_get_output_buffer(req), body.data(), body.size());
-  evhttp_send_reply(req, status, reason, nullptr);
+  detail::send_reply(req, status, reason);  // HEAD: no body (http_framing.hpp)
 }
 
 void reply_text(evhttp_request* req, int status, const char* reason, std::string_view body) {
   reply(req, status, reason, "text/plain; charset=utf-8", body);
-}
-
-// The reason phrase of the statuses the payments endpoint sends (RFC 9110 §15).
-const char* reason_phrase(int status) noexcept {
-  switch (status) {
-    case 200:
-      return "OK";
-    case 201:
-      return "Created";
-    case 400:
-      return "Bad Request";
-    case 401:
-      return "Unauthorized";
-    case 404:
-      return "Not Found";
-    case 405:
-      return "Method Not Allowed";
-    case 409:
-      return "Conflict";
-    case 422:
-      return "Unprocessable Content";
-    case 500:
-      return "Internal Server Error";
-    case 503:
-      return "Service Unavailable";
-    default:
-      return status < 400 ? "OK" : status < 500 ? "Client Error" : "Server Error";
-  }
 }
 
 // Sends a response the guard stored (or the endpoint made): its status, headers and body.
@@ -134,7 +106,7 @@ void reply_stored(evhttp_request* req, const guard::stored_response& r) {
     evhttp_add_header(headers, name.c_str(), value.c_str());
   }
   evbuffer_add(evhttp_request_get_output_buffer(req), r.body.data(), r.body.size());
-  evhttp_send_reply(req, r.status, reason_phrase(r.status), nullptr);
+  detail::send_reply(req, r.status, detail::reason_phrase(r.status));
 }
 
 // The values of every input header named `name` (case-insensitive) joined with ", " (RFC 9110
@@ -320,6 +292,11 @@ class server::impl {
     return clock_start_.compare_exchange_strong(expected, steady_ns());
   }
 
+  // The payments endpoint's store failure (charges.hpp); "" without one. Any thread.
+  [[nodiscard]] std::string last_store_failure() const {
+    return payments_ ? payments_->last_store_failure() : std::string();
+  }
+
   [[nodiscard]] server_stats stats() const noexcept {
     server_stats s;
     for (std::size_t i = 0; i < counts_.size(); ++i) {
@@ -471,15 +448,17 @@ class server::impl {
     if (length > 0) evbuffer_copyout(in, body.data(), length);
     const char* uri = evhttp_request_get_uri(req);
     std::string target = uri != nullptr ? uri : "/charges";
-    offload(req, [endpoint = payments_, authorization = std::move(authorization),
-                  key = std::move(key), target = std::move(target), body = std::move(body)] {
-      detail::charge_request request;
-      if (authorization) request.authorization = *authorization;
-      if (key) request.idempotency_key = *key;
-      request.target = target;
-      request.body = body;
-      return endpoint->charge(request);
-    });
+    offload(
+        req, [endpoint = payments_, authorization = std::move(authorization), key = std::move(key),
+              target = std::move(target), body = std::move(body), arrived = real_clock().now()] {
+          detail::charge_request request;
+          request.arrived = arrived;  // the guard fails it at once if it waited behind a timeout
+          if (authorization) request.authorization = *authorization;
+          if (key) request.idempotency_key = *key;
+          request.target = target;
+          request.body = body;
+          return endpoint->charge(request);
+        });
   }
 
   // Runs `work` (store calls) on the worker thread, then answers `req` here with its result. A
@@ -794,6 +773,7 @@ std::uint16_t server::port() const noexcept { return impl_->port(); }
 std::string server::url() const { return "http://127.0.0.1:" + std::to_string(port()) + "/"; }
 const sim::scenario& server::scenario() const noexcept { return impl_->scenario(); }
 server_stats server::stats() const noexcept { return impl_->stats(); }
+std::string server::last_store_failure() const { return impl_->last_store_failure(); }
 bool server::start_clock() noexcept { return impl_->start_clock(); }
 void server::stop() noexcept { impl_->stop(); }
 

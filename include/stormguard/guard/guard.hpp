@@ -32,8 +32,10 @@
 //   - records expire after options.ttl (24 h); a key seen again after that is new.
 // Keys are scoped per principal: P2 sending P1's key gets its own record, never P1's response.
 // The principal is never stored: records hold principal_digest(principal, options.principal_key)
-// (HMAC-SHA-256 under a key the whole fleet shares, or SHA-256 without one), so a bearer token
-// used as the principal never rests in the store nor shows in an audit of it.
+// ("sg1:" and HMAC-SHA-256 under a key the whole fleet shares, or SHA-256 without one), so a
+// bearer token used as the principal never rests in the store nor shows in an audit of it, and
+// a digest read from an audit, sent as a principal, names a record of its own, never the one it
+// was read from.
 //
 // A store that is down is not asked again for every request: after options.trip_after_failures
 // store failures in a row the guard answers 503 at once (the handler not run, the store not
@@ -73,12 +75,33 @@ inline constexpr std::string_view replayed_header = "Idempotent-Replayed";
 /// The longest principal accepted, in bytes.
 inline constexpr std::size_t max_principal_length = 255;
 
-/// The principal as the stores keep it: 64 lowercase hex digits of HMAC-SHA-256(key, principal)
-/// (RFC 2104, OpenSSL libcrypto) when `key` is not empty, else of SHA-256(principal). The key
-/// must be the same on every replica and across restarts (a retry after a restart, or to another
-/// replica, must find its record). Throws std::runtime_error when libcrypto fails.
+/// The first bytes of every principal_digest: "sg1:". A ':' is outside a bearer token's alphabet
+/// (RFC 6750 §2.1 b64token), so a token can never be sent as a stored principal.
+inline constexpr std::string_view principal_digest_prefix = "sg1:";
+
+/// The principal as the stores keep it: principal_digest_prefix, then 64 lowercase hex digits of
+/// HMAC-SHA-256(key, "stormguard principal v1" NUL principal) (RFC 2104, OpenSSL libcrypto) when
+/// `key` is not empty, else of SHA-256 of the same message. The domain string keeps the digest
+/// apart from any other use of the key; the prefix keeps it apart from any principal (see
+/// has_principal_digest_form). The key must be the same on every replica and across restarts
+/// (a retry after a restart, or to another replica, must find its record). Throws
+/// std::runtime_error when libcrypto fails.
 [[nodiscard]] STORMGUARD_EXPORT std::string principal_digest(std::string_view principal,
                                                              std::string_view key);
+
+/// The form stores held before principal_digest had a prefix and a domain (builds of this
+/// version before the change): 64 lowercase hex digits of HMAC-SHA-256(key, principal), or of
+/// SHA-256(principal) without a key. Only for finding such records
+/// (guard_options::find_unprefixed_digest_records). Throws std::runtime_error when libcrypto
+/// fails.
+[[nodiscard]] STORMGUARD_EXPORT std::string unprefixed_principal_digest(std::string_view principal,
+                                                                        std::string_view key);
+
+/// Whether `principal` has the form of a stored principal of any version: it begins with
+/// principal_digest_prefix (in any case), or it is 64 hex digits (in any case). Such a principal
+/// is never looked up as is (guard_options::find_unhashed_records): it could name another
+/// principal's records.
+[[nodiscard]] STORMGUARD_EXPORT bool has_principal_digest_form(std::string_view principal) noexcept;
 
 /// SHA-256 (OpenSSL libcrypto, FIPS 180-4) of the request's method, target and body, each
 /// preceded by its length as 8 bytes big-endian (so ("AB","C") and ("A","BC") differ). Throws
@@ -109,6 +132,12 @@ struct request {
   /// that repeats the field should be given as the values joined with ", " (RFC 9110 §5.3),
   /// which parse_idempotency_key rejects (400).
   std::optional<std::string_view> idempotency_key;
+  /// When the request was received, by the guard's clock (guard_options::time, now()); nullopt:
+  /// unknown. A request that arrived before a store call that timed out had ended (it waited
+  /// behind that call, in the caller's queue) is answered 503 + Retry-After at once, without
+  /// calling the store (decision store_unavailable): it would wait for a timeout of its own.
+  /// Such answers do not count toward guard_options::trip_after_failures.
+  std::optional<time_point> arrived{};
 };
 
 /// Why the guard answered as it did (result::decision).
@@ -141,13 +170,33 @@ struct result {
 /// The store call a guard_observer hears about.
 enum class store_operation : std::uint8_t {
   begin,     ///< store::begin
-  find,      ///< store::find (a record written before principals were hashed)
+  find,      ///< store::find (a record written in an older form: guard_options::find_*)
   complete,  ///< store::complete (the handler runs inside it: its time is included)
   release,   ///< store::release
 };
 
 /// "begin", "find", "complete" or "release".
 [[nodiscard]] STORMGUARD_EXPORT std::string_view to_string(store_operation op) noexcept;
+
+/// Why a store call failed, read from its driver's message (classify_store_failure): a label
+/// for metrics and logs that names the operator's next step without the message's details.
+enum class store_failure_cause : std::uint8_t {
+  unreachable,      ///< nothing answers: connection refused, host unknown, no route, cannot open
+  access_denied,    ///< authentication failed (a changed password), or permission denied
+  full,             ///< the store is full: disk full (ENOSPC, SQLITE_FULL), Redis out of memory
+  timeout,          ///< no answer in time (a hung or stopped server)
+  connection_lost,  ///< the connection broke during the call (server closed it, reset, EOF)
+  other,            ///< anything else
+};
+
+/// "unreachable", "access_denied", "full", "timeout", "connection_lost" or "other".
+[[nodiscard]] STORMGUARD_EXPORT std::string_view to_string(store_failure_cause c) noexcept;
+
+/// The cause of a store_error from its message (the SQLite, libpq and hiredis texts the stores
+/// put in it; case-insensitive). Checked in the order of the enumerators after `full`, which
+/// comes first: full, access_denied, timeout, unreachable, connection_lost, else other.
+[[nodiscard]] STORMGUARD_EXPORT store_failure_cause
+classify_store_failure(std::string_view message) noexcept;
 
 /// What a guard reports as it works: each decision, each store call's latency, the cause of each
 /// store failure (redacted: detail::redact) and the short circuit's state — for metrics and
@@ -204,11 +253,19 @@ struct guard_options {
   /// every replica and across restarts. Empty: SHA-256 of the principal (a token can then be
   /// tested against a stolen record by whoever holds it, but not read from it).
   std::string principal_key{};
-  /// Whether a key seen for the first time under its hashed principal is also looked up under
-  /// the principal as is (store::find), where versions that did not hash principals wrote it:
-  /// a retry that straddles the upgrade is then replayed, not run twice. One extra read per new
-  /// key; turn it off once every record written before the upgrade has expired (one ttl later).
-  bool find_unhashed_records = true;
+  /// Whether a key seen for the first time under its stored principal is also looked up under
+  /// unprefixed_principal_digest(principal, principal_key), where builds before the prefixed
+  /// form wrote it: a retry that straddles the upgrade is then replayed, not run twice. Safe on
+  /// any store: that digest is computed from the principal, so no principal can aim it at another
+  /// principal's record. One extra read per new key; turn it off once every record written
+  /// before the upgrade has expired (one ttl later).
+  bool find_unprefixed_digest_records = true;
+  /// A one-time migration, off unless the operator asks for it: whether a key seen for the first
+  /// time is also looked up under the principal as is (store::find), where versions that did not
+  /// hash principals wrote it. Never for a principal of has_principal_digest_form (it could equal
+  /// another principal's stored digest and be answered with that principal's response). One
+  /// extra read per new key; turn it off one ttl after the upgrade.
+  bool find_unhashed_records = false;
   /// Store failures in a row (store_error from begin or complete) after which the store is held
   /// down and requests fail fast (503 without calling it). 1..1000; default 3.
   std::size_t trip_after_failures = 3;
@@ -256,12 +313,18 @@ class STORMGUARD_EXPORT idempotency_guard {
     bool down = false;
     time_point probe_at{};  ///< down: when the next probe may go
     bool probing = false;   ///< down: a probe is in flight
+    /// The end of the last store call that timed out (store_failure_cause::timeout), until a
+    /// call succeeds: requests that arrived before it fail at once (request::arrived).
+    std::optional<time_point> timed_out_at;
   };
   /// Whether this request may call the store (closed, or it becomes the probe); else the time
   /// left before the next probe.
   std::optional<duration> admit();
-  /// A store call's outcome for the short circuit (a probe's, or any other).
-  void record(bool failed);
+  /// A store call's outcome for the short circuit (a probe's, or any other); `timed_out`: a
+  /// failure whose cause is a timeout, ended at `now`.
+  void record(bool failed, bool timed_out = false);
+  /// Whether a request that arrived at `arrived` waited behind a store call that timed out.
+  [[nodiscard]] bool queued_behind_timeout(time_point arrived) const;
   /// Runs a store call, timing it and reporting it; store_error propagates.
   template <class F>
   auto call_store(store_operation op, F&& f);
@@ -274,9 +337,9 @@ class STORMGUARD_EXPORT idempotency_guard {
   void release_quietly(const record_key& id, const std::string& token) noexcept;
   result run_acquired(const record_key& id, const std::string& token, bool took_over,
                       const handler& h);
-  std::optional<result> find_unhashed(const request& req, const std::string& key,
-                                      const fingerprint& fp, const record_key& hashed,
-                                      const std::string& token);
+  std::optional<result> find_old_record(const request& req, const std::string& key,
+                                        const fingerprint& fp, const record_key& hashed,
+                                        const std::string& token);
 
   guard::store& store_;
   guard_options options_;

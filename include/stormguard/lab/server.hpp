@@ -89,8 +89,9 @@ struct payments_options {
 /// The limits a server puts on its HTTP connections (docs/lab.md "Limits"). Each limit hit is
 /// counted in server_stats.
 struct server_limits {
-  /// The request line and header fields of one request, in bytes: a longer head is answered 413
-  /// by libevent's parser and the connection closed. >= 1024.
+  /// The request line and header fields of one request, line ends included, in bytes: a longer
+  /// head is answered 431 (414 while the request line alone is longer) and the connection
+  /// closed. >= 1024.
   std::size_t head_bytes = 32 * 1024;
   /// Header fields of one request: more is answered 431 and the connection closed. >= 1.
   std::size_t header_fields = 100;
@@ -146,9 +147,11 @@ struct server_stats {
   /// (the guard's store_unavailable; the handler did not run).
   std::int64_t charges_unavailable = 0;
   /// Requests refused for their framing or size (server_limits; docs/lab.md "Limits"): a head
-  /// or body over the limit (413, by libevent's parser), too many header fields (431), a
-  /// repeated Content-Length or one with Transfer-Encoding (400), another transfer coding (501),
-  /// a request line libevent cannot parse (400).
+  /// over the limit (431, or 414 for the request line), a body over the limit (413, by
+  /// libevent's parser), too many header fields (431), a repeated Content-Length, one that is not
+  /// digits, or one with Transfer-Encoding (400), another transfer coding (501), whitespace
+  /// before a colon, an obs-fold, Transfer-Encoding in HTTP/1.0 or a bad chunk size (400), a
+  /// request line libevent cannot parse (400).
   std::int64_t requests_refused = 0;
   /// Connections closed because a request was not read whole within read_timeout (408).
   std::int64_t read_timeouts = 0;
@@ -215,6 +218,13 @@ class STORMGUARD_EXPORT server {
   [[nodiscard]] const sim::scenario& scenario() const noexcept;
   /// A snapshot of the counters (each read atomically; the set is not one instant).
   [[nodiscard]] server_stats stats() const noexcept;
+  /// The idempotency store's last failure, for the operator: "CAUSE (OPERATION): MESSAGE", the
+  /// cause as guard::classify_store_failure names it, the operation (begin, find, complete,
+  /// release) and the store driver's message redacted (no password; detail::redact), e.g.
+  /// "unreachable (begin): redis store redis://127.0.0.1:6390: connect: Connection refused".
+  /// "" when the store has not failed, or without the payments endpoint or its store.
+  /// Thread-safe.
+  [[nodiscard]] std::string last_store_failure() const;
   /// Starts the scenario's clock at 0 now, as `POST /control/start` does. false (and nothing
   /// changes) when it already runs.
   bool start_clock() noexcept;

@@ -19,6 +19,9 @@
 //       expired lease;
 //   stormguard_guard_store_errors_total{operation} counter: store calls that failed
 //       (store_error), by operation (begin, find, complete, release);
+//   stormguard_guard_store_failures_total{operation,cause} counter: the same failures by their
+//       cause (guard::classify_store_failure: unreachable, access_denied, full, timeout,
+//       connection_lost, other);
 //   stormguard_guard_store_seconds{operation}    histogram: every store call's latency by the
 //       guard's clock, failed ones included (buckets 100 µs .. 10 s); `complete` includes the
 //       handler, which runs inside its transaction;
@@ -88,10 +91,22 @@ class guard_metrics final : public guard::guard_observer {
     const prometheus::Histogram::BucketBoundaries buckets{
         0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
         0.05,   0.1,     0.25,   0.5,   1.0,    2.5,   5.0,  10.0};
+    auto& failures = prometheus::BuildCounter()
+                         .Name("stormguard_guard_store_failures_total")
+                         .Help(
+                             "Store calls of the idempotency guard that failed, by operation and "
+                             "cause (unreachable, access_denied, full, timeout, connection_lost, "
+                             "other).")
+                         .Register(registry);
     for (std::size_t i = 0; i < operations_; ++i) {
       const std::string op(guard::to_string(static_cast<guard::store_operation>(i)));
       store_errors_[i] = &errors.Add({{"operation", op}});
       store_seconds_[i] = &latency.Add({{"operation", op}}, buckets);
+      for (std::size_t c = 0; c < causes_; ++c) {
+        store_failures_[i][c] = &failures.Add(
+            {{"operation", op},
+             {"cause", std::string(guard::to_string(static_cast<guard::store_failure_cause>(c)))}});
+      }
     }
   }
   guard_metrics(const guard_metrics&) = delete;
@@ -110,6 +125,12 @@ class guard_metrics final : public guard::guard_observer {
     if (failed) store_errors_[i]->Increment();
   }
 
+  void on_store_error(guard::store_operation op, std::string_view message) noexcept override {
+    const auto i = static_cast<std::size_t>(op);
+    const auto c = static_cast<std::size_t>(guard::classify_store_failure(message));
+    if (i < operations_ && c < causes_) store_failures_[i][c]->Increment();
+  }
+
   void on_store_state(bool down) noexcept override { store_down_.Set(down ? 1.0 : 0.0); }
 
  private:
@@ -118,10 +139,13 @@ class guard_metrics final : public guard::guard_observer {
       static_cast<std::size_t>(guard::decision::store_unavailable) + 1;
   static constexpr std::size_t operations_ =
       static_cast<std::size_t>(guard::store_operation::release) + 1;
+  static constexpr std::size_t causes_ =
+      static_cast<std::size_t>(guard::store_failure_cause::other) + 1;
 
   std::array<prometheus::Counter*, decisions_count_> decisions_{};
   std::array<prometheus::Counter*, operations_> store_errors_{};
   std::array<prometheus::Histogram*, operations_> store_seconds_{};
+  std::array<std::array<prometheus::Counter*, causes_>, operations_> store_failures_{};
   prometheus::Counter& takeovers_;
   prometheus::Gauge& store_down_;
 };

@@ -16,6 +16,7 @@ namespace stormguard::lab::detail {
 
 namespace {
 
+using stormguard::detail::equals_ignoring_case;
 using stormguard::detail::to_lower_ascii;
 using stormguard::detail::trim_ows;
 
@@ -24,12 +25,6 @@ constexpr std::size_t k_max_chunk_digits = 15;  // 16^15 - 1 fits evhttp's signe
 
 bool is_hex(char c) noexcept {
   return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
-}
-
-bool equals_ignoring_case(std::string_view a, std::string_view b) noexcept {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return to_lower_ascii(x) == to_lower_ascii(y);
-         });
 }
 
 // RFC 9112 §7.1.1: chunk-ext = *( BWS ";" BWS chunk-ext-name [ BWS "=" BWS chunk-ext-val ] ),

@@ -40,6 +40,7 @@ namespace stormguard::lab::detail {
 
 namespace {
 
+using stormguard::detail::equals_ignoring_case;
 using stormguard::detail::to_lower_ascii;
 using stormguard::detail::trim_ows;
 
@@ -47,12 +48,6 @@ std::int64_t steady_ns() noexcept {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
              std::chrono::steady_clock::now().time_since_epoch())
       .count();
-}
-
-bool equals_ignoring_case(std::string_view a, std::string_view b) noexcept {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return to_lower_ascii(x) == to_lower_ascii(y);
-         });
 }
 
 constexpr std::int64_t k_sweep_ns = 250'000'000;         // the sweep's period

@@ -6,6 +6,7 @@
 #ifndef STORMGUARD_DETAIL_HTTP_SYNTAX_HPP
 #define STORMGUARD_DETAIL_HTTP_SYNTAX_HPP
 
+#include <cstddef>
 #include <string_view>
 
 namespace stormguard::detail {
@@ -24,6 +25,15 @@ namespace stormguard::detail {
 /// `c` with A..Z mapped to a..z; every other byte unchanged (no locale).
 [[nodiscard]] constexpr char to_lower_ascii(char c) noexcept {
   return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c;
+}
+
+/// Whether `a` and `b` are equal with A..Z taken as a..z (field names, RFC 9110 §5.1; no locale).
+[[nodiscard]] constexpr bool equals_ignoring_case(std::string_view a, std::string_view b) noexcept {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if (to_lower_ascii(a[i]) != to_lower_ascii(b[i])) return false;
+  }
+  return true;
 }
 
 /// Whether `c` is optional whitespace, OWS (RFC 9110 §5.6.3): SP or HTAB.

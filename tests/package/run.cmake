@@ -67,6 +67,30 @@ foreach(requested IN ITEMS "${current}" "${previous}")
   endif()
 endforeach()
 
+# The installed command names the docs under the prefix it was installed into, found at run
+# time (--help), and so does its installed man page (written at install time).
+set(cli "${prefix}/bin/stormguard${CMAKE_EXECUTABLE_SUFFIX}")
+if(EXISTS "${cli}")
+  set(docs "${prefix}/share/doc/stormguard")
+  if(NOT IS_DIRECTORY "${docs}")
+    message(FATAL_ERROR "package.consumer: the docs are not installed in ${docs}")
+  endif()
+  execute_process(COMMAND "${cli}" simulate --help OUTPUT_VARIABLE help RESULT_VARIABLE result)
+  string(FIND "${help}" "${docs}/policy.md" at)
+  if(NOT result EQUAL 0 OR at LESS 0)
+    message(FATAL_ERROR "package.consumer: `stormguard simulate --help` does not name "
+      "${docs}/policy.md:\n${help}")
+  endif()
+  file(READ "${prefix}/share/man/man1/stormguard.1" page)
+  string(REPLACE "-" "\\-" roff_docs "${docs}")
+  string(FIND "${page}" "${roff_docs}/" at)
+  string(FIND "${page}" "@STORMGUARD_DOC_ROOT@" placeholder)
+  if(at LESS 0 OR NOT placeholder EQUAL -1)
+    message(FATAL_ERROR "package.consumer: the installed man page does not name ${docs}")
+  endif()
+  message(STATUS "package.consumer: --help and the man page name ${docs}")
+endif()
+
 message(STATUS "package.consumer: configuring ${CONSUMER_SOURCE_DIR}")
 execute_process(COMMAND "${CMAKE_COMMAND}" ${configure_args} COMMAND_ERROR_IS_FATAL ANY)
 

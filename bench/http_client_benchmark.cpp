@@ -13,6 +13,7 @@
 #include <string>
 
 #include "stormguard/http/client.hpp"
+#include "stormguard/version.hpp"
 #include "support/http_test_server.hpp"
 
 namespace {
@@ -40,7 +41,9 @@ void bare_libcurl_loop(benchmark::State& state, bool same_options) {
   CURL* easy = curl_easy_init();
   std::string body;
   std::size_t header_lines = 0;
-  curl_slist* fields = curl_slist_append(nullptr, "User-Agent: stormguard/0.1.0");
+  // The header stormguard's client sends (src/http/transfer.cpp), with the same version.
+  const std::string user_agent = "User-Agent: stormguard/" + std::string(stormguard::version());
+  curl_slist* fields = curl_slist_append(nullptr, user_agent.c_str());
   curl_easy_setopt(easy, CURLOPT_URL, url.c_str());
   curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, &keep_body);

@@ -67,6 +67,7 @@ std::string version_text() {
 }
 
 int run(int argc, char** argv) {
+  cli::init_doc_root(argc, argv);  // before the help texts that name the docs
   CLI::App app{"stormguard: retries that cannot turn into a retry storm", "stormguard"};
   app.set_version_flag("--version", version_text());
   app.require_subcommand(0, 1);

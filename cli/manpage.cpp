@@ -3,6 +3,7 @@
 #include "manpage.hpp"
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <string_view>
@@ -12,8 +13,13 @@
 #include "command.hpp"
 #include "output.hpp"
 
+// The configured install folder of the docs, and the relative path from the installed bin/ to
+// it (cli/CMakeLists.txt).
 #ifndef STORMGUARD_DOCDIR
 #define STORMGUARD_DOCDIR "/usr/local/share/doc/stormguard"
+#endif
+#ifndef STORMGUARD_BIN_TO_DOCDIR
+#define STORMGUARD_BIN_TO_DOCDIR "../share/doc/stormguard"
 #endif
 
 namespace stormguard::cli {
@@ -167,8 +173,36 @@ std::string option_patterns(const completion_entry& e, const std::vector<std::st
 
 }  // namespace
 
+namespace {
+
+std::string& doc_root() {
+  static std::string root;
+  return root;
+}
+
+// <dir of this executable>/STORMGUARD_BIN_TO_DOCDIR when that folder exists, else the configured
+// folder.
+std::string installed_doc_root() {
+  std::error_code ec;
+  const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (!ec && !exe.empty()) {
+    const std::filesystem::path docs =
+        (exe.parent_path() / STORMGUARD_BIN_TO_DOCDIR).lexically_normal();
+    if (std::filesystem::is_directory(docs, ec)) return docs.string();
+  }
+  return STORMGUARD_DOCDIR;
+}
+
+}  // namespace
+
+void init_doc_root(int argc, char** argv) {
+  const bool man_page = argc == 3 && std::string_view(argv[1]) == "--generate-man-page";
+  doc_root() = man_page ? std::string(k_doc_root_placeholder) : installed_doc_root();
+}
+
 std::string doc_path(std::string_view name) {
-  return std::string(STORMGUARD_DOCDIR) + "/" + std::string(name);
+  if (doc_root().empty()) doc_root() = installed_doc_root();
+  return doc_root() + "/" + std::string(name);
 }
 
 std::string man_page(const CLI::App& app, std::string_view version) {

@@ -16,9 +16,22 @@
 
 namespace stormguard::cli {
 
-/// Where the installed documentation lives (CMAKE_INSTALL_FULL_DOCDIR at configure time, e.g.
-/// /usr/local/share/doc/stormguard), followed by "/" and `name` ("policy.md"): what --help
-/// names instead of a path in the source tree.
+/// What the man page made by `--generate-man-page` names as the documentation folder:
+/// `cmake --install` writes the installed page with this replaced by <prefix>/share/doc/stormguard
+/// (cli/man_docdir.cmake), so that the page names the prefix it was installed into.
+inline constexpr std::string_view k_doc_root_placeholder = "@STORMGUARD_DOC_ROOT@";
+
+/// Decides once, before the commands are defined, the documentation folder doc_path names:
+/// k_doc_root_placeholder for `stormguard --generate-man-page FILE`; otherwise the folder found
+/// at run time from where this executable is (/proc/self/exe, then the relative path from the
+/// installed bin/ to the docs: <prefix>/bin/stormguard names <prefix>/share/doc/stormguard), or,
+/// when that folder does not exist (the build tree), the configured install folder
+/// (CMAKE_INSTALL_FULL_DOCDIR). Not thread-safe: main() calls it first.
+void init_doc_root(int argc, char** argv);
+
+/// The documentation folder (see init_doc_root; found from the executable when init_doc_root was
+/// not called), followed by "/" and `name` ("policy.md"): what --help names instead of a path in
+/// the source tree.
 [[nodiscard]] std::string doc_path(std::string_view name);
 
 /// The man page (roff, man(7) macros) of `app` and its subcommands, nested ones included:

@@ -52,6 +52,13 @@ TEST(FleetMetrics, SamplesSetTheGaugesAndCountTheSyncs) {
   EXPECT_TRUE(has(down, R"(stormguard_fleet_fallback{client="api"} 1)")) << down;
   // The last successful round trip stays.
   EXPECT_TRUE(has(down, R"(stormguard_fleet_sync_latency_seconds{client="api"} 0.001)")) << down;
+  // A store whose key another fleet protocol shares: counted as refused, not as an error.
+  hook(fleet_sync_sample{false, 0ms, 5, 200'000, true, true});
+  const std::string refused = text(registry);
+  EXPECT_TRUE(has(refused, R"(stormguard_fleet_syncs_total{client="api",result="refused"} 1)"))
+      << refused;
+  EXPECT_TRUE(has(refused, R"(stormguard_fleet_syncs_total{client="api",result="error"} 1)"))
+      << refused;
 }
 
 TEST(FleetMetrics, BadPrefixOrLabelIsRejected) {

@@ -69,6 +69,37 @@ void redis_command(const std::vector<std::string>& args) {
   redisFree(c);
 }
 
+// One Redis command's reply as text on the shared server: a string, an integer in decimal,
+// "(nil)" or "(error) ..." (test checks only).
+std::string redis_text(const std::vector<std::string>& args) {
+  redisContext* c = redisConnect("127.0.0.1", redis_server::shared().port());
+  if (c == nullptr || c->err != 0) {
+    if (c != nullptr) redisFree(c);
+    return "(no connection)";
+  }
+  std::vector<const char*> argv;
+  std::vector<std::size_t> lens;
+  for (const auto& a : args) {
+    argv.push_back(a.data());
+    lens.push_back(a.size());
+  }
+  auto* r = static_cast<redisReply*>(
+      redisCommandArgv(c, static_cast<int>(argv.size()), argv.data(), lens.data()));
+  std::string text = "(no reply)";
+  if (r != nullptr && (r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_STATUS)) {
+    text.assign(r->str, r->len);
+  } else if (r != nullptr && r->type == REDIS_REPLY_INTEGER) {
+    text = std::to_string(r->integer);
+  } else if (r != nullptr && r->type == REDIS_REPLY_NIL) {
+    text = "(nil)";
+  } else if (r != nullptr && r->type == REDIS_REPLY_ERROR) {
+    text = "(error) " + std::string(r->str, r->len);
+  }
+  if (r != nullptr) freeReplyObject(r);
+  redisFree(c);
+  return text;
+}
+
 // The fleet's window totals as the store holds them: {requests, retries} (HGETALL {KEY}:window).
 std::pair<long long, long long> window_totals(std::uint16_t port, const std::string& key) {
   redisContext* c = redisConnect("127.0.0.1", port);
@@ -375,6 +406,104 @@ TEST(RedisFleetSync, TheScriptHandsOutWhatTheModelHandsOut) {
   EXPECT_EQ(checked, 18);
   EXPECT_EQ(window_totals(redis_server::shared().port(), key).first,
             model.sync(clock.now(), "probe", {}).requests);
+}
+
+// What a stormguard 0.1 process leaves in Redis: the window and the live clients, no
+// {KEY}:version (and, for 0.1.0, no {KEY}:claims). Written by hand, as its script would.
+void write_0_1_layout(const std::string& key, const std::string& client) {
+  redis_command({"HSET", "{" + key + "}:window", "r:1", "50", "w:1", "2"});
+  // A heartbeat far in the future (Redis TIME in ms): the client is live.
+  redis_command({"ZADD", "{" + key + "}:clients", "99999999999999", client});
+}
+
+// A 0.1 process's keys: the current syncer refuses them, naming both protocols and releases,
+// writes nothing, counts the refusal, and its budget keeps to local counts.
+TEST(RedisFleetSync, AKeyWrittenByStormguard01IsRefusedNamingBothVersions) {
+  const std::string key = unique_key("v01");
+  write_0_1_layout(key, "old-0.1-process");
+  manual_clock clock;
+  random_generator g(5);
+  fleet_budget budget(fleet_options());
+  std::vector<std::string> lines;
+  redis_sync sync(budget, sync_options(key, "new"), clock,
+                  [&lines](std::string_view l) { lines.emplace_back(l); });
+  for (int r = 0; r < 10; ++r) (void)budget.try_admit(clock.now(), g);
+  EXPECT_FALSE(sync.sync_once(true));
+  EXPECT_FALSE(sync.sync_once(true));
+  const auto stats = sync.stats();
+  EXPECT_EQ(stats.refusals, 2);
+  EXPECT_EQ(stats.errors, 2);
+  EXPECT_TRUE(stats.refused);
+  EXPECT_EQ(stats.syncs, 0);
+  EXPECT_EQ(budget.current_mode(clock.now()), fleet_budget::mode::fallback);
+  ASSERT_EQ(lines.size(), 1U);  // said once
+  EXPECT_NE(lines[0].find("fleet protocol \"1\" (stormguard 0.1, which writes no version)"),
+            std::string::npos)
+      << lines[0];
+  EXPECT_NE(lines[0].find("this process speaks fleet protocol 2 (stormguard 0.2"),
+            std::string::npos)
+      << lines[0];
+  EXPECT_NE(lines[0].find(key), std::string::npos) << lines[0];
+  // Nothing written: the 0.1 process's window is as it left it, no version was set.
+  EXPECT_EQ(window_totals(redis_server::shared().port(), key), std::make_pair(50LL, 2LL));
+  EXPECT_EQ(redis_text({"GET", "{" + key + "}:version"}), "(nil)");
+  EXPECT_EQ(redis_text({"EXISTS", "{" + key + "}:claims"}), "0");
+}
+
+// A 0.1 process that joins a key a current process already keeps: its heartbeat has no claim,
+// so the next sync of the current process refuses.
+TEST(RedisFleetSync, AStormguard01ProcessJoiningLaterIsRefused) {
+  const std::string key = unique_key("v01-late");
+  manual_clock clock;
+  fleet_budget budget(fleet_options());
+  std::vector<std::string> lines;
+  redis_sync sync(budget, sync_options(key, "new"), clock,
+                  [&lines](std::string_view l) { lines.emplace_back(l); });
+  ASSERT_TRUE(sync.sync_once(true));
+  EXPECT_EQ(redis_text({"GET", "{" + key + "}:version"}),
+            std::to_string(stormguard::fleet::k_fleet_protocol));
+  ASSERT_TRUE(sync.sync_once(true));  // its own claim is no foreign client
+  write_0_1_layout(key, "old-0.1-process");
+  EXPECT_FALSE(sync.sync_once(true));
+  EXPECT_EQ(sync.stats().refusals, 1);
+  ASSERT_EQ(lines.size(), 1U);
+  EXPECT_NE(lines[0].find("fleet protocol \"1\""), std::string::npos) << lines[0];
+}
+
+// A key another protocol marked (a later release): refused, naming its protocol.
+TEST(RedisFleetSync, AKeyOfAnotherProtocolIsRefused) {
+  const std::string key = unique_key("v3");
+  redis_command({"SET", "{" + key + "}:version", "3"});
+  manual_clock clock;
+  fleet_budget budget(fleet_options());
+  std::vector<std::string> lines;
+  redis_sync sync(budget, sync_options(key, "new"), clock,
+                  [&lines](std::string_view l) { lines.emplace_back(l); });
+  EXPECT_FALSE(sync.sync_once(true));
+  EXPECT_EQ(sync.stats().refusals, 1);
+  ASSERT_EQ(lines.size(), 1U);
+  EXPECT_NE(lines[0].find("fleet protocol \"3\" (another stormguard release)"), std::string::npos)
+      << lines[0];
+  EXPECT_EQ(redis_text({"GET", "{" + key + "}:version"}), "3");
+}
+
+// The version is set with an expiry no earlier than the other keys': a key of this protocol is
+// never read as one of 0.1 (data without a version).
+TEST(RedisFleetSync, TheVersionOutlivesTheKeysItDescribes) {
+  const std::string key = unique_key("v-ttl");
+  manual_clock clock;
+  fleet_budget budget(fleet_options());
+  redis_sync sync(budget, sync_options(key, "new"), clock);
+  random_generator g(9);
+  (void)budget.try_admit(clock.now(), g);
+  ASSERT_TRUE(sync.sync_once(true));
+  const long long version = std::stoll(redis_text({"PTTL", "{" + key + "}:version"}));
+  EXPECT_GT(version, 0);
+  for (const char* suffix : {"}:window", "}:clients", "}:claims"}) {
+    const long long other = std::stoll(redis_text({"PTTL", "{" + key + suffix}));
+    EXPECT_GT(other, 0) << suffix;
+    EXPECT_GE(version, other) << suffix;
+  }
 }
 
 }  // namespace

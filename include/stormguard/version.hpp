@@ -8,7 +8,7 @@
 //   #if STORMGUARD_VERSION < 200  // before 0.2.0
 //   ...
 //   #endif
-//   std::cout << "stormguard " << stormguard::version() << '\n';  // "stormguard 0.1.0"
+//   std::cout << "stormguard " << stormguard::version() << '\n';  // "stormguard 0.2.0"
 //
 // The versions follow semantic versioning; while the major version is 0, a new minor version may
 // change the API and the ABI (the shared libraries' SONAME is MAJOR.MINOR).
@@ -20,7 +20,7 @@
 
 // The version of these headers (the build checks that they equal the CMake project's VERSION).
 #define STORMGUARD_VERSION_MAJOR 0
-#define STORMGUARD_VERSION_MINOR 1
+#define STORMGUARD_VERSION_MINOR 2
 #define STORMGUARD_VERSION_PATCH 0
 // MAJOR * 10000 + MINOR * 100 + PATCH (0.1.0 is 100), to compare with < and >=. MINOR and PATCH
 // stay below 100.

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// The lab's client fleet (include/stormguard/lab/fleet.hpp): the engine's driver (the
+// The lab's client fleet (app/lab_fleet.hpp): the engine's driver (the
 // simulator's clients, retries and metrics: stormguard_engine/driver.hpp) on real time and real
 // HTTP attempts through http::async_client, on one Asio thread.
 #include "app/lab_fleet.hpp"

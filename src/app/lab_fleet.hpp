@@ -138,12 +138,18 @@ struct fleet_result {
                                                std::span<const sim::strategy_result> parts,
                                                const server_stats& st);
 
-/// A part's result for the process that merges it: one line of JSON with every counter and the
-/// 1-s series. part_from_json reads it back; throws std::invalid_argument for text that is not
-/// such a line.
+/// The version of the lab's multi-process wire (the lines of part_to_json and
+/// part_report_to_json, key "wire"): 1 was stormguard 0.1 (no "wire" key), 2 is stormguard 0.2.
+/// A change of the keys or of their meaning is a new version (docs/releases.md).
+inline constexpr int k_lab_wire_version = 2;
+
+/// A part's result for the process that merges it: one line of JSON with the wire version
+/// ("wire": k_lab_wire_version), every counter and the 1-s series. part_from_json reads it back;
+/// throws std::invalid_argument for text that is not such a line.
 [[nodiscard]] std::string part_to_json(const sim::strategy_result& r);
 /// Reads back one line of part_to_json; throws std::invalid_argument (naming what is wrong) for
-/// text that is not such a line.
+/// text that is not such a line, and for a line of another wire version (one without "wire" is
+/// stormguard 0.1's): the message names both versions.
 [[nodiscard]] sim::strategy_result part_from_json(std::string_view text);
 
 /// What a worker process of a fleet spread over processes reports to the one that merges the

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// A lab fleet spread over several processes (include/stormguard/lab/fleet.hpp: fleet_part,
+// A lab fleet spread over several processes (app/lab_fleet.hpp: fleet_part,
 // merge_parts, part_to_json, part_from_json): each process runs a part of the clients and
 // arrivals; one merges the parts' figures with the server's counters, computing the derived
 // figures as the simulator does (stormguard_engine/metrics.hpp).
@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "app/lab_fleet.hpp"
+#include "stormguard/version.hpp"
 #include "stormguard_engine/metrics.hpp"
 #include "stormguard_engine/seeds.hpp"
 
@@ -98,6 +99,7 @@ namespace {
 
 json part_json(const sim::strategy_result& r) {
   json j;
+  j["wire"] = k_lab_wire_version;
   j["name"] = r.name;
   counters(r, [&](const char* name, const std::int64_t& v) { j[name] = v; });
   if (r.p99_latency_ms) j["p99_latency_ms"] = *r.p99_latency_ms;
@@ -108,6 +110,25 @@ json part_json(const sim::strategy_result& r) {
   }
   j["series"] = std::move(series);
   return j;
+}
+
+// Refuses a line of another wire version (k_lab_wire_version), naming both: the worker that
+// wrote it is another build of stormguard, whose counters may mean something else.
+void check_wire(const json& j) {
+  const auto it = j.find("wire");
+  if (it == j.end()) {
+    throw std::invalid_argument(fmt::format(
+        "the line has no \"wire\" version: written by a worker of lab wire 1 (stormguard 0.1); "
+        "this process reads lab wire {} (stormguard {}): run the workers from the same build",
+        k_lab_wire_version, version()));
+  }
+  if (!it->is_number_integer() || it->get<std::int64_t>() != k_lab_wire_version) {
+    throw std::invalid_argument(fmt::format(
+        "\"wire\" is {}: written by a worker of another lab wire version; this process reads "
+        "lab wire {} (stormguard {}): run the workers from the same build",
+        it->dump(-1, ' ', false, json::error_handler_t::replace).substr(0, 40), k_lab_wire_version,
+        version()));
+  }
 }
 
 // Bad UTF-8 in a strategy name or a message becomes U+FFFD (as detail::dump_json does), never a
@@ -203,6 +224,7 @@ part_report part_report_from_json(std::string_view text) {
 sim::strategy_result part_from_json(std::string_view text) {
   try {
     const json j = json::parse(text);
+    check_wire(j);
     sim::strategy_result r;
     r.name = j.at("name").get<std::string>();
     counters(r, [&](const char* name, std::int64_t& v) { v = j.at(name).get<std::int64_t>(); });

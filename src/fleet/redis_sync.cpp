@@ -18,19 +18,29 @@
 #include "stormguard/detail/mutex.hpp"
 #include "stormguard/detail/redis_url.hpp"
 #include "stormguard/duration_text.hpp"
+#include "stormguard/version.hpp"
 
 namespace stormguard::fleet {
 
 namespace {
 
-// The exchange, atomic in Redis. KEYS: {KEY}:window, {KEY}:clients, {KEY}:claims. ARGV: client
-// id, requests, retries, slice (ms), slices, heartbeat ttl (ms), largest delta, own requests
-// (the share's numerator), deposit per request and reserve (micro-retries). Returns {requests,
-// retries, live clients, credit} of the window (the current slice and the `slices` before it,
-// as detail::sliding_window keeps them). The credit is fleet_budget::claim computed in Lua (the
+// The exchange, atomic in Redis. KEYS: {KEY}:window, {KEY}:clients, {KEY}:claims,
+// {KEY}:version. ARGV: client id, requests, retries, slice (ms), slices, heartbeat ttl (ms),
+// largest delta, own requests (the share's numerator), deposit per request and reserve
+// (micro-retries), and this process's fleet protocol (k_fleet_protocol). Returns {requests,
+// retries, live clients, credit} of the window (the current slice and the `slices` before it, as
+// detail::sliding_window keeps them). The credit is fleet_budget::claim computed in Lua (the
 // same steps; exact while the products stay below 2^53 micro-retries), kept in {KEY}:claims as
 // this client's claim ("c:ID", its positive part; "t" holds the sum) until its next sync or the
 // expiry of its heartbeat, as fleet_window_store keeps it.
+//
+// The protocol check comes first and writes nothing when it refuses (an error reply
+// "STORMGUARD_FLEET_PROTOCOL <theirs>"): {KEY}:version holds the protocol of the processes that
+// share the key. A key of another protocol is refused. So is one written by stormguard 0.1,
+// which kept no version (protocol 1): its keys exist without {KEY}:version, or, when it joins a
+// key of this protocol later, it is a live client in {KEY}:clients with no claim in {KEY}:claims
+// (0.1.0 kept no claims; this script writes a claim for every live client it adds). A successful
+// exchange sets {KEY}:version with an expiry no earlier than that of the other three keys.
 constexpr std::string_view k_script = R"lua(
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -38,6 +48,21 @@ local slice = tonumber(ARGV[4])
 local slices = tonumber(ARGV[5])
 local ttl = tonumber(ARGV[6])
 local maxd = tonumber(ARGV[7])
+local ours = ARGV[11]
+local marker = redis.call('GET', KEYS[4])
+if marker then
+  if marker ~= ours then return redis.error_reply('STORMGUARD_FLEET_PROTOCOL ' .. marker) end
+  local live = redis.call('ZCOUNT', KEYS[2], '(' .. now, '+inf')
+  if live > 0 then
+    local marked = redis.call('HLEN', KEYS[3]) - redis.call('HEXISTS', KEYS[3], 't')
+    for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now)) do
+      marked = marked - redis.call('HEXISTS', KEYS[3], 'c:' .. id)
+    end
+    if live > marked then return redis.error_reply('STORMGUARD_FLEET_PROTOCOL 1') end
+  end
+elseif redis.call('EXISTS', KEYS[1], KEYS[2], KEYS[3]) > 0 then
+  return redis.error_reply('STORMGUARD_FLEET_PROTOCOL 1')
+end
 local function clampto(v, most)
   v = tonumber(v) or 0
   if v < 0 then return 0 end
@@ -107,6 +132,7 @@ if credit < -bound then credit = -bound end
 local keep = math.max(credit, 0)
 redis.call('HSET', KEYS[3], 'c:' .. ARGV[1], keep, 't', claimed + keep)
 redis.call('PEXPIRE', KEYS[3], 2 * ttl)
+redis.call('SET', KEYS[4], ours, 'PX', math.max(2 * slice * (slices + 1), 2 * ttl) + 1000)
 return {req, ret, live, credit}
 )lua";
 
@@ -123,6 +149,35 @@ class failure : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };
+
+// The store refused the exchange: the key is shared by processes of another fleet protocol.
+class protocol_refused : public failure {
+ public:
+  using failure::failure;
+};
+
+// The release that speaks fleet protocol `protocol` (as the script's error reply names it).
+std::string release_of(std::string_view protocol) {
+  if (protocol == "1") return "stormguard 0.1, which writes no version";
+  if (protocol == std::to_string(k_fleet_protocol)) return "stormguard 0.2";
+  return "another stormguard release";
+}
+
+// The refusal of the script's error reply `error` ("... STORMGUARD_FLEET_PROTOCOL <theirs>"),
+// naming both protocols and their releases.
+protocol_refused refusal(std::string_view key, std::string_view error) {
+  constexpr std::string_view tag = "STORMGUARD_FLEET_PROTOCOL ";
+  std::string_view theirs = error.substr(error.find(tag) + tag.size());
+  theirs = theirs.substr(0, std::min(theirs.find_first_of(" \r\n"), std::size_t{20}));
+  return protocol_refused(
+      "fleet key " + detail::quote_for_message(std::string(key)) +
+      " is shared by processes of fleet protocol " +
+      detail::quote_for_message(std::string(theirs)) + " (" + release_of(theirs) +
+      "); this process speaks fleet protocol " + std::to_string(k_fleet_protocol) +
+      " (stormguard " + std::string(version()) +
+      "): refusing to share a budget across versions (give each version its own "
+      "budget.fleet.key, or stop the other processes and let the key expire)");
+}
 
 std::string generated_client_id() {
   std::array<char, 256> host{};
@@ -158,6 +213,7 @@ struct redis_sync::impl {
   std::string window_key;
   std::string clients_key;
   std::string claims_key;
+  std::string version_key;
   std::string slice_ms;
   std::string ttl_ms;
   std::string shown_url;  // redacted
@@ -167,6 +223,7 @@ struct redis_sync::impl {
   std::string sha STORMGUARD_GUARDED_BY(mutex);
   redis_sync_stats stats STORMGUARD_GUARDED_BY(mutex);
   bool said_down STORMGUARD_GUARDED_BY(mutex) = false;
+  bool said_refused STORMGUARD_GUARDED_BY(mutex) = false;  // the refusal is said once too
   // Reconnection backoff: failed round trips in a row, and the earliest time of the next try.
   std::int64_t failures_in_row STORMGUARD_GUARDED_BY(mutex) = 0;
   time_point next_try STORMGUARD_GUARDED_BY(mutex){};
@@ -201,6 +258,7 @@ struct redis_sync::impl {
     window_key = "{" + options.key + "}:window";
     clients_key = "{" + options.key + "}:clients";
     claims_key = "{" + options.key + "}:claims";
+    version_key = "{" + options.key + "}:version";
     const auto window_ms =
         std::chrono::duration_cast<std::chrono::milliseconds>(budget.options().ratio.window)
             .count();
@@ -275,10 +333,11 @@ struct redis_sync::impl {
     if (!ctx) connect();
     std::vector<std::string> args{"EVALSHA",
                                   sha,
-                                  "3",
+                                  "4",
                                   window_key,
                                   clients_key,
                                   claims_key,
+                                  version_key,
                                   options.client_id,
                                   std::to_string(out.requests),
                                   std::to_string(out.retries),
@@ -288,14 +347,21 @@ struct redis_sync::impl {
                                   std::to_string(fleet_window_store::k_max_delta),
                                   std::to_string(terms.own_requests),
                                   std::to_string(terms.deposit),
-                                  std::to_string(terms.reserve)};
+                                  std::to_string(terms.reserve),
+                                  std::to_string(k_fleet_protocol)};
     reply_ptr r = command(args);
     if (r->type == REDIS_REPLY_ERROR && std::string_view(r->str, r->len).starts_with("NOSCRIPT")) {
       args[0] = "EVAL";  // the server lost its script cache (a restart, SCRIPT FLUSH)
       args[1] = std::string(k_script);
       r = command(args);
     }
-    if (r->type == REDIS_REPLY_ERROR) throw failure(std::string("EVALSHA: ") + r->str);
+    if (r->type == REDIS_REPLY_ERROR) {
+      const std::string_view error(r->str, r->len);
+      if (error.find("STORMGUARD_FLEET_PROTOCOL ") != std::string_view::npos) {
+        throw refusal(options.key, error);
+      }
+      throw failure(std::string("EVALSHA: ") + r->str);
+    }
     if (r->type != REDIS_REPLY_ARRAY || r->elements != 4) throw failure("an unexpected reply");
     std::array<long long, 4> v{};
     for (std::size_t i = 0; i < 4; ++i) {
@@ -334,6 +400,7 @@ struct redis_sync::impl {
       ++stats.syncs;
       stats.last_latency = end - start;
       stats.store_up = true;
+      stats.refused = false;
       stats.live_clients = view.live_clients;
       stats.share_ppm = budget.share_ppm();
       stats.fallback = budget.current_mode(end) == fleet_budget::mode::fallback;
@@ -341,7 +408,7 @@ struct redis_sync::impl {
       failures_in_row = 0;
       notify();
       if (said_down) {
-        said_down = false;
+        said_down = said_refused = false;
         say("fleet budget " + options.key + ": store " + shown_url +
             " answers again: rejoined the fleet (" + std::to_string(view.live_clients) +
             " live clients)");
@@ -356,8 +423,14 @@ struct redis_sync::impl {
       ++stats.errors;
       stats.store_up = false;
       stats.fallback = true;
+      stats.refused = dynamic_cast<const protocol_refused*>(&e) != nullptr;
+      if (stats.refused) ++stats.refusals;
       notify();
-      if (!said_down) {
+      if (stats.refused && !said_refused) {
+        said_down = said_refused = true;
+        say("fleet budget " + options.key + ": store " + shown_url + " refused: " + e.what() +
+            "; falling back to local counts");
+      } else if (!said_down) {
         said_down = true;
         // What the fallback grants: a process that never synced knows no live count, so it has
         // no part of the fleet's floor unless the policy names expected_clients.

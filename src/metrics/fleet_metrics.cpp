@@ -29,7 +29,7 @@ fleet_metrics::fleet_metrics(prometheus::Registry& registry, metrics_options opt
     : label_(checked_label(options.label)),
       syncs_(prometheus::BuildCounter()
                  .Name(checked(options.prefix, "_fleet_syncs_total"))
-                 .Help("Fleet budget syncs with the shared store, by result (ok, error)")
+                 .Help("Fleet budget syncs with the shared store, by result (ok, error, refused)")
                  .Register(registry)),
       up_(prometheus::BuildGauge()
               .Name(checked(options.prefix, "_fleet_store_up"))
@@ -60,6 +60,7 @@ fleet_metrics::instruments& fleet_metrics::for_client(std::string_view client) {
   instruments i;
   i.ok = &syncs_.Add({{label_, name}, {"result", "ok"}});
   i.error = &syncs_.Add({{label_, name}, {"result", "error"}});
+  i.refused = &syncs_.Add({{label_, name}, {"result", "refused"}});
   i.up = &up_.Add({{label_, name}});
   i.fallback = &fallback_.Add({{label_, name}});
   i.latency = &latency_.Add({{label_, name}});
@@ -69,7 +70,7 @@ fleet_metrics::instruments& fleet_metrics::for_client(std::string_view client) {
 }
 
 void fleet_metrics::apply(const instruments& i, const fleet_sync_sample& s) noexcept {
-  (s.ok ? i.ok : i.error)->Increment();
+  (s.ok ? i.ok : s.refused ? i.refused : i.error)->Increment();
   i.up->Set(s.ok ? 1 : 0);
   i.fallback->Set(s.fallback ? 1 : 0);
   if (s.ok) i.latency->Set(std::chrono::duration<double>(s.latency).count());

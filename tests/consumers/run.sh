@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Builds stormguard the ways a project consumes it, and a small consumer against each
 # (tests/consumers/*/), as .ci/run does:
-#   1. core only, static, tests off, with every optional package hidden (below); installed; the
-#      `core` consumer (find_package, hidden too) and a pkg-config consumer of stormguard-core.pc
+#   1. core only, static, with every optional package hidden (below), GoogleTest included: the
+#      tests default to OFF without a flag; installed; the `core` consumer (find_package, hidden
+#      too) and a pkg-config consumer of stormguard-core.pc
 #   2. core only, shared (BUILD_SHARED_LIBS=ON), hidden but GoogleTest: builds and passes the
 #      core's tests; SONAME and exported symbols checked; installed; the `core` consumer links the
 #      shared library and runs
-#   3. add_subdirectory and 4. FetchContent from a local clone (the committed HEAD), hidden
+#   3. add_subdirectory (BUILD_SHARED_LIBS stays out of the parent's cache) and 4. FetchContent
+#      from a local clone (the committed HEAD), hidden
 #   5. with --full BUILD_DIR (a configured and built default build, e.g. build/ after `make test`):
 #      it is installed and the `http` consumer builds with find_package and with pkg-config; the
 #      `optional` consumer configures with pkg-config finding nothing
@@ -54,9 +56,10 @@ run_consumer() {
   echo "   $1: ${out}"
 }
 
-step "1. core only, static, no tests, every optional package hidden"
-configure -S "${source_dir}" -B "${work}/core-static" "${hidden[@]}" "${components_off[@]}" \
-  -DSTORMGUARD_BUILD_TESTS=OFF
+step "1. core only, static, every optional package hidden (GoogleTest too: no tests, no flag needed)"
+configure -S "${source_dir}" -B "${work}/core-static" "${hidden[@]}" "${components_off[@]}"
+grep -q '^STORMGUARD_BUILD_TESTS:BOOL=OFF$' "${work}/core-static/CMakeCache.txt" ||
+  { echo "consumers: without GoogleTest the tests are not off by default" >&2; exit 1; }
 build "${work}/core-static"
 cmake --install "${work}/core-static" --prefix "${work}/core-static-prefix" >/dev/null
 static_dir="$(dirname "$(find "${work}/core-static-prefix" -name stormguardConfig.cmake)")"
@@ -108,6 +111,11 @@ configure -S "${here}/subdirectory" -B "${work}/consumer-subdirectory" "${hidden
   -DSTORMGUARD_SOURCE_DIR="${source_dir}"
 build "${work}/consumer-subdirectory"
 run_consumer "${work}/consumer-subdirectory/consumer"
+# stormguard's options land in the parent's cache, BUILD_SHARED_LIBS does not (it is the parent's).
+if grep -q '^BUILD_SHARED_LIBS:' "${work}/consumer-subdirectory/CMakeCache.txt"; then
+  echo "consumers: add_subdirectory put BUILD_SHARED_LIBS into the parent's cache" >&2
+  exit 1
+fi
 
 step "4. FetchContent from a local clone (HEAD), every optional package hidden"
 configure -S "${here}/fetchcontent" -B "${work}/consumer-fetchcontent" "${hidden[@]}" \

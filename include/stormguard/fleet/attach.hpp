@@ -53,13 +53,13 @@ struct attach_options {
 };
 
 /// An on_sync callable that hands `sink` a Sample {ok, latency, live_clients, share_ppm,
-/// fallback} built from each sync's counts: with stormguard::metrics::fleet_metrics,
+/// fallback, refused} built from each sync's counts: with stormguard::metrics::fleet_metrics,
 /// `sync_hook<stormguard::metrics::fleet_sync_sample>(metrics.hook("checkout-api"))`. Header-only:
 /// the fleet component does not link the metrics one.
 template <class Sample, class Sink>
 [[nodiscard]] std::function<void(const redis_sync_stats&)> sync_hook(Sink sink) {
   return [sink = std::move(sink)](const redis_sync_stats& s) {
-    sink(Sample{s.store_up, s.last_latency, s.live_clients, s.share_ppm, s.fallback});
+    sink(Sample{s.store_up, s.last_latency, s.live_clients, s.share_ppm, s.fallback, s.refused});
   };
 }
 

@@ -33,6 +33,17 @@
 //   {KEY}:claims   a hash of each live client's claim "c:ID" (micro-retries, >= 0) and their sum
 //                  "t"; a client's claim is replaced at its sync and freed when its heartbeat
 //                  expires; emptied when no client is live; expiring with {KEY}:clients
+//   {KEY}:version  the fleet protocol of the processes sharing the key (k_fleet_protocol), set
+//                  at each sync, expiring no earlier than the three keys above
+// Protocol versions: a process refuses to share a key with processes of another fleet protocol,
+// whose script would keep another budget in the same keys. It checks {KEY}:version before it
+// writes anything; stormguard 0.1 wrote no version (protocol 1) and is recognised by its layout:
+// its keys without {KEY}:version, or, joining a key of this protocol later, a live client in
+// {KEY}:clients without a claim in {KEY}:claims (0.1.0 kept no claims). A refused sync fails
+// like an unreachable store (the budget falls back to its local counts), is counted in
+// redis_sync_stats::refusals, and the log hook says once which protocols and releases met
+// ("... fleet protocol "1" (stormguard 0.1, which writes no version); this process speaks fleet
+// protocol 2 (stormguard 0.2.0) ..."). docs/budgets.md has the reasons for this design.
 // Only Redis's clock is used (TIME inside the script): no process's clock is compared with
 // another's. Deltas are clamped to [0, fleet_window_store::k_max_delta] by the script.
 // Store load: one round trip per process per sync interval (docs/budgets.md).
@@ -55,6 +66,11 @@
 #include "stormguard/fleet_budget.hpp"
 
 namespace stormguard::fleet {
+
+/// The fleet protocol this build speaks: the layout of the keys and the script's arguments and
+/// answer. 1 was stormguard 0.1 (no version in the store); 2 is stormguard 0.2. A change of
+/// either is a new protocol and a new minor version of stormguard (docs/releases.md).
+inline constexpr int k_fleet_protocol = 2;
 
 struct redis_sync_stats;
 
@@ -95,6 +111,11 @@ struct redis_sync_stats {
   /// Successful round trips that followed failed ones after the budget had joined once: how
   /// many times this process rejoined the fleet (e.g. after a restart of Redis).
   std::int64_t rejoins = 0;
+  /// Round trips the store refused because the key is shared by processes of another fleet
+  /// protocol (see the file comment); also counted in `errors`.
+  std::int64_t refusals = 0;
+  /// The last round trip was such a refusal.
+  bool refused = false;
 };
 
 /// The syncer: see the file comment.

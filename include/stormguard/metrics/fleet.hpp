@@ -9,7 +9,8 @@
 //   auto sync = stormguard::fleet::attach(budget, {.on_sync = fleet.hook("checkout-api")});
 //
 // The metrics (docs/metrics.md), labelled with the caller's client name:
-//   stormguard_fleet_syncs_total{client, result}      result: ok, error
+//   stormguard_fleet_syncs_total{client, result}      result: ok, error, refused (the store's
+//                                                     key is shared by another fleet protocol)
 //   stormguard_fleet_store_up{client}                 1 when the last sync succeeded, else 0
 //   stormguard_fleet_fallback{client}                 1 while the budget runs on local counts
 //   stormguard_fleet_sync_latency_seconds{client}     the last successful round trip
@@ -46,6 +47,9 @@ struct fleet_sync_sample {
   std::int64_t live_clients = 0;  ///< the fleet size last reported by the store
   std::int64_t share_ppm = 0;     ///< this process's share of the fleet's requests, ppm
   bool fallback = false;          ///< the budget runs on local counts now
+  /// This sync failed because the store's key is shared by processes of another fleet protocol
+  /// (redis_sync_stats::refused): counted as result "refused" instead of "error".
+  bool refused = false;
 };
 
 /// The metrics of the syncers of one registry (see the file comment).
@@ -67,6 +71,7 @@ class STORMGUARD_EXPORT fleet_metrics {
   struct instruments {
     prometheus::Counter* ok = nullptr;
     prometheus::Counter* error = nullptr;
+    prometheus::Counter* refused = nullptr;
     prometheus::Gauge* up = nullptr;
     prometheus::Gauge* fallback = nullptr;
     prometheus::Gauge* latency = nullptr;

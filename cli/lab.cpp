@@ -474,6 +474,15 @@ int run(const lab_options& o) {
         return exit_usage;
       }
     }
+    // A duration flag given with an empty value is a mistake, never "not given" (an empty
+    // --fleet-worker-kill-at would otherwise run without the fault it asks for).
+    for (const CLI::Option* option : o.fleet_options) {
+      if (typed(option) && option->get_name().find("-at") != std::string::npos &&
+          option->as<std::string>().empty()) {
+        print_error(option->get_name() + " needs a duration within the scenario, got \"\"");
+        return exit_usage;
+      }
+    }
   }
   if (wants_fleet_store(o.fleet)) return run_fleet_store(o, *r);
   std::vector<defence_row> rows{{"", r->scenario.defences.enabled}};

@@ -359,10 +359,16 @@ std::optional<run_context> prepare(const simulate_options& options, const sim::m
     context.sweep = parse_sweep(options.sweep);
     const std::string_view expected = model.sweep_key;
     if (model.kind == sim::model_kind::time_series && is_clients_sweep(options.sweep)) {
+      if (given(options.fleet.clients_option)) {
+        print_error("--clients and --sweep clients=... both set the fleet size: give one");
+        return std::nullopt;
+      }
       context.sweep.reset();  // a clients sweep: simulate_fleet.cpp reads it
     } else if (!context.sweep || context.sweep->key != expected) {
-      print_error(fmt::format("--sweep must be {}=LO:HI:STEP for this scenario, got {}", expected,
-                              quote_value(options.sweep)));
+      print_error(fmt::format(
+          "--sweep must be {}=LO:HI:STEP{} for this scenario, got {}", expected,
+          model.kind == sim::model_kind::time_series ? " or clients=LIST|LO:HI:STEP" : "",
+          quote_value(options.sweep)));
       return std::nullopt;
     }
   }

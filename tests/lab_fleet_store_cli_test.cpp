@@ -216,6 +216,15 @@ TEST_F(LabFleetStoreCli, BadFleetOptionsExitTwo) {
             2);
   EXPECT_EQ(
       run_cli(base + "--fleet-store auto --processes 2 --fleet-worker-kill-at soon").exit_code, 2);
+  // An empty value is refused, not taken for "not given" (the run went ahead without the fault).
+  for (const char* flag :
+       {"--fleet-worker-kill-at", "--fleet-store-kill-at", "--fleet-store-restart-at"}) {
+    const run_result empty =
+        run_cli(base + "--fleet-store auto --processes 2 " + std::string(flag) + " ''");
+    EXPECT_EQ(empty.exit_code, 2) << flag;
+    EXPECT_NE(empty.err.find(std::string(flag) + " needs a duration"), std::string::npos)
+        << empty.err;
+  }
   EXPECT_EQ(run_cli(base + "--fleet-store auto --processes 65").exit_code, 2);
   const run_result url = run_cli(base + "--fleet-store http://u:hunter2@h");
   EXPECT_EQ(url.exit_code, 2);

@@ -328,6 +328,19 @@ TEST_F(SimulateCli, OptionsThatDoNotApplyAreUsageErrors) {
   }
 }
 
+// --clients beside a clients sweep would be ignored (the sweep sets the fleet size): refused.
+TEST_F(SimulateCli, ClientsSweepWithClientsIsRefused) {
+  const auto r = run_cli("simulate --sweep clients=20,200 --clients 5");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("--clients and --sweep clients=... both set the fleet size"),
+            std::string::npos)
+      << r.output;
+  const auto bad = run_cli("simulate --sweep foo=1");
+  EXPECT_EQ(bad.exit_code, 2) << bad.output;
+  EXPECT_NE(bad.output.find("load=LO:HI:STEP or clients=LIST|LO:HI:STEP"), std::string::npos)
+      << bad.output;
+}
+
 TEST_F(SimulateCli, ClientsSweepSpreadsTheLoadOverEachFleetSize) {
   const auto r = run_cli("simulate --sweep clients=1,2000 -s full+budget,full+fleet --json", false);
   ASSERT_EQ(r.exit_code, 0) << r.output;

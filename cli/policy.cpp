@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "command.hpp"
+#include "manpage.hpp"
 #include "output.hpp"
 #include "plan_stats.hpp"
 #include "policy_file.hpp"
@@ -110,9 +111,10 @@ command add_policy_command(CLI::App& parent) {
       "  2    bad command line, or a bad policy file (missing, invalid, a wrong field)");
   check
       ->add_option("file", options->files,
-                   "[grpc:|envoy:]FILE[:NAME] (repeatable): a policy file (docs/policy.md), a "
-                   "gRPC service config or an Envoy route; builtin: (or builtin:NAME) for the "
-                   "simulator's built-in strategies")
+                   "[grpc:|envoy:]FILE[:NAME] (repeatable): a policy file (" +
+                       doc_path("policy.md") +
+                       "), a gRPC service config or an Envoy route; builtin: (or builtin:NAME) for "
+                       "the simulator's built-in strategies")
       ->required()
       ->type_name("FILE[:NAME]");
   check->add_flag("--json", options->json, "Print only the normalized policies (JSON)");

@@ -476,11 +476,16 @@ int run(const lab_options& o) {
     }
     // A duration flag given with an empty value is a mistake, never "not given" (an empty
     // --fleet-worker-kill-at would otherwise run without the fault it asks for).
+    const std::pair<std::string_view, const std::string*> durations[] = {
+        {"--fleet-store-kill-at", &o.fleet.kill_at},
+        {"--fleet-store-restart-at", &o.fleet.restart_at},
+        {"--fleet-worker-kill-at", &o.fleet.worker_kill_at}};
     for (const CLI::Option* option : o.fleet_options) {
-      if (typed(option) && option->get_name().find("-at") != std::string::npos &&
-          option->as<std::string>().empty()) {
-        print_error(option->get_name() + " needs a duration within the scenario, got \"\"");
-        return exit_usage;
+      for (const auto& [name, value] : durations) {
+        if (typed(option) && option->get_name() == name && value->empty()) {
+          print_error(std::string(name) + " needs a duration within the scenario, got \"\"");
+          return exit_usage;
+        }
       }
     }
   }

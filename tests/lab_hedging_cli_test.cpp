@@ -25,6 +25,17 @@ namespace fs = std::filesystem;
 using stormguard::test_util::run_result;
 using stormguard::test_util::run_shell;
 
+// Runs `lab FILE ARGS --json` and returns its one strategy's object (lab, sim, completed).
+nlohmann::json lab_run(const fs::path& file, const std::string& args) {
+  const run_result r = run_shell(std::string("'") + STORMGUARD_CLI_PATH + "' lab '" +
+                                 file.string() + "' " + args + " --json");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  if (r.exit_code != 0) return nlohmann::json::object();
+  const nlohmann::json run = nlohmann::json::parse(r.output).at("strategies").at(0);
+  EXPECT_TRUE(run.at("completed").get<bool>());
+  return run;
+}
+
 TEST(LabHedging, TailAtScaleHedgedMatchesTheSimulator) {
   const fs::path dir =
       fs::temp_directory_path() / ("stormguard-lab-hedging-" + std::to_string(::getpid()));
@@ -35,13 +46,9 @@ TEST(LabHedging, TailAtScaleHedgedMatchesTheSimulator) {
   scenario["duration"] = "8s";
   const fs::path file = dir / "tail.json";
   std::ofstream(file) << scenario.dump();
-  const run_result r = run_shell(std::string("'") + STORMGUARD_CLI_PATH + "' lab '" +
-                                 file.string() + "' --scale 0.2 --strategy hedged --json");
+  const nlohmann::json run = lab_run(file, "--scale 0.2 --strategy hedged");
   fs::remove_all(dir);
-  ASSERT_EQ(r.exit_code, 0) << r.output;
-  const nlohmann::json report = nlohmann::json::parse(r.output);
-  const nlohmann::json& run = report.at("strategies").at(0);
-  ASSERT_TRUE(run.at("completed").get<bool>());
+  ASSERT_TRUE(run.contains("lab"));
   const nlohmann::json& lab = run.at("lab");
   const nlohmann::json& sim = run.at("sim");
   const double lab_attempts = lab.at("attempts").get<double>();
@@ -56,14 +63,6 @@ TEST(LabHedging, TailAtScaleHedgedMatchesTheSimulator) {
   EXPECT_LT(lab_p999, 200.0);
   EXPECT_GT(lab.at("hedges_sent").get<double>(), 0.0);
 }
-
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define STORMGUARD_TEST_SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define STORMGUARD_TEST_SANITIZED 1
-#endif
-#endif
 
 // Four worker processes each run part of the fleet and report their counters to the parent,
 // which merges them (src/lab/fleet_parts.cpp): the hedges the parts counted must reach the
@@ -86,14 +85,10 @@ TEST(LabHedging, HedgeCountersOfWorkerProcessesReachTheReport) {
                "service_distribution": "fixed",
                "stall": {"probability": 0.15, "duration": "300ms"}},
     "incident": null})";
-  const run_result r =
-      run_shell(std::string("'") + STORMGUARD_CLI_PATH + "' lab '" + file.string() +
-                "' --scale 1 --strategy hedged --fleet-store auto --processes 4 --json");
+  const nlohmann::json run =
+      lab_run(file, "--scale 1 --strategy hedged --fleet-store auto --processes 4");
   fs::remove_all(dir);
-  ASSERT_EQ(r.exit_code, 0) << r.output;
-  const nlohmann::json report = nlohmann::json::parse(r.output);
-  const nlohmann::json& run = report.at("strategies").at(0);
-  ASSERT_TRUE(run.at("completed").get<bool>());
+  ASSERT_TRUE(run.contains("lab"));
   const nlohmann::json& lab = run.at("lab");
   const nlohmann::json& sim = run.at("sim");
   for (const char* key : {"hedges_sent", "hedges_won", "hedges_cancelled"}) {

@@ -247,14 +247,6 @@ TEST_F(SimulateCli, SingleStrategyProseDoesNotCompareItWithItself) {
   EXPECT_EQ(r.output.find("Every strategy"), std::string::npos) << r.output;
 }
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define STORMGUARD_TEST_SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define STORMGUARD_TEST_SANITIZED 1
-#endif
-#endif
-
 TEST_F(SimulateCli, OutOfMemoryIsACleanErrorNotAnAbort) {
 #ifdef STORMGUARD_TEST_SANITIZED
   GTEST_SKIP() << "sanitizers reserve more address space than the limit below";

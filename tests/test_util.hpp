@@ -10,6 +10,17 @@
 #include <stdexcept>
 #include <string>
 
+// STORMGUARD_TEST_SANITIZED: defined in an AddressSanitizer or ThreadSanitizer build (GCC's
+// __SANITIZE_*__, clang's __has_feature), for the few tests a sanitizer's cost or address-space
+// reservation makes meaningless; each says why when it skips.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define STORMGUARD_TEST_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define STORMGUARD_TEST_SANITIZED 1
+#endif
+#endif
+
 namespace stormguard::test_util {
 
 // Runs `f` and returns the message of the std::invalid_argument it throws ("" and a failure if

@@ -28,7 +28,7 @@
 
 #include "counting_allocator.hpp"
 #include "stormguard/admission/concurrency_limit.hpp"
-#include "stormguard/admission/defences.hpp"
+#include "stormguard/admission/deadline.hpp"
 #include "stormguard/admission/retry_admission.hpp"
 #include "stormguard/random.hpp"
 #include "stormguard/retry_headers.hpp"

@@ -2,6 +2,7 @@
 #include "defence_option.hpp"
 
 #include <stdexcept>
+#include <type_traits>
 
 namespace stormguard::cli {
 
@@ -20,7 +21,7 @@ std::optional<std::vector<defence_row>> parse_defence_option(const std::string& 
     }
     const std::string part = text.substr(start, comma - start);
     try {
-      const admission::defence_set set = admission::parse_defences(part);
+      const sim::defence_set set = sim::parse_defences(part);
       for (const defence_row& r : rows) {
         if (r.set == set) {
           error = "--defence: \"" + part + "\" is given more than once";
@@ -36,6 +37,13 @@ std::optional<std::vector<defence_row>> parse_defence_option(const std::string& 
     start = comma + 1;
   }
   return rows;
+}
+
+std::string defence_option_help(std::string_view lead, std::string_view tail) {
+  std::string text = std::string(lead) + ": none (default)";
+  sim::for_each_defence_kind(
+      [&]<class K>(std::type_identity<K>) { text += ", " + std::string(K::name); });
+  return text + ", a+b combined, " + std::string(tail);
 }
 
 sim::scenario with_defences(const sim::scenario& s, const defence_row& row) {

@@ -1,17 +1,18 @@
 // SPDX-License-Identifier: Apache-2.0
 // `--defence LIST` of simulate, serve and lab: the server-side defences to run
-// (stormguard/admission/defences.hpp). On simulate and lab, a comma separates rows (one run per
-// defence, crossed with the strategies); `a+b` combines defences in one server; `all` is all
-// four; `none` is the server without defence. serve runs one server: a comma is an error there.
+// (stormguard/sim/defence_kinds.hpp). On simulate and lab, a comma separates rows (one run per
+// defence, crossed with the strategies); `a+b` combines defences in one server; `all` is every
+// kind; `none` is the server without defence. serve runs one server: a comma is an error there.
 #ifndef STORMGUARD_CLI_DEFENCE_OPTION_HPP
 #define STORMGUARD_CLI_DEFENCE_OPTION_HPP
 
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
-#include "stormguard/admission/defences.hpp"
+#include "stormguard/sim/defence_kinds.hpp"
 #include "stormguard/sim/scenario.hpp"
 #include "stormguard/sim/simulator.hpp"
 
@@ -20,7 +21,7 @@ namespace stormguard::cli {
 /// One row of --defence: the name as given and the defences it names.
 struct defence_row {
   std::string name;
-  admission::defence_set set;
+  sim::defence_set set;
 };
 
 /// Reads a --defence value: rows separated by commas (only when `rows_allowed`), each "none",
@@ -28,6 +29,9 @@ struct defence_row {
 [[nodiscard]] std::optional<std::vector<defence_row>> parse_defence_option(const std::string& text,
                                                                            bool rows_allowed,
                                                                            std::string& error);
+
+/// The help text of --defence: "<lead>: none (default), <every kind's name>, a+b combined, <tail>".
+[[nodiscard]] std::string defence_option_help(std::string_view lead, std::string_view tail);
 
 /// `s` with its server running `row`'s defences (the parameters of the scenario's
 /// server.defences kept, the defaults otherwise).

@@ -520,7 +520,7 @@ int run(const lab_options& o) {
           report = failure{one.error()};
           break;
         }
-        const std::string name = row.name.empty() ? admission::to_string(row.set) : row.name;
+        const std::string name = row.name.empty() ? sim::to_string(row.set) : row.name;
         for (lab::lab_comparison& c : (*one).strategies) {
           c.lab.defence = c.sim.defence = name;
           if (rows.size() > 1) c.name += " @" + name;
@@ -583,9 +583,7 @@ command add_lab_command(CLI::App& parent) {
   sub->add_flag("--json", options->json, "Print one JSON object instead of the table");
   options->defence_option = add_typed_option(
       *sub, "--defence", options->defence,
-      "Server-side defences: none (default), drop-expired, lifo-codel, retry-budget, "
-      "concurrency-limit, a+b combined, all; a,b runs once per defence",
-      "LIST");
+      defence_option_help("Server-side defences", "all; a,b runs once per defence"), "LIST");
   options->csv_option = add_typed_option(
       *sub, "--csv", options->csv_dir,
       "Also write into DIR, created if missing, the 1-s time series of each strategy: NAME-lab.csv "

@@ -318,9 +318,7 @@ command add_serve_command(CLI::App& parent) {
           ->transform(whole_number());
   options->defence_option = add_typed_option(
       *sub, "--defence", options->defence,
-      "Server-side defences of this server: none (default), drop-expired, lifo-codel, "
-      "retry-budget, concurrency-limit, a+b combined, or all",
-      "LIST");
+      defence_option_help("Server-side defences of this server", "or all"), "LIST");
   return {sub, [options] { return run(*options); }};
 }
 

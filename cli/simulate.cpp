@@ -632,9 +632,7 @@ command add_simulate_command(CLI::App& parent) {
                        "layers: retrying layers above the bottom service (default 3)", "N");
   options->defence_option = add_typed_option(
       *sub, "--defence", options->defence,
-      "Server-side defences: none (default), drop-expired, lifo-codel, retry-budget, "
-      "concurrency-limit, a+b combined, all; a,b gives one row per defence",
-      "LIST");
+      defence_option_help("Server-side defences", "all; a,b gives one row per defence"), "LIST");
   return command{sub, [options] { return run_simulate(*options); }};
 }
 

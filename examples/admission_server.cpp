@@ -21,7 +21,7 @@
 #include <thread>
 #include <vector>
 
-#include "stormguard/admission/defences.hpp"
+#include "stormguard/admission/deadline.hpp"
 #include "stormguard/admission/reply.hpp"
 #include "stormguard/admission/retry_admission.hpp"
 #include "stormguard/clock.hpp"

@@ -9,7 +9,7 @@
 
 #include "stormguard/admission/codel.hpp"
 #include "stormguard/admission/concurrency_limit.hpp"
-#include "stormguard/admission/defences.hpp"
+#include "stormguard/admission/deadline.hpp"
 #include "stormguard/admission/reply.hpp"
 #include "stormguard/admission/retry_admission.hpp"
 #include "stormguard/random.hpp"
@@ -188,27 +188,6 @@ TEST(ConcurrencyLimit, BadOptionsNameTheField) {
   EXPECT_THROW(concurrency_limit({.sample_percentile = 0.0}, t0), std::invalid_argument);
   EXPECT_THROW(concurrency_limit({.initial_limit = 2}, t0), std::invalid_argument);
   EXPECT_THROW(concurrency_limit({.retry_after_max = 500ms}, t0), std::invalid_argument);
-}
-
-TEST(Defences, ParseCombinationsAndRejectWhatIsNotOne) {
-  EXPECT_TRUE(parse_defences("none").empty());
-  EXPECT_EQ(parse_defences("all"), defence_set::all());
-  const defence_set two = parse_defences("lifo-codel+drop-expired");
-  EXPECT_TRUE(two.has(defence::drop_expired));
-  EXPECT_TRUE(two.has(defence::lifo_codel));
-  EXPECT_FALSE(two.has(defence::retry_budget));
-  EXPECT_EQ(to_string(two), "drop-expired+lifo-codel");
-  EXPECT_EQ(to_string(defence_set::all()),
-            "drop-expired+lifo-codel+retry-budget+concurrency-limit");
-  for (const char* bad : {"", "+", "bogus", "retry-budget+", "retry-budget+retry-budget",
-                          "none+retry-budget", "all+lifo-codel", "drop-expired,lifo-codel"}) {
-    EXPECT_THROW((void)parse_defences(bad), std::invalid_argument) << bad;
-  }
-  try {
-    (void)parse_defences("drop-expired,lifo-codel");
-  } catch (const std::invalid_argument& e) {
-    EXPECT_NE(std::string(e.what()).find("use '+'"), std::string::npos);
-  }
 }
 
 TEST(Deadlines, SaturateAndCompare) {

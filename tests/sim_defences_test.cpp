@@ -11,9 +11,10 @@
 #include <string>
 #include <vector>
 
-#include "stormguard/admission/defences.hpp"
+#include "stormguard/admission/deadline.hpp"
 #include "stormguard/admission/retry_admission.hpp"
 #include "stormguard/retry_headers.hpp"
+#include "stormguard/sim/defence_kinds.hpp"
 #include "stormguard/sim/scenario.hpp"
 #include "stormguard/sim/simulator.hpp"
 #include "stormguard/sim/strategy.hpp"
@@ -22,8 +23,11 @@
 namespace {
 
 using namespace std::chrono_literals;
-using stormguard::admission::defence;
-using stormguard::admission::defence_set;
+using stormguard::sim::concurrency_limit_defence;
+using stormguard::sim::defence_set;
+using stormguard::sim::drop_expired_defence;
+using stormguard::sim::lifo_codel_defence;
+using stormguard::sim::retry_budget_defence;
 namespace engine = stormguard::sim::engine;
 
 stormguard::sim::scenario quiet_server(defence_set set) {
@@ -36,7 +40,7 @@ stormguard::sim::scenario quiet_server(defence_set set) {
 }
 
 TEST(ServerModelDefences, DropExpiredNeverStartsAnAttemptPastItsDeadline) {
-  const auto s = quiet_server(defence_set{}.with(defence::drop_expired));
+  const auto s = quiet_server(defence_set{}.with<drop_expired_defence>());
   engine::server_model model(s);
   ASSERT_EQ(model.admit(0), engine::admission::accepted);
   ASSERT_TRUE(model.take(0, {0, 1, 0, 1'000'000'000}));  // the only worker
@@ -46,9 +50,9 @@ TEST(ServerModelDefences, DropExpiredNeverStartsAnAttemptPastItsDeadline) {
   ASSERT_EQ(model.admit(0), engine::admission::accepted);
   EXPECT_FALSE(model.take(0, {2, 1, 0, 1'000'000'000}));
   std::vector<std::uint32_t> expired;
-  const auto next =
-      model.finish(10'000'000, [&](const engine::queued_attempt& a, engine::drop_reason why) {
-        EXPECT_EQ(why, engine::drop_reason::expired);
+  const auto next = model.finish(
+      10'000'000, [&](const engine::queued_attempt& a, const engine::defence_answer& why) {
+        EXPECT_EQ(why.outcome, stormguard::admission::outcome::expired);
         expired.push_back(a.request);
       });
   ASSERT_TRUE(next);
@@ -61,22 +65,25 @@ TEST(ServerModelDefences, DropExpiredNeverStartsAnAttemptPastItsDeadline) {
 // the scenario's service time, here 10 ms).
 TEST(ServerModelDefences, DropExpiredDoesNotStartWhatCannotFinishBeforeTheDeadline) {
   for (const bool literal : {false, true}) {
-    auto s = quiet_server(defence_set{}.with(defence::drop_expired));
-    if (literal) s.defences.expired_service_estimate = 0s;  // only passed deadlines
+    auto s = quiet_server(defence_set{}.with<drop_expired_defence>());
+    if (literal)
+      s.defences.of<drop_expired_defence>().service_estimate = 0s;  // only passed deadlines
     engine::server_model model(s);
     ASSERT_TRUE(model.take(0, {0, 1, 0, 1'000'000'000}));
     EXPECT_FALSE(model.take(0, {1, 1, 0, 20'000'001}));  // starts at 10 ms, done 1 ns early
     EXPECT_FALSE(model.take(0, {2, 1, 0, 25'000'000}));  // at 20 ms, 5 ms left for 10 ms of work
     std::vector<std::uint32_t> dropped;
-    auto next = model.finish(10'000'000, [&](const engine::queued_attempt& a, engine::drop_reason) {
-      dropped.push_back(a.request);
-    });
+    auto next = model.finish(10'000'000,
+                             [&](const engine::queued_attempt& a, const engine::defence_answer&) {
+                               dropped.push_back(a.request);
+                             });
     ASSERT_TRUE(next);
     EXPECT_EQ(next->attempt.request, 1U);
     EXPECT_TRUE(dropped.empty());
-    next = model.finish(20'000'000, [&](const engine::queued_attempt& a, engine::drop_reason) {
-      dropped.push_back(a.request);
-    });
+    next = model.finish(20'000'000,
+                        [&](const engine::queued_attempt& a, const engine::defence_answer&) {
+                          dropped.push_back(a.request);
+                        });
     if (literal) {
       ASSERT_TRUE(next);  // its deadline has not passed: started, and late
       EXPECT_EQ(next->attempt.request, 2U);
@@ -90,27 +97,29 @@ TEST(ServerModelDefences, DropExpiredDoesNotStartWhatCannotFinishBeforeTheDeadli
 // Also on arrival at an idle server: a deadline already passed (grpc-timeout: 0) or nearer than
 // the service estimate is never started; no deadline (absent or malformed grpc-timeout) is.
 TEST(ServerModelDefences, DropExpiredChecksTheDeadlineOnArrivalToo) {
-  const auto s = quiet_server(defence_set{}.with(defence::drop_expired));  // 10 ms of service
+  const auto s = quiet_server(defence_set{}.with<drop_expired_defence>());  // 10 ms of service
   engine::server_model model(s);
   const auto labels = [](std::int64_t deadline) {
     return engine::attempt_labels{stormguard::attempt_info{}, deadline};
   };
-  EXPECT_EQ(model.admit(1'000, labels(1'000)), engine::admission::expired);  // grpc-timeout: 0
-  EXPECT_EQ(model.admit(1'000, labels(10'001'000)), engine::admission::expired);
+  EXPECT_EQ(model.admit(1'000, labels(1'000)).by.outcome,
+            stormguard::admission::outcome::expired);  // grpc-timeout: 0
+  EXPECT_EQ(model.admit(1'000, labels(10'001'000)).by.outcome,
+            stormguard::admission::outcome::expired);
   EXPECT_EQ(model.admit(1'000, labels(10'001'001)), engine::admission::accepted);
   EXPECT_EQ(model.admit(1'000, labels(engine::k_no_deadline)), engine::admission::accepted);
-  const auto none = quiet_server(defence_set{}.with(defence::lifo_codel));
+  const auto none = quiet_server(defence_set{}.with<lifo_codel_defence>());
   engine::server_model without(none);
   EXPECT_EQ(without.admit(1'000, labels(1'000)), engine::admission::accepted);
 }
 
 TEST(ServerModelDefences, WithoutDropExpiredTheExpiredAttemptIsServed) {
-  const auto s = quiet_server(defence_set{}.with(defence::lifo_codel));
+  const auto s = quiet_server(defence_set{}.with<lifo_codel_defence>());
   engine::server_model model(s);
   ASSERT_TRUE(model.take(0, {0, 1, 0, 1'000'000'000}));
   EXPECT_FALSE(model.take(0, {1, 1, 0, 5'000'000}));
   const auto next =
-      model.finish(10'000'000, [](const engine::queued_attempt&, engine::drop_reason) {
+      model.finish(10'000'000, [](const engine::queued_attempt&, const engine::defence_answer&) {
         ADD_FAILURE() << "nothing is dropped";
       });
   ASSERT_TRUE(next);
@@ -118,13 +127,14 @@ TEST(ServerModelDefences, WithoutDropExpiredTheExpiredAttemptIsServed) {
 }
 
 TEST(ServerModelDefences, TheRetryBudgetRefusesLabelledRetriesOnly) {
-  auto s = quiet_server(defence_set{}.with(defence::retry_budget));
-  s.defences.retry_budget = {.ratio = 0.0, .window = 10s, .min_retries_per_second = 0};
+  auto s = quiet_server(defence_set{}.with<retry_budget_defence>());
+  s.defences.of<retry_budget_defence>() = {
+      .ratio = 0.0, .window = 10s, .min_retries_per_second = 0};
   engine::server_model model(s);
   const engine::attempt_labels first{stormguard::attempt_info{1, false}, engine::k_no_deadline};
   const engine::attempt_labels retry{stormguard::attempt_info{2, false}, engine::k_no_deadline};
   EXPECT_EQ(model.admit(0, first), engine::admission::accepted);
-  EXPECT_EQ(model.admit(0, retry), engine::admission::refused);
+  EXPECT_EQ(model.admit(0, retry).by.outcome, stormguard::admission::outcome::retry_refused);
 }
 
 stormguard::sim::strategy_result run(const stormguard::sim::scenario& s, const char* name) {
@@ -145,7 +155,7 @@ TEST(SimulateDefences, NoneIsTodaysModel) {
 
 TEST(SimulateDefences, TheServerBudgetHoldsRetriesAndClientsStop) {
   auto s = stormguard::sim::friday_night();
-  s.defences.enabled = defence_set{}.with(defence::retry_budget);
+  s.defences.enabled = defence_set{}.with<retry_budget_defence>();
   const auto r = run(s, "naive");
   EXPECT_EQ(r.defence, "retry-budget");
   EXPECT_GT(r.server_refused, 0);
@@ -156,7 +166,7 @@ TEST(SimulateDefences, TheServerBudgetHoldsRetriesAndClientsStop) {
 
 TEST(SimulateDefences, ClientsThatNeitherLabelNorHonourDefeatTheServerBudget) {
   auto s = stormguard::sim::friday_night();
-  s.defences.enabled = defence_set{}.with(defence::retry_budget);
+  s.defences.enabled = defence_set{}.with<retry_budget_defence>();
   s.clients_label_attempts = false;
   s.clients_honour_pushback = false;
   const auto r = run(s, "naive");
@@ -166,7 +176,7 @@ TEST(SimulateDefences, ClientsThatNeitherLabelNorHonourDefeatTheServerBudget) {
 
 TEST(SimulateDefences, DropExpiredDropsAndLifoCodelEndsTheStorm) {
   auto s = stormguard::sim::friday_night();
-  s.defences.enabled = defence_set{}.with(defence::drop_expired).with(defence::lifo_codel);
+  s.defences.enabled = defence_set{}.with<drop_expired_defence>().with<lifo_codel_defence>();
   const auto r = run(s, "full");
   EXPECT_GT(r.expired_dropped, 0);
   EXPECT_LE(r.wasted_work, 1'980);  // <= 1 % of the 198,028 without defence
@@ -178,7 +188,7 @@ TEST(SimulateDefences, DropExpiredDropsAndLifoCodelEndsTheStorm) {
 // the incident's 1.5 s service remain wasted (100 workers x ceil(10 s / 1.5 s) = 700).
 TEST(SimulateDefences, DropExpiredAloneEndsTheStormOfTheUnbudgetedStrategies) {
   auto s = stormguard::sim::friday_night();
-  s.defences.enabled = defence_set{}.with(defence::drop_expired);
+  s.defences.enabled = defence_set{}.with<drop_expired_defence>();
   for (const char* name : {"naive", "exponential", "equal", "full", "decorrelated"}) {
     const auto r = run(s, name);
     EXPECT_GT(r.expired_dropped, 0) << name;
@@ -187,7 +197,7 @@ TEST(SimulateDefences, DropExpiredAloneEndsTheStormOfTheUnbudgetedStrategies) {
     EXPECT_GT(r.server_refused, 0) << name;  // drops heard by callers still waiting
   }
   // With only passed deadlines dropped, the FIFO head overruns each time: the storm goes on.
-  s.defences.expired_service_estimate = 0s;
+  s.defences.of<drop_expired_defence>().service_estimate = 0s;
   const auto literal = run(s, "full");
   EXPECT_GT(literal.wasted_work, 100'000);
   EXPECT_FALSE(literal.recovery_s);
@@ -204,7 +214,7 @@ TEST(SimulateDefences, TheServerBudgetHoldsTheFleetAt2000And20000Clients) {
     const auto never_retry = run(s, "none");
     ASSERT_TRUE(never_retry.recovery_s);
     EXPECT_FALSE(run(s, "full+budget").recovery_s) << clients;  // the client budgets fail
-    s.defences.enabled = defence_set{}.with(defence::retry_budget);
+    s.defences.enabled = defence_set{}.with<retry_budget_defence>();
     const auto r = run(s, "full");
     ASSERT_TRUE(r.incident_served_amplification);
     EXPECT_LE(*r.incident_served_amplification, 1.2) << clients;
@@ -221,7 +231,7 @@ TEST(SimulateDefences, NoIncidentCostsNothingUnderAnyDefence) {
   auto s = *stormguard::sim::builtin_scenario("no-incident");
   for (const char* name :
        {"none", "drop-expired", "lifo-codel", "retry-budget", "concurrency-limit", "all"}) {
-    s.defences.enabled = stormguard::admission::parse_defences(name);
+    s.defences.enabled = stormguard::sim::parse_defences(name);
     const auto report = stormguard::sim::simulate(s, stormguard::sim::builtin_strategies());
     for (std::size_t i = 0; i < report.strategies.size(); ++i) {
       const auto& r = report.strategies[i];
@@ -245,10 +255,10 @@ TEST(ScenarioDefences, ParseWriteBackAndNameTheBadField) {
   const auto parsed = stormguard::sim::parse_scenario(
       base + R"({"drop-expired":{},"retry-budget":{"ratio":0.2,"min_retries_per_second":3}}}})");
   ASSERT_TRUE(parsed) << parsed.error().message;
-  EXPECT_TRUE((*parsed).defences.enabled.has(defence::drop_expired));
-  EXPECT_TRUE((*parsed).defences.enabled.has(defence::retry_budget));
-  EXPECT_FALSE((*parsed).defences.enabled.has(defence::lifo_codel));
-  EXPECT_EQ((*parsed).defences.retry_budget.min_retries_per_second, 3);
+  EXPECT_TRUE((*parsed).defences.enabled.has<drop_expired_defence>());
+  EXPECT_TRUE((*parsed).defences.enabled.has<retry_budget_defence>());
+  EXPECT_FALSE((*parsed).defences.enabled.has<lifo_codel_defence>());
+  EXPECT_EQ((*parsed).defences.of<retry_budget_defence>().min_retries_per_second, 3);
   EXPECT_FALSE((*parsed).clients_label_attempts);
   EXPECT_TRUE((*parsed).clients_honour_pushback);
   const auto again = stormguard::sim::parse_scenario(stormguard::sim::to_json(*parsed));
@@ -265,11 +275,13 @@ TEST(ScenarioDefences, ParseWriteBackAndNameTheBadField) {
   const auto estimate =
       stormguard::sim::parse_scenario(base + R"({"drop-expired":{"service_estimate":"0s"}}}})");
   ASSERT_TRUE(estimate) << estimate.error().message;
-  EXPECT_EQ((*estimate).defences.expired_service_estimate, stormguard::duration::zero());
+  EXPECT_EQ((*estimate).defences.of<drop_expired_defence>().service_estimate,
+            stormguard::duration::zero());
   const auto estimate_again = stormguard::sim::parse_scenario(stormguard::sim::to_json(*estimate));
   ASSERT_TRUE(estimate_again) << estimate_again.error().message;
   EXPECT_EQ(*estimate_again, *estimate);
-  EXPECT_FALSE((*parsed).defences.expired_service_estimate);  // absent: the service time
+  EXPECT_FALSE(
+      (*parsed).defences.of<drop_expired_defence>().service_estimate);  // absent: the service time
   const auto bad_estimate =
       stormguard::sim::parse_scenario(base + R"({"drop-expired":{"service_estimate":"2h"}}}})");
   ASSERT_FALSE(bad_estimate);
@@ -310,3 +322,27 @@ TEST(HostileHeaders, NeverWinMoreThanTheirAbsence) {
 }
 
 }  // namespace
+
+TEST(Defences, ParseCombinationsAndRejectWhatIsNotOne) {
+  using stormguard::sim::parse_defences;
+  EXPECT_TRUE(parse_defences("none").empty());
+  EXPECT_EQ(parse_defences("all"), defence_set::all());
+  const defence_set two = parse_defences("lifo-codel+drop-expired");
+  EXPECT_TRUE(two.has<drop_expired_defence>());
+  EXPECT_TRUE(two.has<lifo_codel_defence>());
+  EXPECT_FALSE(two.has<retry_budget_defence>());
+  EXPECT_EQ(to_string(two), "drop-expired+lifo-codel");
+  EXPECT_EQ(to_string(defence_set::all()),
+            "drop-expired+lifo-codel+retry-budget+concurrency-limit");
+  for (const char* bad : {"", "+", "bogus", "retry-budget+", "retry-budget+retry-budget",
+                          "none+retry-budget", "all+lifo-codel", "drop-expired,lifo-codel"}) {
+    EXPECT_THROW((void)parse_defences(bad), std::invalid_argument) << bad;
+  }
+  try {
+    (void)parse_defences("drop-expired,lifo-codel");
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("use '+'"), std::string::npos);
+  }
+  EXPECT_EQ(stormguard::sim::defence_names(),
+            "none, all, drop-expired, lifo-codel, retry-budget, concurrency-limit");
+}

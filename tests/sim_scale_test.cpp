@@ -21,7 +21,8 @@ TEST(ScaleScenario, MultipliesTheLoadAndTheServerOnly) {
   EXPECT_EQ((*scaled).workers, 10);
   EXPECT_EQ((*scaled).queue_limit, 2000);
   // The server budget's floor is per server: scaled too (10 retries/s -> 1).
-  EXPECT_EQ((*scaled).defences.retry_budget.min_retries_per_second, 1);
+  EXPECT_EQ((*scaled).defences.of<stormguard::sim::retry_budget_defence>().min_retries_per_second,
+            1);
   // Unchanged: the clock, the timeout, the service times, the incident, the seed.
   sim::scenario rest = *scaled;
   rest.defences = full.defences;

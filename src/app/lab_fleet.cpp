@@ -149,9 +149,8 @@ class lab_transport {
     // What only the server knows: attempts that used a worker (finished or in service) and the
     // defences' refusals and drops (the incident's share of served is not known here).
     m.counters().served = st.served + st.in_service;
-    m.counters().rejected =
-        st.rejected + st.refused_retry_budget + st.refused_concurrency_limit + st.dropped_codel;
-    m.counters().expired_dropped = st.dropped_expired;
+    m.counters().rejected = st.rejected + st.defence_rejected();
+    m.counters().expired_dropped = st.dropped_expired();
     out.result = driver_.finish();
     out.result.incident_served_amplification.reset();  // not measured on real sockets
     out.accept_errors = st.accept_errors;

@@ -85,9 +85,8 @@ sim::strategy_result merge_parts(const sim::scenario& s,
   m.lost = st.lost;
   m.wasted_work = std::max<std::int64_t>(0, st.served - st.served_in_time);
   m.served = st.served + st.in_service;
-  m.rejected =
-      st.rejected + st.refused_retry_budget + st.refused_concurrency_limit + st.dropped_codel;
-  m.expired_dropped = st.dropped_expired;
+  m.rejected = st.rejected + st.defence_rejected();
+  m.expired_dropped = st.dropped_expired();
   sim::engine::derive(s, m);
   // Which of the attempts the server served belong to the incident's logical requests is known
   // to the simulator's server model only: the lab's server counts served attempts, not whose.

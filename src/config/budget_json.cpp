@@ -9,9 +9,9 @@
 #include <type_traits>
 #include <vector>
 
-#include "config/budget_fields.hpp"
 #include "config/fleet_json.hpp"
 #include "config/policy_json.hpp"
+#include "detail/settings_json.hpp"
 #include "detail/strict_json.hpp"
 #include "stormguard/budget_kinds.hpp"
 #include "stormguard/config/policy.hpp"
@@ -43,10 +43,11 @@ void check_budget(const std::string& field, const Options& options) {
 template <class O>
 O read_budget_fields(const json& fields, const std::string& path) {
   std::vector<std::string_view> known{"kind"};
-  for (std::string_view name : detail::budget_setting_names<O>()) known.push_back(name);
+  for (std::string_view name : stormguard::detail::settings_json::names<O, O>())
+    known.push_back(name);
   sj::object_reader r(fields, path, known);
   O o;
-  detail::read_budget_settings(r, o);
+  stormguard::detail::settings_json::read<O>(r, o);
   check_budget<typename O::budget_type>(path, o);
   return o;
 }

@@ -7,8 +7,8 @@
 #include <variant>
 #include <vector>
 
-#include "config/budget_fields.hpp"
 #include "config/fleet_json.hpp"
+#include "detail/settings_json.hpp"
 #include "detail/strict_json.hpp"
 #include "stormguard/detail/redact.hpp"
 #include "stormguard/detail/redis_url.hpp"
@@ -126,11 +126,13 @@ std::optional<budget_options> read_fleet_budget(std::string_view kind, const jso
   }
   // A ratio budget's settings, and the fleet object.
   std::vector<std::string_view> known{"kind"};
-  for (std::string_view name : budget_setting_names<ratio_budget_options>()) known.push_back(name);
+  for (std::string_view name :
+       stormguard::detail::settings_json::names<ratio_budget_options, ratio_budget_options>())
+    known.push_back(name);
   known.push_back("fleet");
   sj::object_reader r(fields, path, known);
   fleet_budget_options o;
-  read_budget_settings(r, o.ratio);
+  stormguard::detail::settings_json::read<ratio_budget_options>(r, o.ratio);
   o.store = read_fleet_object(fields["fleet"], r.field("fleet"), o);
   try {
     fleet_budget budget(o);  // the library's own validation, as a backstop

@@ -12,6 +12,7 @@
 
 #include "config/fleet_json.hpp"
 #include "config/policy_json.hpp"
+#include "detail/settings_json.hpp"
 #include "detail/strict_json.hpp"
 #include "stormguard/backoff.hpp"
 #include "stormguard/detail/format.hpp"
@@ -197,17 +198,8 @@ ordered_json policy_json(const policy& p) {
   j["backoff"]["jitter"] = std::string(to_string(p.retry.backoff.jitter));
   ordered_json b;
   b["kind"] = std::string(budget_kind(p.budget));
-  std::visit(
-      [&b]<class O>(const O& o) {
-        O::fields(o, [&b](std::string_view name, const auto& field, const auto&, const auto&) {
-          if constexpr (std::is_same_v<std::decay_t<decltype(field)>, duration>) {
-            b[std::string(name)] = format_duration(field);
-          } else {
-            b[std::string(name)] = field;
-          }
-        });
-      },
-      p.budget);
+  std::visit([&b]<class O>(const O& o) { stormguard::detail::settings_json::write<O>(o, b); },
+             p.budget);
   detail::write_fleet_budget(p.budget, b);  // a fleet budget: kind "ratio" and its `fleet`
   j["budget"] = std::move(b);
   j["retryable_statuses"] = p.statuses.to_vector();

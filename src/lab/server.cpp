@@ -191,10 +191,9 @@ std::string stats_prometheus(const server_stats& st) {
   const auto decision = [&](const char* defence, const char* reason, std::int64_t n) {
     decisions.Add({{"defence", defence}, {"reason", reason}}).Increment(static_cast<double>(n));
   };
-  decision("retry-budget", "retry_refused", st.refused_retry_budget);
-  decision("concurrency-limit", "over_limit", st.refused_concurrency_limit);
-  decision("lifo-codel", "waited_too_long", st.dropped_codel);
-  decision("drop-expired", "deadline_passed", st.dropped_expired);
+  sim::for_each_defence_kind([&]<class K>(std::type_identity<K>) {
+    decision(K::name.data(), K::reason.data(), st.defence_decisions[sim::defence_index<K>]);
+  });
   gauge("queued", "Requests waiting for a worker.", static_cast<double>(st.queued));
   gauge("in_service", "Requests in service.", static_cast<double>(st.in_service));
   gauge("elapsed_seconds", "The scenario's clock (0 until it starts).",
@@ -302,6 +301,9 @@ class server::impl {
     for (std::size_t i = 0; i < counts_.size(); ++i) {
       s.*wire::k_stats_counts[i] = counts_[i].load(std::memory_order_relaxed);
     }
+    for (std::size_t i = 0; i < defence_counts_.size(); ++i) {
+      s.defence_decisions[i] = defence_counts_[i].load(std::memory_order_relaxed);
+    }
     const std::int64_t start = clock_start_.load();
     s.clock_started = start != k_not_started;
     s.instance = instance_;
@@ -336,6 +338,12 @@ class server::impl {
     constexpr std::size_t i = wire::stats_count_index(M);
     static_assert(i < std::size(wire::k_stats_counts), "not a count of server_stats");
     counts_[i].fetch_add(n, std::memory_order_relaxed);
+  }
+
+  // Adds one to the count of the defence at `index` of sim::defence_kinds.
+  void count_defence(std::size_t index) noexcept {
+    if (index < defence_counts_.size())
+      defence_counts_[index].fetch_add(1, std::memory_order_relaxed);
   }
 
   // The scenario's time now, in ns (0 until the clock starts).
@@ -540,7 +548,8 @@ class server::impl {
     // at each decision (it keeps a reference to model_), so dropping it here is enough.
     if (model_.overload && now >= model_.length.count()) model_.overload.reset();
     const sim::engine::attempt_labels labels = request_labels(req, now);
-    switch (engine_.admit(now, labels)) {
+    const sim::engine::decision d = engine_.admit(now, labels);
+    switch (d.what) {
       case sim::engine::admission::lost:
         count<&server_stats::lost>();
         lost_requests_.push_back(req);
@@ -551,15 +560,9 @@ class server::impl {
       case sim::engine::admission::rejected:
         count<&server_stats::rejected>();
         return reply_text(req, 503, "Service Unavailable", "queue full\n");
-      case sim::engine::admission::refused:
-        count<&server_stats::refused_retry_budget>();
-        return answer(req, admission::outcome::retry_refused);
-      case sim::engine::admission::limited:
-        count<&server_stats::refused_concurrency_limit>();
-        return answer(req, admission::outcome::over_limit);
-      case sim::engine::admission::expired:
-        count<&server_stats::dropped_expired>();
-        return answer(req, admission::outcome::expired);
+      case sim::engine::admission::defended:
+        count_defence(d.by.defence);
+        return answer(req, d.by.outcome);
       case sim::engine::admission::accepted:
         break;
     }
@@ -614,9 +617,10 @@ class server::impl {
     free_slots_.push_back(s.index);
     count<&server_stats::in_service>(-1);
     reply_text(req, 200, "OK", "ok\n");
-    if (auto next = engine_.finish(
-            scenario_now(), [&](const sim::engine::queued_attempt& a,
-                                sim::engine::drop_reason why) { dropped_from_line(a, why); })) {
+    if (auto next = engine_.finish(scenario_now(), [&](const sim::engine::queued_attempt& a,
+                                                       const sim::engine::defence_answer& why) {
+          dropped_from_line(a, why);
+        })) {
       count<&server_stats::queued>(-1);
       begin_service(slots_[next->attempt.request], next->svc.time);
     }
@@ -644,14 +648,14 @@ class server::impl {
 
   // A queued request left the line unserved (CoDel, drop-expired): answered 503 at once, with
   // "do not retry" when its deadline has passed (if its client still listens).
-  void dropped_from_line(const sim::engine::queued_attempt& a, sim::engine::drop_reason why) {
+  void dropped_from_line(const sim::engine::queued_attempt& a,
+                         const sim::engine::defence_answer& why) {
     slot& s = slots_[a.request];
     evhttp_request* req = std::exchange(s.request, nullptr);
     free_slots_.push_back(s.index);
     count<&server_stats::queued>(-1);
-    const bool expired = why == sim::engine::drop_reason::expired;
-    expired ? count<&server_stats::dropped_expired>() : count<&server_stats::dropped_codel>();
-    answer(req, expired ? admission::outcome::expired : admission::outcome::codel_dropped);
+    count_defence(why.defence);
+    answer(req, why.outcome);
   }
 
   // Answers `req` as admission::reply_for(o) says (its views are of literals: NUL-terminated),
@@ -743,6 +747,8 @@ class server::impl {
   bool store_failing_ = false;
   // The server_stats counts, in wire::k_stats_counts order (count<M>() adds to one).
   std::array<std::atomic<std::int64_t>, std::size(wire::k_stats_counts)> counts_{};
+  // server_stats::defence_decisions, in sim::defence_kinds order.
+  std::array<std::atomic<std::int64_t>, sim::k_defence_count> defence_counts_{};
   // Set before open(); used by the worker thread only (shared: an abandoned worker keeps it).
   std::shared_ptr<detail::charges_endpoint> payments_;
   std::unique_ptr<detail::charge_worker> worker_;      // with payments_; set in open()

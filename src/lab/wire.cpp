@@ -9,8 +9,6 @@
 
 namespace stormguard::lab::wire {
 
-namespace {}  // namespace
-
 void to_json(nlohmann::ordered_json& j, const stats_message& m) {
   j = nlohmann::ordered_json::object();
   j["scenario"] = m.scenario;
@@ -19,6 +17,9 @@ void to_json(nlohmann::ordered_json& j, const stats_message& m) {
   j["elapsed_s"] = std::chrono::duration<double>(m.stats.elapsed).count();
   for (std::size_t i = 0; i < std::size(k_stats_counts); ++i)
     j[k_stats_count_names[i]] = m.stats.*k_stats_counts[i];
+  sim::for_each_defence_kind([&]<class K>(std::type_identity<K>) {
+    j[std::string(K::stats_key)] = m.stats.defence_decisions[sim::defence_index<K>];
+  });
   j["workers"] = m.workers;
   j["queue_limit"] = m.queue_limit;
   j["instance"] = fmt::format("{:016x}", m.stats.instance);
@@ -42,6 +43,17 @@ void from_json(const nlohmann::json& j, stats_message& m) {
     }
     m.stats.*k_stats_counts[i] = v.get<std::int64_t>();
   }
+  sim::for_each_defence_kind([&]<class K>(std::type_identity<K>) {
+    std::int64_t& n = m.stats.defence_decisions[sim::defence_index<K>];
+    n = 0;
+    const auto it = j.find(std::string(K::stats_key));
+    if (it == j.end()) return;
+    if (!it->is_number_integer()) {
+      throw nlohmann::json::type_error::create(
+          302, std::string(K::stats_key) + " is not an integer", &*it);
+    }
+    n = it->get<std::int64_t>();
+  });
   j.at("workers").get_to(m.workers);
   j.at("queue_limit").get_to(m.queue_limit);
   // Optional (a server of an earlier version): 0.

@@ -33,37 +33,33 @@ inline constexpr const char* k_stats_count_names[] = {
     "attempts", "served", "served_in_time", "rejected", "errors", "lost", "queued", "in_service",
     "charges", "charges_committed", "charges_replayed", "charges_dropped", "charges_unavailable",
     "requests_refused", "read_timeouts", "idle_closed", "connections_refused",
-    "accept_errors", "refused_retry_budget", "refused_concurrency_limit", "dropped_codel", "dropped_expired",
-    "store_outages", "store_recoveries"};
+    "accept_errors", "store_outages", "store_recoveries"};
 // clang-format on
-inline constexpr std::int64_t server_stats::*k_stats_counts[] = {
-    &server_stats::attempts,
-    &server_stats::served,
-    &server_stats::served_in_time,
-    &server_stats::rejected,
-    &server_stats::errors,
-    &server_stats::lost,
-    &server_stats::queued,
-    &server_stats::in_service,
-    &server_stats::charges,
-    &server_stats::charges_committed,
-    &server_stats::charges_replayed,
-    &server_stats::charges_dropped,
-    &server_stats::charges_unavailable,
-    &server_stats::requests_refused,
-    &server_stats::read_timeouts,
-    &server_stats::idle_closed,
-    &server_stats::connections_refused,
-    &server_stats::accept_errors,
-    &server_stats::refused_retry_budget,
-    &server_stats::refused_concurrency_limit,
-    &server_stats::dropped_codel,
-    &server_stats::dropped_expired,
-    &server_stats::store_outages,
-    &server_stats::store_recoveries};
+inline constexpr std::int64_t server_stats::*k_stats_counts[] = {&server_stats::attempts,
+                                                                 &server_stats::served,
+                                                                 &server_stats::served_in_time,
+                                                                 &server_stats::rejected,
+                                                                 &server_stats::errors,
+                                                                 &server_stats::lost,
+                                                                 &server_stats::queued,
+                                                                 &server_stats::in_service,
+                                                                 &server_stats::charges,
+                                                                 &server_stats::charges_committed,
+                                                                 &server_stats::charges_replayed,
+                                                                 &server_stats::charges_dropped,
+                                                                 &server_stats::charges_unavailable,
+                                                                 &server_stats::requests_refused,
+                                                                 &server_stats::read_timeouts,
+                                                                 &server_stats::idle_closed,
+                                                                 &server_stats::connections_refused,
+                                                                 &server_stats::accept_errors,
+                                                                 &server_stats::store_outages,
+                                                                 &server_stats::store_recoveries};
 static_assert(std::size(k_stats_count_names) == std::size(k_stats_counts));
 /// The counts every GET /stats has; those after them (the limits' counts) read as 0 when
-/// absent, from a server of an earlier version.
+/// absent, from a server of an earlier version. The defences' counts (server_stats::
+/// defence_decisions) follow these, one per kind of sim::defence_kinds named by its stats_key,
+/// and read as 0 when absent too.
 inline constexpr std::size_t k_stats_required_counts = 13;
 
 /// The index of counter `m` in k_stats_counts (its size when `m` is not a count).

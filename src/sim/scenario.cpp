@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "detail/settings_json.hpp"
 #include "detail/strict_json.hpp"
 #include "sim/builtin_scenarios.hpp"
 #include "stormguard/config/policy.hpp"
@@ -23,6 +24,7 @@
 #include "stormguard/detail/format.hpp"
 #include "stormguard/duration_text.hpp"
 #include "stormguard/sim/simulator.hpp"
+#include "stormguard_engine/defences.hpp"
 #include "stormguard_engine/json_writer.hpp"
 
 namespace stormguard::sim {
@@ -43,6 +45,7 @@ constexpr int k_max_depth = 64;
 constexpr int k_max_retries = 1000;
 
 namespace sj = stormguard::detail::strict_json;
+namespace settings_json = stormguard::detail::settings_json;
 using sj::fail;
 using sj::limit_text;
 using sj::object_reader;
@@ -114,52 +117,21 @@ bool read_bool(const object_reader& r, std::string_view key, bool fallback) {
   return v.get<bool>();
 }
 
-// [server.defences]: an object keyed by defence name, each value its parameters.
+// [server.defences]: an object keyed by defence name, each value its settings (each kind's
+// `fields`, stormguard/sim/defence_kinds.hpp).
 server_defences read_defences(const json& value) {
   server_defences d;
   if (value.is_null()) return d;
-  object_reader top(value, "server.defences",
-                    {"drop-expired", "lifo-codel", "retry-budget", "concurrency-limit"});
-  using namespace std::chrono_literals;
-  if (top.has("drop-expired")) {
-    object_reader r(value["drop-expired"], "server.defences.drop-expired", {"service_estimate"});
-    if (r.has("service_estimate")) {
-      d.expired_service_estimate = r.time_between("service_estimate", 0s, 1h);
-    }
-    d.enabled = d.enabled.with(admission::defence::drop_expired);
-  }
-  if (top.has("lifo-codel")) {
-    object_reader r(value["lifo-codel"], "server.defences.lifo-codel", {"target", "interval"});
-    if (r.has("target")) d.codel.target = r.time_between("target", 1us, 10s);
-    if (r.has("interval")) d.codel.interval = r.time_between("interval", 1ms, 60s);
-    d.enabled = d.enabled.with(admission::defence::lifo_codel);
-  }
-  if (top.has("retry-budget")) {
-    object_reader r(value["retry-budget"], "server.defences.retry-budget",
-                    {"ratio", "window", "min_retries_per_second"});
-    if (r.has("ratio")) d.retry_budget.ratio = r.number_between("ratio", 0.0, 1000.0);
-    if (r.has("window")) d.retry_budget.window = r.time_between("window", 1s, 60s);
-    if (r.has("min_retries_per_second")) {
-      d.retry_budget.min_retries_per_second = r.integer("min_retries_per_second", 0, 1'000'000);
-    }
-    d.enabled = d.enabled.with(admission::defence::retry_budget);
-  }
-  if (top.has("concurrency-limit")) {
-    object_reader r(value["concurrency-limit"], "server.defences.concurrency-limit",
-                    {"initial_limit", "max_limit", "min_concurrency", "request_count", "buffer",
-                     "update_interval", "min_rtt_interval"});
-    auto& c = d.concurrency_limit;
-    if (r.has("initial_limit")) c.initial_limit = r.integer("initial_limit", 0, 1'000'000);
-    if (r.has("max_limit")) c.max_limit = r.integer("max_limit", 1, 1'000'000);
-    if (r.has("min_concurrency")) c.min_concurrency = r.integer("min_concurrency", 1, 1'000'000);
-    if (r.has("request_count")) c.request_count = r.integer("request_count", 1, 100'000);
-    if (r.has("buffer")) c.buffer = r.number_between("buffer", 0.0, 10.0);
-    if (r.has("update_interval")) c.update_interval = r.time_between("update_interval", 1ms, 60s);
-    if (r.has("min_rtt_interval")) {
-      c.min_rtt_interval = r.time_between("min_rtt_interval", 1s, 1h);
-    }
-    d.enabled = d.enabled.with(admission::defence::concurrency_limit);
-  }
+  std::vector<std::string_view> names;
+  for_each_defence_kind([&]<class K>(std::type_identity<K>) { names.push_back(K::name); });
+  object_reader top(value, "server.defences", names);
+  for_each_defence_kind([&]<class K>(std::type_identity<K>) {
+    if (!top.has(K::name)) return;
+    object_reader r(value[std::string(K::name)], top.field(K::name),
+                    settings_json::names<K, typename K::options_type>());
+    settings_json::read<K>(r, d.of<K>());
+    d.enabled = d.enabled.with<K>();
+  });
   return d;
 }
 
@@ -401,33 +373,17 @@ std::optional<scenario_error> validate(const scenario& s) {
     return error("max_retries", "must be an integer in [1, " + std::to_string(k_max_retries) +
                                     "], got " + std::to_string(*s.max_retries));
   }
-  // The defences' own constructors are the rule for their parameters.
-  const server_defences& d = s.defences;
-  const auto check = [&](admission::defence which, auto&& build) -> std::optional<scenario_error> {
-    if (!d.enabled.has(which)) return std::nullopt;
+  // The defences' own classes are the rule for their parameters (engine::check_defence).
+  std::optional<scenario_error> problem;
+  for_each_defence_kind([&]<class K>(std::type_identity<K>) {
+    if (problem || !s.defences.enabled.has<K>()) return;
     try {
-      build();
+      engine::check_defence<K>(s.defences.of<K>(), s);
     } catch (const std::invalid_argument& e) {
-      return error("server.defences." + std::string(admission::to_string(which)), e.what());
+      problem = error("server.defences." + std::string(K::name), e.what());
     }
-    return std::nullopt;
-  };
-  if (auto p = check(admission::defence::lifo_codel, [&] { admission::codel c(d.codel); })) {
-    return p;
-  }
-  if (auto p =
-          check(admission::defence::retry_budget, [&] { const ratio_budget b(d.retry_budget); })) {
-    return p;
-  }
-  if (auto p = check(admission::defence::concurrency_limit, [&] {
-        admission::concurrency_limit_options o = d.concurrency_limit;
-        if (o.initial_limit == 0) o.initial_limit = std::min<std::int64_t>(s.workers, o.max_limit);
-        o.initial_limit = std::max(o.initial_limit, o.min_concurrency);
-        const admission::concurrency_limit c(o, time_point{});
-      })) {
-    return p;
-  }
-  return std::nullopt;
+  });
+  return problem;
 }
 
 scenario_result scale_scenario(const scenario& s, double factor) {
@@ -443,13 +399,12 @@ scenario_result scale_scenario(const scenario& s, double factor) {
     scaled.workers = static_cast<int>(at_least_one(s.workers * factor));
     scaled.queue_limit = std::llround(static_cast<double>(s.queue_limit) * factor);
     if (scaled.overload) scaled.overload->above_rate = s.overload->above_rate * factor;
-    // The server budget's floor is per server: a server scaled by X gets X times the floor.
-    scaled.defences.retry_budget.min_retries_per_second =
-        std::llround(static_cast<double>(s.defences.retry_budget.min_retries_per_second) * factor);
-    if (s.defences.concurrency_limit.initial_limit != 0) {
-      scaled.defences.concurrency_limit.initial_limit =
-          at_least_one(static_cast<double>(s.defences.concurrency_limit.initial_limit) * factor);
-    }
+    // Each defence's per-server parameters (its kind's `scale`; every kind's, enabled or not).
+    for_each_defence_kind([&]<class K>(std::type_identity<K>) {
+      if constexpr (requires { K::scale(scaled.defences.of<K>(), factor); }) {
+        K::scale(scaled.defences.of<K>(), factor);
+      }
+    });
   }
   if (auto problem = validate(scaled)) return failure{*std::move(problem)};
   return scaled;
@@ -523,35 +478,11 @@ std::string to_json(const scenario& s) {
     doc["server"]["overload"]["service_time"] = format_duration(s.overload->service_time);
   }
   if (!s.defences.enabled.empty()) {
-    const server_defences& d = s.defences;
     auto& out = doc["server"]["defences"];
-    using admission::defence;
-    if (d.enabled.has(defence::drop_expired)) {
-      out["drop-expired"] = nlohmann::ordered_json::object();
-      if (d.expired_service_estimate) {
-        out["drop-expired"]["service_estimate"] = format_duration(*d.expired_service_estimate);
-      }
-    }
-    if (d.enabled.has(defence::lifo_codel)) {
-      out["lifo-codel"]["target"] = format_duration(d.codel.target);
-      out["lifo-codel"]["interval"] = format_duration(d.codel.interval);
-    }
-    if (d.enabled.has(defence::retry_budget)) {
-      out["retry-budget"]["ratio"] = d.retry_budget.ratio;
-      out["retry-budget"]["window"] = format_duration(d.retry_budget.window);
-      out["retry-budget"]["min_retries_per_second"] = d.retry_budget.min_retries_per_second;
-    }
-    if (d.enabled.has(defence::concurrency_limit)) {
-      const auto& c = d.concurrency_limit;
-      auto& o = out["concurrency-limit"];
-      o["initial_limit"] = c.initial_limit;
-      o["max_limit"] = c.max_limit;
-      o["min_concurrency"] = c.min_concurrency;
-      o["request_count"] = c.request_count;
-      o["buffer"] = c.buffer;
-      o["update_interval"] = format_duration(c.update_interval);
-      o["min_rtt_interval"] = format_duration(c.min_rtt_interval);
-    }
+    for_each_defence_kind([&]<class K>(std::type_identity<K>) {
+      if (!s.defences.enabled.has<K>()) return;
+      settings_json::write<K>(s.defences.of<K>(), out[std::string(K::name)]);
+    });
   }
   if (s.stall) {
     doc["server"]["stall"]["probability"] = s.stall->probability;

@@ -74,7 +74,8 @@ class virtual_transport : public engine::no_notes {
     const engine::attempt_labels labels{attempt_info{label_attempts_ ? attempt : 1, false},
                                         deadline};
     strategy_result& counters = driver_.run_metrics().counters();
-    switch (server_.admit(now, labels)) {
+    const engine::decision d = server_.admit(now, labels);
+    switch (d.what) {
       case engine::admission::lost:
         ++driver_.run_metrics().counters().lost;
         queues_.push(deadline, event_kind::timeout, id, attempt);
@@ -86,17 +87,12 @@ class virtual_transport : public engine::no_notes {
         ++counters.rejected;
         answered(id, attempt, now, admission::outcome::unavailable);
         return;
-      case engine::admission::refused:
-        ++counters.rejected;
-        answered(id, attempt, now, admission::outcome::retry_refused);
-        return;
-      case engine::admission::limited:
-        ++counters.rejected;
-        answered(id, attempt, now, admission::outcome::over_limit);
-        return;
-      case engine::admission::expired:  // only when the timeout is below the service estimate
-        ++counters.expired_dropped;
-        answered(id, attempt, now, admission::outcome::expired);
+      case engine::admission::defended:
+        // drop-expired's answer is counted as expired_dropped (only when the timeout is below
+        // the service estimate), every other refusal as rejected.
+        ++(d.by.outcome == admission::outcome::expired ? counters.expired_dropped
+                                                       : counters.rejected);
+        answered(id, attempt, now, d.by.outcome);
         return;
       case engine::admission::accepted:
         break;
@@ -141,9 +137,9 @@ class virtual_transport : public engine::no_notes {
         break;
       case event_kind::service_done:
         if (const auto next = server_.finish(
-                e.time, [&](const engine::queued_attempt& a, engine::drop_reason why) {
+                e.time, [&](const engine::queued_attempt& a, const engine::defence_answer& why) {
                   strategy_result& counters = driver_.run_metrics().counters();
-                  if (why == engine::drop_reason::expired) {
+                  if (why.outcome == admission::outcome::expired) {
                     // 503 + grpc-retry-pushback-ms -1, heard only if its caller still waits.
                     ++counters.expired_dropped;
                     driver_.dropped_expired(a.request, a.attempt, e.time, honour_pushback_);
@@ -233,7 +229,7 @@ strategy_result simulate(const scenario& s, const strategy& strat) {
       [&](const auto& config) {
         using budget_type = typename budget_for<std::decay_t<decltype(config)>>::type;
         strategy_result r = virtual_transport<budget_type>(s, applied, config).run();
-        r.defence = admission::to_string(s.defences.enabled);
+        r.defence = to_string(s.defences.enabled);
         return r;
       },
       applied.budget);

@@ -53,6 +53,7 @@
 #ifndef STORMGUARD_LAB_SERVER_HPP
 #define STORMGUARD_LAB_SERVER_HPP
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -161,14 +162,24 @@ struct server_stats {
   std::int64_t connections_refused = 0;
   /// accept() failures (out of descriptors: EMFILE, ENFILE), each pausing accept() for 100 ms.
   std::int64_t accept_errors = 0;
-  /// The server's defences (server.defences, `serve --defence`): retries refused by the retry
-  /// budget (503 + grpc-retry-pushback-ms: -1), requests refused by the concurrency limit (503 +
-  /// Retry-After), requests CoDel dropped from the line (503), and requests drop-expired took out
-  /// of the line because their grpc-timeout had passed (503 + grpc-retry-pushback-ms: -1).
-  std::int64_t refused_retry_budget = 0;
-  std::int64_t refused_concurrency_limit = 0;  ///< see refused_retry_budget
-  std::int64_t dropped_codel = 0;              ///< see refused_retry_budget
-  std::int64_t dropped_expired = 0;            ///< see refused_retry_budget
+  /// The server's defences (server.defences, `serve --defence`): the requests each kind refused
+  /// or dropped, in sim::defence_kinds order (GET /stats keys: each kind's `stats_key`): retries
+  /// refused by the retry budget (503 + grpc-retry-pushback-ms: -1), requests refused by the
+  /// concurrency limit (503 + Retry-After), requests CoDel dropped from the line (503), and
+  /// requests drop-expired answered because their grpc-timeout had passed (503 +
+  /// grpc-retry-pushback-ms: -1).
+  std::array<std::int64_t, sim::k_defence_count> defence_decisions{};
+  /// drop-expired's count of defence_decisions (the simulator's expired_dropped).
+  [[nodiscard]] std::int64_t dropped_expired() const noexcept {
+    return defence_decisions[sim::defence_index<sim::drop_expired_defence>];
+  }
+  /// The other kinds' counts of defence_decisions together (the simulator counts them as
+  /// rejected).
+  [[nodiscard]] std::int64_t defence_rejected() const noexcept {
+    std::int64_t n = 0;
+    for (const std::int64_t d : defence_decisions) n += d;
+    return n - dropped_expired();
+  }
   /// The payments endpoint's store: times a charge was answered 503 for it (store_unavailable)
   /// after the charge before was answered by the store (or as the first charge), and times the
   /// store answered a charge again after such a 503. The store fails now when store_outages >

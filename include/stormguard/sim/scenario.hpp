@@ -22,14 +22,12 @@
 #include <string_view>
 #include <vector>
 
-#include "stormguard/admission/codel.hpp"
-#include "stormguard/admission/concurrency_limit.hpp"
-#include "stormguard/admission/defences.hpp"
 #include "stormguard/budget.hpp"
 #include "stormguard/clock.hpp"
 #include "stormguard/duration_text.hpp"  // durations in the file format
 #include "stormguard/export.hpp"
 #include "stormguard/retry.hpp"
+#include "stormguard/sim/defence_kinds.hpp"
 #include "stormguard/sim/strategy.hpp"
 
 namespace stormguard::sim {
@@ -79,39 +77,6 @@ struct overload {
   duration service_time{};
 
   friend bool operator==(const overload&, const overload&) = default;
-};
-
-/// The server-side defences a scenario's server runs (stormguard::admission, the same code as
-/// `stormguard serve`), and their parameters. In the file, [server.defences] is an object keyed by
-/// defence name, each value an object of that defence's parameters (all optional, the library's
-/// defaults otherwise):
-///
-///   "defences": {"drop-expired": {"service_estimate": "20ms"},
-///                "lifo-codel": {"target": "5ms", "interval": "100ms"},
-///                "retry-budget": {"ratio": 0.1, "window": "10s", "min_retries_per_second": 10},
-///                "concurrency-limit": {"initial_limit": 100, "max_limit": 1000}}
-///
-/// Absent or {}: no defence (the FIFO server that serves whatever it holds).
-struct server_defences {
-  /// The defences enabled (the keys present).
-  admission::defence_set enabled;
-  /// retry-budget: ratio, window and floor per second of this one server (the floor is per server
-  /// instance; scale_scenario multiplies it by the factor).
-  ratio_budget_options retry_budget{};
-  /// lifo-codel: target and interval (folly's 5 ms and 100 ms).
-  admission::codel_options codel{};
-  /// concurrency-limit: Envoy's gradient controller; initial_limit 0 in the file means "the
-  /// server's worker count" (so that a healthy server loses nothing at start), and max_limit
-  /// rises to the worker count when it is larger. File keys: initial_limit, max_limit,
-  /// min_concurrency, request_count, buffer, update_interval, min_rtt_interval.
-  admission::concurrency_limit_options concurrency_limit{};
-  /// drop-expired: the server's estimate of one attempt's service time (file key
-  /// service_estimate, in [0, 1 h]): an attempt is not started when its caller's deadline is
-  /// nearer than this (admission::expired). nullopt (absent): the server's normal service time
-  /// (server.service_time); "0s": only attempts whose deadline has passed are dropped.
-  std::optional<duration> expired_service_estimate;
-
-  friend bool operator==(const server_defences&, const server_defences&) = default;
 };
 
 /// Stalls of single attempts (the "tail at scale": a garbage collection, a compaction, a noisy
@@ -164,7 +129,8 @@ struct scenario {
   /// or a policy object of the policy file format (docs/policy.md), run as from_policy(p) does;
   /// names unique. Empty (absent): the built-ins.
   std::vector<strategy> strategies;
-  /// [server.defences] optional: the server-side defences (see server_defences); default none.
+  /// [server.defences] optional: the server-side defences (server_defences,
+  /// stormguard/sim/defence_kinds.hpp); default none.
   server_defences defences;
   /// [clients_label_attempts] optional, default true: the clients say which attempt a request is
   /// (x-envoy-attempt-count). false models browsers, scripts and other teams' services: every
@@ -214,8 +180,9 @@ using scenario_result = stormguard::outcome<scenario, scenario_error>;
 /// `s` scaled down by `factor` in (0, 1], for running a scenario on real sockets at a load that
 /// one machine holds (`stormguard serve --scale`, `lab --scale`): requests_per_second,
 /// server.workers, server.queue_limit and server.overload.above_rate are multiplied by `factor`,
-/// and clients too, and so are the per-server parameters of server.defences (the retry budget's
-/// min_retries_per_second, rounded; a non-zero concurrency-limit initial_limit, at least 1);
+/// and clients too, and so are the per-server parameters of server.defences (each kind's
+/// `scale`: the retry budget's min_retries_per_second, rounded; a non-zero concurrency-limit
+/// initial_limit, at least 1);
 /// clients and workers are rounded to the nearest integer and kept >= 1, queue_limit rounded to the
 /// nearest integer (>= 0). Everything else stays: durations, timeout, service times, the incident's
 /// rates, max_retries and the strategies (each client's rate, policy and budget are those of the

@@ -1,44 +1,42 @@
 // SPDX-License-Identifier: Apache-2.0
 // The server-side defences of the time-series model (the internal engine target
-// stormguard_sim_engine): the scenario's server.defences run by stormguard::admission's own
-// classes, so that the simulator (virtual time) and `serve`/`lab` (a real clock) run the same
-// code a C++ server embeds. server_model (server.hpp) holds one `defences` when any defence is
-// enabled and calls it at four points:
+// stormguard_sim_engine): the scenario's server.defences, each kind of the one list
+// (stormguard/sim/defence_kinds.hpp) run by its `runtime` (defences/*.hpp) on
+// stormguard::admission's own classes, so that the simulator (virtual time) and `serve`/`lab` (a
+// real clock) run the same code a C++ server embeds. server_model (server.hpp) holds one `defences`
+// when any defence is enabled and calls it at these points, each kind in list order:
 //
-//   admit     an attempt reaches the server (after the incident's draw): the retry budget refuses
-//             a labelled retry (503, grpc-retry-pushback-ms: -1), the concurrency limit refuses
-//             past its limit (503 + Retry-After drawn over [1 s, 5 s]);
-//   push/pop  the waiting line: FIFO, or adaptive LIFO + CoDel (dropped attempts answered 503);
-//   started   an attempt takes a worker (the concurrency limit's latency sample is settled when
-//             it completes: queueing + service, as Envoy measures at its upstream);
-//   finished  a worker is free again.
+//   admit       an attempt reaches the server (after the incident's draw): the first kind whose
+//               runtime refuses it decides its answer (an admission::outcome: reply.hpp);
+//   line        the waiting line: FIFO, or the queue of the kind that keeps one (lifo-codel),
+//               which may drop attempts that waited too long;
+//   leave_line  an attempt leaves the line for a worker: a kind may still answer it instead
+//               (drop-expired);
+//   started     an attempt takes a worker; finished: a worker is free again; cancel: an
+//               admitted attempt was turned away or left the line unserved.
 //
-// drop-expired is applied by server_model when an attempt leaves the line: an attempt whose
-// caller's deadline (grpc-timeout; in the model, the attempt's timeout) has passed, or is nearer
-// than the server's estimate of its service time (expired(): by default the scenario's normal
-// service time), never starts.
-//
-// Times are ns of the scenario's clock. Not thread-safe: one thread (the simulator's loop, or the
-// lab server's event loop) calls it.
+// A runtime provides only the hooks it needs (each is detected); those it lacks do nothing.
+// Times are ns of the scenario's clock. Not thread-safe: one thread (the simulator's loop, or
+// the lab server's event loop) calls it.
 #ifndef STORMGUARD_ENGINE_DEFENCES_HPP
 #define STORMGUARD_ENGINE_DEFENCES_HPP
 
-#include <algorithm>
+#include <cstddef>
 #include <cstdint>
-#include <functional>
-#include <limits>
 #include <optional>
-#include <queue>
+#include <tuple>
+#include <type_traits>
 #include <utility>
-#include <vector>
 
-#include "stormguard/admission/codel.hpp"
-#include "stormguard/admission/concurrency_limit.hpp"
-#include "stormguard/admission/defences.hpp"
-#include "stormguard/admission/retry_admission.hpp"
+#include "stormguard/admission/reply.hpp"
 #include "stormguard/random.hpp"
-#include "stormguard/retry_headers.hpp"
+#include "stormguard/sim/defence_kinds.hpp"
 #include "stormguard/sim/scenario.hpp"
+#include "stormguard_engine/attempt.hpp"
+#include "stormguard_engine/defences/concurrency_limit.hpp"
+#include "stormguard_engine/defences/drop_expired.hpp"
+#include "stormguard_engine/defences/lifo_codel.hpp"
+#include "stormguard_engine/defences/retry_budget.hpp"
 #include "stormguard_engine/seeds.hpp"
 
 namespace stormguard::sim::engine {
@@ -46,129 +44,194 @@ namespace stormguard::sim::engine {
 // Domain tag of the defences' generator (the concurrency limit's jitter and Retry-After draws).
 inline constexpr std::uint64_t k_tag_defences = 0x646566656e636573ULL;  // "defences"
 
-// No deadline.
-inline constexpr std::int64_t k_no_deadline = std::numeric_limits<std::int64_t>::max();
-
-// An attempt waiting for a worker: which one, when it reached the server and its caller's
-// deadline (k_no_deadline: none).
-struct queued_attempt {
-  std::uint32_t request;
-  std::int32_t attempt;
-  std::int64_t arrived = 0;
-  std::int64_t deadline = k_no_deadline;
+// A defence's answer to an attempt: which kind (its index in defence_kinds) and the outcome it
+// is answered with (admission::reply_for).
+struct defence_answer {
+  std::size_t defence = 0;
+  admission::outcome outcome = admission::outcome::unavailable;
+  friend constexpr bool operator==(const defence_answer&, const defence_answer&) = default;
 };
 
-// What a request says about itself in its headers: its attempt number (x-envoy-attempt-count,
-// 1 = a first attempt, also when the client does not label its attempts) and its caller's
-// deadline (from grpc-timeout; k_no_deadline: none).
-struct attempt_labels {
-  attempt_info attempt{};
-  std::int64_t deadline = k_no_deadline;
-};
-
-// Why the defences refused an attempt at the door.
-enum class refusal : std::uint8_t {
-  retry_budget,       // 503 + grpc-retry-pushback-ms: -1 (do not retry), no Retry-After
-  concurrency_limit,  // 503 + Retry-After (retry_after())
-};
-
-// Why an attempt left the waiting line without being served.
-enum class drop_reason : std::uint8_t {
-  codel,    // CoDel: it waited more than 2 x target while the line was overloaded (503)
-  expired,  // drop-expired: its caller's deadline had passed or would before it could be served
-            // (answered "do not retry" if its caller still waits)
-};
+// validate()'s check of kind K's options in `s`: the runtime's own `check`, or its constructor.
+// Throws std::invalid_argument naming the field and the value.
+template <class K>
+void check_defence(const typename K::options_type& o, const scenario& s) {
+  using R = typename K::runtime;
+  if constexpr (requires { R::check(o, s); }) {
+    R::check(o, s);
+  } else {
+    const R r(o, s);
+  }
+}
 
 class defences {
  public:
   // The defences of `s.defences` (whose parameters validate() has checked).
-  explicit defences(const scenario& s)
-      : enabled_(s.defences.enabled),
-        rng_(seeds::mix(s.seed, k_tag_defences)),
-        retry_budget_(s.defences.retry_budget),
-        queue_(s.defences.codel),
-        limit_(limit_options(s), time_point{}),
-        service_estimate_(s.defences.expired_service_estimate.value_or(s.service_time)) {}
+  explicit defences(const scenario& s) : rng_(seeds::mix(s.seed, k_tag_defences)) {
+    for_each([&]<class K>(std::type_identity<K>, auto& slot) {
+      if (s.defences.enabled.has<K>()) slot.emplace(s.defences.of<K>(), s);
+    });
+  }
 
-  [[nodiscard]] bool has(admission::defence d) const noexcept { return enabled_.has(d); }
+  // An attempt reaches the server now: the first refusal, or nullopt (it goes on to the workers
+  // and the line).
+  [[nodiscard]] std::optional<defence_answer> admit(std::int64_t now,
+                                                    const attempt_labels& labels) {
+    std::optional<defence_answer> answer;
+    for_each([&]<class K>(std::type_identity<K>, auto& slot) {
+      if constexpr (requires { slot->admit(now, labels); }) {
+        if (answer || !slot) return;
+        if (const auto o = slot->admit(now, labels)) answer = defence_answer{defence_index<K>, *o};
+      }
+    });
+    return answer;
+  }
 
-  // An attempt reaches the server now: a refusal, or nullopt (it goes on to the workers and the
-  // line). An admitted attempt is outstanding for the concurrency limit until finished() or
-  // cancel().
-  [[nodiscard]] std::optional<refusal> admit(std::int64_t now, const attempt_labels& labels) {
-    if (has(admission::defence::retry_budget) && !retry_budget_.admit(at(now), labels.attempt)) {
-      return refusal::retry_budget;
-    }
-    if (has(admission::defence::concurrency_limit) && !limit_.try_acquire(at(now))) {
-      return refusal::concurrency_limit;
-    }
-    return std::nullopt;
+  // An attempt leaves the line for a worker now: an answer instead of service, or nullopt.
+  [[nodiscard]] std::optional<defence_answer> leave_line(std::int64_t now, std::int64_t deadline) {
+    std::optional<defence_answer> answer;
+    for_each([&]<class K>(std::type_identity<K>, auto& slot) {
+      if constexpr (requires { slot->leave_line(now, deadline); }) {
+        if (answer || !slot) return;
+        if (const auto o = slot->leave_line(now, deadline)) {
+          answer = defence_answer{defence_index<K>, *o};
+        }
+      }
+    });
+    return answer;
   }
 
   // An admitted attempt was turned away after all (the line was full) or left the line unserved.
   void cancel() noexcept {
-    if (has(admission::defence::concurrency_limit)) limit_.cancel();
+    for_each([&]<class K>(std::type_identity<K>, auto& slot) {
+      if constexpr (requires { slot->cancel(); }) {
+        if (slot) slot->cancel();
+      }
+    });
   }
 
   // An admitted attempt that reached the server at `arrived` takes a worker now and will complete
   // at now + service.
   void started(std::int64_t now, std::int64_t arrived, std::int64_t service) {
-    if (!has(admission::defence::concurrency_limit)) return;
-    completions_.push({now + service, arrived});
+    for_each([&]<class K>(std::type_identity<K>, auto& slot) {
+      if constexpr (requires { slot->started(now, arrived, service); }) {
+        if (slot) slot->started(now, arrived, service);
+      }
+    });
   }
 
-  // A worker finished now: the concurrency limit hears the latency of the attempt that completes
-  // first (queueing + service).
+  // A worker finished now.
   void finished(std::int64_t now) {
-    if (!has(admission::defence::concurrency_limit) || completions_.empty()) return;
-    const std::int64_t arrived = completions_.top().second;
-    completions_.pop();
-    limit_.release(at(now), at(arrived), rng_);
+    for_each([&]<class K>(std::type_identity<K>, auto& slot) {
+      if constexpr (requires { slot->finished(now, rng_); }) {
+        if (slot) slot->finished(now, rng_);
+      }
+    });
   }
 
-  // drop-expired: an attempt with `deadline` must not start now (admission::expired with the
-  // scenario's service estimate).
-  [[nodiscard]] bool expired(std::int64_t now, std::int64_t deadline) const noexcept {
-    return has(admission::defence::drop_expired) &&
-           admission::expired(at(now), at(deadline), service_estimate_);
+  // The Retry-After of an answer whose reply carries one (reply_for): drawn by the first enabled
+  // kind that draws one (the concurrency limit: whole seconds in [1 s, 5 s]).
+  [[nodiscard]] duration retry_after() {
+    std::optional<duration> d;
+    for_each([&]<class K>(std::type_identity<K>, auto& slot) {
+      if constexpr (requires { slot->retry_after(rng_); }) {
+        if (!d && slot) d = slot->retry_after(rng_);
+      }
+    });
+    return d.value_or(duration{});
   }
 
-  // The Retry-After of a concurrency-limit refusal: uniform whole seconds in [1 s, 5 s].
-  [[nodiscard]] duration retry_after() { return limit_.retry_after_for_refusal(rng_); }
+  // True when an enabled kind keeps the waiting line (else the server's FIFO).
+  [[nodiscard]] bool keeps_line() const noexcept { return line_index() < k_defence_count; }
 
-  // The waiting line when lifo-codel is on.
-  [[nodiscard]] bool lifo_codel() const noexcept { return has(admission::defence::lifo_codel); }
-  [[nodiscard]] admission::adaptive_lifo_queue<queued_attempt>& queue() noexcept { return queue_; }
-
-  [[nodiscard]] const admission::retry_admission& retry_budget() const noexcept {
-    return retry_budget_;
+  // Puts `waiting` in the kept line (keeps_line() must be true).
+  void push(const queued_attempt& waiting) {
+    with_line([&](auto& line, std::size_t) { (void)line.push(at(waiting.arrived), waiting); });
   }
-  [[nodiscard]] const admission::concurrency_limit& limit() const noexcept { return limit_; }
+
+  // The next attempt from the kept line at `now`, or nullopt; attempts the line drops are passed
+  // to on_drop(queued_attempt&, defence_answer) first.
+  template <class OnDrop>
+  std::optional<queued_attempt> pop(std::int64_t now, OnDrop&& on_drop) {
+    std::optional<queued_attempt> next;
+    with_line([&](auto& line, std::size_t index, auto dropped) {
+      next = line.pop(at(now), [&](queued_attempt& a) {
+        on_drop(a, defence_answer{index, dropped});
+      });
+    });
+    return next;
+  }
+
+  // The attempts in the kept line (0 without one).
+  [[nodiscard]] std::size_t line_size() const noexcept {
+    std::size_t n = 0;
+    for_each([&]<class K>(std::type_identity<K>, const auto& slot) {
+      if constexpr (requires { slot->line.size(); }) {
+        if (slot) n += slot->line.size();
+      }
+    });
+    return n;
+  }
 
   [[nodiscard]] static time_point at(std::int64_t now) noexcept {
     return time_point(duration(now));
   }
 
  private:
-  // The scenario's limiter options; initial_limit 0 = the worker count (at least
-  // min_concurrency), max_limit raised to the worker count when smaller.
-  static admission::concurrency_limit_options limit_options(const scenario& s) {
-    admission::concurrency_limit_options o = s.defences.concurrency_limit;
-    o.max_limit = std::max<std::int64_t>(o.max_limit, s.workers);
-    if (o.initial_limit == 0) o.initial_limit = std::min<std::int64_t>(s.workers, o.max_limit);
-    o.initial_limit = std::clamp(o.initial_limit, o.min_concurrency, o.max_limit);
-    return o;
+  template <class List>
+  struct slots_of;
+  template <class... K>
+  struct slots_of<std::tuple<K...>> {
+    using type = std::tuple<std::optional<typename K::runtime>...>;
+  };
+  using slots = typename slots_of<defence_kinds>::type;
+
+  // Calls f(type_identity<K>, slot) for each kind in list order (slot: optional<K::runtime>).
+  template <class F>
+  void for_each(F&& f) {
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+      (f(std::type_identity<std::tuple_element_t<I, defence_kinds>>{}, std::get<I>(slots_)), ...);
+    }
+    (std::make_index_sequence<k_defence_count>{});
+  }
+  template <class F>
+  void for_each(F&& f) const {
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+      (f(std::type_identity<std::tuple_element_t<I, defence_kinds>>{}, std::get<I>(slots_)), ...);
+    }
+    (std::make_index_sequence<k_defence_count>{});
   }
 
-  using completion = std::pair<std::int64_t, std::int64_t>;  // (completes at, arrived)
+  // The index of the enabled kind that keeps the line, or k_defence_count.
+  [[nodiscard]] std::size_t line_index() const noexcept {
+    std::size_t index = k_defence_count;
+    for_each([&]<class K>(std::type_identity<K>, const auto& slot) {
+      if constexpr (requires { slot->line; }) {
+        if (slot && index == k_defence_count) index = defence_index<K>;
+      }
+    });
+    return index;
+  }
 
-  admission::defence_set enabled_;
+  // f(line, index, outcome of a drop) for the enabled kind that keeps the line.
+  template <class F>
+  void with_line(F&& f) {
+    bool done = false;
+    for_each([&]<class K>(std::type_identity<K>, auto& slot) {
+      if constexpr (requires { slot->line; }) {
+        if (done || !slot) return;
+        done = true;
+        if constexpr (std::is_invocable_v<F&, decltype(slot->line)&, std::size_t>) {
+          f(slot->line, defence_index<K>);
+        } else {
+          f(slot->line, defence_index<K>, K::runtime::k_dropped);
+        }
+      }
+    });
+  }
+
   random_generator rng_;
-  admission::retry_admission retry_budget_;
-  admission::adaptive_lifo_queue<queued_attempt> queue_;
-  admission::concurrency_limit limit_;
-  duration service_estimate_;  // drop-expired's estimate of one attempt's service time
-  std::priority_queue<completion, std::vector<completion>, std::greater<>> completions_;
+  slots slots_;
 };
 
 }  // namespace stormguard::sim::engine

@@ -162,13 +162,19 @@ class server {
 };
 
 // What the server does with an attempt that reaches it: lost (read, never answered), error (an
-// immediate 503 of the incident's error rate), rejected (an immediate 503: the queue is full), or
-// accepted (it takes a worker or a place in the queue: server_model::take). With defences:
-// refused (the retry budget: 503 + grpc-retry-pushback-ms -1), limited (the concurrency limit:
-// 503 + Retry-After, server_model::retry_after) and expired (drop-expired: the deadline it
-// carries has passed, or is nearer than the service estimate, on arrival; 503 + pushback -1,
-// counted as expired_dropped).
-enum class admission : std::uint8_t { lost, error, rejected, accepted, refused, limited, expired };
+// immediate 503 of the incident's error rate), rejected (an immediate 503: the queue is full),
+// accepted (it takes a worker or a place in the queue: server_model::take), or answered by a
+// defence at the door (decision::by says which kind and with what outcome: the retry budget's
+// retry_refused, the concurrency limit's over_limit with server_model::retry_after, drop-expired's
+// expired when the deadline it carries has passed or is nearer than the service estimate).
+enum class admission : std::uint8_t { lost, error, rejected, accepted, defended };
+
+// admit()'s answer: what happened and, for admission::defended, the defence's answer.
+struct decision {
+  admission what = admission::accepted;
+  defence_answer by{};
+  friend constexpr bool operator==(const decision& d, admission a) noexcept { return d.what == a; }
+};
 
 // The scenario's server as both the simulator's virtual server and the lab's HTTP server run it:
 // the incident's one draw per attempt (lost with probability loss_rate, else a 503 with
@@ -191,26 +197,23 @@ class server_model {
   }
 
   // An attempt reaches the server now (ns of the scenario's clock), saying what `labels` say.
-  [[nodiscard]] admission admit(std::int64_t now, const attempt_labels& labels = {}) {
+  [[nodiscard]] decision admit(std::int64_t now, const attempt_labels& labels = {}) {
     if (error_or_loss_rate_ > 0.0 && now >= incident_start_ && now < incident_end_) {
       const double u = uniform_unit(incident_rng_);
-      if (u < loss_rate_) return admission::lost;
-      if (u < error_or_loss_rate_) return admission::error;
+      if (u < loss_rate_) return {admission::lost};
+      if (u < error_or_loss_rate_) return {admission::error};
     }
     server_.arrive(now);
     if (defences_) {
-      if (defences_->expired(now, labels.deadline)) return admission::expired;
-      if (const auto refused = defences_->admit(now, labels)) {
-        return *refused == refusal::retry_budget ? admission::refused : admission::limited;
-      }
+      if (const auto answer = defences_->admit(now, labels)) return {admission::defended, *answer};
       if (!server_.has_free_worker() && queue_length() >= server_.queue_limit()) {
         defences_->cancel();
-        return admission::rejected;
+        return {admission::rejected};
       }
-      return admission::accepted;
+      return {admission::accepted};
     }
-    if (!server_.has_free_worker() && server_.queue_full()) return admission::rejected;
-    return admission::accepted;
+    if (!server_.has_free_worker() && server_.queue_full()) return {admission::rejected};
+    return {admission::accepted};
   }
 
   // After admission::accepted: a worker now (its service), or nullopt when `waiting` was queued.
@@ -220,8 +223,8 @@ class server_model {
       if (defences_) defences_->started(now, waiting.arrived, svc.time);
       return svc;
     }
-    if (defences_ && defences_->lifo_codel()) {
-      (void)defences_->queue().push(defences::at(waiting.arrived), waiting);
+    if (defences_ && defences_->keeps_line()) {
+      defences_->push(waiting);
     } else {
       server_.enqueue(waiting);
     }
@@ -230,10 +233,10 @@ class server_model {
 
   // A worker finished now; the queue's head takes it (returned with its service).
   std::optional<server::next_service> finish(std::int64_t now) {
-    return finish(now, [](const queued_attempt&, drop_reason) {});
+    return finish(now, [](const queued_attempt&, const defence_answer&) {});
   }
   // The same with defences: attempts that leave the line unserved (CoDel, drop-expired) are
-  // passed to on_drop(const queued_attempt&, drop_reason) first.
+  // passed to on_drop(const queued_attempt&, const defence_answer&) first.
   template <class OnDrop>
   std::optional<server::next_service> finish(std::int64_t now, OnDrop&& on_drop) {
     if (!defences_) return server_.finish(now);
@@ -241,18 +244,18 @@ class server_model {
     server_.release();
     while (true) {
       std::optional<queued_attempt> next;
-      if (defences_->lifo_codel()) {
-        next = defences_->queue().pop(defences::at(now), [&](queued_attempt& dropped) {
+      if (defences_->keeps_line()) {
+        next = defences_->pop(now, [&](queued_attempt& dropped, const defence_answer& why) {
           defences_->cancel();
-          on_drop(dropped, drop_reason::codel);
+          on_drop(dropped, why);
         });
       } else {
         next = server_.pop_fifo();
       }
       if (!next) return std::nullopt;
-      if (defences_->expired(now, next->deadline)) {
+      if (const auto answer = defences_->leave_line(now, next->deadline)) {
         defences_->cancel();
-        on_drop(*next, drop_reason::expired);
+        on_drop(*next, *answer);
         continue;
       }
       const service svc = server_.start(now);
@@ -263,13 +266,12 @@ class server_model {
 
   [[nodiscard]] std::int64_t queue_length() const noexcept {
     return server_.queue_length() +
-           (defences_ ? static_cast<std::int64_t>(defences_->queue().size()) : 0);
+           (defences_ ? static_cast<std::int64_t>(defences_->line_size()) : 0);
   }
 
-  // The Retry-After of an admission::limited answer (drawn from the defences' generator).
+  // The Retry-After of a defence's answer whose reply carries one (drawn from the defences'
+  // generator).
   [[nodiscard]] duration retry_after() { return defences_ ? defences_->retry_after() : duration{}; }
-  // The defences, or nullptr when the scenario has none.
-  [[nodiscard]] const defences* defences_state() const noexcept { return defences_.get(); }
 
  private:
   server server_;

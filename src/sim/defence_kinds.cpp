@@ -1,26 +1,24 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "stormguard/admission/defences.hpp"
+#include "stormguard/sim/defence_kinds.hpp"
 
 #include <stdexcept>
 
-namespace stormguard::admission {
+namespace stormguard::sim {
 
 namespace {
 
-constexpr std::array<std::string_view, 4> k_names{"drop-expired", "lifo-codel", "retry-budget",
-                                                  "concurrency-limit"};
-
 [[noreturn]] void reject(std::string_view text, std::string_view why) {
   throw std::invalid_argument("defence \"" + std::string(text) + "\": " + std::string(why) +
-                              " (accepted: none, all, drop-expired, lifo-codel, retry-budget, "
-                              "concurrency-limit, or names joined by '+')");
+                              " (accepted: " + defence_names() + ", or names joined by '+')");
 }
 
 }  // namespace
 
-std::string_view to_string(defence d) noexcept {
-  const auto i = static_cast<std::size_t>(d);
-  return i < k_names.size() ? k_names[i] : std::string_view("unknown");
+std::string defence_names() {
+  std::string out = "none, all";
+  for_each_defence_kind(
+      [&]<class K>(std::type_identity<K>) { out += ", " + std::string(K::name); });
+  return out;
 }
 
 defence_set parse_defences(std::string_view text) {
@@ -37,12 +35,12 @@ defence_set parse_defences(std::string_view text) {
     if (part.empty()) reject(text, "an empty name");
     if (part == "none" || part == "all") reject(text, "\"" + std::string(part) + "\" stands alone");
     bool known = false;
-    for (const defence d : k_all_defences) {
-      if (part != to_string(d)) continue;
-      if (set.has(d)) reject(text, "\"" + std::string(part) + "\" given twice");
-      set = set.with(d);
+    for_each_defence_kind([&]<class K>(std::type_identity<K>) {
+      if (part != K::name) return;
+      if (set.has<K>()) reject(text, "\"" + std::string(part) + "\" given twice");
+      set = set.with<K>();
       known = true;
-    }
+    });
     if (!known) reject(text, "unknown name \"" + std::string(part) + "\"");
     if (plus == std::string_view::npos) break;
     rest.remove_prefix(plus + 1);
@@ -53,12 +51,12 @@ defence_set parse_defences(std::string_view text) {
 std::string to_string(defence_set set) {
   if (set.empty()) return "none";
   std::string out;
-  for (const defence d : k_all_defences) {
-    if (!set.has(d)) continue;
+  for_each_defence_kind([&]<class K>(std::type_identity<K>) {
+    if (!set.has<K>()) return;
     if (!out.empty()) out += '+';
-    out += to_string(d);
-  }
+    out += K::name;
+  });
   return out;
 }
 
-}  // namespace stormguard::admission
+}  // namespace stormguard::sim

@@ -1,0 +1,37 @@
+// SPDX-License-Identifier: Apache-2.0
+// An attempt as the time-series model's server sees it (the internal engine target
+// stormguard_sim_engine): what its headers say, and its place in the waiting line. Times are ns
+// of the scenario's clock.
+#ifndef STORMGUARD_ENGINE_ATTEMPT_HPP
+#define STORMGUARD_ENGINE_ATTEMPT_HPP
+
+#include <cstdint>
+#include <limits>
+
+#include "stormguard/retry_headers.hpp"
+
+namespace stormguard::sim::engine {
+
+// No deadline.
+inline constexpr std::int64_t k_no_deadline = std::numeric_limits<std::int64_t>::max();
+
+// An attempt waiting for a worker: which one, when it reached the server and its caller's
+// deadline (k_no_deadline: none).
+struct queued_attempt {
+  std::uint32_t request;
+  std::int32_t attempt;
+  std::int64_t arrived = 0;
+  std::int64_t deadline = k_no_deadline;
+};
+
+// What a request says about itself in its headers: its attempt number (x-envoy-attempt-count,
+// 1 = a first attempt, also when the client does not label its attempts) and its caller's
+// deadline (from grpc-timeout; k_no_deadline: none).
+struct attempt_labels {
+  attempt_info attempt{};
+  std::int64_t deadline = k_no_deadline;
+};
+
+}  // namespace stormguard::sim::engine
+
+#endif  // STORMGUARD_ENGINE_ATTEMPT_HPP

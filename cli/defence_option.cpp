@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "defence_option.hpp"
 
-#include <stdexcept>
 #include <type_traits>
 
 namespace stormguard::cli {
@@ -20,19 +19,18 @@ std::optional<std::vector<defence_row>> parse_defence_option(const std::string& 
       return std::nullopt;
     }
     const std::string part = text.substr(start, comma - start);
-    try {
-      const sim::defence_set set = sim::parse_defences(part);
-      for (const defence_row& r : rows) {
-        if (r.set == set) {
-          error = "--defence: \"" + part + "\" is given more than once";
-          return std::nullopt;
-        }
-      }
-      rows.push_back(defence_row{part, set});
-    } catch (const std::invalid_argument& e) {
-      error = std::string("--defence: ") + e.what();
+    const auto set = sim::parse_defences(part);
+    if (!set) {
+      error = "--defence: " + set.error().message;
       return std::nullopt;
     }
+    for (const defence_row& r : rows) {
+      if (r.set == *set) {
+        error = "--defence: \"" + part + "\" is given more than once";
+        return std::nullopt;
+      }
+    }
+    rows.push_back(defence_row{part, *set});
     if (comma == std::string::npos) break;
     start = comma + 1;
   }

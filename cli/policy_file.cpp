@@ -13,27 +13,23 @@ namespace stormguard::cli {
 namespace {
 
 CLI::ValidationError bad_file(std::string_view flag, const config::policy_error& e) {
-  std::string message = printable_message(e.what());
+  std::string message = printable_message(e.message);
   if (flag.empty()) return CLI::ValidationError(std::move(message));
   return CLI::ValidationError(std::string(flag), std::move(message));
 }
 
 config::policy_reference reference_of(const std::string& value, std::string_view flag) {
-  try {
-    return config::parse_policy_reference(value);
-  } catch (const config::policy_error& e) {
-    throw bad_file(flag, e);
-  }
+  auto reference = config::parse_policy_reference(value);
+  if (!reference) throw bad_file(flag, reference.error());
+  return *std::move(reference);
 }
 
 constexpr std::string_view k_builtin = "builtin:";
 
 std::vector<config::policy> load(const config::policy_reference& reference, std::string_view flag) {
-  try {
-    return config::load_policies(reference);
-  } catch (const config::policy_error& e) {
-    throw bad_file(flag, e);
-  }
+  auto policies = config::load_policies(reference);
+  if (!policies) throw bad_file(flag, policies.error());
+  return *std::move(policies);
 }
 
 // `builtin:` (every built-in strategy, as policies) or `builtin:NAME` (one); nullopt for a value
@@ -44,11 +40,9 @@ std::optional<std::vector<config::policy>> load_builtin(const std::string& value
   std::vector<config::policy> all = sim::builtin_policies();
   const std::string name = value.substr(k_builtin.size());
   if (name.empty()) return all;
-  try {
-    return std::vector<config::policy>{config::select_policy(all, name)};
-  } catch (const config::policy_error& e) {
-    throw bad_file(flag, config::policy_error("", "builtin: " + std::string(e.what())));
-  }
+  auto one = config::select_policy(all, name);
+  if (!one) throw bad_file(flag, config::policy_error{"", "builtin: " + one.error().message});
+  return std::vector<config::policy>{*std::move(one)};
 }
 
 void warn(std::string_view command, const config::policy_reference& reference,

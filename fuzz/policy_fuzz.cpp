@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // libFuzzer target for the policy parser (stormguard::config::parse_policies) in its three
 // formats: every input must keep the invariants of fuzz/policy_invariants.hpp (no crash, no
-// exception other than policy_error, and a normalized form that parses back to the same policies).
+// exception, and a normalized form that parses back to the same policies).
 //
 //   make fuzz FUZZ_TARGET=policy   # FUZZ_SECONDS=60 by default; see the Makefile
 //

@@ -7,6 +7,7 @@
 #include "stormguard/config/executors.hpp"
 #include "stormguard/http/hedge_policy.hpp"
 #include "stormguard/http/policy.hpp"
+#include "support/policy_text.hpp"
 
 namespace {
 
@@ -16,10 +17,11 @@ using stormguard::duration;
 using stormguard::time_point;
 
 config::policy sample() {
-  return config::parse_policies(R"({"policies": [{"name": "p", "retries": 5,
+  return stormguard::test_support::value_of(
+      config::parse_policies(R"({"policies": [{"name": "p", "retries": 5,
     "backoff": {"base": "10ms", "cap": "1s", "jitter": "equal"},
     "budget": {"kind": "adaptive", "k": 1.5}, "retryable_statuses": [503],
-    "attempt_timeout": "2s", "deadline": "9s", "max_retry_after": "5s"}]})")[0];
+    "attempt_timeout": "2s", "deadline": "9s", "max_retry_after": "5s"}]})"))[0];
 }
 
 TEST(RetrierSettings, CarryEveryFieldThatActsOnACall) {
@@ -67,10 +69,11 @@ TEST(HttpClientOptionsFor, SetsThePolicysFieldsAndKeepsTheOthers) {
 }
 
 TEST(HedgingSettings, CarryThePolicysHedgingBudgetAndLimits) {
-  config::policy p = config::parse_policies(R"({"policies": [{"name": "h",
+  config::policy p =
+      stormguard::test_support::value_of(config::parse_policies(R"({"policies": [{"name": "h",
     "hedging": {"max_attempts": 3, "delay": "50ms", "non_fatal_statuses": [503, 502],
                 "budget": {"kind": "quota", "max_tokens": 100}},
-    "attempt_timeout": "2s", "deadline": "9s", "max_retry_after": "5s"}]})")[0];
+    "attempt_timeout": "2s", "deadline": "9s", "max_retry_after": "5s"}]})"))[0];
   p.retry.max_retry_after = 7s;  // as a command's --max-retry-after would
   const auto s = config::hedging_settings_for(p);
   ASSERT_TRUE(s.has_value());
@@ -95,9 +98,10 @@ TEST(HedgingSettings, APolicyThatRetriesHasNone) {
 namespace {
 
 TEST(HttpClientOptionsFor, AHedgingPolicyGivesAClientThatHedgesAndARetryingOneNone) {
-  config::policy p = config::parse_policies(R"({"policies": [{"name": "h",
+  config::policy p =
+      stormguard::test_support::value_of(config::parse_policies(R"({"policies": [{"name": "h",
     "hedging": {"max_attempts": 3, "delay": "50ms", "non_fatal_statuses": [503],
-                "budget": {"kind": "quota", "max_tokens": 100}}}]})")[0];
+                "budget": {"kind": "quota", "max_tokens": 100}}}]})"))[0];
   p.retry.max_retries = 2;  // as a command's --retries would: a hedging client does not retry
   stormguard::http::client_options base;
   int ended = 0;

@@ -49,36 +49,36 @@ TEST(HedgingPolicyFile, APercentileDelayAdaptsWithAFallback) {
   EXPECT_EQ(p.hedging->options.delay, 30ms);
   EXPECT_EQ(parse(one(R"(, "hedging": {"delay": "p95"})"))[0].hedging->options.delay_quantile,
             0.95);
-  EXPECT_NE(std::string(error_of(one(R"(, "hedging": {"delay": "p100"})")).what())
-                .find("policies[0].hedging.delay"),
-            std::string::npos);
-  EXPECT_EQ(error_of(one(R"(, "hedging": {"delay": "px"})")).field(), "policies[0].hedging.delay");
+  EXPECT_NE(
+      error_of(one(R"(, "hedging": {"delay": "p100"})")).message.find("policies[0].hedging.delay"),
+      std::string::npos);
+  EXPECT_EQ(error_of(one(R"(, "hedging": {"delay": "px"})")).field, "policies[0].hedging.delay");
 }
 
 TEST(HedgingPolicyFile, SixAttemptsOrMoreAreRejectedNamingTheField) {
   for (const char* n : {"6", "100", "1", "0", "-1"}) {
     const auto e = error_of(one(std::string(R"(, "hedging": {"max_attempts": )") + n + "}"));
-    EXPECT_EQ(e.field(), "policies[0].hedging.max_attempts") << n;
-    EXPECT_NE(std::string(e.what()).find("[2, 5]"), std::string::npos) << e.what();
+    EXPECT_EQ(e.field, "policies[0].hedging.max_attempts") << n;
+    EXPECT_NE(e.message.find("[2, 5]"), std::string::npos) << e.message;
   }
 }
 
 TEST(HedgingPolicyFile, RetriesAndHedgingExcludeEachOther) {
-  EXPECT_EQ(error_of(one(R"(, "retries": 3, "hedging": {})")).field(), "policies[0].retries");
-  EXPECT_EQ(error_of(one(R"(, "attempts": 2, "hedging": {})")).field(), "policies[0].attempts");
-  EXPECT_EQ(error_of(one(R"(, "backoff": {"base": "1s"}, "hedging": {})")).field(),
+  EXPECT_EQ(error_of(one(R"(, "retries": 3, "hedging": {})")).field, "policies[0].retries");
+  EXPECT_EQ(error_of(one(R"(, "attempts": 2, "hedging": {})")).field, "policies[0].attempts");
+  EXPECT_EQ(error_of(one(R"(, "backoff": {"base": "1s"}, "hedging": {})")).field,
             "policies[0].backoff");
-  EXPECT_EQ(error_of(one(R"(, "budget": "ratio", "hedging": {"budget": "ratio"})")).field(),
+  EXPECT_EQ(error_of(one(R"(, "budget": "ratio", "hedging": {"budget": "ratio"})")).field,
             "policies[0].hedging.budget");
   // retries 0 is what `policy check` prints: accepted.
   EXPECT_TRUE(parse(one(R"(, "retries": 0, "budget": "quota", "hedging": {})"))[0].hedging);
 }
 
 TEST(HedgingPolicyFile, UnknownFieldsAndBadStatusesAreErrors) {
-  EXPECT_EQ(error_of(one(R"(, "hedging": {"copies": 2})")).field(), "policies[0].hedging.copies");
-  EXPECT_EQ(error_of(one(R"(, "hedging": {"non_fatal_statuses": [600]})")).field(),
+  EXPECT_EQ(error_of(one(R"(, "hedging": {"copies": 2})")).field, "policies[0].hedging.copies");
+  EXPECT_EQ(error_of(one(R"(, "hedging": {"non_fatal_statuses": [600]})")).field,
             "policies[0].hedging.non_fatal_statuses[0]");
-  EXPECT_EQ(error_of(one(R"(, "hedging": {"delay": "2h"})")).field(), "policies[0].hedging.delay");
+  EXPECT_EQ(error_of(one(R"(, "hedging": {"delay": "2h"})")).field, "policies[0].hedging.delay");
 }
 
 TEST(HedgingPolicyFile, ToJsonPrintsTheObjectAndReadsBackTheSamePolicy) {
@@ -140,8 +140,8 @@ TEST(GrpcHedgingImport, AZeroDelayIsAcceptedAndTheErrorsRangeSaysSo) {
   const auto e = error_of(R"({"methodConfig": [{"name": [{}],
       "hedgingPolicy": {"maxAttempts": 2, "hedgingDelay": "-1s"}}]})",
                           config::policy_format::grpc);
-  EXPECT_EQ(e.field(), "methodConfig[0].hedgingPolicy.hedgingDelay");
-  EXPECT_NE(std::string(e.what()).find("in [0, 1h]"), std::string::npos) << e.what();
+  EXPECT_EQ(e.field, "methodConfig[0].hedgingPolicy.hedgingDelay");
+  EXPECT_NE(e.message.find("in [0, 1h]"), std::string::npos) << e.message;
 }
 
 TEST(GrpcHedgingImport, RetryPolicyAndHedgingPolicyTogetherAreAnError) {
@@ -150,7 +150,7 @@ TEST(GrpcHedgingImport, RetryPolicyAndHedgingPolicyTogetherAreAnError) {
                       "backoffMultiplier": 2, "retryableStatusCodes": ["UNAVAILABLE"]},
       "hedgingPolicy": {"maxAttempts": 3}}]})",
                           config::policy_format::grpc);
-  EXPECT_EQ(e.field(), "methodConfig[0].hedgingPolicy");
+  EXPECT_EQ(e.field, "methodConfig[0].hedgingPolicy");
 }
 
 TEST(EnvoyHedgingImport, HedgeOnPerTryTimeoutHedgesAtThePerTryTimeout) {

@@ -83,26 +83,31 @@ TEST(PolicyFile, BudgetsTakeTheLibrarysDefaults) {
 
 TEST(PolicyFile, SelectsByNameOrTheFirst) {
   const auto policies = parse(R"({"policies": [{"name": "a"}, {"name": "b", "retries": 1}]})");
-  EXPECT_EQ(config::select_policy(policies, "").name, "a");
-  EXPECT_EQ(config::select_policy(policies, "b").retry.max_retries, 1);
+  EXPECT_EQ(stormguard::test_support::value_of(config::select_policy(policies, "")).name, "a");
+  EXPECT_EQ(
+      stormguard::test_support::value_of(config::select_policy(policies, "b")).retry.max_retries,
+      1);
   try {
-    (void)config::select_policy(policies, "c");
+    (void)stormguard::test_support::value_of(config::select_policy(policies, "c"));
     FAIL();
   } catch (const config::policy_error& e) {
-    EXPECT_NE(std::string(e.what()).find("(the policies in the file are a, b)"), std::string::npos);
+    EXPECT_NE(e.message.find("(the policies in the file are a, b)"), std::string::npos);
   }
 }
 
 TEST(PolicyReference, SplitsFormatFileAndName) {
-  auto r = config::parse_policy_reference("grpc:/no/such/file.json:svc/M");
+  auto r = stormguard::test_support::value_of(
+      config::parse_policy_reference("grpc:/no/such/file.json:svc/M"));
   EXPECT_EQ(r.format, config::policy_format::grpc);
   EXPECT_EQ(r.file, "/no/such/file.json");
   EXPECT_EQ(r.name, "svc/M");
-  r = config::parse_policy_reference("envoy:route.yaml");
+  r = stormguard::test_support::value_of(config::parse_policy_reference("envoy:route.yaml"));
   EXPECT_EQ(r.format, config::policy_format::envoy);
   EXPECT_EQ(r.name, "");
-  EXPECT_THROW((void)config::parse_policy_reference("f.json:"), config::policy_error);
-  EXPECT_THROW((void)config::parse_policy_reference(""), config::policy_error);
+  EXPECT_THROW((void)stormguard::test_support::value_of(config::parse_policy_reference("f.json:")),
+               config::policy_error);
+  EXPECT_THROW((void)stormguard::test_support::value_of(config::parse_policy_reference("")),
+               config::policy_error);
 }
 
 // A hostile file: its text, the field path of the error, and a part of the message.
@@ -120,10 +125,10 @@ class HostilePolicy : public ::testing::TestWithParam<hostile> {};
 TEST_P(HostilePolicy, IsRejectedNamingTheFieldItsRangeAndTheValue) {
   const hostile& h = GetParam();
   const config::policy_error e = error_of(h.text);
-  EXPECT_EQ(e.field(), h.field) << e.what();
-  EXPECT_NE(std::string(e.what()).find(h.message), std::string::npos) << e.what();
+  EXPECT_EQ(e.field, h.field) << e.message;
+  EXPECT_NE(e.message.find(h.message), std::string::npos) << e.message;
   if (!h.field.empty()) {
-    EXPECT_EQ(std::string(e.what()).rfind(h.field + ": ", 0), 0u) << e.what();
+    EXPECT_EQ(e.message.rfind(h.field + ": ", 0), 0u) << e.message;
   }
 }
 
@@ -234,32 +239,37 @@ TEST(PolicyFile, FileErrorsStartWithThePath) {
            {big, "larger than 1048576 bytes"},
            {"/dev/zero", "larger than 1048576 bytes"}}) {
     try {
-      (void)config::load_policies(path);
+      (void)stormguard::test_support::value_of(config::load_policies(path));
       ADD_FAILURE() << path;
     } catch (const config::policy_error& e) {
-      EXPECT_EQ(std::string(e.what()).rfind(path.string() + ": ", 0), 0u) << e.what();
-      EXPECT_NE(std::string(e.what()).find(message), std::string::npos) << e.what();
+      EXPECT_EQ(e.message.rfind(path.string() + ": ", 0), 0u) << e.message;
+      EXPECT_NE(e.message.find(message), std::string::npos) << e.message;
     }
   }
   std::filesystem::remove_all(dir);
 }
 
 TEST(PolicyFile, TheExamplesInPoliciesParse) {
-  EXPECT_EQ(config::load_policies(STORMGUARD_SOURCE_DIR "/policies/seed-go-engine.json")[0].retry,
+  EXPECT_EQ(stormguard::test_support::value_of(
+                config::load_policies(STORMGUARD_SOURCE_DIR "/policies/seed-go-engine.json"))[0]
+                .retry,
             stormguard::retry_options{});
-  const auto recommended =
-      config::load_policies(STORMGUARD_SOURCE_DIR "/policies/recommended.json");
+  const auto recommended = stormguard::test_support::value_of(
+      config::load_policies(STORMGUARD_SOURCE_DIR "/policies/recommended.json"));
   EXPECT_EQ(recommended[0].budget, config::budget_options(stormguard::ratio_budget_options{}));
-  EXPECT_EQ(config::load_policies(STORMGUARD_SOURCE_DIR "/policies/grpc-service-config.json",
-                                  config::policy_format::grpc)
+  EXPECT_EQ(stormguard::test_support::value_of(
+                config::load_policies(STORMGUARD_SOURCE_DIR "/policies/grpc-service-config.json",
+                                      config::policy_format::grpc))
                 .size(),
             1u);
-  EXPECT_EQ(config::load_policies(STORMGUARD_SOURCE_DIR "/policies/envoy-route.yaml",
-                                  config::policy_format::envoy)[0]
-                .name,
-            "backend/0");
-  EXPECT_EQ(config::load_policies(STORMGUARD_SOURCE_DIR "/policies/envoy-bootstrap.yaml",
-                                  config::policy_format::envoy)
+  EXPECT_EQ(
+      stormguard::test_support::value_of(config::load_policies(
+          STORMGUARD_SOURCE_DIR "/policies/envoy-route.yaml", config::policy_format::envoy))[0]
+          .name,
+      "backend/0");
+  EXPECT_EQ(stormguard::test_support::value_of(
+                config::load_policies(STORMGUARD_SOURCE_DIR "/policies/envoy-bootstrap.yaml",
+                                      config::policy_format::envoy))
                 .size(),
             2u);
 }
@@ -323,20 +333,23 @@ TEST(GrpcImport, EveryNameOfAnEntrySelectsItAndAServiceWideNameAppliesToItsMetho
   EXPECT_EQ(all[1].retry, all[0].retry);
   const std::string path = testing::TempDir() + "/grpc-names.json";
   std::ofstream(path) << text;
-  const auto update = config::load_policies(
-      config::parse_policy_reference("grpc:" + path + ":google.pubsub.v1.Publisher/UpdateTopic"));
+  const auto update = stormguard::test_support::value_of(
+      config::load_policies(stormguard::test_support::value_of(config::parse_policy_reference(
+          "grpc:" + path + ":google.pubsub.v1.Publisher/UpdateTopic"))));
   ASSERT_EQ(update.size(), 1u);
   EXPECT_EQ(update[0].retry.max_retries, 2);
-  const auto pull = config::load_policies(
-      config::parse_policy_reference("grpc:" + path + ":google.pubsub.v1.Subscriber/Pull"));
+  const auto pull =
+      stormguard::test_support::value_of(config::load_policies(stormguard::test_support::value_of(
+          config::parse_policy_reference("grpc:" + path + ":google.pubsub.v1.Subscriber/Pull"))));
   ASSERT_EQ(pull.size(), 1u);
   EXPECT_EQ(pull[0].name, "google.pubsub.v1.Subscriber");
   EXPECT_EQ(pull[0].deadline, 60s);
   ASSERT_FALSE(pull[0].warnings.empty());
   EXPECT_NE(pull[0].warnings.back().find("the service-wide entry google.pubsub.v1.Subscriber"),
             std::string::npos);
-  EXPECT_THROW((void)config::load_policies(config::parse_policy_reference(
-                   "grpc:" + path + ":google.pubsub.v1.Publisher/DeleteTopic")),
+  EXPECT_THROW((void)stormguard::test_support::value_of(config::load_policies(
+                   stormguard::test_support::value_of(config::parse_policy_reference(
+                       "grpc:" + path + ":google.pubsub.v1.Publisher/DeleteTopic")))),
                config::policy_error);
   std::remove(path.c_str());
 }
@@ -359,15 +372,15 @@ TEST(GrpcImport, InternalAndUnknownSayWhichHttpStatusesTheyCorrespondTo) {
 }
 
 TEST(GrpcImport, RejectsBadFieldsNamingThem) {
-  EXPECT_EQ(error_of(grpc_config(1), config::policy_format::grpc).field(),
+  EXPECT_EQ(error_of(grpc_config(1), config::policy_format::grpc).field,
             "methodConfig[0].retryPolicy.maxAttempts");
-  EXPECT_EQ(error_of(grpc_config(3, R"(["NOPE"])"), config::policy_format::grpc).field(),
+  EXPECT_EQ(error_of(grpc_config(3, R"(["NOPE"])"), config::policy_format::grpc).field,
             "methodConfig[0].retryPolicy.retryableStatusCodes[0]");
   std::string ms = grpc_config(3);
   ms.replace(ms.find("\"0.1s\""), 6, "\"100ms\"");
-  EXPECT_EQ(error_of(ms, config::policy_format::grpc).field(),
+  EXPECT_EQ(error_of(ms, config::policy_format::grpc).field,
             "methodConfig[0].retryPolicy.initialBackoff");
-  EXPECT_EQ(error_of("{}", config::policy_format::grpc).field(), "methodConfig");
+  EXPECT_EQ(error_of("{}", config::policy_format::grpc).field, "methodConfig");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -396,8 +409,7 @@ TEST(EnvoyImport, AYamlFileWithSeveralDocumentsIsAnErrorNotCutToTheFirst) {
   const std::string two =
       "---\nretry_policy: {num_retries: 1}\n---\nretry_policy: {num_retries: 2}\n";
   const config::policy_error e = error_of(two, config::policy_format::envoy);
-  EXPECT_NE(std::string(e.what()).find("a YAML file with 2 documents"), std::string::npos)
-      << e.what();
+  EXPECT_NE(e.message.find("a YAML file with 2 documents"), std::string::npos) << e.message;
 }
 
 TEST(EnvoyImport, DefaultsAreOneRetryAnd25ms) {
@@ -449,7 +461,8 @@ retry_budget:
 
 TEST(EnvoyImport, AFullBootstrapGivesOnePolicyPerRouteWithItsTimeoutAndItsClustersBudget) {
   const std::string file = STORMGUARD_SOURCE_DIR "/policies/envoy-bootstrap.yaml";
-  const auto policies = config::load_policies(file, config::policy_format::envoy);
+  const auto policies =
+      stormguard::test_support::value_of(config::load_policies(file, config::policy_format::envoy));
   ASSERT_EQ(policies.size(), 2u);
   const config::policy& charges = policies[0];
   EXPECT_EQ(charges.name, "api/charges");
@@ -473,7 +486,8 @@ TEST(EnvoyImport, AFullBootstrapGivesOnePolicyPerRouteWithItsTimeoutAndItsCluste
       << notes;
   // Selectable by name, as a route file's policies are.
   const auto one =
-      config::load_policies(config::parse_policy_reference("envoy:" + file + ":api/charges"));
+      stormguard::test_support::value_of(config::load_policies(stormguard::test_support::value_of(
+          config::parse_policy_reference("envoy:" + file + ":api/charges"))));
   ASSERT_EQ(one.size(), 1u);
   EXPECT_EQ(one[0].name, "api/charges");
 }
@@ -493,7 +507,7 @@ TEST(EnvoyImport, ARouteTimeoutOf0sIsNoDeadlineAndABadOneNamesTheField) {
   const auto p = parse(with("0s"), config::policy_format::envoy).at(0);
   EXPECT_EQ(p.name, "h/0");
   EXPECT_EQ(p.deadline, std::nullopt);
-  EXPECT_EQ(error_of(with("15"), config::policy_format::envoy).field(),
+  EXPECT_EQ(error_of(with("15"), config::policy_format::envoy).field,
             "static_resources.listeners[0].filter_chains[0].filters[0].typed_config.route_config."
             "virtual_hosts[0].routes[0].route.timeout");
 }
@@ -502,13 +516,13 @@ TEST(EnvoyImport, ABootstrapWhoseRoutesComeFromRdsSaysSo) {
   const std::string text = R"({"static_resources": {"listeners": [{"filter_chains": [{"filters": [
     {"name": "envoy.filters.network.http_connection_manager",
      "typed_config": {"rds": {"route_config_name": "r"}}}]}]}]}})";
-  const std::string message = error_of(text, config::policy_format::envoy).what();
+  const std::string message = error_of(text, config::policy_format::envoy).message;
   EXPECT_NE(message.find("RDS"), std::string::npos) << message;
 }
 
 TEST(EnvoyImport, RejectsHostileFiles) {
   const auto field = [](const std::string& text) {
-    return error_of(text, config::policy_format::envoy).field();
+    return error_of(text, config::policy_format::envoy).field;
   };
   EXPECT_EQ(field(R"({"retry_policy": {"retry_on": "5xx,bogus"}})"), "retry_policy.retry_on");
   EXPECT_EQ(field(R"({"retry_policy": {"num_retries": -1, "retry_on": "5xx"}})"),
@@ -528,7 +542,7 @@ TEST(EnvoyImport, RejectsHostileFiles) {
             (i == 1 ? std::string("a") : "b" + std::to_string(i - 1)) + "]\n";
   }
   bomb += "retry_policy: *b24\n";
-  EXPECT_NE(std::string(error_of(bomb, config::policy_format::envoy).what()).find("YAML nodes"),
+  EXPECT_NE(std::string(error_of(bomb, config::policy_format::envoy).message).find("YAML nodes"),
             std::string::npos);
 }
 

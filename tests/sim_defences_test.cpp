@@ -231,7 +231,7 @@ TEST(SimulateDefences, NoIncidentCostsNothingUnderAnyDefence) {
   auto s = *stormguard::sim::builtin_scenario("no-incident");
   for (const char* name :
        {"none", "drop-expired", "lifo-codel", "retry-budget", "concurrency-limit", "all"}) {
-    s.defences.enabled = stormguard::sim::parse_defences(name);
+    s.defences.enabled = *stormguard::sim::parse_defences(name);
     const auto report = stormguard::sim::simulate(s, stormguard::sim::builtin_strategies());
     for (std::size_t i = 0; i < report.strategies.size(); ++i) {
       const auto& r = report.strategies[i];
@@ -325,9 +325,9 @@ TEST(HostileHeaders, NeverWinMoreThanTheirAbsence) {
 
 TEST(Defences, ParseCombinationsAndRejectWhatIsNotOne) {
   using stormguard::sim::parse_defences;
-  EXPECT_TRUE(parse_defences("none").empty());
-  EXPECT_EQ(parse_defences("all"), defence_set::all());
-  const defence_set two = parse_defences("lifo-codel+drop-expired");
+  EXPECT_TRUE(parse_defences("none")->empty());
+  EXPECT_EQ(*parse_defences("all"), defence_set::all());
+  const defence_set two = *parse_defences("lifo-codel+drop-expired");
   EXPECT_TRUE(two.has<drop_expired_defence>());
   EXPECT_TRUE(two.has<lifo_codel_defence>());
   EXPECT_FALSE(two.has<retry_budget_defence>());
@@ -336,13 +336,16 @@ TEST(Defences, ParseCombinationsAndRejectWhatIsNotOne) {
             "drop-expired+lifo-codel+retry-budget+concurrency-limit");
   for (const char* bad : {"", "+", "bogus", "retry-budget+", "retry-budget+retry-budget",
                           "none+retry-budget", "all+lifo-codel", "drop-expired,lifo-codel"}) {
-    EXPECT_THROW((void)parse_defences(bad), std::invalid_argument) << bad;
+    const auto parsed = parse_defences(bad);
+    ASSERT_FALSE(parsed) << bad;
+    EXPECT_EQ(parsed.error().field, "defence");
+    EXPECT_NE(parsed.error().message.find(std::string("\"") + bad + "\""), std::string::npos)
+        << parsed.error().message;
   }
-  try {
-    (void)parse_defences("drop-expired,lifo-codel");
-  } catch (const std::invalid_argument& e) {
-    EXPECT_NE(std::string(e.what()).find("use '+'"), std::string::npos);
-  }
+  EXPECT_NE(parse_defences("drop-expired,lifo-codel").error().message.find("use '+'"),
+            std::string::npos);
+  EXPECT_NE(parse_defences("retry-budget+retry-budget").error().message.find("given twice"),
+            std::string::npos);
   EXPECT_EQ(stormguard::sim::defence_names(),
             "none, all, drop-expired, lifo-codel, retry-budget, concurrency-limit");
 }

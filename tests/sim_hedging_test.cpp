@@ -10,6 +10,7 @@
 #include "stormguard/sim/scenario.hpp"
 #include "stormguard/sim/simulator.hpp"
 #include "stormguard/sim/strategy.hpp"
+#include "support/policy_text.hpp"
 
 namespace {
 
@@ -29,8 +30,8 @@ sim::strategy builtin(const char* name) {
 }
 
 sim::strategy hedging_policy(const std::string& hedging) {
-  return sim::from_policy(
-      config::parse_policies(R"({"policies": [{"name": "h", "hedging": )" + hedging + "}]}")[0]);
+  return sim::from_policy(stormguard::test_support::value_of(
+      config::parse_policies(R"({"policies": [{"name": "h", "hedging": )" + hedging + "}]}"))[0]);
 }
 
 // Every copy is accounted for once.

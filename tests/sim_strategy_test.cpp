@@ -6,6 +6,7 @@
 
 #include "stormguard/config/policy.hpp"
 #include "stormguard/sim/strategy.hpp"
+#include "support/policy_text.hpp"
 
 namespace {
 
@@ -13,8 +14,8 @@ namespace sim = stormguard::sim;
 namespace config = stormguard::config;
 
 TEST(BuiltinStrategies, AreThePoliciesOfTheEmbeddedFile) {
-  const std::vector<config::policy> file =
-      config::load_policies(STORMGUARD_SOURCE_DIR "/policies/builtin-strategies.json");
+  const std::vector<config::policy> file = stormguard::test_support::value_of(
+      config::load_policies(STORMGUARD_SOURCE_DIR "/policies/builtin-strategies.json"));
   EXPECT_EQ(sim::builtin_policies(), file);
   const auto strategies = sim::builtin_strategies();
   ASSERT_EQ(strategies.size(), file.size());
@@ -26,9 +27,10 @@ TEST(BuiltinStrategies, AreThePoliciesOfTheEmbeddedFile) {
 }
 
 TEST(FromPolicy, KeepsTheWholePolicy) {
-  config::policy p = config::parse_policies(R"({"policies": [{"name": "p", "retries": 5,
+  config::policy p = stormguard::test_support::value_of(
+      config::parse_policies(R"({"policies": [{"name": "p", "retries": 5,
     "budget": {"kind": "quota", "max_tokens": 50}, "retryable_statuses": [500, 502],
-    "attempt_timeout": "2s", "deadline": "9s"}]})")[0];
+    "attempt_timeout": "2s", "deadline": "9s"}]})"))[0];
   const sim::strategy s = sim::from_policy(p);
   EXPECT_EQ(s.as_policy(), p);  // statuses and deadline included: nothing is lost
   EXPECT_FALSE(s.retries_503);

@@ -57,6 +57,10 @@ class outcome {
   [[nodiscard]] constexpr T&& operator*() && noexcept {
     return std::move(*std::get_if<0>(&state_));
   }
+  /// The value's members. Precondition: has_value().
+  [[nodiscard]] constexpr T* operator->() noexcept { return std::get_if<0>(&state_); }
+  /// The value's members. Precondition: has_value().
+  [[nodiscard]] constexpr const T* operator->() const noexcept { return std::get_if<0>(&state_); }
   /// The error. Precondition: !has_value().
   [[nodiscard]] constexpr E& error() & noexcept { return *std::get_if<1>(&state_); }
   /// The error. Precondition: !has_value().

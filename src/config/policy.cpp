@@ -98,15 +98,16 @@ std::vector<policy> read_stormguard(std::string_view text) {
   return policies;
 }
 
-// Runs `read`, turning its failures (and, as a backstop, nlohmann's) into policy_error.
+// Runs `read`, turning its failures (and, as a backstop, nlohmann's) into a policy_error.
 template <class Read>
-auto checked(Read read, const std::string& prefix = "") {
+auto checked(Read read, const std::string& prefix = "")
+    -> outcome<std::invoke_result_t<Read>, policy_error> {
   try {
     return read();
   } catch (const sj::failure& f) {
-    throw policy_error(f.field, prefix + f.message);
+    return failure{policy_error{f.field, prefix + f.message}};
   } catch (const json::exception& e) {  // not expected: every access is checked first
-    throw policy_error("", prefix + "invalid policy: " + e.what());
+    return failure{policy_error{"", prefix + "invalid policy: " + e.what()}};
   }
 }
 
@@ -212,7 +213,7 @@ ordered_json policy_json(const policy& p) {
 
 }  // namespace detail
 
-std::vector<policy> parse_policies(std::string_view text, policy_format format) {
+policies_result parse_policies(std::string_view text, policy_format format) {
   return checked([&] {
     switch (format) {
       case policy_format::grpc:
@@ -226,29 +227,28 @@ std::vector<policy> parse_policies(std::string_view text, policy_format format) 
   });
 }
 
-std::vector<policy> load_policies(const std::filesystem::path& path, policy_format format) {
-  const std::string text =
-      checked([&] { return sj::read_file(path, k_max_policy_file_bytes, "policy"); });
-  try {
-    return parse_policies(text, format);
-  } catch (const policy_error& e) {
-    throw policy_error(e.field(), path.string() + ": " + e.what());
-  }
+policies_result load_policies(const std::filesystem::path& path, policy_format format) {
+  auto text = checked([&] { return sj::read_file(path, k_max_policy_file_bytes, "policy"); });
+  if (!text) return failure{std::move(text).error()};
+  auto policies = parse_policies(*text, format);
+  if (!policies) policies.error().message = path.string() + ": " + policies.error().message;
+  return policies;
 }
 
-const policy& select_policy(const std::vector<policy>& policies, std::string_view name) {
-  if (policies.empty()) throw policy_error("", "no policy to select from");
+outcome<policy, policy_error> select_policy(const std::vector<policy>& policies,
+                                            std::string_view name) {
+  if (policies.empty()) return failure{policy_error{"", "no policy to select from"}};
   if (name.empty()) return policies.front();
   std::string names;
   for (const policy& p : policies) {
     if (p.name == name) return p;
     names += (names.empty() ? "" : ", ") + p.name;
   }
-  throw policy_error("", "no policy named " + stormguard::detail::quote_for_message(name) +
-                             " (the policies in the file are " + names + ")");
+  return failure{policy_error{"", "no policy named " + stormguard::detail::quote_for_message(name) +
+                                      " (the policies in the file are " + names + ")"}};
 }
 
-policy_reference parse_policy_reference(std::string_view text) {
+outcome<policy_reference, policy_error> parse_policy_reference(std::string_view text) {
   policy_reference ref;
   if (text.substr(0, 5) == "grpc:") {
     ref.format = policy_format::grpc;
@@ -263,26 +263,30 @@ policy_reference parse_policy_reference(std::string_view text) {
     ref.name = std::string(text.substr(colon + 1));
     text = text.substr(0, colon);
     if (ref.name.empty()) {
-      throw policy_error("", "the policy name after ':' is empty (write FILE or FILE:NAME)");
+      return failure{
+          policy_error{"", "the policy name after ':' is empty (write FILE or FILE:NAME)"}};
     }
   }
-  if (text.empty())
-    throw policy_error("", "the file name is empty (write [grpc:|envoy:]FILE[:NAME])");
+  if (text.empty()) {
+    return failure{policy_error{"", "the file name is empty (write [grpc:|envoy:]FILE[:NAME])"}};
+  }
   ref.file = std::string(text);
   return ref;
 }
 
-std::vector<policy> load_policies(const policy_reference& reference) {
-  std::vector<policy> all = load_policies(reference.file, reference.format);
-  if (reference.name.empty()) return all;
+policies_result load_policies(const policy_reference& reference) {
+  policies_result all = load_policies(reference.file, reference.format);
+  if (!all || reference.name.empty()) return all;
   if (reference.format == policy_format::grpc) {  // every name of an entry; service-wide entries
-    if (auto p = detail::select_grpc_policy(all, reference.name)) return {std::move(*p)};
+    if (auto p = detail::select_grpc_policy(*all, reference.name)) {
+      return std::vector<policy>{std::move(*p)};
+    }
   }
-  try {
-    return {select_policy(all, reference.name)};
-  } catch (const policy_error& e) {
-    throw policy_error("", reference.file.string() + ": " + e.what());
+  auto one = select_policy(*all, reference.name);
+  if (!one) {
+    return failure{policy_error{"", reference.file.string() + ": " + one.error().message}};
   }
+  return std::vector<policy>{*std::move(one)};
 }
 
 std::string to_json(const policy& p) {

@@ -1,15 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "stormguard/sim/defence_kinds.hpp"
 
-#include <stdexcept>
-
 namespace stormguard::sim {
 
 namespace {
 
-[[noreturn]] void reject(std::string_view text, std::string_view why) {
-  throw std::invalid_argument("defence \"" + std::string(text) + "\": " + std::string(why) +
-                              " (accepted: " + defence_names() + ", or names joined by '+')");
+failure<input_error> reject(std::string_view text, std::string_view why) {
+  return failure{
+      input_error{"defence", "defence \"" + std::string(text) + "\": " + std::string(why) +
+                                 " (accepted: " + defence_names() + ", or names joined by '+')"}};
 }
 
 }  // namespace
@@ -21,27 +20,31 @@ std::string defence_names() {
   return out;
 }
 
-defence_set parse_defences(std::string_view text) {
-  if (text == "none") return {};
+outcome<defence_set, input_error> parse_defences(std::string_view text) {
+  if (text == "none") return defence_set{};
   if (text == "all") return defence_set::all();
   if (text.find(',') != std::string_view::npos) {
-    reject(text, "a comma separates rows, not the defences of one server: use '+'");
+    return reject(text, "a comma separates rows, not the defences of one server: use '+'");
   }
   defence_set set;
   std::string_view rest = text;
   while (true) {
     const std::size_t plus = rest.find('+');
     const std::string_view part = rest.substr(0, plus);
-    if (part.empty()) reject(text, "an empty name");
-    if (part == "none" || part == "all") reject(text, "\"" + std::string(part) + "\" stands alone");
+    if (part.empty()) return reject(text, "an empty name");
+    if (part == "none" || part == "all") {
+      return reject(text, "\"" + std::string(part) + "\" stands alone");
+    }
     bool known = false;
+    bool twice = false;
     for_each_defence_kind([&]<class K>(std::type_identity<K>) {
       if (part != K::name) return;
-      if (set.has<K>()) reject(text, "\"" + std::string(part) + "\" given twice");
+      twice = set.has<K>();
       set = set.with<K>();
       known = true;
     });
-    if (!known) reject(text, "unknown name \"" + std::string(part) + "\"");
+    if (twice) return reject(text, "\"" + std::string(part) + "\" given twice");
+    if (!known) return reject(text, "unknown name \"" + std::string(part) + "\"");
     if (plus == std::string_view::npos) break;
     rest.remove_prefix(plus + 1);
   }

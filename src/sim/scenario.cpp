@@ -57,17 +57,14 @@ std::string quote_duration(duration d) { return "\"" + format_duration(d) + "\""
 // one reader); its errors name the field under `path` ("strategies[2].backoff.cap").
 config::policy read_policy_object(const json& entry, const std::string& path) {
   const json file = {{"policies", json::array({entry})}};
-  try {
-    std::vector<config::policy> policies = config::parse_policies(file.dump());
-    return std::move(policies.front());
-  } catch (const config::policy_error& e) {
-    constexpr std::string_view inner = "policies[0]";
-    const auto rebase = [&](std::string_view text) {
-      return text.starts_with(inner) ? path + std::string(text.substr(inner.size()))
-                                     : std::string(text);
-    };
-    throw sj::failure{rebase(e.field()), rebase(e.what())};
-  }
+  auto policies = config::parse_policies(file.dump());
+  if (policies) return std::move(policies->front());
+  constexpr std::string_view inner = "policies[0]";
+  const auto rebase = [&](std::string_view text) {
+    return text.starts_with(inner) ? path + std::string(text.substr(inner.size()))
+                                   : std::string(text);
+  };
+  throw sj::failure{rebase(policies.error().field), rebase(policies.error().message)};
 }
 
 // The policy as an object of the file format (config's normalized writer).

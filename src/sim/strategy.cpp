@@ -28,7 +28,12 @@ std::vector<strategy> make_table() {
 
 std::vector<config::policy> builtin_policies() {
   // Checked at build time by the tests (PolicyFiles); a failure here is a build defect.
-  return config::parse_policies(embedded::builtin_strategies_json());
+  auto policies = config::parse_policies(embedded::builtin_strategies_json());
+  if (!policies) {
+    throw std::logic_error("stormguard::sim: the built-in strategies are invalid: " +
+                           policies.error().message);
+  }
+  return *std::move(policies);
 }
 
 std::span<const strategy> builtin_strategies() {

@@ -13,21 +13,25 @@
 //                  "budget": {"kind": "ratio", "ratio": 0.1}}]}
 //
 //   auto policies = stormguard::config::load_policies("policies/recommended.json");
-//   const auto& p = stormguard::config::select_policy(policies, "ours");
+//   if (!policies) { std::cerr << policies.error().message << '\n'; return 2; }
+//   auto selected = stormguard::config::select_policy(*policies, "ours");
+//   if (!selected) { std::cerr << selected.error().message << '\n'; return 2; }
+//   const stormguard::config::policy& p = *selected;
 //   stormguard::retry_policy policy(p.retry);                 // backoff, retries, Retry-After
 //   stormguard::any_budget budget(p.budget);                  // the budget of its kind
 //   stormguard::http::client_options http;                    // or the HTTP client's options
 //   http.retry = p.retry;
 //   http.statuses = p.statuses;
 //
-// Errors are exceptions (stormguard::config::policy_error, with the field path). Everything here
-// is a plain value: thread-safe to read from several threads; the functions keep no state.
+// Errors are values: every parser and loader returns an outcome holding the policies or a
+// policy_error (stormguard::input_error: the field path and the message), and throws nothing for
+// bad input. Everything here is a plain value: thread-safe to read from several threads; the
+// functions keep no state.
 #ifndef STORMGUARD_CONFIG_POLICY_HPP
 #define STORMGUARD_CONFIG_POLICY_HPP
 
 #include <filesystem>
 #include <optional>
-#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -39,6 +43,8 @@
 #include "stormguard/config/hedging.hpp"
 #include "stormguard/export.hpp"
 #include "stormguard/http_classify.hpp"
+#include "stormguard/input_error.hpp"
+#include "stormguard/outcome.hpp"
 #include "stormguard/retry_policy.hpp"
 
 namespace stormguard::config {
@@ -85,20 +91,14 @@ struct policy {
   friend bool operator==(const policy&, const policy&) = default;
 };
 
-/// A rejected policy file or value. what() is the complete message: "<field>: <problem>" (the
-/// field path, its valid range and the value as written), prefixed by the file's path when it
-/// came from a file; field() is the path alone ("policies[0].backoff.cap"; "" for the document).
-class STORMGUARD_EXPORT policy_error : public std::runtime_error {
- public:
-  /// An error about `field` (a JSON path; "" for the document), with the complete `message`.
-  policy_error(std::string field, const std::string& message)
-      : std::runtime_error(message), field_(std::move(field)) {}
-  /// The JSON path of the offending field, e.g. "policies[0].backoff.cap"; "" for the document.
-  [[nodiscard]] const std::string& field() const noexcept { return field_; }
+/// A rejected policy file or value (stormguard/input_error.hpp): `message` is the complete
+/// sentence "<field>: <problem>" (the field path, its valid range and the value as written),
+/// prefixed by the file's path when it came from a file; `field` is the path alone
+/// ("policies[0].backoff.cap"; "" for the document).
+using policy_error = input_error;
 
- private:
-  std::string field_;
-};
+/// Policies read from a file or a text, or why they were rejected.
+using policies_result = outcome<std::vector<policy>, policy_error>;
 
 /// Which format a file is in.
 enum class policy_format {
@@ -111,23 +111,23 @@ enum class policy_format {
 /// after reading at most 1 MiB + 1 byte).
 inline constexpr std::size_t k_max_policy_file_bytes = 1024 * 1024;
 
-/// Parses the policies in `text` (`format`), in file order. Never returns an empty list. Throws
-/// policy_error for anything invalid (bad JSON/YAML with line and column, nesting deeper than 64
-/// levels, a field of the wrong type or out of range, an unknown or duplicate field, two policies
-/// with one name); std::bad_alloc aside it throws nothing else.
-[[nodiscard]] STORMGUARD_EXPORT std::vector<policy> parse_policies(
-    std::string_view text, policy_format format = policy_format::stormguard);
+/// Parses the policies in `text` (`format`), in file order; never an empty list. A policy_error
+/// for anything invalid (bad JSON/YAML with line and column, nesting deeper than 64 levels, a
+/// field of the wrong type or out of range, an unknown or duplicate field, two policies with one
+/// name). Never throws for bad input (std::bad_alloc aside).
+[[nodiscard]] STORMGUARD_EXPORT policies_result
+parse_policies(std::string_view text, policy_format format = policy_format::stormguard);
 
 /// Reads `path` and parses it as parse_policies does; error messages start with the path.
 /// Unreadable files (with the system's reason), directories and files above
-/// k_max_policy_file_bytes are policy_errors too.
-[[nodiscard]] STORMGUARD_EXPORT std::vector<policy> load_policies(
-    const std::filesystem::path& path, policy_format format = policy_format::stormguard);
+/// k_max_policy_file_bytes are policy_errors too. Never throws for bad input.
+[[nodiscard]] STORMGUARD_EXPORT policies_result
+load_policies(const std::filesystem::path& path, policy_format format = policy_format::stormguard);
 
-/// The policy called `name`, or the first when `name` is empty. Throws policy_error listing the
-/// names in the file when there is none of that name.
-[[nodiscard]] STORMGUARD_EXPORT const policy& select_policy(const std::vector<policy>& policies,
-                                                            std::string_view name);
+/// The policy called `name`, or the first when `name` is empty. A policy_error listing the names
+/// in the file when there is none of that name, or when `policies` is empty.
+[[nodiscard]] STORMGUARD_EXPORT outcome<policy, policy_error> select_policy(
+    const std::vector<policy>& policies, std::string_view name);
 
 /// A policy named on a command line: `[grpc:|envoy:]FILE[:NAME]`. The part after the last ':'
 /// is NAME when FILE alone names no existing file (so a file whose name has a ':' still works).
@@ -139,13 +139,13 @@ struct policy_reference {
   std::string name;  ///< empty: every policy of the file (simulate) or the first (other commands)
 };
 
-/// Splits a `--policy` value (see policy_reference). Throws policy_error for an empty FILE.
-[[nodiscard]] STORMGUARD_EXPORT policy_reference parse_policy_reference(std::string_view text);
+/// Splits a `--policy` value (see policy_reference). A policy_error for an empty FILE or NAME.
+[[nodiscard]] STORMGUARD_EXPORT outcome<policy_reference, policy_error> parse_policy_reference(
+    std::string_view text);
 
 /// Loads what `reference` names: every policy of the file when its name is empty, else the one
-/// policy of that name.
-[[nodiscard]] STORMGUARD_EXPORT std::vector<policy> load_policies(
-    const policy_reference& reference);
+/// policy of that name. Never throws for bad input.
+[[nodiscard]] STORMGUARD_EXPORT policies_result load_policies(const policy_reference& reference);
 
 /// The policy in the file format, normalized: every field written out with its value, defaults
 /// included, durations as format_duration gives them, keys in documented order (no "warnings").

@@ -45,6 +45,8 @@
 #include <utility>
 
 #include "stormguard/export.hpp"
+#include "stormguard/input_error.hpp"
+#include "stormguard/outcome.hpp"
 #include "stormguard/sim/defences/concurrency_limit.hpp"
 #include "stormguard/sim/defences/drop_expired.hpp"
 #include "stormguard/sim/defences/lifo_codel.hpp"
@@ -135,9 +137,11 @@ class defence_set {
 };
 
 /// Reads "none", "all", one defence name, or names joined by '+' (each at most once, "none" and
-/// "all" only alone). Throws std::invalid_argument naming the value and the accepted names for
-/// anything else (an empty part, an unknown name, a repeated name, a comma).
-[[nodiscard]] STORMGUARD_EXPORT defence_set parse_defences(std::string_view text);
+/// "all" only alone). For anything else (an empty part, an unknown name, a repeated name, a
+/// comma) an input_error (field "defence") whose message quotes the value and lists the accepted
+/// names. Never throws for bad input.
+[[nodiscard]] STORMGUARD_EXPORT outcome<defence_set, input_error> parse_defences(
+    std::string_view text);
 
 /// "none", or the names in canonical order joined by '+' (every name: still written out, not
 /// "all", so that reports say what ran).

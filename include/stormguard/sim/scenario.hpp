@@ -26,6 +26,8 @@
 #include "stormguard/clock.hpp"
 #include "stormguard/duration_text.hpp"  // durations in the file format
 #include "stormguard/export.hpp"
+#include "stormguard/input_error.hpp"
+#include "stormguard/outcome.hpp"
 #include "stormguard/retry.hpp"
 #include "stormguard/sim/defence_kinds.hpp"
 #include "stormguard/sim/strategy.hpp"
@@ -144,18 +146,11 @@ struct scenario {
   friend bool operator==(const scenario&, const scenario&) = default;
 };
 
-/// Why a scenario was rejected. `field` is the JSON path of the offending field ("server.workers",
-/// "incident.end"), empty for a document-level problem (bad JSON); `message` is a complete
-/// sentence that names the field and quotes the value, e.g.
+/// Why a scenario was rejected (stormguard/input_error.hpp): `field` is the JSON path of the
+/// offending field ("server.workers", "incident.end"), empty for a document-level problem (bad
+/// JSON); `message` is a complete sentence that names the field and quotes the value, e.g.
 /// `server.workers: must be an integer in [1, 1000000], got -3`.
-struct scenario_error {
-  /// The JSON path of the offending field; empty for the document.
-  std::string field;
-  /// A complete sentence naming the field and quoting the value.
-  std::string message;
-
-  friend bool operator==(const scenario_error&, const scenario_error&) = default;
-};
+using scenario_error = input_error;
 
 /// A parsed scenario or the reason it was rejected.
 using scenario_result = stormguard::outcome<scenario, scenario_error>;

@@ -1,37 +1,44 @@
 // SPDX-License-Identifier: Apache-2.0
-// stormguard/retry.hpp: the retry policy (what to do after a failed attempt) and the synchronous
-// executor that applies it.
-//
-// Deciding is separate from acting. `retry_policy::decide` is a pure function of the attempt
-// state (plus one budget withdrawal) that says "retry after d" or "stop because …"; the executor
-// `stormguard::retrier` calls the operation, sleeps through the injected clock and asks the
-// policy again. The storm simulator calls the very same `decide`, on virtual time.
-//
-//   stormguard::retry_policy policy;                 // 3 retries, 100 ms .. 3 s, full jitter
-//   stormguard::real_clock clock;
-//   stormguard::random_generator rng;
-//   stormguard::ratio_budget budget;                 // shared by every call of this client
-//   stormguard::retrier retry(policy, clock, rng, budget);
-//
-//   auto result = retry([&](const stormguard::attempt_context& ctx)
-//                           -> stormguard::outcome<std::string, std::error_code> {
-//     return fetch_user(ctx.attempt);                // a value, or stormguard::failure{ec}
-//   });
-//   if (result) use(*result.value); else log(to_string(result.reason), result.attempts);
-//
-// The operation may also return a std::error_code, a std::pair<T, std::error_code>, or a plain
-// value and throw on failure; the classifier (classify.hpp) says which errors are worth another
-// attempt; hooks observe attempts, retries, give-ups and ends; call_options add a stop_token
-// and a deadline:
-//
-//   auto logged = retry.on_retry([](int attempt, const std::error_code& ec, stormguard::duration d)
-//   {
-//     log("attempt", attempt, "failed:", ec.message(), "retrying in", d);
-//   });
-//   std::stop_source stop;
-//   auto sent = logged([&](const stormguard::attempt_context& ctx) { return send(ctx.time_left); },
-//                      stormguard::retry_only(std::errc::timed_out),
-//                      {.stop = stop.get_token(), .deadline = clock.now() + 2s});
+/// \file
+/// The retry policy (what to do after a failed attempt) and the synchronous
+/// executor that applies it.
+///
+/// Deciding is separate from acting. `retry_policy::decide` is a pure function of the attempt
+/// state (plus one budget withdrawal) that says "retry after d" or "stop because …"; the executor
+/// `stormguard::retrier` calls the operation, sleeps through the injected clock and asks the
+/// policy again. The storm simulator calls the very same `decide`, on virtual time.
+///
+/// \code{.cpp}
+///  stormguard::retry_policy policy;                 // 3 retries, 100 ms .. 3 s, full jitter
+///  stormguard::real_clock clock;
+///  stormguard::random_generator rng;
+///  stormguard::ratio_budget budget;                 // shared by every call of this client
+///  stormguard::retrier retry(policy, clock, rng, budget);
+/// \endcode
+///
+/// \code{.cpp}
+///  auto result = retry([&](const stormguard::attempt_context& ctx)
+///                          -> stormguard::outcome<std::string, std::error_code> {
+///    return fetch_user(ctx.attempt);                // a value, or stormguard::failure{ec}
+///  });
+///  if (result) use(*result.value); else log(to_string(result.reason), result.attempts);
+/// \endcode
+///
+/// The operation may also return a std::error_code, a std::pair<T, std::error_code>, or a plain
+/// value and throw on failure; the classifier (classify.hpp) says which errors are worth another
+/// attempt; hooks observe attempts, retries, give-ups and ends; call_options add a stop_token
+/// and a deadline:
+///
+/// \code{.cpp}
+///  auto logged = retry.on_retry([](int attempt, const std::error_code& ec, stormguard::duration d)
+///  {
+///    log("attempt", attempt, "failed:", ec.message(), "retrying in", d);
+///  });
+///  std::stop_source stop;
+///  auto sent = logged([&](const stormguard::attempt_context& ctx) { return send(ctx.time_left); },
+///                     stormguard::retry_only(std::errc::timed_out),
+///                     {.stop = stop.get_token(), .deadline = clock.now() + 2s});
+/// \endcode
 #ifndef STORMGUARD_RETRY_HPP
 #define STORMGUARD_RETRY_HPP
 
@@ -139,8 +146,12 @@ auto invoke_attempt(Op& op, const attempt_context& ctx) {
 
 /// The value and error types of a call through a retrier with operation type Op.
 template <class Op>
+#ifdef STORMGUARD_DOXYGEN  // the reference shows the type without the internal helper
+using attempt_outcome_t = outcome<T, E>;
+#else
 using attempt_outcome_t =
     decltype(detail::invoke_attempt(std::declval<Op&>(), std::declval<const attempt_context&>()));
+#endif
 
 /// A hook that does nothing: the retrier's default for on_retry, on_give_up, on_attempt and
 /// on_end. A retrier whose hook is no_hook does not even form the call. Stateless; thread-safe.
@@ -262,7 +273,9 @@ class retrier {
   /// `error` (const E&) its error, `delay` (duration) the sleep about to start. Replaces any
   /// previous on_retry hook. An exception from the hook propagates out of the call.
   ///
-  ///   auto logged = retry.on_retry([](int n, const std::error_code& ec, duration d) { … });
+  /// \code{.cpp}
+  ///  auto logged = retry.on_retry([](int n, const std::error_code& ec, duration d) { … });
+  /// \endcode
   template <class F>
   [[nodiscard]] auto on_retry(F&& hook) const {
     return retrier<G, B, std::decay_t<F>, OnGiveUp, OnAttempt, OnEnd>(
@@ -286,7 +299,9 @@ class retrier {
   /// past the deadline at the start). Replaces any previous on_attempt hook. An exception from
   /// the hook propagates out of the call (the budget protocol still ends).
   ///
-  ///   auto counted = retry.on_attempt([&](const stormguard::attempt_event& e) { ++sent; });
+  /// \code{.cpp}
+  ///  auto counted = retry.on_attempt([&](const stormguard::attempt_event& e) { ++sent; });
+  /// \endcode
   template <class F>
   [[nodiscard]] auto on_attempt(F&& hook) const {
     return retrier<G, B, OnRetry, OnGiveUp, std::decay_t<F>, OnEnd>(

@@ -1,17 +1,20 @@
 // SPDX-License-Identifier: Apache-2.0
-// stormguard/version.hpp — the version of stormguard: of the headers a program was compiled with
-// (macros, for #if) and of the library it was linked with (version()).
-//
-// Example:
-//
-//   #include <stormguard/version.hpp>
-//   #if STORMGUARD_VERSION < 200  // before 0.2.0
-//   ...
-//   #endif
-//   std::cout << "stormguard " << stormguard::version() << '\n';  // "stormguard 0.2.0"
-//
-// The versions follow semantic versioning; while the major version is 0, a new minor version may
-// change the API and the ABI (the shared libraries' SONAME is MAJOR.MINOR).
+/// \file
+/// The version of stormguard: of the headers a program was compiled with
+/// (macros, for #if) and of the library it was linked with (version()).
+///
+/// Example:
+///
+/// \code{.cpp}
+///  #include <stormguard/version.hpp>
+///  #if STORMGUARD_VERSION < 200  // before 0.2.0
+///  ...
+///  #endif
+///  std::cout << "stormguard " << stormguard::version() << '\n';  // "stormguard 0.2.0"
+/// \endcode
+///
+/// The versions follow semantic versioning; while the major version is 0, a new minor version may
+/// change the API and the ABI (the shared libraries' SONAME is MAJOR.MINOR).
 #pragma once
 
 #include <string_view>

@@ -1,21 +1,24 @@
 // SPDX-License-Identifier: Apache-2.0
-// stormguard/admission/codel.hpp: CoDel with adaptive LIFO, the queue discipline of Facebook's
-// servers (folly::Codel; Maurer, "Fail at Scale", ACM Queue 13(8), 2015).
-//
-// A FIFO queue under overload serves the oldest requests first: exactly those whose callers are
-// most likely to have given up, so the server spends its capacity on answers nobody waits for.
-// CoDel (Nichols and Jacobson, "Controlling Queue Delay", ACM Queue 10(5), 2012), as folly
-// adapts it for request queues, watches the smallest queueing delay seen in each interval: when
-// even the best request of an interval waited longer than `target`, the queue is overloaded, and
-// while it is, any request that waited longer than 2 · target is dropped instead of served.
-// Adaptive LIFO serves the newest request first while the queue is overloaded (its caller is
-// still waiting) and returns to FIFO when the overload ends.
-//
-//   stormguard::admission::adaptive_lifo_queue<request> queue;   // target 5 ms, interval 100 ms
-//   queue.push(now, req);
-//   while (auto next = queue.pop(now, [](request& dropped) { reject(dropped); })) serve(*next);
-//
-// Defaults are folly's: target 5 ms, interval 100 ms.
+/// \file
+/// CoDel with adaptive LIFO, the queue discipline of Facebook's
+/// servers (folly::Codel; Maurer, "Fail at Scale", ACM Queue 13(8), 2015).
+///
+/// A FIFO queue under overload serves the oldest requests first: exactly those whose callers are
+/// most likely to have given up, so the server spends its capacity on answers nobody waits for.
+/// CoDel (Nichols and Jacobson, "Controlling Queue Delay", ACM Queue 10(5), 2012), as folly
+/// adapts it for request queues, watches the smallest queueing delay seen in each interval: when
+/// even the best request of an interval waited longer than `target`, the queue is overloaded, and
+/// while it is, any request that waited longer than 2 · target is dropped instead of served.
+/// Adaptive LIFO serves the newest request first while the queue is overloaded (its caller is
+/// still waiting) and returns to FIFO when the overload ends.
+///
+/// \code{.cpp}
+///  stormguard::admission::adaptive_lifo_queue<request> queue;   // target 5 ms, interval 100 ms
+///  queue.push(now, req);
+///  while (auto next = queue.pop(now, [](request& dropped) { reject(dropped); })) serve(*next);
+/// \endcode
+///
+/// Defaults are folly's: target 5 ms, interval 100 ms.
 #ifndef STORMGUARD_ADMISSION_CODEL_HPP
 #define STORMGUARD_ADMISSION_CODEL_HPP
 

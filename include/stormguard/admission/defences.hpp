@@ -1,17 +1,20 @@
 // SPDX-License-Identifier: Apache-2.0
-// stormguard/admission/defences.hpp: the names of the server-side defences, and deadlines.
-//
-// The simulator, `serve` and `lab` select the defences a server runs by name, one list for all:
-//
-//   none               no defence: a FIFO queue that serves whatever it holds
-//   drop-expired       never start a request whose caller's deadline (grpc-timeout) has passed,
-//                      or will pass before the server's estimate of its service time (expired())
-//   lifo-codel         adaptive LIFO + CoDel queue (codel.hpp)
-//   retry-budget       server-side retry budget (retry_admission.hpp)
-//   concurrency-limit  adaptive concurrency limit (concurrency_limit.hpp)
-//
-// `a+b` combines defences in one server; `all` is all four. parse_defences reads such a name;
-// to_string writes the canonical form (in the order above).
+/// \file
+/// The names of the server-side defences, and deadlines.
+///
+/// The simulator, `serve` and `lab` select the defences a server runs by name, one list for all:
+///
+/// \verbatim
+///  none               no defence: a FIFO queue that serves whatever it holds
+///  drop-expired       never start a request whose caller's deadline (grpc-timeout) has passed,
+///                     or will pass before the server's estimate of its service time (expired())
+///  lifo-codel         adaptive LIFO + CoDel queue (codel.hpp)
+///  retry-budget       server-side retry budget (retry_admission.hpp)
+///  concurrency-limit  adaptive concurrency limit (concurrency_limit.hpp)
+/// \endverbatim
+///
+/// `a+b` combines defences in one server; `all` is all four. parse_defences reads such a name;
+/// to_string writes the canonical form (in the order above).
 #ifndef STORMGUARD_ADMISSION_DEFENCES_HPP
 #define STORMGUARD_ADMISSION_DEFENCES_HPP
 

@@ -17,9 +17,9 @@
 ///
 /// \code{.cpp}
 ///  if (budget.sync_due(now)) {
-///    const fleet_deltas out = budget.begin_sync(now);       // this process's counts since the
-///    last fleet_view in;                                         // ... one round trip to the
-///    store ... if (ok) budget.end_sync(now, in); else budget.sync_failed(now);
+///    const fleet_deltas out = budget.begin_sync(now);  // this process's counts since the last
+///    fleet_view in;                                    // ... one round trip to the store ...
+///    if (ok) budget.end_sync(now, in); else budget.sync_failed(now);
 ///  }
 /// \endcode
 ///

@@ -11,16 +11,14 @@
 /// hedging_policy::plan_next is the decision, a pure function of the call's state, that every
 /// executor and the simulator call: when the next copy goes out, or why none will:
 ///
-/// \code{.cpp}
-///  - after `delay` from the previous copy (0: all copies at once);
-///  - at once when a copy answered with a non-fatal outcome (A6's nonFatalStatusCodes; which
-///    outcomes are non-fatal is the executor's classification);
-///  - a server pushback (grpc-retry-pushback-ms, or a Retry-After on a 429/503) of d postpones the
-///    next copy to d from now, later copies follow at `delay` after it; "do not retry" stops
-///    further copies (copies in flight keep running);
-///  - never after max_attempts copies, past the deadline, or for a pushback above
-///    max_retry_after.
-/// \endcode
+/// - after `delay` from the previous copy (0: all copies at once);
+/// - at once when a copy answered with a non-fatal outcome (A6's nonFatalStatusCodes; which
+///   outcomes are non-fatal is the executor's classification);
+/// - a server pushback (grpc-retry-pushback-ms, or a Retry-After on a 429/503) of d postpones the
+///   next copy to d from now, later copies follow at `delay` after it; "do not retry" stops
+///   further copies (copies in flight keep running);
+/// - never after max_attempts copies, past the deadline, or for a pushback above
+///   max_retry_after.
 ///
 /// Every copy after the first is charged to the retry budget through the budget protocol
 /// (budget_protocol.hpp): a refused copy is simply not sent, and the copies in flight keep running

@@ -12,8 +12,8 @@
 /// \code{.cpp}
 ///  stormguard::retrier retry(policy, clock, rng, budget);     // as for the sync executor
 ///  auto fetch = [&](const stormguard::attempt_context& ctx, auto&& token) {
-///    return socket_op(ctx.time_left, std::forward<decltype(token)>(token));  // void(error_code,
-///    T)
+///    // socket_op completes with void(std::error_code, T)
+///    return socket_op(ctx.time_left, std::forward<decltype(token)>(token));
 ///  };
 ///  stormguard::retry_result<T, std::error_code> r = co_await stormguard::async_retry(
 ///      retry, io.get_executor(), fetch, stormguard::default_classifier{}, {.deadline = d},

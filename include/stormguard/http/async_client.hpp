@@ -20,8 +20,9 @@
 ///  asio::co_spawn(io, [&]() -> asio::awaitable<void> {
 ///    stormguard::http::request req;   // a named request: GCC 12 mishandles a braced temporary
 ///    req.url = "http://127.0.0.1:8080/x";                      // inside a co_await expression
-///    stormguard::http::result r = co_await client.async_perform(std::move(req),
-///    asio::use_awaitable); if (r.ok()) use(r.response->body);
+///    stormguard::http::result r =
+///        co_await client.async_perform(std::move(req), asio::use_awaitable);
+///    if (r.ok()) use(r.response->body);
 ///  }, asio::detached);
 ///  io.run();
 /// \endcode

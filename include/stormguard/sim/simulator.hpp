@@ -6,27 +6,25 @@
 /// returns its metrics and its 1-second time series. The model (docs/simulator.md has the full
 /// description):
 ///
-/// \verbatim
-///  - Load: logical requests arrive as one Poisson process of `requests_per_second` (exponential
-///    inter-arrival times -ln(1-u)/rate, u from stormguard::uniform_unit), assigned round-robin to
-///    `clients` client instances. Arrivals stop at the scenario's length.
-///  - Clients: each owns a stormguard::random_generator and a budget of the strategy's kind. A
-///    logical request deposits into its client's budget, then sends attempt 1. A failed attempt
-///    (a 503 or a timeout) goes to retry_policy::decide(attempt, classification::retry(),
-///    previous_delay, rng, budget, now): retry after the delay, or end the logical request.
-///  - Server: `workers` slots and a FIFO queue of at most `queue_limit` attempts; an attempt that
-///    finds the queue full is rejected at once (503). Service time depends on the phase at the
-///    moment service starts. The server completes abandoned (timed-out) attempts too.
-///  - Timeouts: an attempt not answered within `timeout` is abandoned by its client; a later
-///    response is ignored (counted as wasted work). A response at exactly the deadline is late.
-///    The network adds no delay.
-///  - Incident: during [start, end) the service time may change (service that starts in it), and
-///    each attempt sent in it may be lost by the network (never answered: a timeout) or fail at
-///    once with a 503, drawn from its own generator. With server.overload, the service time of
-///    an attempt is the overload's while more than above_rate attempts reached the server in the
-///    last second.
-///  - A scenario's max_retries replaces the strategies' (those that retry).
-/// \endverbatim
+/// - Load: logical requests arrive as one Poisson process of `requests_per_second` (exponential
+///   inter-arrival times -ln(1-u)/rate, u from stormguard::uniform_unit), assigned round-robin to
+///   `clients` client instances. Arrivals stop at the scenario's length.
+/// - Clients: each owns a stormguard::random_generator and a budget of the strategy's kind. A
+///   logical request deposits into its client's budget, then sends attempt 1. A failed attempt
+///   (a 503 or a timeout) goes to retry_policy::decide(attempt, classification::retry(),
+///   previous_delay, rng, budget, now): retry after the delay, or end the logical request.
+/// - Server: `workers` slots and a FIFO queue of at most `queue_limit` attempts; an attempt that
+///   finds the queue full is rejected at once (503). Service time depends on the phase at the
+///   moment service starts. The server completes abandoned (timed-out) attempts too.
+/// - Timeouts: an attempt not answered within `timeout` is abandoned by its client; a later
+///   response is ignored (counted as wasted work). A response at exactly the deadline is late.
+///   The network adds no delay.
+/// - Incident: during [start, end) the service time may change (service that starts in it), and
+///   each attempt sent in it may be lost by the network (never answered: a timeout) or fail at
+///   once with a 503, drawn from its own generator. With server.overload, the service time of
+///   an attempt is the overload's while more than above_rate attempts reached the server in the
+///   last second.
+/// - A scenario's max_retries replaces the strategies' (those that retry).
 ///
 /// The run is deterministic: events are ordered by (time, sequence number), the arrival process
 /// has its own generator seeded from the scenario seed (so every strategy sees the same arrivals),

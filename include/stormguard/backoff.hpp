@@ -7,7 +7,7 @@
 /// clock; the retry executor and the storm simulator do that. The formulas are those of Marc
 /// Brooker, "Exponential Backoff And Jitter" (AWS Architecture Blog, 2015):
 ///
-/// \verbatim
+/// \code{.unparsed}
 ///  ceiling(n)    = min(cap, base · multiplier^(n-1))          (the default: retry 1 waits <= base)
 ///                = min(cap, base · multiplier^n)              (ceiling_exponent::retry: Brooker's
 ///                code)
@@ -15,7 +15,7 @@
 ///  equal         : delay = ceiling(n)/2 + U(0, ceiling(n)/2)          ∈ [ceiling/2, ceiling]
 ///  full (default): delay = U(0, ceiling(n))                            ∈ [0, ceiling]
 ///  decorrelated  : delay = min(cap, U(base, 3 · previous delay)),      previous of retry 1 = base
-/// \endverbatim
+/// \endcode
 ///
 /// The decorrelated formula is the blog's code as published (`sleep = min(cap, random_between(base,
 /// sleep * 3))`, starting from sleep = base). The blog's code computes the ceiling of the n-th

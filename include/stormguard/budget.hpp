@@ -8,17 +8,17 @@
 /// call fails fast instead of retrying. The retry executor (retry.hpp) and the storm simulator talk
 /// to every budget through the `stormguard::retry_budget` concept, three calls per logical request:
 ///
-/// \verbatim
+/// \code{.unparsed}
 ///  b.try_admit(now, g)              before the first attempt; false = rejected locally (only
 ///                                   adaptive_throttle ever says false; the call ends with
 ///                                   end_reason::throttled and no attempt)
 ///  b.try_withdraw(now, status, g)   before each retry; false = fail fast (budget_exhausted)
 ///  b.record(now, report)            after each attempt, with how it ended
-/// \endverbatim
+/// \endcode
 ///
 /// Five algorithms, each as published:
 ///
-/// \verbatim
+/// \code{.unparsed}
 ///  ratio_budget           Finagle's RetryBudget (Linkerd): retries <= ratio · requests over a
 ///                         sliding window, plus a floor per second. The default.
 ///  token_bucket_throttle  gRPC retry throttling (gRFC A6): failures drain a bucket, successes
@@ -30,7 +30,7 @@
 ///                         (requests + 1)) over the last 2 minutes.
 ///  concurrency_budget     Envoy's retry budget: retries in flight <= max(3, 20 % of the
 ///                         logical requests in flight).
-/// \endverbatim
+/// \endcode
 ///
 /// The kinds are one list, stormguard::budget_options in budget_kinds.hpp: each options type below
 /// names its kind ("ratio", "token_bucket", "quota", "adaptive", "concurrency"; "none" for
@@ -181,12 +181,12 @@ struct ratio_budget_options {
 ///
 /// Over a sliding window of `window`, in integer micro-retries:
 ///
-/// \verbatim
+/// \code{.unparsed}
 ///  balance = Σ deposits − Σ withdrawals (both within the window) + reserve
 ///  deposit  = round(ratio · 10^6) per logical request
 ///  withdraw = 10^6 per retry, allowed only while balance >= 10^6
 ///  reserve  = min_retries_per_second · window(s) · 10^6
-/// \endverbatim
+/// \endcode
 ///
 /// The window is kept as slices of window/10 (rounded up to a nanosecond) in a ring of 11: the
 /// current slice and the 10 whole slices before it. A deposit or a withdrawal therefore counts
@@ -195,9 +195,9 @@ struct ratio_budget_options {
 /// all the others, so with t the instant of that last retry, the retries granted in the span are at
 /// most
 ///
-/// \verbatim
+/// \code{.unparsed}
 ///  ratio · (requests in (t − window − window/10, t]) + min_retries_per_second · window
-/// \endverbatim
+/// \endcode
 ///
 /// With steady traffic: ratio · (requests in the window and the window/10 before it) + the reserve.
 ///
@@ -206,6 +206,9 @@ struct ratio_budget_options {
 /// older than the newest seen counts in the newest slice. Consequently one time far ahead of the
 /// others (time_point::max(), a clock from another epoch) moves the window there, and nothing
 /// expires until the times passed in catch up: pass times from one steady clock.
+///
+/// Example (tests/reference_examples_test.cpp, run by the tests):
+/// \snippet reference_examples_test.cpp ratio_budget
 class STORMGUARD_EXPORT ratio_budget {
  public:
   /// The options type that builds it (its kind: ratio_budget_options::kind).
@@ -316,12 +319,12 @@ struct token_bucket_throttle_options {
 /// gRPC's client-side retry throttling (gRFC A6 "gRPC Retry Design", section "Throttling Retry
 /// Attempts and Hedged RPCs"), per server:
 ///
-/// \verbatim
+/// \code{.unparsed}
 ///  tokens starts at max_tokens and stays in [0, max_tokens]
 ///  each failed attempt (failure or timeout)   tokens -= 1
 ///  each successful attempt                    tokens += token_ratio
 ///  a retry is allowed only while              tokens > max_tokens / 2
-/// \endverbatim
+/// \endcode
 ///
 /// As in gRPC, a failure the classifier does not retry (not_retryable) changes nothing, the
 /// failure is recorded before the retry is asked for (record, then try_withdraw), and a retry
@@ -332,6 +335,9 @@ struct token_bucket_throttle_options {
 ///
 /// Kept in integer milli-tokens (gRFC A6's three decimals), in one std::atomic: lock-free,
 /// thread-safe; no clock involved (time plays no part in gRPC's algorithm).
+///
+/// Example (tests/reference_examples_test.cpp, run by the tests):
+/// \snippet reference_examples_test.cpp token_bucket_throttle
 class STORMGUARD_EXPORT token_bucket_throttle {
  public:
   /// The options type that builds it (its kind: token_bucket_throttle_options::kind).
@@ -420,18 +426,21 @@ struct retry_quota_options {
 
 /// The AWS SDKs' client-side retry quota ("standard" retry mode), per client:
 ///
-/// \verbatim
+/// \code{.unparsed}
 ///  tokens starts at max_tokens and stays in [0, max_tokens]
 ///  a retry after a failure      costs retry_cost (5); after a timeout timeout_cost (10);
 ///                               denied (fail fast) when tokens < cost, and then costs nothing
 ///  a success on a first attempt returns no_retry_increment (1)
 ///  a success on a retry         returns what that retry cost (5 or 10)
 ///  a failure                    returns nothing
-/// \endverbatim
+/// \endcode
 ///
 /// With every attempt failing the quota grants floor(max_tokens / cost) retries in all, then
 /// none until successes pay back. One std::atomic (compare-and-swap): lock-free, thread-safe; no
 /// clock involved (the AWS algorithm has no time in it).
+///
+/// Example (tests/reference_examples_test.cpp, run by the tests):
+/// \snippet reference_examples_test.cpp retry_quota
 class STORMGUARD_EXPORT retry_quota {
  public:
   /// The options type that builds it (its kind: retry_quota_options::kind).
@@ -521,13 +530,13 @@ struct adaptive_throttle_options {
 /// Adaptive client-side throttling, Google SRE book (Beyer et al., 2016), chapter 21 "Handling
 /// Overload", section "Client-side throttling". Over the last `window`:
 ///
-/// \verbatim
+/// \code{.unparsed}
 ///  requests  = attempts this client tried to send (first attempts and retries, including the
 ///              ones it then rejected locally)
 ///  accepts   = attempts the backend accepted: success, and not_retryable (the backend answered;
 ///              only failures the classifier retries, and timeouts, count as not accepted)
 ///  p         = max(0, (requests − K · accepts) / (requests + requests_padding))
-/// \endverbatim
+/// \endcode
 ///
 /// (requests_padding = 1 in the book; see adaptive_throttle_options for the cold-start effect.)
 ///
@@ -540,6 +549,9 @@ struct adaptive_throttle_options {
 /// the draw happens outside it. As with ratio_budget, a time older than the newest seen counts in
 /// the newest slice, so one time far ahead of the others freezes the window until the times
 /// passed in catch up: pass times from one steady clock.
+///
+/// Example (tests/reference_examples_test.cpp, run by the tests):
+/// \snippet reference_examples_test.cpp adaptive_throttle
 class STORMGUARD_EXPORT adaptive_throttle {
  public:
   /// The options type that builds it (its kind: adaptive_throttle_options::kind).
@@ -645,10 +657,10 @@ struct concurrency_budget_options {
 /// Envoy's ResourceManagerImpl::RetryBudgetImpl): a limit on the retries *in flight*, not on a
 /// rate:
 ///
-/// \verbatim
+/// \code{.unparsed}
 ///  limit  = max(min_retry_concurrency, floor(budget_percent / 100 · active))
 ///  a retry is granted only while retries in flight < limit
-/// \endverbatim
+/// \endcode
 ///
 /// "active" = logical requests admitted (try_admit) and not yet ended (request_ended): Envoy
 /// counts its active plus pending requests. A retry is in flight from its grant (try_withdraw),
@@ -664,6 +676,9 @@ struct concurrency_budget_options {
 /// Thread-safe and lock-free: two std::atomic counters; a grant is one compare-and-swap against
 /// the limit computed from the active count read just before (so a grant racing with a request
 /// that ends may exceed the new, lower limit by the number of racing grants, as in Envoy).
+///
+/// Example (tests/reference_examples_test.cpp, run by the tests):
+/// \snippet reference_examples_test.cpp concurrency_budget
 class STORMGUARD_EXPORT concurrency_budget {
  public:
   /// The options type that builds it (its kind: concurrency_budget_options::kind).

@@ -7,7 +7,7 @@
 /// A logical request goes through the budget in a fixed order, and every executor must follow
 /// it exactly, or the budgets count differently in production and in the simulator:
 ///
-/// \verbatim
+/// \code{.unparsed}
 ///  admit          before the first attempt          budget.try_admit
 ///  after each attempt:
 ///    succeeded    the attempt succeeded             budget.record(success); a retry ends
@@ -18,7 +18,7 @@
 ///  end            the request is over, however      a granted retry that never ran ends; the
 ///                 (success, give-up, cancellation,  admission ends
 ///                 an exception)
-/// \endverbatim
+/// \endcode
 ///
 /// `request_budget` holds the per-request state this needs in one byte (how the attempt being
 /// retried ended, whether the request was admitted, whether it holds a granted retry), so that

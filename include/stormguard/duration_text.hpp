@@ -5,9 +5,9 @@
 ///
 /// A duration is a non-negative decimal number immediately followed by one unit:
 ///
-/// \verbatim
+/// \code{.unparsed}
 ///  ns us ms s m min h        ("m" and "min" are both minutes)
-/// \endverbatim
+/// \endcode
 ///
 /// \code{.cpp}
 ///  stormguard::parse_duration("250ms");   // 250 ms

@@ -238,6 +238,9 @@ struct fleet_counts {
 /// The ratio budget of Finagle (see ratio_budget) kept for a whole fleet; see the file comment
 /// for the algorithm, the overshoot bound and the fallback. Thread-safe (one mutex); no member
 /// allocates.
+///
+/// Example (tests/reference_examples_test.cpp, run by the tests):
+/// \snippet reference_examples_test.cpp fleet_budget
 class STORMGUARD_EXPORT fleet_budget {
  public:
   /// The options type that builds it (its kind: fleet_budget_options::kind).

@@ -130,6 +130,9 @@ class STORMGUARD_EXPORT latency_tracker {
 };
 
 /// A validated hedging policy: see the file comment. Immutable; share between threads freely.
+///
+/// Example (tests/reference_examples_test.cpp, run by the tests):
+/// \snippet reference_examples_test.cpp hedging_policy
 class STORMGUARD_EXPORT hedging_policy {
  public:
   /// Validates `options`; throws std::invalid_argument naming the field and the value:

@@ -252,6 +252,9 @@ struct [[nodiscard]] retry_result {
 /// Holds references: the clock, generator and budget must outlive it. Not thread-safe, because
 /// the generator is not: give each thread its own retrier and generator; the budget (and the
 /// clock) may be shared between them.
+///
+/// Example (tests/reference_examples_test.cpp, run by the tests):
+/// \snippet reference_examples_test.cpp retrier
 template <bit_generator G = random_generator, retry_budget<G> B = no_budget,
           class OnRetry = no_hook, class OnGiveUp = no_hook, class OnAttempt = no_hook,
           class OnEnd = no_hook>

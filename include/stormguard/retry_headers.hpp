@@ -4,7 +4,7 @@
 /// server, defined once for both sides: which attempt a request is, how long its caller still
 /// waits, and the server's pushback.
 ///
-/// \verbatim
+/// \code{.unparsed}
 ///  x-envoy-attempt-count: 2            the attempt number, 1 for the first (Envoy's
 ///                                      x-envoy-attempt-count)
 ///  grpc-previous-rpc-attempts: 1       attempts before this one, 0 for the first (gRFC A6)
@@ -13,7 +13,7 @@
 ///  grpc-retry-pushback-ms: 500         the server's word on retrying (gRFC A6): a non-negative
 ///                                      integer is the minimum delay in milliseconds; a negative
 ///                                      or unparsable value means "do not retry"
-/// \endverbatim
+/// \endcode
 ///
 /// A client sends the first three (format_attempt_count, format_grpc_timeout) and reads the last
 /// (parse_pushback); a server does the opposite (stormguard/admission/). Every function here is a

@@ -79,6 +79,9 @@ struct retry_decision {
 
 /// A validated set of retry rules: how many retries, which backoff, the longest Retry-After.
 /// Immutable; share one instance between threads freely.
+///
+/// Example (tests/reference_examples_test.cpp, run by the tests):
+/// \snippet reference_examples_test.cpp retry_policy
 class STORMGUARD_EXPORT retry_policy {
  public:
   /// Validates `options`: throws std::invalid_argument naming the field and the value when

@@ -45,6 +45,9 @@ struct codel_options {
 
 /// folly::Codel's decision, fed with each request's queueing delay as it leaves the queue.
 /// Not thread-safe: one owner (the queue, or the server's dispatch loop) calls it.
+///
+/// Example (tests/reference_admission_examples_test.cpp, run by the tests):
+/// \snippet reference_admission_examples_test.cpp adaptive_lifo_queue
 class STORMGUARD_EXPORT codel {
  public:
   /// Validates `options`; throws std::invalid_argument naming the field and the value.
@@ -76,6 +79,9 @@ class STORMGUARD_EXPORT codel {
 /// newest first while it is overloaded, and requests that waited too long dropped (handed to the
 /// caller's callback, never served). Bounded: push refuses past `capacity`. Not thread-safe (a
 /// server's dispatch loop owns it); allocates as std::deque does.
+///
+/// Example (tests/reference_admission_examples_test.cpp, run by the tests):
+/// \snippet reference_admission_examples_test.cpp adaptive_lifo_queue
 template <class T>
 class adaptive_lifo_queue {
  public:

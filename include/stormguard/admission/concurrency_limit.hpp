@@ -9,10 +9,10 @@
 /// latencies is the ideal latency, minRTT. Every update_interval the same percentile of the
 /// latencies since is sampleRTT, and
 ///
-/// \verbatim
+/// \code{.unparsed}
 ///  gradient = clamp((minRTT · (1 + buffer)) / sampleRTT, 0.5, 2)
 ///  limit    = clamp(limit · gradient + sqrt(limit · gradient), min_concurrency, max_limit)
-/// \endverbatim
+/// \endcode
 ///
 /// so a server whose latency grows sheds load before its queue explodes, and one that is fast
 /// again grows the limit back (the square root is the burst headroom). Envoy's defaults: buffer
@@ -85,6 +85,9 @@ struct concurrency_limit_options {
 };
 
 /// Envoy's gradient controller: see the file comment. Thread-safe.
+///
+/// Example (tests/reference_admission_examples_test.cpp, run by the tests):
+/// \snippet reference_admission_examples_test.cpp concurrency_limit
 class STORMGUARD_EXPORT concurrency_limit {
  public:
   /// The most latency samples kept per window (beyond it, later samples replace earlier ones

@@ -4,14 +4,14 @@
 ///
 /// The simulator, `serve` and `lab` select the defences a server runs by name, one list for all:
 ///
-/// \verbatim
+/// \code{.unparsed}
 ///  none               no defence: a FIFO queue that serves whatever it holds
 ///  drop-expired       never start a request whose caller's deadline (grpc-timeout) has passed,
 ///                     or will pass before the server's estimate of its service time (expired())
 ///  lifo-codel         adaptive LIFO + CoDel queue (codel.hpp)
 ///  retry-budget       server-side retry budget (retry_admission.hpp)
 ///  concurrency-limit  adaptive concurrency limit (concurrency_limit.hpp)
-/// \endverbatim
+/// \endcode
 ///
 /// `a+b` combines defences in one server; `all` is all four. parse_defences reads such a name;
 /// to_string writes the canonical form (in the order above).

@@ -4,7 +4,7 @@
 /// client that honours the answer does next — written once, for a real server, the simulator's
 /// virtual server and the lab's clients alike.
 ///
-/// \verbatim
+/// \code{.unparsed}
 ///  outcome        status  grpc-retry-pushback-ms  Retry-After       a client that honours them
 ///  served         200     -                       -                 done
 ///  unavailable    503     -                       -                 may retry (own backoff)
@@ -12,7 +12,7 @@
 ///  over_limit     503     -                       limiter's delay   retries after the delay
 ///  expired        503     -1 (do not retry)       -                 stops (server_refused)
 ///  codel_dropped  503     -                       -                 may retry (own backoff)
-/// \endverbatim
+/// \endcode
 ///
 /// retry_refused is the server-side retry budget (retry_admission.hpp), over_limit the concurrency
 /// limit (concurrency_limit.hpp: Retry-After drawn with jitter, retry_after_for_refusal), expired

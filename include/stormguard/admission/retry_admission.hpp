@@ -64,6 +64,9 @@ struct retry_admission_counts {
 };
 
 /// A server-side retry budget: see the file comment. Thread-safe; no allocation.
+///
+/// Example (tests/reference_admission_examples_test.cpp, run by the tests):
+/// \snippet reference_admission_examples_test.cpp retry_admission
 class STORMGUARD_EXPORT retry_admission {
  public:
   /// `options`: the ratio budget (ratio, window, floor per second of this server). Throws

@@ -120,6 +120,9 @@ struct hedge_verdict {
 /// latency_tracker for an adaptive delay (policy.options().delay_quantile > 0). The clock,
 /// generator, budget and tracker are referenced and must outlive every call; the budget and the
 /// tracker may be shared with other threads; the generator is used on the calls' executor.
+///
+/// Example (tests/integration/reference_http_examples_test.cpp, run by the tests):
+/// \snippet reference_http_examples_test.cpp async_hedge
 template <bit_generator G, retry_budget<G> B = no_budget>
 class hedger {
  public:
@@ -707,6 +710,9 @@ struct initiate_async_hedge {
 /// operations initiate their first step; from any other thread, from a step posted to `ex`. Memory:
 /// one block per call from the handler's associated allocator; a call whose first copy answers
 /// before the delay creates no other copy (the timer's wait is cancelled).
+///
+/// Example (tests/integration/reference_http_examples_test.cpp, run by the tests):
+/// \snippet reference_http_examples_test.cpp async_hedge
 template <class Timer = ::asio::steady_timer, class Executor, bit_generator G, retry_budget<G> B,
           async_attempt Op, class Classifier, class CompletionToken>
 requires backoff_timer<Timer, Executor>

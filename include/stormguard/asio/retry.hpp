@@ -508,6 +508,9 @@ struct initiate_async_retry {
 /// Memory: one block per call, from the handler's associated allocator (Asio's thread-local
 /// recycling allocator by default: no malloc once warm), plus previous_errors from the second
 /// failed attempt on, as for the sync retrier (bench/async_benchmark.cpp counts them).
+///
+/// Example (tests/integration/reference_http_examples_test.cpp, run by the tests):
+/// \snippet reference_http_examples_test.cpp async_retry
 template <class Timer = ::asio::steady_timer, class Executor, bit_generator G, retry_budget<G> B,
           class OnRetry, class OnGiveUp, class OnAttempt, class OnEnd, async_attempt Op,
           class Classifier, class CompletionToken>

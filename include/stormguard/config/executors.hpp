@@ -5,14 +5,14 @@
 /// turn it into what each executor takes, so that no command or program translates fields by
 /// hand:
 ///
-/// \verbatim
+/// \code{.unparsed}
 ///  retrier, asio::async_retry   config::retrier_settings_for(p)     (this header)
 ///  http::client, async_client   http::client_options_for(p)         (stormguard/http/policy.hpp)
 ///  lab::run_payments            lab::payments_options_for(p)        (lab/payments_policy.hpp)
 ///  the simulator                sim::from_policy(p)                 (stormguard/sim/strategy.hpp)
 ///  hedger, asio::async_hedge    config::hedging_settings_for(p)     (this header)
 ///  http::async_hedge            http::hedge_http_options_for(s) (stormguard/http/hedge_policy.hpp)
-/// \endverbatim
+/// \endcode
 ///
 /// \code{.cpp}
 ///  const auto s = stormguard::config::retrier_settings_for(p);

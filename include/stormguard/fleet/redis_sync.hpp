@@ -28,7 +28,7 @@
 /// \endcode
 ///
 /// What Redis holds, under the hash tag {KEY} (one cluster slot per service):
-/// \verbatim
+/// \code{.unparsed}
 ///  {KEY}:window   a hash of window slots "r:N" / "w:N" (requests / retries of slice N, where
 ///                 N = floor(Redis TIME in ms / slice)), the slices older than the window deleted
 ///                 at each sync, the key expiring (PEXPIRE) two windows after the last sync
@@ -39,7 +39,7 @@
 ///                 expires; emptied when no client is live; expiring with {KEY}:clients
 ///  {KEY}:version  the fleet protocol of the processes sharing the key (k_fleet_protocol), set
 ///                 at each sync, expiring no earlier than the three keys above
-/// \endverbatim
+/// \endcode
 /// Protocol versions: a process refuses to share a key with processes of another fleet protocol,
 /// whose script would keep another budget in the same keys. It checks {KEY}:version before it
 /// writes anything; stormguard 0.1 wrote no version (protocol 1) and is recognised by its layout:

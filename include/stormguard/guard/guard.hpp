@@ -18,7 +18,7 @@
 ///
 /// The protocol (draft-ietf-httpapi-idempotency-key-header-07, 15 October 2025, §2 and §2.7; and
 /// Stripe's API reference, "Idempotent requests", https://docs.stripe.com/api/idempotent_requests):
-/// \verbatim
+/// \code{.unparsed}
 ///  - no Idempotency-Key where one is required                 → 400 (decision missing_key)
 ///  - a key that is not a valid key (syntax, length, non-ASCII) → 400 (bad_key)
 ///  - first request with key K from principal P                → the handler runs; its writes
@@ -34,7 +34,7 @@
 ///    runs the handler (ran, took_over); the first, if it still finishes, cannot commit
 ///    (store::complete returns lease_lost → 409, its writes discarded)
 ///  - records expire after options.ttl (24 h); a key seen again after that is new.
-/// \endverbatim
+/// \endcode
 /// Keys are scoped per principal: P2 sending P1's key gets its own record, never P1's response.
 /// The principal is never stored: records hold principal_digest(principal, options.principal_key)
 /// ("sg1:" and HMAC-SHA-256 under a key the whole fleet shares, or SHA-256 without one), so a
@@ -284,6 +284,9 @@ struct guard_options {
 
 /// The guard (see the file comment; `guard` is the namespace, so the class is
 /// idempotency_guard). Holds a reference to its store, which must outlive it.
+///
+/// Example (tests/reference_guard_examples_test.cpp, run by the tests):
+/// \snippet reference_guard_examples_test.cpp idempotency_guard
 class STORMGUARD_EXPORT idempotency_guard {
  public:
   /// The handler: runs the operation, writing through the transaction, and returns the response.

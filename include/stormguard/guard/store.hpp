@@ -226,12 +226,12 @@ class STORMGUARD_EXPORT store {
 };
 
 /// Opens a store from a spec, as `--idempotency` takes it:
-/// \verbatim
+/// \code{.unparsed}
 ///  sqlite:PATH        an SQLite database file (created if absent; WAL journal)
 ///  postgres:URL       a PostgreSQL connection URI (`postgresql://user@host:port/db`; libpq's
 ///                     syntax, https://www.postgresql.org/docs/15/libpq-connect.html)
 ///  redis:URL          redis://host:port[/db]
-/// \endverbatim
+/// \endcode
 /// Creates the store's table (SQL) if absent. Throws std::invalid_argument naming "store" and
 /// quoting the spec when its syntax is wrong (no scheme, unknown scheme, empty path or URL),
 /// store_error when the store cannot be opened or reached.

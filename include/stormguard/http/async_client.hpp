@@ -93,6 +93,9 @@ class result_handler_for final : public result_handler {
 /// transfers in flight at most, each with its connection cache), a pool of easy handles (one per
 /// request in flight, reused) and the Asio watches of libcurl's sockets. Not thread-safe: use it on
 /// its executor only. Not copyable or movable (libcurl's callbacks hold its address).
+///
+/// Example (tests/integration/reference_http_examples_test.cpp, run by the tests):
+/// \snippet reference_http_examples_test.cpp http_async_client
 class STORMGUARD_EXPORT async_client {
  public:
   /// The executor type (Asio's polymorphic I/O executor).

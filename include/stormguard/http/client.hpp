@@ -367,6 +367,9 @@ struct result {
 /// arrived, which must not happen to a POST without a key (docs/http.md).
 ///
 /// Not thread-safe: one client per thread. Holds references to the clock and generator given.
+///
+/// Example (tests/integration/reference_http_examples_test.cpp, run by the tests):
+/// \snippet reference_http_examples_test.cpp http_client
 class STORMGUARD_EXPORT client {
  public:
   /// A client with its own real_clock and OS-seeded random_generator. Validates `options`:

@@ -12,7 +12,7 @@
 /// \endcode
 ///
 /// The metrics (docs/metrics.md), labelled with the caller's client name:
-/// \verbatim
+/// \code{.unparsed}
 ///  stormguard_fleet_syncs_total{client, result}      result: ok, error, refused (the store's
 ///                                                    key is shared by another fleet protocol)
 ///  stormguard_fleet_store_up{client}                 1 when the last sync succeeded, else 0
@@ -21,7 +21,7 @@
 ///  stormguard_fleet_live_clients{client}             the fleet size the store reported last
 ///  stormguard_fleet_share{client}                    this process's share of the fleet's
 ///                                                    requests at the last sync, in [0, 1]
-/// \endverbatim
+/// \endcode
 /// Thread-safe: hook() takes a mutex once per client name; the hook itself only sets gauges and
 /// adds to counters (no allocation).
 #ifndef STORMGUARD_METRICS_FLEET_HPP

@@ -20,7 +20,7 @@
 ///
 /// The metrics (docs/metrics.md has each one's meaning and Grafana-ready PromQL), with the label
 /// chosen by the caller (`client` by default) for the policy or host:
-/// \verbatim
+/// \code{.unparsed}
 ///  stormguard_attempts_total{client, outcome}       outcome: success, failure, timeout,
 ///                                                   not_retryable
 ///  stormguard_retries_total{client}                 retries granted (one backoff each)
@@ -33,7 +33,7 @@
 ///  stormguard_hedges_won_total{client}              hedged calls won by a copy after the first
 ///  stormguard_hedges_refused_total{client, budget}  hedged copies the budget refused
 ///  stormguard_hedges_cancelled_total{client}        copies cancelled after a call was decided
-/// \endverbatim
+/// \endcode
 /// (the hedge counters through stormguard/metrics/hedge.hpp: the hedging executor's end hook).
 /// Label values are the caller's client name and fixed vocabularies only (no URL, key or error
 /// text), so the number of series is bounded by the number of client names.

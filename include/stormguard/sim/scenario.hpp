@@ -89,12 +89,12 @@ struct overload {
 /// defence name, each value an object of that defence's parameters (all optional, the library's
 /// defaults otherwise):
 ///
-/// \verbatim
+/// \code{.unparsed}
 ///  "defences": {"drop-expired": {"service_estimate": "20ms"},
 ///               "lifo-codel": {"target": "5ms", "interval": "100ms"},
 ///               "retry-budget": {"ratio": 0.1, "window": "10s", "min_retries_per_second": 10},
 ///               "concurrency-limit": {"initial_limit": 100, "max_limit": 1000}}
-/// \endverbatim
+/// \endcode
 ///
 /// Absent or {}: no defence (the FIFO server that serves whatever it holds).
 struct server_defences {

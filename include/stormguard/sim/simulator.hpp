@@ -79,14 +79,14 @@ struct fine_bin {
 };
 
 /// The metrics of one strategy on one scenario. Per-attempt counters satisfy
-/// \verbatim
+/// \code{.unparsed}
 ///  attempts = successes + failures + timeouts + in_flight_attempts
-/// \endverbatim
+/// \endcode
 /// and per-logical-request counters satisfy
-/// \verbatim
+/// \code{.unparsed}
 ///  logical_requests = successes + attempts_exhausted + budget_exhausted + throttled +
 ///                     requests_in_flight.
-/// \endverbatim
+/// \endcode
 struct strategy_result {
   std::string name;  ///< the strategy's name
 

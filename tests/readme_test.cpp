@@ -173,6 +173,36 @@ TEST(ReadmeSubcommands, AreTheCliSubcommands) {
   for (const auto& line : readme) found = found || line.find(sentence) != std::string::npos;
   EXPECT_TRUE(found) << "the README should say `stormguard` " << sentence;
 }
+
+// docs/cli.md, the CLI's reference, has a section for each subcommand `stormguard --help` lists (a
+// heading naming `stormguard NAME`, e.g. "## `stormguard plan`" or "... `stormguard policy
+// check`"), and no section for a subcommand that --help does not list.
+TEST(CliReference, HasASectionPerSubcommand) {
+  const auto cli_md = lines_of(read_file(STORMGUARD_SOURCE_DIR "/docs/cli.md"));
+  const std::string out_path = ::testing::TempDir() + "cli_md_help.txt";
+  const std::string command =
+      std::string("\"") + STORMGUARD_CLI_PATH + "\" --help > \"" + out_path + "\"";
+  ASSERT_EQ(std::system(command.c_str()), 0) << command;
+  const auto cli = cli_subcommands(read_file(out_path));
+  ASSERT_GE(cli.size(), 7u) << "no SUBCOMMANDS block in stormguard --help";
+
+  std::vector<std::string> sections;  // the NAME of every heading's `stormguard NAME...`
+  for (const std::string& line : cli_md) {
+    if (line.rfind("#", 0) != 0) continue;
+    for (auto at = line.find("`stormguard "); at != std::string::npos;
+         at = line.find("`stormguard ", at + 1)) {
+      const std::size_t from = at + std::string("`stormguard ").size();
+      const std::size_t to = line.find_first_of(" `", from);
+      const std::string name = line.substr(from, to - from);
+      if (std::find(sections.begin(), sections.end(), name) == sections.end()) {
+        sections.push_back(name);
+      }
+    }
+  }
+  std::sort(sections.begin(), sections.end());
+  EXPECT_EQ(sections, cli) << "docs/cli.md's sections (`stormguard NAME` headings) differ from the "
+                              "subcommands of stormguard --help";
+}
 #endif
 
 }  // namespace

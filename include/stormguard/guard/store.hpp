@@ -15,6 +15,11 @@
 /// the record's expiry (all times are the guard's `stormguard::clock::wall_now()`, which the
 /// replicas of a fleet must agree on to well within a lease: NTP, docs/idempotency.md).
 ///
+/// Beside its records a store keeps their schema version (the layout's version, 1 so far): SQL
+/// stores in the table `<table>_schema`, Redis in the key `<prefix>:schema`. Opening a store
+/// writes version 1 when it holds none (a store written before versions were kept has that
+/// layout) and throws store_error naming both versions when it holds another.
+///
 /// Thread-safety: every member of a store may be called from any number of threads at once (each
 /// store keeps a pool of connections). Errors: a store that cannot be reached, or a statement that
 /// fails, throws store_error (the guard answers 503 with a Retry-After); bad arguments throw

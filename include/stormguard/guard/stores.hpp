@@ -11,7 +11,8 @@
 /// docs/idempotency.md says what each guarantees. Each keeps a pool of at most `max_connections`
 /// connections, opened on demand (a call waits for a free one when all are busy), and prepares
 /// every statement once per connection. Each throws std::invalid_argument naming the field and the
-/// value for bad options, and store_error when the store cannot be opened or reached.
+/// value for bad options, and store_error when the store cannot be opened or reached, or holds
+/// records of another schema version (store.hpp).
 #ifndef STORMGUARD_GUARD_STORES_HPP
 #define STORMGUARD_GUARD_STORES_HPP
 

@@ -100,6 +100,7 @@ struct attempt_report {
 ///  - try_withdraw(now, status, g): may one retry be sent now, after a failed attempt that ended
 ///    with `status` (failure or timeout)? true spends it; false means fail fast.
 ///  - record(now, report): an attempt ended (every attempt, first or retry).
+///
 /// Two more members are optional, for a budget that bounds what is in flight (see
 /// budget_protocol.hpp, which calls them exactly once each): retry_ended(now), when a granted
 /// retry's attempt ends or the request ends before it runs, and request_ended(now), when an

@@ -77,6 +77,7 @@ concept hears_request_end = requires(B& b, time_point now) {
 ///  - for a budget with retry_ended: every retry granted by failed() is ended exactly once (when
 ///    its attempt ends, or at end() when it never ran);
 ///  - for a budget with request_ended: an admitted request is ended exactly once, at end().
+///
 /// end() may be called more than once (the later calls do nothing), so an executor can call it
 /// from a scope guard as well as on its normal path.
 ///

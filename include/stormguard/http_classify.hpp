@@ -99,6 +99,7 @@ class STORMGUARD_EXPORT retryable_statuses {
 ///  - `retry_after` set => classification::retry_after(*retry_after);
 ///  - otherwise classification::retry() (own backoff; this includes an unparsable Retry-After,
 ///    which the caller passes as nullopt — it never means "retry at once").
+///
 /// `retry_after` is the parsed Retry-After (parse_retry_after), >= 0; a negative value counts as
 /// 0 (classification::retry_after clamps). Whether a delay is too long (max_retry_after, the
 /// deadline) is the retry policy's decision, not this function's. Never throws.

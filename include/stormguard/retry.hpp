@@ -332,6 +332,7 @@ class retrier {
   ///    std::error_code;
   ///  - returns anything else, or void (done_t): success = no exception; an exception thrown
   ///    by `op` is the attempt's error, as std::exception_ptr (classified like any error).
+  ///
   /// `classify(const E&)` returns a classification or a bool (true = retry); the default,
   /// default_classifier, retries transient std::error_codes and system_errors (classify.hpp).
   /// An exception thrown by `classify` or a hook propagates.

@@ -120,6 +120,7 @@ class STORMGUARD_EXPORT retry_policy {
   ///  6. only then is one retry withdrawn from `budget` at `now`, as
   ///     budget.try_withdraw(now, status, g) with status timeout when verdict.timeout(), failure
   ///     otherwise (denied ⇒ budget_exhausted).
+  ///
   /// A call that stops before step 4 draws nothing; before step 6 it spends no budget.
   /// `previous_delay` is the delay waited before this attempt (zero before the first retry).
   /// `deadline` is an instant of the caller's clock; time_point::max() = none. All arithmetic

@@ -66,6 +66,7 @@ namespace stormguard {
 ///  - `async_wait(handler)`: completes once with void(std::error_code) on the handler's associated
 ///    executor: no error when the time elapsed, asio::error::operation_aborted after cancel();
 ///  - `cancel()`: ends a pending wait early (operation_aborted).
+///
 /// The timer's clock must be the retrier's clock: asio::steady_timer runs on
 /// std::chrono::steady_clock, which is what stormguard::real_clock reads.
 template <class T, class Executor>
@@ -474,6 +475,7 @@ struct initiate_async_retry {
 ///  - void(std::exception_ptr) or void(std::exception_ptr, V): E = std::exception_ptr, e.g.
 ///    asio::co_spawn(ex, coroutine(ctx), token) for an attempt written as a coroutine;
 ///  - void(R) with R expected-like (stormguard::outcome, std::expected): as R.
+///
 /// Write it generic in the token (`auto&& token`, forwarded to an Asio initiating function or
 /// asio::async_initiate): async_retry calls it once with a probe token, inside decltype only, to
 /// learn that signature. `classify(const E&)` returns a classification or a bool, as for retrier.

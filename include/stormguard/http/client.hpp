@@ -14,6 +14,7 @@
 ///    waiting for the response) only for idempotent methods (RFC 9110 §9.2.2) or requests that
 ///    carry an Idempotency-Key (draft-ietf-httpapi-idempotency-key-header), which is the same on
 ///    every attempt. A POST or PATCH without a key is never retried, whatever the error.
+///
 /// Each host has a retry budget (any kind: stormguard::any_budget, a ratio_budget by default)
 /// shared by every call of the client. With client_options::hedging the client hedges instead of
 /// retrying: concurrent copies of the request, the first good answer wins (docs/hedging.md).

@@ -18,6 +18,7 @@
 /// - a status in hedge_http_options::non_fatal_statuses, or a transport failure (no response):
 ///   non-fatal, the next copy goes at once;
 /// - any other status is fatal: the call ends with it.
+///
 /// A non-idempotent method (RFC 9110 §9.2.2) is hedged only when the request carries an
 /// Idempotency-Key, and the same key goes on every copy (key::generate() is resolved once per
 /// call); without one, exactly one copy is sent.

@@ -159,6 +159,7 @@ struct payments_audit {
 ///    retried after its Retry-After whatever `statuses` holds, as the statuses in it are;
 ///  - no response: classify_transport_failure(phase, "POST", true) — a connection closed after
 ///    the request was sent is retried, since the key makes the repeat safe; stop without a phase.
+///
 /// Pure; thread-safe.
 [[nodiscard]] STORMGUARD_EXPORT classification classify_charge_attempt(
     std::optional<int> status, std::optional<transport_phase> phase,

@@ -32,7 +32,7 @@
 ///
 /// Algorithm (all amounts in integer micro-retries, 1 retry = 10^6):
 ///
-/// \code{.cpp}
+/// \code{.unparsed}
 ///  allowance A = ratio · R_fleet + floor · window − W_fleet      (the fleet's window totals)
 ///  share s     = r_local / R_fleet   (r_local: this process's requests in its own window;
 ///                                     1 / live_clients while the fleet has no requests;

@@ -3,7 +3,7 @@
 /// The `hedging` object of a policy file — hedged requests instead
 /// of retries (gRFC A6: a policy has retries or hedging, never both).
 ///
-/// \code{.cpp}
+/// \code{.unparsed}
 ///  {"policies": [{"name": "hedged",
 ///                 "hedging": {"max_attempts": 3, "delay": "50ms",
 ///                             "non_fatal_statuses": [503],

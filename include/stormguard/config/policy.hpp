@@ -9,7 +9,7 @@
 /// names the field path (`policies[0].backoff.base`), its valid range and the value as written.
 /// The schema, every default and the import tables are in docs/policy.md.
 ///
-/// \code{.cpp}
+/// \code{.unparsed}
 ///  {"policies": [{"name": "ours", "retries": 3,
 ///                 "backoff": {"base": "100ms", "cap": "3s", "jitter": "full"},
 ///                 "budget": {"kind": "ratio", "ratio": 0.1}}]}

@@ -14,7 +14,7 @@
 /// \endcode
 ///
 /// The metrics (docs/metrics.md "The idempotency guard"):
-/// \code{.cpp}
+/// \code{.unparsed}
 ///  stormguard_guard_decisions_total{decision}   counter: every answer of handle(), by decision
 ///      (guard::to_string: ran — the key acquired and the handler committed —, replayed,
 ///      in_progress — a conflict, 409 —, mismatch — 422 —, store_unavailable, lease_lost,

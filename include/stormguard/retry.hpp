@@ -144,7 +144,10 @@ auto invoke_attempt(Op& op, const attempt_context& ctx) {
 
 }  // namespace detail
 
-/// The value and error types of a call through a retrier with operation type Op.
+/// The value and error types of a call through a retrier with operation type Op: one attempt's
+/// result as an expected-like type — the type `op` returns when it returns one (outcome,
+/// std::expected, ...), else outcome<T, E> with T and E as retrier::operator() describes for the
+/// other shapes (an error_code, a pair with an error_code, a plain value or void).
 template <class Op>
 #ifdef STORMGUARD_DOXYGEN  // the reference shows the type without the internal helper
 using attempt_outcome_t = outcome<T, E>;

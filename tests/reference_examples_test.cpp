@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // The examples of the API reference's class pages (Doxygen `\snippet`s between `//! [name]`
-// markers), for the core library: the retrier, the retry policy, each budget kind, the fleet
-// budget and the hedging policy. Each example runs here on a manual clock (virtual time, no real
-// sleep) with a seeded generator, and the assertions after it check what its comments say.
+// markers), for the core library: the retrier, the retry policy, each budget kind (the retry
+// breaker and the fleet budget included) and the hedging policy. Each example runs here on a manual
+// clock (virtual time, no real sleep) with a seeded generator, and the assertions after it check
+// what its comments say.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -16,6 +17,7 @@
 #include "stormguard/hedging.hpp"
 #include "stormguard/random.hpp"
 #include "stormguard/retry.hpp"
+#include "stormguard/retry_breaker.hpp"
 #include "stormguard/retry_policy.hpp"
 #include "stormguard/testing/manual_clock.hpp"
 
@@ -180,6 +182,25 @@ TEST(ReferenceExamples, ConcurrencyBudget) {
   EXPECT_EQ(retries, 30);
 }
 
+TEST(ReferenceExamples, RetryBreaker) {
+  stormguard::testing::manual_clock clock;
+  stormguard::random_generator rng(1);
+  //! [retry_breaker]
+  // Retries only while the failure rate over the last 10 s is below 10 % (Brooker 2022).
+  stormguard::retry_breaker breaker({.threshold = 0.1, .window = 10s});
+  stormguard::retrier retry(stormguard::retry_policy{}, clock, rng, breaker);
+
+  for (int i = 0; i < 90; ++i) {  // a healthy backend: 90 calls succeed
+    (void)retry([](const stormguard::attempt_context&) { return std::error_code(); });
+  }
+  // Then the backend goes down: the first failures, against a healthy record, are retried (7
+  // retries, until 10 failures in 100 attempts), then no call retries until the rate falls.
+  const int retries = retries_against_a_down_backend(retry, 100);  // 7
+  //! [retry_breaker]
+  EXPECT_EQ(retries, 7);
+  EXPECT_GE(breaker.failure_rate(clock.now()), 0.1);
+}
+
 TEST(ReferenceExamples, FleetBudget) {
   stormguard::testing::manual_clock clock;
   stormguard::random_generator rng(1);
@@ -187,8 +208,10 @@ TEST(ReferenceExamples, FleetBudget) {
   // Two processes of one service share one ratio budget through a store (stormguard::fleet's
   // Redis store in production; here the in-memory model of it).
   stormguard::fleet_window_store store(10s, 3s);
-  stormguard::fleet_budget a({.ratio = {.ratio = 0.1, .min_retries_per_second = 0}});
-  stormguard::fleet_budget b({.ratio = {.ratio = 0.1, .min_retries_per_second = 0}});
+  stormguard::fleet_budget_options options;  // sync every 100 ms, at most 2 s apart
+  options.ratio = {.ratio = 0.1, .min_retries_per_second = 0};  // 10 % of the fleet's requests
+  stormguard::fleet_budget a(options);
+  stormguard::fleet_budget b(options);
 
   // Process a serves 100 requests; process b none.
   for (int i = 0; i < 100; ++i) (void)a.try_admit(clock.now(), rng);

@@ -58,6 +58,9 @@ struct retry_breaker_options {
 };
 
 /// The retry-only circuit breaker (see the file comment). Thread-safe.
+///
+/// Example (tests/reference_examples_test.cpp, run by the tests):
+/// \snippet reference_examples_test.cpp retry_breaker
 class STORMGUARD_EXPORT retry_breaker {
  public:
   /// The options type that builds it.

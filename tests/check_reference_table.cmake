@@ -2,7 +2,11 @@
 # ctest docs.reference_table: the table of docs/reference.md (the API reference's main page) lists
 # every library with public headers, and each row names exactly the headers of that library's
 # CMake target (its HEADERS, detail/ left out), as the configure wrote them to
-# stormguard-layers.json. Run as cmake -DLAYERS=<json> -DREFERENCE=<md> -P <this file>.
+# stormguard-layers.json; and, whichever libraries this build holds, every public header under
+# INCLUDE_DIR (include/stormguard/**/*.hpp, detail/ left out) is in a row and every header a row
+# names exists, so a header that no target lists, or a row left behind by a rename, is caught. Run as
+# cmake -DLAYERS=<json> -DREFERENCE=<md> -DINCLUDE_DIR=<include> -P <this file>.
+cmake_policy(SET CMP0057 NEW)  # if(IN_LIST)
 file(READ "${LAYERS}" layers)
 file(READ "${REFERENCE}" reference)
 string(JSON count LENGTH "${layers}")
@@ -40,6 +44,29 @@ foreach(i RANGE ${last})
     string(APPEND problems "stormguard::${name}: the row lists [${listed}], the target has [${expected}]\n")
   endif()
 endforeach()
+# Whatever this build holds: every public header on disk is in a row, and every header a row
+# names is on disk (a row of a library that this build leaves out is checked this way only).
+if(INCLUDE_DIR)
+  string(REGEX MATCHALL "\n\\| `stormguard::[a-z_]+` \\|[^\n]*" rows "${reference}")
+  set(in_rows "")
+  foreach(row IN LISTS rows)
+    string(REGEX REPLACE "^\n\\| `stormguard::[a-z_]+` \\|" "" cells "${row}")
+    string(REGEX MATCHALL "`[^`]+`" listed "${cells}")
+    list(TRANSFORM listed REPLACE "`" "")
+    list(APPEND in_rows ${listed})
+  endforeach()
+  foreach(h IN LISTS in_rows)
+    if(NOT EXISTS "${INCLUDE_DIR}/${h}")
+      string(APPEND problems "a row names ${h}, which is not in ${INCLUDE_DIR}\n")
+    endif()
+  endforeach()
+  file(GLOB_RECURSE on_disk RELATIVE "${INCLUDE_DIR}" "${INCLUDE_DIR}/stormguard/*.hpp")
+  foreach(h IN LISTS on_disk)
+    if(NOT h MATCHES "/detail/" AND NOT h IN_LIST in_rows)
+      string(APPEND problems "${h} is in no row\n")
+    endif()
+  endforeach()
+endif()
 if(problems)
   message(FATAL_ERROR "docs/reference.md's table disagrees with the CMake targets:\n${problems}")
 endif()

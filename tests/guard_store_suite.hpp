@@ -23,6 +23,7 @@
 #include <functional>
 #include <latch>
 #include <memory>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <thread>
@@ -104,6 +105,74 @@ class StoreConformance : public ::testing::TestWithParam<store_factory> {
 };
 
 // ---- the store's contract ------------------------------------------------------------------
+
+// The records' schema version, kept beside them: SQL in the one row of `<table>_schema`, Redis
+// in the key `<prefix>:schema`. These write it as a build of another version would have, or
+// remove it as a build from before versions were kept left the store.
+inline void set_schema_version(sg::store& s, const std::string& table,
+                               const std::optional<std::string>& version) {
+  if (s.kind() == sg::store_kind::redis) {
+    if (version) {
+      s.query("SET", {table + ":schema", *version});
+    } else {
+      s.query("DEL", {table + ":schema"});
+    }
+  } else if (version) {
+    s.query("UPDATE " + table + "_schema SET version = " + *version, {});
+  } else {
+    s.query("DROP TABLE " + table + "_schema", {});
+  }
+}
+/// The version a store keeps; nullopt when it keeps none.
+inline std::optional<std::string> schema_version(sg::store& s, const std::string& table) {
+  std::vector<sg::row> rows;
+  try {
+    rows = s.kind() == sg::store_kind::redis
+               ? s.query("GET", {table + ":schema"})
+               : s.query("SELECT version FROM " + table + "_schema", {});
+  } catch (const sg::store_error&) {
+    return std::nullopt;  // SQL: no such table
+  }
+  if (rows.size() != 1 || rows[0].size() != 1) return std::nullopt;
+  return rows[0][0];
+}
+
+TEST_P(StoreConformance, ANewStoreKeepsSchemaVersion1) {
+  EXPECT_EQ(schema_version(store(), table_), "1");
+  // Opening it again changes nothing.
+  const auto again = GetParam().make(table_);
+  EXPECT_EQ(schema_version(*again, table_), "1");
+}
+
+TEST_P(StoreConformance, AStoreOfAnotherSchemaVersionIsRefusedAtOpenNamingBothVersions) {
+  ASSERT_EQ(begin("p", "k1", "tok-1", t0_).outcome, sg::begin_outcome::acquired);
+  set_schema_version(store(), table_, "2");
+  try {
+    (void)GetParam().make(table_);
+    FAIL() << "a store of schema version 2 was opened";
+  } catch (const sg::store_error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("schema version \"2\""), std::string::npos) << what;
+    EXPECT_NE(what.find("schema version 1"), std::string::npos) << what;
+    EXPECT_NE(what.find(table_), std::string::npos) << what;
+  }
+  // Nothing was changed: the version and the record are as they were.
+  EXPECT_EQ(schema_version(store(), table_), "2");
+  set_schema_version(store(), table_, "1");
+  EXPECT_EQ(begin("p", "k1", "tok-2", t0_ + 1s).outcome, sg::begin_outcome::in_progress);
+}
+
+TEST_P(StoreConformance, AStoreWithoutASchemaVersionIsOpenedAsVersion1WithItsRecords) {
+  ASSERT_EQ(begin("p", "k1", "tok-1", t0_).outcome, sg::begin_outcome::acquired);
+  ASSERT_EQ(complete("p", "k1", "tok-1", t0_ + 1s), sg::complete_outcome::completed);
+  set_schema_version(store(), table_, std::nullopt);
+  ASSERT_EQ(schema_version(store(), table_), std::nullopt);
+
+  const auto reopened = GetParam().make(table_);
+  EXPECT_EQ(schema_version(*reopened, table_), "1");
+  const auto found = reopened->begin({"p", "k1"}, fp("a"), "tok-2", t0_ + 2s, 30s, 24h);
+  EXPECT_EQ(found.outcome, sg::begin_outcome::completed);
+}
 
 TEST_P(StoreConformance, BeginAcquiresAnAbsentKeyThenReportsItInProgress) {
   const auto first = begin("p", "k1", "tok-1", t0_);

@@ -2,6 +2,8 @@
 // The README's code blocks must be excerpts of example programs that the tests build and run.
 // A block whose first line is a comment naming a file (`// examples/x.cpp ...`) is checked here:
 // every non-blank line of the block, without its indentation, must appear in that file, in order.
+// With the CLI built, the lists of the docs are checked against its --help: the README's table
+// of subcommands, docs/cli.md's sections (one per subcommand) and serve's scenarios.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -172,6 +174,78 @@ TEST(ReadmeSubcommands, AreTheCliSubcommands) {
   bool found = false;
   for (const auto& line : readme) found = found || line.find(sentence) != std::string::npos;
   EXPECT_TRUE(found) << "the README should say `stormguard` " << sentence;
+}
+
+// docs/cli.md, the CLI's reference, has a section for each subcommand `stormguard --help` lists (a
+// heading naming `stormguard NAME`, e.g. "## `stormguard plan`" or "... `stormguard policy
+// check`"), and no section for a subcommand that --help does not list.
+TEST(CliReference, HasASectionPerSubcommand) {
+  const auto cli_md = lines_of(read_file(STORMGUARD_SOURCE_DIR "/docs/cli.md"));
+  const std::string out_path = ::testing::TempDir() + "cli_md_help.txt";
+  const std::string command =
+      std::string("\"") + STORMGUARD_CLI_PATH + "\" --help > \"" + out_path + "\"";
+  ASSERT_EQ(std::system(command.c_str()), 0) << command;
+  const auto cli = cli_subcommands(read_file(out_path));
+  ASSERT_GE(cli.size(), 7u) << "no SUBCOMMANDS block in stormguard --help";
+
+  std::vector<std::string> sections;  // the NAME of every heading's `stormguard NAME...`
+  for (const std::string& line : cli_md) {
+    if (line.rfind("#", 0) != 0) continue;
+    for (auto at = line.find("`stormguard "); at != std::string::npos;
+         at = line.find("`stormguard ", at + 1)) {
+      const std::size_t from = at + std::string("`stormguard ").size();
+      const std::size_t to = line.find_first_of(" `", from);
+      const std::string name = line.substr(from, to - from);
+      if (std::find(sections.begin(), sections.end(), name) == sections.end()) {
+        sections.push_back(name);
+      }
+    }
+  }
+  std::sort(sections.begin(), sections.end());
+  EXPECT_EQ(sections, cli) << "docs/cli.md's sections (`stormguard NAME` headings) differ from the "
+                              "subcommands of stormguard --help";
+}
+
+// The scenarios docs/cli.md lists for `serve SCENARIO` are those `stormguard serve --help` lists.
+TEST(CliReference, ServeListsTheScenariosServeHelpLists) {
+  const std::string out_path = ::testing::TempDir() + "serve_help.txt";
+  const std::string command =
+      std::string("\"") + STORMGUARD_CLI_PATH + "\" serve --help > \"" + out_path + "\"";
+  ASSERT_EQ(std::system(command.c_str()), 0) << command;
+  std::string help = read_file(out_path);
+  std::replace(help.begin(), help.end(), '\n', ' ');
+  const std::string intro = "A built-in scenario (";
+  const auto from = help.find(intro);
+  ASSERT_NE(from, std::string::npos) << "serve --help lists no built-in scenarios";
+  const auto to = help.find(')', from);
+  std::vector<std::string> from_help;
+  std::istringstream names(help.substr(from + intro.size(), to - from - intro.size()));
+  for (std::string name; names >> name;) {
+    if (!name.empty() && name.back() == ',') name.pop_back();
+    from_help.push_back(name);
+  }
+  std::sort(from_help.begin(), from_help.end());
+  ASSERT_GE(from_help.size(), 8u);
+
+  // cli.md's row `| `SCENARIO` | a built-in time-series scenario by name (`a`, `b`, ...) or ...`
+  // in the section of `stormguard serve`.
+  const auto cli_md = lines_of(read_file(STORMGUARD_SOURCE_DIR "/docs/cli.md"));
+  std::size_t at = 0;
+  while (at < cli_md.size() && cli_md[at] != "## `stormguard serve`") ++at;
+  while (at < cli_md.size() && cli_md[at].rfind("| `SCENARIO` |", 0) != 0) ++at;
+  ASSERT_LT(at, cli_md.size()) << "docs/cli.md has no SCENARIO row for serve";
+  const std::string& row = cli_md[at];
+  const auto open = row.find("by name (");
+  ASSERT_NE(open, std::string::npos) << row;
+  const std::string listed = row.substr(open, row.find(')', open) - open);
+  std::vector<std::string> from_docs;
+  for (auto q = listed.find('`'); q != std::string::npos; q = listed.find('`', q + 1)) {
+    const auto end = listed.find('`', q + 1);
+    from_docs.push_back(listed.substr(q + 1, end - q - 1));
+    q = end;
+  }
+  std::sort(from_docs.begin(), from_docs.end());
+  EXPECT_EQ(from_docs, from_help) << "docs/cli.md's scenarios of serve differ from serve --help";
 }
 #endif
 

@@ -1,33 +1,39 @@
 // SPDX-License-Identifier: Apache-2.0
-// stormguard/backoff.hpp: how long to wait before each retry.
-//
-// A `stormguard::backoff` is a pure computation: given the retry number n (1 for the first retry)
-// and a random generator, it returns the delay before retry n. It never sleeps and never reads a
-// clock; the retry executor and the storm simulator do that. The formulas are those of Marc
-// Brooker, "Exponential Backoff And Jitter" (AWS Architecture Blog, 2015):
-//
-//   ceiling(n)    = min(cap, base · multiplier^(n-1))          (the default: retry 1 waits <= base)
-//                 = min(cap, base · multiplier^n)              (ceiling_exponent::retry: Brooker's
-//                 code)
-//   none          : delay = ceiling(n)
-//   equal         : delay = ceiling(n)/2 + U(0, ceiling(n)/2)          ∈ [ceiling/2, ceiling]
-//   full (default): delay = U(0, ceiling(n))                            ∈ [0, ceiling]
-//   decorrelated  : delay = min(cap, U(base, 3 · previous delay)),      previous of retry 1 = base
-//
-// The decorrelated formula is the blog's code as published (`sleep = min(cap, random_between(base,
-// sleep * 3))`, starting from sleep = base). The blog's code computes the ceiling of the n-th retry
-// as base · 2^n with n from 1 (its first retry's ceiling is 2 · base); the option
-// backoff_options::exponent = ceiling_exponent::retry selects that convention, for reproducing
-// the blog's experiment exactly (the simulator's brooker-occ scenario does).
-//
-// U(a, b) is uniform over the closed range at nanosecond resolution (stormguard::uniform_duration).
-// All arithmetic saturates: any n up to INT_MAX and any base <= cap give a delay in [0, cap].
-//
-//   stormguard::backoff policy;                     // base 100 ms, cap 3 s, ×2, full jitter
-//   stormguard::random_generator rng;
-//   auto first = policy.delay(1, rng);              // uniform in [0, 100 ms]
-//   auto fifth = policy.delay(5, rng);              // uniform in [0, 1.6 s]
-//   auto tenth = policy.delay(10, rng);             // uniform in [0, 3 s] (capped)
+/// \file
+/// How long to wait before each retry.
+///
+/// A `stormguard::backoff` is a pure computation: given the retry number n (1 for the first retry)
+/// and a random generator, it returns the delay before retry n. It never sleeps and never reads a
+/// clock; the retry executor and the storm simulator do that. The formulas are those of Marc
+/// Brooker, "Exponential Backoff And Jitter" (AWS Architecture Blog, 2015):
+///
+/// \code{.unparsed}
+///  ceiling(n)    = min(cap, base · multiplier^(n-1))          (the default: retry 1 waits <= base)
+///                = min(cap, base · multiplier^n)              (ceiling_exponent::retry: Brooker's
+///                code)
+///  none          : delay = ceiling(n)
+///  equal         : delay = ceiling(n)/2 + U(0, ceiling(n)/2)          ∈ [ceiling/2, ceiling]
+///  full (default): delay = U(0, ceiling(n))                            ∈ [0, ceiling]
+///  decorrelated  : delay = min(cap, U(base, 3 · previous delay)),      previous of retry 1 = base
+/// \endcode
+///
+/// The decorrelated formula is the blog's code as published (`sleep = min(cap, random_between(base,
+/// sleep * 3))`, starting from sleep = base). The blog's code computes the ceiling of the n-th
+/// retry as base · 2^n with n from 1 (its first retry's ceiling is 2 · base); the option
+/// backoff_options::exponent = ceiling_exponent::retry selects that convention, for reproducing
+/// the blog's experiment exactly (the simulator's brooker-occ scenario does).
+///
+/// U(a, b) is uniform over the closed range at nanosecond resolution
+/// (stormguard::uniform_duration). All arithmetic saturates: any n up to INT_MAX and any base <=
+/// cap give a delay in [0, cap].
+///
+/// \code{.cpp}
+///  stormguard::backoff policy;                     // base 100 ms, cap 3 s, ×2, full jitter
+///  stormguard::random_generator rng;
+///  auto first = policy.delay(1, rng);              // uniform in [0, 100 ms]
+///  auto fifth = policy.delay(5, rng);              // uniform in [0, 1.6 s]
+///  auto tenth = policy.delay(10, rng);             // uniform in [0, 3 s] (capped)
+/// \endcode
 #ifndef STORMGUARD_BACKOFF_HPP
 #define STORMGUARD_BACKOFF_HPP
 
@@ -105,10 +111,13 @@ class STORMGUARD_EXPORT backoff {
   /// Validates `options` and precomputes the first ceilings. Throws std::invalid_argument naming
   /// the field and the value when base < 0, cap < base, multiplier is NaN, infinite or < 1,
   /// jitter or exponent is not one of the enumerators, or jitter is decorrelated with base == 0.
+  /// `backoff({})` is the same as `backoff()`.
   explicit backoff(backoff_options options = {});
 
-  /// `backoff({})`: the defaults, as backoff().
+  /// \cond
+  // `backoff({})`: the defaults, as backoff().
   backoff(detail::empty_braces) : backoff(backoff_options{}) {}
+  /// \endcond
 
   /// A constant backoff: every ceiling is `delay` (base = cap = delay, multiplier 1), with the
   /// given jitter (none by default: exactly `delay` each time). Throws std::invalid_argument for

@@ -1,42 +1,49 @@
 // SPDX-License-Identifier: Apache-2.0
-// stormguard/budget.hpp: retry budgets and throttles, the ceiling on how much extra load retries
-// (and, for adaptive throttling, first attempts) may add.
-//
-// A budget is shared by every call a client (or a proxy) makes. The share of retries in all
-// traffic has a hard ceiling (Google SRE book, chapter 21: a per-client retry budget); beyond it a
-// call fails fast instead of retrying. The retry executor (retry.hpp) and the storm simulator talk
-// to every budget through the `stormguard::retry_budget` concept, three calls per logical request:
-//
-//   b.try_admit(now, g)              before the first attempt; false = rejected locally (only
-//                                    adaptive_throttle ever says false; the call ends with
-//                                    end_reason::throttled and no attempt)
-//   b.try_withdraw(now, status, g)   before each retry; false = fail fast (budget_exhausted)
-//   b.record(now, report)            after each attempt, with how it ended
-//
-// Five algorithms, each as published:
-//
-//   ratio_budget           Finagle's RetryBudget (Linkerd): retries <= ratio · requests over a
-//                          sliding window, plus a floor per second. The default.
-//   token_bucket_throttle  gRPC retry throttling (gRFC A6): failures drain a bucket, successes
-//                          refill it; no retries while it is half empty or less.
-//   retry_quota            the AWS SDKs' "standard" retry mode: a retry costs 5 tokens (10 after
-//                          a timeout) out of 500; a success pays back.
-//   adaptive_throttle      Google SRE book, "Handling Overload": rejects requests (first attempts
-//                          too) locally with probability max(0, (requests - K·accepts) /
-//                          (requests + 1)) over the last 2 minutes.
-//   concurrency_budget     Envoy's retry budget: retries in flight <= max(3, 20 % of the
-//                          logical requests in flight).
-//
-// The kinds are one list, stormguard::budget_options in budget_kinds.hpp: each options type below
-// names its kind ("ratio", "token_bucket", "quota", "adaptive", "concurrency"; "none" for
-// no_budget), its class and its settings, and any_budget holds a budget of any kind.
-//
-// Time is passed in (read from the caller's stormguard::clock), so a budget never reads a clock;
-// randomness (adaptive_throttle only) comes from the caller's generator. Every budget here is
-// thread-safe (atomics or one short critical section) and exposes its state for observability.
-//
-//   stormguard::ratio_budget budget;                 // 10 % of requests over 10 s, floor 10/s
-//   stormguard::retrier retry(policy, clock, rng, budget);
+/// \file
+/// Retry budgets and throttles, the ceiling on how much extra load retries
+/// (and, for adaptive throttling, first attempts) may add.
+///
+/// A budget is shared by every call a client (or a proxy) makes. The share of retries in all
+/// traffic has a hard ceiling (Google SRE book, chapter 21: a per-client retry budget); beyond it a
+/// call fails fast instead of retrying. The retry executor (retry.hpp) and the storm simulator talk
+/// to every budget through the `stormguard::retry_budget` concept, three calls per logical request:
+///
+/// \code{.unparsed}
+///  b.try_admit(now, g)              before the first attempt; false = rejected locally (only
+///                                   adaptive_throttle ever says false; the call ends with
+///                                   end_reason::throttled and no attempt)
+///  b.try_withdraw(now, status, g)   before each retry; false = fail fast (budget_exhausted)
+///  b.record(now, report)            after each attempt, with how it ended
+/// \endcode
+///
+/// Five algorithms, each as published:
+///
+/// \code{.unparsed}
+///  ratio_budget           Finagle's RetryBudget (Linkerd): retries <= ratio · requests over a
+///                         sliding window, plus a floor per second. The default.
+///  token_bucket_throttle  gRPC retry throttling (gRFC A6): failures drain a bucket, successes
+///                         refill it; no retries while it is half empty or less.
+///  retry_quota            the AWS SDKs' "standard" retry mode: a retry costs 5 tokens (10 after
+///                         a timeout) out of 500; a success pays back.
+///  adaptive_throttle      Google SRE book, "Handling Overload": rejects requests (first attempts
+///                         too) locally with probability max(0, (requests - K·accepts) /
+///                         (requests + 1)) over the last 2 minutes.
+///  concurrency_budget     Envoy's retry budget: retries in flight <= max(3, 20 % of the
+///                         logical requests in flight).
+/// \endcode
+///
+/// The kinds are one list, stormguard::budget_options in budget_kinds.hpp: each options type below
+/// names its kind ("ratio", "token_bucket", "quota", "adaptive", "concurrency"; "none" for
+/// no_budget), its class and its settings, and any_budget holds a budget of any kind.
+///
+/// Time is passed in (read from the caller's stormguard::clock), so a budget never reads a clock;
+/// randomness (adaptive_throttle only) comes from the caller's generator. Every budget here is
+/// thread-safe (atomics or one short critical section) and exposes its state for observability.
+///
+/// \code{.cpp}
+///  stormguard::ratio_budget budget;                 // 10 % of requests over 10 s, floor 10/s
+///  stormguard::retrier retry(policy, clock, rng, budget);
+/// \endcode
 #ifndef STORMGUARD_BUDGET_HPP
 #define STORMGUARD_BUDGET_HPP
 
@@ -93,6 +100,7 @@ struct attempt_report {
 ///  - try_withdraw(now, status, g): may one retry be sent now, after a failed attempt that ended
 ///    with `status` (failure or timeout)? true spends it; false means fail fast.
 ///  - record(now, report): an attempt ended (every attempt, first or retry).
+///
 /// Two more members are optional, for a budget that bounds what is in flight (see
 /// budget_protocol.hpp, which calls them exactly once each): retry_ended(now), when a granted
 /// retry's attempt ends or the request ends before it runs, and request_ended(now), when an
@@ -174,10 +182,12 @@ struct ratio_budget_options {
 ///
 /// Over a sliding window of `window`, in integer micro-retries:
 ///
-///   balance = Σ deposits − Σ withdrawals (both within the window) + reserve
-///   deposit  = round(ratio · 10^6) per logical request
-///   withdraw = 10^6 per retry, allowed only while balance >= 10^6
-///   reserve  = min_retries_per_second · window(s) · 10^6
+/// \code{.unparsed}
+///  balance = Σ deposits − Σ withdrawals (both within the window) + reserve
+///  deposit  = round(ratio · 10^6) per logical request
+///  withdraw = 10^6 per retry, allowed only while balance >= 10^6
+///  reserve  = min_retries_per_second · window(s) · 10^6
+/// \endcode
 ///
 /// The window is kept as slices of window/10 (rounded up to a nanosecond) in a ring of 11: the
 /// current slice and the 10 whole slices before it. A deposit or a withdrawal therefore counts
@@ -186,7 +196,9 @@ struct ratio_budget_options {
 /// all the others, so with t the instant of that last retry, the retries granted in the span are at
 /// most
 ///
-///   ratio · (requests in (t − window − window/10, t]) + min_retries_per_second · window
+/// \code{.unparsed}
+///  ratio · (requests in (t − window − window/10, t]) + min_retries_per_second · window
+/// \endcode
 ///
 /// With steady traffic: ratio · (requests in the window and the window/10 before it) + the reserve.
 ///
@@ -195,6 +207,9 @@ struct ratio_budget_options {
 /// older than the newest seen counts in the newest slice. Consequently one time far ahead of the
 /// others (time_point::max(), a clock from another epoch) moves the window there, and nothing
 /// expires until the times passed in catch up: pass times from one steady clock.
+///
+/// Example (tests/reference_examples_test.cpp, run by the tests):
+/// \snippet reference_examples_test.cpp ratio_budget
 class STORMGUARD_EXPORT ratio_budget {
  public:
   /// The options type that builds it (its kind: ratio_budget_options::kind).
@@ -212,9 +227,12 @@ class STORMGUARD_EXPORT ratio_budget {
   /// Validates `options`; throws std::invalid_argument naming the field and the value when
   /// ratio is NaN, outside [0, 1000] or non-zero but below 5e-7, window is outside [1 s, 60 s], or
   /// min_retries_per_second is outside [0, 1,000,000].
+  /// `ratio_budget({})` is the same as `ratio_budget()`.
   explicit ratio_budget(ratio_budget_options options = {});
-  /// `ratio_budget({})`: the defaults, as ratio_budget().
+  /// \cond
+  // `ratio_budget({})`: the defaults, as ratio_budget().
   ratio_budget(detail::empty_braces) : ratio_budget(ratio_budget_options{}) {}
+  /// \endcond
 
   ratio_budget(const ratio_budget&) = delete;
   ratio_budget& operator=(const ratio_budget&) = delete;
@@ -302,10 +320,12 @@ struct token_bucket_throttle_options {
 /// gRPC's client-side retry throttling (gRFC A6 "gRPC Retry Design", section "Throttling Retry
 /// Attempts and Hedged RPCs"), per server:
 ///
-///   tokens starts at max_tokens and stays in [0, max_tokens]
-///   each failed attempt (failure or timeout)   tokens -= 1
-///   each successful attempt                    tokens += token_ratio
-///   a retry is allowed only while              tokens > max_tokens / 2
+/// \code{.unparsed}
+///  tokens starts at max_tokens and stays in [0, max_tokens]
+///  each failed attempt (failure or timeout)   tokens -= 1
+///  each successful attempt                    tokens += token_ratio
+///  a retry is allowed only while              tokens > max_tokens / 2
+/// \endcode
 ///
 /// As in gRPC, a failure the classifier does not retry (not_retryable) changes nothing, the
 /// failure is recorded before the retry is asked for (record, then try_withdraw), and a retry
@@ -316,6 +336,9 @@ struct token_bucket_throttle_options {
 ///
 /// Kept in integer milli-tokens (gRFC A6's three decimals), in one std::atomic: lock-free,
 /// thread-safe; no clock involved (time plays no part in gRPC's algorithm).
+///
+/// Example (tests/reference_examples_test.cpp, run by the tests):
+/// \snippet reference_examples_test.cpp token_bucket_throttle
 class STORMGUARD_EXPORT token_bucket_throttle {
  public:
   /// The options type that builds it (its kind: token_bucket_throttle_options::kind).
@@ -323,10 +346,13 @@ class STORMGUARD_EXPORT token_bucket_throttle {
   /// Validates `options`; throws std::invalid_argument naming the field and the value when
   /// max_tokens is NaN or outside (0, 1000], token_ratio is NaN or outside (0, 1000], or either
   /// has more than 3 decimal places.
+  /// `token_bucket_throttle({})` is the same as `token_bucket_throttle()`.
   explicit token_bucket_throttle(token_bucket_throttle_options options = {});
-  /// `token_bucket_throttle({})`: the defaults, as token_bucket_throttle().
+  /// \cond
+  // `token_bucket_throttle({})`: the defaults, as token_bucket_throttle().
   token_bucket_throttle(detail::empty_braces)
       : token_bucket_throttle(token_bucket_throttle_options{}) {}
+  /// \endcond
 
   token_bucket_throttle(const token_bucket_throttle&) = delete;
   token_bucket_throttle& operator=(const token_bucket_throttle&) = delete;
@@ -401,25 +427,33 @@ struct retry_quota_options {
 
 /// The AWS SDKs' client-side retry quota ("standard" retry mode), per client:
 ///
-///   tokens starts at max_tokens and stays in [0, max_tokens]
-///   a retry after a failure      costs retry_cost (5); after a timeout timeout_cost (10);
-///                                denied (fail fast) when tokens < cost, and then costs nothing
-///   a success on a first attempt returns no_retry_increment (1)
-///   a success on a retry         returns what that retry cost (5 or 10)
-///   a failure                    returns nothing
+/// \code{.unparsed}
+///  tokens starts at max_tokens and stays in [0, max_tokens]
+///  a retry after a failure      costs retry_cost (5); after a timeout timeout_cost (10);
+///                               denied (fail fast) when tokens < cost, and then costs nothing
+///  a success on a first attempt returns no_retry_increment (1)
+///  a success on a retry         returns what that retry cost (5 or 10)
+///  a failure                    returns nothing
+/// \endcode
 ///
 /// With every attempt failing the quota grants floor(max_tokens / cost) retries in all, then
 /// none until successes pay back. One std::atomic (compare-and-swap): lock-free, thread-safe; no
 /// clock involved (the AWS algorithm has no time in it).
+///
+/// Example (tests/reference_examples_test.cpp, run by the tests):
+/// \snippet reference_examples_test.cpp retry_quota
 class STORMGUARD_EXPORT retry_quota {
  public:
   /// The options type that builds it (its kind: retry_quota_options::kind).
   using options_type = retry_quota_options;
   /// Validates `options`; throws std::invalid_argument naming the field and the value when
   /// max_tokens is outside [1, 1e9] or a cost or the increment is outside [0, max_tokens].
+  /// `retry_quota({})` is the same as `retry_quota()`.
   explicit retry_quota(retry_quota_options options = {});
-  /// `retry_quota({})`: the defaults, as retry_quota().
+  /// \cond
+  // `retry_quota({})`: the defaults, as retry_quota().
   retry_quota(detail::empty_braces) : retry_quota(retry_quota_options{}) {}
+  /// \endcond
 
   retry_quota(const retry_quota&) = delete;
   retry_quota& operator=(const retry_quota&) = delete;
@@ -497,11 +531,13 @@ struct adaptive_throttle_options {
 /// Adaptive client-side throttling, Google SRE book (Beyer et al., 2016), chapter 21 "Handling
 /// Overload", section "Client-side throttling". Over the last `window`:
 ///
-///   requests  = attempts this client tried to send (first attempts and retries, including the
-///               ones it then rejected locally)
-///   accepts   = attempts the backend accepted: success, and not_retryable (the backend answered;
-///               only failures the classifier retries, and timeouts, count as not accepted)
-///   p         = max(0, (requests − K · accepts) / (requests + requests_padding))
+/// \code{.unparsed}
+///  requests  = attempts this client tried to send (first attempts and retries, including the
+///              ones it then rejected locally)
+///  accepts   = attempts the backend accepted: success, and not_retryable (the backend answered;
+///              only failures the classifier retries, and timeouts, count as not accepted)
+///  p         = max(0, (requests − K · accepts) / (requests + requests_padding))
+/// \endcode
 ///
 /// (requests_padding = 1 in the book; see adaptive_throttle_options for the cold-start effect.)
 ///
@@ -514,6 +550,9 @@ struct adaptive_throttle_options {
 /// the draw happens outside it. As with ratio_budget, a time older than the newest seen counts in
 /// the newest slice, so one time far ahead of the others freezes the window until the times
 /// passed in catch up: pass times from one steady clock.
+///
+/// Example (tests/reference_examples_test.cpp, run by the tests):
+/// \snippet reference_examples_test.cpp adaptive_throttle
 class STORMGUARD_EXPORT adaptive_throttle {
  public:
   /// The options type that builds it (its kind: adaptive_throttle_options::kind).
@@ -524,9 +563,12 @@ class STORMGUARD_EXPORT adaptive_throttle {
   /// Validates `options`; throws std::invalid_argument naming the field and the value when the
   /// window is outside [1 s, 1 h], k is NaN or outside [1, 1000], or requests_padding is NaN or
   /// outside [1, 1,000,000].
+  /// `adaptive_throttle({})` is the same as `adaptive_throttle()`.
   explicit adaptive_throttle(adaptive_throttle_options options = {});
-  /// `adaptive_throttle({})`: the defaults, as adaptive_throttle().
+  /// \cond
+  // `adaptive_throttle({})`: the defaults, as adaptive_throttle().
   adaptive_throttle(detail::empty_braces) : adaptive_throttle(adaptive_throttle_options{}) {}
+  /// \endcond
 
   adaptive_throttle(const adaptive_throttle&) = delete;
   adaptive_throttle& operator=(const adaptive_throttle&) = delete;
@@ -616,8 +658,10 @@ struct concurrency_budget_options {
 /// Envoy's ResourceManagerImpl::RetryBudgetImpl): a limit on the retries *in flight*, not on a
 /// rate:
 ///
-///   limit  = max(min_retry_concurrency, floor(budget_percent / 100 · active))
-///   a retry is granted only while retries in flight < limit
+/// \code{.unparsed}
+///  limit  = max(min_retry_concurrency, floor(budget_percent / 100 · active))
+///  a retry is granted only while retries in flight < limit
+/// \endcode
 ///
 /// "active" = logical requests admitted (try_admit) and not yet ended (request_ended): Envoy
 /// counts its active plus pending requests. A retry is in flight from its grant (try_withdraw),
@@ -633,6 +677,9 @@ struct concurrency_budget_options {
 /// Thread-safe and lock-free: two std::atomic counters; a grant is one compare-and-swap against
 /// the limit computed from the active count read just before (so a grant racing with a request
 /// that ends may exceed the new, lower limit by the number of racing grants, as in Envoy).
+///
+/// Example (tests/reference_examples_test.cpp, run by the tests):
+/// \snippet reference_examples_test.cpp concurrency_budget
 class STORMGUARD_EXPORT concurrency_budget {
  public:
   /// The options type that builds it (its kind: concurrency_budget_options::kind).
@@ -640,9 +687,12 @@ class STORMGUARD_EXPORT concurrency_budget {
   /// Validates `options`; throws std::invalid_argument naming the field and the value when
   /// budget_percent is NaN or outside [0, 100], or min_retry_concurrency is outside
   /// [0, 1,000,000].
+  /// `concurrency_budget({})` is the same as `concurrency_budget()`.
   explicit concurrency_budget(concurrency_budget_options options = {});
-  /// `concurrency_budget({})`: the defaults, as concurrency_budget().
+  /// \cond
+  // `concurrency_budget({})`: the defaults, as concurrency_budget().
   concurrency_budget(detail::empty_braces) : concurrency_budget(concurrency_budget_options{}) {}
+  /// \endcond
 
   concurrency_budget(const concurrency_budget&) = delete;
   concurrency_budget& operator=(const concurrency_budget&) = delete;

@@ -1,32 +1,37 @@
 // SPDX-License-Identifier: Apache-2.0
-// stormguard/budget_kinds.hpp: the one list of retry budget kinds, and what is built from it —
-// the options of any kind (`budget_options`), its name (`budget_kind`), the budget of any kind
-// (`any_budget`, `make_budget`) and a dispatch to the concrete class (`visit_budget`).
-//
-// Policy files (stormguard::config), the simulator, the metrics' `budget` label and every
-// executor (the retrier, the HTTP clients' per-host budgets, `exec`, the lab) go through this
-// list, so a kind is known everywhere once it is in it.
-//
-// Each kind is an options type that names its kind and its class:
-//
-//   struct ratio_budget_options {
-//     static constexpr std::string_view kind = "ratio";   // policy files, metric labels
-//     using budget_type = ratio_budget;                   // what make_budget builds
-//     template <class Self, class F> static void fields(Self& o, F&& f);   // its settings
-//     ...
-//   };
-//
-// and the class it names has `using options_type = ratio_budget_options;` and the retry_budget
-// calls (budget.hpp). Example:
-//
-//   stormguard::budget_options options = stormguard::retry_quota_options{};
-//   std::cout << stormguard::budget_kind(options);              // "quota"
-//   stormguard::any_budget budget(options);                     // a retry_quota inside
-//   stormguard::retrier retry(policy, clock, rng, budget);      // any kind, one type
-//   stormguard::visit_budget(options, [&](auto& b) { /* b is a retry_quota& */ });
-//
-// Everything here is std only. any_budget is as thread-safe as the budget it holds (every class
-// of budget.hpp is thread-safe); the functions keep no state.
+/// \file
+/// The one list of retry budget kinds, and what is built from it —
+/// the options of any kind (`budget_options`), its name (`budget_kind`), the budget of any kind
+/// (`any_budget`, `make_budget`) and a dispatch to the concrete class (`visit_budget`).
+///
+/// Policy files (stormguard::config), the simulator, the metrics' `budget` label and every
+/// executor (the retrier, the HTTP clients' per-host budgets, `exec`, the lab) go through this
+/// list, so a kind is known everywhere once it is in it.
+///
+/// Each kind is an options type that names its kind and its class:
+///
+/// \code{.cpp}
+///  struct ratio_budget_options {
+///    static constexpr std::string_view kind = "ratio";   // policy files, metric labels
+///    using budget_type = ratio_budget;                   // what make_budget builds
+///    template <class Self, class F> static void fields(Self& o, F&& f);   // its settings
+///    ...
+///  };
+/// \endcode
+///
+/// and the class it names has `using options_type = ratio_budget_options;` and the retry_budget
+/// calls (budget.hpp). Example:
+///
+/// \code{.cpp}
+///  stormguard::budget_options options = stormguard::retry_quota_options{};
+///  std::cout << stormguard::budget_kind(options);              // "quota"
+///  stormguard::any_budget budget(options);                     // a retry_quota inside
+///  stormguard::retrier retry(policy, clock, rng, budget);      // any kind, one type
+///  stormguard::visit_budget(options, [&](auto& b) { /* b is a retry_quota& */ });
+/// \endcode
+///
+/// Everything here is std only. any_budget is as thread-safe as the budget it holds (every class
+/// of budget.hpp is thread-safe); the functions keep no state.
 #ifndef STORMGUARD_BUDGET_KINDS_HPP
 #define STORMGUARD_BUDGET_KINDS_HPP
 

@@ -1,44 +1,49 @@
 // SPDX-License-Identifier: Apache-2.0
-// stormguard/budget_protocol.hpp: the one place where a logical request talks to its retry
-// budget, shared by the synchronous executor (retry.hpp), the asynchronous executor and the
-// storm simulator.
-//
-// A logical request goes through the budget in a fixed order, and every executor must follow
-// it exactly, or the budgets count differently in production and in the simulator:
-//
-//   admit          before the first attempt          budget.try_admit
-//   after each attempt:
-//     succeeded    the attempt succeeded             budget.record(success); a retry ends
-//     failed       the attempt failed                budget.record(failure | timeout |
-//                                                    not_retryable); a retry ends; then
-//                                                    retry_policy::decide (which withdraws one
-//                                                    retry when it grants one)
-//   end            the request is over, however      a granted retry that never ran ends; the
-//                  (success, give-up, cancellation,  admission ends
-//                  an exception)
-//
-// `request_budget` holds the per-request state this needs in one byte (how the attempt being
-// retried ended, whether the request was admitted, whether it holds a granted retry), so that
-// the simulator can keep one per logical request at no cost in memory. It holds no reference to the
-// budget: each call takes the budget, so the same object works for a retrier's budget, a simulated
-// client's budget or none (no_budget: every call compiles to nothing).
-//
-// The two "end" calls are optional members of a budget (see retry_budget in budget.hpp):
-// `retry_ended(now)` and `request_ended(now)`. Only a budget that bounds what is *in flight*
-// (Envoy's concurrency budget: retries in flight <= a share of active requests) needs them; for
-// the others they are not called at all.
-//
-//   stormguard::request_budget ticket;
-//   if (!ticket.admit(budget, clock.now(), rng)) return throttled;
-//   for (int attempt = 1;; ++attempt) {
-//     auto r = op();
-//     if (r) { ticket.succeeded(budget, clock.now(), attempt); break; }
-//     auto next = ticket.failed(policy, budget, attempt, classify(r.error()), previous, rng,
-//                               clock.now(), deadline);
-//     if (!next.retry) break;
-//     clock.sleep_for(next.delay, stop);
-//   }
-//   ticket.end(budget, clock.now());
+/// \file
+/// The one place where a logical request talks to its retry
+/// budget, shared by the synchronous executor (retry.hpp), the asynchronous executor and the
+/// storm simulator.
+///
+/// A logical request goes through the budget in a fixed order, and every executor must follow
+/// it exactly, or the budgets count differently in production and in the simulator:
+///
+/// \code{.unparsed}
+///  admit          before the first attempt          budget.try_admit
+///  after each attempt:
+///    succeeded    the attempt succeeded             budget.record(success); a retry ends
+///    failed       the attempt failed                budget.record(failure | timeout |
+///                                                   not_retryable); a retry ends; then
+///                                                   retry_policy::decide (which withdraws one
+///                                                   retry when it grants one)
+///  end            the request is over, however      a granted retry that never ran ends; the
+///                 (success, give-up, cancellation,  admission ends
+///                 an exception)
+/// \endcode
+///
+/// `request_budget` holds the per-request state this needs in one byte (how the attempt being
+/// retried ended, whether the request was admitted, whether it holds a granted retry), so that
+/// the simulator can keep one per logical request at no cost in memory. It holds no reference to
+/// the budget: each call takes the budget, so the same object works for a retrier's budget, a
+/// simulated client's budget or none (no_budget: every call compiles to nothing).
+///
+/// The two "end" calls are optional members of a budget (see retry_budget in budget.hpp):
+/// `retry_ended(now)` and `request_ended(now)`. Only a budget that bounds what is *in flight*
+/// (Envoy's concurrency budget: retries in flight <= a share of active requests) needs them; for
+/// the others they are not called at all.
+///
+/// \code{.cpp}
+///  stormguard::request_budget ticket;
+///  if (!ticket.admit(budget, clock.now(), rng)) return throttled;
+///  for (int attempt = 1;; ++attempt) {
+///    auto r = op();
+///    if (r) { ticket.succeeded(budget, clock.now(), attempt); break; }
+///    auto next = ticket.failed(policy, budget, attempt, classify(r.error()), previous, rng,
+///                              clock.now(), deadline);
+///    if (!next.retry) break;
+///    clock.sleep_for(next.delay, stop);
+///  }
+///  ticket.end(budget, clock.now());
+/// \endcode
 #ifndef STORMGUARD_BUDGET_PROTOCOL_HPP
 #define STORMGUARD_BUDGET_PROTOCOL_HPP
 
@@ -72,6 +77,7 @@ concept hears_request_end = requires(B& b, time_point now) {
 ///  - for a budget with retry_ended: every retry granted by failed() is ended exactly once (when
 ///    its attempt ends, or at end() when it never ran);
 ///  - for a budget with request_ended: an admitted request is ended exactly once, at end().
+///
 /// end() may be called more than once (the later calls do nothing), so an executor can call it
 /// from a scope guard as well as on its normal path.
 ///

@@ -1,17 +1,20 @@
 // SPDX-License-Identifier: Apache-2.0
-// stormguard/classify.hpp: the verdict on one failed attempt, and the classifiers that give it.
-//
-// A classifier is any callable that takes a failed attempt's error and returns a
-// `stormguard::classification` (retry, retry_after(d) or stop) or a bool (true = retry). The
-// retrier's default, `stormguard::default_classifier`, retries the transient I/O errors
-// (`is_transient` below) and stops on everything else it can recognise; `retry_only` and
-// `never_retry` say "retry only these" and "never retry these" in one line:
-//
-//   auto result = retry(connect_once);                                   // default rules
-//   auto strict = retry(connect_once, stormguard::retry_only(std::errc::connection_refused));
-//   auto loose  = retry(connect_once, stormguard::never_retry(std::errc::permission_denied));
-//
-// All classifiers here are stateless values: thread-safe, cheap to copy, never allocate.
+/// \file
+/// The verdict on one failed attempt, and the classifiers that give it.
+///
+/// A classifier is any callable that takes a failed attempt's error and returns a
+/// `stormguard::classification` (retry, retry_after(d) or stop) or a bool (true = retry). The
+/// retrier's default, `stormguard::default_classifier`, retries the transient I/O errors
+/// (`is_transient` below) and stops on everything else it can recognise; `retry_only` and
+/// `never_retry` say "retry only these" and "never retry these" in one line:
+///
+/// \code{.cpp}
+///  auto result = retry(connect_once);                                   // default rules
+///  auto strict = retry(connect_once, stormguard::retry_only(std::errc::connection_refused));
+///  auto loose  = retry(connect_once, stormguard::never_retry(std::errc::permission_denied));
+/// \endcode
+///
+/// All classifiers here are stateless values: thread-safe, cheap to copy, never allocate.
 #ifndef STORMGUARD_CLASSIFY_HPP
 #define STORMGUARD_CLASSIFY_HPP
 

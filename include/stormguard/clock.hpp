@@ -1,19 +1,22 @@
 // SPDX-License-Identifier: Apache-2.0
-// stormguard/clock.hpp: the time source and sleeper that every stormguard component is given.
-//
-// Nothing in stormguard reads the clock or sleeps by itself: the retry executor and the HTTP
-// client ask a `stormguard::clock` for the current time (now(); wall_now() only to resolve an
-// HTTP-date) and ask it to sleep. Production code passes `stormguard::real_clock`
-// (std::chrono::steady_clock, real sleeps that a std::stop_token can interrupt); tests pass
-// `stormguard::testing::manual_clock`, whose sleeps advance virtual time instantly (the design
-// of absl/time/simulated_clock.h and Envoy's SimulatedTimeSystem). The storm simulator needs no
-// clock object: it never sleeps, and passes the instants of its own event loop (time_point) to
-// retry_policy::decide and the budgets, which take time as an argument.
-//
-//   stormguard::real_clock clock;
-//   auto t0 = clock.now();
-//   clock.sleep_for(std::chrono::milliseconds(5), {});   // sleeps 5 ms of steady time
-//   auto waited = clock.now() - t0;                      // >= 5 ms
+/// \file
+/// The time source and sleeper that every stormguard component is given.
+///
+/// Nothing in stormguard reads the clock or sleeps by itself: the retry executor and the HTTP
+/// client ask a `stormguard::clock` for the current time (now(); wall_now() only to resolve an
+/// HTTP-date) and ask it to sleep. Production code passes `stormguard::real_clock`
+/// (std::chrono::steady_clock, real sleeps that a std::stop_token can interrupt); tests pass
+/// `stormguard::testing::manual_clock`, whose sleeps advance virtual time instantly (the design
+/// of absl/time/simulated_clock.h and Envoy's SimulatedTimeSystem). The storm simulator needs no
+/// clock object: it never sleeps, and passes the instants of its own event loop (time_point) to
+/// retry_policy::decide and the budgets, which take time as an argument.
+///
+/// \code{.cpp}
+///  stormguard::real_clock clock;
+///  auto t0 = clock.now();
+///  clock.sleep_for(std::chrono::milliseconds(5), {});   // sleeps 5 ms of steady time
+///  auto waited = clock.now() - t0;                      // >= 5 ms
+/// \endcode
 #ifndef STORMGUARD_CLOCK_HPP
 #define STORMGUARD_CLOCK_HPP
 

@@ -1,19 +1,24 @@
 // SPDX-License-Identifier: Apache-2.0
-// stormguard/duration_text.hpp: durations as text, the one grammar shared by the command line
-// ("--base 250ms"), scenario files ("service_time": "1.5s") and messages.
-//
-// A duration is a non-negative decimal number immediately followed by one unit:
-//
-//   ns us ms s m min h        ("m" and "min" are both minutes)
-//
-//   stormguard::parse_duration("250ms");   // 250 ms
-//   stormguard::parse_duration("1.5s");    // 1500 ms
-//   stormguard::parse_duration("0.25h");   // 15 min
-//   stormguard::parse_duration("5 ms");    // nullopt: no spaces
-//   stormguard::duration_error("5 ms");    // "no spaces: write the number and the unit
-//   together..." stormguard::format_duration(std::chrono::milliseconds(1500));  // "1.5s"
-//
-// The parse is exact: integer arithmetic only (no double), so "0.1s" is exactly 100,000,000 ns.
+/// \file
+/// Durations as text, the one grammar shared by the command line
+/// ("--base 250ms"), scenario files ("service_time": "1.5s") and messages.
+///
+/// A duration is a non-negative decimal number immediately followed by one unit:
+///
+/// \code{.unparsed}
+///  ns us ms s m min h        ("m" and "min" are both minutes)
+/// \endcode
+///
+/// \code{.cpp}
+///  stormguard::parse_duration("250ms");   // 250 ms
+///  stormguard::parse_duration("1.5s");    // 1500 ms
+///  stormguard::parse_duration("0.25h");   // 15 min
+///  stormguard::parse_duration("5 ms");    // nullopt: no spaces
+///  stormguard::duration_error("5 ms");    // "no spaces: write the number and the unit
+///  together..." stormguard::format_duration(std::chrono::milliseconds(1500));  // "1.5s"
+/// \endcode
+///
+/// The parse is exact: integer arithmetic only (no double), so "0.1s" is exactly 100,000,000 ns.
 #ifndef STORMGUARD_DURATION_TEXT_HPP
 #define STORMGUARD_DURATION_TEXT_HPP
 
@@ -43,16 +48,18 @@ namespace stormguard {
 /// Why `text` is not a duration, in words for an error message, or "" when parse_duration(text)
 /// has a value. The one place that explains a rejection, with the same exact parse:
 ///
-///   duration_error("-1s")    // "negative: a duration is 0 or more"
-///   duration_error("1e9h")   // "no exponents, and it would be above the largest duration,
-///                            //  9223372036.854775807s (about 292 years)"
-///   duration_error("1.5e3ms")  // "no exponents: write 1500ms"
-///   duration_error("0.5ns")  // "not a whole number of nanoseconds (1ns is the smallest step)"
-///   duration_error("5 ms")   // "no spaces: write the number and the unit together, e.g. 5ms"
-///   duration_error("5S")     // "unknown unit \"S\": use one of ns us ms s m min h, ..."
+/// \code{.cpp}
+///  duration_error("-1s")    // "negative: a duration is 0 or more"
+///  duration_error("1e9h")   // "no exponents, and it would be above the largest duration,
+///                           //  9223372036.854775807s (about 292 years)"
+///  duration_error("1.5e3ms")  // "no exponents: write 1500ms"
+///  duration_error("0.5ns")  // "not a whole number of nanoseconds (1ns is the smallest step)"
+///  duration_error("5 ms")   // "no spaces: write the number and the unit together, e.g. 5ms"
+///  duration_error("5S")     // "unknown unit \"S\": use one of ns us ms s m min h, ..."
+/// \endcode
 ///
 /// Other reasons: empty, a sign, no unit, no digit before or after the '.'. The reason never
-/// echoes the text itself (the caller quotes it, e.g. with detail::quote_for_message); it may
+/// echoes the text itself (the caller quotes it); it may
 /// quote at most 16 bytes of an unknown unit, escaped. Thread-safe (no state). Throws
 /// std::bad_alloc only.
 [[nodiscard]] STORMGUARD_EXPORT std::string duration_error(std::string_view text);

@@ -1,85 +1,92 @@
 // SPDX-License-Identifier: Apache-2.0
-// stormguard/fleet_budget.hpp: one ratio budget for a whole fleet of client processes.
-//
-// A ratio_budget kept per process stops working when a fleet has many small clients: each keeps
-// its own floor (min_retries_per_second), so N processes allow N floors, and at 2,000 clients of
-// 1 request/s the default floor alone is ten times the demand. fleet_budget keeps Finagle's
-// ratio budget (retries <= ratio · requests over a window, plus a floor) for the fleet: every
-// process counts locally and, off the request path, exchanges its counts with a shared store
-// (stormguard::fleet's Redis syncer, or the simulator's store model) and receives the fleet's
-// window totals and the number of live processes in return. Between two exchanges a process
-// spends only its share of what the fleet has left, so N processes do not spend the same
-// allowance N times.
-//
-// This class is the algorithm only, standard library only: it never talks to a store and never
-// reads a clock. The owner drives the exchange (the sync step):
-//
-//   if (budget.sync_due(now)) {
-//     const fleet_deltas out = budget.begin_sync(now);       // this process's counts since the
-//     last fleet_view in;                                         // ... one round trip to the
-//     store ... if (ok) budget.end_sync(now, in); else budget.sync_failed(now);
-//   }
-//
-// and the executors use it like any budget (retry_budget concept of budget.hpp):
-//
-//   stormguard::fleet_budget budget({.ratio = {.ratio = 0.1, .min_retries_per_second = 10}});
-//   stormguard::retrier retry(policy, clock, rng, budget);
-//
-// Algorithm (all amounts in integer micro-retries, 1 retry = 10^6):
-//
-//   allowance A = ratio · R_fleet + floor · window − W_fleet      (the fleet's window totals)
-//   share s     = r_local / R_fleet   (r_local: this process's requests in its own window;
-//                                      1 / live_clients while the fleet has no requests;
-//                                      1 / (R_fleet + 1) while this process has none yet: a
-//                                      process that has just started counts the request it is
-//                                      about to make)
-//   claim       = min(s · A, max(0, A − C))   (fleet_budget::claim; C: the claims the store
-//                                      holds for the other live processes)
-//   at each sync:      credit = claim + (deposits − grants since the deltas were taken); the
-//                      store keeps the claim (its positive part) for this process until its
-//                      next sync or the expiry of its heartbeat (fleet_window_store, the Redis
-//                      script: no two processes hold the same credit). From a store that only
-//                      counts (end_sync with a fleet_view alone), C = 0.
-//   between syncs:     credit += ratio · 10^6 per request, −= the same as this process's
-//                      deposits leave its window, −= 10^6 per retry granted. A grant that leaves
-//                      the window frees allowance in the store, which the next sync hands out.
-//   each retry:        granted when credit >= 10^6 (credit −= 10^6); when 0 < credit < 10^6 it is
-//                      granted with probability credit / 10^6 (the caller's generator) and the
-//                      fractional credit is used up either way
-//
-// Shares are fractional and never rounded up: at 20,000 clients of 0.1 request/s a share is about
-// 0.1 retry, and the expected number of retries the fleet is granted in one round is A.
-//
-// Overshoot. A process's view of the fleet is up to L = (its sync interval + the store's round
-// trip) old. With a store that only counts, what it allots misses the retries the rest of the
-// fleet was granted since their last reports, and it re-spends its share of them: up to the
-// retries the fleet grants in L (a whole burst when L is as long as the burst: 2,000 clients of
-// 1 req/s, each reporting its grants about a second late, granted 1.17x during the Friday-night
-// incident against 1.115x for one shared budget). With a store that hands out credit the age of
-// the view no longer matters: credit handed out is claimed until its holder reports what it
-// spent, so the fleet can exceed one shared budget only by (a) the grants made during one round
-// trip against a claim the store has already replaced (at most (ratio · fleet request rate +
-// floor) · RTT), and (b) the fractional draws, exact in expectation, at most one retry per
-// process above its claim in the worst case (standard deviation at most sqrt(N) / 2 retries per
-// round for N processes). Neither depends on the sync interval; a long interval costs the other
-// way: a claim its holder does not spend stays unavailable to the rest of the fleet until the
-// holder's next sync. Measured against one shared ratio_budget on the same traffic with every
-// attempt failing (tests/fleet_budget_test.cpp, round trip 0): +0.06 % at L = 100 ms (200
-// clients of 10 req/s) and −7.9 % at L = 1 s (2,000 clients of 1 req/s); with a counting store
-// +4.9 % and +12.6 %.
-//
-// When the store is away (begin_sync/sync_failed, or no successful sync for 3 · max_sync_interval)
-// the budget never blocks a request on it: it falls back to a local ratio budget over this
-// process's own window whose floor is the fleet floor ÷ the last known number of live clients
-// (fractional; before the first successful sync: fleet floor ÷ expected_clients when that is
-// given, else 0, the ratio alone). It rejoins the fleet at the next successful sync. The store
-// may have lost its window meanwhile (a Redis restarted without persistence holds only what was
-// reported after the restart), so for one window after an outage a process's share counts only
-// its requests since the outage began (those it still owed the store, and later ones): never
-// more than the store can hold, at the price of a smaller share for one window when the store
-// kept everything.
-//
-// Thread-safe: every member takes one short critical section; none allocates.
+/// \file
+/// One ratio budget for a whole fleet of client processes.
+///
+/// A ratio_budget kept per process stops working when a fleet has many small clients: each keeps
+/// its own floor (min_retries_per_second), so N processes allow N floors, and at 2,000 clients of
+/// 1 request/s the default floor alone is ten times the demand. fleet_budget keeps Finagle's
+/// ratio budget (retries <= ratio · requests over a window, plus a floor) for the fleet: every
+/// process counts locally and, off the request path, exchanges its counts with a shared store
+/// (stormguard::fleet's Redis syncer, or the simulator's store model) and receives the fleet's
+/// window totals and the number of live processes in return. Between two exchanges a process
+/// spends only its share of what the fleet has left, so N processes do not spend the same
+/// allowance N times.
+///
+/// This class is the algorithm only, standard library only: it never talks to a store and never
+/// reads a clock. The owner drives the exchange (the sync step):
+///
+/// \code{.cpp}
+///  if (budget.sync_due(now)) {
+///    const fleet_deltas out = budget.begin_sync(now);  // this process's counts since the last
+///    fleet_view in;                                    // ... one round trip to the store ...
+///    if (ok) budget.end_sync(now, in); else budget.sync_failed(now);
+///  }
+/// \endcode
+///
+/// and the executors use it like any budget (retry_budget concept of budget.hpp):
+///
+/// \code{.cpp}
+///  stormguard::fleet_budget budget({.ratio = {.ratio = 0.1, .min_retries_per_second = 10}});
+///  stormguard::retrier retry(policy, clock, rng, budget);
+/// \endcode
+///
+/// Algorithm (all amounts in integer micro-retries, 1 retry = 10^6):
+///
+/// \code{.unparsed}
+///  allowance A = ratio · R_fleet + floor · window − W_fleet      (the fleet's window totals)
+///  share s     = r_local / R_fleet   (r_local: this process's requests in its own window;
+///                                     1 / live_clients while the fleet has no requests;
+///                                     1 / (R_fleet + 1) while this process has none yet: a
+///                                     process that has just started counts the request it is
+///                                     about to make)
+///  claim       = min(s · A, max(0, A − C))   (fleet_budget::claim; C: the claims the store
+///                                     holds for the other live processes)
+///  at each sync:      credit = claim + (deposits − grants since the deltas were taken); the
+///                     store keeps the claim (its positive part) for this process until its
+///                     next sync or the expiry of its heartbeat (fleet_window_store, the Redis
+///                     script: no two processes hold the same credit). From a store that only
+///                     counts (end_sync with a fleet_view alone), C = 0.
+///  between syncs:     credit += ratio · 10^6 per request, −= the same as this process's
+///                     deposits leave its window, −= 10^6 per retry granted. A grant that leaves
+///                     the window frees allowance in the store, which the next sync hands out.
+///  each retry:        granted when credit >= 10^6 (credit −= 10^6); when 0 < credit < 10^6 it is
+///                     granted with probability credit / 10^6 (the caller's generator) and the
+///                     fractional credit is used up either way
+/// \endcode
+///
+/// Shares are fractional and never rounded up: at 20,000 clients of 0.1 request/s a share is about
+/// 0.1 retry, and the expected number of retries the fleet is granted in one round is A.
+///
+/// Overshoot. A process's view of the fleet is up to L = (its sync interval + the store's round
+/// trip) old. With a store that only counts, what it allots misses the retries the rest of the
+/// fleet was granted since their last reports, and it re-spends its share of them: up to the
+/// retries the fleet grants in L (a whole burst when L is as long as the burst: 2,000 clients of
+/// 1 req/s, each reporting its grants about a second late, granted 1.17x during the Friday-night
+/// incident against 1.115x for one shared budget). With a store that hands out credit the age of
+/// the view no longer matters: credit handed out is claimed until its holder reports what it
+/// spent, so the fleet can exceed one shared budget only by (a) the grants made during one round
+/// trip against a claim the store has already replaced (at most (ratio · fleet request rate +
+/// floor) · RTT), and (b) the fractional draws, exact in expectation, at most one retry per
+/// process above its claim in the worst case (standard deviation at most sqrt(N) / 2 retries per
+/// round for N processes). Neither depends on the sync interval; a long interval costs the other
+/// way: a claim its holder does not spend stays unavailable to the rest of the fleet until the
+/// holder's next sync. Measured against one shared ratio_budget on the same traffic with every
+/// attempt failing (tests/fleet_budget_test.cpp, round trip 0): +0.06 % at L = 100 ms (200
+/// clients of 10 req/s) and −7.9 % at L = 1 s (2,000 clients of 1 req/s); with a counting store
+/// +4.9 % and +12.6 %.
+///
+/// When the store is away (begin_sync/sync_failed, or no successful sync for 3 · max_sync_interval)
+/// the budget never blocks a request on it: it falls back to a local ratio budget over this
+/// process's own window whose floor is the fleet floor ÷ the last known number of live clients
+/// (fractional; before the first successful sync: fleet floor ÷ expected_clients when that is
+/// given, else 0, the ratio alone). It rejoins the fleet at the next successful sync. The store
+/// may have lost its window meanwhile (a Redis restarted without persistence holds only what was
+/// reported after the restart), so for one window after an outage a process's share counts only
+/// its requests since the outage began (those it still owed the store, and later ones): never
+/// more than the store can hold, at the price of a smaller share for one window when the store
+/// kept everything.
+///
+/// Thread-safe: every member takes one short critical section; none allocates.
 #ifndef STORMGUARD_FLEET_BUDGET_HPP
 #define STORMGUARD_FLEET_BUDGET_HPP
 
@@ -231,6 +238,9 @@ struct fleet_counts {
 /// The ratio budget of Finagle (see ratio_budget) kept for a whole fleet; see the file comment
 /// for the algorithm, the overshoot bound and the fallback. Thread-safe (one mutex); no member
 /// allocates.
+///
+/// Example (tests/reference_examples_test.cpp, run by the tests):
+/// \snippet reference_examples_test.cpp fleet_budget
 class STORMGUARD_EXPORT fleet_budget {
  public:
   /// The options type that builds it (its kind: fleet_budget_options::kind).

@@ -1,35 +1,38 @@
 // SPDX-License-Identifier: Apache-2.0
-// stormguard/hedging.hpp: hedged requests, decided in one place (gRFC A6 hedging semantics).
-//
-// Retries answer failures; hedges answer slowness. A hedged call sends its first copy, and when
-// that has not answered after `delay` sends another, up to `max_attempts` copies in all; the first
-// good answer wins and the executor cancels the rest (Dean and Barroso, "The Tail at Scale",
-// CACM 56(2), 2013; gRFC A6 "gRPC Retry Design", "Hedging Policy"). A policy has retries or
-// hedging, never both (as in A6).
-//
-// hedging_policy::plan_next is the decision, a pure function of the call's state, that every
-// executor and the simulator call: when the next copy goes out, or why none will:
-//
-//   - after `delay` from the previous copy (0: all copies at once);
-//   - at once when a copy answered with a non-fatal outcome (A6's nonFatalStatusCodes; which
-//     outcomes are non-fatal is the executor's classification);
-//   - a server pushback (grpc-retry-pushback-ms, or a Retry-After on a 429/503) of d postpones the
-//     next copy to d from now, later copies follow at `delay` after it; "do not retry" stops
-//     further copies (copies in flight keep running);
-//   - never after max_attempts copies, past the deadline, or for a pushback above
-//     max_retry_after.
-//
-// Every copy after the first is charged to the retry budget through the budget protocol
-// (budget_protocol.hpp): a refused copy is simply not sent, and the copies in flight keep running
-// (a spent budget never cancels work already sent).
-//
-// The delay may adapt: with delay_quantile q in (0, 1), the delay is the q-quantile of recent
-// latencies (latency_tracker), since nobody knows their p95 in advance; until enough latencies are
-// known, `delay` is used.
-//
-//   stormguard::hedging_policy hedging({.max_attempts = 2, .delay = 20ms});
-//   auto next = hedging.plan_next(1, sent_at, now, std::nullopt, deadline, hedging.delay());
-//   if (next.send) timer.expires_at(next.at);
+/// \file
+/// Hedged requests, decided in one place (gRFC A6 hedging semantics).
+///
+/// Retries answer failures; hedges answer slowness. A hedged call sends its first copy, and when
+/// that has not answered after `delay` sends another, up to `max_attempts` copies in all; the first
+/// good answer wins and the executor cancels the rest (Dean and Barroso, "The Tail at Scale",
+/// CACM 56(2), 2013; gRFC A6 "gRPC Retry Design", "Hedging Policy"). A policy has retries or
+/// hedging, never both (as in A6).
+///
+/// hedging_policy::plan_next is the decision, a pure function of the call's state, that every
+/// executor and the simulator call: when the next copy goes out, or why none will:
+///
+/// - after `delay` from the previous copy (0: all copies at once);
+/// - at once when a copy answered with a non-fatal outcome (A6's nonFatalStatusCodes; which
+///   outcomes are non-fatal is the executor's classification);
+/// - a server pushback (grpc-retry-pushback-ms, or a Retry-After on a 429/503) of d postpones the
+///   next copy to d from now, later copies follow at `delay` after it; "do not retry" stops
+///   further copies (copies in flight keep running);
+/// - never after max_attempts copies, past the deadline, or for a pushback above
+///   max_retry_after.
+///
+/// Every copy after the first is charged to the retry budget through the budget protocol
+/// (budget_protocol.hpp): a refused copy is simply not sent, and the copies in flight keep running
+/// (a spent budget never cancels work already sent).
+///
+/// The delay may adapt: with delay_quantile q in (0, 1), the delay is the q-quantile of recent
+/// latencies (latency_tracker), since nobody knows their p95 in advance; until enough latencies are
+/// known, `delay` is used.
+///
+/// \code{.cpp}
+///  stormguard::hedging_policy hedging({.max_attempts = 2, .delay = 20ms});
+///  auto next = hedging.plan_next(1, sent_at, now, std::nullopt, deadline, hedging.delay());
+///  if (next.send) timer.expires_at(next.at);
+/// \endcode
 #ifndef STORMGUARD_HEDGING_HPP
 #define STORMGUARD_HEDGING_HPP
 
@@ -127,6 +130,9 @@ class STORMGUARD_EXPORT latency_tracker {
 };
 
 /// A validated hedging policy: see the file comment. Immutable; share between threads freely.
+///
+/// Example (tests/reference_examples_test.cpp, run by the tests):
+/// \snippet reference_examples_test.cpp hedging_policy
 class STORMGUARD_EXPORT hedging_policy {
  public:
   /// Validates `options`; throws std::invalid_argument naming the field and the value:

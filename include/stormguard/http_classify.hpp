@@ -1,27 +1,30 @@
 // SPDX-License-Identifier: Apache-2.0
-// stormguard/http_classify.hpp: the retry rules of HTTP, as classifications.
-//
-// Which failed HTTP attempts are worth another attempt (RFC 9110; docs/design.md, "The essay this
-// project started from"):
-// - a final response: retry 429, 502, 503, 504 (configurable: retryable_statuses), honouring
-//   Retry-After; never another 4xx — except 409 Conflict on a request that carries an
-//   Idempotency-Key, which is the server's idempotency guard saying "a request with this key is
-//   in progress" (draft-ietf-httpapi-idempotency-key-header-07 §2.7; stormguard::guard); not
-//   500/501 by default (more likely a bug than a blip);
-// - a transport failure before the request was sent (resolve, connect, refused): retry;
-// - anything that may have reached the server (a retryable status, a send/receive error, a
-//   timeout waiting for the response) is retried only when the request may be sent again: an
-//   idempotent method (RFC 9110 §9.2.2) or a request carrying an Idempotency-Key.
-//
-//   auto c = stormguard::classify_http_status(503, "GET", false, std::chrono::seconds(2));
-//   // c == classification::retry_after(2 s)
-//   stormguard::classify_http_status(503, "POST", false, std::nullopt);   // stop: no key
-//   stormguard::classify_transport_failure(stormguard::transport_phase::not_sent, "POST", false);
-//   // retry: the server never saw it
-//
-// The table of these rules with their reasons is in docs/http.md ("Classification"). The mapping
-// from libcurl's CURLcode to transport_phase lives in the libcurl client (stormguard::http).
-// All functions are pure and thread-safe.
+/// \file
+/// The retry rules of HTTP, as classifications.
+///
+/// Which failed HTTP attempts are worth another attempt (RFC 9110; docs/design.md, "The essay this
+/// project started from"):
+/// - a final response: retry 429, 502, 503, 504 (configurable: retryable_statuses), honouring
+///   Retry-After; never another 4xx — except 409 Conflict on a request that carries an
+///   Idempotency-Key, which is the server's idempotency guard saying "a request with this key is
+///   in progress" (draft-ietf-httpapi-idempotency-key-header-07 §2.7; stormguard::guard); not
+///   500/501 by default (more likely a bug than a blip);
+/// - a transport failure before the request was sent (resolve, connect, refused): retry;
+/// - anything that may have reached the server (a retryable status, a send/receive error, a
+///   timeout waiting for the response) is retried only when the request may be sent again: an
+///   idempotent method (RFC 9110 §9.2.2) or a request carrying an Idempotency-Key.
+///
+/// \code{.cpp}
+///  auto c = stormguard::classify_http_status(503, "GET", false, std::chrono::seconds(2));
+///  // c == classification::retry_after(2 s)
+///  stormguard::classify_http_status(503, "POST", false, std::nullopt);   // stop: no key
+///  stormguard::classify_transport_failure(stormguard::transport_phase::not_sent, "POST", false);
+///  // retry: the server never saw it
+/// \endcode
+///
+/// The table of these rules with their reasons is in docs/http.md ("Classification"). The mapping
+/// from libcurl's CURLcode to transport_phase lives in the libcurl client (stormguard::http).
+/// All functions are pure and thread-safe.
 #ifndef STORMGUARD_HTTP_CLASSIFY_HPP
 #define STORMGUARD_HTTP_CLASSIFY_HPP
 
@@ -96,6 +99,7 @@ class STORMGUARD_EXPORT retryable_statuses {
 ///  - `retry_after` set => classification::retry_after(*retry_after);
 ///  - otherwise classification::retry() (own backoff; this includes an unparsable Retry-After,
 ///    which the caller passes as nullopt — it never means "retry at once").
+///
 /// `retry_after` is the parsed Retry-After (parse_retry_after), >= 0; a negative value counts as
 /// 0 (classification::retry_after clamps). Whether a delay is too long (max_retry_after, the
 /// deadline) is the retry policy's decision, not this function's. Never throws.

@@ -1,19 +1,22 @@
 // SPDX-License-Identifier: Apache-2.0
-// stormguard/idempotency.hpp: which requests may be sent twice, and the Idempotency-Key that
-// makes a non-idempotent request (POST, PATCH) safe to retry.
-//
-// A retried request can reach the server twice. For the idempotent methods of RFC 9110 §9.2.2
-// that is harmless; for a POST it may charge a card twice, unless the request carries an
-// Idempotency-Key that the server uses to recognise the repeat
-// (draft-ietf-httpapi-idempotency-key-header). The key is made once per logical request and sent
-// unchanged on every attempt:
-//
-//   const std::string key = stormguard::make_idempotency_key();  // "1b4e28ba-2fa1-41d2-883f-..."
-//   headers.emplace_back(stormguard::idempotency_key_header,
-//                        stormguard::idempotency_key_field_value(key));   // "\"1b4e28ba-...\""
-//   stormguard::is_idempotent_method("POST");                     // false
-//
-// All functions are thread-safe (no shared state).
+/// \file
+/// Which requests may be sent twice, and the Idempotency-Key that
+/// makes a non-idempotent request (POST, PATCH) safe to retry.
+///
+/// A retried request can reach the server twice. For the idempotent methods of RFC 9110 §9.2.2
+/// that is harmless; for a POST it may charge a card twice, unless the request carries an
+/// Idempotency-Key that the server uses to recognise the repeat
+/// (draft-ietf-httpapi-idempotency-key-header). The key is made once per logical request and sent
+/// unchanged on every attempt:
+///
+/// \code{.cpp}
+///  const std::string key = stormguard::make_idempotency_key();  // "1b4e28ba-2fa1-41d2-883f-..."
+///  headers.emplace_back(stormguard::idempotency_key_header,
+///                       stormguard::idempotency_key_field_value(key));   // "\"1b4e28ba-...\""
+///  stormguard::is_idempotent_method("POST");                     // false
+/// \endcode
+///
+/// All functions are thread-safe (no shared state).
 #ifndef STORMGUARD_IDEMPOTENCY_HPP
 #define STORMGUARD_IDEMPOTENCY_HPP
 
@@ -57,7 +60,7 @@ inline constexpr std::size_t max_idempotency_key_length = 255;
 /// when `key` is empty, longer than 255 characters, or has a character outside printable
 /// ASCII 0x20..0x7E.
 ///
-/// The message quotes the key as every echoed value is (detail::quote_for_message: control
+/// The message quotes the key as every echoed value is (control
 /// bytes as `\xNN`, cut after 80 bytes with "... (N bytes)"), and names the position of the first
 /// bad character. Every key that passes
 /// can be sent in both formats of idempotency_key_format (except as noted there).

@@ -1,17 +1,20 @@
 // SPDX-License-Identifier: Apache-2.0
-// stormguard/outcome.hpp: the minimal expected-like result of one attempt, for C++20 code
-// without std::expected.
-//
-// An operation given to stormguard::retrier (retry.hpp) may return any type with has_value(),
-// operator* and error() (std::expected in C++23, tl::expected, …); stormguard::outcome is the one
-// shipped here:
-//
-//   stormguard::outcome<std::string, std::error_code> fetch(int id) {
-//     if (id < 0) return stormguard::failure{std::make_error_code(std::errc::invalid_argument)};
-//     return std::string("user ") + std::to_string(id);
-//   }
-//   auto r = fetch(7);
-//   if (r) use(*r); else log(r.error().message());
+/// \file
+/// The minimal expected-like result of one attempt, for C++20 code
+/// without std::expected.
+///
+/// An operation given to stormguard::retrier (retry.hpp) may return any type with has_value(),
+/// operator* and error() (std::expected in C++23, tl::expected, …); stormguard::outcome is the one
+/// shipped here:
+///
+/// \code{.cpp}
+///  stormguard::outcome<std::string, std::error_code> fetch(int id) {
+///    if (id < 0) return stormguard::failure{std::make_error_code(std::errc::invalid_argument)};
+///    return std::string("user ") + std::to_string(id);
+///  }
+///  auto r = fetch(7);
+///  if (r) use(*r); else log(r.error().message());
+/// \endcode
 #ifndef STORMGUARD_OUTCOME_HPP
 #define STORMGUARD_OUTCOME_HPP
 

@@ -1,15 +1,18 @@
 // SPDX-License-Identifier: Apache-2.0
-// stormguard/random.hpp: the random generator that jitter draws from, and the one uniform draw
-// that every jittered delay goes through.
-//
-// stormguard never owns a generator: every function that needs randomness takes one by reference
-// (as absl/random does). Any `stormguard::bit_generator` works: a type that satisfies
-// std::uniform_random_bit_generator and yields the full 64-bit range, such as
-// `stormguard::random_generator` (below), std::mt19937_64 or testing::scripted_random.
-//
-//   stormguard::random_generator rng;             // seeded from the OS: no two instances alike
-//   stormguard::random_generator sim_rng{42};     // seeded: the same sequence on every platform
-//   auto d = stormguard::uniform_duration(rng, std::chrono::milliseconds(100));  // in [0, 100 ms]
+/// \file
+/// The random generator that jitter draws from, and the one uniform draw
+/// that every jittered delay goes through.
+///
+/// stormguard never owns a generator: every function that needs randomness takes one by reference
+/// (as absl/random does). Any `stormguard::bit_generator` works: a type that satisfies
+/// std::uniform_random_bit_generator and yields the full 64-bit range, such as
+/// `stormguard::random_generator` (below), std::mt19937_64 or testing::scripted_random.
+///
+/// \code{.cpp}
+///  stormguard::random_generator rng;             // seeded from the OS: no two instances alike
+///  stormguard::random_generator sim_rng{42};     // seeded: the same sequence on every platform
+///  auto d = stormguard::uniform_duration(rng, std::chrono::milliseconds(100));  // in [0, 100 ms]
+/// \endcode
 #ifndef STORMGUARD_RANDOM_HPP
 #define STORMGUARD_RANDOM_HPP
 

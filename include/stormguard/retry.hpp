@@ -1,37 +1,44 @@
 // SPDX-License-Identifier: Apache-2.0
-// stormguard/retry.hpp: the retry policy (what to do after a failed attempt) and the synchronous
-// executor that applies it.
-//
-// Deciding is separate from acting. `retry_policy::decide` is a pure function of the attempt
-// state (plus one budget withdrawal) that says "retry after d" or "stop because …"; the executor
-// `stormguard::retrier` calls the operation, sleeps through the injected clock and asks the
-// policy again. The storm simulator calls the very same `decide`, on virtual time.
-//
-//   stormguard::retry_policy policy;                 // 3 retries, 100 ms .. 3 s, full jitter
-//   stormguard::real_clock clock;
-//   stormguard::random_generator rng;
-//   stormguard::ratio_budget budget;                 // shared by every call of this client
-//   stormguard::retrier retry(policy, clock, rng, budget);
-//
-//   auto result = retry([&](const stormguard::attempt_context& ctx)
-//                           -> stormguard::outcome<std::string, std::error_code> {
-//     return fetch_user(ctx.attempt);                // a value, or stormguard::failure{ec}
-//   });
-//   if (result) use(*result.value); else log(to_string(result.reason), result.attempts);
-//
-// The operation may also return a std::error_code, a std::pair<T, std::error_code>, or a plain
-// value and throw on failure; the classifier (classify.hpp) says which errors are worth another
-// attempt; hooks observe attempts, retries, give-ups and ends; call_options add a stop_token
-// and a deadline:
-//
-//   auto logged = retry.on_retry([](int attempt, const std::error_code& ec, stormguard::duration d)
-//   {
-//     log("attempt", attempt, "failed:", ec.message(), "retrying in", d);
-//   });
-//   std::stop_source stop;
-//   auto sent = logged([&](const stormguard::attempt_context& ctx) { return send(ctx.time_left); },
-//                      stormguard::retry_only(std::errc::timed_out),
-//                      {.stop = stop.get_token(), .deadline = clock.now() + 2s});
+/// \file
+/// The retry policy (what to do after a failed attempt) and the synchronous
+/// executor that applies it.
+///
+/// Deciding is separate from acting. `retry_policy::decide` is a pure function of the attempt
+/// state (plus one budget withdrawal) that says "retry after d" or "stop because …"; the executor
+/// `stormguard::retrier` calls the operation, sleeps through the injected clock and asks the
+/// policy again. The storm simulator calls the very same `decide`, on virtual time.
+///
+/// \code{.cpp}
+///  stormguard::retry_policy policy;                 // 3 retries, 100 ms .. 3 s, full jitter
+///  stormguard::real_clock clock;
+///  stormguard::random_generator rng;
+///  stormguard::ratio_budget budget;                 // shared by every call of this client
+///  stormguard::retrier retry(policy, clock, rng, budget);
+/// \endcode
+///
+/// \code{.cpp}
+///  auto result = retry([&](const stormguard::attempt_context& ctx)
+///                          -> stormguard::outcome<std::string, std::error_code> {
+///    return fetch_user(ctx.attempt);                // a value, or stormguard::failure{ec}
+///  });
+///  if (result) use(*result.value); else log(to_string(result.reason), result.attempts);
+/// \endcode
+///
+/// The operation may also return a std::error_code, a std::pair<T, std::error_code>, or a plain
+/// value and throw on failure; the classifier (classify.hpp) says which errors are worth another
+/// attempt; hooks observe attempts, retries, give-ups and ends; call_options add a stop_token
+/// and a deadline:
+///
+/// \code{.cpp}
+///  auto logged = retry.on_retry([](int attempt, const std::error_code& ec, stormguard::duration d)
+///  {
+///    log("attempt", attempt, "failed:", ec.message(), "retrying in", d);
+///  });
+///  std::stop_source stop;
+///  auto sent = logged([&](const stormguard::attempt_context& ctx) { return send(ctx.time_left); },
+///                     stormguard::retry_only(std::errc::timed_out),
+///                     {.stop = stop.get_token(), .deadline = clock.now() + 2s});
+/// \endcode
 #ifndef STORMGUARD_RETRY_HPP
 #define STORMGUARD_RETRY_HPP
 
@@ -137,10 +144,17 @@ auto invoke_attempt(Op& op, const attempt_context& ctx) {
 
 }  // namespace detail
 
-/// The value and error types of a call through a retrier with operation type Op.
+/// The value and error types of a call through a retrier with operation type Op: one attempt's
+/// result as an expected-like type — the type `op` returns when it returns one (outcome,
+/// std::expected, ...), else outcome<T, E> with T and E as retrier::operator() describes for the
+/// other shapes (an error_code, a pair with an error_code, a plain value or void).
 template <class Op>
+#ifdef STORMGUARD_DOXYGEN  // the reference shows the type without the internal helper
+using attempt_outcome_t = outcome<T, E>;
+#else
 using attempt_outcome_t =
     decltype(detail::invoke_attempt(std::declval<Op&>(), std::declval<const attempt_context&>()));
+#endif
 
 /// A hook that does nothing: the retrier's default for on_retry, on_give_up, on_attempt and
 /// on_end. A retrier whose hook is no_hook does not even form the call. Stateless; thread-safe.
@@ -241,6 +255,9 @@ struct [[nodiscard]] retry_result {
 /// Holds references: the clock, generator and budget must outlive it. Not thread-safe, because
 /// the generator is not: give each thread its own retrier and generator; the budget (and the
 /// clock) may be shared between them.
+///
+/// Example (tests/reference_examples_test.cpp, run by the tests):
+/// \snippet reference_examples_test.cpp retrier
 template <bit_generator G = random_generator, retry_budget<G> B = no_budget,
           class OnRetry = no_hook, class OnGiveUp = no_hook, class OnAttempt = no_hook,
           class OnEnd = no_hook>
@@ -262,7 +279,9 @@ class retrier {
   /// `error` (const E&) its error, `delay` (duration) the sleep about to start. Replaces any
   /// previous on_retry hook. An exception from the hook propagates out of the call.
   ///
-  ///   auto logged = retry.on_retry([](int n, const std::error_code& ec, duration d) { … });
+  /// \code{.cpp}
+  ///  auto logged = retry.on_retry([](int n, const std::error_code& ec, duration d) { … });
+  /// \endcode
   template <class F>
   [[nodiscard]] auto on_retry(F&& hook) const {
     return retrier<G, B, std::decay_t<F>, OnGiveUp, OnAttempt, OnEnd>(
@@ -286,7 +305,9 @@ class retrier {
   /// past the deadline at the start). Replaces any previous on_attempt hook. An exception from
   /// the hook propagates out of the call (the budget protocol still ends).
   ///
-  ///   auto counted = retry.on_attempt([&](const stormguard::attempt_event& e) { ++sent; });
+  /// \code{.cpp}
+  ///  auto counted = retry.on_attempt([&](const stormguard::attempt_event& e) { ++sent; });
+  /// \endcode
   template <class F>
   [[nodiscard]] auto on_attempt(F&& hook) const {
     return retrier<G, B, OnRetry, OnGiveUp, std::decay_t<F>, OnEnd>(
@@ -314,6 +335,7 @@ class retrier {
   ///    std::error_code;
   ///  - returns anything else, or void (done_t): success = no exception; an exception thrown
   ///    by `op` is the attempt's error, as std::exception_ptr (classified like any error).
+  ///
   /// `classify(const E&)` returns a classification or a bool (true = retry); the default,
   /// default_classifier, retries transient std::error_codes and system_errors (classify.hpp).
   /// An exception thrown by `classify` or a hook propagates.

@@ -1,23 +1,26 @@
 // SPDX-License-Identifier: Apache-2.0
-// stormguard/retry_after.hpp: the Retry-After field (RFC 9110 §10.2.3) as a delay.
-//
-// A server that answers 429 or 503 may say how long to wait: either a number of seconds
-// ("Retry-After: 120") or an HTTP-date ("Retry-After: Fri, 31 Dec 1999 23:59:59 GMT").
-// parse_retry_after turns either into a stormguard::duration, or tells the caller that the value
-// is not a Retry-After at all, in which case the caller uses its own backoff (it never retries at
-// once because of a value it could not read):
-//
-//   const auto now = std::chrono::system_clock::now();
-//   stormguard::parse_retry_after("120", now);        // 120 s
-//   stormguard::parse_retry_after(" 0 ", now);        // 0 s (surrounding SP/HTAB ignored)
-//   stormguard::parse_retry_after("-1", now);         // nullopt: a sign is not delay-seconds
-//   stormguard::parse_retry_after("Sun, 06 Nov 1994 08:49:37 GMT", now);  // 0 s: in the past
-//
-// Well-known clients have crashed on negative values, slept for hours after a wrapped number,
-// spun on "0", read dates as local time and ignored dates entirely; this parser is exact, reads
-// every date as UTC, saturates instead of wrapping, and is fuzzed (fuzz/retry_after_fuzz.cpp).
-// Everything here is a pure function of its arguments: thread-safe, no allocation, no locale,
-// never throws.
+/// \file
+/// The Retry-After field (RFC 9110 §10.2.3) as a delay.
+///
+/// A server that answers 429 or 503 may say how long to wait: either a number of seconds
+/// ("Retry-After: 120") or an HTTP-date ("Retry-After: Fri, 31 Dec 1999 23:59:59 GMT").
+/// parse_retry_after turns either into a stormguard::duration, or tells the caller that the value
+/// is not a Retry-After at all, in which case the caller uses its own backoff (it never retries at
+/// once because of a value it could not read):
+///
+/// \code{.cpp}
+///  const auto now = std::chrono::system_clock::now();
+///  stormguard::parse_retry_after("120", now);        // 120 s
+///  stormguard::parse_retry_after(" 0 ", now);        // 0 s (surrounding SP/HTAB ignored)
+///  stormguard::parse_retry_after("-1", now);         // nullopt: a sign is not delay-seconds
+///  stormguard::parse_retry_after("Sun, 06 Nov 1994 08:49:37 GMT", now);  // 0 s: in the past
+/// \endcode
+///
+/// Well-known clients have crashed on negative values, slept for hours after a wrapped number,
+/// spun on "0", read dates as local time and ignored dates entirely; this parser is exact, reads
+/// every date as UTC, saturates instead of wrapping, and is fuzzed (fuzz/retry_after_fuzz.cpp).
+/// Everything here is a pure function of its arguments: thread-safe, no allocation, no locale,
+/// never throws.
 #ifndef STORMGUARD_RETRY_AFTER_HPP
 #define STORMGUARD_RETRY_AFTER_HPP
 

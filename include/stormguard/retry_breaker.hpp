@@ -1,19 +1,22 @@
 // SPDX-License-Identifier: Apache-2.0
-// stormguard/retry_breaker.hpp: a circuit breaker for retries only, for comparison with the
-// budgets of budget.hpp (budget kind "breaker").
-//
-// Marc Brooker, "Fixing retries with token buckets and circuit breakers" (2022): first attempts
-// are always sent; a retry is sent only while the client's recent failure rate is below a
-// threshold. The post compares it with a retry token bucket and finds that with many small
-// clients a per-client breaker (like a per-client bucket) misjudges the failure rate from too few
-// calls of its own. `stormguard simulate --sweep clients=...` shows that next to the other kinds.
-//
-//   stormguard::retry_breaker breaker({.threshold = 0.1, .window = std::chrono::seconds(10)});
-//   stormguard::retrier retry(policy, clock, rng, breaker);
-//
-// Failure rate = (failed + timed-out attempts) ÷ attempts recorded over the sliding window (kept
-// as 10 slices of window/10, as ratio_budget's). With no attempt in the window the rate is 0.
-// Thread-safe: one short critical section per call; no call allocates.
+/// \file
+/// A circuit breaker for retries only, for comparison with the
+/// budgets of budget.hpp (budget kind "breaker").
+///
+/// Marc Brooker, "Fixing retries with token buckets and circuit breakers" (2022): first attempts
+/// are always sent; a retry is sent only while the client's recent failure rate is below a
+/// threshold. The post compares it with a retry token bucket and finds that with many small
+/// clients a per-client breaker (like a per-client bucket) misjudges the failure rate from too few
+/// calls of its own. `stormguard simulate --sweep clients=...` shows that next to the other kinds.
+///
+/// \code{.cpp}
+///  stormguard::retry_breaker breaker({.threshold = 0.1, .window = std::chrono::seconds(10)});
+///  stormguard::retrier retry(policy, clock, rng, breaker);
+/// \endcode
+///
+/// Failure rate = (failed + timed-out attempts) ÷ attempts recorded over the sliding window (kept
+/// as 10 slices of window/10, as ratio_budget's). With no attempt in the window the rate is 0.
+/// Thread-safe: one short critical section per call; no call allocates.
 #ifndef STORMGUARD_RETRY_BREAKER_HPP
 #define STORMGUARD_RETRY_BREAKER_HPP
 
@@ -55,6 +58,9 @@ struct retry_breaker_options {
 };
 
 /// The retry-only circuit breaker (see the file comment). Thread-safe.
+///
+/// Example (tests/reference_examples_test.cpp, run by the tests):
+/// \snippet reference_examples_test.cpp retry_breaker
 class STORMGUARD_EXPORT retry_breaker {
  public:
   /// The options type that builds it.

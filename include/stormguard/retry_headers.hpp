@@ -1,25 +1,28 @@
 // SPDX-License-Identifier: Apache-2.0
-// stormguard/retry_headers.hpp: the header fields that carry retry state between a client and a
-// server, defined once for both sides: which attempt a request is, how long its caller still
-// waits, and the server's pushback.
-//
-//   x-envoy-attempt-count: 2            the attempt number, 1 for the first (Envoy's
-//                                       x-envoy-attempt-count)
-//   grpc-previous-rpc-attempts: 1       attempts before this one, 0 for the first (gRFC A6)
-//   grpc-timeout: 250m                  the caller's remaining time: at most 8 digits and a unit,
-//                                       H M S m u n (gRPC over HTTP/2, "Requests")
-//   grpc-retry-pushback-ms: 500         the server's word on retrying (gRFC A6): a non-negative
-//                                       integer is the minimum delay in milliseconds; a negative
-//                                       or unparsable value means "do not retry"
-//
-// A client sends the first three (format_attempt_count, format_grpc_timeout) and reads the last
-// (parse_pushback); a server does the opposite (stormguard/admission/). Every function here is a
-// pure function of its arguments: thread-safe, no allocation, never throws.
-//
-// Hostile values are read conservatively, so that a header can never win a request more than its
-// absence would: an attempt count that is not a plain decimal integer in range reads as a retry
-// of unknown number (attempt_info::malformed), and a grpc-timeout that does not follow the grammar
-// reads as absent (no deadline).
+/// \file
+/// The header fields that carry retry state between a client and a
+/// server, defined once for both sides: which attempt a request is, how long its caller still
+/// waits, and the server's pushback.
+///
+/// \code{.unparsed}
+///  x-envoy-attempt-count: 2            the attempt number, 1 for the first (Envoy's
+///                                      x-envoy-attempt-count)
+///  grpc-previous-rpc-attempts: 1       attempts before this one, 0 for the first (gRFC A6)
+///  grpc-timeout: 250m                  the caller's remaining time: at most 8 digits and a unit,
+///                                      H M S m u n (gRPC over HTTP/2, "Requests")
+///  grpc-retry-pushback-ms: 500         the server's word on retrying (gRFC A6): a non-negative
+///                                      integer is the minimum delay in milliseconds; a negative
+///                                      or unparsable value means "do not retry"
+/// \endcode
+///
+/// A client sends the first three (format_attempt_count, format_grpc_timeout) and reads the last
+/// (parse_pushback); a server does the opposite (stormguard/admission/). Every function here is a
+/// pure function of its arguments: thread-safe, no allocation, never throws.
+///
+/// Hostile values are read conservatively, so that a header can never win a request more than its
+/// absence would: an attempt count that is not a plain decimal integer in range reads as a retry
+/// of unknown number (attempt_info::malformed), and a grpc-timeout that does not follow the grammar
+/// reads as absent (no deadline).
 #ifndef STORMGUARD_RETRY_HEADERS_HPP
 #define STORMGUARD_RETRY_HEADERS_HPP
 
@@ -87,9 +90,11 @@ inline constexpr std::int64_t k_max_attempt_number = 1'000'000;
 /// case-insensitively (ASCII); other fields are ignored. No allocation: it keeps views of the
 /// values, which must stay valid until result().
 ///
-///   stormguard::attempt_fields reader;
-///   for (const auto& [name, value] : request_fields) reader.field(name, value);
-///   const stormguard::attempt_info attempt = reader.result();
+/// \code{.cpp}
+///  stormguard::attempt_fields reader;
+///  for (const auto& [name, value] : request_fields) reader.field(name, value);
+///  const stormguard::attempt_info attempt = reader.result();
+/// \endcode
 class attempt_fields {
  public:
   /// Takes one header field (name without the colon; value as received).

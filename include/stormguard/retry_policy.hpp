@@ -1,15 +1,18 @@
 // SPDX-License-Identifier: Apache-2.0
-// stormguard/retry_policy.hpp: the retry decision, a pure function of the attempt state.
-//
-// `retry_policy::decide` says "retry after d" or "stop because …" after a failed attempt. It is
-// the one formula that the synchronous executor (retry.hpp), the asynchronous executor and the
-// storm simulator all call; they reach it through the budget protocol (budget_protocol.hpp),
-// which also tells the retry budget about every attempt.
-//
-//   stormguard::retry_policy policy({.max_retries = 2, .backoff = {.base = 50ms}});
-//   stormguard::no_budget none;
-//   auto next = policy.decide(1, stormguard::classification::retry(), 0ms, rng, none, now);
-//   if (next.retry) sleep(next.delay);   // U(0, 50 ms): full jitter under the first ceiling
+/// \file
+/// The retry decision, a pure function of the attempt state.
+///
+/// `retry_policy::decide` says "retry after d" or "stop because …" after a failed attempt. It is
+/// the one formula that the synchronous executor (retry.hpp), the asynchronous executor and the
+/// storm simulator all call; they reach it through the budget protocol (budget_protocol.hpp),
+/// which also tells the retry budget about every attempt.
+///
+/// \code{.cpp}
+///  stormguard::retry_policy policy({.max_retries = 2, .backoff = {.base = 50ms}});
+///  stormguard::no_budget none;
+///  auto next = policy.decide(1, stormguard::classification::retry(), 0ms, rng, none, now);
+///  if (next.retry) sleep(next.delay);   // U(0, 50 ms): full jitter under the first ceiling
+/// \endcode
 #ifndef STORMGUARD_RETRY_POLICY_HPP
 #define STORMGUARD_RETRY_POLICY_HPP
 
@@ -76,16 +79,22 @@ struct retry_decision {
 
 /// A validated set of retry rules: how many retries, which backoff, the longest Retry-After.
 /// Immutable; share one instance between threads freely.
+///
+/// Example (tests/reference_examples_test.cpp, run by the tests):
+/// \snippet reference_examples_test.cpp retry_policy
 class STORMGUARD_EXPORT retry_policy {
  public:
   /// Validates `options`: throws std::invalid_argument naming the field and the value when
   /// max_retries is outside [0, 1,000,000], max_retry_after <= 0, or the backoff is invalid
   /// (see stormguard::backoff).
+  /// `retry_policy({})` is the same as `retry_policy()`.
   explicit retry_policy(retry_options options = {});
 
-  /// `retry_policy({})`: the defaults, as retry_policy() (without this overload, `{}` could mean
-  /// either retry_options{} or a default retry_policy to copy, and the call did not compile).
+  /// \cond
+  // `retry_policy({})`: the defaults, as retry_policy() (without this overload, `{}` could mean
+  // either retry_options{} or a default retry_policy to copy, and the call did not compile).
   retry_policy(detail::empty_braces) : retry_policy(retry_options{}) {}
+  /// \endcond
 
   /// The validated settings.
   [[nodiscard]] const retry_options& options() const noexcept { return options_; }
@@ -111,6 +120,7 @@ class STORMGUARD_EXPORT retry_policy {
   ///  6. only then is one retry withdrawn from `budget` at `now`, as
   ///     budget.try_withdraw(now, status, g) with status timeout when verdict.timeout(), failure
   ///     otherwise (denied ⇒ budget_exhausted).
+  ///
   /// A call that stops before step 4 draws nothing; before step 6 it spends no budget.
   /// `previous_delay` is the delay waited before this attempt (zero before the first retry).
   /// `deadline` is an instant of the caller's clock; time_point::max() = none. All arithmetic

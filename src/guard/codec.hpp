@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "stormguard/clock.hpp"
+#include "stormguard/detail/format.hpp"
 #include "stormguard/guard/store.hpp"
 
 namespace stormguard::guard::internal {
@@ -70,6 +71,27 @@ namespace stormguard::guard::internal {
     out.push_back(std::move(h));
   }
   return out;
+}
+
+/// The version of the stored records' layout (a SQL store's table, a Redis store's hashes). Every
+/// store keeps it beside its records (SQL: the one row of the table `<table>_schema`; Redis: the
+/// key `<prefix>:schema`), written when the store is first opened. A store that holds no version
+/// was written before versions were kept, in layout 1 (the only layout so far), and is marked
+/// version 1 when opened. A store of any other version is refused at open (schema_check), so that
+/// two builds never read each other's records as their own. Bump it, with a changelog line, when
+/// the layout changes.
+inline constexpr int k_record_schema_version = 1;
+
+/// Checks the version a store holds (its text as read, e.g. "1"): throws store_error naming
+/// `where` (the store), the version found and the version this build uses unless they agree.
+inline void schema_check(std::string_view where, std::string_view found) {
+  if (found == std::to_string(k_record_schema_version)) return;
+  throw store_error(std::string(where) + " holds records of schema version " +
+                    detail::quote_for_message(found, 20) +
+                    "; this build of stormguard reads and writes " + "schema version " +
+                    std::to_string(k_record_schema_version) +
+                    ": open it with a build of its version, or give this build another " +
+                    "table (SQL) or prefix (Redis)");
 }
 
 }  // namespace stormguard::guard::internal

@@ -377,6 +377,7 @@ void postgres_store::create_table(pg_connection& conn) const {
   // lock (taken for the transaction) serializes the stores that open this table.
   const std::string t = quoted(table_);
   const std::string index = quoted(table_.substr(0, 63 - 8) + "_expires");
+  const std::string schema = quoted(table_.substr(0, 63 - 7) + "_schema");
   const std::string sql =
       "BEGIN; SELECT pg_advisory_xact_lock(" + std::to_string(lock_key("stormguard:" + table_)) +
       "); CREATE TABLE IF NOT EXISTS " + t +
@@ -386,13 +387,28 @@ void postgres_store::create_table(pg_connection& conn) const {
       " lease_expires BIGINT NOT NULL, expires BIGINT NOT NULL,"
       " status INTEGER, headers BYTEA, body BYTEA, PRIMARY KEY (principal, key));"
       " CREATE INDEX IF NOT EXISTS " +
-      index + " ON " + t + " (expires); COMMIT";
+      index + " ON " + t + " (expires);" +
+      // The records' schema version (internal::k_record_schema_version): a table without one
+      // is marked as version 1, under the same lock.
+      " CREATE TABLE IF NOT EXISTS " + schema + " (version INTEGER NOT NULL); INSERT INTO " +
+      schema + " (version) SELECT " + std::to_string(internal::k_record_schema_version) +
+      " WHERE NOT EXISTS (SELECT 1 FROM " + schema + "); COMMIT";
   // Simple-query protocol: several statements in one round trip. It carries no value from
   // outside (the table name was validated as an identifier, the lock key is ours).
   pg_result r = internal::exec_simple(conn, sql.c_str(), "create table " + t);
   if (!r || !succeeded(r)) {
     const char* m = r ? PQresultErrorMessage(r.get()) : PQerrorMessage(conn.get());
     fail("create table " + t, one_line(m) + layout_hint(r.get(), t));
+  }
+  // Refuse a table of another version.
+  const std::string read = "SELECT version FROM " + schema;
+  pg_result v = internal::exec_simple(conn, read.c_str(), "read the schema version of " + t);
+  if (!v || PQresultStatus(v.get()) != PGRES_TUPLES_OK) {
+    const char* m = v ? PQresultErrorMessage(v.get()) : PQerrorMessage(conn.get());
+    fail("read the schema version of " + t, one_line(m));
+  }
+  for (int i = 0; i < PQntuples(v.get()); ++i) {
+    internal::schema_check("postgres store: table " + t, PQgetvalue(v.get(), i, 0));
   }
 }
 

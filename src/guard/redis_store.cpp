@@ -182,6 +182,7 @@ class redis_store final : public store {
     // Open one connection now: a store that cannot be reached fails here (stores.hpp).
     auto first = pool_.acquire();
     if (o.require_noeviction) check_eviction_policy(first);
+    check_schema(first);
   }
 
   [[nodiscard]] store_kind kind() const noexcept override { return store_kind::redis; }
@@ -428,6 +429,33 @@ class redis_store final : public store {
           "request again) and the handler's writes; set maxmemory-policy noeviction (redis.conf, "
           "or CONFIG SET maxmemory-policy noeviction)");
     }
+  }
+
+  /// Marks a prefix without a version as version 1 (SET NX: two processes opening it at once
+  /// write one value), then refuses a prefix of another version (internal::schema_check). The
+  /// key `<prefix>:schema` cannot be a record's (`<prefix>:<length>:...`) and has no expiry.
+  void check_schema(pooled& conn) const {
+    const std::string key = prefix_ + ":schema";
+    const std::string version = std::to_string(internal::k_record_schema_version);
+    argv_builder set;
+    for (const std::string_view a : {std::string_view("SET"), std::string_view(key),
+                                     std::string_view(version), std::string_view("NX")}) {
+      set.add(a);
+    }
+    const reply_ptr written = call(conn, set);
+    argv_builder get;
+    get.add("GET");
+    get.add(key);
+    const reply_ptr read = call(conn, get);
+    for (const redisReply* r : {written.get(), read.get()}) {
+      if (r->type == REDIS_REPLY_ERROR) {
+        throw store_error(where_ + ": cannot read or write the schema version (" +
+                          detail::quote_for_message(key) +
+                          "): " + detail::escape_control(text_of(*r)));
+      }
+    }
+    internal::schema_check(where_ + ": prefix " + detail::quote_for_message(prefix_),
+                           is_text(read.get()) ? text_of(*read) : std::string_view("(none)"));
   }
 
   [[nodiscard]] std::string record_key_of(const record_key& id) const {

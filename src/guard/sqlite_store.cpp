@@ -266,6 +266,25 @@ bool valid_table(std::string_view t) {
 
 class sqlite_store final : public store {
  public:
+  /// Marks a table without a version as version 1 (in one write transaction, so that two
+  /// processes opening it at once write one row), then refuses a table of another version
+  /// (internal::schema_check).
+  void check_schema(connection& c) {
+    const std::string schema = t_ + "_schema";
+    c.exec_plain(("BEGIN IMMEDIATE; CREATE TABLE IF NOT EXISTS " + schema +
+                  " (version INTEGER NOT NULL); INSERT INTO " + schema + " (version) SELECT " +
+                  std::to_string(internal::k_record_schema_version) +
+                  " WHERE NOT EXISTS (SELECT 1 FROM " + schema + "); COMMIT")
+                     .c_str());
+    sqlite3_stmt* s = c.prepare("SELECT version FROM " + schema);
+    const reset_on_exit reset{s};
+    for (const row& r : run(c, s)) {
+      internal::schema_check(
+          "sqlite store " + detail::quote_for_message(options_.path) + ": table " + t_,
+          r.empty() || !r[0] ? std::string_view("(none)") : std::string_view(*r[0]));
+    }
+  }
+
   explicit sqlite_store(const sqlite_options& o)
       : options_(o),
         pool_(
@@ -292,6 +311,7 @@ class sqlite_store final : public store {
                    " expires INTEGER NOT NULL, status INTEGER, headers BLOB, body BLOB,"
                    " PRIMARY KEY (principal, key)) WITHOUT ROWID")
                       .c_str());
+    check_schema(*c);
   }
 
   [[nodiscard]] store_kind kind() const noexcept override { return store_kind::sqlite; }

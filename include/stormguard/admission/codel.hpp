@@ -1,21 +1,24 @@
 // SPDX-License-Identifier: Apache-2.0
-// stormguard/admission/codel.hpp: CoDel with adaptive LIFO, the queue discipline of Facebook's
-// servers (folly::Codel; Maurer, "Fail at Scale", ACM Queue 13(8), 2015).
-//
-// A FIFO queue under overload serves the oldest requests first: exactly those whose callers are
-// most likely to have given up, so the server spends its capacity on answers nobody waits for.
-// CoDel (Nichols and Jacobson, "Controlling Queue Delay", ACM Queue 10(5), 2012), as folly
-// adapts it for request queues, watches the smallest queueing delay seen in each interval: when
-// even the best request of an interval waited longer than `target`, the queue is overloaded, and
-// while it is, any request that waited longer than 2 · target is dropped instead of served.
-// Adaptive LIFO serves the newest request first while the queue is overloaded (its caller is
-// still waiting) and returns to FIFO when the overload ends.
-//
-//   stormguard::admission::adaptive_lifo_queue<request> queue;   // target 5 ms, interval 100 ms
-//   queue.push(now, req);
-//   while (auto next = queue.pop(now, [](request& dropped) { reject(dropped); })) serve(*next);
-//
-// Defaults are folly's: target 5 ms, interval 100 ms.
+/// \file
+/// CoDel with adaptive LIFO, the queue discipline of Facebook's
+/// servers (folly::Codel; Maurer, "Fail at Scale", ACM Queue 13(8), 2015).
+///
+/// A FIFO queue under overload serves the oldest requests first: exactly those whose callers are
+/// most likely to have given up, so the server spends its capacity on answers nobody waits for.
+/// CoDel (Nichols and Jacobson, "Controlling Queue Delay", ACM Queue 10(5), 2012), as folly
+/// adapts it for request queues, watches the smallest queueing delay seen in each interval: when
+/// even the best request of an interval waited longer than `target`, the queue is overloaded, and
+/// while it is, any request that waited longer than 2 · target is dropped instead of served.
+/// Adaptive LIFO serves the newest request first while the queue is overloaded (its caller is
+/// still waiting) and returns to FIFO when the overload ends.
+///
+/// \code{.cpp}
+///  stormguard::admission::adaptive_lifo_queue<request> queue;   // target 5 ms, interval 100 ms
+///  queue.push(now, req);
+///  while (auto next = queue.pop(now, [](request& dropped) { reject(dropped); })) serve(*next);
+/// \endcode
+///
+/// Defaults are folly's: target 5 ms, interval 100 ms.
 #ifndef STORMGUARD_ADMISSION_CODEL_HPP
 #define STORMGUARD_ADMISSION_CODEL_HPP
 
@@ -42,6 +45,9 @@ struct codel_options {
 
 /// folly::Codel's decision, fed with each request's queueing delay as it leaves the queue.
 /// Not thread-safe: one owner (the queue, or the server's dispatch loop) calls it.
+///
+/// Example (tests/reference_admission_examples_test.cpp, run by the tests):
+/// \snippet reference_admission_examples_test.cpp adaptive_lifo_queue
 class STORMGUARD_EXPORT codel {
  public:
   /// Validates `options`; throws std::invalid_argument naming the field and the value.
@@ -73,6 +79,9 @@ class STORMGUARD_EXPORT codel {
 /// newest first while it is overloaded, and requests that waited too long dropped (handed to the
 /// caller's callback, never served). Bounded: push refuses past `capacity`. Not thread-safe (a
 /// server's dispatch loop owns it); allocates as std::deque does.
+///
+/// Example (tests/reference_admission_examples_test.cpp, run by the tests):
+/// \snippet reference_admission_examples_test.cpp adaptive_lifo_queue
 template <class T>
 class adaptive_lifo_queue {
  public:

@@ -1,36 +1,41 @@
 // SPDX-License-Identifier: Apache-2.0
-// stormguard/admission/concurrency_limit.hpp: an adaptive concurrency limit, Envoy's gradient
-// controller (envoy.filters.http.adaptive_concurrency, GradientControllerConfig).
-//
-// A server admits a request only while fewer than `limit` are outstanding; the limit follows the
-// latency the server shows. Periodically (every min_rtt_interval, with jitter) the limit drops to
-// min_concurrency until request_count requests have completed, and the sample_percentile of their
-// latencies is the ideal latency, minRTT. Every update_interval the same percentile of the
-// latencies since is sampleRTT, and
-//
-//   gradient = clamp((minRTT · (1 + buffer)) / sampleRTT, 0.5, 2)
-//   limit    = clamp(limit · gradient + sqrt(limit · gradient), min_concurrency, max_limit)
-//
-// so a server whose latency grows sheds load before its queue explodes, and one that is fast
-// again grows the limit back (the square root is the burst headroom). Envoy's defaults: buffer
-// 25 %, request_count 50, min_concurrency 3, jitter 15 %, sample_percentile 50 %, max_limit 1000.
-// Envoy starts in the minRTT window, at min_concurrency; `initial_limit` lets a server start at
-// its worker count instead, so that a healthy server loses nothing at start: the first minRTT is
-// then measured at that limit over the first request_count requests (a server that is not yet
-// queueing shows its ideal latency), and the next windows come every min_rtt_interval as in Envoy.
-//
-// Refused requests are answered 503 with a Retry-After drawn uniformly from
-// [retry_after_min, retry_after_max] whole seconds, so refused clients come back spread out
-// rather than together (retry_after_for_refusal).
-//
-//   stormguard::admission::concurrency_limit limit({.initial_limit = 100});
-//   if (!limit.try_acquire(now)) { /* 503, Retry-After: limit.retry_after_for_refusal(rng) */ }
-//   ... serve ...
-//   limit.release(clock.now(), started);   // records the latency sample
-//
-// Time is passed in; the jitter and the Retry-After draw use the caller's generator. Thread-safe
-// (one short critical section per call); the latency samples live in a fixed array (no allocation
-// after construction).
+/// \file
+/// An adaptive concurrency limit, Envoy's gradient
+/// controller (envoy.filters.http.adaptive_concurrency, GradientControllerConfig).
+///
+/// A server admits a request only while fewer than `limit` are outstanding; the limit follows the
+/// latency the server shows. Periodically (every min_rtt_interval, with jitter) the limit drops to
+/// min_concurrency until request_count requests have completed, and the sample_percentile of their
+/// latencies is the ideal latency, minRTT. Every update_interval the same percentile of the
+/// latencies since is sampleRTT, and
+///
+/// \code{.unparsed}
+///  gradient = clamp((minRTT · (1 + buffer)) / sampleRTT, 0.5, 2)
+///  limit    = clamp(limit · gradient + sqrt(limit · gradient), min_concurrency, max_limit)
+/// \endcode
+///
+/// so a server whose latency grows sheds load before its queue explodes, and one that is fast
+/// again grows the limit back (the square root is the burst headroom). Envoy's defaults: buffer
+/// 25 %, request_count 50, min_concurrency 3, jitter 15 %, sample_percentile 50 %, max_limit 1000.
+/// Envoy starts in the minRTT window, at min_concurrency; `initial_limit` lets a server start at
+/// its worker count instead, so that a healthy server loses nothing at start: the first minRTT is
+/// then measured at that limit over the first request_count requests (a server that is not yet
+/// queueing shows its ideal latency), and the next windows come every min_rtt_interval as in Envoy.
+///
+/// Refused requests are answered 503 with a Retry-After drawn uniformly from
+/// [retry_after_min, retry_after_max] whole seconds, so refused clients come back spread out
+/// rather than together (retry_after_for_refusal).
+///
+/// \code{.cpp}
+///  stormguard::admission::concurrency_limit limit({.initial_limit = 100});
+///  if (!limit.try_acquire(now)) { /* 503, Retry-After: limit.retry_after_for_refusal(rng) */ }
+///  ... serve ...
+///  limit.release(clock.now(), started);   // records the latency sample
+/// \endcode
+///
+/// Time is passed in; the jitter and the Retry-After draw use the caller's generator. Thread-safe
+/// (one short critical section per call); the latency samples live in a fixed array (no allocation
+/// after construction).
 #ifndef STORMGUARD_ADMISSION_CONCURRENCY_LIMIT_HPP
 #define STORMGUARD_ADMISSION_CONCURRENCY_LIMIT_HPP
 
@@ -80,6 +85,9 @@ struct concurrency_limit_options {
 };
 
 /// Envoy's gradient controller: see the file comment. Thread-safe.
+///
+/// Example (tests/reference_admission_examples_test.cpp, run by the tests):
+/// \snippet reference_admission_examples_test.cpp concurrency_limit
 class STORMGUARD_EXPORT concurrency_limit {
  public:
   /// The most latency samples kept per window (beyond it, later samples replace earlier ones

@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
-// stormguard/admission/deadline.hpp: a request's deadline, and whether it has expired.
-//
-// A server reads its caller's deadline from grpc-timeout (parse_grpc_timeout,
-// stormguard/retry_headers.hpp), turns it into a time point at arrival (deadline_of) and does not
-// start a request whose caller will have given up before the answer could reach it (expired).
-// The simulator's and `serve`'s "drop-expired" defence is exactly this check.
+/// \file
+/// A request's deadline, and whether it has expired.
+///
+/// A server reads its caller's deadline from grpc-timeout (parse_grpc_timeout,
+/// stormguard/retry_headers.hpp), turns it into a time point at arrival (deadline_of) and does not
+/// start a request whose caller will have given up before the answer could reach it (expired).
+/// The simulator's and `serve`'s "drop-expired" defence is exactly this check.
 #ifndef STORMGUARD_ADMISSION_DEADLINE_HPP
 #define STORMGUARD_ADMISSION_DEADLINE_HPP
 

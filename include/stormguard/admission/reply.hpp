@@ -1,30 +1,35 @@
 // SPDX-License-Identifier: Apache-2.0
-// stormguard/admission/reply.hpp: how a server answers what its defences decided, and what a
-// client that honours the answer does next — written once, for a real server, the simulator's
-// virtual server and the lab's clients alike.
-//
-//   outcome        status  grpc-retry-pushback-ms  Retry-After       a client that honours them
-//   served         200     -                       -                 done
-//   unavailable    503     -                       -                 may retry (own backoff)
-//   retry_refused  503     -1 (do not retry)       -                 stops (server_refused)
-//   over_limit     503     -                       limiter's delay   retries after the delay
-//   expired        503     -1 (do not retry)       -                 stops (server_refused)
-//   codel_dropped  503     -                       -                 may retry (own backoff)
-//
-// retry_refused is the server-side retry budget (retry_admission.hpp), over_limit the concurrency
-// limit (concurrency_limit.hpp: Retry-After drawn with jitter, retry_after_for_refusal), expired
-// drop-expired (defences.hpp: the caller's deadline has passed, or will before an answer), and
-// codel_dropped the adaptive LIFO + CoDel queue (codel.hpp). "unavailable" is any other
-// immediate 503 of the server's own (a full queue, an error).
-//
-//   const stormguard::admission::reply r = stormguard::admission::reply_for(outcome);
-//   if (r.do_not_retry) add_header(stormguard::k_pushback_header, r.pushback);
-//   if (r.retry_after) add_header("Retry-After", std::to_string(
-//       stormguard::admission::retry_after_seconds(limit.retry_after_for_refusal(rng))));
-//   send(r.status, r.reason_phrase, r.body);
-//
-// The pushback follows gRFC A6 (a negative value: do not retry); Retry-After is RFC 9110 §10.2.3
-// (delay-seconds). Everything here is a constexpr pure function: thread-safe, no allocation.
+/// \file
+/// How a server answers what its defences decided, and what a
+/// client that honours the answer does next — written once, for a real server, the simulator's
+/// virtual server and the lab's clients alike.
+///
+/// \code{.unparsed}
+///  outcome        status  grpc-retry-pushback-ms  Retry-After       a client that honours them
+///  served         200     -                       -                 done
+///  unavailable    503     -                       -                 may retry (own backoff)
+///  retry_refused  503     -1 (do not retry)       -                 stops (server_refused)
+///  over_limit     503     -                       limiter's delay   retries after the delay
+///  expired        503     -1 (do not retry)       -                 stops (server_refused)
+///  codel_dropped  503     -                       -                 may retry (own backoff)
+/// \endcode
+///
+/// retry_refused is the server-side retry budget (retry_admission.hpp), over_limit the concurrency
+/// limit (concurrency_limit.hpp: Retry-After drawn with jitter, retry_after_for_refusal), expired
+/// drop-expired (defences.hpp: the caller's deadline has passed, or will before an answer), and
+/// codel_dropped the adaptive LIFO + CoDel queue (codel.hpp). "unavailable" is any other
+/// immediate 503 of the server's own (a full queue, an error).
+///
+/// \code{.cpp}
+///  const stormguard::admission::reply r = stormguard::admission::reply_for(outcome);
+///  if (r.do_not_retry) add_header(stormguard::k_pushback_header, r.pushback);
+///  if (r.retry_after) add_header("Retry-After", std::to_string(
+///      stormguard::admission::retry_after_seconds(limit.retry_after_for_refusal(rng))));
+///  send(r.status, r.reason_phrase, r.body);
+/// \endcode
+///
+/// The pushback follows gRFC A6 (a negative value: do not retry); Retry-After is RFC 9110 §10.2.3
+/// (delay-seconds). Everything here is a constexpr pure function: thread-safe, no allocation.
 #ifndef STORMGUARD_ADMISSION_REPLY_HPP
 #define STORMGUARD_ADMISSION_REPLY_HPP
 

@@ -1,36 +1,39 @@
 // SPDX-License-Identifier: Apache-2.0
-// stormguard/admission/retry_admission.hpp: a retry budget kept by the server, for every client.
-//
-// Client-side budgets bound only the clients that run them, and only per process. A server sees
-// every retry of every client (browsers, scripts and other teams' services included) when the
-// requests say which attempt they are (stormguard/retry_headers.hpp: x-envoy-attempt-count or
-// grpc-previous-rpc-attempts). retry_admission admits first attempts always and retries only while
-// they stay within a ratio of the first attempts over a window: Finagle's RetryBudget algorithm,
-// the very stormguard::ratio_budget the clients use (deposit on a first attempt, withdraw on a
-// retry), kept by the server.
-//
-//   stormguard::admission::retry_admission admission;  // 10 % over 10 s, floor 10 retries/s
-//   const auto attempt = stormguard::parse_attempt(header("x-envoy-attempt-count"),
-//                                                  header("grpc-previous-rpc-attempts"));
-//   if (!admission.admit(clock.now(), attempt)) {
-//     // 503 with `grpc-retry-pushback-ms: -1` (k_refusal_pushback) and no Retry-After: the
-//     // client must not retry; refusing costs the server almost nothing.
-//   }
-//
-// The floor (min_retries_per_second) is per server instance: K replicas, each with its own
-// retry_admission, admit up to K floors of retries per second between them; a server scaled down
-// by X (the lab's --scale) should be given floor · X to behave like the full-size one.
-//
-// A request whose attempt header is malformed (attempt_info::malformed) is treated as a retry:
-// it never deposits, so a hostile header can never win more than the header's absence would.
-//
-// Cost: a first attempt (most requests) is one relaxed atomic add on a counter of the current
-// window slice, lock-free; the slice's count is handed to the ratio budget (ratio_budget::deposit
-// with a count) when the slice ends or a retry asks. The budget thus sees every first attempt in
-// the slice it arrived in, except one that races with the end of its slice: that one is counted
-// in the next slice (window/10 later), never lost. A retry takes one short critical section (the
-// ratio budget's: the slice's first attempts in and the withdrawal, together). Thread-safe; no
-// allocation.
+/// \file
+/// A retry budget kept by the server, for every client.
+///
+/// Client-side budgets bound only the clients that run them, and only per process. A server sees
+/// every retry of every client (browsers, scripts and other teams' services included) when the
+/// requests say which attempt they are (stormguard/retry_headers.hpp: x-envoy-attempt-count or
+/// grpc-previous-rpc-attempts). retry_admission admits first attempts always and retries only while
+/// they stay within a ratio of the first attempts over a window: Finagle's RetryBudget algorithm,
+/// the very stormguard::ratio_budget the clients use (deposit on a first attempt, withdraw on a
+/// retry), kept by the server.
+///
+/// \code{.cpp}
+///  stormguard::admission::retry_admission admission;  // 10 % over 10 s, floor 10 retries/s
+///  const auto attempt = stormguard::parse_attempt(header("x-envoy-attempt-count"),
+///                                                 header("grpc-previous-rpc-attempts"));
+///  if (!admission.admit(clock.now(), attempt)) {
+///    // 503 with `grpc-retry-pushback-ms: -1` (k_refusal_pushback) and no Retry-After: the
+///    // client must not retry; refusing costs the server almost nothing.
+///  }
+/// \endcode
+///
+/// The floor (min_retries_per_second) is per server instance: K replicas, each with its own
+/// retry_admission, admit up to K floors of retries per second between them; a server scaled down
+/// by X (the lab's --scale) should be given floor · X to behave like the full-size one.
+///
+/// A request whose attempt header is malformed (attempt_info::malformed) is treated as a retry:
+/// it never deposits, so a hostile header can never win more than the header's absence would.
+///
+/// Cost: a first attempt (most requests) is one relaxed atomic add on a counter of the current
+/// window slice, lock-free; the slice's count is handed to the ratio budget (ratio_budget::deposit
+/// with a count) when the slice ends or a retry asks. The budget thus sees every first attempt in
+/// the slice it arrived in, except one that races with the end of its slice: that one is counted
+/// in the next slice (window/10 later), never lost. A retry takes one short critical section (the
+/// ratio budget's: the slice's first attempts in and the withdrawal, together). Thread-safe; no
+/// allocation.
 #ifndef STORMGUARD_ADMISSION_RETRY_ADMISSION_HPP
 #define STORMGUARD_ADMISSION_RETRY_ADMISSION_HPP
 
@@ -61,6 +64,9 @@ struct retry_admission_counts {
 };
 
 /// A server-side retry budget: see the file comment. Thread-safe; no allocation.
+///
+/// Example (tests/reference_admission_examples_test.cpp, run by the tests):
+/// \snippet reference_admission_examples_test.cpp retry_admission
 class STORMGUARD_EXPORT retry_admission {
  public:
   /// `options`: the ratio budget (ratio, window, floor per second of this server). Throws

@@ -1,29 +1,32 @@
 // SPDX-License-Identifier: Apache-2.0
-// stormguard/asio/hedge.hpp: the asynchronous hedging executor, on standalone Asio (1.22).
-//
-// `stormguard::async_hedge` sends copies of one asynchronous operation as a hedging_policy says
-// (hedging.hpp, gRFC A6 hedging semantics): copy 1 at once, the next copy `delay` later (or at
-// once when a copy failed with a non-fatal outcome), up to max_attempts copies; the first good
-// answer wins and the copies still in flight are cancelled through their own cancellation slots.
-// The operation completes only when every copy has completed (cancelled or not) and the delay
-// timer is done, so nothing of the call runs after the caller has its answer.
-//
-// Every copy after the first is charged to the budget (try_charge_hedge): a refused copy is not
-// sent, no further copy is sent, and the copies in flight keep running (a spent budget never
-// cancels work already sent).
-//
-//   stormguard::hedger hedge(policy, clock, rng, budget);
-//   auto fetch = [&](const stormguard::attempt_context& ctx, auto&& token) {
-//     return socket_op(ctx.time_left, std::forward<decltype(token)>(token));  // void(ec, T)
-//   };
-//   stormguard::hedge_result<T, std::error_code> r = co_await stormguard::async_hedge(
-//       hedge, io.get_executor(), fetch, stormguard::default_classifier{}, {},
-//       asio::use_awaitable);
-//   // r.report: which copy won, copies sent, refused by the budget, cancelled
-//
-// Any completion token works, as for async_retry (asio/retry.hpp), and the copies are the same
-// kind of asynchronous operation: op(const attempt_context&, token) with one of the completion
-// signatures async_retry accepts. Tests use a virtual timer (testing::manual_timer or their own).
+/// \file
+/// The asynchronous hedging executor, on standalone Asio (1.22).
+///
+/// `stormguard::async_hedge` sends copies of one asynchronous operation as a hedging_policy says
+/// (hedging.hpp, gRFC A6 hedging semantics): copy 1 at once, the next copy `delay` later (or at
+/// once when a copy failed with a non-fatal outcome), up to max_attempts copies; the first good
+/// answer wins and the copies still in flight are cancelled through their own cancellation slots.
+/// The operation completes only when every copy has completed (cancelled or not) and the delay
+/// timer is done, so nothing of the call runs after the caller has its answer.
+///
+/// Every copy after the first is charged to the budget (try_charge_hedge): a refused copy is not
+/// sent, no further copy is sent, and the copies in flight keep running (a spent budget never
+/// cancels work already sent).
+///
+/// \code{.cpp}
+///  stormguard::hedger hedge(policy, clock, rng, budget);
+///  auto fetch = [&](const stormguard::attempt_context& ctx, auto&& token) {
+///    return socket_op(ctx.time_left, std::forward<decltype(token)>(token));  // void(ec, T)
+///  };
+///  stormguard::hedge_result<T, std::error_code> r = co_await stormguard::async_hedge(
+///      hedge, io.get_executor(), fetch, stormguard::default_classifier{}, {},
+///      asio::use_awaitable);
+///  // r.report: which copy won, copies sent, refused by the budget, cancelled
+/// \endcode
+///
+/// Any completion token works, as for async_retry (asio/retry.hpp), and the copies are the same
+/// kind of asynchronous operation: op(const attempt_context&, token) with one of the completion
+/// signatures async_retry accepts. Tests use a virtual timer (testing::manual_timer or their own).
 #ifndef STORMGUARD_ASIO_HEDGE_HPP
 #define STORMGUARD_ASIO_HEDGE_HPP
 
@@ -117,6 +120,9 @@ struct hedge_verdict {
 /// latency_tracker for an adaptive delay (policy.options().delay_quantile > 0). The clock,
 /// generator, budget and tracker are referenced and must outlive every call; the budget and the
 /// tracker may be shared with other threads; the generator is used on the calls' executor.
+///
+/// Example (tests/integration/reference_http_examples_test.cpp, run by the tests):
+/// \snippet reference_http_examples_test.cpp async_hedge
 template <bit_generator G, retry_budget<G> B = no_budget>
 class hedger {
  public:
@@ -176,8 +182,12 @@ hedger(hedging_policy, clock&, G&, latency_tracker* = nullptr) -> hedger<G, no_b
 /// The result type of async_hedge for an operation of type Op (a hedge_result<T, E>; T and E
 /// follow from Op's completion signature as for async_retry).
 template <class Op>
+#ifdef STORMGUARD_DOXYGEN  // the reference shows the type without the internal helper
+using async_hedge_result_t = hedge_result<T, E>;
+#else
 using async_hedge_result_t = hedge_result<typename detail::attempt_completion_of<Op>::value_type,
                                           typename detail::attempt_completion_of<Op>::error_type>;
+#endif
 
 namespace detail {
 
@@ -700,6 +710,9 @@ struct initiate_async_hedge {
 /// operations initiate their first step; from any other thread, from a step posted to `ex`. Memory:
 /// one block per call from the handler's associated allocator; a call whose first copy answers
 /// before the delay creates no other copy (the timer's wait is cancelled).
+///
+/// Example (tests/integration/reference_http_examples_test.cpp, run by the tests):
+/// \snippet reference_http_examples_test.cpp async_hedge
 template <class Timer = ::asio::steady_timer, class Executor, bit_generator G, retry_budget<G> B,
           async_attempt Op, class Classifier, class CompletionToken>
 requires backoff_timer<Timer, Executor>

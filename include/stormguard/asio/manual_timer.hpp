@@ -1,21 +1,24 @@
 // SPDX-License-Identifier: Apache-2.0
-// stormguard/asio/manual_timer.hpp: a backoff timer on virtual time, for tests of async_retry.
-//
-// testing::manual_timer is to asio::steady_timer what testing::manual_clock is to real_clock: a
-// wait never sleeps. It completes through the executor (posted, never inline) and, when it was
-// not cancelled before its handler runs, advances the manual_clock by the wait's duration at that
-// moment (manual_clock::sleep_for, which also records it in sleeps()). So a test runs
-// io_context::run() and checks every delay exactly, in microseconds of real time; a cancellation
-// that reaches the io_context before the posted completion (e.g. posted from on_retry, or
-// emitted from another handler) finds the wait still pending and ends it without advancing time.
-//
-//   stormguard::testing::manual_clock clock;
-//   stormguard::retrier retry(policy, clock, rng);
-//   asio::io_context io;
-//   stormguard::async_retry<stormguard::testing::manual_timer>(retry, io.get_executor(), op,
-//                                                                [&](auto r) { result = r; });
-//   io.run();                        // returns as soon as the loop is idle: no real waiting
-//   EXPECT_EQ(clock.sleeps(), (std::vector<stormguard::duration>{...}));
+/// \file
+/// A backoff timer on virtual time, for tests of async_retry.
+///
+/// testing::manual_timer is to asio::steady_timer what testing::manual_clock is to real_clock: a
+/// wait never sleeps. It completes through the executor (posted, never inline) and, when it was
+/// not cancelled before its handler runs, advances the manual_clock by the wait's duration at that
+/// moment (manual_clock::sleep_for, which also records it in sleeps()). So a test runs
+/// io_context::run() and checks every delay exactly, in microseconds of real time; a cancellation
+/// that reaches the io_context before the posted completion (e.g. posted from on_retry, or
+/// emitted from another handler) finds the wait still pending and ends it without advancing time.
+///
+/// \code{.cpp}
+///  stormguard::testing::manual_clock clock;
+///  stormguard::retrier retry(policy, clock, rng);
+///  asio::io_context io;
+///  stormguard::async_retry<stormguard::testing::manual_timer>(retry, io.get_executor(), op,
+///                                                               [&](auto r) { result = r; });
+///  io.run();                        // returns as soon as the loop is idle: no real waiting
+///  EXPECT_EQ(clock.sleeps(), (std::vector<stormguard::duration>{...}));
+/// \endcode
 #ifndef STORMGUARD_ASIO_MANUAL_TIMER_HPP
 #define STORMGUARD_ASIO_MANUAL_TIMER_HPP
 

@@ -1,28 +1,31 @@
 // SPDX-License-Identifier: Apache-2.0
-// stormguard/asio/retry.hpp: the asynchronous retry executor, on standalone Asio (1.22).
-//
-// `stormguard::async_retry` runs the same loop as the synchronous `stormguard::retrier`
-// (retry.hpp), with the same retrier (policy, clock, generator, budget, hooks), classifier and
-// call_options, but each attempt is an Asio asynchronous operation and each backoff is a timer
-// wait, so one thread can keep thousands of logical requests retrying. The decision is
-// retry_policy::decide and every budget call goes through request_budget
-// (budget_protocol.hpp), so a budget hears exactly what it hears from the sync retrier.
-//
-//   stormguard::retrier retry(policy, clock, rng, budget);     // as for the sync executor
-//   auto fetch = [&](const stormguard::attempt_context& ctx, auto&& token) {
-//     return socket_op(ctx.time_left, std::forward<decltype(token)>(token));  // void(error_code,
-//     T)
-//   };
-//   stormguard::retry_result<T, std::error_code> r = co_await stormguard::async_retry(
-//       retry, io.get_executor(), fetch, stormguard::default_classifier{}, {.deadline = d},
-//       asio::use_awaitable);
-//
-// Any completion token works (asio::use_awaitable, a callback, asio::use_future,
-// asio::experimental::deferred, ...): the operation completes with void(retry_result<T, E>).
-// Per-operation cancellation (asio::bind_cancellation_slot, parallel_group's wait_for_one, the
-// awaitable operators) ends a backoff wait at once and is forwarded, with its type, to the
-// attempt in flight. Tests use a virtual timer: `async_retry<testing::manual_timer>(...)` with a
-// testing::manual_clock (stormguard/asio/manual_timer.hpp) never sleeps.
+/// \file
+/// The asynchronous retry executor, on standalone Asio (1.22).
+///
+/// `stormguard::async_retry` runs the same loop as the synchronous `stormguard::retrier`
+/// (retry.hpp), with the same retrier (policy, clock, generator, budget, hooks), classifier and
+/// call_options, but each attempt is an Asio asynchronous operation and each backoff is a timer
+/// wait, so one thread can keep thousands of logical requests retrying. The decision is
+/// retry_policy::decide and every budget call goes through request_budget
+/// (budget_protocol.hpp), so a budget hears exactly what it hears from the sync retrier.
+///
+/// \code{.cpp}
+///  stormguard::retrier retry(policy, clock, rng, budget);     // as for the sync executor
+///  auto fetch = [&](const stormguard::attempt_context& ctx, auto&& token) {
+///    // socket_op completes with void(std::error_code, T)
+///    return socket_op(ctx.time_left, std::forward<decltype(token)>(token));
+///  };
+///  stormguard::retry_result<T, std::error_code> r = co_await stormguard::async_retry(
+///      retry, io.get_executor(), fetch, stormguard::default_classifier{}, {.deadline = d},
+///      asio::use_awaitable);
+/// \endcode
+///
+/// Any completion token works (asio::use_awaitable, a callback, asio::use_future,
+/// asio::experimental::deferred, ...): the operation completes with void(retry_result<T, E>).
+/// Per-operation cancellation (asio::bind_cancellation_slot, parallel_group's wait_for_one, the
+/// awaitable operators) ends a backoff wait at once and is forwarded, with its type, to the
+/// attempt in flight. Tests use a virtual timer: `async_retry<testing::manual_timer>(...)` with a
+/// testing::manual_clock (stormguard/asio/manual_timer.hpp) never sleeps.
 #ifndef STORMGUARD_ASIO_RETRY_HPP
 #define STORMGUARD_ASIO_RETRY_HPP
 
@@ -63,6 +66,7 @@ namespace stormguard {
 ///  - `async_wait(handler)`: completes once with void(std::error_code) on the handler's associated
 ///    executor: no error when the time elapsed, asio::error::operation_aborted after cancel();
 ///  - `cancel()`: ends a pending wait early (operation_aborted).
+///
 /// The timer's clock must be the retrier's clock: asio::steady_timer runs on
 /// std::chrono::steady_clock, which is what stormguard::real_clock reads.
 template <class T, class Executor>
@@ -197,14 +201,24 @@ namespace stormguard {
 /// An asynchronous attempt for async_retry: `op(const attempt_context&, token)` initiates one
 /// attempt with one of the completion signatures async_retry accepts (checked by probing it).
 template <class Op>
+// clang-format off
+#ifdef STORMGUARD_DOXYGEN  // the reference shows the concept without the internal probe
+concept async_attempt = std::invocable<std::decay_t<Op>&, const attempt_context&, token>;
+// clang-format on
+#else
 concept async_attempt = std::invocable < std::decay_t<Op>
 &, const attempt_context&, detail::signature_probe > ;
+#endif
 
 /// The result type of async_retry for an operation of type Op (a retry_result<T, E>; see
 /// async_retry for how T and E follow from Op's completion signature).
 template <class Op>
+#ifdef STORMGUARD_DOXYGEN  // the reference shows the type without the internal helper
+using async_retry_result_t = retry_result<T, E>;
+#else
 using async_retry_result_t = retry_result<typename detail::attempt_completion_of<Op>::value_type,
                                           typename detail::attempt_completion_of<Op>::error_type>;
+#endif
 
 namespace detail {
 
@@ -461,6 +475,7 @@ struct initiate_async_retry {
 ///  - void(std::exception_ptr) or void(std::exception_ptr, V): E = std::exception_ptr, e.g.
 ///    asio::co_spawn(ex, coroutine(ctx), token) for an attempt written as a coroutine;
 ///  - void(R) with R expected-like (stormguard::outcome, std::expected): as R.
+///
 /// Write it generic in the token (`auto&& token`, forwarded to an Asio initiating function or
 /// asio::async_initiate): async_retry calls it once with a probe token, inside decltype only, to
 /// learn that signature. `classify(const E&)` returns a classification or a bool, as for retrier.
@@ -495,6 +510,9 @@ struct initiate_async_retry {
 /// Memory: one block per call, from the handler's associated allocator (Asio's thread-local
 /// recycling allocator by default: no malloc once warm), plus previous_errors from the second
 /// failed attempt on, as for the sync retrier (bench/async_benchmark.cpp counts them).
+///
+/// Example (tests/integration/reference_http_examples_test.cpp, run by the tests):
+/// \snippet reference_http_examples_test.cpp async_retry
 template <class Timer = ::asio::steady_timer, class Executor, bit_generator G, retry_budget<G> B,
           class OnRetry, class OnGiveUp, class OnAttempt, class OnEnd, async_attempt Op,
           class Classifier, class CompletionToken>

@@ -1,22 +1,27 @@
 // SPDX-License-Identifier: Apache-2.0
-// stormguard/config/executors.hpp: the one path from a policy to an executor. A policy file
-// (config::policy) says what to retry, how long to wait and what budget to spend; these adapters
-// turn it into what each executor takes, so that no command or program translates fields by
-// hand:
-//
-//   retrier, asio::async_retry   config::retrier_settings_for(p)     (this header)
-//   http::client, async_client   http::client_options_for(p)         (stormguard/http/policy.hpp)
-//   lab::run_payments            lab::payments_options_for(p)        (lab/payments_policy.hpp)
-//   the simulator                sim::from_policy(p)                 (stormguard/sim/strategy.hpp)
-//   hedger, asio::async_hedge    config::hedging_settings_for(p)     (this header)
-//   http::async_hedge            http::hedge_http_options_for(s) (stormguard/http/hedge_policy.hpp)
-//
-//   const auto s = stormguard::config::retrier_settings_for(p);
-//   stormguard::any_budget budget(s.budget);                  // the policy's budget, any kind
-//   stormguard::retrier retry(s.policy(), clock, rng, budget);
-//   auto result = retry(op, classify, s.call(clock.now()));   // the policy's deadline
-//
-// Header-only (no link dependency beyond the core); plain values, thread-safe to read.
+/// \file
+/// The one path from a policy to an executor. A policy file
+/// (config::policy) says what to retry, how long to wait and what budget to spend; these adapters
+/// turn it into what each executor takes, so that no command or program translates fields by
+/// hand:
+///
+/// \code{.unparsed}
+///  retrier, asio::async_retry   config::retrier_settings_for(p)     (this header)
+///  http::client, async_client   http::client_options_for(p)         (stormguard/http/policy.hpp)
+///  lab::run_payments            lab::payments_options_for(p)        (lab/payments_policy.hpp)
+///  the simulator                sim::from_policy(p)                 (stormguard/sim/strategy.hpp)
+///  hedger, asio::async_hedge    config::hedging_settings_for(p)     (this header)
+///  http::async_hedge            http::hedge_http_options_for(s) (stormguard/http/hedge_policy.hpp)
+/// \endcode
+///
+/// \code{.cpp}
+///  const auto s = stormguard::config::retrier_settings_for(p);
+///  stormguard::any_budget budget(s.budget);                  // the policy's budget, any kind
+///  stormguard::retrier retry(s.policy(), clock, rng, budget);
+///  auto result = retry(op, classify, s.call(clock.now()));   // the policy's deadline
+/// \endcode
+///
+/// Header-only (no link dependency beyond the core); plain values, thread-safe to read.
 #ifndef STORMGUARD_CONFIG_EXECUTORS_HPP
 #define STORMGUARD_CONFIG_EXECUTORS_HPP
 

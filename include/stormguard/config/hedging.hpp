@@ -1,24 +1,27 @@
 // SPDX-License-Identifier: Apache-2.0
-// stormguard/config/hedging.hpp: the `hedging` object of a policy file — hedged requests instead
-// of retries (gRFC A6: a policy has retries or hedging, never both).
-//
-//   {"policies": [{"name": "hedged",
-//                  "hedging": {"max_attempts": 3, "delay": "50ms",
-//                              "non_fatal_statuses": [503],
-//                              "budget": {"kind": "ratio", "ratio": 0.1}}}]}
-//
-// - `max_attempts`: copies in all, the first included, in [2, 5] (gRFC A6's limit; 6 or more is an
-//   error naming hedging.max_attempts). Default 2.
-// - `delay`: between two copies, a duration in [0, 1h] ("0s" sends every copy at once), or
-//   "pNN" ("p95", "p99.9"): the NN-th percentile of recent latencies (latency_tracker), with
-//   `fallback_delay` (default 20ms) until enough latencies are known. Default "20ms".
-// - `non_fatal_statuses`: the HTTP statuses after which the next copy goes at once (A6's
-//   nonFatalStatusCodes); any other answer is final. Default none.
-// - `budget`: the budget every copy after the first draws from (any kind, as a policy's
-//   `budget`; the policy's one budget, so it may be written at either place, not both).
-//
-// With hedging, `retries` (or `attempts`) must be 0 or absent. The policy's `max_retry_after`
-// bounds the pushback a hedged call waits for. Plain values: thread-safe to read.
+/// \file
+/// The `hedging` object of a policy file — hedged requests instead
+/// of retries (gRFC A6: a policy has retries or hedging, never both).
+///
+/// \code{.unparsed}
+///  {"policies": [{"name": "hedged",
+///                 "hedging": {"max_attempts": 3, "delay": "50ms",
+///                             "non_fatal_statuses": [503],
+///                             "budget": {"kind": "ratio", "ratio": 0.1}}}]}
+/// \endcode
+///
+/// - `max_attempts`: copies in all, the first included, in [2, 5] (gRFC A6's limit; 6 or more is an
+///   error naming hedging.max_attempts). Default 2.
+/// - `delay`: between two copies, a duration in [0, 1h] ("0s" sends every copy at once), or
+///   "pNN" ("p95", "p99.9"): the NN-th percentile of recent latencies (latency_tracker), with
+///   `fallback_delay` (default 20ms) until enough latencies are known. Default "20ms".
+/// - `non_fatal_statuses`: the HTTP statuses after which the next copy goes at once (A6's
+///   nonFatalStatusCodes); any other answer is final. Default none.
+/// - `budget`: the budget every copy after the first draws from (any kind, as a policy's
+///   `budget`; the policy's one budget, so it may be written at either place, not both).
+///
+/// With hedging, `retries` (or `attempts`) must be 0 or absent. The policy's `max_retry_after`
+/// bounds the pushback a hedged call waits for. Plain values: thread-safe to read.
 #ifndef STORMGUARD_CONFIG_HEDGING_HPP
 #define STORMGUARD_CONFIG_HEDGING_HPP
 

@@ -1,32 +1,37 @@
 // SPDX-License-Identifier: Apache-2.0
-// stormguard/config/policy.hpp: retry policies as files — the one policy format of the library,
-// every command (`simulate --policy`, `plan`, `exec`, `http`) and the simulator — and the
-// importers of what teams already run: a gRPC service config (gRFC A6) and an Envoy route
-// retry_policy (JSON or YAML) with its cluster's retry_budget.
-//
-// A policy file is JSON, read strictly: unknown and duplicate fields are errors, and every error
-// names the field path (`policies[0].backoff.base`), its valid range and the value as written.
-// The schema, every default and the import tables are in docs/policy.md.
-//
-//   {"policies": [{"name": "ours", "retries": 3,
-//                  "backoff": {"base": "100ms", "cap": "3s", "jitter": "full"},
-//                  "budget": {"kind": "ratio", "ratio": 0.1}}]}
-//
-//   auto policies = stormguard::config::load_policies("policies/recommended.json");
-//   if (!policies) { std::cerr << policies.error().message << '\n'; return 2; }
-//   auto selected = stormguard::config::select_policy(*policies, "ours");
-//   if (!selected) { std::cerr << selected.error().message << '\n'; return 2; }
-//   const stormguard::config::policy& p = *selected;
-//   stormguard::retry_policy policy(p.retry);                 // backoff, retries, Retry-After
-//   stormguard::any_budget budget(p.budget);                  // the budget of its kind
-//   stormguard::http::client_options http;                    // or the HTTP client's options
-//   http.retry = p.retry;
-//   http.statuses = p.statuses;
-//
-// Errors are values: every parser and loader returns an outcome holding the policies or a
-// policy_error (stormguard::input_error: the field path and the message), and throws nothing for
-// bad input. Everything here is a plain value: thread-safe to read from several threads; the
-// functions keep no state.
+/// \file
+/// Retry policies as files — the one policy format of the library,
+/// every command (`simulate --policy`, `plan`, `exec`, `http`) and the simulator — and the
+/// importers of what teams already run: a gRPC service config (gRFC A6) and an Envoy route
+/// retry_policy (JSON or YAML) with its cluster's retry_budget.
+///
+/// A policy file is JSON, read strictly: unknown and duplicate fields are errors, and every error
+/// names the field path (`policies[0].backoff.base`), its valid range and the value as written.
+/// The schema, every default and the import tables are in docs/policy.md.
+///
+/// \code{.unparsed}
+///  {"policies": [{"name": "ours", "retries": 3,
+///                 "backoff": {"base": "100ms", "cap": "3s", "jitter": "full"},
+///                 "budget": {"kind": "ratio", "ratio": 0.1}}]}
+/// \endcode
+///
+/// \code{.cpp}
+///  auto policies = stormguard::config::load_policies("policies/recommended.json");
+///  if (!policies) { std::cerr << policies.error().message << '\n'; return 2; }
+///  auto selected = stormguard::config::select_policy(*policies, "ours");
+///  if (!selected) { std::cerr << selected.error().message << '\n'; return 2; }
+///  const stormguard::config::policy& p = *selected;
+///  stormguard::retry_policy policy(p.retry);                 // backoff, retries, Retry-After
+///  stormguard::any_budget budget(p.budget);                  // the budget of its kind
+///  stormguard::http::client_options http;                    // or the HTTP client's options
+///  http.retry = p.retry;
+///  http.statuses = p.statuses;
+/// \endcode
+///
+/// Errors are values: every parser and loader returns an outcome holding the policies or a
+/// policy_error (stormguard::input_error: the field path and the message), and throws nothing for
+/// bad input. Everything here is a plain value: thread-safe to read from several threads; the
+/// functions keep no state.
 #ifndef STORMGUARD_CONFIG_POLICY_HPP
 #define STORMGUARD_CONFIG_POLICY_HPP
 

@@ -1,26 +1,29 @@
 // SPDX-License-Identifier: Apache-2.0
-// stormguard/fleet/attach.hpp: gives a budget built from a policy its Redis syncer, when the
-// policy asks for one — the step every executor takes after building its budget.
-//
-// A policy's budget of kind fleet ({"kind": "ratio", ..., "fleet": {"store": URL, "key": KEY}})
-// builds a stormguard::fleet_budget that, on its own, stays in its fallback (a local ratio
-// budget): it never talks to a store. attach() starts the redis_sync that keeps it in step with
-// the rest of the fleet, off the request path (a background thread; requests never wait on Redis):
-//
-//   stormguard::any_budget budget(settings.budget);                 // any kind
-//   auto sync = stormguard::fleet::attach(budget, {.log = log});    // nullptr: nothing to attach
-//   stormguard::retrier retry(settings.policy(), clock, rng, budget);
-//   ...                                                             // sync stops with its owner
-//
-// For the HTTP clients' per-host budgets (http::client_options::attach_budget), host_attacher()
-// gives the hook that attaches one syncer per host, on the fleet key "KEY:scheme://host:port".
-//
-// The password: the policy's `password_env` names an environment variable read here (once per
-// attach); a password in the URL otherwise. Neither is ever printed: log lines show the URL
-// through stormguard::redact().
-//
-// Thread-safety: attach() and the hook may be called from any thread; each syncer is as
-// thread-safe as redis_sync.
+/// \file
+/// Gives a budget built from a policy its Redis syncer, when the
+/// policy asks for one — the step every executor takes after building its budget.
+///
+/// A policy's budget of kind fleet ({"kind": "ratio", ..., "fleet": {"store": URL, "key": KEY}})
+/// builds a stormguard::fleet_budget that, on its own, stays in its fallback (a local ratio
+/// budget): it never talks to a store. attach() starts the redis_sync that keeps it in step with
+/// the rest of the fleet, off the request path (a background thread; requests never wait on Redis):
+///
+/// \code{.cpp}
+///  stormguard::any_budget budget(settings.budget);                 // any kind
+///  auto sync = stormguard::fleet::attach(budget, {.log = log});    // nullptr: nothing to attach
+///  stormguard::retrier retry(settings.policy(), clock, rng, budget);
+///  ...                                                             // sync stops with its owner
+/// \endcode
+///
+/// For the HTTP clients' per-host budgets (http::client_options::attach_budget), host_attacher()
+/// gives the hook that attaches one syncer per host, on the fleet key "KEY:scheme://host:port".
+///
+/// The password: the policy's `password_env` names an environment variable read here (once per
+/// attach); a password in the URL otherwise. Neither is ever printed: log lines show the URL
+/// through stormguard::redact().
+///
+/// Thread-safety: attach() and the hook may be called from any thread; each syncer is as
+/// thread-safe as redis_sync.
 #ifndef STORMGUARD_FLEET_ATTACH_HPP
 #define STORMGUARD_FLEET_ATTACH_HPP
 

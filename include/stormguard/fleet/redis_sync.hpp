@@ -1,55 +1,60 @@
 // SPDX-License-Identifier: Apache-2.0
-// stormguard/fleet/redis_sync.hpp: keeps a stormguard::fleet_budget in step with the rest of its
-// fleet through Redis, off the request path.
-//
-// Every process of a service runs one redis_sync per fleet_budget. A background thread wakes a
-// few times per sync interval; when the budget says a sync is due it sends the process's counts
-// since the last sync and receives the fleet's window totals, the number of live processes and
-// the credit Redis sets aside for it (its claim: fleet_budget::claim, the other live processes'
-// claims subtracted, so that no two processes hold the same credit), in one round trip (one
-// EVALSHA of a Lua script, atomic in Redis). Requests never wait on it: when
-// Redis is down, slow or answers garbage the budget falls back to its local counts (see
-// fleet_budget.hpp), the syncer says so once through the log hook, and rejoins when Redis answers.
-//
-// Reconnection: after a failed round trip the connection is dropped and the next try waits a
-// backoff: sync_interval after the first failure, doubling with each failure in a row, at most
-// the budget's max_sync_interval, each wait drawn uniformly in [half, all] of it (so that a whole
-// fleet does not reconnect in step when its Redis restarts). A Redis that comes back (restarted
-// on the same address, its data lost or not) is therefore rejoined within max_sync_interval
-// (default 2 s) plus one round trip; the deltas counted meanwhile go out with that sync.
-//
-//   stormguard::fleet_budget budget({.ratio = {.ratio = 0.1, .min_retries_per_second = 10}});
-//   stormguard::real_clock clock;
-//   stormguard::fleet::redis_sync sync(budget, {.url = "redis://127.0.0.1:6379/0",
-//                                               .key = "checkout-api"}, clock);
-//   stormguard::retrier retry(policy, clock, rng, budget);   // requests use the budget as usual
-//
-// What Redis holds, under the hash tag {KEY} (one cluster slot per service):
-//   {KEY}:window   a hash of window slots "r:N" / "w:N" (requests / retries of slice N, where
-//                  N = floor(Redis TIME in ms / slice)), the slices older than the window deleted
-//                  at each sync, the key expiring (PEXPIRE) two windows after the last sync
-//   {KEY}:clients  a sorted set of client ids scored by the Redis TIME (ms) their heartbeat
-//                  expires; expired members removed at each sync
-//   {KEY}:claims   a hash of each live client's claim "c:ID" (micro-retries, >= 0) and their sum
-//                  "t"; a client's claim is replaced at its sync and freed when its heartbeat
-//                  expires; emptied when no client is live; expiring with {KEY}:clients
-//   {KEY}:version  the fleet protocol of the processes sharing the key (k_fleet_protocol), set
-//                  at each sync, expiring no earlier than the three keys above
-// Protocol versions: a process refuses to share a key with processes of another fleet protocol,
-// whose script would keep another budget in the same keys. It checks {KEY}:version before it
-// writes anything; stormguard 0.1 wrote no version (protocol 1) and is recognised by its layout:
-// its keys without {KEY}:version, or, joining a key of this protocol later, a live client in
-// {KEY}:clients without a claim in {KEY}:claims (0.1.0 kept no claims). A refused sync fails
-// like an unreachable store (the budget falls back to its local counts), is counted in
-// redis_sync_stats::refusals, and the log hook says once which protocols and releases met
-// ("... fleet protocol "1" (stormguard 0.1, which writes no version); this process speaks fleet
-// protocol 2 (stormguard 0.2.0) ..."). docs/budgets.md has the reasons for this design.
-// Only Redis's clock is used (TIME inside the script): no process's clock is compared with
-// another's. Deltas are clamped to [0, fleet_window_store::k_max_delta] by the script.
-// Store load: one round trip per process per sync interval (docs/budgets.md).
-//
-// Thread-safety: the constructor starts the thread, the destructor stops and joins it (within
-// one command timeout). sync_once() and the accessors may be called from any thread.
+/// \file
+/// Keeps a stormguard::fleet_budget in step with the rest of its
+/// fleet through Redis, off the request path.
+///
+/// Every process of a service runs one redis_sync per fleet_budget. A background thread wakes a
+/// few times per sync interval; when the budget says a sync is due it sends the process's counts
+/// since the last sync and receives the fleet's window totals, the number of live processes and
+/// the credit Redis sets aside for it (its claim: fleet_budget::claim, the other live processes'
+/// claims subtracted, so that no two processes hold the same credit), in one round trip (one
+/// EVALSHA of a Lua script, atomic in Redis). Requests never wait on it: when
+/// Redis is down, slow or answers garbage the budget falls back to its local counts (see
+/// fleet_budget.hpp), the syncer says so once through the log hook, and rejoins when Redis answers.
+///
+/// Reconnection: after a failed round trip the connection is dropped and the next try waits a
+/// backoff: sync_interval after the first failure, doubling with each failure in a row, at most
+/// the budget's max_sync_interval, each wait drawn uniformly in [half, all] of it (so that a whole
+/// fleet does not reconnect in step when its Redis restarts). A Redis that comes back (restarted
+/// on the same address, its data lost or not) is therefore rejoined within max_sync_interval
+/// (default 2 s) plus one round trip; the deltas counted meanwhile go out with that sync.
+///
+/// \code{.cpp}
+///  stormguard::fleet_budget budget({.ratio = {.ratio = 0.1, .min_retries_per_second = 10}});
+///  stormguard::real_clock clock;
+///  stormguard::fleet::redis_sync sync(budget, {.url = "redis://127.0.0.1:6379/0",
+///                                              .key = "checkout-api"}, clock);
+///  stormguard::retrier retry(policy, clock, rng, budget);   // requests use the budget as usual
+/// \endcode
+///
+/// What Redis holds, under the hash tag {KEY} (one cluster slot per service):
+/// \code{.unparsed}
+///  {KEY}:window   a hash of window slots "r:N" / "w:N" (requests / retries of slice N, where
+///                 N = floor(Redis TIME in ms / slice)), the slices older than the window deleted
+///                 at each sync, the key expiring (PEXPIRE) two windows after the last sync
+///  {KEY}:clients  a sorted set of client ids scored by the Redis TIME (ms) their heartbeat
+///                 expires; expired members removed at each sync
+///  {KEY}:claims   a hash of each live client's claim "c:ID" (micro-retries, >= 0) and their sum
+///                 "t"; a client's claim is replaced at its sync and freed when its heartbeat
+///                 expires; emptied when no client is live; expiring with {KEY}:clients
+///  {KEY}:version  the fleet protocol of the processes sharing the key (k_fleet_protocol), set
+///                 at each sync, expiring no earlier than the three keys above
+/// \endcode
+/// Protocol versions: a process refuses to share a key with processes of another fleet protocol,
+/// whose script would keep another budget in the same keys. It checks {KEY}:version before it
+/// writes anything; stormguard 0.1 wrote no version (protocol 1) and is recognised by its layout:
+/// its keys without {KEY}:version, or, joining a key of this protocol later, a live client in
+/// {KEY}:clients without a claim in {KEY}:claims (0.1.0 kept no claims). A refused sync fails
+/// like an unreachable store (the budget falls back to its local counts), is counted in
+/// redis_sync_stats::refusals, and the log hook says once which protocols and releases met
+/// ("... fleet protocol "1" (stormguard 0.1, which writes no version); this process speaks fleet
+/// protocol 2 (stormguard 0.2.0) ..."). docs/budgets.md has the reasons for this design.
+/// Only Redis's clock is used (TIME inside the script): no process's clock is compared with
+/// another's. Deltas are clamped to [0, fleet_window_store::k_max_delta] by the script.
+/// Store load: one round trip per process per sync interval (docs/budgets.md).
+///
+/// Thread-safety: the constructor starts the thread, the destructor stops and joins it (within
+/// one command timeout). sync_once() and the accessors may be called from any thread.
 #ifndef STORMGUARD_FLEET_REDIS_SYNC_HPP
 #define STORMGUARD_FLEET_REDIS_SYNC_HPP
 

@@ -1,53 +1,58 @@
 // SPDX-License-Identifier: Apache-2.0
-// stormguard/guard/guard.hpp: the server half of "no double charge" — a guard in front of a
-// non-idempotent handler (POST /charges) that runs it at most once per idempotency key, and
-// answers every repeat of the request with the first response.
-//
-//   auto store = stormguard::guard::open_store("sqlite:keys.db");        // store.hpp
-//   stormguard::guard::idempotency_guard g(*store);
-//   stormguard::guard::request req{.principal = user_id, .method = "POST", .target = "/charges",
-//                                  .body = body, .idempotency_key = header_or_nullopt};
-//   stormguard::guard::result r = g.handle(req, [&](stormguard::guard::transaction& tx) {
-//     tx.execute("INSERT INTO ledger (k, amount) VALUES ($1, $2)", {key, amount});
-//     return stormguard::guard::stored_response{201, {{"Content-Type", "application/json"}}, "{}"};
-//   });
-//   send(r.response);   // status, headers, body; r.decision says why
-//
-// The protocol (draft-ietf-httpapi-idempotency-key-header-07, 15 October 2025, §2 and §2.7; and
-// Stripe's API reference, "Idempotent requests", https://docs.stripe.com/api/idempotent_requests):
-//   - no Idempotency-Key where one is required                 → 400 (decision missing_key)
-//   - a key that is not a valid key (syntax, length, non-ASCII) → 400 (bad_key)
-//   - first request with key K from principal P                → the handler runs; its writes
-//     through the transaction and its response commit together (store::complete) → ran
-//   - K again, same fingerprint (method, target, body), done    → the stored response, with
-//     `Idempotent-Replayed: true` added, the handler not run    → replayed
-//   - K again while the first is in progress                   → 409 + Retry-After (the lease
-//     left, whole seconds rounded up, at least 1)               → in_progress
-//   - K again with another fingerprint (in progress or done)    → 422 (mismatch)
-//   - the store is down                                         → 503 + Retry-After
-//     (options.unavailable_retry_after), the handler not run    → store_unavailable
-//   - the first handler's lease expired (its process died) → the next request takes over and
-//     runs the handler (ran, took_over); the first, if it still finishes, cannot commit
-//     (store::complete returns lease_lost → 409, its writes discarded)
-//   - records expire after options.ttl (24 h); a key seen again after that is new.
-// Keys are scoped per principal: P2 sending P1's key gets its own record, never P1's response.
-// The principal is never stored: records hold principal_digest(principal, options.principal_key)
-// ("sg1:" and HMAC-SHA-256 under a key the whole fleet shares, or SHA-256 without one), so a
-// bearer token used as the principal never rests in the store nor shows in an audit of it, and
-// a digest read from an audit, sent as a principal, names a record of its own, never the one it
-// was read from.
-//
-// A store that is down is not asked again for every request: after options.trip_after_failures
-// store failures in a row the guard answers 503 at once (the handler not run, the store not
-// called) until options.probe_interval has passed; then one request goes through as a probe
-// (the others still fail fast): its success closes the short circuit, its failure opens it
-// again for another interval. The store's error text never reaches the client (a generic
-// detail): it goes, redacted, to the observer (guard_observer::on_store_error).
-//
-// Thread-safety: handle() may be called from any number of threads at once (the store
-// serializes); the guard's own state is immutable after construction, but for an atomic counter
-// and the short circuit's state (one mutex, held for a few instructions, never during a store
-// call or an observer's callback).
+/// \file
+/// The server half of "no double charge" — a guard in front of a
+/// non-idempotent handler (POST /charges) that runs it at most once per idempotency key, and
+/// answers every repeat of the request with the first response.
+///
+/// \code{.cpp}
+///  auto store = stormguard::guard::open_store("sqlite:keys.db");        // store.hpp
+///  stormguard::guard::idempotency_guard g(*store);
+///  stormguard::guard::request req{.principal = user_id, .method = "POST", .target = "/charges",
+///                                 .body = body, .idempotency_key = header_or_nullopt};
+///  stormguard::guard::result r = g.handle(req, [&](stormguard::guard::transaction& tx) {
+///    tx.execute("INSERT INTO ledger (k, amount) VALUES ($1, $2)", {key, amount});
+///    return stormguard::guard::stored_response{201, {{"Content-Type", "application/json"}}, "{}"};
+///  });
+///  send(r.response);   // status, headers, body; r.decision says why
+/// \endcode
+///
+/// The protocol (draft-ietf-httpapi-idempotency-key-header-07, 15 October 2025, §2 and §2.7; and
+/// Stripe's API reference, "Idempotent requests", https://docs.stripe.com/api/idempotent_requests):
+/// \code{.unparsed}
+///  - no Idempotency-Key where one is required                 → 400 (decision missing_key)
+///  - a key that is not a valid key (syntax, length, non-ASCII) → 400 (bad_key)
+///  - first request with key K from principal P                → the handler runs; its writes
+///    through the transaction and its response commit together (store::complete) → ran
+///  - K again, same fingerprint (method, target, body), done    → the stored response, with
+///    `Idempotent-Replayed: true` added, the handler not run    → replayed
+///  - K again while the first is in progress                   → 409 + Retry-After (the lease
+///    left, whole seconds rounded up, at least 1)               → in_progress
+///  - K again with another fingerprint (in progress or done)    → 422 (mismatch)
+///  - the store is down                                         → 503 + Retry-After
+///    (options.unavailable_retry_after), the handler not run    → store_unavailable
+///  - the first handler's lease expired (its process died) → the next request takes over and
+///    runs the handler (ran, took_over); the first, if it still finishes, cannot commit
+///    (store::complete returns lease_lost → 409, its writes discarded)
+///  - records expire after options.ttl (24 h); a key seen again after that is new.
+/// \endcode
+/// Keys are scoped per principal: P2 sending P1's key gets its own record, never P1's response.
+/// The principal is never stored: records hold principal_digest(principal, options.principal_key)
+/// ("sg1:" and HMAC-SHA-256 under a key the whole fleet shares, or SHA-256 without one), so a
+/// bearer token used as the principal never rests in the store nor shows in an audit of it, and
+/// a digest read from an audit, sent as a principal, names a record of its own, never the one it
+/// was read from.
+///
+/// A store that is down is not asked again for every request: after options.trip_after_failures
+/// store failures in a row the guard answers 503 at once (the handler not run, the store not
+/// called) until options.probe_interval has passed; then one request goes through as a probe
+/// (the others still fail fast): its success closes the short circuit, its failure opens it
+/// again for another interval. The store's error text never reaches the client (a generic
+/// detail): it goes, redacted, to the observer (guard_observer::on_store_error).
+///
+/// Thread-safety: handle() may be called from any number of threads at once (the store
+/// serializes); the guard's own state is immutable after construction, but for an atomic counter
+/// and the short circuit's state (one mutex, held for a few instructions, never during a store
+/// call or an observer's callback).
 #ifndef STORMGUARD_GUARD_GUARD_HPP
 #define STORMGUARD_GUARD_GUARD_HPP
 
@@ -199,7 +204,7 @@ enum class store_failure_cause : std::uint8_t {
 classify_store_failure(std::string_view message) noexcept;
 
 /// What a guard reports as it works: each decision, each store call's latency, the cause of each
-/// store failure (redacted: detail::redact) and the short circuit's state — for metrics and
+/// store failure (redacted: no passwords or tokens) and the short circuit's state — for metrics and
 /// logs (the client only ever sees a generic 503). Every member has an empty default. Called on
 /// the thread of handle(), possibly from many threads at once: an implementation must be
 /// thread-safe and quick, and must not throw (the members are noexcept).
@@ -279,6 +284,9 @@ struct guard_options {
 
 /// The guard (see the file comment; `guard` is the namespace, so the class is
 /// idempotency_guard). Holds a reference to its store, which must outlive it.
+///
+/// Example (tests/reference_guard_examples_test.cpp, run by the tests):
+/// \snippet reference_guard_examples_test.cpp idempotency_guard
 class STORMGUARD_EXPORT idempotency_guard {
  public:
   /// The handler: runs the operation, writing through the transaction, and returns the response.

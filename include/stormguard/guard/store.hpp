@@ -1,21 +1,29 @@
 // SPDX-License-Identifier: Apache-2.0
-// stormguard/guard/store.hpp: where the server-side idempotency guard (guard.hpp) remembers the
-// idempotency keys it has seen — one interface, three stores: SQLite (embedded, the default),
-// PostgreSQL and Redis (shared by a fleet of replicas). docs/idempotency.md compares them.
-//
-//   std::unique_ptr<stormguard::guard::store> s = stormguard::guard::open_store("sqlite:keys.db");
-//   s->query("CREATE TABLE IF NOT EXISTS ledger (k TEXT, amount INTEGER)", {});
-//   stormguard::guard::idempotency_guard g(*s);   // guard.hpp
-//
-// A record is identified by (principal, key) and holds: the request's fingerprint, a state
-// (in progress under a lease token, or completed with the stored response), the lease's expiry and
-// the record's expiry (all times are the guard's `stormguard::clock::wall_now()`, which the
-// replicas of a fleet must agree on to well within a lease: NTP, docs/idempotency.md).
-//
-// Thread-safety: every member of a store may be called from any number of threads at once (each
-// store keeps a pool of connections). Errors: a store that cannot be reached, or a statement that
-// fails, throws store_error (the guard answers 503 with a Retry-After); bad arguments throw
-// std::invalid_argument naming the field and the value.
+/// \file
+/// Where the server-side idempotency guard (guard.hpp) remembers the
+/// idempotency keys it has seen — one interface, three stores: SQLite (embedded, the default),
+/// PostgreSQL and Redis (shared by a fleet of replicas). docs/idempotency.md compares them.
+///
+/// \code{.cpp}
+///  std::unique_ptr<stormguard::guard::store> s = stormguard::guard::open_store("sqlite:keys.db");
+///  s->query("CREATE TABLE IF NOT EXISTS ledger (k TEXT, amount INTEGER)", {});
+///  stormguard::guard::idempotency_guard g(*s);   // guard.hpp
+/// \endcode
+///
+/// A record is identified by (principal, key) and holds: the request's fingerprint, a state
+/// (in progress under a lease token, or completed with the stored response), the lease's expiry and
+/// the record's expiry (all times are the guard's `stormguard::clock::wall_now()`, which the
+/// replicas of a fleet must agree on to well within a lease: NTP, docs/idempotency.md).
+///
+/// Beside its records a store keeps their schema version (the layout's version, 1 so far): SQL
+/// stores in the table `<table>_schema`, Redis in the key `<prefix>:schema`. Opening a store
+/// writes version 1 when it holds none (a store written before versions were kept has that
+/// layout) and throws store_error naming both versions when it holds another.
+///
+/// Thread-safety: every member of a store may be called from any number of threads at once (each
+/// store keeps a pool of connections). Errors: a store that cannot be reached, or a statement that
+/// fails, throws store_error (the guard answers 503 with a Retry-After); bad arguments throw
+/// std::invalid_argument naming the field and the value.
 #ifndef STORMGUARD_GUARD_STORE_HPP
 #define STORMGUARD_GUARD_STORE_HPP
 
@@ -50,7 +58,7 @@ enum class store_kind : std::uint8_t {
 [[nodiscard]] STORMGUARD_EXPORT std::string_view to_string(store_kind kind) noexcept;
 
 /// A store could not be reached, or a statement failed in it. what() names the store and the
-/// reason (the driver's message, passwords and tokens redacted: detail::redact). The guard turns
+/// reason (the driver's message, passwords and tokens redacted). The guard turns
 /// it into 503 + Retry-After with a generic detail (the message goes to its observer, never to
 /// the client) and never runs the handler after a failed begin.
 class STORMGUARD_EXPORT store_error : public std::runtime_error {
@@ -223,10 +231,12 @@ class STORMGUARD_EXPORT store {
 };
 
 /// Opens a store from a spec, as `--idempotency` takes it:
-///   sqlite:PATH        an SQLite database file (created if absent; WAL journal)
-///   postgres:URL       a PostgreSQL connection URI (`postgresql://user@host:port/db`; libpq's
-///                      syntax, https://www.postgresql.org/docs/15/libpq-connect.html)
-///   redis:URL          redis://host:port[/db]
+/// \code{.unparsed}
+///  sqlite:PATH        an SQLite database file (created if absent; WAL journal)
+///  postgres:URL       a PostgreSQL connection URI (`postgresql://user@host:port/db`; libpq's
+///                     syntax, https://www.postgresql.org/docs/15/libpq-connect.html)
+///  redis:URL          redis://host:port[/db]
+/// \endcode
 /// Creates the store's table (SQL) if absent. Throws std::invalid_argument naming "store" and
 /// quoting the spec when its syntax is wrong (no scheme, unknown scheme, empty path or URL),
 /// store_error when the store cannot be opened or reached.

@@ -1,14 +1,18 @@
 // SPDX-License-Identifier: Apache-2.0
-// stormguard/guard/stores.hpp: the three idempotency stores (store.hpp) and their options.
-//
-//   auto local = stormguard::guard::make_sqlite_store({.path = "keys.db"});
-//   auto shared = stormguard::guard::make_postgres_store({.url = "postgresql://app@db:5432/app"});
-//   auto fast = stormguard::guard::make_redis_store({.url = "redis://cache:6379/0"});
-//
-// docs/idempotency.md says what each guarantees. Each keeps a pool of at most `max_connections`
-// connections, opened on demand (a call waits for a free one when all are busy), and prepares
-// every statement once per connection. Each throws std::invalid_argument naming the field and the
-// value for bad options, and store_error when the store cannot be opened or reached.
+/// \file
+/// The three idempotency stores (store.hpp) and their options.
+///
+/// \code{.cpp}
+///  auto local = stormguard::guard::make_sqlite_store({.path = "keys.db"});
+///  auto shared = stormguard::guard::make_postgres_store({.url = "postgresql://app@db:5432/app"});
+///  auto fast = stormguard::guard::make_redis_store({.url = "redis://cache:6379/0"});
+/// \endcode
+///
+/// docs/idempotency.md says what each guarantees. Each keeps a pool of at most `max_connections`
+/// connections, opened on demand (a call waits for a free one when all are busy), and prepares
+/// every statement once per connection. Each throws std::invalid_argument naming the field and the
+/// value for bad options, and store_error when the store cannot be opened or reached, or holds
+/// records of another schema version (store.hpp).
 #ifndef STORMGUARD_GUARD_STORES_HPP
 #define STORMGUARD_GUARD_STORES_HPP
 

@@ -1,22 +1,25 @@
 // SPDX-License-Identifier: Apache-2.0
-// stormguard/http/addresses.hpp: the addresses of a request's host, for hedged copies that go to
-// different ones (gRFC A6: "if the server name resolves to multiple addresses, hedged requests
-// should be sent to distinct backends").
-//
-// The hedging executors (http::async_hedge, http::client with client_options::hedging) look the
-// host up once per call, when a second copy is about to go (a call whose first copy answers in
-// time looks nothing up), and pin copy i >= 2 to address (i - 1) mod n through
-// request::connect_address; copy 1 is not pinned, so libcurl sends it where its own resolution
-// does, the first address (or on a kept-alive connection made so, never on a pinned one).
-//
-// Where the addresses come from, without blocking the event loop: known_host_addresses answers
-// at once for an IP literal (nothing to spread) and for a client_options::resolve entry (no DNS
-// at all); only a name without an entry goes to a host_resolver, asynchronously (by default
-// asio_host_resolver: getaddrinfo on Asio's internal resolver thread, never on the thread that
-// runs the client's executor). host_addresses is the blocking form, for code off any event loop.
-//
-//   const auto addresses = stormguard::http::host_addresses("http://api.example:8080/x", {});
-//   req.connect_address = stormguard::http::copy_address(addresses, 2);  // "" or the 2nd address
+/// \file
+/// The addresses of a request's host, for hedged copies that go to
+/// different ones (gRFC A6: "if the server name resolves to multiple addresses, hedged requests
+/// should be sent to distinct backends").
+///
+/// The hedging executors (http::async_hedge, http::client with client_options::hedging) look the
+/// host up once per call, when a second copy is about to go (a call whose first copy answers in
+/// time looks nothing up), and pin copy i >= 2 to address (i - 1) mod n through
+/// request::connect_address; copy 1 is not pinned, so libcurl sends it where its own resolution
+/// does, the first address (or on a kept-alive connection made so, never on a pinned one).
+///
+/// Where the addresses come from, without blocking the event loop: known_host_addresses answers
+/// at once for an IP literal (nothing to spread) and for a client_options::resolve entry (no DNS
+/// at all); only a name without an entry goes to a host_resolver, asynchronously (by default
+/// asio_host_resolver: getaddrinfo on Asio's internal resolver thread, never on the thread that
+/// runs the client's executor). host_addresses is the blocking form, for code off any event loop.
+///
+/// \code{.cpp}
+///  const auto addresses = stormguard::http::host_addresses("http://api.example:8080/x", {});
+///  req.connect_address = stormguard::http::copy_address(addresses, 2);  // "" or the 2nd address
+/// \endcode
 #ifndef STORMGUARD_HTTP_ADDRESSES_HPP
 #define STORMGUARD_HTTP_ADDRESSES_HPP
 

@@ -1,34 +1,38 @@
 // SPDX-License-Identifier: Apache-2.0
-// stormguard/http/async_client.hpp: the asynchronous HTTP client: libcurl's multi interface
-// driven by Asio, so that one thread keeps thousands of logical requests in flight, with the same
-// retry rules as stormguard::http::client.
-//
-// One call of async_perform is one logical request, retried by stormguard::async_retry
-// (stormguard/asio/retry.hpp) with the rules of http::client (client.hpp, docs/http.md): the
-// statuses, Retry-After, methods and Idempotency-Key (the same on every attempt), per-host
-// budgets, attempt time-out, deadline, the body re-sent intact, max_body_bytes. libcurl's sockets
-// are watched by Asio (CURLMOPT_SOCKETFUNCTION and CURLMOPT_TIMERFUNCTION with
-// curl_multi_socket_action, as curl's own asio example), and connections are reused across
-// requests: the client's transfers are spread over libcurl multi handles of at most 256
-// transfers in flight each (a new transfer goes to the first with room, and reuses its idle
-// connections), because libcurl 7.88's connection cache costs O(its connections) per request.
-//
-//   asio::io_context io;
-//   stormguard::http::async_client client(io.get_executor(), {.attempt_timeout = 5s});
-//   asio::co_spawn(io, [&]() -> asio::awaitable<void> {
-//     stormguard::http::request req;   // a named request: GCC 12 mishandles a braced temporary
-//     req.url = "http://127.0.0.1:8080/x";                      // inside a co_await expression
-//     stormguard::http::result r = co_await client.async_perform(std::move(req),
-//     asio::use_awaitable); if (r.ok()) use(r.response->body);
-//   }, asio::detached);
-//   io.run();
-//
-// Threads and executors: an async_client belongs to its executor (one thread, or a strand), like
-// an Asio I/O object: construct it, call async_perform and destroy it on that executor's thread;
-// libcurl's callbacks, the retry steps, the classifier and client_options::on_attempt all run
-// there. A completion handler runs on its own associated executor (the client's when it has
-// none), never inside async_perform. Per-host budgets may be shared with clients on other threads
-// (client_options::shared_budgets).
+/// \file
+/// The asynchronous HTTP client: libcurl's multi interface
+/// driven by Asio, so that one thread keeps thousands of logical requests in flight, with the same
+/// retry rules as stormguard::http::client.
+///
+/// One call of async_perform is one logical request, retried by stormguard::async_retry
+/// (stormguard/asio/retry.hpp) with the rules of http::client (client.hpp, docs/http.md): the
+/// statuses, Retry-After, methods and Idempotency-Key (the same on every attempt), per-host
+/// budgets, attempt time-out, deadline, the body re-sent intact, max_body_bytes. libcurl's sockets
+/// are watched by Asio (CURLMOPT_SOCKETFUNCTION and CURLMOPT_TIMERFUNCTION with
+/// curl_multi_socket_action, as curl's own asio example), and connections are reused across
+/// requests: the client's transfers are spread over libcurl multi handles of at most 256
+/// transfers in flight each (a new transfer goes to the first with room, and reuses its idle
+/// connections), because libcurl 7.88's connection cache costs O(its connections) per request.
+///
+/// \code{.cpp}
+///  asio::io_context io;
+///  stormguard::http::async_client client(io.get_executor(), {.attempt_timeout = 5s});
+///  asio::co_spawn(io, [&]() -> asio::awaitable<void> {
+///    stormguard::http::request req;   // a named request: GCC 12 mishandles a braced temporary
+///    req.url = "http://127.0.0.1:8080/x";                      // inside a co_await expression
+///    stormguard::http::result r =
+///        co_await client.async_perform(std::move(req), asio::use_awaitable);
+///    if (r.ok()) use(r.response->body);
+///  }, asio::detached);
+///  io.run();
+/// \endcode
+///
+/// Threads and executors: an async_client belongs to its executor (one thread, or a strand), like
+/// an Asio I/O object: construct it, call async_perform and destroy it on that executor's thread;
+/// libcurl's callbacks, the retry steps, the classifier and client_options::on_attempt all run
+/// there. A completion handler runs on its own associated executor (the client's when it has
+/// none), never inside async_perform. Per-host budgets may be shared with clients on other threads
+/// (client_options::shared_budgets).
 #ifndef STORMGUARD_HTTP_ASYNC_CLIENT_HPP
 #define STORMGUARD_HTTP_ASYNC_CLIENT_HPP
 
@@ -89,6 +93,9 @@ class result_handler_for final : public result_handler {
 /// transfers in flight at most, each with its connection cache), a pool of easy handles (one per
 /// request in flight, reused) and the Asio watches of libcurl's sockets. Not thread-safe: use it on
 /// its executor only. Not copyable or movable (libcurl's callbacks hold its address).
+///
+/// Example (tests/integration/reference_http_examples_test.cpp, run by the tests):
+/// \snippet reference_http_examples_test.cpp http_async_client
 class STORMGUARD_EXPORT async_client {
  public:
   /// The executor type (Asio's polymorphic I/O executor).

@@ -1,35 +1,39 @@
 // SPDX-License-Identifier: Apache-2.0
-// stormguard/http/client.hpp: an HTTP client (libcurl) with stormguard's retry rules built in.
-//
-// One call of client::perform is one logical request: the client sends it, and when the attempt
-// fails in a way worth another attempt it waits (backoff with jitter, or the server's
-// Retry-After), and sends it again, through the library's own executor (stormguard::retrier).
-// What is retried (docs/http.md):
-//  - HTTP statuses 429, 502, 503, 504 (configurable), honouring Retry-After (RFC 9110 §10.2.3,
-//    parsed by stormguard::parse_retry_after, never libcurl's CURLINFO_RETRY_AFTER);
-//  - transport failures where the request certainly did not reach the server (could not resolve,
-//    connect or refused), for every method;
-//  - transport failures after it may have reached the server (reset, empty reply, time-out while
-//    waiting for the response) only for idempotent methods (RFC 9110 §9.2.2) or requests that
-//    carry an Idempotency-Key (draft-ietf-httpapi-idempotency-key-header), which is the same on
-//    every attempt. A POST or PATCH without a key is never retried, whatever the error.
-// Each host has a retry budget (any kind: stormguard::any_budget, a ratio_budget by default)
-// shared by every call of the client. With client_options::hedging the client hedges instead of
-// retrying: concurrent copies of the request, the first good answer wins (docs/hedging.md).
-//
-//   stormguard::http::client client;                       // real clock, OS-seeded jitter
-//   stormguard::http::result r = client.perform({.method = "POST",
-//                                                 .url = "https://api.example.com/charges",
-//                                                 .body = R"({"amount": 100})",
-//                                                 .idempotency =
-//                                                 stormguard::http::key::generate()});
-//   if (r.ok()) use(r.response->body);
-//   else log(to_string(r.reason), r.attempts, r.response ? r.response->status : 0,
-//            r.error ? r.error->message : "");
-//
-// Thread safety: a client is NOT thread-safe; use one client per thread (it owns one libcurl easy
-// handle, its connections and a random generator). Clients in several threads may share per-host
-// retry budgets through one stormguard::http::host_budgets (thread-safe).
+/// \file
+/// An HTTP client (libcurl) with stormguard's retry rules built in.
+///
+/// One call of client::perform is one logical request: the client sends it, and when the attempt
+/// fails in a way worth another attempt it waits (backoff with jitter, or the server's
+/// Retry-After), and sends it again, through the library's own executor (stormguard::retrier).
+/// What is retried (docs/http.md):
+///  - HTTP statuses 429, 502, 503, 504 (configurable), honouring Retry-After (RFC 9110 §10.2.3,
+///    parsed by stormguard::parse_retry_after, never libcurl's CURLINFO_RETRY_AFTER);
+///  - transport failures where the request certainly did not reach the server (could not resolve,
+///    connect or refused), for every method;
+///  - transport failures after it may have reached the server (reset, empty reply, time-out while
+///    waiting for the response) only for idempotent methods (RFC 9110 §9.2.2) or requests that
+///    carry an Idempotency-Key (draft-ietf-httpapi-idempotency-key-header), which is the same on
+///    every attempt. A POST or PATCH without a key is never retried, whatever the error.
+///
+/// Each host has a retry budget (any kind: stormguard::any_budget, a ratio_budget by default)
+/// shared by every call of the client. With client_options::hedging the client hedges instead of
+/// retrying: concurrent copies of the request, the first good answer wins (docs/hedging.md).
+///
+/// \code{.cpp}
+///  stormguard::http::client client;                       // real clock, OS-seeded jitter
+///  stormguard::http::result r = client.perform({.method = "POST",
+///                                                .url = "https://api.example.com/charges",
+///                                                .body = R"({"amount": 100})",
+///                                                .idempotency =
+///                                                stormguard::http::key::generate()});
+///  if (r.ok()) use(r.response->body);
+///  else log(to_string(r.reason), r.attempts, r.response ? r.response->status : 0,
+///           r.error ? r.error->message : "");
+/// \endcode
+///
+/// Thread safety: a client is NOT thread-safe; use one client per thread (it owns one libcurl easy
+/// handle, its connections and a random generator). Clients in several threads may share per-host
+/// retry budgets through one stormguard::http::host_budgets (thread-safe).
 #ifndef STORMGUARD_HTTP_CLIENT_HPP
 #define STORMGUARD_HTTP_CLIENT_HPP
 
@@ -364,6 +368,9 @@ struct result {
 /// arrived, which must not happen to a POST without a key (docs/http.md).
 ///
 /// Not thread-safe: one client per thread. Holds references to the clock and generator given.
+///
+/// Example (tests/integration/reference_http_examples_test.cpp, run by the tests):
+/// \snippet reference_http_examples_test.cpp http_client
 class STORMGUARD_EXPORT client {
  public:
   /// A client with its own real_clock and OS-seeded random_generator. Validates `options`:

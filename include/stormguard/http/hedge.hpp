@@ -1,45 +1,49 @@
 // SPDX-License-Identifier: Apache-2.0
-// stormguard/http/hedge.hpp: hedged HTTP requests on http::async_client (gRFC A6 hedging).
-//
-// http::async_hedge sends copies of one request as stormguard::async_hedge does (asio/hedge.hpp,
-// hedging.hpp): each copy is one real, concurrent libcurl transfer of `client` (one attempt: the
-// client must not retry by itself, retry.max_retries == 0); the first good answer (2xx, 3xx)
-// wins; the other transfers are cancelled, which removes their easy handles from libcurl's multi
-// handle and closes their connections, before the operation completes.
-//
-// How an answer that is not good steers the next copy (gRFC A6):
-//   - a `grpc-retry-pushback-ms` field (stormguard::parse_pushback): negative or unparsable stops
-//     further copies (the copies in flight continue); a delay postpones the next copy by it;
-//   - a Retry-After on a 429 or 503 postpones the next copy by its delay (stormguard::
-//     parse_retry_after);
-//   - a 409 while the request carries an Idempotency-Key: the server's idempotency guard says
-//     another copy holds the key; not a failure, wait for the others;
-//   - a status in hedge_http_options::non_fatal_statuses, or a transport failure (no response):
-//     non-fatal, the next copy goes at once;
-//   - any other status is fatal: the call ends with it.
-// A non-idempotent method (RFC 9110 §9.2.2) is hedged only when the request carries an
-// Idempotency-Key, and the same key goes on every copy (key::generate() is resolved once per
-// call); without one, exactly one copy is sent.
-//
-// Where the host resolves to several addresses, copy i >= 2 is pinned to address (i - 1) mod n
-// (http/addresses.hpp), looked up once per call when the second copy is due, never on the
-// thread that runs the client's executor:
-//   - an IP literal (nothing to spread) and a client_options::resolve entry for the host and port
-//     need no lookup: copy 2 is pinned at once, as every later copy;
-//   - a name without an entry goes to hedge_http_options::resolver (default asio_host_resolver:
-//     getaddrinfo on Asio's resolver thread). While it runs, copy 2 waits for it at most
-//     hedge_http_options::resolve_wait (default 10 ms, and never past call.deadline): pinned if
-//     the addresses came in time, else sent unpinned when the wait ends (libcurl resolves it as
-//     it does copy 1). A later copy uses the addresses if they have come by then, and never
-//     waits. A copy cancelled while it waits completes at once (failure_kind::cancelled, nothing
-//     sent; the report counts it sent and cancelled); the lookup is cancelled when the call's
-//     state is released, just after its completion (see asio_host_resolver for a getaddrinfo
-//     that Asio's thread already runs).
-//
-//   stormguard::http::async_client client(io.get_executor(), {.retry = {.max_retries = 0}});
-//   stormguard::hedger hedge(stormguard::hedging_policy({.max_attempts = 2, .delay = 50ms}),
-//                            clk, rng, budget);
-//   http::async_hedge(client, hedge, req, {}, {}, [](http::hedged_result r) { ... });
+/// \file
+/// Hedged HTTP requests on http::async_client (gRFC A6 hedging).
+///
+/// http::async_hedge sends copies of one request as stormguard::async_hedge does (asio/hedge.hpp,
+/// hedging.hpp): each copy is one real, concurrent libcurl transfer of `client` (one attempt: the
+/// client must not retry by itself, retry.max_retries == 0); the first good answer (2xx, 3xx)
+/// wins; the other transfers are cancelled, which removes their easy handles from libcurl's multi
+/// handle and closes their connections, before the operation completes.
+///
+/// How an answer that is not good steers the next copy (gRFC A6):
+/// - a `grpc-retry-pushback-ms` field (stormguard::parse_pushback): negative or unparsable stops
+///   further copies (the copies in flight continue); a delay postpones the next copy by it;
+/// - a Retry-After on a 429 or 503 postpones the next copy by its delay (stormguard::
+///   parse_retry_after);
+/// - a 409 while the request carries an Idempotency-Key: the server's idempotency guard says
+///   another copy holds the key; not a failure, wait for the others;
+/// - a status in hedge_http_options::non_fatal_statuses, or a transport failure (no response):
+///   non-fatal, the next copy goes at once;
+/// - any other status is fatal: the call ends with it.
+///
+/// A non-idempotent method (RFC 9110 §9.2.2) is hedged only when the request carries an
+/// Idempotency-Key, and the same key goes on every copy (key::generate() is resolved once per
+/// call); without one, exactly one copy is sent.
+///
+/// Where the host resolves to several addresses, copy i >= 2 is pinned to address (i - 1) mod n
+/// (http/addresses.hpp), looked up once per call when the second copy is due, never on the
+/// thread that runs the client's executor:
+/// - an IP literal (nothing to spread) and a client_options::resolve entry for the host and port
+///   need no lookup: copy 2 is pinned at once, as every later copy;
+/// - a name without an entry goes to hedge_http_options::resolver (default asio_host_resolver:
+///   getaddrinfo on Asio's resolver thread). While it runs, copy 2 waits for it at most
+///   hedge_http_options::resolve_wait (default 10 ms, and never past call.deadline): pinned if
+///   the addresses came in time, else sent unpinned when the wait ends (libcurl resolves it as
+///   it does copy 1). A later copy uses the addresses if they have come by then, and never
+///   waits. A copy cancelled while it waits completes at once (failure_kind::cancelled, nothing
+///   sent; the report counts it sent and cancelled); the lookup is cancelled when the call's
+///   state is released, just after its completion (see asio_host_resolver for a getaddrinfo
+///   that Asio's thread already runs).
+///
+/// \code{.cpp}
+///  stormguard::http::async_client client(io.get_executor(), {.retry = {.max_retries = 0}});
+///  stormguard::hedger hedge(stormguard::hedging_policy({.max_attempts = 2, .delay = 50ms}),
+///                           clk, rng, budget);
+///  http::async_hedge(client, hedge, req, {}, {}, [](http::hedged_result r) { ... });
+/// \endcode
 #ifndef STORMGUARD_HTTP_HEDGE_HPP
 #define STORMGUARD_HTTP_HEDGE_HPP
 

@@ -1,16 +1,19 @@
 // SPDX-License-Identifier: Apache-2.0
-// stormguard/http/policy.hpp: a policy (stormguard::config::policy, from a policy file, a gRPC
-// service config or an Envoy route) as the HTTP clients' options — the clients' adapter on the
-// one path from a policy to every executor (stormguard/config/executors.hpp lists the others).
-//
-//   const auto& p = stormguard::config::select_policy(policies, "ours");
-//   stormguard::http::client client(stormguard::http::client_options_for(p));
-//   auto r = client.perform(req, stormguard::http::call_options_for(p, client_clock.now()));
-//
-// A policy with a `hedging` object gives a client that hedges (client_options::hedging).
-//
-// Header-only, in the adapter target stormguard::http_policy, which links stormguard::http and
-// stormguard::config (neither of them links the other). Thread-safe (pure functions).
+/// \file
+/// A policy (stormguard::config::policy, from a policy file, a gRPC
+/// service config or an Envoy route) as the HTTP clients' options — the clients' adapter on the
+/// one path from a policy to every executor (stormguard/config/executors.hpp lists the others).
+///
+/// \code{.cpp}
+///  const auto& p = stormguard::config::select_policy(policies, "ours");
+///  stormguard::http::client client(stormguard::http::client_options_for(p));
+///  auto r = client.perform(req, stormguard::http::call_options_for(p, client_clock.now()));
+/// \endcode
+///
+/// A policy with a `hedging` object gives a client that hedges (client_options::hedging).
+///
+/// Header-only, in the adapter target stormguard::http_policy, which links stormguard::http and
+/// stormguard::config (neither of them links the other). Thread-safe (pure functions).
 #ifndef STORMGUARD_HTTP_POLICY_HPP
 #define STORMGUARD_HTTP_POLICY_HPP
 

@@ -1,19 +1,22 @@
 // SPDX-License-Identifier: Apache-2.0
-// stormguard/http/syntax.hpp: the HTTP syntax rules that stormguard's client and the
-// `stormguard http` command share (one home, so that they cannot drift apart): tokens
-// (RFC 9110 §5.6.2), field names and values (RFC 9110 §5.1, §5.5), optional whitespace
-// (§5.6.3), field lines "name: value" (RFC 9112 §5.1), and which request fields the client sets
-// itself. Every rule is ASCII-only and independent of the C/C++ locale: a Turkish or any other
-// locale never changes what is a token or which names compare equal.
-//
-//   using namespace stormguard::http;
-//   is_token("POST");                                   // true
-//   is_token("GET /");                                  // false: SP is not a tchar
-//   iequals_ascii("content-length", "Content-Length");  // true
-//   auto f = parse_field_line("Accept:  text/plain ");  // {"Accept", "text/plain"}
-//   check_request_field("X-Trace", "a\r\nb");           // field_problem::value_has_control
-//
-// Thread-safety: every function is pure (no state, no locale) and safe from any thread.
+/// \file
+/// The HTTP syntax rules that stormguard's client and the
+/// `stormguard http` command share (one home, so that they cannot drift apart): tokens
+/// (RFC 9110 §5.6.2), field names and values (RFC 9110 §5.1, §5.5), optional whitespace
+/// (§5.6.3), field lines "name: value" (RFC 9112 §5.1), and which request fields the client sets
+/// itself. Every rule is ASCII-only and independent of the C/C++ locale: a Turkish or any other
+/// locale never changes what is a token or which names compare equal.
+///
+/// \code{.cpp}
+///  using namespace stormguard::http;
+///  is_token("POST");                                   // true
+///  is_token("GET /");                                  // false: SP is not a tchar
+///  iequals_ascii("content-length", "Content-Length");  // true
+///  auto f = parse_field_line("Accept:  text/plain ");  // {"Accept", "text/plain"}
+///  check_request_field("X-Trace", "a\r\nb");           // field_problem::value_has_control
+/// \endcode
+///
+/// Thread-safety: every function is pure (no state, no locale) and safe from any thread.
 #ifndef STORMGUARD_HTTP_SYNTAX_HPP
 #define STORMGUARD_HTTP_SYNTAX_HPP
 

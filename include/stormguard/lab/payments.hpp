@@ -1,29 +1,32 @@
 // SPDX-License-Identifier: Apache-2.0
-// stormguard/lab/payments.hpp: the proof that retries do not double-charge — `stormguard lab
-// payments`. Sends charges with idempotency keys through stormguard's retrying HTTP client to the
-// payments endpoint of one or more servers (lab::server with server_options::payments, or
-// `stormguard serve` processes), then reads every server's ledger and audits it: per charge, how
-// many rows the ledger holds, against what the client was told.
-//
-//   auto a = stormguard::lab::run_payments({.servers = {srv1->url(), srv2->url()},
-//                                           .charges = 1000});
-//   if (!a) { std::cerr << a.error() << '\n'; return 1; }
-//   std::cout << stormguard::lab::format_table(*a);   // or to_json(*a)
-//   return a->passed() ? 0 : 1;                         // 0 duplicates and 0 lost
-//
-// Each charge (docs/idempotency.md): its own key (stormguard::make_idempotency_key), a
-// principal ("Authorization: Bearer cus_RUN_N", 100 customers per run), a body
-// {"amount": A, "currency": C}; one logical request, attempted by stormguard::retrier with the
-// options' policy and no retry budget. Attempt n of charge i goes to servers[(i + n - 1) % size]:
-// with several servers a retry always lands on another replica than the attempt before it. Each
-// attempt is one http::client request (no retries of its own: the client cannot move a retry to
-// another URL), classified with the client's own rules (classify_charge_attempt): a dropped
-// connection (the request may have been processed) and a 409 (the key in progress elsewhere) are
-// retried, as a 503 is.
-//
-// The audit counts only the rows of this run's keys (a shared PostgreSQL or Redis ledger may hold
-// other runs' rows: other_rows), each row once however many servers returned it (rows are
-// identified by their charge id).
+/// \file
+/// The proof that retries do not double-charge — `stormguard lab
+/// payments`. Sends charges with idempotency keys through stormguard's retrying HTTP client to the
+/// payments endpoint of one or more servers (lab::server with server_options::payments, or
+/// `stormguard serve` processes), then reads every server's ledger and audits it: per charge, how
+/// many rows the ledger holds, against what the client was told.
+///
+/// \code{.cpp}
+///  auto a = stormguard::lab::run_payments({.servers = {srv1->url(), srv2->url()},
+///                                          .charges = 1000});
+///  if (!a) { std::cerr << a.error() << '\n'; return 1; }
+///  std::cout << stormguard::lab::format_table(*a);   // or to_json(*a)
+///  return a->passed() ? 0 : 1;                         // 0 duplicates and 0 lost
+/// \endcode
+///
+/// Each charge (docs/idempotency.md): its own key (stormguard::make_idempotency_key), a
+/// principal ("Authorization: Bearer cus_RUN_N", 100 customers per run), a body
+/// {"amount": A, "currency": C}; one logical request, attempted by stormguard::retrier with the
+/// options' policy and no retry budget. Attempt n of charge i goes to servers[(i + n - 1) % size]:
+/// with several servers a retry always lands on another replica than the attempt before it. Each
+/// attempt is one http::client request (no retries of its own: the client cannot move a retry to
+/// another URL), classified with the client's own rules (classify_charge_attempt): a dropped
+/// connection (the request may have been processed) and a 409 (the key in progress elsewhere) are
+/// retried, as a 503 is.
+///
+/// The audit counts only the rows of this run's keys (a shared PostgreSQL or Redis ledger may hold
+/// other runs' rows: other_rows), each row once however many servers returned it (rows are
+/// identified by their charge id).
 #ifndef STORMGUARD_LAB_PAYMENTS_HPP
 #define STORMGUARD_LAB_PAYMENTS_HPP
 
@@ -156,6 +159,7 @@ struct payments_audit {
 ///    retried after its Retry-After whatever `statuses` holds, as the statuses in it are;
 ///  - no response: classify_transport_failure(phase, "POST", true) — a connection closed after
 ///    the request was sent is retried, since the key makes the repeat safe; stop without a phase.
+///
 /// Pure; thread-safe.
 [[nodiscard]] STORMGUARD_EXPORT classification classify_charge_attempt(
     std::optional<int> status, std::optional<transport_phase> phase,

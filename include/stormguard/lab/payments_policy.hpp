@@ -1,15 +1,18 @@
 // SPDX-License-Identifier: Apache-2.0
-// stormguard/lab/payments_policy.hpp: a policy (stormguard::config::policy, from a policy file, a
-// gRPC service config or an Envoy route) as the options of lab::run_payments — the payments
-// run's adapter on the one path from a policy to every executor
-// (stormguard/config/executors.hpp lists the others).
-//
-//   const auto& p = stormguard::config::select_policy(policies, "ours");
-//   auto run = stormguard::lab::payments_options_for(p, {.servers = {url}, .charges = 1000});
-//   auto audit = stormguard::lab::run_payments(run);
-//
-// Header-only: the policy type is a plain value of stormguard::config's public header, and
-// nothing of the config library is called. Thread-safe (a pure function).
+/// \file
+/// A policy (stormguard::config::policy, from a policy file, a
+/// gRPC service config or an Envoy route) as the options of lab::run_payments — the payments
+/// run's adapter on the one path from a policy to every executor
+/// (stormguard/config/executors.hpp lists the others).
+///
+/// \code{.cpp}
+///  const auto& p = stormguard::config::select_policy(policies, "ours");
+///  auto run = stormguard::lab::payments_options_for(p, {.servers = {url}, .charges = 1000});
+///  auto audit = stormguard::lab::run_payments(run);
+/// \endcode
+///
+/// Header-only: the policy type is a plain value of stormguard::config's public header, and
+/// nothing of the config library is called. Thread-safe (a pure function).
 #ifndef STORMGUARD_LAB_PAYMENTS_POLICY_HPP
 #define STORMGUARD_LAB_PAYMENTS_POLICY_HPP
 

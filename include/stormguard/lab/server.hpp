@@ -1,55 +1,58 @@
 // SPDX-License-Identifier: Apache-2.0
-// stormguard/lab/server.hpp: the scenario's server as a real HTTP/1.1 server on 127.0.0.1 — the
-// backend of `stormguard serve`, and the server that `stormguard lab` starts in-process.
-//
-//   auto started = stormguard::lab::server::start(stormguard::sim::friday_night(), {});
-//   if (!started) { std::cerr << started.error() << '\n'; return 1; }
-//   std::unique_ptr<stormguard::lab::server> srv = *std::move(started);
-//   std::cout << "listening on " << srv->url() << '\n';  // http://127.0.0.1:PORT/
-//   ... point any HTTP client at srv->url() ...
-//   stormguard::lab::server_stats s = srv->stats();
-//   srv->stop();                                          // or let the destructor do it
-//
-// What it models (docs/lab.md, and docs/simulator.md "The model" for the model itself):
-// `server.workers` requests in service at once; a FIFO queue of at most `server.queue_limit`
-// requests (one more is answered 503 at once); the service time of the phase in which a request's
-// service *starts* — `server.service_time`, `incident.service_time` during the incident,
-// `server.overload.service_time` while more than `server.overload.above_rate` requests reached
-// the server in the last second — fixed or exponential as `server.service_distribution` says. The
-// service time is a timer (the event loop answers when it fires), never CPU work, so a worker
-// costs nothing but a slot. During the incident, each request *sent* in [incident.start,
-// incident.end) draws once: lost with probability `incident.loss_rate` (read, and never answered:
-// the client sees its own timeout), else a 503 at once with probability `incident.error_rate`
-// (neither reaches the workers). This is the simulator's own server model (its engine's),
-// fed with real arrival times, and the draws come from the same generator streams as
-// `stormguard simulate`'s for the scenario's seed (the service times and the incident's draws;
-// the order of arrivals is the network's, so the sequences only match in distribution).
-//
-// Time: the scenario's clock is std::chrono::steady_clock from the moment the clock starts — at
-// start() by default, or at start_clock() / `POST /control/start` with
-// server_options::start_clock = false; until then it stands at 0 (t = 0 for the phase and the
-// load window). After the scenario's `duration` the server keeps serving at the normal
-// service time (no incident, no overload) until stop().
-//
-// Like the model, a request whose client has gone (timed out, closed its connection) keeps its
-// place in the queue and its worker until its service ends; the answer is then dropped.
-//
-// Paths: `GET /stats` (the counters as JSON), `GET /metrics` (the counters in the Prometheus text
-// exposition format 0.0.4) and `/control/*` (`POST /control/start`) bypass the model and are not
-// counted; every other path, with any method, is the scenario's endpoint (200 "ok" when
-// served).
-//
-// The payments endpoint (server_options::payments; docs/idempotency.md): `POST /charges`
-// writes one row of a ledger behind the idempotency guard (stormguard::guard) and `GET /ledger`
-// returns the rows. Both bypass the model, as /stats does. With `fault_after_commit` P, a charge
-// that committed is, with probability P, never answered: the server closes the connection instead
-// (the case that makes a client retry a charge that happened).
-//
-// Built on libevent's evhttp (one event-loop thread; no hand-written HTTP parser). The payments
-// endpoint's store calls run on a second thread, one at a time in arrival order (at most 1,024
-// waiting; more are answered 503 at once), so a store that hangs holds only the charges; stop()
-// abandons a store call still running 500 ms after it is called. Connection and request limits:
-// server_limits.
+/// \file
+/// The scenario's server as a real HTTP/1.1 server on 127.0.0.1 — the
+/// backend of `stormguard serve`, and the server that `stormguard lab` starts in-process.
+///
+/// \code{.cpp}
+///  auto started = stormguard::lab::server::start(stormguard::sim::friday_night(), {});
+///  if (!started) { std::cerr << started.error() << '\n'; return 1; }
+///  std::unique_ptr<stormguard::lab::server> srv = *std::move(started);
+///  std::cout << "listening on " << srv->url() << '\n';  // http://127.0.0.1:PORT/
+///  ... point any HTTP client at srv->url() ...
+///  stormguard::lab::server_stats s = srv->stats();
+///  srv->stop();                                          // or let the destructor do it
+/// \endcode
+///
+/// What it models (docs/lab.md, and docs/simulator.md "The model" for the model itself):
+/// `server.workers` requests in service at once; a FIFO queue of at most `server.queue_limit`
+/// requests (one more is answered 503 at once); the service time of the phase in which a request's
+/// service *starts* — `server.service_time`, `incident.service_time` during the incident,
+/// `server.overload.service_time` while more than `server.overload.above_rate` requests reached
+/// the server in the last second — fixed or exponential as `server.service_distribution` says. The
+/// service time is a timer (the event loop answers when it fires), never CPU work, so a worker
+/// costs nothing but a slot. During the incident, each request *sent* in [incident.start,
+/// incident.end) draws once: lost with probability `incident.loss_rate` (read, and never answered:
+/// the client sees its own timeout), else a 503 at once with probability `incident.error_rate`
+/// (neither reaches the workers). This is the simulator's own server model (its engine's),
+/// fed with real arrival times, and the draws come from the same generator streams as
+/// `stormguard simulate`'s for the scenario's seed (the service times and the incident's draws;
+/// the order of arrivals is the network's, so the sequences only match in distribution).
+///
+/// Time: the scenario's clock is std::chrono::steady_clock from the moment the clock starts — at
+/// start() by default, or at start_clock() / `POST /control/start` with
+/// server_options::start_clock = false; until then it stands at 0 (t = 0 for the phase and the
+/// load window). After the scenario's `duration` the server keeps serving at the normal
+/// service time (no incident, no overload) until stop().
+///
+/// Like the model, a request whose client has gone (timed out, closed its connection) keeps its
+/// place in the queue and its worker until its service ends; the answer is then dropped.
+///
+/// Paths: `GET /stats` (the counters as JSON), `GET /metrics` (the counters in the Prometheus text
+/// exposition format 0.0.4) and `/control/*` (`POST /control/start`) bypass the model and are not
+/// counted; every other path, with any method, is the scenario's endpoint (200 "ok" when
+/// served).
+///
+/// The payments endpoint (server_options::payments; docs/idempotency.md): `POST /charges`
+/// writes one row of a ledger behind the idempotency guard (stormguard::guard) and `GET /ledger`
+/// returns the rows. Both bypass the model, as /stats does. With `fault_after_commit` P, a charge
+/// that committed is, with probability P, never answered: the server closes the connection instead
+/// (the case that makes a client retry a charge that happened).
+///
+/// Built on libevent's evhttp (one event-loop thread; no hand-written HTTP parser). The payments
+/// endpoint's store calls run on a second thread, one at a time in arrival order (at most 1,024
+/// waiting; more are answered 503 at once), so a store that hangs holds only the charges; stop()
+/// abandons a store call still running 500 ms after it is called. Connection and request limits:
+/// server_limits.
 #ifndef STORMGUARD_LAB_SERVER_HPP
 #define STORMGUARD_LAB_SERVER_HPP
 
@@ -231,7 +234,7 @@ class STORMGUARD_EXPORT server {
   [[nodiscard]] server_stats stats() const noexcept;
   /// The idempotency store's last failure, for the operator: "CAUSE (OPERATION): MESSAGE", the
   /// cause as guard::classify_store_failure names it, the operation (begin, find, complete,
-  /// release) and the store driver's message redacted (no password; detail::redact), e.g.
+  /// release) and the store driver's message redacted (no password), e.g.
   /// "unreachable (begin): redis store redis://127.0.0.1:6390: connect: Connection refused".
   /// "" when the store has not failed, or without the payments endpoint or its store.
   /// Thread-safe.

@@ -1,24 +1,29 @@
 // SPDX-License-Identifier: Apache-2.0
-// stormguard/metrics/fleet.hpp: Prometheus metrics of a fleet budget's store syncer (the Redis
-// syncer of stormguard::fleet, or any owner of the sync step): whether the store answers, the
-// syncs that succeeded and failed, the last round trip, the fleet size seen, this process's share,
-// and whether the budget runs in its fallback.
-//
-//   prometheus::Registry registry;
-//   stormguard::metrics::fleet_metrics fleet(registry);
-//   auto sync = stormguard::fleet::attach(budget, {.on_sync = fleet.hook("checkout-api")});
-//
-// The metrics (docs/metrics.md), labelled with the caller's client name:
-//   stormguard_fleet_syncs_total{client, result}      result: ok, error, refused (the store's
-//                                                     key is shared by another fleet protocol)
-//   stormguard_fleet_store_up{client}                 1 when the last sync succeeded, else 0
-//   stormguard_fleet_fallback{client}                 1 while the budget runs on local counts
-//   stormguard_fleet_sync_latency_seconds{client}     the last successful round trip
-//   stormguard_fleet_live_clients{client}             the fleet size the store reported last
-//   stormguard_fleet_share{client}                    this process's share of the fleet's
-//                                                     requests at the last sync, in [0, 1]
-// Thread-safe: hook() takes a mutex once per client name; the hook itself only sets gauges and
-// adds to counters (no allocation).
+/// \file
+/// Prometheus metrics of a fleet budget's store syncer (the Redis
+/// syncer of stormguard::fleet, or any owner of the sync step): whether the store answers, the
+/// syncs that succeeded and failed, the last round trip, the fleet size seen, this process's share,
+/// and whether the budget runs in its fallback.
+///
+/// \code{.cpp}
+///  prometheus::Registry registry;
+///  stormguard::metrics::fleet_metrics fleet(registry);
+///  auto sync = stormguard::fleet::attach(budget, {.on_sync = fleet.hook("checkout-api")});
+/// \endcode
+///
+/// The metrics (docs/metrics.md), labelled with the caller's client name:
+/// \code{.unparsed}
+///  stormguard_fleet_syncs_total{client, result}      result: ok, error, refused (the store's
+///                                                    key is shared by another fleet protocol)
+///  stormguard_fleet_store_up{client}                 1 when the last sync succeeded, else 0
+///  stormguard_fleet_fallback{client}                 1 while the budget runs on local counts
+///  stormguard_fleet_sync_latency_seconds{client}     the last successful round trip
+///  stormguard_fleet_live_clients{client}             the fleet size the store reported last
+///  stormguard_fleet_share{client}                    this process's share of the fleet's
+///                                                    requests at the last sync, in [0, 1]
+/// \endcode
+/// Thread-safe: hook() takes a mutex once per client name; the hook itself only sets gauges and
+/// adds to counters (no allocation).
 #ifndef STORMGUARD_METRICS_FLEET_HPP
 #define STORMGUARD_METRICS_FLEET_HPP
 

@@ -1,32 +1,37 @@
 // SPDX-License-Identifier: Apache-2.0
-// stormguard/metrics/guard.hpp: Prometheus metrics of the idempotency guard (stormguard::guard),
-// through its observer interface (guard::guard_observer): the guard itself knows nothing of
-// Prometheus. Header-only; a program that includes it links stormguard::metrics and
-// stormguard::guard.
-//
-//   auto registry = std::make_shared<prometheus::Registry>();
-//   stormguard::metrics::guard_metrics metrics(*registry);
-//   stormguard::guard::guard_options options;
-//   options.observer = &metrics;  // must outlive the guard
-//   stormguard::guard::idempotency_guard guard(store, options);
-//
-// The metrics (docs/metrics.md "The idempotency guard"):
-//   stormguard_guard_decisions_total{decision}   counter: every answer of handle(), by decision
-//       (guard::to_string: ran — the key acquired and the handler committed —, replayed,
-//       in_progress — a conflict, 409 —, mismatch — 422 —, store_unavailable, lease_lost,
-//       passed_through, missing_key, bad_key, bad_principal, response_too_large);
-//   stormguard_guard_takeovers_total             counter: handler runs after taking over an
-//       expired lease;
-//   stormguard_guard_store_errors_total{operation} counter: store calls that failed
-//       (store_error), by operation (begin, find, complete, release);
-//   stormguard_guard_store_failures_total{operation,cause} counter: the same failures by their
-//       cause (guard::classify_store_failure: unreachable, access_denied, full, timeout,
-//       connection_lost, other);
-//   stormguard_guard_store_seconds{operation}    histogram: every store call's latency by the
-//       guard's clock, failed ones included (buckets 100 µs .. 10 s); `complete` includes the
-//       handler, which runs inside its transaction;
-//   stormguard_guard_store_down                  gauge: 1 while the guard's short circuit is open
-//       (requests fail fast with 503), 0 otherwise.
+/// \file
+/// Prometheus metrics of the idempotency guard (stormguard::guard),
+/// through its observer interface (guard::guard_observer): the guard itself knows nothing of
+/// Prometheus. Header-only; a program that includes it links stormguard::metrics and
+/// stormguard::guard.
+///
+/// \code{.cpp}
+///  auto registry = std::make_shared<prometheus::Registry>();
+///  stormguard::metrics::guard_metrics metrics(*registry);
+///  stormguard::guard::guard_options options;
+///  options.observer = &metrics;  // must outlive the guard
+///  stormguard::guard::idempotency_guard guard(store, options);
+/// \endcode
+///
+/// The metrics (docs/metrics.md "The idempotency guard"):
+/// \code{.unparsed}
+///  stormguard_guard_decisions_total{decision}   counter: every answer of handle(), by decision
+///      (guard::to_string: ran — the key acquired and the handler committed —, replayed,
+///      in_progress — a conflict, 409 —, mismatch — 422 —, store_unavailable, lease_lost,
+///      passed_through, missing_key, bad_key, bad_principal, response_too_large);
+///  stormguard_guard_takeovers_total             counter: handler runs after taking over an
+///      expired lease;
+///  stormguard_guard_store_errors_total{operation} counter: store calls that failed
+///      (store_error), by operation (begin, find, complete, release);
+///  stormguard_guard_store_failures_total{operation,cause} counter: the same failures by their
+///      cause (guard::classify_store_failure: unreachable, access_denied, full, timeout,
+///      connection_lost, other);
+///  stormguard_guard_store_seconds{operation}    histogram: every store call's latency by the
+///      guard's clock, failed ones included (buckets 100 µs .. 10 s); `complete` includes the
+///      handler, which runs inside its transaction;
+///  stormguard_guard_store_down                  gauge: 1 while the guard's short circuit is open
+///      (requests fail fast with 503), 0 otherwise.
+/// \endcode
 #ifndef STORMGUARD_METRICS_GUARD_HPP
 #define STORMGUARD_METRICS_GUARD_HPP
 

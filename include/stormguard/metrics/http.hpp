@@ -1,12 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
-// stormguard/metrics/http.hpp: retry_metrics for the HTTP clients (http::client and
-// http::async_client), through client_options::on_attempt. Header-only; a program that includes
-// it links stormguard::metrics and stormguard::http.
-//
-//   stormguard::metrics::retry_metrics metrics(registry);
-//   stormguard::http::client_options options;
-//   options.on_attempt = stormguard::metrics::http_hook(metrics, "api");  // label client="api"
-//   stormguard::http::client client(options);
+/// \file
+/// Retry_metrics for the HTTP clients (http::client and
+/// http::async_client), through client_options::on_attempt. Header-only; a program that includes
+/// it links stormguard::metrics and stormguard::http.
+///
+/// \code{.cpp}
+///  stormguard::metrics::retry_metrics metrics(registry);
+///  stormguard::http::client_options options;
+///  options.on_attempt = stormguard::metrics::http_hook(metrics, "api");  // label client="api"
+///  stormguard::http::client client(options);
+/// \endcode
 #ifndef STORMGUARD_METRICS_HTTP_HPP
 #define STORMGUARD_METRICS_HTTP_HPP
 
@@ -71,7 +74,9 @@ namespace stormguard::metrics {
 /// cancelled), then calls `next` when set: the same counters as retry_metrics::instrument gives a
 /// hedger of http::async_hedge. Do not also set http_hook as on_attempt, or each copy counts as a
 /// call. `metrics` must outlive the returned function.
-///   options.hedging->on_end = http_hedge_hook(metrics, "api", options);
+/// \code{.cpp}
+///  options.hedging->on_end = http_hedge_hook(metrics, "api", options);
+/// \endcode
 [[nodiscard]] inline std::function<void(end_reason, const hedge_report&)> http_hedge_hook(
     retry_metrics& metrics, std::string_view client, const http::client_options& options,
     std::function<void(end_reason, const hedge_report&)> next = {}) {

@@ -1,37 +1,42 @@
 // SPDX-License-Identifier: Apache-2.0
-// stormguard/metrics/retry_metrics.hpp: Prometheus metrics for every attempt, retry, end of call
-// and budget denial of the retry executors (prometheus-cpp; target stormguard::metrics).
-//
-// One retry_metrics object is created on the application's prometheus::Registry (the one its
-// exposer or /metrics handler serialises); it plugs into the executors through their hooks
-// (retry.hpp: on_attempt, on_retry, on_end), so a retrier without metrics pays nothing:
-//
-//   prometheus::Registry registry;                      // exposed by the application
-//   stormguard::metrics::retry_metrics metrics(registry);
-//   stormguard::retrier retry(policy, clock, rng, budget);
-//   auto measured = metrics.instrument(retry, "payments");  // label client="payments"
-//   auto r = measured(op);                              // or async_retry(measured, ...)
-//
-// For the HTTP clients (stormguard/metrics/http.hpp): client_options::on_attempt =
-// stormguard::metrics::http_hook(metrics, "api.example.com").
-//
-// The metrics (docs/metrics.md has each one's meaning and Grafana-ready PromQL), with the label
-// chosen by the caller (`client` by default) for the policy or host:
-//   stormguard_attempts_total{client, outcome}       outcome: success, failure, timeout,
-//                                                    not_retryable
-//   stormguard_retries_total{client}                 retries granted (one backoff each)
-//   stormguard_calls_total{client, reason}           calls ended, by end_reason
-//   stormguard_budget_denials_total{client, budget}  retries or admissions refused by the budget
-//   stormguard_backoff_delay_seconds{client}         histogram of the delays before retries
-//   stormguard_retry_after_honoured_total{client}    retries that waited a server's Retry-After
-//   stormguard_budget_level{client, budget}          retries the budget would grant now (gauge)
-//   stormguard_hedges_sent_total{client}             hedged copies sent after the first
-//   stormguard_hedges_won_total{client}              hedged calls won by a copy after the first
-//   stormguard_hedges_refused_total{client, budget}  hedged copies the budget refused
-//   stormguard_hedges_cancelled_total{client}        copies cancelled after a call was decided
-// (the hedge counters through stormguard/metrics/hedge.hpp: the hedging executor's end hook).
-// Label values are the caller's client name and fixed vocabularies only (no URL, key or error
-// text), so the number of series is bounded by the number of client names.
+/// \file
+/// Prometheus metrics for every attempt, retry, end of call
+/// and budget denial of the retry executors (prometheus-cpp; target stormguard::metrics).
+///
+/// One retry_metrics object is created on the application's prometheus::Registry (the one its
+/// exposer or /metrics handler serialises); it plugs into the executors through their hooks
+/// (retry.hpp: on_attempt, on_retry, on_end), so a retrier without metrics pays nothing:
+///
+/// \code{.cpp}
+///  prometheus::Registry registry;                      // exposed by the application
+///  stormguard::metrics::retry_metrics metrics(registry);
+///  stormguard::retrier retry(policy, clock, rng, budget);
+///  auto measured = metrics.instrument(retry, "payments");  // label client="payments"
+///  auto r = measured(op);                              // or async_retry(measured, ...)
+/// \endcode
+///
+/// For the HTTP clients (stormguard/metrics/http.hpp): client_options::on_attempt =
+/// stormguard::metrics::http_hook(metrics, "api.example.com").
+///
+/// The metrics (docs/metrics.md has each one's meaning and Grafana-ready PromQL), with the label
+/// chosen by the caller (`client` by default) for the policy or host:
+/// \code{.unparsed}
+///  stormguard_attempts_total{client, outcome}       outcome: success, failure, timeout,
+///                                                   not_retryable
+///  stormguard_retries_total{client}                 retries granted (one backoff each)
+///  stormguard_calls_total{client, reason}           calls ended, by end_reason
+///  stormguard_budget_denials_total{client, budget}  retries or admissions refused by the budget
+///  stormguard_backoff_delay_seconds{client}         histogram of the delays before retries
+///  stormguard_retry_after_honoured_total{client}    retries that waited a server's Retry-After
+///  stormguard_budget_level{client, budget}          retries the budget would grant now (gauge)
+///  stormguard_hedges_sent_total{client}             hedged copies sent after the first
+///  stormguard_hedges_won_total{client}              hedged calls won by a copy after the first
+///  stormguard_hedges_refused_total{client, budget}  hedged copies the budget refused
+///  stormguard_hedges_cancelled_total{client}        copies cancelled after a call was decided
+/// \endcode
+/// (the hedge counters through stormguard/metrics/hedge.hpp: the hedging executor's end hook).
+/// Label values are the caller's client name and fixed vocabularies only (no URL, key or error
+/// text), so the number of series is bounded by the number of client names.
 #ifndef STORMGUARD_METRICS_RETRY_METRICS_HPP
 #define STORMGUARD_METRICS_RETRY_METRICS_HPP
 

@@ -1,23 +1,26 @@
 // SPDX-License-Identifier: Apache-2.0
-// stormguard/sim/fleet_store.hpp: the simulator's model of the store a fleet budget shares (the
-// Redis of stormguard::fleet), for strategies whose budget is of kind "fleet"
-// (stormguard::fleet_budget_options).
-//
-// Each simulated client owns one stormguard::fleet_budget (the library's class) and runs its sync
-// step on virtual time, as stormguard::fleet::redis_sync runs it on a real clock: when the budget
-// says a sync is due, its deltas go to the store and the fleet's window totals come back one
-// round trip later. The store keeps the window in slots of its own time (the reference model,
-// stormguard::fleet_window_store, with integer client ids) and counts the clients that have
-// synced (simulated clients never die). A sync started inside the outage window fails after
-// `timeout` and the budget falls back to its local counts until the store answers again.
-//
-//   stormguard::sim::strategy s = *stormguard::sim::find_strategy("full+fleet");
-//   s.fleet_store.round_trip = std::chrono::milliseconds(10);
-//   s.fleet_store.outage = stormguard::sim::fleet_store_outage{10s, 20s};
-//
-// A client acts (and so syncs) only when one of its requests does; a background syncer also
-// syncs an idle process every max_sync_interval: the model replays the latest such sync when the
-// client next acts (see src/sim/engine/include/stormguard_engine/fleet_sync.hpp). Plain values.
+/// \file
+/// The simulator's model of the store a fleet budget shares (the
+/// Redis of stormguard::fleet), for strategies whose budget is of kind "fleet"
+/// (stormguard::fleet_budget_options).
+///
+/// Each simulated client owns one stormguard::fleet_budget (the library's class) and runs its sync
+/// step on virtual time, as stormguard::fleet::redis_sync runs it on a real clock: when the budget
+/// says a sync is due, its deltas go to the store and the fleet's window totals come back one
+/// round trip later. The store keeps the window in slots of its own time (the reference model,
+/// stormguard::fleet_window_store, with integer client ids) and counts the clients that have
+/// synced (simulated clients never die). A sync started inside the outage window fails after
+/// `timeout` and the budget falls back to its local counts until the store answers again.
+///
+/// \code{.cpp}
+///  stormguard::sim::strategy s = *stormguard::sim::find_strategy("full+fleet");
+///  s.fleet_store.round_trip = std::chrono::milliseconds(10);
+///  s.fleet_store.outage = stormguard::sim::fleet_store_outage{10s, 20s};
+/// \endcode
+///
+/// A client acts (and so syncs) only when one of its requests does; a background syncer also
+/// syncs an idle process every max_sync_interval: the model replays the latest such sync when the
+/// client next acts (see src/sim/engine/include/stormguard_engine/fleet_sync.hpp). Plain values.
 #ifndef STORMGUARD_SIM_FLEET_STORE_HPP
 #define STORMGUARD_SIM_FLEET_STORE_HPP
 

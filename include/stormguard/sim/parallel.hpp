@@ -1,14 +1,17 @@
 // SPDX-License-Identifier: Apache-2.0
-// stormguard/sim/parallel.hpp: running independent simulations on several threads, with results
-// that do not depend on the number of threads, and progress reporting for long sweeps.
-//
-// Every sweep of the simulator (brooker-occ's clients × algorithms × trials, the metastable load
-// sweep) is a list of independent runs, each seeded from its own index. `parallel_for` runs
-// task(i) for every index; each task writes only its own result slot, and the caller reduces the
-// slots in index order afterwards, so the output is byte-identical for 1 thread or 64.
-//
-//   std::vector<double> out(n);
-//   stormguard::sim::parallel_for(n, 0, [&](std::size_t i) { out[i] = run(i); });
+/// \file
+/// Running independent simulations on several threads, with results
+/// that do not depend on the number of threads, and progress reporting for long sweeps.
+///
+/// Every sweep of the simulator (brooker-occ's clients × algorithms × trials, the metastable load
+/// sweep) is a list of independent runs, each seeded from its own index. `parallel_for` runs
+/// task(i) for every index; each task writes only its own result slot, and the caller reduces the
+/// slots in index order afterwards, so the output is byte-identical for 1 thread or 64.
+///
+/// \code{.cpp}
+///  std::vector<double> out(n);
+///  stormguard::sim::parallel_for(n, 0, [&](std::size_t i) { out[i] = run(i); });
+/// \endcode
 #ifndef STORMGUARD_SIM_PARALLEL_HPP
 #define STORMGUARD_SIM_PARALLEL_HPP
 

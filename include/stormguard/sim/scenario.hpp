@@ -1,17 +1,20 @@
 // SPDX-License-Identifier: Apache-2.0
-// stormguard/sim/scenario.hpp: what the storm simulator simulates — the load, the server and the
-// incident — and the strict parser of scenario files.
-//
-// A scenario is plain data. `parse_scenario` reads one from JSON text, `load_scenario` from a file,
-// and `friday_night()` returns the built-in default (the Friday-night incident of
-// docs/design.md, "The essay this project started from"; identical to scenarios/friday-night.json).
-// Durations in scenario files are JSON strings with a unit
-// ("20ms", "1.5s"); rates are plain numbers per second. docs/simulator.md lists every field.
-//
-//   auto parsed = stormguard::sim::load_scenario("scenarios/friday-night.json");
-//   if (!parsed) { std::cerr << parsed.error().message << '\n'; return 1; }
-//   stormguard::sim::scenario s = *parsed;
-//   s.seed = 7;                                        // plain data: edit freely, then validate()
+/// \file
+/// What the storm simulator simulates — the load, the server and the
+/// incident — and the strict parser of scenario files.
+///
+/// A scenario is plain data. `parse_scenario` reads one from JSON text, `load_scenario` from a
+/// file, and `friday_night()` returns the built-in default (the Friday-night incident of
+/// docs/design.md, "The essay this project started from"; identical to
+/// scenarios/friday-night.json). Durations in scenario files are JSON strings with a unit
+/// ("20ms", "1.5s"); rates are plain numbers per second. docs/simulator.md lists every field.
+///
+/// \code{.cpp}
+///  auto parsed = stormguard::sim::load_scenario("scenarios/friday-night.json");
+///  if (!parsed) { std::cerr << parsed.error().message << '\n'; return 1; }
+///  stormguard::sim::scenario s = *parsed;
+///  s.seed = 7;                                        // plain data: edit freely, then validate()
+/// \endcode
 #ifndef STORMGUARD_SIM_SCENARIO_HPP
 #define STORMGUARD_SIM_SCENARIO_HPP
 

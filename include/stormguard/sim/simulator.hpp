@@ -1,38 +1,41 @@
 // SPDX-License-Identifier: Apache-2.0
-// stormguard/sim/simulator.hpp: the discrete-event storm simulator.
-//
-// `simulate(scenario, strategy)` runs one strategy through one scenario on virtual time and
-// returns its metrics and its 1-second time series. The model (docs/simulator.md has the full
-// description):
-//
-//   - Load: logical requests arrive as one Poisson process of `requests_per_second` (exponential
-//     inter-arrival times -ln(1-u)/rate, u from stormguard::uniform_unit), assigned round-robin to
-//     `clients` client instances. Arrivals stop at the scenario's length.
-//   - Clients: each owns a stormguard::random_generator and a budget of the strategy's kind. A
-//     logical request deposits into its client's budget, then sends attempt 1. A failed attempt
-//     (a 503 or a timeout) goes to retry_policy::decide(attempt, classification::retry(),
-//     previous_delay, rng, budget, now): retry after the delay, or end the logical request.
-//   - Server: `workers` slots and a FIFO queue of at most `queue_limit` attempts; an attempt that
-//     finds the queue full is rejected at once (503). Service time depends on the phase at the
-//     moment service starts. The server completes abandoned (timed-out) attempts too.
-//   - Timeouts: an attempt not answered within `timeout` is abandoned by its client; a later
-//     response is ignored (counted as wasted work). A response at exactly the deadline is late.
-//     The network adds no delay.
-//   - Incident: during [start, end) the service time may change (service that starts in it), and
-//     each attempt sent in it may be lost by the network (never answered: a timeout) or fail at
-//     once with a 503, drawn from its own generator. With server.overload, the service time of
-//     an attempt is the overload's while more than above_rate attempts reached the server in the
-//     last second.
-//   - A scenario's max_retries replaces the strategies' (those that retry).
-//
-// The run is deterministic: events are ordered by (time, sequence number), the arrival process
-// has its own generator seeded from the scenario seed (so every strategy sees the same arrivals),
-// and client i's generator is seeded from (seed, i, strategy name). The simulation stops at the
-// scenario's length; attempts still unanswered then are counted as in flight.
-//
-//   auto result = stormguard::sim::simulate(stormguard::sim::friday_night(),
-//                                           *stormguard::sim::find_strategy("naive"));
-//   if (result.amplification) std::cout << *result.amplification << '\n';
+/// \file
+/// The discrete-event storm simulator.
+///
+/// `simulate(scenario, strategy)` runs one strategy through one scenario on virtual time and
+/// returns its metrics and its 1-second time series. The model (docs/simulator.md has the full
+/// description):
+///
+/// - Load: logical requests arrive as one Poisson process of `requests_per_second` (exponential
+///   inter-arrival times -ln(1-u)/rate, u from stormguard::uniform_unit), assigned round-robin to
+///   `clients` client instances. Arrivals stop at the scenario's length.
+/// - Clients: each owns a stormguard::random_generator and a budget of the strategy's kind. A
+///   logical request deposits into its client's budget, then sends attempt 1. A failed attempt
+///   (a 503 or a timeout) goes to retry_policy::decide(attempt, classification::retry(),
+///   previous_delay, rng, budget, now): retry after the delay, or end the logical request.
+/// - Server: `workers` slots and a FIFO queue of at most `queue_limit` attempts; an attempt that
+///   finds the queue full is rejected at once (503). Service time depends on the phase at the
+///   moment service starts. The server completes abandoned (timed-out) attempts too.
+/// - Timeouts: an attempt not answered within `timeout` is abandoned by its client; a later
+///   response is ignored (counted as wasted work). A response at exactly the deadline is late.
+///   The network adds no delay.
+/// - Incident: during [start, end) the service time may change (service that starts in it), and
+///   each attempt sent in it may be lost by the network (never answered: a timeout) or fail at
+///   once with a 503, drawn from its own generator. With server.overload, the service time of
+///   an attempt is the overload's while more than above_rate attempts reached the server in the
+///   last second.
+/// - A scenario's max_retries replaces the strategies' (those that retry).
+///
+/// The run is deterministic: events are ordered by (time, sequence number), the arrival process
+/// has its own generator seeded from the scenario seed (so every strategy sees the same arrivals),
+/// and client i's generator is seeded from (seed, i, strategy name). The simulation stops at the
+/// scenario's length; attempts still unanswered then are counted as in flight.
+///
+/// \code{.cpp}
+///  auto result = stormguard::sim::simulate(stormguard::sim::friday_night(),
+///                                          *stormguard::sim::find_strategy("naive"));
+///  if (result.amplification) std::cout << *result.amplification << '\n';
+/// \endcode
 #ifndef STORMGUARD_SIM_SIMULATOR_HPP
 #define STORMGUARD_SIM_SIMULATOR_HPP
 
@@ -76,10 +79,14 @@ struct fine_bin {
 };
 
 /// The metrics of one strategy on one scenario. Per-attempt counters satisfy
-///   attempts = successes + failures + timeouts + in_flight_attempts
+/// \code{.unparsed}
+///  attempts = successes + failures + timeouts + in_flight_attempts
+/// \endcode
 /// and per-logical-request counters satisfy
-///   logical_requests = successes + attempts_exhausted + budget_exhausted + throttled +
-///                      requests_in_flight.
+/// \code{.unparsed}
+///  logical_requests = successes + attempts_exhausted + budget_exhausted + throttled +
+///                     requests_in_flight.
+/// \endcode
 struct strategy_result {
   std::string name;  ///< the strategy's name
 

@@ -1,22 +1,25 @@
 // SPDX-License-Identifier: Apache-2.0
-// stormguard/sim/strategy.hpp: the retry strategies the storm simulator compares, each a named
-// configuration of the library's own objects (a stormguard::retry_policy and a retry budget).
-//
-// The simulator never computes a delay or a budget decision itself: every budget call and every
-// retry decision goes through the library's budget protocol (stormguard::request_budget, which
-// calls stormguard::retry_policy::decide) with the strategy's policy and budget, in the order the
-// retrier uses, so what the simulator shows is what the library does.
-//
-//   for (const auto& s : stormguard::sim::builtin_strategies()) std::cout << s.name << '\n';
-//   const auto* full = stormguard::sim::find_strategy("full+budget");   // nullptr if unknown
-//
-// A user's policy (stormguard::config::policy, from a policy file, a gRPC service config or an
-// Envoy route) becomes a strategy with `from_policy`: the same code path as the built-ins.
-//
-// The built-in strategies are the policies of policies/builtin-strategies.json, embedded at build
-// time (`stormguard policy check builtin:` prints them). Adding one: a policy in that file (its
-// budget of any kind of stormguard/budget_kinds.hpp); a new kind of budget is added to that list
-// and nowhere here.
+/// \file
+/// The retry strategies the storm simulator compares, each a named
+/// configuration of the library's own objects (a stormguard::retry_policy and a retry budget).
+///
+/// The simulator never computes a delay or a budget decision itself: every budget call and every
+/// retry decision goes through the library's budget protocol (stormguard::request_budget, which
+/// calls stormguard::retry_policy::decide) with the strategy's policy and budget, in the order the
+/// retrier uses, so what the simulator shows is what the library does.
+///
+/// \code{.cpp}
+///  for (const auto& s : stormguard::sim::builtin_strategies()) std::cout << s.name << '\n';
+///  const auto* full = stormguard::sim::find_strategy("full+budget");   // nullptr if unknown
+/// \endcode
+///
+/// A user's policy (stormguard::config::policy, from a policy file, a gRPC service config or an
+/// Envoy route) becomes a strategy with `from_policy`: the same code path as the built-ins.
+///
+/// The built-in strategies are the policies of policies/builtin-strategies.json, embedded at build
+/// time (`stormguard policy check builtin:` prints them). Adding one: a policy in that file (its
+/// budget of any kind of stormguard/budget_kinds.hpp); a new kind of budget is added to that list
+/// and nowhere here.
 #ifndef STORMGUARD_SIM_STRATEGY_HPP
 #define STORMGUARD_SIM_STRATEGY_HPP
 

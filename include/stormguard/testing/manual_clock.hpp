@@ -1,14 +1,17 @@
 // SPDX-License-Identifier: Apache-2.0
-// stormguard/testing/manual_clock.hpp: a clock whose time moves only when told to, for tests.
-//
-// Sleeping on a manual_clock advances its time by the requested duration at once and records the
-// sleep, so a test of the retry executor runs in microseconds and can check every delay exactly
-// (after absl/time/simulated_clock.h).
-//
-//   stormguard::testing::manual_clock clock;          // starts at the epoch (time_point{})
-//   clock.sleep_for(std::chrono::milliseconds(250), {});
-//   assert(clock.now() == stormguard::time_point{} + std::chrono::milliseconds(250));
-//   assert(clock.sleeps().size() == 1);
+/// \file
+/// A clock whose time moves only when told to, for tests.
+///
+/// Sleeping on a manual_clock advances its time by the requested duration at once and records the
+/// sleep, so a test of the retry executor runs in microseconds and can check every delay exactly
+/// (after absl/time/simulated_clock.h).
+///
+/// \code{.cpp}
+///  stormguard::testing::manual_clock clock;          // starts at the epoch (time_point{})
+///  clock.sleep_for(std::chrono::milliseconds(250), {});
+///  assert(clock.now() == stormguard::time_point{} + std::chrono::milliseconds(250));
+///  assert(clock.sleeps().size() == 1);
+/// \endcode
 #ifndef STORMGUARD_TESTING_MANUAL_CLOCK_HPP
 #define STORMGUARD_TESTING_MANUAL_CLOCK_HPP
 

@@ -1,16 +1,19 @@
 // SPDX-License-Identifier: Apache-2.0
-// stormguard/testing/scripted_random.hpp: a "random" generator that returns the values a test
-// scripts, so that jittered delays can be checked exactly.
-//
-// stormguard maps one 64-bit value x to a draw in [0, bound] as floor(x · (bound + 1) / 2^64)
-// (see stormguard::uniform_int). `fraction(f)` gives the x that lands a fraction f of the way
-// through the range: fraction(0) draws 0, fraction(1) draws the bound itself, fraction(0.5)
-// draws floor((bound + 1) / 2).
-//
-//   stormguard::testing::scripted_random g{fraction(0.0), fraction(1.0)};
-//   stormguard::backoff b;                             // full jitter, base 100 ms
-//   b.delay(1, g);                                     // 0 ms
-//   b.delay(1, g);                                     // 100 ms
+/// \file
+/// A "random" generator that returns the values a test
+/// scripts, so that jittered delays can be checked exactly.
+///
+/// stormguard maps one 64-bit value x to a draw in [0, bound] as floor(x · (bound + 1) / 2^64)
+/// (see stormguard::uniform_int). `fraction(f)` gives the x that lands a fraction f of the way
+/// through the range: fraction(0) draws 0, fraction(1) draws the bound itself, fraction(0.5)
+/// draws floor((bound + 1) / 2).
+///
+/// \code{.cpp}
+///  stormguard::testing::scripted_random g{fraction(0.0), fraction(1.0)};
+///  stormguard::backoff b;                             // full jitter, base 100 ms
+///  b.delay(1, g);                                     // 0 ms
+///  b.delay(1, g);                                     // 100 ms
+/// \endcode
 #ifndef STORMGUARD_TESTING_SCRIPTED_RANDOM_HPP
 #define STORMGUARD_TESTING_SCRIPTED_RANDOM_HPP
 

@@ -1,13 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
-// stormguard: the command-line tool. main() only builds the CLI11 app, registers the subcommands
-// (one file each, see command.hpp), maps parse errors (also those a subcommand throws as
+// stormguard: the command-line tool's programs. The `stormguard` launcher (cli/launcher.cpp)
+// execs one of them with the command line unchanged: `stormguard-<command>` (compiled with
+// STORMGUARD_CLI_COMMAND=add_<command>_command) when argv[1] names that subcommand, which registers
+// only that subcommand and so links only what it runs; `stormguard-all` otherwise (--help,
+// --version, usage errors, the man page and the bash completion), which registers every one.
+// main() only builds the CLI11 app, registers the subcommands (one file each, see command.hpp),
+// maps parse errors (also those a subcommand throws as
 // CLI::ParseError after parsing, such as a bad --base) to exit code 2 and turns any escaping
 // exception (std::bad_alloc included) into a one-line error and exit code 1. Every diagnostic goes
 // through cli/output.hpp, so that a broken stderr never changes the exit code.
-#include <curl/curl.h>
-
 #include <CLI/CLI.hpp>
-#include <asio/version.hpp>
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
@@ -24,6 +26,12 @@
 #include "stormguard/detail/format.hpp"
 #include "stormguard/version.hpp"
 #include "usage.hpp"
+
+#ifndef STORMGUARD_CLI_COMMAND
+#include <curl/curl.h>
+
+#include <asio/version.hpp>
+#endif
 
 namespace {
 
@@ -54,6 +62,7 @@ int top_level_extras(const std::vector<cli::command>& commands,
                      " (the subcommands are " + names + ")");
 }
 
+#ifndef STORMGUARD_CLI_COMMAND
 // `stormguard --version`: the library version, the components built with the program
 // (STORMGUARD_CLI_COMPONENTS, from cli/CMakeLists.txt), the libcurl it runs with and the Asio it
 // was compiled with (ASIO_VERSION is MAJOR * 100000 + MINOR * 100 + PATCH).
@@ -65,17 +74,24 @@ std::string version_text() {
          ", Asio " + std::to_string(ASIO_VERSION / 100000) + "." +
          std::to_string(ASIO_VERSION / 100 % 1000) + "." + std::to_string(ASIO_VERSION % 100);
 }
+#endif
 
 int run(int argc, char** argv) {
   cli::init_doc_root(argc, argv);  // before the help texts that name the docs
   CLI::App app{"stormguard: retries that cannot turn into a retry storm", "stormguard"};
+#ifndef STORMGUARD_CLI_COMMAND
   app.set_version_flag("--version", version_text());
+#endif
   app.require_subcommand(0, 1);
   app.footer(
       "Exit status: 2 for a bad command line or a bad file named on it (a scenario, -d @FILE),\n"
       "1 for a failure at run time (a write error); each subcommand's --help lists its own.");
 
   std::vector<cli::command> commands;
+#ifdef STORMGUARD_CLI_COMMAND
+  // A command's own program: the launcher runs it only when argv[1] is this subcommand's name.
+  commands.push_back(cli::STORMGUARD_CLI_COMMAND(app));
+#else
   commands.push_back(cli::add_simulate_command(app));
   commands.push_back(cli::add_exec_command(app));
   commands.push_back(cli::add_plan_command(app));
@@ -83,6 +99,7 @@ int run(int argc, char** argv) {
   commands.push_back(cli::add_policy_command(app));
   commands.push_back(cli::add_serve_command(app));
   commands.push_back(cli::add_lab_command(app));
+#endif
   // Unknown words reach app.remaining() instead of failing as "A subcommand is required", so
   // that the error can name them. Subcommands keep rejecting their own unknown options.
   app.allow_extras();

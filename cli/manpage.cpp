@@ -13,13 +13,13 @@
 #include "command.hpp"
 #include "output.hpp"
 
-// The configured install folder of the docs, and the relative path from the installed bin/ to
-// it (cli/CMakeLists.txt).
+// The configured install folder of the docs, and the relative path from the installed programs'
+// folder (<prefix>/libexec/stormguard) to it (cli/CMakeLists.txt).
 #ifndef STORMGUARD_DOCDIR
 #define STORMGUARD_DOCDIR "/usr/local/share/doc/stormguard"
 #endif
-#ifndef STORMGUARD_BIN_TO_DOCDIR
-#define STORMGUARD_BIN_TO_DOCDIR "../share/doc/stormguard"
+#ifndef STORMGUARD_PROGRAM_TO_DOCDIR
+#define STORMGUARD_PROGRAM_TO_DOCDIR "../../share/doc/stormguard"
 #endif
 
 namespace stormguard::cli {
@@ -180,14 +180,14 @@ std::string& doc_root() {
   return root;
 }
 
-// <dir of this executable>/STORMGUARD_BIN_TO_DOCDIR when that folder exists, else the configured
-// folder.
+// <dir of this executable>/STORMGUARD_PROGRAM_TO_DOCDIR when that folder exists, else the
+// configured folder.
 std::string installed_doc_root() {
   std::error_code ec;
   const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
   if (!ec && !exe.empty()) {
     const std::filesystem::path docs =
-        (exe.parent_path() / STORMGUARD_BIN_TO_DOCDIR).lexically_normal();
+        (exe.parent_path() / STORMGUARD_PROGRAM_TO_DOCDIR).lexically_normal();
     if (std::filesystem::is_directory(docs, ec)) return docs.string();
   }
   return STORMGUARD_DOCDIR;

@@ -3,8 +3,8 @@
 // definitions of the commands themselves (names, options, value placeholders, help texts,
 // footers), so that neither can drift from `stormguard --help`. The build runs
 //
-//   stormguard --generate-man-page build/share/man/man1/stormguard.1
-//   stormguard --generate-bash-completion build/share/bash-completion/completions/stormguard
+//   stormguard-all --generate-man-page build/share/man/man1/stormguard.1
+//   stormguard-all --generate-bash-completion build/share/bash-completion/completions/stormguard
 //
 // (cli/CMakeLists.txt) and `cmake --install` installs both, with the docs (doc_path).
 #ifndef STORMGUARD_CLI_MANPAGE_HPP
@@ -23,8 +23,9 @@ inline constexpr std::string_view k_doc_root_placeholder = "@STORMGUARD_DOC_ROOT
 
 /// Decides once, before the commands are defined, the documentation folder doc_path names:
 /// k_doc_root_placeholder for `stormguard --generate-man-page FILE`; otherwise the folder found
-/// at run time from where this executable is (/proc/self/exe, then the relative path from the
-/// installed bin/ to the docs: <prefix>/bin/stormguard names <prefix>/share/doc/stormguard), or,
+/// at run time from where this program is (/proc/self/exe, then the relative path from the
+/// installed programs' folder to the docs: <prefix>/libexec/stormguard/stormguard-http names
+/// <prefix>/share/doc/stormguard), or,
 /// when that folder does not exist (the build tree), the configured install folder
 /// (CMAKE_INSTALL_FULL_DOCDIR). Not thread-safe: main() calls it first.
 void init_doc_root(int argc, char** argv);

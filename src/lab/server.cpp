@@ -63,8 +63,9 @@ namespace stormguard::lab {
 namespace {
 
 constexpr std::int64_t k_not_started = std::numeric_limits<std::int64_t>::min();
-constexpr std::size_t k_max_body = 1 << 20;         // bytes of a request body the server reads
-constexpr std::size_t k_max_queued_charges = 1024;  // store calls waiting for the worker
+constexpr std::size_t k_max_body = 1 << 20;            // bytes of a request body the server reads
+constexpr std::size_t k_max_queued_charges = 1024;     // store calls waiting for the worker
+constexpr std::size_t k_max_queued_ledger_reads = 64;  // GET /ledger pages waiting for theirs
 
 std::int64_t steady_ns() noexcept {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -126,6 +127,25 @@ std::optional<std::string> header_values(evhttp_request* req, const char* name) 
   return out;
 }
 
+// The decoded name, value pairs of the request's query ("" names and values as sent); a query
+// evhttp cannot decode reads as one parameter "" that every reader refuses.
+std::vector<std::pair<std::string, std::string>> query_parameters(evhttp_request* req) {
+  std::vector<std::pair<std::string, std::string>> out;
+  const evhttp_uri* uri = evhttp_request_get_evhttp_uri(req);
+  const char* query = uri != nullptr ? evhttp_uri_get_query(uri) : nullptr;
+  if (query == nullptr || *query == '\0') return out;
+  evkeyvalq parsed{};
+  if (evhttp_parse_query_str(query, &parsed) != 0) {
+    out.emplace_back("", query);
+    return out;
+  }
+  for (const evkeyval* h = parsed.tqh_first; h != nullptr; h = h->next.tqe_next) {
+    out.emplace_back(h->key, h->value);
+  }
+  evhttp_clear_headers(&parsed);
+  return out;
+}
+
 }  // namespace
 
 std::string_view phase_name(const sim::scenario& s, bool clock_started, duration elapsed) noexcept {
@@ -180,6 +200,12 @@ std::string stats_prometheus(const server_stats& st) {
           st.connections_refused);
   counter("accept_errors_total", "accept() failures (out of descriptors), each a 100 ms pause.",
           st.accept_errors);
+  counter("write_timeouts_total",
+          "Connections closed: an answer not taken by the client within write_timeout.",
+          st.write_timeouts);
+  counter("unsent_refused_total",
+          "Requests answered 503: the answers not yet sent exceeded max_unsent_bytes.",
+          st.unsent_refused);
   for (const auto& [name, help, n] : detail::payments_counters(st)) counter(name, help, n);
   // Each defence's decisions by reason (server.defences; zero without defences).
   auto& decisions = prometheus::BuildCounter()
@@ -197,6 +223,8 @@ std::string stats_prometheus(const server_stats& st) {
   decision("drop-expired", "deadline_passed", st.dropped_expired);
   gauge("queued", "Requests waiting for a worker.", static_cast<double>(st.queued));
   gauge("in_service", "Requests in service.", static_cast<double>(st.in_service));
+  gauge("unsent_bytes", "Answers written and not yet sent, all connections together, in bytes.",
+        static_cast<double>(st.unsent_bytes));
   gauge("elapsed_seconds", "The scenario's clock (0 until it starts).",
         std::chrono::duration<double>(st.elapsed).count());
   return prometheus::TextSerializer().Serialize(registry.Collect());
@@ -253,7 +281,9 @@ class server::impl {
             .idle_closed = [this] { count<&server_stats::idle_closed>(); },
             .refused = [this] { count<&server_stats::connections_refused>(); },
             .accept_failed = [this] { count<&server_stats::accept_errors>(); },
-            .rejected_by_parser = [this] { count<&server_stats::requests_refused>(); }});
+            .rejected_by_parser = [this] { count<&server_stats::requests_refused>(); },
+            .write_timeout = [this] { count<&server_stats::write_timeouts>(); },
+            .unsent_changed = [this](std::int64_t n) { count<&server_stats::unsent_bytes>(n); }});
     sockaddr_in bound{};
     socklen_t length = sizeof bound;
     if (::getsockname(evconnlistener_get_fd(listener), reinterpret_cast<sockaddr*>(&bound),
@@ -273,7 +303,10 @@ class server::impl {
     const timeval second{1, 0};
     event_add(sweep_event_, &second);
 
-    if (payments_) worker_ = std::make_unique<detail::charge_worker>(base_, k_max_queued_charges);
+    if (payments_) {
+      worker_ = std::make_unique<detail::charge_worker>(base_, k_max_queued_charges);
+      ledger_worker_ = std::make_unique<detail::charge_worker>(base_, k_max_queued_ledger_reads);
+    }
     if (options.start_clock) start_clock();
     thread_ = std::thread([this] { event_base_dispatch(base_); });
     return {};
@@ -349,6 +382,16 @@ class server::impl {
   void route(evhttp_request* req) {
     if (limits_) limits_->on_request(req);
     if (refuse_head(req)) return;
+    if (limits_ && limits_->over_unsent_limit()) {
+      // The answers not yet sent are over max_unsent_bytes: nothing more is buffered (a few
+      // bytes of refusal) until clients take them or write_timeout closes their connections.
+      count<&server_stats::unsent_refused>();
+      evkeyvalq* out = evhttp_request_get_output_headers(req);
+      evhttp_add_header(out, "Retry-After", "1");
+      evhttp_add_header(out, "Connection", "close");
+      return reply_text(req, 503, "Service Unavailable",
+                        "busy: too many answers wait for their clients to read them\n");
+    }
     const evhttp_uri* uri = evhttp_request_get_evhttp_uri(req);
     const char* raw_path = uri != nullptr ? evhttp_uri_get_path(uri) : nullptr;
     const std::string_view path = raw_path != nullptr && *raw_path != '\0' ? raw_path : "/";
@@ -428,11 +471,17 @@ class server::impl {
         evhttp_add_header(evhttp_request_get_output_headers(req), "Allow", "GET, HEAD");
         return reply_text(req, 405, "Method Not Allowed", "use GET\n");
       }
-      return offload(req, [endpoint = payments_] {
-        detail::charge_answer a;
-        a.response = endpoint->ledger();
-        return a;
-      });
+      auto query = detail::read_ledger_query(query_parameters(req));
+      if (!query) return reply_stored(req, detail::ledger_query_error(query.error()));
+      // On the ledger's own worker and store connection: never in front of a charge.
+      return offload(
+          req,
+          [endpoint = payments_, q = *query] {
+            detail::charge_answer a;
+            a.response = endpoint->ledger(q);
+            return a;
+          },
+          ledger_worker_.get());
     }
     if (method != EVHTTP_REQ_POST) {
       evhttp_add_header(evhttp_request_get_output_headers(req), "Allow", "POST");
@@ -463,10 +512,13 @@ class server::impl {
 
   // Runs `work` (store calls) on the worker thread, then answers `req` here with its result. A
   // full queue (a store that hangs while charges keep coming) is a 503 at once.
-  void offload(evhttp_request* req, std::function<detail::charge_answer()> work) {
+  void offload(evhttp_request* req, std::function<detail::charge_answer()> work,
+               detail::charge_worker* worker = nullptr) {
+    if (worker == nullptr) worker = worker_.get();
     payments_in_flight_.push_back(req);
     const bool queued =
-        worker_ && worker_->post([this, req, work = std::move(work)]() -> std::function<void()> {
+        worker != nullptr &&
+        worker->post([this, req, work = std::move(work)]() -> std::function<void()> {
           detail::charge_answer answer;
           try {
             answer = work();
@@ -686,6 +738,7 @@ class server::impl {
   void release() noexcept {
     // A store call that hangs is abandoned after a short grace: stop() must not wait for it.
     if (worker_) (void)worker_->stop(std::chrono::milliseconds(500));
+    if (ledger_worker_) (void)ledger_worker_->stop(std::chrono::milliseconds(100));
     for (evhttp_request* req : payments_in_flight_) {
       if (evhttp_request_get_connection(req) == nullptr) evhttp_request_free(req);
     }
@@ -745,9 +798,10 @@ class server::impl {
   std::array<std::atomic<std::int64_t>, std::size(wire::k_stats_counts)> counts_{};
   // Set before open(); used by the worker thread only (shared: an abandoned worker keeps it).
   std::shared_ptr<detail::charges_endpoint> payments_;
-  std::unique_ptr<detail::charge_worker> worker_;      // with payments_; set in open()
-  std::vector<evhttp_request*> payments_in_flight_;    // at the worker; loop thread only
-  std::unique_ptr<detail::connection_limits> limits_;  // set in open(); loop thread only
+  std::unique_ptr<detail::charge_worker> worker_;         // with payments_; set in open()
+  std::unique_ptr<detail::charge_worker> ledger_worker_;  // GET /ledger's; with worker_
+  std::vector<evhttp_request*> payments_in_flight_;       // at the worker; loop thread only
+  std::unique_ptr<detail::connection_limits> limits_;     // set in open(); loop thread only
 };
 
 outcome<std::unique_ptr<server>, std::string> server::start(const sim::scenario& s,

@@ -255,8 +255,6 @@ struct connection_limits::state {
     c->scan = framing_scan(limits.head_bytes);
     c->input_cb = evbuffer_add_cb(bufferevent_get_input(bev), &state::on_input, c.get());
     c->output_cb = evbuffer_add_cb(bufferevent_get_output(bev), &state::on_output, c.get());
-    // Back-pressure: reading stops while the input holds read_ahead_bytes not yet parsed.
-    bufferevent_setwatermark(bev, EV_READ, 0, limits.read_ahead_bytes);
     bufferevent_incref(bev);
     connections.emplace(bev, std::move(c));
     if (refuse) {
@@ -364,6 +362,9 @@ struct connection_limits::state {
     c.pending = std::max(0, c.pending - 1);
     c.last_active_ns = steady_ns();
     if (c.pending == 0) {
+      // Read freely again: evhttp keeps a request's body in the input until it is whole (up to
+      // the body limit), so the read-ahead bound holds only while an answer is awaited.
+      bufferevent_setwatermark(c.bev, EV_READ, 0, 0);
       // The next request begins with the first byte evhttp has not read (it reads it next).
       c.scan.restart();
       evbuffer* input = bufferevent_get_input(c.bev);
@@ -497,6 +498,9 @@ void connection_limits::on_request(evhttp_request* req) {
   if (it == state_->connections.end()) return;
   state::connection& c = *it->second;
   ++c.pending;
+  // Back-pressure: while its answer is awaited, the connection is read no further than
+  // read_ahead_bytes of pipelined requests (a read high-watermark on its bufferevent).
+  bufferevent_setwatermark(c.bev, EV_READ, 0, state_->limits.read_ahead_bytes);
   c.reading_since_ns = 0;
   c.last_active_ns = steady_ns();
   evhttp_request_set_on_complete_cb(req, &state::on_complete, &c);

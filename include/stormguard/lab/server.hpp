@@ -105,8 +105,8 @@ struct server_limits {
   /// RLIMIT_NOFILE less 64.
   std::size_t max_connections = 0;
   /// Bytes of one connection read ahead of the request being answered (pipelined requests not
-  /// yet parsed): once its input holds this many, the server stops reading the connection until
-  /// evhttp has parsed them (a read high-watermark on its bufferevent). evhttp answers the
+  /// yet parsed): while a request of it waits for its answer and its input holds this many, the
+  /// server stops reading the connection (a read high-watermark on its bufferevent). evhttp answers the
   /// requests of a connection one at a time, so with this a connection holds at most one answer
   /// and read_ahead_bytes of requests, however fast its client pipelines. >= head_bytes.
   std::size_t read_ahead_bytes = 64 * 1024;

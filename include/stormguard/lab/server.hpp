@@ -106,8 +106,8 @@ struct server_limits {
   std::size_t max_connections = 0;
   /// Bytes of one connection read ahead of the request being answered (pipelined requests not
   /// yet parsed): while a request of it waits for its answer and its input holds this many, the
-  /// server stops reading the connection (a read high-watermark on its bufferevent). evhttp answers the
-  /// requests of a connection one at a time, so with this a connection holds at most one answer
+  /// server stops reading the connection (a read high-watermark on its bufferevent). evhttp answers
+  /// the requests of a connection one at a time, so with this a connection holds at most one answer
   /// and read_ahead_bytes of requests, however fast its client pipelines. >= head_bytes.
   std::size_t read_ahead_bytes = 64 * 1024;
   /// A connection whose answer has waited this long without a byte of it taken by the client

@@ -10,8 +10,9 @@
 #   make bench         build (with the benchmark programs), then run every build/bench/*_benchmark
 #                      (BENCH_ARGS=... to pass flags)
 #   make fuzz          build the libFuzzer targets (clang++-19, ASan+UBSan, build-fuzz/) and fuzz
-#                      FUZZ_TARGET (retry_after, the default: the Retry-After parser; or policy:
-#                      the policy file parser) for FUZZ_SECONDS (default 60) from
+#                      FUZZ_TARGET (retry_after, the default: the Retry-After parser; policy:
+#                      the policy file parser; or http_framing: serve's request head and body
+#                      framing scan) for FUZZ_SECONDS (default 60) from
 #                      fuzz/corpus/FUZZ_TARGET
 #   make docs          the API reference (Doxygen, ./Doxyfile) into build/docs/html/index.html;
 #                      fails on any Doxygen warning (an undocumented public entity, a bad \param)
@@ -23,8 +24,8 @@ CLANG_FORMAT ?= clang-format
 BENCH_ARGS ?=
 FUZZ_SECONDS ?= 60
 FUZZ_TARGET ?= retry_after
-# The longest input per target: a Retry-After value, or a policy file.
-FUZZ_MAX_LEN ?= $(if $(filter policy,$(FUZZ_TARGET)),4096,512)
+# The longest input per target: a Retry-After value, or a policy file or request bytes.
+FUZZ_MAX_LEN ?= $(if $(filter policy http_framing,$(FUZZ_TARGET)),4096,512)
 FORMAT_DIRS := include src cli sim tests bench examples fuzz
 FORMAT_FILES = $(shell find $(wildcard $(FORMAT_DIRS)) -type f \( -name '*.hpp' -o -name '*.cpp' \) | sort)
 

@@ -190,6 +190,8 @@ charges_endpoint::charges_endpoint(const payments_options& options)
       (void)store_->query(create, {});
     }
   }
+  // GET /ledger's own connection: a ledger read never queues behind a charge's store calls.
+  ledger_store_ = guard::open_store(options_.idempotency);
   guard::guard_options guard_options;
   guard_options.principal_key = options_.principal_key;
   registry_ = std::make_shared<prometheus::Registry>();
@@ -283,7 +285,10 @@ charge_answer charges_endpoint::charge(const charge_request& request) {
       row.key = key ? *key : std::string(trim_ows(*request.idempotency_key));
     }
     answer.response = created(row);
-    memory_.push_back(std::move(row));
+    {
+      const stormguard::detail::lock hold(memory_mutex_);
+      memory_.push_back(std::move(row));
+    }
     answer.committed = true;
     answer.drop = draw_fault();
     return answer;
@@ -315,43 +320,102 @@ charge_answer charges_endpoint::charge(const charge_request& request) {
   return answer;
 }
 
-std::vector<ledger_row> charges_endpoint::read_ledger() {
-  if (!store_) return memory_;
-  std::vector<ledger_row> rows;
-  if (store_->kind() == guard::store_kind::redis) {
-    for (const guard::row& r : store_->query("LRANGE", {ledger_table, "0", "-1"})) {
-      if (r.empty() || !r.front()) continue;
-      const nlohmann::json j = nlohmann::json::parse(*r.front(), nullptr, false);
-      if (!j.is_object()) continue;
-      rows.push_back(j.get<ledger_row>());
+ledger_message charges_endpoint::read_ledger(const ledger_query& q) {
+  ledger_message m{std::string(store_name()), {}, {}};
+  // One row more than the page: whether another page follows.
+  const std::int64_t want = q.limit + 1;
+  if (!ledger_store_) {  // off: the rows in memory, the cursor an index
+    const stormguard::detail::lock hold(memory_mutex_);
+    const auto size = static_cast<std::int64_t>(memory_.size());
+    for (std::int64_t i = q.after; i < size && i < q.after + want; ++i) {
+      m.rows.push_back(memory_[static_cast<std::size_t>(i)]);
     }
-    return rows;
+  } else if (ledger_store_->kind() == guard::store_kind::redis) {  // the cursor an index
+    const std::string first = std::to_string(q.after);
+    const std::string last = std::to_string(q.after + want - 1);
+    for (const guard::row& r : ledger_store_->query("LRANGE", {ledger_table, first, last})) {
+      ledger_row row;
+      if (!r.empty() && r.front()) {
+        const nlohmann::json j = nlohmann::json::parse(*r.front(), nullptr, false);
+        if (j.is_object()) row = j.get<ledger_row>();
+      }
+      m.rows.push_back(std::move(row));  // a row it cannot read still takes its place
+    }
+  } else {  // SQL: the cursor is the last row's seq (numbers we wrote: no parameter needed)
+    std::int64_t last_seq = q.after;
+    for (const guard::row& r : ledger_store_->query(
+             "SELECT seq, id, principal, idem_key, amount, currency FROM " +
+                 std::string(ledger_table) + " WHERE seq > " + std::to_string(q.after) +
+                 " ORDER BY seq LIMIT " + std::to_string(want),
+             {})) {
+      if (r.size() < 6) continue;
+      if (static_cast<std::int64_t>(m.rows.size()) < q.limit) last_seq = to_int64(r[0]);
+      m.rows.push_back(ledger_row{r[1].value_or(""), r[2].value_or(""), r[3].value_or(""),
+                                  to_int64(r[4]), r[5].value_or("")});
+    }
+    if (static_cast<std::int64_t>(m.rows.size()) > q.limit) m.next = std::to_string(last_seq);
   }
-  for (const guard::row& r :
-       store_->query("SELECT id, principal, idem_key, amount, currency FROM " +
-                         std::string(ledger_table) + " ORDER BY seq",
-                     {})) {
-    if (r.size() < 5) continue;
-    rows.push_back(ledger_row{r[0].value_or(""), r[1].value_or(""), r[2].value_or(""),
-                              to_int64(r[3]), r[4].value_or("")});
+  if (static_cast<std::int64_t>(m.rows.size()) > q.limit) {
+    m.rows.resize(static_cast<std::size_t>(q.limit));
+    if (m.next.empty()) m.next = std::to_string(q.after + q.limit);
   }
-  return rows;
+  // Redis rows that could not be read are not shown (they still count for the cursor).
+  std::erase_if(m.rows, [](const ledger_row& row) { return row.id.empty(); });
+  return m;
 }
 
-guard::stored_response charges_endpoint::ledger() {
-  std::vector<ledger_row> rows;
+guard::stored_response charges_endpoint::ledger(const ledger_query& q) {
+  ledger_message m;
   try {
-    rows = read_ledger();
+    m = read_ledger(q);
   } catch (const guard::store_error&) {
     // The store's text (host, port, driver messages) stays on the server: a generic detail.
     auto r = error(503, "store_unavailable", "the ledger cannot be read: the store is unavailable");
     r.headers.emplace_back("Retry-After", "1");
     return r;
   }
-  const ledger_message m{std::string(store_name()), std::move(rows)};
   return {200,
           {{"Content-Type", "application/json"}},
           sim::engine::dump_json(nlohmann::ordered_json(m)) + "\n"};
+}
+
+outcome<ledger_query, std::string> read_ledger_query(
+    const std::vector<std::pair<std::string, std::string>>& parameters) {
+  ledger_query q;
+  bool seen_after = false;
+  bool seen_limit = false;
+  const auto number = [](const std::string& text, std::int64_t& out) {
+    if (text.empty() || text.size() > 18 ||
+        !std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+      return false;
+    }
+    (void)std::from_chars(text.data(), text.data() + text.size(), out);
+    return true;
+  };
+  for (const auto& [name, value] : parameters) {
+    const std::string quoted = stormguard::detail::quote_for_message(value);
+    if (name == "after") {
+      if (std::exchange(seen_after, true)) return failure{std::string("after: given twice")};
+      if (!number(value, q.after)) {
+        return failure{"after " + quoted +
+                       ": must be the \"next\" of the page before (decimal digits)"};
+      }
+    } else if (name == "limit") {
+      if (std::exchange(seen_limit, true)) return failure{std::string("limit: given twice")};
+      if (!number(value, q.limit) || q.limit < 1 || q.limit > wire::k_ledger_max_limit) {
+        return failure{"limit " + quoted + ": must be an integer in 1.." +
+                       std::to_string(wire::k_ledger_max_limit)};
+      }
+    } else {
+      return failure{"unknown parameter " + stormguard::detail::quote_for_message(name) +
+                     " (GET /ledger takes \"after\" and \"limit\")"};
+    }
+  }
+  return q;
+}
+
+guard::stored_response ledger_query_error(const std::string& message) {
+  return error(400, "invalid_query", message);
 }
 
 }  // namespace stormguard::lab::detail

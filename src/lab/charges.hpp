@@ -26,7 +26,10 @@
 //   With idempotency "off": steps 1 and 2, then the row is appended to a ledger in memory, every
 //   time (with the key's value if there is one, or ""): the double charge a retry causes.
 //
-// Thread-safety: none; the server calls it from one thread only (its store-call worker).
+// Thread-safety: charge() from one thread at a time (the server's charge worker), ledger() from
+// one thread at a time (its ledger worker), the two at once: the ledger is read through a store
+// connection of its own, so a ledger read never waits behind a charge's store calls nor holds
+// them (with idempotency off, a mutex guards the ledger in memory).
 #ifndef STORMGUARD_SRC_LAB_CHARGES_HPP
 #define STORMGUARD_SRC_LAB_CHARGES_HPP
 
@@ -37,6 +40,7 @@
 #include <string>
 #include <string_view>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "lab/wire.hpp"
@@ -73,6 +77,21 @@ struct charge_answer {
 
 using wire::ledger_message;
 using wire::ledger_row;
+
+/// One page of GET /ledger: rows after the cursor `after` (0: from the first), at most `limit`.
+struct ledger_query {
+  std::int64_t after = 0;
+  std::int64_t limit = wire::k_ledger_max_limit;
+};
+
+/// The query of GET /ledger (name, value pairs, decoded): `after` (the `next` of the page before:
+/// decimal digits) and `limit` (1..wire::k_ledger_max_limit), each at most once; or the reason
+/// it is refused, naming the parameter and quoting its value.
+[[nodiscard]] outcome<ledger_query, std::string> read_ledger_query(
+    const std::vector<std::pair<std::string, std::string>>& parameters);
+
+/// The 400 (problem details, code "invalid_query") of a query read_ledger_query refused.
+[[nodiscard]] guard::stored_response ledger_query_error(const std::string& message);
 
 /// One counter of GET /metrics: its name after "stormguard_serve_", its help, its value.
 using payments_counter = std::tuple<const char*, const char*, std::int64_t>;
@@ -134,12 +153,13 @@ class charges_endpoint {
   [[nodiscard]] std::string last_store_failure() const;
 
   /// The body of `GET /ledger`: {"store": NAME, "rows": [{"id", "principal", "key", "amount",
-  /// "currency"}, ...]} in the order the rows were written, as a 200; a 503 when the store
-  /// cannot be read.
-  [[nodiscard]] guard::stored_response ledger();
+  /// "currency"}, ...], "next": CURSOR} — one page of at most q.limit rows after q.after, in the
+  /// order the rows were written, "next" only when more may follow — as a 200; a 503 when the
+  /// store cannot be read. Reads through its own store connection (see the file comment).
+  [[nodiscard]] guard::stored_response ledger(const ledger_query& q);
 
  private:
-  [[nodiscard]] std::vector<ledger_row> read_ledger();
+  [[nodiscard]] ledger_message read_ledger(const ledger_query& q);
 
   payments_options options_;
   std::unique_ptr<guard::store> store_;
@@ -148,7 +168,9 @@ class charges_endpoint {
   std::unique_ptr<metrics::guard_metrics> guard_metrics_;
   std::unique_ptr<store_failure_log> failure_log_;  // passes on to guard_metrics_
   std::unique_ptr<guard::idempotency_guard> guard_;
-  std::vector<ledger_row> memory_;  // off
+  std::unique_ptr<guard::store> ledger_store_;  // GET /ledger's own connection
+  mutable stormguard::detail::mutex memory_mutex_;
+  std::vector<ledger_row> memory_ STORMGUARD_GUARDED_BY(memory_mutex_);  // off
   random_generator faults_;
 };
 

@@ -64,6 +64,15 @@ void validate(const http_limits& limits) {
   if (limits.header_fields < 1) bad("header_fields", "must be at least 1");
   if (limits.read_timeout <= duration::zero()) bad("read_timeout", "must be > 0");
   if (limits.idle_timeout <= duration::zero()) bad("idle_timeout", "must be > 0");
+  if (limits.read_ahead_bytes < limits.head_bytes) {
+    bad("read_ahead_bytes", std::to_string(limits.read_ahead_bytes) +
+                                ": must be at least head_bytes (" +
+                                std::to_string(limits.head_bytes) + ")");
+  }
+  if (limits.write_timeout <= duration::zero()) bad("write_timeout", "must be > 0");
+  if (limits.max_unsent_bytes < 65536) {
+    bad("max_unsent_bytes", std::to_string(limits.max_unsent_bytes) + ": must be at least 65536");
+  }
 }
 
 bool near_payments_path(std::string_view path) {
@@ -136,6 +145,9 @@ struct connection_limits::state {
     std::int64_t last_active_ns = 0;
     std::int64_t reading_since_ns = 0;  // 0: not reading a request
     int pending = 0;                    // requests read and not yet answered
+    std::size_t unsent = 0;             // bytes in its output buffer
+    std::int64_t unsent_since_ns = 0;   // the last time a byte of its output was sent, or added to
+                                        // an empty output
     bool parser_answer_counted = false;
     framing_scan scan{0};  // the bytes evhttp has not parsed yet (http_framing.hpp)
   };
@@ -152,6 +164,7 @@ struct connection_limits::state {
   event* framing_event = nullptr;
   std::vector<bufferevent*> bad_framing;  // a framing_scan problem: answered and closed
   std::unordered_map<bufferevent*, std::unique_ptr<connection>> connections;
+  std::size_t unsent_total = 0;  // the connections' `unsent`, summed
 
   // The connection of a live bufferevent, nullptr when evhttp has freed it.
   static evhttp_connection* evcon_of(bufferevent* bev) noexcept {
@@ -167,6 +180,7 @@ struct connection_limits::state {
     if (c.output_cb != nullptr) {
       evbuffer_remove_cb_entry(bufferevent_get_output(c.bev), c.output_cb);
     }
+    unsent_changed(c, 0);
     std::erase(to_refuse, c.bev);
     std::erase(bad_framing, c.bev);
     bufferevent_disable(c.bev, EV_READ | EV_WRITE);
@@ -178,6 +192,15 @@ struct connection_limits::state {
   void close(std::unordered_map<bufferevent*, std::unique_ptr<connection>>::iterator it) {
     if (evhttp_connection* evcon = evcon_of(it->first)) evhttp_connection_free(evcon);
     forget(it);
+  }
+
+  // Sets a connection's count of bytes not yet sent (its output buffer's length).
+  void unsent_changed(connection& c, std::size_t now_unsent) {
+    if (now_unsent == c.unsent) return;
+    const auto delta = static_cast<std::int64_t>(now_unsent) - static_cast<std::int64_t>(c.unsent);
+    unsent_total = unsent_total - c.unsent + now_unsent;
+    c.unsent = now_unsent;
+    if (counters.unsent_changed) counters.unsent_changed(delta);
   }
 
   [[nodiscard]] bool idle(const connection& c) const noexcept {
@@ -318,6 +341,10 @@ struct connection_limits::state {
   // connection reached the server: counted once per connection.
   static void on_output(evbuffer* buffer, const evbuffer_cb_info* info, void* arg) {
     auto& c = *static_cast<connection*>(arg);
+    if (info->n_deleted > 0 || (info->orig_size == 0 && info->n_added > 0)) {
+      c.unsent_since_ns = steady_ns();  // a byte sent, or the first of an answer written
+    }
+    c.owner->unsent_changed(c, evbuffer_get_length(buffer));
     if (info->n_added == 0 || info->orig_size != 0 || c.pending != 0 || c.parser_answer_counted) {
       return;
     }
@@ -335,6 +362,9 @@ struct connection_limits::state {
     c.pending = std::max(0, c.pending - 1);
     c.last_active_ns = steady_ns();
     if (c.pending == 0) {
+      // Read freely again: evhttp keeps a request's body in the input until it is whole (up to
+      // the body limit), so the read-ahead bound holds only while an answer is awaited.
+      bufferevent_setwatermark(c.bev, EV_READ, 0, 0);
       // The next request begins with the first byte evhttp has not read (it reads it next).
       c.scan.restart();
       evbuffer* input = bufferevent_get_input(c.bev);
@@ -351,11 +381,17 @@ struct connection_limits::state {
     const std::int64_t now = steady_ns();
     const std::int64_t read_ns = limits.read_timeout.count();
     const std::int64_t idle_ns = limits.idle_timeout.count();
+    const std::int64_t write_ns = limits.write_timeout.count();
     for (auto it = connections.begin(); it != connections.end();) {
       auto next = std::next(it);
       connection& c = *it->second;
       if (evcon_of(it->first) == nullptr) {
         forget(it);
+      } else if (c.unsent > 0 && now - c.unsent_since_ns > write_ns) {
+        // An answer its client does not take (evhttp reads nothing more from the connection
+        // until it is sent): the request is evhttp's now, freed with the connection.
+        if (counters.write_timeout) counters.write_timeout();
+        close(it);
       } else if (c.pending == 0 && c.reading_since_ns != 0 && now - c.reading_since_ns > read_ns) {
         if (counters.read_timeout) counters.read_timeout();  // first: seen with the 408
         // RFC 9110 §15.5.9: 408, then close; written straight to the socket, as nothing else
@@ -462,6 +498,9 @@ void connection_limits::on_request(evhttp_request* req) {
   if (it == state_->connections.end()) return;
   state::connection& c = *it->second;
   ++c.pending;
+  // Back-pressure: while its answer is awaited, the connection is read no further than
+  // read_ahead_bytes of pipelined requests (a read high-watermark on its bufferevent).
+  bufferevent_setwatermark(c.bev, EV_READ, 0, state_->limits.read_ahead_bytes);
   c.reading_since_ns = 0;
   c.last_active_ns = steady_ns();
   evhttp_request_set_on_complete_cb(req, &state::on_complete, &c);
@@ -483,6 +522,10 @@ void connection_limits::release() noexcept {
 }
 
 const http_limits& connection_limits::limits() const noexcept { return state_->limits; }
+
+bool connection_limits::over_unsent_limit() const noexcept {
+  return state_->unsent_total > state_->limits.max_unsent_bytes;
+}
 
 namespace {
 

@@ -17,6 +17,12 @@
 //     is closed to make room, and a new one is closed at once when none is idle;
 //   - accept(): on EMFILE/ENFILE (descriptors exhausted) the listener pauses for 100 ms instead
 //     of spinning, and idle connections are closed to free descriptors;
+//   - output (back-pressure): a connection's input is read at most read_ahead_bytes ahead of the
+//     request being answered (a read high-watermark; evhttp answers one request of a connection
+//     at a time, so a client that pipelines and never reads holds one answer and that much
+//     input); a connection whose answer no byte of which was sent for write_timeout is closed;
+//     while the answers not yet sent, all connections together, exceed max_unsent_bytes, every
+//     new request is answered 503 and closed (over_unsent_limit);
 //   - libevent's own log lines go to stderr at most 10 a second (the rest counted and said).
 // Every limit hit is counted in server_stats (GET /stats and /metrics).
 #ifndef STORMGUARD_SRC_LAB_HTTP_LIMITS_HPP
@@ -79,6 +85,9 @@ struct limit_counters {
   /// A request refused before it reached the server: libevent answered 400/413 itself, or a
   /// framing_scan problem was answered (http_framing.hpp).
   std::function<void()> rejected_by_parser;
+  std::function<void()> write_timeout;  ///< an answer not taken within write_timeout: closed
+  /// The answers not yet sent changed by this many bytes (all connections together).
+  std::function<void(std::int64_t)> unsent_changed;
 };
 
 /// The connection bookkeeping of one server (see the file comment). Loop thread only, but for
@@ -96,6 +105,9 @@ class connection_limits {
   /// A request was read whole (the server's request callback, first thing): its connection is
   /// no longer reading, and waits for the answer until evhttp has sent it.
   void on_request(evhttp_request* req);
+
+  /// Whether the answers not yet sent, all connections together, exceed max_unsent_bytes.
+  [[nodiscard]] bool over_unsent_limit() const noexcept;
 
   /// Frees the bookkeeping of connections evhttp has freed; call after evhttp_free, with the
   /// loop stopped. Idempotent.

@@ -162,25 +162,32 @@ read_ledgers(http::client& client, const std::vector<std::string>& servers) {
   std::unordered_map<std::string, ledger_entry> rows;
   std::string store;
   for (const std::string& base : servers) {
-    http::request req;
-    req.url = base + "ledger";
-    const http::result r = client.perform(req);
-    if (!r.ok() || !r.response || r.response->status != 200) {
-      return failure{fmt::format(
-          "cannot read the ledger of {}: {}", base,
-          r.response ? fmt::format("status {}", r.response->status)
-                     : (r.error ? r.error->message : std::string(to_string(r.reason))))};
-    }
-    auto ledger = parse_wire<wire::ledger_message>(r.response->body);
-    if (!ledger) {
-      return failure{
-          fmt::format("the ledger of {} is not {{\"store\": ..., \"rows\": [...]}}", base)};
-    }
-    if (store.empty()) store = ledger->store;
-    for (wire::ledger_row& row : ledger->rows) {
-      rows.try_emplace(std::move(row.id),
-                       ledger_entry{std::move(row.principal), std::move(row.key)});
-    }
+    // Page by page (at most wire::k_ledger_max_limit rows each), each page's "next" the `after`
+    // of the one that follows, until a page has none.
+    std::string after;
+    do {
+      http::request req;
+      req.url = base + "ledger?limit=" + std::to_string(wire::k_ledger_max_limit) +
+                (after.empty() ? std::string() : "&after=" + after);
+      const http::result r = client.perform(req);
+      if (!r.ok() || !r.response || r.response->status != 200) {
+        return failure{fmt::format(
+            "cannot read the ledger of {}: {}", base,
+            r.response ? fmt::format("status {}", r.response->status)
+                       : (r.error ? r.error->message : std::string(to_string(r.reason))))};
+      }
+      auto ledger = parse_wire<wire::ledger_message>(r.response->body);
+      if (!ledger || (!ledger->next.empty() && ledger->next == after)) {
+        return failure{fmt::format(
+            "the ledger of {} is not {{\"store\": ..., \"rows\": [...], \"next\": ...}}", base)};
+      }
+      if (store.empty()) store = ledger->store;
+      for (wire::ledger_row& row : ledger->rows) {
+        rows.try_emplace(std::move(row.id),
+                         ledger_entry{std::move(row.principal), std::move(row.key)});
+      }
+      after = std::move(ledger->next);
+    } while (!after.empty());
   }
   return std::pair{std::move(rows), std::move(store)};
 }

@@ -20,10 +20,7 @@
 #include <event2/util.h>
 #include <fcntl.h>
 #include <netinet/in.h>
-#include <prometheus/counter.h>
-#include <prometheus/gauge.h>
-#include <prometheus/registry.h>
-#include <prometheus/text_serializer.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -63,8 +60,9 @@ namespace stormguard::lab {
 namespace {
 
 constexpr std::int64_t k_not_started = std::numeric_limits<std::int64_t>::min();
-constexpr std::size_t k_max_body = 1 << 20;         // bytes of a request body the server reads
-constexpr std::size_t k_max_queued_charges = 1024;  // store calls waiting for the worker
+constexpr std::size_t k_max_body = 1 << 20;            // bytes of a request body the server reads
+constexpr std::size_t k_max_queued_charges = 1024;     // store calls waiting for the worker
+constexpr std::size_t k_max_queued_ledger_reads = 64;  // GET /ledger pages waiting for theirs
 
 std::int64_t steady_ns() noexcept {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -126,80 +124,26 @@ std::optional<std::string> header_values(evhttp_request* req, const char* name) 
   return out;
 }
 
+// The decoded name, value pairs of the request's query ("" names and values as sent); a query
+// evhttp cannot decode reads as one parameter "" that every reader refuses.
+std::vector<std::pair<std::string, std::string>> query_parameters(evhttp_request* req) {
+  std::vector<std::pair<std::string, std::string>> out;
+  const evhttp_uri* uri = evhttp_request_get_evhttp_uri(req);
+  const char* query = uri != nullptr ? evhttp_uri_get_query(uri) : nullptr;
+  if (query == nullptr || *query == '\0') return out;
+  evkeyvalq parsed{};
+  if (evhttp_parse_query_str(query, &parsed) != 0) {
+    out.emplace_back("", query);
+    return out;
+  }
+  for (const evkeyval* h = parsed.tqh_first; h != nullptr; h = h->next.tqe_next) {
+    out.emplace_back(h->key, h->value);
+  }
+  evhttp_clear_headers(&parsed);
+  return out;
+}
+
 }  // namespace
-
-std::string_view phase_name(const sim::scenario& s, bool clock_started, duration elapsed) noexcept {
-  if (!clock_started) return "waiting";
-  if (elapsed >= s.length) return "after";
-  if (s.incident && elapsed >= s.incident->start && elapsed < s.incident->end) return "incident";
-  return "normal";
-}
-
-std::string stats_json(const sim::scenario& s, const server_stats& st) {
-  const wire::stats_message m{s.name, std::string(phase_name(s, st.clock_started, st.elapsed)), st,
-                              s.workers, s.queue_limit};
-  return sim::engine::dump_json(nlohmann::ordered_json(m)) + "\n";
-}
-
-std::string stats_prometheus(const server_stats& st) {
-  // A registry per scrape, filled from the snapshot: the server's counters stay plain atomics on
-  // the event loop's hot path, and prometheus-cpp writes the exposition (names, HELP, TYPE,
-  // escaping and number formats as every Prometheus client library does).
-  prometheus::Registry registry;
-  const auto counter = [&](const char* name, const char* help, std::int64_t n) {
-    prometheus::BuildCounter()
-        .Name(std::string("stormguard_serve_") + name)
-        .Help(help)
-        .Register(registry)
-        .Add({})
-        .Increment(static_cast<double>(n));
-  };
-  const auto gauge = [&](const char* name, const char* help, double v) {
-    prometheus::BuildGauge()
-        .Name(std::string("stormguard_serve_") + name)
-        .Help(help)
-        .Register(registry)
-        .Add({})
-        .Set(v);
-  };
-  counter("attempts_total", "Requests read on the scenario's endpoint.", st.attempts);
-  counter("served_total", "Requests answered 200 after their service.", st.served);
-  counter("served_in_time_total", "Requests answered 200 within the scenario's timeout.",
-          st.served_in_time);
-  counter("rejected_total", "Requests answered 503 at once: the queue was full.", st.rejected);
-  counter("errors_total", "Requests answered 503 at once: the incident's error rate.", st.errors);
-  counter("lost_total", "Requests read and never answered: the incident's loss rate.", st.lost);
-  counter("requests_refused_total",
-          "Requests refused for their framing or size (400, 413, 431, 501; docs/lab.md Limits).",
-          st.requests_refused);
-  counter("read_timeouts_total", "Connections closed: a request not read whole in time (408).",
-          st.read_timeouts);
-  counter("idle_closed_total", "Idle connections closed (idle timeout, or room at the cap).",
-          st.idle_closed);
-  counter("connections_refused_total", "New connections closed at once at the connection cap.",
-          st.connections_refused);
-  counter("accept_errors_total", "accept() failures (out of descriptors), each a 100 ms pause.",
-          st.accept_errors);
-  for (const auto& [name, help, n] : detail::payments_counters(st)) counter(name, help, n);
-  // Each defence's decisions by reason (server.defences; zero without defences).
-  auto& decisions = prometheus::BuildCounter()
-                        .Name("stormguard_serve_defence_decisions_total")
-                        .Help(
-                            "Requests a server-side defence refused or dropped, by defence and "
-                            "reason.")
-                        .Register(registry);
-  const auto decision = [&](const char* defence, const char* reason, std::int64_t n) {
-    decisions.Add({{"defence", defence}, {"reason", reason}}).Increment(static_cast<double>(n));
-  };
-  sim::for_each_defence_kind([&]<class K>(std::type_identity<K>) {
-    decision(K::name.data(), K::reason.data(), st.defence_decisions[sim::defence_index<K>]);
-  });
-  gauge("queued", "Requests waiting for a worker.", static_cast<double>(st.queued));
-  gauge("in_service", "Requests in service.", static_cast<double>(st.in_service));
-  gauge("elapsed_seconds", "The scenario's clock (0 until it starts).",
-        std::chrono::duration<double>(st.elapsed).count());
-  return prometheus::TextSerializer().Serialize(registry.Collect());
-}
 
 class server::impl {
  public:
@@ -252,7 +196,9 @@ class server::impl {
             .idle_closed = [this] { count<&server_stats::idle_closed>(); },
             .refused = [this] { count<&server_stats::connections_refused>(); },
             .accept_failed = [this] { count<&server_stats::accept_errors>(); },
-            .rejected_by_parser = [this] { count<&server_stats::requests_refused>(); }});
+            .rejected_by_parser = [this] { count<&server_stats::requests_refused>(); },
+            .write_timeout = [this] { count<&server_stats::write_timeouts>(); },
+            .unsent_changed = [this](std::int64_t n) { count<&server_stats::unsent_bytes>(n); }});
     sockaddr_in bound{};
     socklen_t length = sizeof bound;
     if (::getsockname(evconnlistener_get_fd(listener), reinterpret_cast<sockaddr*>(&bound),
@@ -272,7 +218,10 @@ class server::impl {
     const timeval second{1, 0};
     event_add(sweep_event_, &second);
 
-    if (payments_) worker_ = std::make_unique<detail::charge_worker>(base_, k_max_queued_charges);
+    if (payments_) {
+      worker_ = std::make_unique<detail::charge_worker>(base_, k_max_queued_charges);
+      ledger_worker_ = std::make_unique<detail::charge_worker>(base_, k_max_queued_ledger_reads);
+    }
     if (options.start_clock) start_clock();
     thread_ = std::thread([this] { event_base_dispatch(base_); });
     return {};
@@ -357,6 +306,16 @@ class server::impl {
   void route(evhttp_request* req) {
     if (limits_) limits_->on_request(req);
     if (refuse_head(req)) return;
+    if (limits_ && limits_->over_unsent_limit()) {
+      // The answers not yet sent are over max_unsent_bytes: nothing more is buffered (a few
+      // bytes of refusal) until clients take them or write_timeout closes their connections.
+      count<&server_stats::unsent_refused>();
+      evkeyvalq* out = evhttp_request_get_output_headers(req);
+      evhttp_add_header(out, "Retry-After", "1");
+      evhttp_add_header(out, "Connection", "close");
+      return reply_text(req, 503, "Service Unavailable",
+                        "busy: too many answers wait for their clients to read them\n");
+    }
     const evhttp_uri* uri = evhttp_request_get_evhttp_uri(req);
     const char* raw_path = uri != nullptr ? evhttp_uri_get_path(uri) : nullptr;
     const std::string_view path = raw_path != nullptr && *raw_path != '\0' ? raw_path : "/";
@@ -436,11 +395,20 @@ class server::impl {
         evhttp_add_header(evhttp_request_get_output_headers(req), "Allow", "GET, HEAD");
         return reply_text(req, 405, "Method Not Allowed", "use GET\n");
       }
-      return offload(req, [endpoint = payments_] {
-        detail::charge_answer a;
-        a.response = endpoint->ledger();
-        return a;
-      });
+      auto query = detail::read_ledger_query(query_parameters(req));
+      if (!query) return reply_stored(req, detail::ledger_query_error(query.error()));
+      // On the ledger's own worker and store connection: never in front of a charge.
+      return offload(
+          req,
+          [endpoint = payments_, q = *query] {
+            // The ledger's thread yields the CPU to the charges' (nice 10; Linux: per thread).
+            static thread_local const bool niced = ::setpriority(PRIO_PROCESS, ::gettid(), 10) == 0;
+            (void)niced;
+            detail::charge_answer a;
+            a.response = endpoint->ledger(q);
+            return a;
+          },
+          ledger_worker_.get());
     }
     if (method != EVHTTP_REQ_POST) {
       evhttp_add_header(evhttp_request_get_output_headers(req), "Allow", "POST");
@@ -471,10 +439,13 @@ class server::impl {
 
   // Runs `work` (store calls) on the worker thread, then answers `req` here with its result. A
   // full queue (a store that hangs while charges keep coming) is a 503 at once.
-  void offload(evhttp_request* req, std::function<detail::charge_answer()> work) {
+  void offload(evhttp_request* req, std::function<detail::charge_answer()> work,
+               detail::charge_worker* worker = nullptr) {
+    if (worker == nullptr) worker = worker_.get();
     payments_in_flight_.push_back(req);
     const bool queued =
-        worker_ && worker_->post([this, req, work = std::move(work)]() -> std::function<void()> {
+        worker != nullptr &&
+        worker->post([this, req, work = std::move(work)]() -> std::function<void()> {
           detail::charge_answer answer;
           try {
             answer = work();
@@ -690,6 +661,7 @@ class server::impl {
   void release() noexcept {
     // A store call that hangs is abandoned after a short grace: stop() must not wait for it.
     if (worker_) (void)worker_->stop(std::chrono::milliseconds(500));
+    if (ledger_worker_) (void)ledger_worker_->stop(std::chrono::milliseconds(100));
     for (evhttp_request* req : payments_in_flight_) {
       if (evhttp_request_get_connection(req) == nullptr) evhttp_request_free(req);
     }
@@ -751,9 +723,10 @@ class server::impl {
   std::array<std::atomic<std::int64_t>, sim::k_defence_count> defence_counts_{};
   // Set before open(); used by the worker thread only (shared: an abandoned worker keeps it).
   std::shared_ptr<detail::charges_endpoint> payments_;
-  std::unique_ptr<detail::charge_worker> worker_;      // with payments_; set in open()
-  std::vector<evhttp_request*> payments_in_flight_;    // at the worker; loop thread only
-  std::unique_ptr<detail::connection_limits> limits_;  // set in open(); loop thread only
+  std::unique_ptr<detail::charge_worker> worker_;         // with payments_; set in open()
+  std::unique_ptr<detail::charge_worker> ledger_worker_;  // GET /ledger's; with worker_
+  std::vector<evhttp_request*> payments_in_flight_;       // at the worker; loop thread only
+  std::unique_ptr<detail::connection_limits> limits_;     // set in open(); loop thread only
 };
 
 outcome<std::unique_ptr<server>, std::string> server::start(const sim::scenario& s,

@@ -91,6 +91,7 @@ void to_json(nlohmann::ordered_json& j, const ledger_message& m) {
   j["store"] = m.store;
   j["rows"] = nlohmann::ordered_json::array();
   for (const ledger_row& row : m.rows) j["rows"].push_back(row);
+  if (!m.next.empty()) j["next"] = m.next;
 }
 
 void from_json(const nlohmann::json& j, ledger_message& m) {
@@ -99,6 +100,8 @@ void from_json(const nlohmann::json& j, ledger_message& m) {
     throw nlohmann::json::type_error::create(302, "rows is not an array", &rows);
   const auto store = j.find("store");
   m.store = store != j.end() && store->is_string() ? store->get<std::string>() : std::string();
+  const auto next = j.find("next");
+  m.next = next != j.end() && next->is_string() ? next->get<std::string>() : std::string();
   m.rows.clear();
   for (const nlohmann::json& row : rows) {
     if (row.is_object()) m.rows.push_back(row.get<ledger_row>());

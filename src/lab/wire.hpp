@@ -9,8 +9,10 @@
 //                 "charges_committed":…,"charges_replayed":…,"charges_dropped":…,
 //                 "charges_unavailable":…, the limits' and defences' counts,…,"workers":…,
 //                 "queue_limit":…,"instance":"16 hex digits, new at every start"}
-//   GET /ledger  {"store":"sqlite","rows":[{"id":"ch_…","principal":"…","key":"…",
-//                 "amount":100,"currency":"eur"},…]}
+//   GET /ledger?after=CURSOR&limit=N
+//                {"store":"sqlite","rows":[{"id":"ch_…","principal":"…","key":"…",
+//                 "amount":100,"currency":"eur"},…],"next":"CURSOR"}   ("next" only when more
+//                 rows may follow: the `after` of the next page)
 //
 // Text is written with stormguard_engine/json_writer.hpp's dump_json (bad UTF-8 as U+FFFD).
 #ifndef STORMGUARD_SRC_LAB_WIRE_HPP
@@ -33,7 +35,8 @@ inline constexpr const char* k_stats_count_names[] = {
     "attempts", "served", "served_in_time", "rejected", "errors", "lost", "queued", "in_service",
     "charges", "charges_committed", "charges_replayed", "charges_dropped", "charges_unavailable",
     "requests_refused", "read_timeouts", "idle_closed", "connections_refused",
-    "accept_errors", "store_outages", "store_recoveries"};
+    "accept_errors", "store_outages", "store_recoveries", "write_timeouts", "unsent_refused",
+    "unsent_bytes"};
 // clang-format on
 inline constexpr std::int64_t server_stats::*k_stats_counts[] = {&server_stats::attempts,
                                                                  &server_stats::served,
@@ -54,7 +57,10 @@ inline constexpr std::int64_t server_stats::*k_stats_counts[] = {&server_stats::
                                                                  &server_stats::connections_refused,
                                                                  &server_stats::accept_errors,
                                                                  &server_stats::store_outages,
-                                                                 &server_stats::store_recoveries};
+                                                                 &server_stats::store_recoveries,
+                                                                 &server_stats::write_timeouts,
+                                                                 &server_stats::unsent_refused,
+                                                                 &server_stats::unsent_bytes};
 static_assert(std::size(k_stats_count_names) == std::size(k_stats_counts));
 /// The counts every GET /stats has; those after them (the limits' counts) read as 0 when
 /// absent, from a server of an earlier version. The defences' counts (server_stats::
@@ -97,15 +103,20 @@ void to_json(nlohmann::ordered_json& j, const ledger_row& r);
 /// A member that is missing or of another type reads as empty (0 for amount).
 void from_json(const nlohmann::json& j, ledger_row& r);
 
-/// GET /ledger: the store's name and its rows in commit order.
+/// The most rows of one GET /ledger page (`limit`), and the default.
+inline constexpr std::int64_t k_ledger_max_limit = 1000;
+
+/// GET /ledger: the store's name and one page of its rows in commit order.
 struct ledger_message {
   std::string store;
   std::vector<ledger_row> rows;
+  /// The cursor of the next page (its `after`), when more rows may follow; empty at the end.
+  std::string next;
 };
 
 void to_json(nlohmann::ordered_json& j, const ledger_message& m);
-/// Throws nlohmann::json::exception unless `j` is an object with a "rows" array; "store" may be
-/// missing (empty); rows that are not objects are skipped.
+/// Throws nlohmann::json::exception unless `j` is an object with a "rows" array; "store" and
+/// "next" may be missing (empty); rows that are not objects are skipped.
 void from_json(const nlohmann::json& j, ledger_message& m);
 
 }  // namespace stormguard::lab::wire

@@ -108,6 +108,19 @@ struct server_limits {
   /// room; when none is idle the new connection is closed at once. 0 (the default): the soft
   /// RLIMIT_NOFILE less 64.
   std::size_t max_connections = 0;
+  /// Bytes of one connection read ahead of the request being answered (pipelined requests not
+  /// yet parsed): while a request of it waits for its answer and its input holds this many, the
+  /// server stops reading the connection (a read high-watermark on its bufferevent). evhttp answers
+  /// the requests of a connection one at a time, so with this a connection holds at most one answer
+  /// and read_ahead_bytes of requests, however fast its client pipelines. >= head_bytes.
+  std::size_t read_ahead_bytes = 64 * 1024;
+  /// A connection whose answer has waited this long without a byte of it taken by the client
+  /// (its socket buffers full: a client that sends and never reads) is closed. > 0.
+  duration write_timeout = std::chrono::seconds(10);
+  /// The answers written and not yet sent, all connections together, in bytes: while they exceed
+  /// this, every new request is answered 503 (Retry-After: 1) and its connection closed.
+  /// >= 65536.
+  std::size_t max_unsent_bytes = std::size_t{64} << 20;
 };
 
 /// How start() listens, when the scenario's clock starts, and whether the payments endpoint runs.
@@ -165,6 +178,12 @@ struct server_stats {
   std::int64_t connections_refused = 0;
   /// accept() failures (out of descriptors: EMFILE, ENFILE), each pausing accept() for 100 ms.
   std::int64_t accept_errors = 0;
+  /// Connections closed because their answer was not taken within write_timeout.
+  std::int64_t write_timeouts = 0;
+  /// Requests answered 503 because the answers not yet sent exceeded max_unsent_bytes.
+  std::int64_t unsent_refused = 0;
+  /// The answers written and not yet sent now, all connections together, in bytes (a gauge).
+  std::int64_t unsent_bytes = 0;
   /// The server's defences (server.defences, `serve --defence`): the requests each kind refused
   /// or dropped, in sim::defence_kinds order (GET /stats keys: each kind's `stats_key`): retries
   /// refused by the retry budget (503 + grpc-retry-pushback-ms: -1), requests refused by the

@@ -84,8 +84,8 @@ configure_package_config_file(
   "${PROJECT_SOURCE_DIR}/cmake/stormguardConfig.cmake.in"
   "${PROJECT_BINARY_DIR}/stormguardConfig.cmake"
   INSTALL_DESTINATION "${STORMGUARD_CMAKE_INSTALL_DIR}")
-# 0.x: a minor version may break the API, so 0.2.* satisfies find_package(stormguard 0.2) only
-# (and find_package(stormguard 0.1) fails against 0.2: tests/consumers/run.sh checks it).
+# 0.x: a minor version may break the API, so 0.3.* satisfies find_package(stormguard 0.3) only
+# (and find_package(stormguard 0.2) fails against 0.3: tests/consumers/run.sh checks it).
 write_basic_package_version_file(
   "${PROJECT_BINARY_DIR}/stormguardConfigVersion.cmake"
   VERSION "${PROJECT_VERSION}"

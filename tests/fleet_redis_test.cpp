@@ -19,6 +19,7 @@
 #include "stormguard/fleet_budget.hpp"
 #include "stormguard/random.hpp"
 #include "stormguard/testing/manual_clock.hpp"
+#include "stormguard/version.hpp"
 #include "support/redis_server.hpp"
 
 namespace {
@@ -440,7 +441,8 @@ TEST(RedisFleetSync, AKeyWrittenByStormguard01IsRefusedNamingBothVersions) {
   EXPECT_NE(lines[0].find("fleet protocol \"1\" (stormguard 0.1, which writes no version)"),
             std::string::npos)
       << lines[0];
-  EXPECT_NE(lines[0].find("this process speaks fleet protocol 2 (stormguard 0.2"),
+  EXPECT_NE(lines[0].find("this process speaks fleet protocol 2 (stormguard " +
+                          std::string(stormguard::version()) + ")"),
             std::string::npos)
       << lines[0];
   EXPECT_NE(lines[0].find(key), std::string::npos) << lines[0];

@@ -10,7 +10,7 @@
 ///  #if STORMGUARD_VERSION < 200  // before 0.2.0
 ///  ...
 ///  #endif
-///  std::cout << "stormguard " << stormguard::version() << '\n';  // "stormguard 0.2.0"
+///  std::cout << "stormguard " << stormguard::version() << '\n';  // "stormguard 0.3.0"
 /// \endcode
 ///
 /// The versions follow semantic versioning; while the major version is 0, a new minor version may
@@ -25,7 +25,7 @@
 /// The major version of these headers (0 while the API may change with each minor version).
 #define STORMGUARD_VERSION_MAJOR 0
 /// The minor version of these headers.
-#define STORMGUARD_VERSION_MINOR 2
+#define STORMGUARD_VERSION_MINOR 3
 /// The patch version of these headers.
 #define STORMGUARD_VERSION_PATCH 0
 /// The version of these headers as one number, MAJOR * 10000 + MINOR * 100 + PATCH (0.1.0 is

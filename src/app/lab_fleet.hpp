@@ -139,7 +139,7 @@ struct fleet_result {
                                                const server_stats& st);
 
 /// The version of the lab's multi-process wire (the lines of part_to_json and
-/// part_report_to_json, key "wire"): 1 was stormguard 0.1 (no "wire" key), 2 is stormguard 0.2.
+/// part_report_to_json, key "wire"): 1 was stormguard 0.1 (no "wire" key), 2 is stormguard 0.2 and later.
 /// A change of the keys or of their meaning is a new version (docs/releases.md).
 inline constexpr int k_lab_wire_version = 2;
 

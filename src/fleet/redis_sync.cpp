@@ -159,7 +159,7 @@ class protocol_refused : public failure {
 // The release that speaks fleet protocol `protocol` (as the script's error reply names it).
 std::string release_of(std::string_view protocol) {
   if (protocol == "1") return "stormguard 0.1, which writes no version";
-  if (protocol == std::to_string(k_fleet_protocol)) return "stormguard 0.2";
+  if (protocol == std::to_string(k_fleet_protocol)) return "stormguard 0.2 or later";
   return "another stormguard release";
 }
 

@@ -48,7 +48,7 @@
 /// like an unreachable store (the budget falls back to its local counts), is counted in
 /// redis_sync_stats::refusals, and the log hook says once which protocols and releases met
 /// ("... fleet protocol "1" (stormguard 0.1, which writes no version); this process speaks fleet
-/// protocol 2 (stormguard 0.2.0) ..."). docs/budgets.md has the reasons for this design.
+/// protocol 2 (stormguard 0.3.0) ..."). docs/budgets.md has the reasons for this design.
 /// Only Redis's clock is used (TIME inside the script): no process's clock is compared with
 /// another's. Deltas are clamped to [0, fleet_window_store::k_max_delta] by the script.
 /// Store load: one round trip per process per sync interval (docs/budgets.md).
@@ -73,7 +73,7 @@
 namespace stormguard::fleet {
 
 /// The fleet protocol this build speaks: the layout of the keys and the script's arguments and
-/// answer. 1 was stormguard 0.1 (no version in the store); 2 is stormguard 0.2. A change of
+/// answer. 1 was stormguard 0.1 (no version in the store); 2 is stormguard 0.2 and later. A change of
 /// either is a new protocol and a new minor version of stormguard (docs/releases.md).
 inline constexpr int k_fleet_protocol = 2;
 

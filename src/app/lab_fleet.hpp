@@ -139,8 +139,8 @@ struct fleet_result {
                                                const server_stats& st);
 
 /// The version of the lab's multi-process wire (the lines of part_to_json and
-/// part_report_to_json, key "wire"): 1 was stormguard 0.1 (no "wire" key), 2 is stormguard 0.2 and later.
-/// A change of the keys or of their meaning is a new version (docs/releases.md).
+/// part_report_to_json, key "wire"): 1 was stormguard 0.1 (no "wire" key), 2 is stormguard 0.2 and
+/// later. A change of the keys or of their meaning is a new version (docs/releases.md).
 inline constexpr int k_lab_wire_version = 2;
 
 /// A part's result for the process that merges it: one line of JSON with the wire version

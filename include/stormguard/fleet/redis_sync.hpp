@@ -73,8 +73,8 @@
 namespace stormguard::fleet {
 
 /// The fleet protocol this build speaks: the layout of the keys and the script's arguments and
-/// answer. 1 was stormguard 0.1 (no version in the store); 2 is stormguard 0.2 and later. A change of
-/// either is a new protocol and a new minor version of stormguard (docs/releases.md).
+/// answer. 1 was stormguard 0.1 (no version in the store); 2 is stormguard 0.2 and later. A change
+/// of either is a new protocol and a new minor version of stormguard (docs/releases.md).
 inline constexpr int k_fleet_protocol = 2;
 
 struct redis_sync_stats;

@@ -21,6 +21,14 @@
 #ifndef STORMGUARD_PROGRAM_TO_DOCDIR
 #define STORMGUARD_PROGRAM_TO_DOCDIR "../../share/doc/stormguard"
 #endif
+// The build tree's programs folder and the source tree's docs/, which a program run from the
+// build tree names (empty: not known).
+#ifndef STORMGUARD_BUILD_PROGRAM_DIR
+#define STORMGUARD_BUILD_PROGRAM_DIR ""
+#endif
+#ifndef STORMGUARD_SOURCE_DOCDIR
+#define STORMGUARD_SOURCE_DOCDIR ""
+#endif
 
 namespace stormguard::cli {
 
@@ -180,8 +188,8 @@ std::string& doc_root() {
   return root;
 }
 
-// <dir of this executable>/STORMGUARD_PROGRAM_TO_DOCDIR when that folder exists, else the
-// configured folder.
+// <dir of this executable>/STORMGUARD_PROGRAM_TO_DOCDIR when that folder exists; for a program
+// of the build tree, the source tree's docs/; else the configured folder.
 std::string installed_doc_root() {
   std::error_code ec;
   const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
@@ -189,6 +197,13 @@ std::string installed_doc_root() {
     const std::filesystem::path docs =
         (exe.parent_path() / STORMGUARD_PROGRAM_TO_DOCDIR).lexically_normal();
     if (std::filesystem::is_directory(docs, ec)) return docs.string();
+    const std::filesystem::path build_dir(STORMGUARD_BUILD_PROGRAM_DIR);
+    const std::filesystem::path source_docs(STORMGUARD_SOURCE_DOCDIR);
+    if (!build_dir.empty() && !source_docs.empty() &&
+        std::filesystem::equivalent(exe.parent_path(), build_dir, ec) &&
+        std::filesystem::is_directory(source_docs, ec)) {
+      return source_docs.string();
+    }
   }
   return STORMGUARD_DOCDIR;
 }

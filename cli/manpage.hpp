@@ -25,8 +25,8 @@ inline constexpr std::string_view k_doc_root_placeholder = "@STORMGUARD_DOC_ROOT
 /// k_doc_root_placeholder for `stormguard --generate-man-page FILE`; otherwise the folder found
 /// at run time from where this program is (/proc/self/exe, then the relative path from the
 /// installed programs' folder to the docs: <prefix>/libexec/stormguard/stormguard-http names
-/// <prefix>/share/doc/stormguard), or,
-/// when that folder does not exist (the build tree), the configured install folder
+/// <prefix>/share/doc/stormguard); for a program of the build tree, where that folder does not
+/// exist, the source tree's docs/; otherwise the configured install folder
 /// (CMAKE_INSTALL_FULL_DOCDIR). Not thread-safe: main() calls it first.
 void init_doc_root(int argc, char** argv);
 

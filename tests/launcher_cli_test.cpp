@@ -178,6 +178,27 @@ TEST(Launcher, NoProgramLoadsTwoCxxRuntimes) {
   }
 }
 
+// Run from the build tree (no <prefix>/share/doc/stormguard beside it), --help names the source
+// tree's docs/, and every guide it names exists.
+TEST(Launcher, HelpFromTheBuildTreeNamesGuidesThatExist) {
+  for (const std::string& name : k_subcommands) {
+    const program_run r = run_program({STORMGUARD_CLI_PATH, name, "--help"}, stderr_mode::capture);
+    ASSERT_EQ(r.exit_code, 0) << name << ": " << r.err;
+    int named = 0;
+    for (std::size_t at = r.out.find(".md"); at != std::string::npos;
+         at = r.out.find(".md", at + 3)) {
+      const std::size_t start = r.out.find_last_of(" \n(", at) + 1;
+      const std::string path = r.out.substr(start, at + 3 - start);
+      if (path.front() != '/') continue;  // a guide named without its folder
+      EXPECT_TRUE(fs::exists(path)) << name << " --help names " << path;
+      ++named;
+    }
+    if (name == "serve" || name == "lab" || name == "simulate") {
+      EXPECT_GT(named, 0) << name << " --help names no guide:\n" << r.out;
+    }
+  }
+}
+
 }  // namespace
 
 #endif  // STORMGUARD_CLI_PATH

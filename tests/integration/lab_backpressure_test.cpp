@@ -20,6 +20,7 @@
 
 #include "stormguard/lab/server.hpp"
 #include "stormguard/sim/scenario.hpp"
+#include "support/lab_scenarios.hpp"
 #include "support/raw_http.hpp"
 
 namespace {
@@ -29,42 +30,14 @@ namespace sim = stormguard::sim;
 using std::chrono::milliseconds;
 using clock_type = std::chrono::steady_clock;
 
-sim::scenario tiny() {
-  sim::scenario s;
-  s.name = "tiny";
-  s.seed = 7;
-  s.length = std::chrono::seconds(10);
-  s.requests_per_second = 10;
-  s.clients = 1;
-  s.timeout = milliseconds(500);
-  s.workers = 1;
-  s.queue_limit = 10;
-  s.service_time = milliseconds(20);
-  return s;
-}
+using stormguard::test_support::tiny_scenario;
 
 // A non-blocking client socket with a small receive buffer (4 KiB, set before connect: the
 // window the server may fill), which never reads.
 struct deaf_client {
-  int fd = -1;
-  explicit deaf_client(std::uint16_t port) {
-    fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    const int small = 4096;
-    (void)::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(port);
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-      ::close(fd);
-      fd = -1;
-    }
-  }
-  ~deaf_client() {
-    if (fd >= 0) ::close(fd);
-  }
-  deaf_client(const deaf_client&) = delete;
-  deaf_client& operator=(const deaf_client&) = delete;
+  stormguard::test_support::raw_connection connection;
+  int fd;
+  explicit deaf_client(std::uint16_t port) : connection(port, 4096), fd(connection.fd()) {}
 
   // Pipelines `request` as fast as the socket takes it, for at most `limit` or until nothing
   // more was taken for `stall` (the server stopped reading), or the server closed. Bytes sent.
@@ -99,7 +72,7 @@ struct deaf_client {
 std::unique_ptr<lab::server> start(const lab::server_limits& limits) {
   lab::server_options o;
   o.limits = limits;
-  auto started = lab::server::start(tiny(), o);
+  auto started = lab::server::start(tiny_scenario(), o);
   EXPECT_TRUE(started) << (started ? "" : started.error());
   return started ? *std::move(started) : nullptr;
 }

@@ -15,6 +15,7 @@
 
 #include "stormguard/lab/server.hpp"
 #include "stormguard/sim/scenario.hpp"
+#include "support/lab_scenarios.hpp"
 #include "support/raw_http.hpp"
 
 namespace {
@@ -24,20 +25,7 @@ namespace sim = stormguard::sim;
 using std::chrono::milliseconds;
 using stormguard::test_support::raw_connection;
 using stormguard::test_support::raw_response;
-
-sim::scenario tiny() {
-  sim::scenario s;
-  s.name = "tiny";
-  s.seed = 7;
-  s.length = std::chrono::seconds(10);
-  s.requests_per_second = 10;
-  s.clients = 1;
-  s.timeout = milliseconds(500);
-  s.workers = 1;
-  s.queue_limit = 10;
-  s.service_time = milliseconds(1);
-  return s;
-}
+using stormguard::test_support::tiny_scenario;
 
 const std::string k_body = R"({"amount": 100, "currency": "eur"})";  // 34 bytes
 
@@ -67,7 +55,7 @@ class LabFraming : public ::testing::Test {
     lab::server_options o;
     o.limits = limits;
     o.payments = lab::payments_options{.idempotency = "sqlite:" + (dir_ / "f.db").string()};
-    auto started = lab::server::start(tiny(), o);
+    auto started = lab::server::start(tiny_scenario(1, 10, milliseconds(1)), o);
     EXPECT_TRUE(started) << (started ? "" : started.error());
     srv_ = *std::move(started);
     return *srv_;

@@ -20,6 +20,8 @@
 
 #include "stormguard/lab/server.hpp"
 #include "stormguard/sim/scenario.hpp"
+#include "support/lab_scenarios.hpp"
+#include "support/raw_http.hpp"
 
 namespace {
 
@@ -28,68 +30,8 @@ namespace sim = stormguard::sim;
 using std::chrono::milliseconds;
 using clock_type = std::chrono::steady_clock;
 
-sim::scenario tiny(milliseconds service = milliseconds(20)) {
-  sim::scenario s;
-  s.name = "tiny";
-  s.seed = 7;
-  s.length = std::chrono::seconds(10);
-  s.requests_per_second = 10;
-  s.clients = 1;
-  s.timeout = milliseconds(500);
-  s.workers = 1;
-  s.queue_limit = 10;
-  s.service_time = service;
-  return s;
-}
-
-// A connected socket to 127.0.0.1:port (-1 on failure); closed by the destructor.
-struct connection {
-  int fd = -1;
-  explicit connection(std::uint16_t port) {
-    fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(port);
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-      ::close(fd);
-      fd = -1;
-    }
-  }
-  ~connection() {
-    if (fd >= 0) ::close(fd);
-  }
-  connection(const connection&) = delete;
-  connection& operator=(const connection&) = delete;
-
-  bool send(const std::string& data) const {
-    std::size_t sent = 0;
-    while (sent < data.size()) {
-      const ssize_t n = ::send(fd, data.data() + sent, data.size() - sent, MSG_NOSIGNAL);
-      if (n <= 0) return false;
-      sent += static_cast<std::size_t>(n);
-    }
-    return true;
-  }
-  // Everything read until the server closes or `limit` passes; `closed` says which.
-  std::string read_all(milliseconds limit, bool* closed = nullptr) const {
-    std::string out;
-    const auto until = clock_type::now() + limit;
-    if (closed != nullptr) *closed = false;
-    while (clock_type::now() < until) {
-      pollfd p{fd, POLLIN, 0};
-      if (::poll(&p, 1, 10) <= 0) continue;
-      char buffer[65536];
-      const ssize_t n = ::recv(fd, buffer, sizeof buffer, 0);
-      if (n <= 0) {
-        if (closed != nullptr) *closed = true;
-        break;
-      }
-      out.append(buffer, static_cast<std::size_t>(n));
-    }
-    return out;
-  }
-};
+using connection = stormguard::test_support::raw_connection;
+using stormguard::test_support::tiny_scenario;
 
 std::string status_line(const std::string& response) {
   return response.substr(0, response.find("\r\n"));
@@ -129,7 +71,7 @@ class LabLimits : public ::testing::Test {
     o.limits = limits;
     if (payments)
       o.payments = lab::payments_options{.idempotency = "sqlite:" + (dir_ / "l.db").string()};
-    auto started = lab::server::start(tiny(service), o);
+    auto started = lab::server::start(tiny_scenario(1, 10, service), o);
     EXPECT_TRUE(started) << (started ? "" : started.error());
     srv_ = *std::move(started);
     return *srv_;

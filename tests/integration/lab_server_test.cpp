@@ -13,6 +13,7 @@
 
 #include "stormguard/lab/server.hpp"
 #include "stormguard/sim/scenario.hpp"
+#include "support/lab_scenarios.hpp"
 
 namespace {
 
@@ -21,20 +22,7 @@ namespace sim = stormguard::sim;
 using std::chrono::milliseconds;
 using clock_type = std::chrono::steady_clock;
 
-// A scenario of `workers` workers, a queue of `queue_limit` and `service` per request, 10 s long.
-sim::scenario tiny(int workers, std::int64_t queue_limit, milliseconds service) {
-  sim::scenario s;
-  s.name = "tiny";
-  s.seed = 7;
-  s.length = std::chrono::seconds(10);
-  s.requests_per_second = 10;
-  s.clients = 1;
-  s.timeout = milliseconds(500);
-  s.workers = workers;
-  s.queue_limit = queue_limit;
-  s.service_time = service;
-  return s;
-}
+using stormguard::test_support::tiny_scenario;
 
 std::unique_ptr<lab::server> start(const sim::scenario& s, lab::server_options o = {}) {
   auto started = lab::server::start(s, o);
@@ -103,7 +91,7 @@ class LabServer : public ::testing::Test {
 };
 
 TEST_F(LabServer, ListensOnAnEphemeralPortOfLoopback) {
-  auto srv = start(tiny(1, 0, milliseconds(1)));
+  auto srv = start(tiny_scenario(1, 0, milliseconds(1)));
   ASSERT_NE(srv, nullptr);
   EXPECT_NE(srv->port(), 0);
   EXPECT_EQ(srv->url(), "http://127.0.0.1:" + std::to_string(srv->port()) + "/");
@@ -116,7 +104,7 @@ TEST_F(LabServer, ListensOnAnEphemeralPortOfLoopback) {
 TEST_F(LabServer, OneMoreThanWorkersPlusQueueIsRejectedAtOnce) {
   // 2 workers, a queue of 1, 150 ms each: of 5 requests at once, 2 are served in ~150 ms, 1
   // waits and is served in ~300 ms, 2 get a 503 at once.
-  auto srv = start(tiny(2, 1, milliseconds(150)));
+  auto srv = start(tiny_scenario(2, 1, milliseconds(150)));
   ASSERT_NE(srv, nullptr);
   const auto results = fetch_together(srv->url(), 5);
   int ok = 0, rejected = 0, waited = 0;
@@ -145,7 +133,7 @@ TEST_F(LabServer, OneMoreThanWorkersPlusQueueIsRejectedAtOnce) {
 // GET /metrics is prometheus-cpp's text exposition of the server's counters: after a scripted
 // burst (5 requests at once on 2 workers and a queue of 1), the scraped counters add up.
 TEST_F(LabServer, MetricsExpositionCountsAScriptedBurst) {
-  auto srv = start(tiny(2, 1, milliseconds(150)));
+  auto srv = start(tiny_scenario(2, 1, milliseconds(150)));
   ASSERT_NE(srv, nullptr);
   (void)fetch_together(srv->url(), 5);
   (void)wait_for(*srv, [](const lab::server_stats& st) { return st.served + st.rejected == 5; });
@@ -173,7 +161,7 @@ TEST_F(LabServer, MetricsExpositionCountsAScriptedBurst) {
 
 TEST_F(LabServer, WorkersServeThatManyRequestsAtOnce) {
   // 3 workers × 100 ms, 6 requests at once: two rounds, ~200 ms in all (not 600, not 100).
-  auto srv = start(tiny(3, 100, milliseconds(100)));
+  auto srv = start(tiny_scenario(3, 100, milliseconds(100)));
   ASSERT_NE(srv, nullptr);
   const auto began = clock_type::now();
   const auto results = fetch_together(srv->url(), 6);
@@ -197,7 +185,7 @@ void expect_service(const std::string& url, milliseconds expected, const char* w
 }
 
 TEST_F(LabServer, ServiceTimeFollowsThePhasesOfTheScenariosClock) {
-  sim::scenario s = tiny(4, 10, milliseconds(20));
+  sim::scenario s = tiny_scenario(4, 10, milliseconds(20));
   s.length = milliseconds(500);
   s.incident = sim::incident{
       .start = milliseconds(150), .end = milliseconds(350), .service_time = milliseconds(80)};
@@ -216,7 +204,7 @@ TEST_F(LabServer, ServiceTimeFollowsThePhasesOfTheScenariosClock) {
 
 TEST_F(LabServer, OverloadSlowsServiceAboveTheRateThenNotAfterTheDuration) {
   // Above 3 attempts in the last second, 60 ms instead of 10 ms.
-  sim::scenario s = tiny(4, 10, milliseconds(10));
+  sim::scenario s = tiny_scenario(4, 10, milliseconds(10));
   s.length = milliseconds(400);
   s.overload = sim::overload{.above_rate = 3, .service_time = milliseconds(60)};
   auto srv = start(s);
@@ -228,7 +216,7 @@ TEST_F(LabServer, OverloadSlowsServiceAboveTheRateThenNotAfterTheDuration) {
 }
 
 TEST_F(LabServer, IncidentErrorRateWithinFiveStandardDeviations) {
-  sim::scenario s = tiny(2, 10, milliseconds(1));
+  sim::scenario s = tiny_scenario(2, 10, milliseconds(1));
   s.incident = sim::incident{
       .start = {}, .end = std::chrono::hours(1), .service_time = {}, .error_rate = 0.3};
   auto srv = start(s);
@@ -254,7 +242,7 @@ TEST_F(LabServer, IncidentErrorRateWithinFiveStandardDeviations) {
 }
 
 TEST_F(LabServer, ALostRequestIsNeverAnswered) {
-  sim::scenario s = tiny(2, 10, milliseconds(1));
+  sim::scenario s = tiny_scenario(2, 10, milliseconds(1));
   s.incident = sim::incident{.start = {},
                              .end = std::chrono::hours(1),
                              .service_time = {},
@@ -272,7 +260,7 @@ TEST_F(LabServer, ALostRequestIsNeverAnswered) {
 TEST_F(LabServer, KeepsServingARequestWhoseClientHasTimedOut) {
   // One worker, 100 ms: the first client gives up after 30 ms, but its request keeps the worker
   // until its service ends, so the second waits for it (~70 ms) and its own 100 ms.
-  auto srv = start(tiny(1, 10, milliseconds(100)));
+  auto srv = start(tiny_scenario(1, 10, milliseconds(100)));
   ASSERT_NE(srv, nullptr);
   const fetched gave_up = fetch(srv->url(), milliseconds(30));
   EXPECT_EQ(gave_up.code, CURLE_OPERATION_TIMEDOUT);
@@ -286,7 +274,7 @@ TEST_F(LabServer, KeepsServingARequestWhoseClientHasTimedOut) {
 }
 
 TEST_F(LabServer, StatsMetricsAndControlAreNotCounted) {
-  auto srv = start(tiny(1, 0, milliseconds(1)));
+  auto srv = start(tiny_scenario(1, 0, milliseconds(1)));
   ASSERT_NE(srv, nullptr);
   for (int i = 0; i < 3; ++i) {
     EXPECT_EQ(fetch(srv->url() + "stats").status, 200);
@@ -305,7 +293,7 @@ TEST_F(LabServer, StatsMetricsAndControlAreNotCounted) {
 }
 
 TEST_F(LabServer, ControlStartStartsTheClockOnce) {
-  auto srv = start(tiny(1, 0, milliseconds(1)), {.start_clock = false});
+  auto srv = start(tiny_scenario(1, 0, milliseconds(1)), {.start_clock = false});
   ASSERT_NE(srv, nullptr);
   std::this_thread::sleep_for(milliseconds(20));
   EXPECT_FALSE(srv->stats().clock_started);
@@ -321,16 +309,16 @@ TEST_F(LabServer, ControlStartStartsTheClockOnce) {
 }
 
 TEST_F(LabServer, APortInUseIsAnErrorNamingTheAddress) {
-  auto first = start(tiny(1, 0, milliseconds(1)));
+  auto first = start(tiny_scenario(1, 0, milliseconds(1)));
   ASSERT_NE(first, nullptr);
-  auto second = lab::server::start(tiny(1, 0, milliseconds(1)), {.port = first->port()});
+  auto second = lab::server::start(tiny_scenario(1, 0, milliseconds(1)), {.port = first->port()});
   ASSERT_FALSE(second);
   EXPECT_EQ(second.error(),
             "127.0.0.1:" + std::to_string(first->port()) + ": Address already in use");
 }
 
 TEST_F(LabServer, StopClosesThePortAndIsIdempotent) {
-  auto srv = start(tiny(1, 10, milliseconds(300)));
+  auto srv = start(tiny_scenario(1, 10, milliseconds(300)));
   ASSERT_NE(srv, nullptr);
   const std::string url = srv->url();
   fetched in_service;
@@ -345,7 +333,8 @@ TEST_F(LabServer, StopClosesThePortAndIsIdempotent) {
 }
 
 TEST_F(LabServer, AnInvalidScenarioThrows) {
-  EXPECT_THROW((void)lab::server::start(tiny(0, 0, milliseconds(1))), std::invalid_argument);
+  EXPECT_THROW((void)lab::server::start(tiny_scenario(0, 0, milliseconds(1))),
+               std::invalid_argument);
 }
 
 }  // namespace

@@ -61,10 +61,16 @@ struct raw_response {
 };
 
 /// A connected socket to 127.0.0.1:port (fd -1 on failure); closed by the destructor.
+/// `receive_buffer_bytes` > 0 sets SO_RCVBUF before connecting (the window a server may fill
+/// for a client that does not read).
 class raw_connection {
  public:
-  explicit raw_connection(std::uint16_t port) {
+  explicit raw_connection(std::uint16_t port, int receive_buffer_bytes = 0) {
     fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd_ >= 0 && receive_buffer_bytes > 0) {
+      (void)::setsockopt(fd_, SOL_SOCKET, SO_RCVBUF, &receive_buffer_bytes,
+                         sizeof receive_buffer_bytes);
+    }
     sockaddr_in a{};
     a.sin_family = AF_INET;
     a.sin_port = htons(port);
@@ -81,6 +87,8 @@ class raw_connection {
   raw_connection& operator=(const raw_connection&) = delete;
 
   [[nodiscard]] bool connected() const noexcept { return fd_ >= 0; }
+  /// The socket (-1 when not connected), for a test that drives it itself.
+  [[nodiscard]] int fd() const noexcept { return fd_; }
 
   /// Sends every byte of `data`; false when the server has closed the connection.
   bool send(std::string_view data) const {
@@ -136,6 +144,14 @@ class raw_connection {
     }
     if (extra != nullptr) *extra = buffer_;
     return closed_ && buffer_.empty();
+  }
+
+  /// Everything that arrives until the server closes or `limit` passes (with what was buffered
+  /// before); `closed` says whether the server closed.
+  std::string read_all(std::chrono::milliseconds limit, bool* closed = nullptr) {
+    std::string out = pending(limit);
+    if (closed != nullptr) *closed = closed_;
+    return out;
   }
 
   /// Bytes that arrived within `wait` beyond the responses read (a safety net for excess bytes).

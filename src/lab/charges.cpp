@@ -384,13 +384,14 @@ outcome<ledger_query, std::string> read_ledger_query(
   ledger_query q;
   bool seen_after = false;
   bool seen_limit = false;
+  // At most 18 digits: a cursor below 10^18, so that cursor + page never overflows.
   const auto number = [](const std::string& text, std::int64_t& out) {
     if (text.empty() || text.size() > 18 ||
         !std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; })) {
       return false;
     }
-    (void)std::from_chars(text.data(), text.data() + text.size(), out);
-    return true;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
+    return ec == std::errc{} && end == text.data() + text.size();
   };
   for (const auto& [name, value] : parameters) {
     const std::string quoted = stormguard::detail::quote_for_message(value);
@@ -398,7 +399,8 @@ outcome<ledger_query, std::string> read_ledger_query(
       if (std::exchange(seen_after, true)) return failure{std::string("after: given twice")};
       if (!number(value, q.after)) {
         return failure{"after " + quoted +
-                       ": must be the \"next\" of the page before (decimal digits)"};
+                       ": must be the \"next\" of the page before (an integer in "
+                       "0..999999999999999999)"};
       }
     } else if (name == "limit") {
       if (std::exchange(seen_limit, true)) return failure{std::string("limit: given twice")};
@@ -406,6 +408,9 @@ outcome<ledger_query, std::string> read_ledger_query(
         return failure{"limit " + quoted + ": must be an integer in 1.." +
                        std::to_string(wire::k_ledger_max_limit)};
       }
+    } else if (name.empty()) {
+      return failure{"query " + quoted +
+                     ": not name=value pairs joined by '&' without NUL (e.g. limit=100&after=5)"};
     } else {
       return failure{"unknown parameter " + stormguard::detail::quote_for_message(name) +
                      " (GET /ledger takes \"after\" and \"limit\")"};

@@ -48,6 +48,10 @@ framing_answer describe(framing_problem p) noexcept {
       return {400, "Bad Request", "whitespace between a field name and its colon (RFC 9112 5.1)\n"};
     case framing_problem::obs_fold:
       return {400, "Bad Request", "a field line folded onto the next (obs-fold, RFC 9112 5.2)\n"};
+    case framing_problem::bad_field_line:
+      return {400, "Bad Request",
+              "a field name must be a token and a field value may not hold a control character "
+              "such as NUL or CR (RFC 9110 5.1, 5.5)\n"};
     case framing_problem::transfer_encoding_in_http10:
       return {400, "Bad Request", "Transfer-Encoding in an HTTP/1.0 request (RFC 9112 6.1)\n"};
     case framing_problem::bad_chunk_size:
@@ -147,6 +151,15 @@ void framing_scan::end_of_head_line() {
   const std::string_view name = line.substr(0, colon);
   if (name.find_first_of(" \t") != std::string_view::npos) {
     problem_ = framing_problem::whitespace_before_colon;
+    return;
+  }
+  const std::string_view value = line.substr(colon + 1);
+  if (name.empty() || !std::all_of(name.begin(), name.end(), stormguard::detail::is_tchar) ||
+      std::any_of(value.begin(), value.end(), [](char c) {
+        const auto u = static_cast<unsigned char>(c);
+        return (u < 0x20 && c != '\t') || u == 0x7f;
+      })) {
+    problem_ = framing_problem::bad_field_line;
     return;
   }
   if (equals_ignoring_case(name, "Transfer-Encoding")) {

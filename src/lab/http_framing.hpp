@@ -36,6 +36,8 @@ enum class framing_problem : std::uint8_t {
   none,
   whitespace_before_colon,      ///< 400 (RFC 9112 §5.1)
   obs_fold,                     ///< 400 (RFC 9112 §5.2)
+  bad_field_line,               ///< 400: an empty or non-token field name, or a control
+                                ///< character (NUL, CR, ...) in a value (RFC 9110 §5.1, §5.5)
   transfer_encoding_in_http10,  ///< 400 (RFC 9112 §6.1: faulty framing)
   bad_chunk_size,               ///< 400 (RFC 9112 §7.1)
   request_line_too_long,        ///< 414

@@ -131,8 +131,11 @@ std::vector<std::pair<std::string, std::string>> query_parameters(evhttp_request
   const evhttp_uri* uri = evhttp_request_get_evhttp_uri(req);
   const char* query = uri != nullptr ? evhttp_uri_get_query(uri) : nullptr;
   if (query == nullptr || *query == '\0') return out;
+  // evhttp decodes into C strings, where an encoded NUL would cut a value short unseen.
+  const std::string_view raw(query);
+  const bool has_nul = raw.find("%00") != std::string_view::npos;
   evkeyvalq parsed{};
-  if (evhttp_parse_query_str(query, &parsed) != 0) {
+  if (has_nul || evhttp_parse_query_str(query, &parsed) != 0) {
     out.emplace_back("", query);
     return out;
   }

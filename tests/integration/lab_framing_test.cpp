@@ -114,6 +114,25 @@ TEST_F(LabFraming, AContentLengthHiddenInAnObsFoldIs400) {
       400);
 }
 
+// RFC 9110 §5.1 (a field name is a token) and §5.5 (NUL, CR or another control character in a
+// value: reject).
+TEST_F(LabFraming, AnEmptyOrNonTokenFieldNameIs400) {
+  start();
+  expect_refused_and_closed("GET /stats HTTP/1.1\r\nHost: x\r\n: v\r\n\r\n", 400);
+  expect_refused_and_closed("GET /stats HTTP/1.1\r\nHost: x\r\nX(a): v\r\n\r\n", 400);
+}
+
+TEST_F(LabFraming, AControlCharacterInAFieldValueIs400) {
+  start();
+  const char with_nul[] = "GET /stats HTTP/1.1\r\nHost: x\r\nX-A: a\0b\r\n\r\n";
+  expect_refused_and_closed(std::string(with_nul, sizeof with_nul - 1), 400);
+  expect_refused_and_closed("GET /stats HTTP/1.1\r\nHost: x\r\nX-A: a\rb\r\n\r\n", 400);
+  // A tab is whitespace, not a control character to refuse.
+  raw_connection c(srv_->port());
+  ASSERT_TRUE(c.send("GET /stats HTTP/1.1\r\nHost: x\r\nX-A: a\tb\r\n\r\n"));
+  EXPECT_EQ(c.read_response().status, 200);
+}
+
 // ---- RFC 9112 §6.1, §6.3: framing -----------------------------------------------------------
 
 TEST_F(LabFraming, TransferEncodingWithContentLengthIs400AndClosed) {

@@ -354,6 +354,29 @@ TEST(GrpcImport, EveryNameOfAnEntrySelectsItAndAServiceWideNameAppliesToItsMetho
   std::remove(path.c_str());
 }
 
+TEST(GrpcImport, AnImportOfMoreThanAHundredPoliciesIsRefusedWithTheCount) {
+  // One entry naming 101 methods makes 101 policies: more than a policy file may hold, so that
+  // `policy check --json` of an import always reads back. 100 are accepted.
+  const auto config_of = [](int methods) {
+    std::string names;
+    for (int i = 0; i < methods; ++i) {
+      names += std::string(i == 0 ? "" : ", ") + R"({"service": "s", "method": "m)" +
+               std::to_string(i) + R"("})";
+    }
+    return R"({"methodConfig": [{"name": [)" + names + R"(], "retryPolicy": {"maxAttempts": 2,
+        "initialBackoff": "0.1s", "maxBackoff": "1s", "backoffMultiplier": 2,
+        "retryableStatusCodes": ["UNAVAILABLE"]}}]})";
+  };
+  EXPECT_EQ(parse(config_of(100), config::policy_format::grpc).size(), 100U);
+  const auto refused = config::parse_policies(config_of(101), config::policy_format::grpc);
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().field, "methodConfig");
+  EXPECT_NE(refused.error().message.find("makes 101 policies"), std::string::npos)
+      << refused.error().message;
+  EXPECT_NE(refused.error().message.find("at most 100"), std::string::npos)
+      << refused.error().message;
+}
+
 TEST(GrpcImport, InternalAndUnknownSayWhichHttpStatusesTheyCorrespondTo) {
   const auto p = parse(grpc_config(3, R"(["UNAVAILABLE", "INTERNAL", "UNKNOWN"])"),
                        config::policy_format::grpc)[0];

@@ -1406,6 +1406,26 @@ TEST(WorkBound, RejectsAThousandRetriesForAnHourWithTheEstimateAndTheBound) {
   EXPECT_FALSE(sim::check_work(s, std::span(&strategy_named("none"), 1)));
 }
 
+TEST(WorkBound, APolicysOwnRetriesAreNamedNotTheScenariosFields) {
+  // The scenario's max_retries does not apply to a policy from a file: the error names the
+  // policy's `retries` and the policy, and says what to lower.
+  sim::scenario s = largest_valid();
+  s.incident = sim::incident{0s, 1h, std::nullopt, 1.0, 0.0};
+  sim::strategy storm = strategy_named("naive");
+  storm.name = "storm";
+  storm.scenario_retries = false;
+  storm.retry.max_retries = 1000;
+  const auto problem = sim::check_work(s, std::span(&storm, 1));
+  ASSERT_TRUE(problem);
+  EXPECT_EQ(problem->field, "retries");
+  EXPECT_EQ(problem->message.rfind("retries of policy \"storm\": 1000 makes", 0), 0U)
+      << problem->message;
+  EXPECT_NE(problem->message.find("lower the policy's retries"), std::string::npos)
+      << problem->message;
+  EXPECT_NE(problem->message.find("10,007,197,200 attempts"), std::string::npos)
+      << problem->message;
+}
+
 TEST(MemoryBound, RunsSideBySideAreCappedByTheScenarioNotTheThreadCount) {
   // At the largest scenario a run needs ~336 MB: two fit in the bound, whatever --threads says.
   EXPECT_EQ(sim::parallel_runs(largest_valid(), 10, 10), 2u);

@@ -215,15 +215,18 @@ ordered_json policy_json(const policy& p) {
 
 policies_result parse_policies(std::string_view text, policy_format format) {
   return checked([&] {
-    switch (format) {
-      case policy_format::grpc:
-        return detail::import_grpc(text);
-      case policy_format::envoy:
-        return detail::import_envoy(text);
-      case policy_format::stormguard:
-        break;
+    if (format == policy_format::stormguard) return read_stormguard(text);
+    std::vector<policy> imported =
+        format == policy_format::grpc ? detail::import_grpc(text) : detail::import_envoy(text);
+    // The import is a policy file (policy check --json writes it), so it keeps that file's bound.
+    if (imported.size() > k_max_policies) {
+      sj::fail(format == policy_format::grpc ? "methodConfig" : "",
+               "the import makes " + std::to_string(imported.size()) +
+                   " policies (one per gRPC method name or Envoy route); a policy file holds at "
+                   "most " +
+                   std::to_string(k_max_policies));
     }
-    return read_stormguard(text);
+    return imported;
   });
 }
 

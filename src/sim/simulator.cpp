@@ -203,14 +203,29 @@ std::optional<scenario_error> check_work(const scenario& s, std::span<const stra
     }
     const double estimate = estimated_attempts(s, strat);
     if (estimate <= k_max_estimated_attempts) continue;
-    const int retries = engine::with_scenario_retries(s, strat).retry.max_retries;
+    const strategy applied = engine::with_scenario_retries(s, strat);
+    const bool hedged = applied.hedging.has_value();
+    const int extra =
+        hedged ? applied.hedging->options.max_attempts - 1 : applied.retry.max_retries;
+    const std::string name = stormguard::detail::quote_for_message(strat.name);
+    if (!strat.scenario_retries) {
+      // A policy's own retries (or copies): the scenario's max_retries does not apply to it.
+      std::string field = hedged ? "hedging.max_attempts" : "retries";
+      std::string message = fmt::format(
+          "{} of policy {}: {} makes the run make up to {} attempts (requests_per_second x "
+          "duration = {} logical requests, x (1 + {})); at most {} are allowed: lower the "
+          "policy's {}, or the scenario's requests_per_second or duration",
+          field, name, hedged ? extra + 1 : extra, grouped(estimate), grouped(expected_requests(s)),
+          extra, grouped(k_max_estimated_attempts), field);
+      return scenario_error{std::move(field), std::move(message)};
+    }
     std::string field = s.max_retries ? "max_retries" : "requests_per_second";
     std::string message = fmt::format(
         "{}: the run of {} would make up to {} attempts (requests_per_second x duration = {} "
-        "logical requests, x (1 + {} retries)); at most {} are allowed: lower "
+        "logical requests, x (1 + {} {})); at most {} are allowed: lower "
         "requests_per_second, duration or max_retries",
-        field, stormguard::detail::quote_for_message(strat.name), grouped(estimate),
-        grouped(expected_requests(s)), retries, grouped(k_max_estimated_attempts));
+        field, name, grouped(estimate), grouped(expected_requests(s)), extra,
+        hedged ? "copies" : "retries", grouped(k_max_estimated_attempts));
     return scenario_error{std::move(field), std::move(message)};
   }
   return std::nullopt;

@@ -7,6 +7,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdio>
 #include <memory>
 #include <new>
 #include <optional>
@@ -20,6 +22,7 @@
 #include "progress.hpp"
 #include "stormguard/detail/format.hpp"
 #include "stormguard/detail/splitmix64.hpp"
+#include "stormguard/idempotency.hpp"
 #include "stormguard/lab/payments.hpp"
 #include "stormguard/lab/payments_policy.hpp"
 #include "stormguard/lab/server.hpp"
@@ -79,6 +82,11 @@ void add_lab_payments_options(CLI::App& lab, lab_payments_options& o) {
                                      "repeatable) instead of in-process replicas",
                                      "URL")
                         ->group(group);
+  add_typed_option(lab, "--ledger-token-file", o.ledger_token_file,
+                   "lab payments: the operator token of the --server servers' GET /ledger (their "
+                   "serve --ledger-token-file); in-process replicas get a random one",
+                   "FILE")
+      ->group(group);
   o.concurrency_option = add_typed_option(lab, "--concurrency", o.concurrency,
                                           "lab payments: charges in flight at once (1..256)", "N");
   whole_in_range(o.concurrency_option, 256, group);
@@ -201,7 +209,8 @@ int check_private_memory_store(const lab_payments_options& o, const std::string&
   return exit_usage;
 }
 
-/// The in-process replicas, each with its own store opened from `spec`; their URLs into `run`.
+/// The in-process replicas, each with its own store opened from `spec` and GET /ledger behind
+/// run.ledger_token; their URLs into `run`.
 int start_replicas(const lab_payments_options& o, const std::string& spec,
                    lab::payments_run_options& run,
                    std::vector<std::unique_ptr<lab::server>>& replicas) {
@@ -209,6 +218,7 @@ int start_replicas(const lab_payments_options& o, const std::string& spec,
   for (int r = 0; r < o.replicas; ++r) {
     lab::payments_options payments;
     payments.idempotency = spec;
+    payments.ledger_token = run.ledger_token;
     payments.fault_after_commit = o.fault_after_commit;
     payments.seed =
         detail::splitmix64_mix(o.seed ^ detail::splitmix64_mix(static_cast<std::uint64_t>(r)));
@@ -223,6 +233,40 @@ int start_replicas(const lab_payments_options& o, const std::string& spec,
 }
 
 }  // namespace
+
+std::optional<std::string> read_secret_file(std::string_view command, std::string_view flag,
+                                            const std::string& path, std::string_view what) {
+  const auto fail = [&](const std::string& why) {
+    report_error(command, std::string(flag) + " " + printable_message(path) + ": " + why);
+    return std::nullopt;
+  };
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (f == nullptr) return fail(errno_text(errno));
+  std::string secret;
+  char buffer[1025];
+  std::size_t n = 0;
+  while (secret.size() <= 1025 && (n = std::fread(buffer, 1, sizeof buffer, f)) > 0) {
+    secret.append(buffer, n);
+  }
+  std::fclose(f);
+  if (!secret.empty() && secret.back() == '\n') secret.pop_back();
+  if (secret.empty() || secret.size() > 1024) return fail(std::string(what));
+  return secret;
+}
+
+std::optional<std::string> read_ledger_token_file(std::string_view command,
+                                                  const std::string& path) {
+  constexpr std::string_view form =
+      "the token must be 16..1024 characters of A-Z a-z 0-9 - . _ ~ + / (then '=' padding), "
+      "e.g. head -c 24 /dev/urandom | base64 > FILE";
+  auto token = read_secret_file(command, "--ledger-token-file", path, form);
+  if (token && !lab::is_ledger_token(*token)) {
+    report_error(command,
+                 "--ledger-token-file " + printable_message(path) + ": " + std::string(form));
+    return std::nullopt;
+  }
+  return token;
+}
 
 std::unique_ptr<lab::server> start_payments_server(std::string_view command, const sim::scenario& s,
                                                    const lab::server_options& options,
@@ -254,6 +298,14 @@ int run_lab_payments(const lab_payments_options& o, bool json,
   run.concurrency = o.concurrency;
   run.stop = stop;
   if (const int rc = apply_policy(policies, run); rc != exit_success) return rc;
+  if (!o.ledger_token_file.empty()) {
+    auto token = read_ledger_token_file("lab", o.ledger_token_file);
+    if (!token) return exit_failure;
+    run.ledger_token = *std::move(token);
+  } else if (!external) {
+    // The replicas' GET /ledger token: 244 random bits from the OS, read by this run only.
+    run.ledger_token = make_idempotency_key() + make_idempotency_key();
+  }
   // The servers: --server, else the replicas, each with its own store opened from one spec.
   std::optional<temporary_store> temporary;
   std::vector<std::unique_ptr<lab::server>> replicas;

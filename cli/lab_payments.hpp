@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -27,6 +28,7 @@ struct lab_payments_options {
   std::string idempotency;
   int replicas = 1;
   std::vector<std::string> servers;
+  std::string ledger_token_file;  // --ledger-token-file: the servers' GET /ledger token
   int concurrency = 16;
   std::uint64_t seed = 1;
   std::int64_t max_failed = 0;
@@ -44,6 +46,19 @@ struct lab_payments_options {
 /// Adds --charges, --fault-after-commit, --idempotency, --replicas, --server, --concurrency and
 /// --seed to `lab` (help group "lab payments").
 void add_lab_payments_options(CLI::App& lab, lab_payments_options& options);
+
+/// The secret in the file `path` of option `flag` of `command` ("serve"): the file's bytes, one
+/// final newline removed; 1..1024 bytes. nullopt after printing why not (`what`: the form a
+/// good one has); the secret itself is never printed.
+[[nodiscard]] std::optional<std::string> read_secret_file(std::string_view command,
+                                                          std::string_view flag,
+                                                          const std::string& path,
+                                                          std::string_view what);
+
+/// The operator token of GET /ledger in the file of --ledger-token-file (lab::is_ledger_token),
+/// or nullopt after printing why not (never the file's content).
+[[nodiscard]] std::optional<std::string> read_ledger_token_file(std::string_view command,
+                                                                const std::string& path);
 
 /// The first of those options the user typed ("--charges"), or "" when none.
 [[nodiscard]] std::string typed_payments_option(const lab_payments_options& options);

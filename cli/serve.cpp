@@ -45,41 +45,19 @@ struct serve_options {
   std::uint64_t seed = 0;
   CLI::Option* seed_option = nullptr;
   std::string principal_key_file;
+  std::string ledger_token_file;
   std::string defence;  // --defence (defence_option.hpp): one server, no comma
   CLI::Option* defence_option = nullptr;
 };
 
 void print_error(const std::string& message) { report_error("serve", message); }
 
-// The key of --principal-key-file: the file's bytes, one final newline removed; 1..1024 bytes.
-// nullopt after printing why not.
-std::optional<std::string> read_principal_key(const std::string& path) {
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (f == nullptr) {
-    print_error("--principal-key-file " + printable_message(path) + ": " + errno_text(errno));
-    return std::nullopt;
-  }
-  std::string key;
-  char buffer[1025];
-  std::size_t n = 0;
-  while (key.size() <= 1025 && (n = std::fread(buffer, 1, sizeof buffer, f)) > 0) {
-    key.append(buffer, n);
-  }
-  std::fclose(f);
-  if (!key.empty() && key.back() == '\n') key.pop_back();
-  if (key.empty() || key.size() > 1024) {
-    print_error("--principal-key-file " + printable_message(path) +
-                ": the key must be 1..1024 bytes (e.g. head -c 32 /dev/urandom > FILE)");
-    return std::nullopt;
-  }
-  return key;
-}
-
 constexpr const char* k_exit_statuses =
     "Exit status: 0 after a clean shutdown on SIGINT, SIGTERM or SIGHUP (the way serve ends), 1 "
     "when the\n"
     "port cannot be bound (in use, not permitted), the --idempotency store cannot be opened or\n"
-    "reached, --principal-key-file cannot be read (or is empty, or over 1024 bytes), or stdout\n"
+    "reached, --principal-key-file cannot be read (or is empty, or over 1024 bytes),\n"
+    "--ledger-token-file cannot be read or holds no token, or stdout\n"
     "cannot be written, 2 for a bad command line or scenario (unknown name, "
     "bad\n"
     "file, --port outside [0, 65535], --scale outside (0, 1], a bad --idempotency spec,\n"
@@ -159,9 +137,16 @@ std::optional<lab::payments_options> payments_of(const serve_options& o, const s
     payments.idempotency = temporary->spec();
   }
   if (!o.principal_key_file.empty()) {
-    auto key = read_principal_key(o.principal_key_file);
+    auto key = read_secret_file("serve", "--principal-key-file", o.principal_key_file,
+                                "the key must be 1..1024 bytes (e.g. head -c 32 /dev/urandom > "
+                                "FILE)");
     if (!key) return std::nullopt;
     payments.principal_key = *std::move(key);
+  }
+  if (!o.ledger_token_file.empty()) {
+    auto token = read_ledger_token_file("serve", o.ledger_token_file);
+    if (!token) return std::nullopt;
+    payments.ledger_token = *std::move(token);
   }
   payments.fault_after_commit = o.fault_after_commit;
   payments.seed = o.seed_option != nullptr && o.seed_option->count() > 0 ? o.seed : s.seed;
@@ -254,15 +239,18 @@ int run(const serve_options& o) {
     print_error("cannot write to stdout: " + errno_text(errno));
     return exit_failure;
   }
-  report_log("serve",
-             fmt::format("POST /charges and GET /ledger: {}{}",
-                         payments->idempotency == "off"
-                             ? std::string("--idempotency off: no guard, the ledger in memory")
-                             : "idempotency store " + printable_message(payments->idempotency) +
-                                   (temporary ? " (temporary: removed at exit)" : ""),
-                         o.fault_after_commit > 0
-                             ? ", fault after commit " + detail::format_double(o.fault_after_commit)
-                             : std::string()));
+  report_log(
+      "serve",
+      fmt::format("POST /charges{}: {}{}",
+                  payments->ledger_token.empty() ? " (GET /ledger off: --ledger-token-file)"
+                                                 : " and GET /ledger (with the operator token)",
+                  payments->idempotency == "off"
+                      ? std::string("--idempotency off: no guard, the ledger in memory")
+                      : "idempotency store " + printable_message(payments->idempotency) +
+                            (temporary ? " (temporary: removed at exit)" : ""),
+                  o.fault_after_commit > 0
+                      ? ", fault after commit " + detail::format_double(o.fault_after_commit)
+                      : std::string()));
 
   serve_until_signal(*srv, signals);
   return exit_success;
@@ -311,6 +299,11 @@ command add_serve_command(CLI::App& parent) {
                    "The key (1..1024 bytes, a final newline dropped) under which bearer tokens are "
                    "hashed (HMAC-SHA-256) in the store and the ledger: the same file on every "
                    "replica and across restarts; default: SHA-256 of the token",
+                   "FILE");
+  add_typed_option(*sub, "--ledger-token-file", options->ledger_token_file,
+                   "Turns GET /ledger on for the operator token in FILE (16..1024 characters of a "
+                   "bearer token, a final newline dropped), sent as Authorization: Bearer TOKEN; "
+                   "default: GET /ledger is off (404)",
                    "FILE");
   options->seed_option =
       add_typed_option(*sub, "--seed", options->seed,

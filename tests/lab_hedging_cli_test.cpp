@@ -37,6 +37,11 @@ nlohmann::json lab_run(const fs::path& file, const std::string& args) {
 }
 
 TEST(LabHedging, TailAtScaleHedgedMatchesTheSimulator) {
+#ifdef STORMGUARD_TEST_SANITIZED
+  // A p99.9 of real time within 25 % (or 5 ms) of the simulator's 30 ms: a sanitized build's
+  // slower event loop on a loaded machine adds tens of ms to the tail (62 ms seen in one run).
+  GTEST_SKIP() << "a real-time p99.9 comparison needs the release build's speed";
+#endif
   const fs::path dir =
       fs::temp_directory_path() / ("stormguard-lab-hedging-" + std::to_string(::getpid()));
   fs::create_directories(dir);

@@ -14,8 +14,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -39,7 +41,22 @@ using stormguard::test_support::stderr_mode;
 
 const std::string k_cli = STORMGUARD_CLI_PATH;
 
+// The operator token of GET /ledger that serve_child gives `serve` and lab_payments gives a run
+// with --server, in a file (--ledger-token-file).
+std::string ledger_token_file() {
+  static const struct file {
+    std::string path = "/tmp/stormguard-lab-payments-token-" + std::to_string(::getpid());
+    file() { std::ofstream(path) << "lab-payments-test-token-0123456789\n"; }
+    ~file() { std::remove(path.c_str()); }
+  } token;
+  return token.path;
+}
+
+// `stormguard lab payments ARGS...`; with --server, also --ledger-token-file (serve_child's).
 program_run lab_payments(std::vector<std::string> args) {
+  if (std::find(args.begin(), args.end(), "--server") != args.end()) {
+    args.insert(args.end(), {"--ledger-token-file", ledger_token_file()});
+  }
   args.insert(args.begin(), {k_cli, "lab", "payments"});
   return run_program(args, stderr_mode::capture, std::chrono::seconds(60));
 }
@@ -128,7 +145,8 @@ TEST(LabPaymentsCli, TwoReplicasSharingRedisHaveNoDuplicate) {
 class serve_child {
  public:
   explicit serve_child(std::vector<std::string> args) {
-    args.insert(args.begin(), {k_cli, "serve", "no-incident"});
+    args.insert(args.begin(),
+                {k_cli, "serve", "no-incident", "--ledger-token-file", ledger_token_file()});
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);

@@ -282,6 +282,21 @@ TEST(ServeCli, AModelWithoutAServerIsNamedAsSuch) {
 // POST /charges and GET /ledger
 // ------------------------------------------------------------------------------------------------
 
+// The operator token of GET /ledger, in a file serve reads (--ledger-token-file).
+const std::string k_ledger_token = "operator-token-0123456789";
+std::string ledger_token_file() {
+  static const struct file {
+    std::string path = "/tmp/stormguard-serve-test-token-" + std::to_string(::getpid());
+    file() {
+      FILE* f = std::fopen(path.c_str(), "w");
+      std::fputs((k_ledger_token + "\n").c_str(), f);
+      std::fclose(f);
+    }
+    ~file() { std::remove(path.c_str()); }
+  } token;
+  return token.path;
+}
+
 const std::string k_body = R"({"amount": 1234, "currency": "eur"})";
 
 // curl -i: the status line, the headers and the body. `extra` are more curl arguments.
@@ -305,7 +320,9 @@ std::string body_of(const std::string& response) {
 
 // The number of rows in GET /ledger.
 int ledger_rows(const std::string& url) {
-  const std::string ledger = run_shell("curl -s " + url + "ledger").output;
+  const std::string ledger =
+      run_shell("curl -s -H 'Authorization: Bearer " + k_ledger_token + "' " + url + "ledger")
+          .output;
   int rows = 0;
   for (auto at = ledger.find("\"id\":"); at != std::string::npos;
        at = ledger.find("\"id\":", at + 1)) {
@@ -314,8 +331,51 @@ int ledger_rows(const std::string& url) {
   return rows;
 }
 
+TEST(ServeCli, TheLedgerIsOffWithoutAnOperatorTokenAndNeedsItWithOne) {
+  {
+    serve_process serve({tiny_scenario()});
+    const std::string url = serve.url();
+    ASSERT_FALSE(url.empty());
+    const std::string off = run_shell("curl -s -i " + url + "ledger").output;
+    EXPECT_EQ(status_of(off), 404) << off;
+    EXPECT_NE(off.find("ledger_off"), std::string::npos) << off;
+  }
+  serve_process serve({tiny_scenario(), "--ledger-token-file", ledger_token_file()});
+  const std::string url = serve.url();
+  ASSERT_FALSE(url.empty());
+  EXPECT_EQ(status_of(post_charge(url, "-H 'Authorization: Bearer cus_A' -H 'Idempotency-Key: l'")),
+            201);
+  for (const std::string& header :
+       {std::string(), std::string("-H 'Authorization: Bearer cus_A'"),
+        std::string("-H 'Authorization: Bearer " + k_ledger_token + "x'"),
+        std::string("-H 'Authorization: Basic " + k_ledger_token + "'")}) {
+    const std::string refused = run_shell("curl -s -i " + header + " " + url + "ledger").output;
+    EXPECT_EQ(status_of(refused), 401) << header << "\n" << refused;
+    EXPECT_NE(refused.find("WWW-Authenticate: Bearer"), std::string::npos) << refused;
+    EXPECT_EQ(refused.find("\"rows\""), std::string::npos) << refused;
+    EXPECT_EQ(refused.find(k_ledger_token), std::string::npos) << "the token is never echoed";
+  }
+  EXPECT_EQ(ledger_rows(url), 1);
+}
+
+TEST(ServeCli, ABadLedgerTokenFileIsRefusedWithoutPrintingItsContent) {
+  const std::string file = "/tmp/stormguard-serve-bad-token-" + std::to_string(::getpid());
+  for (const std::string& content :
+       {std::string("short-secret\n"), std::string("has space 0123456789"), std::string("\n")}) {
+    std::ofstream(file) << content;
+    const auto r = run_program({k_cli, "serve", tiny_scenario(), "--ledger-token-file", file},
+                               stderr_mode::capture, std::chrono::seconds(5));
+    EXPECT_EQ(r.exit_code, 1) << content << r.err;
+    EXPECT_NE(r.err.find("--ledger-token-file"), std::string::npos) << r.err;
+    if (content.size() > 2) {
+      EXPECT_EQ(r.err.find(content.substr(0, 8)), std::string::npos) << "the secret is printed";
+    }
+  }
+  std::remove(file.c_str());
+}
+
 TEST(ServeCli, AChargeSentTwiceIsReplayedNotChargedTwice) {
-  serve_process serve({tiny_scenario()});
+  serve_process serve({tiny_scenario(), "--ledger-token-file", ledger_token_file()});
   const std::string url = serve.url();
   ASSERT_FALSE(url.empty());
   const std::string first = post_charge(url, "-H 'Idempotency-Key: \"k-1\"'");
@@ -335,7 +395,7 @@ TEST(ServeCli, AChargeSentTwiceIsReplayedNotChargedTwice) {
 }
 
 TEST(ServeCli, AChargeWithoutAKeyIs400AndAnotherBodyWithTheKeyIs422) {
-  serve_process serve({tiny_scenario()});
+  serve_process serve({tiny_scenario(), "--ledger-token-file", ledger_token_file()});
   const std::string url = serve.url();
   ASSERT_FALSE(url.empty());
   const std::string no_key = post_charge(url, "");
@@ -351,7 +411,7 @@ TEST(ServeCli, AChargeWithoutAKeyIs400AndAnotherBodyWithTheKeyIs422) {
 TEST(ServeCli, ABadBodyIs400AndDoesNotUseTheKeyUp) {
   // Stripe: a request that fails validation did not start executing; the corrected request may
   // use the same key.
-  serve_process serve({tiny_scenario()});
+  serve_process serve({tiny_scenario(), "--ledger-token-file", ledger_token_file()});
   const std::string url = serve.url();
   ASSERT_FALSE(url.empty());
   for (const std::string& body :
@@ -368,7 +428,7 @@ TEST(ServeCli, ABadBodyIs400AndDoesNotUseTheKeyUp) {
 }
 
 TEST(ServeCli, TwoPrincipalsWithOneKeyGetTwoChargesAndNeverTheOthersResponse) {
-  serve_process serve({tiny_scenario()});
+  serve_process serve({tiny_scenario(), "--ledger-token-file", ledger_token_file()});
   const std::string url = serve.url();
   ASSERT_FALSE(url.empty());
   const std::string a =
@@ -383,8 +443,10 @@ TEST(ServeCli, TwoPrincipalsWithOneKeyGetTwoChargesAndNeverTheOthersResponse) {
       post_charge(url, "-H 'Authorization: Bearer cus_A' -H 'Idempotency-Key: same'");
   EXPECT_EQ(body_of(a_again), body_of(a));
   EXPECT_EQ(ledger_rows(url), 2);
-  const std::string ledger = run_shell("curl -s " + url + "ledger").output;
-  // Principals only as digests: the tokens never show (GET /ledger is unauthenticated).
+  const std::string ledger =
+      run_shell("curl -s -H 'Authorization: Bearer " + k_ledger_token + "' " + url + "ledger")
+          .output;
+  // Principals only as digests: the tokens never show, even to the operator.
   EXPECT_EQ(ledger.find("cus_A"), std::string::npos) << ledger;
   EXPECT_EQ(ledger.find("cus_B"), std::string::npos) << ledger;
   EXPECT_EQ(std::count(ledger.begin(), ledger.end(), '{') - 1, 2) << ledger;
@@ -396,7 +458,8 @@ TEST(ServeCli, TwoPrincipalsWithOneKeyGetTwoChargesAndNeverTheOthersResponse) {
 }
 
 TEST(ServeCli, FaultAfterCommitClosesTheConnectionYetTheChargeIsInTheLedger) {
-  serve_process serve({tiny_scenario(), "--fault-after-commit", "1"});
+  serve_process serve(
+      {tiny_scenario(), "--ledger-token-file", ledger_token_file(), "--fault-after-commit", "1"});
   const std::string url = serve.url();
   ASSERT_FALSE(url.empty());
   const auto r =
@@ -419,7 +482,8 @@ TEST(ServeCli, TheSqliteFileKeepsTheKeysAcrossARestart) {
   const std::string spec = "sqlite:" + (dir / "ledger.db").string();
   std::string first;
   {
-    serve_process serve({tiny_scenario(), "--idempotency", spec});
+    serve_process serve(
+        {tiny_scenario(), "--ledger-token-file", ledger_token_file(), "--idempotency", spec});
     const std::string url = serve.url();
     ASSERT_FALSE(url.empty());
     first = post_charge(url, "-H 'Idempotency-Key: r-1'");
@@ -427,7 +491,8 @@ TEST(ServeCli, TheSqliteFileKeepsTheKeysAcrossARestart) {
     ASSERT_EQ(::kill(serve.pid(), SIGTERM), 0);
     EXPECT_NE(serve.wait(), -1);
   }
-  serve_process serve({tiny_scenario(), "--idempotency", spec});
+  serve_process serve(
+      {tiny_scenario(), "--ledger-token-file", ledger_token_file(), "--idempotency", spec});
   const std::string url = serve.url();
   ASSERT_FALSE(url.empty());
   const std::string again = post_charge(url, "-H 'Idempotency-Key: r-1'");
@@ -438,7 +503,8 @@ TEST(ServeCli, TheSqliteFileKeepsTheKeysAcrossARestart) {
 }
 
 TEST(ServeCli, IdempotencyOffChargesEveryAttempt) {
-  serve_process serve({tiny_scenario(), "--idempotency", "off"});
+  serve_process serve(
+      {tiny_scenario(), "--ledger-token-file", ledger_token_file(), "--idempotency", "off"});
   const std::string url = serve.url();
   ASSERT_FALSE(url.empty());
   EXPECT_EQ(status_of(post_charge(url, "-H 'Idempotency-Key: o-1'")), 201);
@@ -454,7 +520,9 @@ TEST(ServeCli, AStoreOutageIsA503WithRetryAfterAndSaidOnceOnStderrWithItsCause) 
                            ("sg-serve-outage-" + std::to_string(::getpid()) + ".err"))
                               .string();
   std::filesystem::remove(err);
-  serve_process serve({tiny_scenario(), "--idempotency", "redis:" + redis->url()}, err);
+  serve_process serve({tiny_scenario(), "--ledger-token-file", ledger_token_file(), "--idempotency",
+                       "redis:" + redis->url()},
+                      err);
   const std::string url = serve.url();
   ASSERT_FALSE(url.empty());
   EXPECT_EQ(status_of(post_charge(url, "-H 'Idempotency-Key: before'")), 201);
@@ -502,7 +570,9 @@ TEST(ServeCli, AStoreThatAnswersAgainWithinTheSecondOfTheOutageIsSaidToAnswerAga
                            ("sg-serve-recovery-" + std::to_string(::getpid()) + ".err"))
                               .string();
   std::filesystem::remove(err);
-  serve_process serve({tiny_scenario(), "--idempotency", "redis:" + redis.url()}, err);
+  serve_process serve({tiny_scenario(), "--ledger-token-file", ledger_token_file(), "--idempotency",
+                       "redis:" + redis.url()},
+                      err);
   const std::string url = serve.url();
   ASSERT_FALSE(url.empty());
   ASSERT_EQ(status_of(post_charge(url, "-H 'Idempotency-Key: before'")), 201);
@@ -645,7 +715,8 @@ TEST(ServeCli, StatsAnswersWithinASecondUnderIdleConnectionsAHeaderFloodAndAStop
   } restore_limit{before};
 
   stormguard::test_support::redis_server redis;
-  serve_process serve({tiny_scenario(), "--idempotency", "redis:" + redis.url()});
+  serve_process serve({tiny_scenario(), "--ledger-token-file", ledger_token_file(), "--idempotency",
+                       "redis:" + redis.url()});
   const std::string url = serve.url();
   ASSERT_FALSE(url.empty());
   const auto port = static_cast<std::uint16_t>(port_of(url));
@@ -712,13 +783,15 @@ TEST(ServeCli, StatsAnswersWithinASecondUnderIdleConnectionsAHeaderFloodAndAStop
 
 // The ledger's principal of the one row a serve run charges with token `token`.
 std::string ledger_principal_with(const std::vector<std::string>& extra, const std::string& token) {
-  std::vector<std::string> args{tiny_scenario()};
+  std::vector<std::string> args{tiny_scenario(), "--ledger-token-file", ledger_token_file()};
   args.insert(args.end(), extra.begin(), extra.end());
   serve_process serve(args);
   const std::string url = serve.url();
   if (url.empty()) return "(no serve)";
   (void)post_charge(url, "-H 'Authorization: Bearer " + token + "' -H 'Idempotency-Key: pk'");
-  const std::string ledger = run_shell("curl -s " + url + "ledger").output;
+  const std::string ledger =
+      run_shell("curl -s -H 'Authorization: Bearer " + k_ledger_token + "' " + url + "ledger")
+          .output;
   const std::string tag = "\"principal\":\"";
   const auto at = ledger.find(tag);
   if (at == std::string::npos) return "(no row) " + ledger;
@@ -765,7 +838,7 @@ TEST(SecretsCli, NoMessageCarriesAPasswordOrAToken) {
 }
 
 TEST(ServeCli, AChargeBodyOverOneMebibyteIs413AtTheLimitNot) {
-  serve_process serve({tiny_scenario()});
+  serve_process serve({tiny_scenario(), "--ledger-token-file", ledger_token_file()});
   const std::string url = serve.url();
   ASSERT_FALSE(url.empty());
   // A JSON body of exactly `size` bytes (refused as a body for its extra member, not its size).
@@ -799,7 +872,7 @@ TEST(ServeCli, AChargeBodyOverOneMebibyteIs413AtTheLimitNot) {
 }
 
 TEST(ServeCli, ADuplicateMemberInTheBodyIs400) {
-  serve_process serve({tiny_scenario()});
+  serve_process serve({tiny_scenario(), "--ledger-token-file", ledger_token_file()});
   const std::string url = serve.url();
   ASSERT_FALSE(url.empty());
   const std::string twice = post_charge(url, "-H 'Idempotency-Key: dup'",

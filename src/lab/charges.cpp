@@ -70,6 +70,10 @@ std::optional<std::string> principal_of(std::optional<std::string_view> field) {
   return std::string(token);
 }
 
+// The key of the ledger token's digest: its own domain, so that neither a principal's token nor a
+// digest in the store opens the ledger.
+constexpr std::string_view k_ledger_token_key = "stormguard serve: GET /ledger operator token";
+
 struct charge_body {
   std::int64_t amount = 0;
   std::string currency;
@@ -162,6 +166,19 @@ charges_endpoint::charges_endpoint(const payments_options& options)
     throw std::invalid_argument("payments_options.fault_after_commit " +
                                 stormguard::detail::format_double(options_.fault_after_commit) +
                                 ": must be in [0, 1]");
+  }
+  if (!options_.ledger_token.empty()) {
+    const std::string& token = options_.ledger_token;
+    if (!is_ledger_token(token)) {
+      // The token is a secret: its length is named, never its bytes.
+      throw std::invalid_argument(
+          "payments_options.ledger_token (" + std::to_string(token.size()) +
+          " bytes): must be a bearer token of 16 to 1024 characters of A-Z a-z 0-9 - . _ ~ + / "
+          "(then '=' padding), e.g. from `head -c 24 /dev/urandom | base64`");
+    }
+    ledger_token_digest_ = guard::principal_digest(token, k_ledger_token_key);
+    std::fill(options_.ledger_token.begin(), options_.ledger_token.end(), '\0');
+    options_.ledger_token.clear();
   }
   if (options_.idempotency == "off") return;
   store_ = guard::open_store(options_.idempotency);
@@ -417,6 +434,31 @@ outcome<ledger_query, std::string> read_ledger_query(
     }
   }
   return q;
+}
+
+std::optional<guard::stored_response> charges_endpoint::ledger_refusal(
+    std::optional<std::string_view> authorization) const {
+  if (ledger_token_digest_.empty()) {
+    return error(404, "ledger_off",
+                 "GET /ledger is off: start the server with an operator token "
+                 "(serve --ledger-token-file FILE) and send it as Authorization: Bearer TOKEN");
+  }
+  const std::optional<std::string> token = principal_of(authorization);
+  bool same = false;
+  if (token && !token->empty()) {
+    const std::string digest = guard::principal_digest(*token, k_ledger_token_key);
+    unsigned char differ = digest.size() == ledger_token_digest_.size() ? 0 : 1;
+    for (std::size_t i = 0; i < std::min(digest.size(), ledger_token_digest_.size()); ++i) {
+      differ |= static_cast<unsigned char>(digest[i] ^ ledger_token_digest_[i]);
+    }
+    same = differ == 0;
+  }
+  if (same) return std::nullopt;
+  guard::stored_response refused =
+      error(401, "ledger_token",
+            "GET /ledger needs the server's operator token as Authorization: Bearer TOKEN");
+  refused.headers.emplace_back("WWW-Authenticate", "Bearer realm=\"stormguard-ledger\"");
+  return refused;
 }
 
 guard::stored_response ledger_query_error(const std::string& message) {

@@ -157,11 +157,18 @@ class charges_endpoint {
   /// order the rows were written, "next" only when more may follow — as a 200; a 503 when the
   /// store cannot be read. Reads through its own store connection (see the file comment).
   [[nodiscard]] guard::stored_response ledger(const ledger_query& q);
+  /// Whether `GET /ledger` with this Authorization field may read the ledger: nullopt when it
+  /// may; otherwise the answer: 404 (problem code "ledger_off") without a ledger_token, 401
+  /// (code "ledger_token", WWW-Authenticate: Bearer) without the token or with another one.
+  /// Compares keyed digests in constant time. Thread-safe (reads what the constructor set).
+  [[nodiscard]] std::optional<guard::stored_response> ledger_refusal(
+      std::optional<std::string_view> authorization) const;
 
  private:
   [[nodiscard]] ledger_message read_ledger(const ledger_query& q);
 
-  payments_options options_;
+  payments_options options_;         // ledger_token emptied: ledger_token_digest_ keeps it
+  std::string ledger_token_digest_;  // principal_digest(token, k_ledger_token_key); "" = off
   std::unique_ptr<guard::store> store_;
   // The guard's observer: declared before the guard, which holds its address.
   std::shared_ptr<prometheus::Registry> registry_;

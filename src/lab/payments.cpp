@@ -158,7 +158,8 @@ outcome<server_counters, std::string> read_counters(http::client& client,
 
 // Every server's ledger, each row once (by its charge id), and the first server's store name.
 outcome<std::pair<std::unordered_map<std::string, ledger_entry>, std::string>, std::string>
-read_ledgers(http::client& client, const std::vector<std::string>& servers) {
+read_ledgers(http::client& client, const std::vector<std::string>& servers,
+             const std::string& token) {
   std::unordered_map<std::string, ledger_entry> rows;
   std::string store;
   for (const std::string& base : servers) {
@@ -169,6 +170,7 @@ read_ledgers(http::client& client, const std::vector<std::string>& servers) {
       http::request req;
       req.url = base + "ledger?limit=" + std::to_string(wire::k_ledger_max_limit) +
                 (after.empty() ? std::string() : "&after=" + after);
+      if (!token.empty()) req.headers.push_back({"Authorization", "Bearer " + token});
       const http::result r = client.perform(req);
       if (!r.ok() || !r.response || r.response->status != 200) {
         return failure{fmt::format(
@@ -520,7 +522,7 @@ outcome<payments_audit, std::string> run_payments(const payments_run_options& o)
       a.dropped = (*after).dropped - (*before).dropped;
     }
   }
-  auto ledger = read_ledgers(reader, o.servers);
+  auto ledger = read_ledgers(reader, o.servers, o.ledger_token);
   if (!ledger) {
     if (a.gave_up) {
       return failure{fmt::format(

@@ -398,6 +398,10 @@ class server::impl {
         evhttp_add_header(evhttp_request_get_output_headers(req), "Allow", "GET, HEAD");
         return reply_text(req, 405, "Method Not Allowed", "use GET\n");
       }
+      // The operator's token first: a query is read only for a reader of the ledger.
+      if (auto refused = payments_->ledger_refusal(header_values(req, "Authorization"))) {
+        return reply_stored(req, *refused);
+      }
       auto query = detail::read_ledger_query(query_parameters(req));
       if (!query) return reply_stored(req, detail::ledger_query_error(query.error()));
       // On the ledger's own worker and store connection: never in front of a charge.

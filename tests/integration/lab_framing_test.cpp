@@ -23,6 +23,8 @@ namespace {
 namespace lab = stormguard::lab;
 namespace sim = stormguard::sim;
 using std::chrono::milliseconds;
+using stormguard::test_support::k_ledger_token;
+using stormguard::test_support::ledger_authorization;
 using stormguard::test_support::raw_connection;
 using stormguard::test_support::raw_response;
 using stormguard::test_support::tiny_scenario;
@@ -54,7 +56,8 @@ class LabFraming : public ::testing::Test {
   lab::server& start(lab::server_limits limits = {}) {
     lab::server_options o;
     o.limits = limits;
-    o.payments = lab::payments_options{.idempotency = "sqlite:" + (dir_ / "f.db").string()};
+    o.payments = lab::payments_options{.idempotency = "sqlite:" + (dir_ / "f.db").string(),
+                                       .ledger_token = std::string(k_ledger_token)};
     auto started = lab::server::start(tiny_scenario(1, 10, milliseconds(1)), o);
     EXPECT_TRUE(started) << (started ? "" : started.error());
     srv_ = *std::move(started);
@@ -254,14 +257,14 @@ TEST_F(LabFraming, AHeadJustUnderTheLimitIsServed) {
 TEST_F(LabFraming, HeadAnswersCarryNoBodyAndTheContentLengthOfTheGet) {
   lab::server& srv = start();
   raw_connection c(srv.port());
-  ASSERT_TRUE(c.send("GET /ledger HTTP/1.1\r\nHost: x\r\n\r\n"));
+  ASSERT_TRUE(c.send("GET /ledger HTTP/1.1\r\nHost: x\r\n" + ledger_authorization() + "\r\n"));
   const raw_response get = c.read_response();
   ASSERT_EQ(get.status, 200);
   ASSERT_FALSE(get.body.empty());
   // HEAD then GET pipelined on the kept-alive connection: excess bytes after the HEAD answer
   // would come before the second status line.
-  ASSERT_TRUE(
-      c.send("HEAD /ledger HTTP/1.1\r\nHost: x\r\n\r\nGET /ledger HTTP/1.1\r\nHost: x\r\n\r\n"));
+  ASSERT_TRUE(c.send("HEAD /ledger HTTP/1.1\r\nHost: x\r\n" + ledger_authorization() +
+                     "\r\nGET /ledger HTTP/1.1\r\nHost: x\r\n" + ledger_authorization() + "\r\n"));
   const raw_response head = c.read_response(/*head_request=*/true);
   EXPECT_EQ(head.status, 200) << head.head;
   EXPECT_EQ(head.field("Content-Length"), std::to_string(get.body.size())) << head.head;

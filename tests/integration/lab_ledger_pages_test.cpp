@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 #include <span>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -21,6 +22,7 @@
 #include "stormguard/idempotency.hpp"
 #include "stormguard/lab/server.hpp"
 #include "stormguard/sim/scenario.hpp"
+#include "support/lab_scenarios.hpp"
 #include "support/postgres_server.hpp"
 #include "support/raw_http.hpp"
 #include "support/redis_server.hpp"
@@ -38,7 +40,8 @@ const std::string k_body = R"({"amount": 4200, "currency": "eur"})";
 
 raw_response get(std::uint16_t port, const std::string& target) {
   raw_connection c(port);
-  EXPECT_TRUE(c.send("GET " + target + " HTTP/1.1\r\nHost: x\r\n\r\n"));
+  EXPECT_TRUE(c.send("GET " + target + " HTTP/1.1\r\nHost: x\r\n" +
+                     stormguard::test_support::ledger_authorization() + "\r\n"));
   return c.read_response();
 }
 
@@ -67,8 +70,11 @@ class LabLedgerPages : public ::testing::TestWithParam<std::string> {
     } else {
       spec = "redis:" + stormguard::test_support::redis_server::shared().url();
     }
-    auto started = lab::server::start(*stormguard::sim::builtin_scenario("no-incident"),
-                                      {.payments = lab::payments_options{.idempotency = spec}});
+    auto started = lab::server::start(
+        *stormguard::sim::builtin_scenario("no-incident"),
+        {.payments = lab::payments_options{
+             .idempotency = spec,
+             .ledger_token = std::string(stormguard::test_support::k_ledger_token)}});
     EXPECT_TRUE(started) << (started ? "" : started.error());
     if (!started) return 0;
     srv_ = *std::move(started);
@@ -122,6 +128,45 @@ TEST_P(LabLedgerPages, EveryRowOnceAcrossPagesOfAtMostTheLimit) {
   EXPECT_EQ(nlohmann::json::parse(get(srv_->port(), "/ledger").body).at("rows").size(), 1000U);
 }
 
+TEST_P(LabLedgerPages, OnlyTheOperatorTokenReadsTheLedger) {
+  (void)start_with_rows();
+  ASSERT_TRUE(srv_);
+  const std::string token(stormguard::test_support::k_ledger_token);
+  for (const std::string& field :
+       {std::string(), std::string("Authorization: Bearer cus_1\r\n"),
+        "Authorization: Bearer " + token + "0\r\n", "Authorization: Basic " + token + "\r\n"}) {
+    raw_connection c(srv_->port());
+    ASSERT_TRUE(c.send("GET /ledger?limit=1 HTTP/1.1\r\nHost: x\r\n" + field + "\r\n"));
+    const raw_response r = c.read_response();
+    EXPECT_EQ(r.status, 401) << field;
+    EXPECT_NE(r.head.find("WWW-Authenticate: Bearer"), std::string::npos) << r.head;
+    EXPECT_EQ(r.body.find("\"rows\""), std::string::npos) << r.body;
+  }
+  EXPECT_EQ(get(srv_->port(), "/ledger?limit=1").status, 200);
+}
+
+TEST(LabLedgerOff, WithoutAnOperatorTokenTheLedgerIs404) {
+  auto started = lab::server::start(stormguard::test_support::tiny_scenario(),
+                                    {.payments = lab::payments_options{.idempotency = "off"}});
+  ASSERT_TRUE(started) << started.error();
+  raw_connection c((*started)->port());
+  ASSERT_TRUE(c.send("GET /ledger HTTP/1.1\r\nHost: x\r\n" +
+                     stormguard::test_support::ledger_authorization() + "\r\n"));
+  const raw_response r = c.read_response();
+  EXPECT_EQ(r.status, 404);
+  EXPECT_NE(r.body.find("ledger_off"), std::string::npos) << r.body;
+  // A token that is not one is refused at start, naming its length, never its bytes.
+  try {
+    (void)lab::server::start(
+        stormguard::test_support::tiny_scenario(),
+        {.payments = lab::payments_options{.idempotency = "off", .ledger_token = "short-secret"}});
+    ADD_FAILURE() << "a 12-byte token was accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("ledger_token (12 bytes)"), std::string::npos) << e.what();
+    EXPECT_EQ(std::string(e.what()).find("short-secret"), std::string::npos) << e.what();
+  }
+}
+
 TEST_P(LabLedgerPages, ABadQueryIsRefusedNamingTheParameterAndTheValue) {
   (void)start_with_rows();
   ASSERT_TRUE(srv_);
@@ -168,7 +213,8 @@ TEST_P(LabLedgerPages, AChargeIsNotQueuedBehindLedgerReads) {
   std::vector<std::unique_ptr<raw_connection>> readers;
   for (int i = 0; i < 30; ++i) {
     readers.push_back(std::make_unique<raw_connection>(srv_->port()));
-    ASSERT_TRUE(readers.back()->send("GET /ledger?limit=1000 HTTP/1.1\r\nHost: x\r\n\r\n"));
+    ASSERT_TRUE(readers.back()->send("GET /ledger?limit=1000 HTTP/1.1\r\nHost: x\r\n" +
+                                     stormguard::test_support::ledger_authorization() + "\r\n"));
   }
   const auto behind = charge();
   EXPECT_LT(behind, 2 * idle + std::chrono::milliseconds(100))

@@ -16,6 +16,7 @@
 #include "stormguard/idempotency.hpp"
 #include "stormguard/lab/server.hpp"
 #include "stormguard/sim/scenario.hpp"
+#include "support/lab_scenarios.hpp"
 #include "support/postgres_server.hpp"
 #include "support/raw_http.hpp"
 #include "support/redis_server.hpp"
@@ -67,7 +68,10 @@ TEST_P(LabLedgerReplay, ADigestFromTheLedgerSentAsATokenNeverGetsTheVictimsCharg
   for (const std::string principal_key : {"", "a fleet-wide principal key"}) {
     auto started = lab::server::start(
         *stormguard::sim::builtin_scenario("no-incident"),
-        {.payments = lab::payments_options{.idempotency = spec, .principal_key = principal_key}});
+        {.payments = lab::payments_options{
+             .idempotency = spec,
+             .principal_key = principal_key,
+             .ledger_token = std::string(stormguard::test_support::k_ledger_token)}});
     ASSERT_TRUE(started) << started.error();
     const std::unique_ptr<lab::server> srv = *std::move(started);
     const std::string key = stormguard::make_idempotency_key();
@@ -77,7 +81,8 @@ TEST_P(LabLedgerReplay, ADigestFromTheLedgerSentAsATokenNeverGetsTheVictimsCharg
     const std::string victim_id = nlohmann::json::parse(victim.body).at("id");
 
     raw_connection ledger(srv->port());
-    ASSERT_TRUE(ledger.send("GET /ledger HTTP/1.1\r\nHost: x\r\n\r\n"));
+    ASSERT_TRUE(ledger.send("GET /ledger HTTP/1.1\r\nHost: x\r\n" +
+                            stormguard::test_support::ledger_authorization() + "\r\n"));
     const raw_response rows = ledger.read_response();
     ASSERT_EQ(rows.status, 200) << rows.head;
     std::string digest;

@@ -34,7 +34,11 @@ using stormguard::classification;
 using stormguard::transport_phase;
 using namespace std::chrono_literals;
 
-std::unique_ptr<lab::server> start(const lab::payments_options& payments) {
+// The operator token of the servers' GET /ledger, which the audit reads.
+const std::string k_token = "lab-payments-token-0123456789";
+
+std::unique_ptr<lab::server> start(lab::payments_options payments) {
+  payments.ledger_token = k_token;
   auto started =
       lab::server::start(*stormguard::sim::builtin_scenario("no-incident"), {.payments = payments});
   if (!started) {
@@ -79,8 +83,8 @@ TEST_F(LabPayments, TwoReplicasOnOneSqliteFileAuditClean) {
   const auto a = start({.idempotency = sqlite(), .fault_after_commit = 0.3, .seed = 1});
   const auto b = start({.idempotency = sqlite(), .fault_after_commit = 0.3, .seed = 2});
   ASSERT_TRUE(a && b);
-  auto audit =
-      lab::run_payments({.servers = {a->url(), b->url()}, .charges = 80, .concurrency = 4});
+  auto audit = lab::run_payments(
+      {.servers = {a->url(), b->url()}, .ledger_token = k_token, .charges = 80, .concurrency = 4});
   ASSERT_TRUE(audit) << audit.error();
   EXPECT_TRUE((*audit).passed());
   EXPECT_EQ((*audit).charges, 80);
@@ -101,8 +105,8 @@ TEST_F(LabPayments, ARetryLandsOnTheOtherReplica) {
   const auto a = start({.idempotency = sqlite(), .fault_after_commit = 1.0});
   const auto b = start({.idempotency = sqlite(), .fault_after_commit = 0.0});
   ASSERT_TRUE(a && b);
-  auto audit =
-      lab::run_payments({.servers = {a->url(), b->url()}, .charges = 40, .concurrency = 4});
+  auto audit = lab::run_payments(
+      {.servers = {a->url(), b->url()}, .ledger_token = k_token, .charges = 40, .concurrency = 4});
   ASSERT_TRUE(audit) << audit.error();
   EXPECT_TRUE((*audit).passed());
   EXPECT_EQ((*audit).succeeded, 40);
@@ -117,7 +121,8 @@ TEST_F(LabPayments, ARetryLandsOnTheOtherReplica) {
 TEST_F(LabPayments, IdempotencyOffChargesTwice) {
   const auto s = start({.idempotency = "off", .fault_after_commit = 0.5, .seed = 3});
   ASSERT_TRUE(s);
-  auto audit = lab::run_payments({.servers = {s->url()}, .charges = 60, .concurrency = 4});
+  auto audit = lab::run_payments(
+      {.servers = {s->url()}, .ledger_token = k_token, .charges = 60, .concurrency = 4});
   ASSERT_TRUE(audit) << audit.error();
   EXPECT_FALSE((*audit).passed());
   EXPECT_GT((*audit).duplicates, 0);
@@ -137,7 +142,8 @@ TEST_F(LabPayments, TheServerChecksItsPaymentsOptions) {
   ASSERT_FALSE(unreachable);
   EXPECT_NE(unreachable.error().find("x.db"), std::string::npos) << unreachable.error();
   EXPECT_THROW((void)lab::run_payments({}), std::invalid_argument);
-  EXPECT_THROW((void)lab::run_payments({.servers = {"http://127.0.0.1:1/"}, .charges = 0}),
+  EXPECT_THROW((void)lab::run_payments(
+                   {.servers = {"http://127.0.0.1:1/"}, .ledger_token = k_token, .charges = 0}),
                std::invalid_argument);
 }
 
@@ -148,8 +154,8 @@ TEST(LabPaymentsPolicy, EveryFieldThatActsOnAChargeComesFromThePolicy) {
   p.budget = stormguard::ratio_budget_options{};
   p.attempt_timeout = 3s;
   p.deadline = 7s;
-  const lab::payments_run_options run =
-      lab::payments_options_for(p, {.servers = {"http://127.0.0.1:1/"}, .charges = 5});
+  const lab::payments_run_options run = lab::payments_options_for(
+      p, {.servers = {"http://127.0.0.1:1/"}, .ledger_token = k_token, .charges = 5});
   EXPECT_EQ(run.retry, p.retry);
   EXPECT_EQ(run.statuses, p.statuses);
   EXPECT_EQ(run.budget, p.budget);
@@ -178,14 +184,14 @@ TEST_F(LabPayments, ThePolicysDeadlineEndsEachCharge) {
   p.retry.backoff.cap = 1s;
   p.retry.backoff.jitter = stormguard::jitter::none;
   p.deadline = 200ms;
-  const auto with_deadline = lab::run_payments(
-      lab::payments_options_for(p, {.servers = {s->url()}, .charges = 4, .concurrency = 4}));
+  const auto with_deadline = lab::run_payments(lab::payments_options_for(
+      p, {.servers = {s->url()}, .ledger_token = k_token, .charges = 4, .concurrency = 4}));
   ASSERT_TRUE(with_deadline) << with_deadline.error();
   EXPECT_EQ((*with_deadline).client_attempts, 4);
   EXPECT_EQ((*with_deadline).failed, 4);
   p.deadline.reset();
-  const auto without = lab::run_payments(
-      lab::payments_options_for(p, {.servers = {s->url()}, .charges = 4, .concurrency = 4}));
+  const auto without = lab::run_payments(lab::payments_options_for(
+      p, {.servers = {s->url()}, .ledger_token = k_token, .charges = 4, .concurrency = 4}));
   ASSERT_TRUE(without) << without.error();
   EXPECT_EQ((*without).client_attempts, 8);
   EXPECT_THROW((void)lab::run_payments({.servers = {s->url()}, .deadline = 0s}),

@@ -7,6 +7,8 @@
 
 #include <chrono>
 #include <cstdint>
+#include <string>
+#include <string_view>
 
 #include "stormguard/sim/scenario.hpp"
 
@@ -28,6 +30,13 @@ inline sim::scenario tiny_scenario(
   s.queue_limit = queue_limit;
   s.service_time = service;
   return s;
+}
+
+/// The operator token the tests give a server for GET /ledger (payments_options::ledger_token),
+/// and the header field line that sends it.
+inline constexpr std::string_view k_ledger_token = "test-operator-token-0123456789";
+inline std::string ledger_authorization() {
+  return "Authorization: Bearer " + std::string(k_ledger_token) + "\r\n";
 }
 
 }  // namespace stormguard::test_support

@@ -59,6 +59,10 @@ namespace stormguard::lab {
 struct payments_run_options {
   /// The servers' base URLs ("http://127.0.0.1:PORT/"); at least one.
   std::vector<std::string> servers;
+  /// The servers' operator token for `GET /ledger` (payments_options::ledger_token), sent as
+  /// `Authorization: Bearer TOKEN` when the audit reads their ledgers; empty: sent without one
+  /// (a server without the token answers 404 and the audit fails, naming the server).
+  std::string ledger_token{};
   /// Logical charges to send; >= 1.
   std::int64_t charges = 1000;
   /// Charges in flight at once (one thread and one http::client each); 1..256.

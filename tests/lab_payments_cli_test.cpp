@@ -237,6 +237,22 @@ TEST(LabPaymentsCli, TwoServeProcessesSharingRedisHaveNoDuplicate) {
   EXPECT_GT(audit["dropped"].get<int>(), 0);
 }
 
+TEST(LabPaymentsCli, AServerWithAnotherLedgerTokenFailsTheAuditNamingTheOption) {
+  const serve_child serve({});
+  ASSERT_FALSE(serve.url().empty());
+  const std::string other = ledger_token_file() + "-other";
+  std::ofstream(other) << "another-operator-token-987654\n";
+  const program_run r = run_program({k_cli, "lab", "payments", "--charges", "2", "--server",
+                                     serve.url(), "--ledger-token-file", other},
+                                    stderr_mode::capture, std::chrono::seconds(60));
+  std::remove(other.c_str());
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.err.find("cannot read the ledger"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("status 401"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--ledger-token-file"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("another-operator-token"), std::string::npos) << "the token is printed";
+}
+
 TEST(LabPaymentsCli, AStoreOutageIsSaidOnceAndTheAuditGivesNoVerdict) {
   // serve on its own Redis, which dies before the run: every attempt is a 503 from the guard.
   auto redis = std::make_unique<stormguard::test_support::redis_server>();

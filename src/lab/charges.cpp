@@ -40,19 +40,6 @@ guard::stored_response error(int status, std::string_view code, const std::strin
   return {status, {{"Content-Type", "application/problem+json"}}, sim::engine::dump_json(j) + "\n"};
 }
 
-// RFC 6750 §2.1: b64token = 1*( ALPHA / DIGIT / "-" / "." / "_" / "~" / "+" / "/" ) *"="
-bool is_b64token(std::string_view t) noexcept {
-  std::size_t i = 0;
-  const auto token_char = [](char c) {
-    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
-           c == '.' || c == '_' || c == '~' || c == '+' || c == '/';
-  };
-  while (i < t.size() && token_char(t[i])) ++i;
-  if (i == 0) return false;
-  while (i < t.size() && t[i] == '=') ++i;
-  return i == t.size();
-}
-
 // The principal of an Authorization field: "" when absent, the token of "Bearer TOKEN", else
 // nullopt (a 401).
 std::optional<std::string> principal_of(std::optional<std::string_view> field) {
@@ -66,7 +53,8 @@ std::optional<std::string> principal_of(std::optional<std::string_view> field) {
     return std::nullopt;
   }
   const std::string_view token = trim_ows(value.substr(scheme.size()));
-  if (!is_b64token(token) || token.size() > guard::max_principal_length) return std::nullopt;
+  if (!stormguard::detail::is_b64token(token) || token.size() > guard::max_principal_length)
+    return std::nullopt;
   return std::string(token);
 }
 

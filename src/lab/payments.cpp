@@ -173,10 +173,18 @@ read_ledgers(http::client& client, const std::vector<std::string>& servers,
       if (!token.empty()) req.headers.push_back({"Authorization", "Bearer " + token});
       const http::result r = client.perform(req);
       if (!r.ok() || !r.response || r.response->status != 200) {
+        const int status = r.response ? r.response->status : 0;
+        // 404: the server has no operator token; 401: not this one (serve --ledger-token-file).
+        const char* hint = status == 404   ? " (GET /ledger is off: start the server with "
+                                             "--ledger-token-file and give the run the same file)"
+                           : status == 401 ? " (the server wants another operator token: give "
+                                             "the run its --ledger-token-file)"
+                                           : "";
         return failure{fmt::format(
-            "cannot read the ledger of {}: {}", base,
-            r.response ? fmt::format("status {}", r.response->status)
-                       : (r.error ? r.error->message : std::string(to_string(r.reason))))};
+            "cannot read the ledger of {}: {}{}", base,
+            r.response ? fmt::format("status {}", status)
+                       : (r.error ? r.error->message : std::string(to_string(r.reason))),
+            hint)};
       }
       auto ledger = parse_wire<wire::ledger_message>(r.response->body);
       if (!ledger || (!ledger->next.empty() && ledger->next == after)) {

@@ -39,6 +39,20 @@ namespace stormguard::detail {
 /// Whether `c` is optional whitespace, OWS (RFC 9110 §5.6.3): SP or HTAB.
 [[nodiscard]] constexpr bool is_ows(char c) noexcept { return c == ' ' || c == '\t'; }
 
+/// RFC 6750 §2.1: b64token = 1*( ALPHA / DIGIT / "-" / "." / "_" / "~" / "+" / "/" ) *"=", the
+/// form of a bearer token.
+[[nodiscard]] constexpr bool is_b64token(std::string_view t) noexcept {
+  const auto token_char = [](char c) {
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
+           c == '.' || c == '_' || c == '~' || c == '+' || c == '/';
+  };
+  std::size_t i = 0;
+  while (i < t.size() && token_char(t[i])) ++i;
+  if (i == 0) return false;
+  while (i < t.size() && t[i] == '=') ++i;
+  return i == t.size();
+}
+
 /// `s` without leading and trailing SP and HTAB (RFC 9110 §5.5: a field value excludes the
 /// whitespace around it). CR and LF are not whitespace here.
 [[nodiscard]] constexpr std::string_view trim_ows(std::string_view s) noexcept {

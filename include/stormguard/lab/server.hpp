@@ -64,6 +64,7 @@
 #include <string_view>
 
 #include "stormguard/clock.hpp"
+#include "stormguard/detail/http_syntax.hpp"
 #include "stormguard/export.hpp"
 #include "stormguard/outcome.hpp"
 #include "stormguard/sim/scenario.hpp"
@@ -101,16 +102,7 @@ struct payments_options {
 /// Whether `token` may be a payments_options::ledger_token: 16 to 1024 characters of a bearer
 /// token (RFC 6750 §2.1 b64token: A-Z a-z 0-9 - . _ ~ + /, then '=' padding).
 [[nodiscard]] constexpr bool is_ledger_token(std::string_view token) noexcept {
-  if (token.size() < 16 || token.size() > 1024) return false;
-  std::size_t i = 0;
-  const auto token_char = [](char c) {
-    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
-           c == '.' || c == '_' || c == '~' || c == '+' || c == '/';
-  };
-  while (i < token.size() && token_char(token[i])) ++i;
-  if (i == 0) return false;
-  while (i < token.size() && token[i] == '=') ++i;
-  return i == token.size();
+  return token.size() >= 16 && token.size() <= 1024 && stormguard::detail::is_b64token(token);
 }
 
 /// The limits a server puts on its HTTP connections (docs/lab.md "Limits"). Each limit hit is

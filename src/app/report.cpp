@@ -6,7 +6,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "stormguard/detail/format.hpp"
@@ -142,26 +144,15 @@ std::string describe(const scenario& s) {
 
 std::string to_json(const strategy_result& r) {
   engine::json_writer w;
-  w.begin_object().field("name", r.name);
-  w.field("logical_requests", r.logical_requests).field("attempts", r.attempts);
-  w.fixed("amplification", r.amplification, 4);
-  w.fixed("incident_amplification", r.incident_amplification, 4);
-  w.fixed("peak_load_ratio", r.peak_load_ratio, 4).fixed("success_ratio", r.success_ratio, 4);
-  w.fixed("p99_latency_ms", r.p99_latency_ms, 1).fixed("recovery_s", r.recovery_s, 1);
-  w.field("successes", r.successes).field("failures", r.failures).field("timeouts", r.timeouts);
-  w.field("in_flight_attempts", r.in_flight_attempts);
-  w.field("attempts_exhausted", r.attempts_exhausted);
-  w.field("budget_exhausted", r.budget_exhausted).field("throttled", r.throttled);
-  w.field("requests_in_flight", r.requests_in_flight).field("wasted_work", r.wasted_work);
-  w.field("incident_logical_requests", r.incident_logical_requests);
-  w.field("incident_attempts", r.incident_attempts).field("lost", r.lost);
-  w.field("defence", r.defence).field("rejected", r.rejected).field("served", r.served);
-  w.field("expired_dropped", r.expired_dropped).field("server_refused", r.server_refused);
-  w.fixed("served_amplification", r.served_amplification, 4);
-  w.fixed("incident_served_amplification", r.incident_served_amplification, 4);
-  w.fixed("p999_latency_ms", r.p999_latency_ms, 1).field("hedges_sent", r.hedges_sent);
-  w.field("hedges_won", r.hedges_won).field("hedges_refused", r.hedges_refused);
-  w.field("hedges_cancelled", r.hedges_cancelled);
+  w.begin_object();
+  strategy_result::for_each_key(r, [&w](const char* name, const auto& member, int decimals) {
+    using T = std::remove_cvref_t<decltype(member)>;
+    if constexpr (std::is_same_v<T, double> || std::is_same_v<T, std::optional<double>>) {
+      w.fixed(name, member, decimals);
+    } else {
+      w.field(name, member);
+    }
+  });
   return w.end_object().text();
 }
 

@@ -19,6 +19,7 @@
 #include "detail/settings_json.hpp"
 #include "detail/strict_json.hpp"
 #include "sim/builtin_scenarios.hpp"
+#include "sim/scenario_fields.hpp"
 #include "stormguard/config/policy.hpp"
 #include "stormguard/detail/enum_names.hpp"
 #include "stormguard/detail/format.hpp"
@@ -34,15 +35,8 @@ namespace {
 using json = nlohmann::json;
 
 constexpr std::int64_t k_max_requests = 10'000'000;
-constexpr int k_max_clients = 100'000;
-constexpr int k_max_workers = 1'000'000;
-constexpr std::int64_t k_max_queue_limit = 100'000'000;
-constexpr duration k_max_length = std::chrono::hours(1);
-constexpr duration k_max_timeout = std::chrono::hours(1);
-constexpr duration k_max_service_time = std::chrono::hours(1);
 constexpr std::size_t k_max_file_bytes = 1024 * 1024;
 constexpr int k_max_depth = 64;
-constexpr int k_max_retries = 1000;
 
 namespace sj = stormguard::detail::strict_json;
 namespace settings_json = stormguard::detail::settings_json;
@@ -73,16 +67,15 @@ nlohmann::ordered_json policy_object(const config::policy& p) {
 }
 
 // [strategies]: built-in names and inline policy objects (the policy file format).
-std::vector<strategy> read_strategies(const json& list) {
+std::vector<strategy> read_strategies(const json& list, const std::string& field) {
   constexpr std::size_t k_max_strategies = 100;
   if (!list.is_array() || list.empty() || list.size() > k_max_strategies) {
-    fail("strategies", "must be an array of 1 to " + std::to_string(k_max_strategies) +
-                           " entries (built-in strategy names or policy objects), got " +
-                           quote(list));
+    fail(field, "must be an array of 1 to " + std::to_string(k_max_strategies) +
+                    " entries (built-in strategy names or policy objects), got " + quote(list));
   }
   std::vector<strategy> strategies;
   for (std::size_t i = 0; i < list.size(); ++i) {
-    const std::string path = sj::index_path("strategies", i);
+    const std::string path = sj::index_path(field, i);
     const json& entry = list[i];
     if (entry.is_string()) {
       const strategy* builtin = find_strategy(entry.get<std::string>());
@@ -106,22 +99,14 @@ std::vector<strategy> read_strategies(const json& list) {
   return strategies;
 }
 
-// A JSON boolean field, or `fallback` when absent.
-bool read_bool(const object_reader& r, std::string_view key, bool fallback) {
-  if (!r.has(key)) return fallback;
-  const json& v = r.object()[std::string(key)];
-  if (!v.is_boolean()) fail(r.field(key), "must be true or false, got " + quote(v));
-  return v.get<bool>();
-}
-
 // [server.defences]: an object keyed by defence name, each value its settings (each kind's
 // `fields`, stormguard/sim/defence_kinds.hpp).
-server_defences read_defences(const json& value) {
+server_defences read_defences(const json& value, const std::string& field) {
   server_defences d;
   if (value.is_null()) return d;
   std::vector<std::string_view> names;
   for_each_defence_kind([&]<class K>(std::type_identity<K>) { names.push_back(K::name); });
-  object_reader top(value, "server.defences", names);
+  object_reader top(value, field, names);
   for_each_defence_kind([&]<class K>(std::type_identity<K>) {
     if (!top.has(K::name)) return;
     object_reader r(value[std::string(K::name)], top.field(K::name),
@@ -132,255 +117,431 @@ server_defences read_defences(const json& value) {
   return d;
 }
 
+template <class T>
+struct is_optional : std::false_type {};
+template <class T>
+struct is_optional<std::optional<T>> : std::true_type {};
+
+// The struct (or value) a field describes: T for T& and std::optional<T>&.
+template <class M>
+struct value_of {
+  using type = M;
+};
+template <class T>
+struct value_of<std::optional<T>> {
+  using type = T;
+};
+template <class M>
+using object_type = typename value_of<std::remove_cv_t<M>>::type;
+
+// The value of a member that may be optional: its address, or null when it is empty.
+template <class T>
+const T* value_or_null(const T& m) {
+  return &m;
+}
+template <class T>
+const T* value_or_null(const std::optional<T>& m) {
+  return m ? &*m : nullptr;
+}
+
+// The names of the fields one level of the description lists (object_reader's known fields).
+struct name_list {
+  std::vector<std::string_view> names;
+  void add(const fields::spec& f) { names.push_back(f.name); }
+  template <class... A>
+  void text(const fields::spec& f, A&&...) {
+    add(f);
+  }
+  template <class... A>
+  void seed(const fields::spec& f, A&&...) {
+    add(f);
+  }
+  template <class... A>
+  void time(const fields::spec& f, A&&...) {
+    add(f);
+  }
+  template <class... A>
+  void number(const fields::spec& f, A&&...) {
+    add(f);
+  }
+  template <class... A>
+  void integer(const fields::spec& f, A&&...) {
+    add(f);
+  }
+  template <class... A>
+  void flag(const fields::spec& f, A&&...) {
+    add(f);
+  }
+  template <class... A>
+  void choice(const fields::spec& f, A&&...) {
+    add(f);
+  }
+  template <class... A>
+  void object(const fields::spec& f, A&&...) {
+    add(f);
+  }
+  template <class... A>
+  void defences(const fields::spec& f, A&&...) {
+    add(f);
+  }
+  template <class... A>
+  void strategies(const fields::spec& f, A&&...) {
+    add(f);
+  }
+  template <class P>
+  void check(std::string_view, P&&) {}
+};
+
+template <class T, class Describe>
+std::vector<std::string_view> names_of(Describe&& describe) {
+  T defaults{};
+  name_list list;
+  describe(list, defaults);
+  return list.names;
+}
+
+// Reads one object of the file into the members the description names (parse_scenario). Every
+// error is a strict_json::failure naming the field and quoting the value as written.
+class reader {
+ public:
+  reader(const json& object, std::string path, const std::vector<std::string_view>& known)
+      : r_(object, std::move(path), known) {}
+
+  void text(const fields::spec& f, std::string& m, bool non_empty) {
+    if (!present(f)) return;
+    m = r_.string(f.name);
+    if (non_empty && m.empty()) fail(r_.field(f.name), "must not be empty");
+  }
+  void seed(const fields::spec& f, std::uint64_t& m) {
+    if (present(f)) m = r_.seed(f.name);
+  }
+  template <class M>
+  void time(const fields::spec& f, M& m, const fields::interval<duration>& range) {
+    if (!present(f)) return;
+    m = r_.time(f.name, range.text, [&range](duration d) { return range.contains(d); });
+  }
+  void number(const fields::spec& f, double& m, const fields::interval<double>& range) {
+    if (!present(f)) return;
+    const double x = r_.number(f.name);
+    if (!range.contains(x)) {
+      fail(r_.field(f.name), "must be a number " + range.text + ", got " + value_text(f));
+    }
+    m = x;
+  }
+  template <class M>
+  void integer(const fields::spec& f, M& m, const fields::interval<std::int64_t>& range) {
+    if (!present(f)) return;
+    using I = object_type<M>;
+    m = static_cast<I>(r_.integer(f.name, *range.lo, *range.hi));
+  }
+  void flag(const fields::spec& f, bool& m, bool /*fallback*/) {
+    if (!present(f)) return;
+    const json& v = r_.object()[std::string(f.name)];
+    if (!v.is_boolean()) fail(r_.field(f.name), "must be true or false, got " + quote(v));
+    m = v.get<bool>();
+  }
+  template <class E, std::size_t N>
+  void choice(const fields::spec& f, E& m, const fields::names<E, N>& names) {
+    if (!present(f)) return;
+    const std::string text = r_.string(f.name);
+    for (std::size_t i = 0; i < N; ++i) {
+      if (names.list[i] == text) {
+        m = static_cast<E>(i);
+        return;
+      }
+    }
+    fail(r_.field(f.name),
+         "must be " + names.text() + ", got " + stormguard::detail::quote_for_message(text));
+  }
+  template <class M, class Describe>
+  void object(const fields::spec& f, M& m, Describe&& describe) {
+    if (!present(f)) return;
+    const json& value = f.required
+                            ? r_.required(f.name, f.nullable ? "an object or null" : "an object")
+                            : r_.object()[std::string(f.name)];
+    using T = object_type<M>;
+    if constexpr (is_optional<M>::value) {
+      if (value.is_null()) {
+        m.reset();
+        return;
+      }
+    }
+    reader inner(value, sj::join_path(r_.path(), f.name), names_of<T>(describe));
+    if constexpr (is_optional<M>::value) {
+      describe(inner, m.emplace());
+    } else {
+      describe(inner, m);
+    }
+  }
+  void defences(const fields::spec& f, server_defences& m) {
+    if (present(f)) m = read_defences(r_.object()[std::string(f.name)], r_.field(f.name));
+  }
+  void strategies(const fields::spec& f, std::vector<strategy>& m) {
+    if (present(f)) m = read_strategies(r_.object()[std::string(f.name)], r_.field(f.name));
+  }
+  template <class Problem>
+  void check(std::string_view name, Problem&& problem) {
+    if (auto message = problem()) fail(r_.field(name), *message);
+  }
+
+ private:
+  // Whether to read the field: a required one always (its absence is an error), an optional one
+  // when the object has it.
+  [[nodiscard]] bool present(const fields::spec& f) const { return f.required || r_.has(f.name); }
+  [[nodiscard]] std::string value_text(const fields::spec& f) const {
+    return quote(r_.object()[std::string(f.name)]);
+  }
+
+  object_reader r_;
+};
+
 scenario read_scenario(const json& doc) {
   if (!doc.is_object()) fail("", "a scenario must be a JSON object, got " + quote(doc));
-  object_reader top(doc, "",
-                    {"name", "description", "seed", "duration", "requests_per_second", "clients",
-                     "timeout", "server", "incident", "max_retries", "strategies",
-                     "clients_label_attempts", "clients_honour_pushback"});
   scenario s;
-  s.name = top.string("name");
-  if (top.has("description")) s.description = top.string("description");
-  s.seed = top.seed("seed");
-  s.length = top.positive_time("duration", k_max_length);
-  s.requests_per_second = top.number("requests_per_second");
-  s.clients = static_cast<int>(top.integer("clients", 1, k_max_clients));
-  s.timeout = top.positive_time("timeout", k_max_timeout);
-
-  object_reader server(top.required("server", "an object"), "server",
-                       {"workers", "queue_limit", "service_time", "service_distribution",
-                        "overload", "defences", "stall"});
-  s.workers = static_cast<int>(server.integer("workers", 1, k_max_workers));
-  s.queue_limit = server.integer("queue_limit", 0, k_max_queue_limit);
-  s.service_time = server.positive_time("service_time", k_max_service_time);
-  if (server.has("service_distribution")) {
-    const std::string d = server.string("service_distribution");
-    if (d == "fixed") {
-      s.distribution = service_distribution::fixed;
-    } else if (d == "exponential") {
-      s.distribution = service_distribution::exponential;
-    } else {
-      fail("server.service_distribution",
-           "must be \"fixed\" or \"exponential\", got " + detail::quote_for_message(d));
-    }
-  }
-
-  if (server.has("defences")) s.defences = read_defences(doc["server"]["defences"]);
-  s.clients_label_attempts = read_bool(top, "clients_label_attempts", true);
-  s.clients_honour_pushback = read_bool(top, "clients_honour_pushback", true);
-
-  if (server.has("overload") && !doc["server"]["overload"].is_null()) {
-    object_reader overload_reader(doc["server"]["overload"], "server.overload",
-                                  {"above_rate", "service_time"});
-    overload o;
-    o.above_rate = overload_reader.number("above_rate");
-    if (!std::isfinite(o.above_rate) || o.above_rate <= 0.0) {
-      fail("server.overload.above_rate", "must be a number > 0 (attempts per second), got " +
-                                             quote(doc["server"]["overload"]["above_rate"]));
-    }
-    o.service_time = overload_reader.positive_time("service_time", k_max_service_time);
-    s.overload = o;
-  }
-  if (server.has("stall") && !doc["server"]["stall"].is_null()) {
-    object_reader stall_reader(doc["server"]["stall"], "server.stall", {"probability", "duration"});
-    stall st;
-    st.probability = stall_reader.number("probability");
-    if (!(st.probability > 0.0 && st.probability <= 1.0)) {
-      fail("server.stall.probability",
-           "must be a number in (0, 1], got " + quote(doc["server"]["stall"]["probability"]));
-    }
-    st.length = stall_reader.positive_time("duration", k_max_service_time);
-    s.stall = st;
-  }
-
-  const json& inc = top.required("incident", "an object or null");
-  if (!inc.is_null()) {
-    object_reader incident_reader(inc, "incident",
-                                  {"start", "end", "service_time", "error_rate", "loss_rate"});
-    const duration length = s.length;
-    const duration start =
-        incident_reader.time("start", "in [0, duration) = [0, " + format_duration(length) + ")",
-                             [length](duration d) { return d >= duration::zero() && d < length; });
-    const duration end =
-        incident_reader.time("end", "after incident.start (" + format_duration(start) + ")",
-                             [start](duration d) { return d > start; });
-    incident i{start, end, std::nullopt, 0.0, 0.0};
-    if (incident_reader.has("service_time")) {
-      i.service_time = incident_reader.positive_time("service_time", k_max_service_time);
-    }
-    const auto fraction = [&](std::string_view key) {
-      const double value = incident_reader.number(key);
-      if (!(value >= 0.0 && value <= 1.0)) {
-        fail(incident_reader.field(key),
-             "must be a number in [0, 1], got " + quote(inc[std::string(key)]));
-      }
-      return value;
-    };
-    if (incident_reader.has("error_rate")) i.error_rate = fraction("error_rate");
-    if (incident_reader.has("loss_rate")) i.loss_rate = fraction("loss_rate");
-    s.incident = i;
-  }
-
-  if (top.has("max_retries")) {
-    s.max_retries = static_cast<int>(top.integer("max_retries", 1, k_max_retries));
-  }
-
-  if (top.has("strategies")) s.strategies = read_strategies(doc["strategies"]);
-
+  const auto describe = [](auto& v, auto& x) { fields::describe(v, x); };
+  reader top(doc, "", names_of<scenario>(describe));
+  fields::describe(top, s);
   if (auto problem = validate(s)) throw sj::failure{problem->field, problem->message};
   return s;
 }
 
 }  // namespace
 
-namespace {
-constexpr std::array<std::string_view, 2> k_service_distribution_names{"fixed", "exponential"};
-}  // namespace
-
 std::string_view to_string(service_distribution value) noexcept {
-  return detail::enum_name(value, k_service_distribution_names);
+  return detail::enum_name(value, fields::k_distributions.list);
 }
 
-// One duration grammar for files and command lines: the core's (stormguard/duration_text.hpp).
+namespace fields {
+
+std::optional<std::string> request_bound_problem(const scenario& s) {
+  const double seconds = std::chrono::duration<double>(s.length).count();
+  const double expected_requests = s.requests_per_second * seconds;
+  if (!(expected_requests > static_cast<double>(k_max_requests))) return std::nullopt;
+  // The memory of one run at the limit, by the formula the simulator budgets with.
+  scenario at_limit = s;
+  at_limit.requests_per_second = static_cast<double>(k_max_requests) / seconds;
+  const double mb = std::round(estimated_run_bytes(at_limit) / 1e6);
+  return "requests_per_second x duration must be at most " + std::to_string(k_max_requests) +
+         " logical requests (a memory bound: a run keeps about " + detail::format_double(mb) +
+         " MB at the limit), got " + detail::format_double(s.requests_per_second) + " x " +
+         format_duration(s.length) + " = " + detail::format_double(expected_requests);
+}
+
+}  // namespace fields
+
 namespace {
 
-// A scenario_error for `field`, its message prefixed with the field.
-scenario_error field_error(std::string field, const std::string& problem) {
-  std::string message = field + ": " + problem;
-  return scenario_error{std::move(field), std::move(message)};
-}
+// Checks the members against the description's ranges (validate); keeps the first violation.
+class checker {
+ public:
+  checker(std::string path, const scenario& whole) : path_(std::move(path)), whole_(whole) {}
 
-// The incident's fields, for a scenario of `length`.
-std::optional<scenario_error> validate_incident(const incident& inc, duration length) {
-  const auto error = field_error;
-  if (inc.start < duration::zero() || inc.start >= length) {
-    return error("incident.start", "must be >= 0 and before duration (" + format_duration(length) +
-                                       "), got " + quote_duration(inc.start));
-  }
-  if (inc.end <= inc.start) {
-    return error("incident.end", "must be after incident.start (" + format_duration(inc.start) +
-                                     "), got " + quote_duration(inc.end));
-  }
-  if (inc.service_time &&
-      (*inc.service_time <= duration::zero() || *inc.service_time > k_max_service_time)) {
-    return error("incident.service_time", "must be in (0, " + limit_text(k_max_service_time) +
-                                              "], got " + quote_duration(*inc.service_time));
-  }
-  if (!(inc.error_rate >= 0.0 && inc.error_rate <= 1.0)) {
-    return error("incident.error_rate",
-                 "must be a number in [0, 1], got " + detail::format_double(inc.error_rate));
-  }
-  if (!(inc.loss_rate >= 0.0 && inc.loss_rate <= 1.0)) {
-    return error("incident.loss_rate",
-                 "must be a number in [0, 1], got " + detail::format_double(inc.loss_rate));
-  }
-  if (inc.error_rate + inc.loss_rate > 1.0) {
-    return error("incident.loss_rate", "error_rate + loss_rate must be at most 1, got " +
-                                           detail::format_double(inc.error_rate) + " + " +
-                                           detail::format_double(inc.loss_rate));
-  }
-  return std::nullopt;
-}
+  std::optional<scenario_error> problem;
 
-// The server's overload fields.
-std::optional<scenario_error> validate_overload(const overload& o) {
-  const auto error = field_error;
-  if (!std::isfinite(o.above_rate) || o.above_rate <= 0.0) {
-    return error("server.overload.above_rate",
-                 "must be a number > 0, got " + detail::format_double(o.above_rate));
+  void text(const fields::spec& f, const std::string& m, bool non_empty) {
+    if (non_empty && m.empty()) report(f.name, "must not be empty");
   }
-  if (o.service_time <= duration::zero() || o.service_time > k_max_service_time) {
-    return error("server.overload.service_time", "must be in (0, " +
-                                                     limit_text(k_max_service_time) + "], got " +
-                                                     quote_duration(o.service_time));
+  void seed(const fields::spec&, std::uint64_t) {}
+  template <class M>
+  void time(const fields::spec& f, const M& m, const fields::interval<duration>& range) {
+    const duration* d = value_or_null(m);
+    if (d != nullptr && !range.contains(*d)) {
+      report(f.name, "must be " + range.text + ", got " + quote_duration(*d));
+    }
   }
-  return std::nullopt;
-}
+  void number(const fields::spec& f, double m, const fields::interval<double>& range) {
+    if (!range.contains(m)) {
+      report(f.name, "must be a number " + range.text + ", got " + detail::format_double(m));
+    }
+  }
+  template <class I>
+  void integer(const fields::spec& f, const I& m, const fields::interval<std::int64_t>& range) {
+    if constexpr (is_optional<I>::value) {
+      if (m) integer(f, *m, range);
+    } else if (!range.contains(static_cast<std::int64_t>(m))) {
+      report(f.name, "must be an integer " + range.text + ", got " + std::to_string(m));
+    }
+  }
+  void flag(const fields::spec&, bool, bool) {}
+  template <class E, std::size_t N>
+  void choice(const fields::spec& f, E m, const fields::names<E, N>& names) {
+    if (static_cast<std::size_t>(m) >= N) report(f.name, "must be " + names.text());
+  }
+  template <class M, class Describe>
+  void object(const fields::spec& f, const M& m, Describe&& describe) {
+    if (problem) return;
+    checker inner(sj::join_path(path_, f.name), whole_);
+    if constexpr (is_optional<M>::value) {
+      if (!m) return;
+      describe(inner, *m);
+    } else {
+      describe(inner, m);
+    }
+    problem = std::move(inner.problem);
+  }
+  void defences(const fields::spec& f, const server_defences& d) {
+    // The defences' own classes are the rule for their parameters (engine::check_defence).
+    for_each_defence_kind([&]<class K>(std::type_identity<K>) {
+      if (problem || !d.enabled.has<K>()) return;
+      try {
+        engine::check_defence<K>(d.of<K>(), whole_);
+      } catch (const std::invalid_argument& e) {
+        report(std::string(f.name) + "." + std::string(K::name), e.what());
+      }
+    });
+  }
+  void strategies(const fields::spec&, const std::vector<strategy>&) {}
+  template <class Problem>
+  void check(std::string_view name, Problem&& rule) {
+    if (problem) return;
+    if (auto message = rule()) report(name, *message);
+  }
+
+ private:
+  void report(std::string_view name, const std::string& message) {
+    if (problem) return;
+    std::string field = sj::join_path(path_, name);
+    problem = scenario_error{field, field + ": " + message};
+  }
+
+  std::string path_;
+  const scenario& whole_;
+};
+
+// Multiplies the per-server parameters by the factor (scale_scenario).
+struct scaler {
+  double factor;
+
+  template <class... A>
+  void text(A&&...) {}
+  template <class... A>
+  void seed(A&&...) {}
+  template <class... A>
+  void time(A&&...) {}
+  template <class... A>
+  void flag(A&&...) {}
+  template <class... A>
+  void choice(A&&...) {}
+  template <class... A>
+  void strategies(A&&...) {}
+  template <class... A>
+  void check(A&&...) {}
+
+  void number(const fields::spec& f, double& m, const fields::interval<double>&) const {
+    if (f.scale != fields::scaling::none) m *= factor;
+  }
+  template <class I>
+  void integer(const fields::spec& f, I& m, const fields::interval<std::int64_t>&) const {
+    if constexpr (!is_optional<I>::value) {
+      const double x = static_cast<double>(m) * factor;
+      switch (f.scale) {
+        case fields::scaling::none:
+          return;
+        case fields::scaling::times:
+        case fields::scaling::rounded:
+          m = static_cast<I>(std::llround(x));
+          return;
+        case fields::scaling::rounded_at_least_one:
+          m = static_cast<I>(std::max<std::int64_t>(1, std::llround(x)));
+          return;
+      }
+    }
+  }
+  template <class M, class Describe>
+  void object(const fields::spec&, M& m, Describe&& describe) {
+    if constexpr (is_optional<M>::value) {
+      if (m) describe(*this, *m);
+    } else {
+      describe(*this, m);
+    }
+  }
+  void defences(const fields::spec&, server_defences& d) const {
+    // Each defence's per-server parameters (its kind's `scale`; every kind's, enabled or not).
+    for_each_defence_kind([&]<class K>(std::type_identity<K>) {
+      if constexpr (requires { K::scale(d.of<K>(), factor); }) K::scale(d.of<K>(), factor);
+    });
+  }
+};
+
+// Writes the members as the file format (to_json).
+class writer {
+ public:
+  explicit writer(nlohmann::ordered_json& out) : out_(out) {}
+
+  void text(const fields::spec& f, const std::string& m, bool) { at(f) = m; }
+  void seed(const fields::spec& f, std::uint64_t m) { at(f) = m; }
+  template <class M>
+  void time(const fields::spec& f, const M& m, const fields::interval<duration>&) {
+    if (const duration* d = value_or_null(m)) at(f) = format_duration(*d);
+  }
+  void number(const fields::spec& f, double m, const fields::interval<double>&) {
+    if (f.write_default || m != 0.0) at(f) = m;
+  }
+  template <class I>
+  void integer(const fields::spec& f, const I& m, const fields::interval<std::int64_t>&) {
+    if constexpr (is_optional<I>::value) {
+      if (m) at(f) = *m;
+    } else {
+      at(f) = m;
+    }
+  }
+  void flag(const fields::spec& f, bool m, bool fallback) {
+    if (f.write_default || m != fallback) at(f) = m;
+  }
+  template <class E, std::size_t N>
+  void choice(const fields::spec& f, E m, const fields::names<E, N>& names) {
+    at(f) = std::string(names.list.at(static_cast<std::size_t>(m)));
+  }
+  template <class M, class Describe>
+  void object(const fields::spec& f, const M& m, Describe&& describe) {
+    if constexpr (is_optional<M>::value) {
+      if (!m) {
+        if (f.required) at(f) = nullptr;
+        return;
+      }
+      writer inner(at(f));
+      describe(inner, *m);
+    } else {
+      writer inner(at(f));
+      describe(inner, m);
+    }
+  }
+  void defences(const fields::spec& f, const server_defences& d) {
+    if (d.enabled.empty()) return;
+    auto& out = at(f);
+    for_each_defence_kind([&]<class K>(std::type_identity<K>) {
+      if (!d.enabled.has<K>()) return;
+      settings_json::write<K>(d.of<K>(), out[std::string(K::name)]);
+    });
+  }
+  void strategies(const fields::spec& f, const std::vector<strategy>& list) {
+    if (list.empty()) return;
+    auto& out = at(f) = nlohmann::ordered_json::array();
+    for (const strategy& strat : list) {
+      const strategy* builtin = find_strategy(strat.name);
+      if (builtin != nullptr && *builtin == strat) {
+        out.push_back(strat.name);
+        continue;
+      }
+      // The policy the strategy runs, whole (a strategy is a policy).
+      out.push_back(policy_object(strat.as_policy()));
+    }
+  }
+  template <class P>
+  void check(std::string_view, P&&) {}
+
+ private:
+  nlohmann::ordered_json& at(const fields::spec& f) { return out_[std::string(f.name)]; }
+
+  nlohmann::ordered_json& out_;
+};
 
 }  // namespace
 
 std::optional<scenario_error> validate(const scenario& s) {
-  const auto error = field_error;
-  if (s.name.empty()) return error("name", "must not be empty");
-  if (s.length <= duration::zero() || s.length > k_max_length) {
-    return error("duration", "must be in (0, " + limit_text(k_max_length) + "], got " +
-                                 quote_duration(s.length));
-  }
-  if (!std::isfinite(s.requests_per_second) || s.requests_per_second <= 0.0) {
-    return error("requests_per_second",
-                 "must be a number > 0, got " + detail::format_double(s.requests_per_second));
-  }
-  const double expected_requests =
-      s.requests_per_second * std::chrono::duration<double>(s.length).count();
-  if (expected_requests > static_cast<double>(k_max_requests)) {
-    // The memory of one run at the limit, by the formula the simulator budgets with.
-    scenario at_limit = s;
-    at_limit.requests_per_second =
-        static_cast<double>(k_max_requests) / std::chrono::duration<double>(s.length).count();
-    const double mb = std::round(estimated_run_bytes(at_limit) / 1e6);
-    return error(
-        "requests_per_second",
-        "requests_per_second x duration must be at most " + std::to_string(k_max_requests) +
-            " logical requests (a memory bound: a run keeps about " + detail::format_double(mb) +
-            " MB at the limit), got " + detail::format_double(s.requests_per_second) + " x " +
-            format_duration(s.length) + " = " + detail::format_double(expected_requests));
-  }
-  if (s.clients < 1 || s.clients > k_max_clients) {
-    return error("clients", "must be an integer in [1, " + std::to_string(k_max_clients) +
-                                "], got " + std::to_string(s.clients));
-  }
-  if (s.timeout <= duration::zero() || s.timeout > k_max_timeout) {
-    return error("timeout", "must be in (0, " + limit_text(k_max_timeout) + "], got " +
-                                quote_duration(s.timeout));
-  }
-  if (s.workers < 1 || s.workers > k_max_workers) {
-    return error("server.workers", "must be an integer in [1, " + std::to_string(k_max_workers) +
-                                       "], got " + std::to_string(s.workers));
-  }
-  if (s.queue_limit < 0 || s.queue_limit > k_max_queue_limit) {
-    return error("server.queue_limit", "must be an integer in [0, " +
-                                           std::to_string(k_max_queue_limit) + "], got " +
-                                           std::to_string(s.queue_limit));
-  }
-  if (s.service_time <= duration::zero() || s.service_time > k_max_service_time) {
-    return error("server.service_time", "must be in (0, " + limit_text(k_max_service_time) +
-                                            "], got " + quote_duration(s.service_time));
-  }
-  if (s.distribution != service_distribution::fixed &&
-      s.distribution != service_distribution::exponential) {
-    return error("server.service_distribution", "must be \"fixed\" or \"exponential\"");
-  }
-  if (s.incident) {
-    if (auto problem = validate_incident(*s.incident, s.length)) return problem;
-  }
-  if (s.overload) {
-    if (auto problem = validate_overload(*s.overload)) return problem;
-  }
-  if (s.stall) {
-    if (!(s.stall->probability > 0.0 && s.stall->probability <= 1.0)) {
-      return error("server.stall.probability",
-                   "must be in (0, 1], got " + detail::format_double(s.stall->probability));
-    }
-    if (s.stall->length <= duration::zero() || s.stall->length > k_max_service_time) {
-      return error("server.stall.duration", "must be in (0, " + limit_text(k_max_service_time) +
-                                                "], got " + quote_duration(s.stall->length));
-    }
-  }
-  if (s.max_retries && (*s.max_retries < 1 || *s.max_retries > k_max_retries)) {
-    return error("max_retries", "must be an integer in [1, " + std::to_string(k_max_retries) +
-                                    "], got " + std::to_string(*s.max_retries));
-  }
-  // The defences' own classes are the rule for their parameters (engine::check_defence).
-  std::optional<scenario_error> problem;
-  for_each_defence_kind([&]<class K>(std::type_identity<K>) {
-    if (problem || !s.defences.enabled.has<K>()) return;
-    try {
-      engine::check_defence<K>(s.defences.of<K>(), s);
-    } catch (const std::invalid_argument& e) {
-      problem = error("server.defences." + std::string(K::name), e.what());
-    }
-  });
-  return problem;
+  checker check("", s);
+  fields::describe(check, s);
+  return std::move(check.problem);
 }
 
 scenario_result scale_scenario(const scenario& s, double factor) {
@@ -390,21 +551,18 @@ scenario_result scale_scenario(const scenario& s, double factor) {
   }
   scenario scaled = s;
   if (factor != 1.0) {
-    const auto at_least_one = [](double x) { return std::max<std::int64_t>(1, std::llround(x)); };
-    scaled.requests_per_second = s.requests_per_second * factor;
-    scaled.clients = static_cast<int>(at_least_one(s.clients * factor));
-    scaled.workers = static_cast<int>(at_least_one(s.workers * factor));
-    scaled.queue_limit = std::llround(static_cast<double>(s.queue_limit) * factor);
-    if (scaled.overload) scaled.overload->above_rate = s.overload->above_rate * factor;
-    // Each defence's per-server parameters (its kind's `scale`; every kind's, enabled or not).
-    for_each_defence_kind([&]<class K>(std::type_identity<K>) {
-      if constexpr (requires { K::scale(scaled.defences.of<K>(), factor); }) {
-        K::scale(scaled.defences.of<K>(), factor);
-      }
-    });
+    scaler scale{factor};
+    fields::describe(scale, scaled);
   }
   if (auto problem = validate(scaled)) return failure{*std::move(problem)};
   return scaled;
+}
+
+std::string to_json(const scenario& s) {
+  nlohmann::ordered_json doc;
+  writer write(doc);
+  fields::describe(write, s);
+  return engine::dump_json(doc, 2) + "\n";
 }
 
 scenario_result parse_scenario(std::string_view json_text) {
@@ -455,63 +613,6 @@ std::string builtin_scenario_names() {
     names += (names.empty() ? "" : ", ") + std::string(file.name);
   }
   return names;
-}
-
-std::string to_json(const scenario& s) {
-  nlohmann::ordered_json doc;
-  doc["name"] = s.name;
-  doc["description"] = s.description;
-  doc["seed"] = s.seed;
-  doc["duration"] = format_duration(s.length);
-  doc["requests_per_second"] = s.requests_per_second;
-  doc["clients"] = s.clients;
-  doc["timeout"] = format_duration(s.timeout);
-  doc["server"]["workers"] = s.workers;
-  doc["server"]["queue_limit"] = s.queue_limit;
-  doc["server"]["service_time"] = format_duration(s.service_time);
-  doc["server"]["service_distribution"] = std::string(to_string(s.distribution));
-  if (s.overload) {
-    doc["server"]["overload"]["above_rate"] = s.overload->above_rate;
-    doc["server"]["overload"]["service_time"] = format_duration(s.overload->service_time);
-  }
-  if (!s.defences.enabled.empty()) {
-    auto& out = doc["server"]["defences"];
-    for_each_defence_kind([&]<class K>(std::type_identity<K>) {
-      if (!s.defences.enabled.has<K>()) return;
-      settings_json::write<K>(s.defences.of<K>(), out[std::string(K::name)]);
-    });
-  }
-  if (s.stall) {
-    doc["server"]["stall"]["probability"] = s.stall->probability;
-    doc["server"]["stall"]["duration"] = format_duration(s.stall->length);
-  }
-  if (s.incident) {
-    doc["incident"]["start"] = format_duration(s.incident->start);
-    doc["incident"]["end"] = format_duration(s.incident->end);
-    if (s.incident->service_time) {
-      doc["incident"]["service_time"] = format_duration(*s.incident->service_time);
-    }
-    if (s.incident->error_rate != 0.0) doc["incident"]["error_rate"] = s.incident->error_rate;
-    if (s.incident->loss_rate != 0.0) doc["incident"]["loss_rate"] = s.incident->loss_rate;
-  } else {
-    doc["incident"] = nullptr;
-  }
-  if (s.max_retries) doc["max_retries"] = *s.max_retries;
-  if (!s.clients_label_attempts) doc["clients_label_attempts"] = false;
-  if (!s.clients_honour_pushback) doc["clients_honour_pushback"] = false;
-  if (!s.strategies.empty()) {
-    doc["strategies"] = nlohmann::ordered_json::array();
-    for (const strategy& strat : s.strategies) {
-      const strategy* builtin = find_strategy(strat.name);
-      if (builtin != nullptr && *builtin == strat) {
-        doc["strategies"].push_back(strat.name);
-        continue;
-      }
-      // The policy the strategy runs, whole (a strategy is a policy).
-      doc["strategies"].push_back(policy_object(strat.as_policy()));
-    }
-  }
-  return engine::dump_json(doc, 2) + "\n";
 }
 
 }  // namespace stormguard::sim

@@ -43,6 +43,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "stormguard/export.hpp"
@@ -178,37 +179,61 @@ struct strategy_result {
   std::vector<time_bin> series;       ///< one bin per started second of simulated time
   std::vector<fine_bin> fine_series;  ///< one bin per started 100 ms (k_fine_bin), for plots
 
-  /// Calls `f(name, counter)` for every counter of a result (each std::int64_t figure above but
-  /// `events`), with the name `simulate --json` gives it. This is the one list of the counters:
-  /// the lab's multi-process runs send, read and sum a part's figures through it, so a counter
-  /// added here reaches every one of them. Every counter is a count over the run, so the parts
-  /// of one run add up. `R` is strategy_result or const strategy_result; `f` gets a reference of
-  /// the same constness.
+  /// Calls `f(name, member, decimals)` for every figure `simulate --json` writes, in the order it
+  /// writes them, with the key it gives it: the strategy's name and its defences (strings), the
+  /// counters (std::int64_t) and the derived figures (double or std::optional<double>, written
+  /// with `decimals` decimals; null when empty). This is the one list of the report's keys: the
+  /// JSON writer, the lab's multi-process parts (for_each_counter) and the tests go through it,
+  /// so a figure added here reaches every one of them. `R` is strategy_result or const
+  /// strategy_result; `f` gets a reference of the same constness.
+  template <class R, class F>
+  static void for_each_key(R& r, F&& f) {
+    f("name", r.name, 0);
+    f("logical_requests", r.logical_requests, 0);
+    f("attempts", r.attempts, 0);
+    f("amplification", r.amplification, 4);
+    f("incident_amplification", r.incident_amplification, 4);
+    f("peak_load_ratio", r.peak_load_ratio, 4);
+    f("success_ratio", r.success_ratio, 4);
+    f("p99_latency_ms", r.p99_latency_ms, 1);
+    f("recovery_s", r.recovery_s, 1);
+    f("successes", r.successes, 0);
+    f("failures", r.failures, 0);
+    f("timeouts", r.timeouts, 0);
+    f("in_flight_attempts", r.in_flight_attempts, 0);
+    f("attempts_exhausted", r.attempts_exhausted, 0);
+    f("budget_exhausted", r.budget_exhausted, 0);
+    f("throttled", r.throttled, 0);
+    f("requests_in_flight", r.requests_in_flight, 0);
+    f("wasted_work", r.wasted_work, 0);
+    f("incident_logical_requests", r.incident_logical_requests, 0);
+    f("incident_attempts", r.incident_attempts, 0);
+    f("lost", r.lost, 0);
+    f("defence", r.defence, 0);
+    f("rejected", r.rejected, 0);
+    f("served", r.served, 0);
+    f("expired_dropped", r.expired_dropped, 0);
+    f("server_refused", r.server_refused, 0);
+    f("incident_served", r.incident_served, 0);
+    f("served_amplification", r.served_amplification, 4);
+    f("incident_served_amplification", r.incident_served_amplification, 4);
+    f("p999_latency_ms", r.p999_latency_ms, 1);
+    f("hedges_sent", r.hedges_sent, 0);
+    f("hedges_won", r.hedges_won, 0);
+    f("hedges_refused", r.hedges_refused, 0);
+    f("hedges_cancelled", r.hedges_cancelled, 0);
+  }
+
+  /// Calls `f(name, counter)` for every counter of a result (each std::int64_t figure of
+  /// for_each_key, in its order). Every counter is a count over the run, so the parts of one
+  /// run add up: the lab's multi-process runs send, read and sum a part's figures through it.
   template <class R, class F>
   static void for_each_counter(R& r, F&& f) {
-    f("logical_requests", r.logical_requests);
-    f("attempts_exhausted", r.attempts_exhausted);
-    f("budget_exhausted", r.budget_exhausted);
-    f("throttled", r.throttled);
-    f("requests_in_flight", r.requests_in_flight);
-    f("attempts", r.attempts);
-    f("successes", r.successes);
-    f("failures", r.failures);
-    f("timeouts", r.timeouts);
-    f("in_flight_attempts", r.in_flight_attempts);
-    f("lost", r.lost);
-    f("wasted_work", r.wasted_work);
-    f("incident_logical_requests", r.incident_logical_requests);
-    f("incident_attempts", r.incident_attempts);
-    f("rejected", r.rejected);
-    f("served", r.served);
-    f("expired_dropped", r.expired_dropped);
-    f("server_refused", r.server_refused);
-    f("incident_served", r.incident_served);
-    f("hedges_sent", r.hedges_sent);
-    f("hedges_won", r.hedges_won);
-    f("hedges_refused", r.hedges_refused);
-    f("hedges_cancelled", r.hedges_cancelled);
+    for_each_key(r, [&f](const char* name, auto& member, int) {
+      if constexpr (std::is_same_v<std::remove_cvref_t<decltype(member)>, std::int64_t>) {
+        f(name, member);
+      }
+    });
   }
 };
 

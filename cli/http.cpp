@@ -313,13 +313,13 @@ http_call parse_call(const http_options& o) {
   if (!file || typed(o.max_retry_after_option)) {
     policy.retry.max_retry_after = positive_duration("--max-retry-after", o.max_retry_after);
   }
-  if (!file || typed(o.attempt_timeout_option) || !policy.attempt_timeout) {
+  if (!file || typed(o.attempt_timeout_option) || policy.attempt_timeout == duration::max()) {
     policy.attempt_timeout = positive_duration("--attempt-timeout", o.attempt_timeout);
   }
   if (typed(o.deadline_option)) {
     policy.deadline = positive_duration("--deadline", o.deadline);
   } else if (!file) {
-    policy.deadline.reset();
+    policy.deadline = duration::max();
   }
   // Without --policy, the client's own default: a ratio budget per host. With one, its budget
   // of any kind, "none" included.

@@ -39,8 +39,8 @@ TEST(RetrierSettings, CarryEveryFieldThatActsOnACall) {
 
 TEST(RetrierSettings, NoLimitIsDurationMaxAndNoDeadline) {
   config::policy p = sample();
-  p.attempt_timeout.reset();
-  p.deadline.reset();
+  p.attempt_timeout = stormguard::duration::max();
+  p.deadline = stormguard::duration::max();
   const auto s = config::retrier_settings_for(p);
   EXPECT_EQ(s.attempt_timeout, duration::max());
   EXPECT_EQ(s.deadline, duration::max());
@@ -62,7 +62,7 @@ TEST(HttpClientOptionsFor, SetsThePolicysFieldsAndKeepsTheOthers) {
   EXPECT_EQ(o.connect_timeout, 3s);
   EXPECT_EQ(o.key_format, stormguard::idempotency_key_format::bare);
   config::policy no_timeout = p;
-  no_timeout.attempt_timeout.reset();
+  no_timeout.attempt_timeout = stormguard::duration::max();
   EXPECT_EQ(stormguard::http::client_options_for(no_timeout, base).attempt_timeout,
             base.attempt_timeout);
   EXPECT_EQ(stormguard::http::call_options_for(p, time_point{}).deadline, time_point{} + 9s);

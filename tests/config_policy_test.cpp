@@ -34,8 +34,8 @@ TEST(PolicyFile, AMinimalPolicyHasTheLibrarysDefaults) {
   EXPECT_EQ(p.retry, stormguard::retry_options{});
   EXPECT_TRUE(std::holds_alternative<stormguard::no_budget>(p.budget));
   EXPECT_EQ(p.statuses, stormguard::retryable_statuses{});
-  EXPECT_FALSE(p.attempt_timeout);
-  EXPECT_FALSE(p.deadline);
+  EXPECT_EQ(p.attempt_timeout, stormguard::duration::max());
+  EXPECT_EQ(p.deadline, stormguard::duration::max());
   EXPECT_TRUE(p.warnings.empty());
 }
 
@@ -529,7 +529,7 @@ TEST(EnvoyImport, ARouteTimeoutOf0sIsNoDeadlineAndABadOneNamesTheField) {
   };
   const auto p = parse(with("0s"), config::policy_format::envoy).at(0);
   EXPECT_EQ(p.name, "h/0");
-  EXPECT_EQ(p.deadline, std::nullopt);
+  EXPECT_EQ(p.deadline, stormguard::duration::max());
   EXPECT_EQ(error_of(with("15"), config::policy_format::envoy).field,
             "static_resources.listeners[0].filter_chains[0].filters[0].typed_config.route_config."
             "virtual_hosts[0].routes[0].route.timeout");

@@ -95,7 +95,9 @@ class lab_transport {
         url_(std::move(url)),
         end_(s.length.count()),
         hedging_(strat.hedging.has_value()),
-        client_(io.get_executor(), client_options_for(strat.attempt_timeout.value_or(s.timeout))),
+        client_(io.get_executor(),
+                client_options_for(strat.attempt_timeout != duration::max() ? strat.attempt_timeout
+                                                                            : s.timeout)),
         starts_timer_(io),
         tick_timer_(io),
         prometheus_(options.metrics == nullptr

@@ -149,7 +149,7 @@ void apply_envoy_hedge_policy(const json& hedge, const std::string& path, policy
                          ": without hedge_on_per_try_timeout Envoy does not hedge: no hedging");
     return;
   }
-  if (!p.attempt_timeout) {
+  if (p.attempt_timeout == duration::max()) {
     p.warnings.push_back(r.field("hedge_on_per_try_timeout") +
                          ": the retry_policy has no per_try_timeout, so Envoy never hedges: no "
                          "hedging");
@@ -171,14 +171,14 @@ void apply_envoy_hedge_policy(const json& hedge, const std::string& path, policy
   // takes the first good answer; a retriable status sends the next one at once.
   hedging_config c;
   c.options.max_attempts = attempts;
-  c.options.delay = *p.attempt_timeout;
+  c.options.delay = p.attempt_timeout;
   c.options.max_retry_after = p.retry.max_retry_after;
   c.non_fatal_statuses = p.statuses;
   p.hedging = c;
   p.retry.max_retries = 0;
   p.retry.backoff = backoff_options{};
   p.statuses = retryable_statuses{};
-  p.attempt_timeout.reset();
+  p.attempt_timeout = duration::max();
 }
 
 }  // namespace stormguard::config::detail

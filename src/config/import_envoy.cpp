@@ -242,7 +242,7 @@ void read_route_timeout(const json& action, const std::string& path, policy& p) 
                  sj::quote(v));
   }
   if (*d == duration::zero()) {
-    p.deadline.reset();
+    p.deadline = duration::max();
     p.warnings.push_back(field +
                          ": 0s: Envoy applies no route timeout, so the policy has no "
                          "deadline");

@@ -205,8 +205,10 @@ ordered_json policy_json(const policy& p) {
   j["budget"] = std::move(b);
   j["retryable_statuses"] = p.statuses.to_vector();
   j["max_retry_after"] = format_duration(p.retry.max_retry_after);
-  if (p.attempt_timeout) j["attempt_timeout"] = format_duration(*p.attempt_timeout);
-  if (p.deadline) j["deadline"] = format_duration(*p.deadline);
+  if (p.attempt_timeout != duration::max()) {
+    j["attempt_timeout"] = format_duration(p.attempt_timeout);
+  }
+  if (p.deadline != duration::max()) j["deadline"] = format_duration(p.deadline);
   write_hedging(p, j);
   return j;
 }

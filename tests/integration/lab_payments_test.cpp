@@ -163,8 +163,8 @@ TEST(LabPaymentsPolicy, EveryFieldThatActsOnAChargeComesFromThePolicy) {
   EXPECT_EQ(run.deadline, 7s);
   EXPECT_EQ(run.servers.size(), 1U);
   EXPECT_EQ(run.charges, 5);
-  p.attempt_timeout.reset();
-  p.deadline.reset();
+  p.attempt_timeout = stormguard::duration::max();
+  p.deadline = stormguard::duration::max();
   const lab::payments_run_options plain = lab::payments_options_for(p);
   EXPECT_EQ(plain.attempt_timeout, lab::payments_run_options{}.attempt_timeout);
   EXPECT_EQ(plain.deadline, stormguard::duration::max());
@@ -189,7 +189,7 @@ TEST_F(LabPayments, ThePolicysDeadlineEndsEachCharge) {
   ASSERT_TRUE(with_deadline) << with_deadline.error();
   EXPECT_EQ((*with_deadline).client_attempts, 4);
   EXPECT_EQ((*with_deadline).failed, 4);
-  p.deadline.reset();
+  p.deadline = stormguard::duration::max();
   const auto without = lab::run_payments(lab::payments_options_for(
       p, {.servers = {s->url()}, .ledger_token = k_token, .charges = 4, .concurrency = 4}));
   ASSERT_TRUE(without) << without.error();

@@ -40,8 +40,8 @@
 namespace stormguard::config {
 
 /// What a retrying executor (stormguard::retrier, asio::async_retry, a program's own loop)
-/// takes from a policy: every field of the policy that acts on a call, with "none" spelled as
-/// duration::max() rather than an empty optional.
+/// takes from a policy: every field of the policy that acts on a call ("none" is
+/// duration::max(), as in the policy).
 struct retrier_settings {
   /// Retries, backoff and the longest Retry-After honoured (retry_policy's options).
   retry_options retry{};
@@ -68,14 +68,14 @@ struct retrier_settings {
   friend bool operator==(const retrier_settings&, const retrier_settings&) = default;
 };
 
-/// The settings of `p` for a retrier: retry, budget and statuses as they are; attempt_timeout
-/// and deadline from the policy's, or duration::max() when it has none.
+/// The settings of `p` for a retrier: retry, budget, statuses, attempt_timeout and deadline as
+/// they are (duration::max() = none in both).
 [[nodiscard]] inline retrier_settings retrier_settings_for(const policy& p) {
   retrier_settings s;
   s.retry = p.retry;
   s.budget = p.budget;
-  s.attempt_timeout = p.attempt_timeout.value_or(duration::max());
-  s.deadline = p.deadline.value_or(duration::max());
+  s.attempt_timeout = p.attempt_timeout;
+  s.deadline = p.deadline;
   s.statuses = p.statuses;
   return s;
 }
@@ -121,8 +121,8 @@ struct hedging_settings {
   s.options.max_retry_after = p.retry.max_retry_after;
   s.non_fatal_statuses = p.hedging->non_fatal_statuses;
   s.budget = p.budget;
-  s.attempt_timeout = p.attempt_timeout.value_or(duration::max());
-  s.deadline = p.deadline.value_or(duration::max());
+  s.attempt_timeout = p.attempt_timeout;
+  s.deadline = p.deadline;
   return s;
 }
 

@@ -82,10 +82,13 @@ struct policy {
   /// simulator's failures are a 503 and a timeout: without 503 here, its 503s are not retried.
   retryable_statuses statuses{};
   /// [attempt_timeout] optional, in (0, 1h]: the time limit of one attempt (`exec`, `http`; in
-  /// the simulator it replaces the scenario's timeout for this policy).
-  std::optional<duration> attempt_timeout;
+  /// the simulator it replaces the scenario's timeout for this policy). duration::max() = none
+  /// (the field absent; the library's one spelling of "no limit", as in retrier_settings and
+  /// call_options), and to_json leaves it out.
+  duration attempt_timeout = duration::max();
   /// [deadline] optional, in (0, 24h]: the time limit of a whole call (`exec`, `http`).
-  std::optional<duration> deadline;
+  /// duration::max() = none (the field absent).
+  duration deadline = duration::max();
   /// [hedging] optional (stormguard/config/hedging.hpp): hedged copies instead of retries; then
   /// `retry.max_retries` is 0 and `budget` is the budget the copies after the first draw from.
   std::optional<hedging_config> hedging;

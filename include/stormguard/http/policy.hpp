@@ -34,7 +34,7 @@ namespace stormguard::http {
   base.retry = p.retry;
   base.statuses = p.statuses;
   base.budget = p.budget;
-  if (p.attempt_timeout) base.attempt_timeout = *p.attempt_timeout;
+  if (p.attempt_timeout != duration::max()) base.attempt_timeout = p.attempt_timeout;
   if (const auto s = config::hedging_settings_for(p)) {
     client_hedging h;
     h.policy = s->options;

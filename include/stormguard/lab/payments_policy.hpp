@@ -46,7 +46,7 @@ namespace stormguard::lab {
   base.retry = s.retry;
   base.statuses = s.statuses;
   base.budget = s.budget;
-  if (p.attempt_timeout) base.attempt_timeout = s.attempt_timeout;
+  if (p.attempt_timeout != duration::max()) base.attempt_timeout = s.attempt_timeout;
   base.deadline = s.deadline;
   return base;
 }

@@ -75,7 +75,8 @@ class driver {
       : s_(s),
         transport_(transport),
         end_(s.length.count()),
-        timeout_(strat.attempt_timeout.value_or(s.timeout).count()),
+        timeout_(
+            (strat.attempt_timeout != duration::max() ? strat.attempt_timeout : s.timeout).count()),
         unavailable_(strat.retries_503 ? classification::retry() : classification::stop()),
         fleet_(s, strat, config, expected_requests(s)),
         metrics_(s, strat.name, expected_requests(s)),

@@ -11,11 +11,13 @@
 ///                                   (router filter, "x-envoy-attempt-count";
 ///                                   include_request_attempt_count)
 ///  grpc-previous-rpc-attempts: 1    gRPC clients: attempts before this one; absent on the first
-///                                   (gRFC A6 "Client Retries", "Exposed Retry Metadata")
+///                                   (gRFC A6 "gRPC Retry Design", "Exposed Retry Metadata")
 ///  amz-sdk-request: attempt=2; max=3
 ///                                   the AWS SDKs: this attempt's number (1 for the first) and
-///                                   the most attempts (the SDKs' retry middleware; "Retry
-///                                   behavior", AWS SDKs and Tools Reference Guide)
+///                                   the most attempts, max_attempts (the SDKs' retry
+///                                   middleware: aws-sdk-js-v3 middleware-retry, the Kotlin and
+///                                   Swift SDKs; "Retry behavior", AWS SDKs and Tools
+///                                   Reference Guide, for max_attempts)
 ///  retry-attempt: 1                 Microsoft Graph SDKs' retry handler: the retry number, added
 ///                                   on each retry (msgraph-sdk-design, middleware/RetryHandler)
 ///  Idempotency-Key seen again       the same key from the same principal within the window: one

@@ -13,6 +13,7 @@
 #include "stormguard/admission/codel.hpp"
 #include "stormguard/admission/concurrency_limit.hpp"
 #include "stormguard/admission/retry_admission.hpp"
+#include "stormguard/admission/retry_signals.hpp"
 #include "stormguard/random.hpp"
 #include "stormguard/retry_headers.hpp"
 #include "stormguard/testing/manual_clock.hpp"
@@ -43,6 +44,35 @@ TEST(ReferenceExamples, RetryAdmission) {
   EXPECT_EQ(admission.counts().first_attempts, 100);
   EXPECT_EQ(admission.counts().retries_admitted, 10);
   EXPECT_EQ(refused, 90);
+}
+
+TEST(ReferenceExamples, RetrySignalRecognizer) {
+  stormguard::testing::manual_clock clock;
+  //! [retry_signal_recognizer]
+  // Two tables of 65,536 entries (1 MiB each), each with a 60-s window.
+  stormguard::admission::retry_signal_recognizer recognizer;
+  namespace admission = stormguard::admission;
+
+  // An AWS SDK's second attempt: a strong signal from its label alone.
+  admission::retry_labels labels;
+  labels.field("amz-sdk-request", "attempt=2; max=3");
+  const auto labelled = recognizer.recognise(clock.now(), labels, std::nullopt, std::nullopt);
+
+  // curl --retry sends nothing but the same request again. The server's digest of it (here a
+  // constant; serve hashes principal or peer, method, target and body with SHA-256):
+  const std::uint64_t fingerprint = 0x5eed;
+  const admission::retry_labels none;
+  const auto first = recognizer.recognise(clock.now(), none, std::nullopt, fingerprint);
+  recognizer.failed(clock.now(), fingerprint);  // the server answered it 503
+  clock.advance(1s);
+  const auto again = recognizer.recognise(clock.now(), none, std::nullopt, fingerprint);
+  // labelled.strong(): true; first: nothing; again.weak_only(): true (a weak signal).
+  //! [retry_signal_recognizer]
+  EXPECT_TRUE(labelled.strong());
+  EXPECT_FALSE(first.strong() || first.weak_only());
+  EXPECT_TRUE(again.weak_only());
+  EXPECT_EQ(
+      recognizer.counts().recognised[admission::index_of(admission::retry_signal::fingerprint)], 1);
 }
 
 TEST(ReferenceExamples, AdaptiveLifoQueue) {

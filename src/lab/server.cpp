@@ -45,6 +45,7 @@
 #include "lab/charge_worker.hpp"
 #include "lab/charges.hpp"
 #include "lab/http_limits.hpp"
+#include "lab/retry_signal_reader.hpp"
 #include "lab/stats_text.hpp"
 #include "lab/wire.hpp"
 #include "stormguard/admission/reply.hpp"
@@ -256,6 +257,9 @@ class server::impl {
     for (std::size_t i = 0; i < defence_counts_.size(); ++i) {
       s.defence_decisions[i] = defence_counts_[i].load(std::memory_order_relaxed);
     }
+    const admission::retry_signal_counts signals = signals_.counts();
+    s.retry_signals = signals.recognised;
+    s.retry_signals_malformed = signals.malformed;
     const std::int64_t start = clock_start_.load();
     s.clock_started = start != k_not_started;
     s.instance = instance_;
@@ -280,8 +284,9 @@ class server::impl {
     impl* owner = nullptr;
     std::uint32_t index = 0;
     evhttp_request* request = nullptr;
-    std::int64_t arrival_ns = 0;  // steady clock
-    event* timer = nullptr;       // its service's end
+    std::int64_t arrival_ns = 0;               // steady clock
+    event* timer = nullptr;                    // its service's end
+    std::optional<std::uint64_t> fingerprint;  // its retry-signal fingerprint
   };
 
   // Adds `n` to the count of server_stats member M (relaxed: stats() is a snapshot of counters).
@@ -296,6 +301,12 @@ class server::impl {
   void count_defence(std::size_t index) noexcept {
     if (index < defence_counts_.size())
       defence_counts_[index].fetch_add(1, std::memory_order_relaxed);
+  }
+
+  static time_point steady_now() noexcept { return time_point(duration(steady_ns())); }
+  // The answer to a request with `fingerprint` failed now (a retry signal's memory).
+  void failed(std::optional<std::uint64_t> fingerprint) noexcept {
+    signals_.failed(fingerprint, steady_now());
   }
 
   // The scenario's time now, in ns (0 until the clock starts).
@@ -333,6 +344,10 @@ class server::impl {
       return reply(req, 200, "OK", "text/plain; version=0.0.4; charset=utf-8",
                    stats_prometheus(stats()) + (payments_ ? payments_->guard_metrics_text() : ""));
     }
+    // Every request but /control/* shows its retry signals (counted only; retry_signal_reader).
+    std::optional<std::uint64_t> fingerprint;
+    if (path != "/control" && !path.starts_with("/control/"))
+      fingerprint = signals_.recognise(req, steady_now());
     // The target as sent: evhttp reads "//charges" as an authority and an empty path.
     const char* raw_target = evhttp_request_get_uri(req);
     std::string_view target = raw_target != nullptr ? raw_target : "";
@@ -356,7 +371,7 @@ class server::impl {
       if (!start_clock()) return reply_text(req, 409, "Conflict", "the clock already runs\n");
       return reply_text(req, 200, "OK", "started\n");
     }
-    endpoint(req);
+    endpoint(req, fingerprint);
   }
 
   // 405 with the Allow field the status requires (RFC 9110 §15.5.6).
@@ -475,6 +490,7 @@ class server::impl {
 
   void answer_payment(evhttp_request* req, const detail::charge_answer& answer) {
     std::erase(payments_in_flight_, req);
+    if (answer.drop || answer.response.status >= 500) failed(signals_.fingerprint(req));
     if (answer.committed) count<&server_stats::charges_committed>();
     if (answer.replayed) count<&server_stats::charges_replayed>();
     if (answer.store_unavailable) count<&server_stats::charges_unavailable>();
@@ -519,7 +535,7 @@ class server::impl {
 
   // The scenario's endpoint: the engine's server model (stormguard_engine/server.hpp), as in the
   // simulator.
-  void endpoint(evhttp_request* req) {
+  void endpoint(evhttp_request* req, std::optional<std::uint64_t> fingerprint) {
     count<&server_stats::attempts>();
     const std::int64_t now = scenario_now();
     // After the duration the load no longer slows the server: the model reads model_.overload
@@ -527,6 +543,7 @@ class server::impl {
     if (model_.overload && now >= model_.length.count()) model_.overload.reset();
     const sim::engine::attempt_labels labels = request_labels(req, now);
     const sim::engine::decision d = engine_.admit(now, labels);
+    if (d.what != sim::engine::admission::accepted) failed(fingerprint);  // lost or refused
     switch (d.what) {
       case sim::engine::admission::lost:
         count<&server_stats::lost>();
@@ -545,6 +562,7 @@ class server::impl {
         break;
     }
     slot& s = take_slot(req);
+    s.fingerprint = fingerprint;
     if (const auto svc = engine_.take(now, {s.index, 1, now, labels.deadline})) {
       begin_service(s, svc->time);
     } else {
@@ -594,6 +612,7 @@ class server::impl {
     evhttp_request* req = std::exchange(s.request, nullptr);
     free_slots_.push_back(s.index);
     count<&server_stats::in_service>(-1);
+    if (evhttp_request_get_connection(req) == nullptr) failed(s.fingerprint);  // client gone
     reply_text(req, 200, "OK", "ok\n");
     if (auto next = engine_.finish(scenario_now(), [&](const sim::engine::queued_attempt& a,
                                                        const sim::engine::defence_answer& why) {
@@ -633,6 +652,7 @@ class server::impl {
     free_slots_.push_back(s.index);
     count<&server_stats::queued>(-1);
     count_defence(why.defence);
+    failed(s.fingerprint);
     answer(req, why.outcome);
   }
 
@@ -728,6 +748,7 @@ class server::impl {
   std::array<std::atomic<std::int64_t>, std::size(wire::k_stats_counts)> counts_{};
   // server_stats::defence_decisions, in sim::defence_kinds order.
   std::array<std::atomic<std::int64_t>, sim::k_defence_count> defence_counts_{};
+  detail::retry_signal_reader signals_;  // loop thread; its counts from any thread
   // Set before open(); used by the worker thread only (shared: an abandoned worker keeps it).
   std::shared_ptr<detail::charges_endpoint> payments_;
   std::unique_ptr<detail::charge_worker> worker_;         // with payments_; set in open()

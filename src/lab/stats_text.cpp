@@ -91,6 +91,24 @@ std::string stats_prometheus(const server_stats& st) {
   sim::for_each_defence_kind([&]<class K>(std::type_identity<K>) {
     decision(K::name.data(), K::reason.data(), st.defence_decisions[sim::defence_index<K>]);
   });
+  // The retry signals each request showed (docs/admission.md "Retry signals"): counted only.
+  auto& signals = prometheus::BuildCounter()
+                      .Name("stormguard_serve_retry_signals_total")
+                      .Help("Requests a retry signal recognised as a retry, by signal.")
+                      .Register(registry);
+  auto& malformed = prometheus::BuildCounter()
+                        .Name("stormguard_serve_retry_signals_malformed_total")
+                        .Help("Requests whose retry label was malformed, by label.")
+                        .Register(registry);
+  for (const admission::retry_signal s : admission::k_retry_signals) {
+    const std::string name(admission::signal_name(s));
+    const std::size_t i = admission::index_of(s);
+    signals.Add({{"signal", name}}).Increment(static_cast<double>(st.retry_signals[i]));
+    if (admission::is_label(s)) {
+      malformed.Add({{"signal", name}})
+          .Increment(static_cast<double>(st.retry_signals_malformed[i]));
+    }
+  }
   gauge("queued", "Requests waiting for a worker.", static_cast<double>(st.queued));
   gauge("in_service", "Requests in service.", static_cast<double>(st.in_service));
   gauge("unsent_bytes", "Answers written and not yet sent, all connections together, in bytes.",

@@ -20,10 +20,37 @@ void to_json(nlohmann::ordered_json& j, const stats_message& m) {
   sim::for_each_defence_kind([&]<class K>(std::type_identity<K>) {
     j[std::string(K::stats_key)] = m.stats.defence_decisions[sim::defence_index<K>];
   });
+  j["retry_signals"] = nlohmann::ordered_json::object();
+  j["retry_signals_malformed"] = nlohmann::ordered_json::object();
+  for (const admission::retry_signal s : admission::k_retry_signals) {
+    const std::string name(admission::signal_name(s));
+    j["retry_signals"][name] = m.stats.retry_signals[admission::index_of(s)];
+    if (admission::is_label(s)) {
+      j["retry_signals_malformed"][name] = m.stats.retry_signals_malformed[admission::index_of(s)];
+    }
+  }
   j["workers"] = m.workers;
   j["queue_limit"] = m.queue_limit;
   j["instance"] = fmt::format("{:016x}", m.stats.instance);
 }
+
+namespace {
+
+// An object of counts keyed by admission::signal_name; absent (a server of an earlier version),
+// a missing key or a value that is no integer reads as 0.
+void read_signal_counts(const nlohmann::json& j, const char* name,
+                        std::array<std::int64_t, admission::k_retry_signal_count>& out) {
+  out.fill(0);
+  const auto it = j.find(name);
+  if (it == j.end() || !it->is_object()) return;
+  for (const admission::retry_signal s : admission::k_retry_signals) {
+    const auto v = it->find(std::string(admission::signal_name(s)));
+    if (v != it->end() && v->is_number_integer())
+      out[admission::index_of(s)] = v->get<std::int64_t>();
+  }
+}
+
+}  // namespace
 
 void from_json(const nlohmann::json& j, stats_message& m) {
   j.at("scenario").get_to(m.scenario);
@@ -54,6 +81,8 @@ void from_json(const nlohmann::json& j, stats_message& m) {
     }
     n = it->get<std::int64_t>();
   });
+  read_signal_counts(j, "retry_signals", m.stats.retry_signals);
+  read_signal_counts(j, "retry_signals_malformed", m.stats.retry_signals_malformed);
   j.at("workers").get_to(m.workers);
   j.at("queue_limit").get_to(m.queue_limit);
   // Optional (a server of an earlier version): 0.

@@ -7,7 +7,9 @@
 //                 "elapsed_s":1.5,"attempts":…,"served":…,"served_in_time":…,"rejected":…,
 //                 "errors":…,"lost":…,"queued":…,"in_service":…,"charges":…,
 //                 "charges_committed":…,"charges_replayed":…,"charges_dropped":…,
-//                 "charges_unavailable":…, the limits' and defences' counts,…,"workers":…,
+//                 "charges_unavailable":…, the limits' and defences' counts,…,
+//                 "retry_signals":{"x-envoy-attempt-count":…,…,"fingerprint":…},
+//                 "retry_signals_malformed":{"x-envoy-attempt-count":…,…},"workers":…,
 //                 "queue_limit":…,"instance":"16 hex digits, new at every start"}
 //   GET /ledger?after=CURSOR&limit=N
 //                {"store":"sqlite","rows":[{"id":"ch_…","principal":"…","key":"…",

@@ -63,6 +63,7 @@
 #include <string>
 #include <string_view>
 
+#include "stormguard/admission/retry_signals.hpp"
 #include "stormguard/clock.hpp"
 #include "stormguard/detail/http_syntax.hpp"
 #include "stormguard/export.hpp"
@@ -217,6 +218,16 @@ struct server_stats {
     for (const std::int64_t d : defence_decisions) n += d;
     return n - dropped_expired();
   }
+  /// Requests of the scenario's and the payments endpoints that each retry signal recognised as
+  /// a retry (stormguard/admission/retry_signals.hpp; docs/admission.md "Retry signals"), in
+  /// admission::k_retry_signals order (GET /stats "retry_signals", keyed by
+  /// admission::signal_name): the four header labels, a repeated Idempotency-Key, and a
+  /// fingerprint seen again after a failed answer (a 5xx, a request lost or dropped, a client
+  /// gone before its answer). Counted only: no request is refused for a signal.
+  std::array<std::int64_t, admission::k_retry_signal_count> retry_signals{};
+  /// Requests whose label was malformed, in the same order (GET /stats
+  /// "retry_signals_malformed", the four labels only; the last two are always 0).
+  std::array<std::int64_t, admission::k_retry_signal_count> retry_signals_malformed{};
   /// The payments endpoint's store: times a charge was answered 503 for it (store_unavailable)
   /// after the charge before was answered by the store (or as the first charge), and times the
   /// store answered a charge again after such a 503. The store fails now when store_outages >

@@ -21,7 +21,6 @@
 #include "sim/builtin_scenarios.hpp"
 #include "sim/scenario_fields.hpp"
 #include "stormguard/config/policy.hpp"
-#include "stormguard/detail/enum_names.hpp"
 #include "stormguard/detail/format.hpp"
 #include "stormguard/duration_text.hpp"
 #include "stormguard/sim/simulator.hpp"
@@ -306,10 +305,6 @@ scenario read_scenario(const json& doc) {
 }
 
 }  // namespace
-
-std::string_view to_string(service_distribution value) noexcept {
-  return detail::enum_name(value, fields::k_distributions.list);
-}
 
 namespace fields {
 

@@ -155,7 +155,7 @@ void describe_stall(V& v, S& st) {
   v.time(required("duration"), st.length, positive_up_to(std::chrono::hours(1)));
 }
 
-inline constexpr names<service_distribution, 2> k_distributions{{"fixed", "exponential"}};
+inline constexpr names<service_distribution, 2> k_distributions{k_service_distribution_names};
 
 /// server (the server's members of sim::scenario).
 template <class V, class S>

@@ -18,6 +18,8 @@
 #ifndef STORMGUARD_SIM_SCENARIO_HPP
 #define STORMGUARD_SIM_SCENARIO_HPP
 
+#include <array>
+#include <cstddef>
 #include <cstdint>
 #include <filesystem>
 #include <optional>
@@ -43,8 +45,15 @@ enum class service_distribution {
   exponential,  ///< exponential with the phase's service time as its mean (an M/M/c server)
 };
 
+/// The file format's names of service_distribution, in the enum's order.
+inline constexpr std::array<std::string_view, 2> k_service_distribution_names{"fixed",
+                                                                              "exponential"};
+
 /// "fixed" or "exponential"; "unknown" for a value outside the enum.
-[[nodiscard]] STORMGUARD_EXPORT std::string_view to_string(service_distribution d) noexcept;
+[[nodiscard]] constexpr std::string_view to_string(service_distribution d) noexcept {
+  const auto i = static_cast<std::size_t>(d);
+  return i < k_service_distribution_names.size() ? k_service_distribution_names[i] : "unknown";
+}
 
 /// A period of trouble: for attempts in [start, end), the server may be slow (`service_time`),
 /// a fraction of attempts may fail at once with a 503 (`error_rate`), and a fraction may be lost

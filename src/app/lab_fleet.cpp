@@ -138,9 +138,8 @@ class lab_transport {
     // processes reports them to the process that merges the parts).
     out.transport_failures = transport_failures_;
     out.first_transport_failure = first_transport_failure_;
-    if (srv_ == nullptr) {
+    if (srv_ == nullptr) {  // a part of a fleet over processes: merge_parts adds the server's
       out.result = driver_.finish();
-      out.result.incident_served_amplification.reset();
       return out;
     }
     const server_stats st = srv_->stats();
@@ -148,13 +147,13 @@ class lab_transport {
     m.sample_queue_until(end_ + sim::engine::k_bin_ns, st.queued);
     m.counters().lost = st.lost;
     m.counters().wasted_work = std::max<std::int64_t>(0, st.served - st.served_in_time);
-    // What only the server knows: attempts that used a worker (finished or in service) and the
-    // defences' refusals and drops (the incident's share of served is not known here).
+    // What only the server knows: attempts that used a worker (finished or in service), those of
+    // the incident's logical requests (labelled by send()), and the defences' refusals and drops.
     m.counters().served = st.served + st.in_service;
+    m.counters().incident_served = st.incident_served;
     m.counters().rejected = st.rejected + st.defence_rejected();
     m.counters().expired_dropped = st.dropped_expired();
     out.result = driver_.finish();
-    out.result.incident_served_amplification.reset();  // not measured on real sockets
     out.accept_errors = st.accept_errors;
     out.connections_refused = st.connections_refused;
     return out;
@@ -174,6 +173,11 @@ class lab_transport {
       std::array<char, 24> number{};
       req.headers.push_back({std::string(k_attempt_count_header),
                              std::string(format_attempt_count(attempt, number))});
+    }
+    // The lab's own label: an attempt of a logical request that arrived during the incident
+    // (the server counts those it serves: incident_served).
+    if (driver_.clients()[id].in_incident) {
+      req.headers.push_back({std::string(k_incident_label_header), "1"});
     }
     auto done = [this, id, attempt](http::result res) { on_result(id, attempt, res); };
     if (!hedging_) {

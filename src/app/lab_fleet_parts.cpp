@@ -87,10 +87,8 @@ sim::strategy_result merge_parts(const sim::scenario& s,
   m.served = st.served + st.in_service;
   m.rejected = st.rejected + st.defence_rejected();
   m.expired_dropped = st.dropped_expired();
+  m.incident_served = st.incident_served;
   sim::engine::derive(s, m);
-  // Which of the attempts the server served belong to the incident's logical requests is known
-  // to the simulator's server model only: the lab's server counts served attempts, not whose.
-  m.incident_served_amplification = std::nullopt;
   return m;
 }
 

@@ -287,6 +287,7 @@ class server::impl {
     std::int64_t arrival_ns = 0;               // steady clock
     event* timer = nullptr;                    // its service's end
     std::optional<std::uint64_t> fingerprint;  // its retry-signal fingerprint
+    bool incident = false;                     // labelled k_incident_label_header
   };
 
   // Adds `n` to the count of server_stats member M (relaxed: stats() is a snapshot of counters).
@@ -563,6 +564,8 @@ class server::impl {
     }
     slot& s = take_slot(req);
     s.fingerprint = fingerprint;
+    s.incident = evhttp_find_header(evhttp_request_get_input_headers(req),
+                                    k_incident_label_header.data()) != nullptr;  // a literal
     if (const auto svc = engine_.take(now, {s.index, 1, now, labels.deadline})) {
       begin_service(s, svc->time);
     } else {
@@ -589,6 +592,7 @@ class server::impl {
 
   void begin_service(slot& s, std::int64_t service_ns) {
     count<&server_stats::in_service>();
+    if (s.incident) count<&server_stats::incident_served>();
     if (s.timer == nullptr) s.timer = evtimer_new(base_, &impl::on_service_done, &s);
     const timeval tv = to_timeval(service_ns);
     if (s.timer == nullptr || evtimer_add(s.timer, &tv) != 0) {

@@ -57,6 +57,9 @@ std::string stats_prometheus(const server_stats& st) {
   counter("served_total", "Requests answered 200 after their service.", st.served);
   counter("served_in_time_total", "Requests answered 200 within the scenario's timeout.",
           st.served_in_time);
+  counter("incident_served_total",
+          "Requests labelled x-stormguard-incident (the lab's) that took a worker.",
+          st.incident_served);
   counter("rejected_total", "Requests answered 503 at once: the queue was full.", st.rejected);
   counter("errors_total", "Requests answered 503 at once: the incident's error rate.", st.errors);
   counter("lost_total", "Requests read and never answered: the incident's loss rate.", st.lost);

@@ -38,7 +38,7 @@ inline constexpr const char* k_stats_count_names[] = {
     "charges", "charges_committed", "charges_replayed", "charges_dropped", "charges_unavailable",
     "requests_refused", "read_timeouts", "idle_closed", "connections_refused",
     "accept_errors", "store_outages", "store_recoveries", "write_timeouts", "unsent_refused",
-    "unsent_bytes"};
+    "unsent_bytes", "incident_served"};
 // clang-format on
 inline constexpr std::int64_t server_stats::*k_stats_counts[] = {&server_stats::attempts,
                                                                  &server_stats::served,
@@ -62,7 +62,8 @@ inline constexpr std::int64_t server_stats::*k_stats_counts[] = {&server_stats::
                                                                  &server_stats::store_recoveries,
                                                                  &server_stats::write_timeouts,
                                                                  &server_stats::unsent_refused,
-                                                                 &server_stats::unsent_bytes};
+                                                                 &server_stats::unsent_bytes,
+                                                                 &server_stats::incident_served};
 static_assert(std::size(k_stats_count_names) == std::size(k_stats_counts));
 /// The counts every GET /stats has; those after them (the limits' counts) read as 0 when
 /// absent, from a server of an earlier version. The defences' counts (server_stats::

@@ -153,6 +153,12 @@ struct server_options {
   server_limits limits{};
 };
 
+/// The lab's own request label: the lab's clients send it (value "1") on every attempt of a
+/// logical request that arrived during the scenario's incident, and the server counts those that
+/// take a worker (server_stats::incident_served), so the lab reports the simulator's
+/// incident_served_amplification. Other clients never send it; it changes no decision.
+inline constexpr std::string_view k_incident_label_header = "x-stormguard-incident";
+
 /// The counters of a running server. All counts are since start() and cover the scenario's
 /// endpoint only (never /stats, /metrics or /control/*).
 struct server_stats {
@@ -164,8 +170,12 @@ struct server_stats {
   std::int64_t lost = 0;            ///< read and never answered: the incident's loss_rate
   std::int64_t queued = 0;          ///< waiting for a worker now
   std::int64_t in_service = 0;      ///< in service now (at most server.workers)
-  bool clock_started = false;       ///< the scenario's clock runs
-  duration elapsed{};               ///< the scenario's time now (0 until the clock starts)
+  /// Of the attempts that took a worker (`served` + `in_service`), those labelled with
+  /// k_incident_label_header: the attempts of the logical requests that arrived during the
+  /// scenario's incident, as the lab's clients mark them (the simulator's incident_served).
+  std::int64_t incident_served = 0;
+  bool clock_started = false;  ///< the scenario's clock runs
+  duration elapsed{};          ///< the scenario's time now (0 until the clock starts)
   /// The payments endpoint (0 without it): `POST /charges` requests read, charges committed by
   /// this server (the handler ran and its row committed), responses replayed by the guard, and
   /// committed charges left unanswered by fault_after_commit.

@@ -206,26 +206,6 @@ charges_endpoint::charges_endpoint(const payments_options& options)
   guard_ = std::make_unique<guard::idempotency_guard>(*store_, guard_options);
 }
 
-std::array<payments_counter, 7> payments_counters(const server_stats& st) {
-  return {{
-      {"charges_total", "POST /charges requests read by the payments endpoint.", st.charges},
-      {"charges_committed_total", "Charges committed by this server (the handler ran).",
-       st.charges_committed},
-      {"charges_replayed_total", "Charges answered from the guard's stored response.",
-       st.charges_replayed},
-      {"charges_dropped_total",
-       "Committed charges left unanswered on purpose (--fault-after-commit).", st.charges_dropped},
-      {"charges_unavailable_total",
-       "Charges answered 503: the idempotency store was unavailable or failing.",
-       st.charges_unavailable},
-      {"store_outages_total",
-       "Times the idempotency store began failing (a 503 after an answer from it).",
-       st.store_outages},
-      {"store_recoveries_total", "Times the idempotency store answered again after a 503.",
-       st.store_recoveries},
-  }};
-}
-
 void store_failure_log::on_store_error(guard::store_operation op,
                                        std::string_view message) noexcept {
   next_.on_store_error(op, message);

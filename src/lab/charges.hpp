@@ -93,14 +93,6 @@ struct ledger_query {
 /// The 400 (problem details, code "invalid_query") of a query read_ledger_query refused.
 [[nodiscard]] guard::stored_response ledger_query_error(const std::string& message);
 
-/// One counter of GET /metrics: its name after "stormguard_serve_", its help, its value.
-using payments_counter = std::tuple<const char*, const char*, std::int64_t>;
-
-/// GET /metrics: the payments endpoint's counters of `st`, as GET /stats has them:
-/// charges{,_committed,_replayed,_dropped,_unavailable}_total and
-/// store_{outages,recoveries}_total.
-[[nodiscard]] std::array<payments_counter, 7> payments_counters(const server_stats& st);
-
 /// A guard_observer that keeps the store's last failure for the operator
 /// (lab::server::last_store_failure) and passes every callback on to `next`. Thread-safe (one
 /// mutex, held to copy a string).

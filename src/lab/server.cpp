@@ -252,7 +252,7 @@ class server::impl {
   [[nodiscard]] server_stats stats() const noexcept {
     server_stats s;
     for (std::size_t i = 0; i < counts_.size(); ++i) {
-      s.*wire::k_stats_counts[i] = counts_[i].load(std::memory_order_relaxed);
+      s.*wire::k_stats_counts[i].member = counts_[i].load(std::memory_order_relaxed);
     }
     for (std::size_t i = 0; i < defence_counts_.size(); ++i) {
       s.defence_decisions[i] = defence_counts_[i].load(std::memory_order_relaxed);

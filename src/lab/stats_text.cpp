@@ -12,7 +12,6 @@
 #include <string>
 #include <type_traits>
 
-#include "lab/charges.hpp"
 #include "lab/wire.hpp"
 #include "stormguard/sim/defence_kinds.hpp"
 #include "stormguard_engine/json_writer.hpp"
@@ -53,34 +52,15 @@ std::string stats_prometheus(const server_stats& st) {
         .Add({})
         .Set(v);
   };
-  counter("attempts_total", "Requests read on the scenario's endpoint.", st.attempts);
-  counter("served_total", "Requests answered 200 after their service.", st.served);
-  counter("served_in_time_total", "Requests answered 200 within the scenario's timeout.",
-          st.served_in_time);
-  counter("incident_served_total",
-          "Requests labelled x-stormguard-incident (the lab's) that took a worker.",
-          st.incident_served);
-  counter("rejected_total", "Requests answered 503 at once: the queue was full.", st.rejected);
-  counter("errors_total", "Requests answered 503 at once: the incident's error rate.", st.errors);
-  counter("lost_total", "Requests read and never answered: the incident's loss rate.", st.lost);
-  counter("requests_refused_total",
-          "Requests refused for their framing or size (400, 413, 431, 501; docs/lab.md Limits).",
-          st.requests_refused);
-  counter("read_timeouts_total", "Connections closed: a request not read whole in time (408).",
-          st.read_timeouts);
-  counter("idle_closed_total", "Idle connections closed (idle timeout, or room at the cap).",
-          st.idle_closed);
-  counter("connections_refused_total", "New connections closed at once at the connection cap.",
-          st.connections_refused);
-  counter("accept_errors_total", "accept() failures (out of descriptors), each a 100 ms pause.",
-          st.accept_errors);
-  counter("write_timeouts_total",
-          "Connections closed: an answer not taken by the client within write_timeout.",
-          st.write_timeouts);
-  counter("unsent_refused_total",
-          "Requests answered 503: the answers not yet sent exceeded max_unsent_bytes.",
-          st.unsent_refused);
-  for (const auto& [name, help, n] : detail::payments_counters(st)) counter(name, help, n);
+  // Every count of server_stats, from its one list (wire::k_stats_counts).
+  for (const wire::stats_count& c : wire::k_stats_counts) {
+    const std::int64_t n = st.*c.member;
+    if (c.type == wire::metric_type::counter) {
+      counter((std::string(c.name) + "_total").c_str(), c.help, n);
+    } else {
+      gauge(c.name, c.help, static_cast<double>(n));
+    }
+  }
   // Each defence's decisions by reason (server.defences; zero without defences).
   auto& decisions = prometheus::BuildCounter()
                         .Name("stormguard_serve_defence_decisions_total")
@@ -112,10 +92,6 @@ std::string stats_prometheus(const server_stats& st) {
           .Increment(static_cast<double>(st.retry_signals_malformed[i]));
     }
   }
-  gauge("queued", "Requests waiting for a worker.", static_cast<double>(st.queued));
-  gauge("in_service", "Requests in service.", static_cast<double>(st.in_service));
-  gauge("unsent_bytes", "Answers written and not yet sent, all connections together, in bytes.",
-        static_cast<double>(st.unsent_bytes));
   gauge("elapsed_seconds", "The scenario's clock (0 until it starts).",
         std::chrono::duration<double>(st.elapsed).count());
   return prometheus::TextSerializer().Serialize(registry.Collect());

@@ -16,7 +16,7 @@ void to_json(nlohmann::ordered_json& j, const stats_message& m) {
   j["clock_started"] = m.stats.clock_started;
   j["elapsed_s"] = std::chrono::duration<double>(m.stats.elapsed).count();
   for (std::size_t i = 0; i < std::size(k_stats_counts); ++i)
-    j[k_stats_count_names[i]] = m.stats.*k_stats_counts[i];
+    j[k_stats_counts[i].name] = m.stats.*k_stats_counts[i].member;
   sim::for_each_defence_kind([&]<class K>(std::type_identity<K>) {
     j[std::string(K::stats_key)] = m.stats.defence_decisions[sim::defence_index<K>];
   });
@@ -59,16 +59,16 @@ void from_json(const nlohmann::json& j, stats_message& m) {
   m.stats.elapsed = std::chrono::duration_cast<duration>(
       std::chrono::duration<double>(j.at("elapsed_s").get<double>()));
   for (std::size_t i = 0; i < std::size(k_stats_counts); ++i) {
-    if (i >= k_stats_required_counts && !j.contains(k_stats_count_names[i])) {
-      m.stats.*k_stats_counts[i] = 0;
+    if (i >= k_stats_required_counts && !j.contains(k_stats_counts[i].name)) {
+      m.stats.*k_stats_counts[i].member = 0;
       continue;
     }
-    const nlohmann::json& v = j.at(k_stats_count_names[i]);
+    const nlohmann::json& v = j.at(k_stats_counts[i].name);
     if (!v.is_number_integer()) {
       throw nlohmann::json::type_error::create(
-          302, std::string(k_stats_count_names[i]) + " is not an integer", &v);
+          302, std::string(k_stats_counts[i].name) + " is not an integer", &v);
     }
-    m.stats.*k_stats_counts[i] = v.get<std::int64_t>();
+    m.stats.*k_stats_counts[i].member = v.get<std::int64_t>();
   }
   sim::for_each_defence_kind([&]<class K>(std::type_identity<K>) {
     std::int64_t& n = m.stats.defence_decisions[sim::defence_index<K>];

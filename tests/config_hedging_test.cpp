@@ -163,7 +163,8 @@ TEST(EnvoyHedgingImport, HedgeOnPerTryTimeoutHedgesAtThePerTryTimeout) {
   EXPECT_EQ(p.hedging->options.max_attempts, 3);
   EXPECT_EQ(p.hedging->options.delay, 100ms);
   EXPECT_TRUE(p.hedging->non_fatal_statuses.contains(503));
-  EXPECT_EQ(p.attempt_timeout, stormguard::duration::max());  // Envoy keeps the timed-out request in flight
+  EXPECT_EQ(p.attempt_timeout,
+            stormguard::duration::max());  // Envoy keeps the timed-out request in flight
   EXPECT_EQ(p.retry.max_retries, 0);
   EXPECT_TRUE(has_warning(p, "hedge_policy.initial_requests: not implemented by Envoy itself"));
   EXPECT_TRUE(has_warning(p, "hedge_policy.additional_request_chance: not implemented"));

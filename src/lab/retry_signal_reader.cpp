@@ -119,8 +119,8 @@ std::optional<std::uint64_t> retry_signal_reader::fingerprint(evhttp_request* re
   return admission::key_from_digest({out.data(), size});
 }
 
-std::optional<std::uint64_t> retry_signal_reader::recognise(evhttp_request* req,
-                                                            time_point now) noexcept {
+retry_signal_reader::recognition retry_signal_reader::recognise(evhttp_request* req,
+                                                                time_point now) noexcept {
   admission::retry_labels labels;
   const evkeyvalq* headers = evhttp_request_get_input_headers(req);
   const char* key = nullptr;
@@ -142,9 +142,20 @@ std::optional<std::uint64_t> retry_signal_reader::recognise(evhttp_request* req,
       key_digest = admission::key_from_digest({out.data(), size});
     }
   }
-  const std::optional<std::uint64_t> print = fingerprint(req);
-  (void)recognizer_.recognise(now, labels, key_digest, print);
-  return print;
+  recognition r;
+  r.fingerprint = fingerprint(req);
+  const admission::request_signals seen =
+      recognizer_.recognise(now, labels, key_digest, r.fingerprint);
+  // The other ecosystems' labels say which attempt this is (Graph's counts the retries).
+  if (seen.shows(admission::retry_signal::amz_sdk_request)) {
+    r.retry_attempt = labels.reading(admission::retry_signal::amz_sdk_request).attempt;
+  }
+  if (seen.shows(admission::retry_signal::graph_retry_attempt)) {
+    r.retry_attempt = std::max(
+        r.retry_attempt, labels.reading(admission::retry_signal::graph_retry_attempt).attempt);
+  }
+  if (seen.repeated_idempotency_key) r.retry_attempt = std::max<std::int64_t>(r.retry_attempt, 2);
+  return r;
 }
 
 }  // namespace stormguard::lab::detail

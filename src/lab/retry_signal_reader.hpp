@@ -36,9 +36,19 @@ class retry_signal_reader {
   retry_signal_reader(const retry_signal_reader&) = delete;
   retry_signal_reader& operator=(const retry_signal_reader&) = delete;
 
-  /// Recognises and counts `req`'s signals at `now`; its fingerprint (for failed()), or nullopt
-  /// when libcrypto failed (the request is then not fingerprinted).
-  std::optional<std::uint64_t> recognise(evhttp_request* req, time_point now) noexcept;
+  /// What recognise() found in one request.
+  struct recognition {
+    /// Its fingerprint (for failed()), or nullopt when libcrypto failed (then none).
+    std::optional<std::uint64_t> fingerprint;
+    /// The attempt number its strong signals say, when one says it is a retry: the largest of
+    /// amz-sdk-request's attempt and Microsoft Graph's retry-attempt + 1, and 2 for a repeated
+    /// Idempotency-Key; 0 when no strong signal says retry. (x-envoy-attempt-count and
+    /// grpc-previous-rpc-attempts are read with the attempt's other fields:
+    /// detail::read_attempt_fields.)
+    std::int64_t retry_attempt = 0;
+  };
+  /// Recognises and counts `req`'s signals at `now`.
+  recognition recognise(evhttp_request* req, time_point now) noexcept;
   /// `req`'s fingerprint, computed again (nullopt when libcrypto fails or the client has gone:
   /// without its connection the peer is unknown).
   std::optional<std::uint64_t> fingerprint(evhttp_request* req) noexcept;

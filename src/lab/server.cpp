@@ -346,9 +346,10 @@ class server::impl {
                    stats_prometheus(stats()) + (payments_ ? payments_->guard_metrics_text() : ""));
     }
     // Every request but /control/* shows its retry signals (counted only; retry_signal_reader).
-    std::optional<std::uint64_t> fingerprint;
+    detail::retry_signal_reader::recognition signals;
     if (path != "/control" && !path.starts_with("/control/"))
-      fingerprint = signals_.recognise(req, steady_now());
+      signals = signals_.recognise(req, steady_now());
+    const std::optional<std::uint64_t> fingerprint = signals.fingerprint;
     // The target as sent: evhttp reads "//charges" as an authority and an empty path.
     const char* raw_target = evhttp_request_get_uri(req);
     std::string_view target = raw_target != nullptr ? raw_target : "";
@@ -372,7 +373,7 @@ class server::impl {
       if (!start_clock()) return reply_text(req, 409, "Conflict", "the clock already runs\n");
       return reply_text(req, 200, "OK", "started\n");
     }
-    endpoint(req, fingerprint);
+    endpoint(req, signals);
   }
 
   // 405 with the Allow field the status requires (RFC 9110 §15.5.6).
@@ -536,13 +537,18 @@ class server::impl {
 
   // The scenario's endpoint: the engine's server model (stormguard_engine/server.hpp), as in the
   // simulator.
-  void endpoint(evhttp_request* req, std::optional<std::uint64_t> fingerprint) {
+  void endpoint(evhttp_request* req, const detail::retry_signal_reader::recognition& signals) {
+    const std::optional<std::uint64_t> fingerprint = signals.fingerprint;
     count<&server_stats::attempts>();
     const std::int64_t now = scenario_now();
     // After the duration the load no longer slows the server: the model reads model_.overload
     // at each decision (it keeps a reference to model_), so dropping it here is enough.
     if (model_.overload && now >= model_.length.count()) model_.overload.reset();
-    const sim::engine::attempt_labels labels = request_labels(req, now);
+    sim::engine::attempt_labels labels = request_labels(req, now);
+    // A retry by another ecosystem's label or a repeated Idempotency-Key is one to the defences.
+    if (!labels.attempt.malformed && signals.retry_attempt > labels.attempt.attempt) {
+      labels.attempt.attempt = signals.retry_attempt;
+    }
     const sim::engine::decision d = engine_.admit(now, labels);
     if (d.what != sim::engine::admission::accepted) failed(fingerprint);  // lost or refused
     switch (d.what) {

@@ -167,4 +167,30 @@ TEST_F(LabRetrySignals, AFingerprintCountsOnlyAfterAFailedAnswer) {
   EXPECT_EQ(series(metrics.body, "stormguard_serve_retry_signals_total", "fingerprint"), 2);
 }
 
+// The server-side retry budget (refusing every retry here) reads a strong signal as a retry:
+// another ecosystem's label and a repeated Idempotency-Key are refused as x-envoy-attempt-count
+// is; a label that says "first attempt", and the weak fingerprint, are not.
+TEST_F(LabRetrySignals, TheRetryBudgetRefusesWhatAStrongSignalCallsARetry) {
+  sim::scenario s = tiny_scenario(4, 10, std::chrono::milliseconds(1));
+  s.defences.enabled = s.defences.enabled.with<sim::retry_budget_defence>();
+  s.defences.of<sim::retry_budget_defence>() = {
+      .ratio = 0.0, .window = std::chrono::seconds(10), .min_retries_per_second = 0};
+  auto srv = start(s);
+  ASSERT_NE(srv, nullptr);
+  const std::string url = srv->url() + "orders/1";
+  EXPECT_EQ(fetch(url).status, 200);
+  EXPECT_EQ(fetch(url, {"x-envoy-attempt-count: 2"}).status, 503);
+  EXPECT_EQ(fetch(url, {"amz-sdk-request: attempt=2; max=3"}).status, 503);
+  EXPECT_EQ(fetch(url, {"retry-attempt: 1"}).status, 503);
+  EXPECT_EQ(fetch(url, {"amz-sdk-request: attempt=1; max=3"}).status, 200);
+  EXPECT_EQ(fetch(url, {"retry-attempt: 0"}).status, 200);
+  EXPECT_EQ(fetch(url, {"Idempotency-Key: \"order-1\""}).status, 200);
+  EXPECT_EQ(fetch(url, {"Idempotency-Key: \"order-1\""}).status, 503) << "a repeated key";
+  EXPECT_EQ(fetch(url, {"Idempotency-Key: \"order-2\""}).status, 200);
+  // A malformed label is no number to trust (x-envoy-attempt-count's own rule: a retry of
+  // unknown number), and a garbled amz-sdk-request alone says nothing.
+  EXPECT_EQ(fetch(url, {"amz-sdk-request: attempt=x"}).status, 200);
+  EXPECT_EQ(srv->stats().defence_decisions[sim::defence_index<sim::retry_budget_defence>], 4);
+}
+
 }  // namespace

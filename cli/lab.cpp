@@ -600,8 +600,7 @@ command add_lab_command(CLI::App& parent) {
                        "(" +
                            doc_path("metrics.md") + ")",
                        "N")
-          ->transform(whole_number())
-          ->check(CLI::Range(0, 65535));
+          ->transform(whole_number_in(0, 65535));
   options->fleet_options.push_back(add_typed_option(
       *sub, "--fleet-store", options->fleet.store,
       "Run the fleet in --processes OS processes whose fleet budgets share this Redis "

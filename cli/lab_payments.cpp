@@ -42,8 +42,7 @@ bool typed(const CLI::Option* o) { return o != nullptr && o->count() > 0; }
 
 // A whole number in [1, max], its default shown in --help, in `group`.
 CLI::Option* whole_in_range(CLI::Option* option, std::int64_t max, const std::string& group) {
-  return option->transform(whole_number())
-      ->check(CLI::Range(std::int64_t{1}, max))
+  return option->transform(whole_number_in(1, static_cast<std::uint64_t>(max)))
       ->capture_default_str()
       ->group(group);
 }
@@ -102,8 +101,7 @@ void add_lab_payments_options(CLI::App& lab, lab_payments_options& o) {
                                          "end without a 2xx (default: any number; the verdict "
                                          "line always says how many failed)",
                                          "N")
-                            ->transform(whole_number())
-                            ->check(CLI::Range(std::int64_t{0}, std::int64_t{100'000'000}))
+                            ->transform(whole_number_in(0, 100'000'000))
                             ->group(group);
 }
 

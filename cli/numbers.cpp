@@ -93,6 +93,24 @@ CLI::Validator whole_number() {
       "");
 }
 
+CLI::Validator whole_number_in(std::uint64_t lo, std::uint64_t hi) {
+  const std::string range = "[" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
+  return CLI::Validator(
+      [lo, hi, range](std::string& text) -> std::string {
+        if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos) {
+          return "not a whole number in plain decimal (digits only, e.g. 3): " +
+                 detail::quote_for_message(text);
+        }
+        const std::optional<std::uint64_t> value = parse_whole_number(text);
+        if (!value || *value < lo || *value > hi) {
+          return "must be a whole number in " + range + ", got " + detail::quote_for_message(text);
+        }
+        strip_leading_zeros(text);  // CLI11 would read "010" as octal 8
+        return {};
+      },
+      "in " + range);
+}
+
 CLI::Validator decimal_number() {
   return CLI::Validator(
       [](std::string& text) -> std::string {

@@ -38,6 +38,11 @@ namespace stormguard::cli {
 /// "0x10"'.
 [[nodiscard]] CLI::Validator whole_number();
 
+/// whole_number() for a value in [lo, hi]: one message for every value outside it, too large for
+/// 64 bits included, naming the range and quoting the value as written ('must be a whole number
+/// in [0, 65535], got "65536"'). The range is also its description in --help ("in [0, 65535]").
+[[nodiscard]] CLI::Validator whole_number_in(std::uint64_t lo, std::uint64_t hi);
+
 /// A CLI11 transform for an option whose value is a number >= 0 such as 1.5 (parse_decimal_number's
 /// grammar, no sign): 'not a number in plain decimal (e.g. 1.5): " 2"'.
 [[nodiscard]] CLI::Validator decimal_number();

@@ -273,8 +273,7 @@ command add_serve_command(CLI::App& parent) {
   add_scenario_argument(*sub, options->scenario);
   add_typed_option(*sub, "--port", options->port, "The port on 127.0.0.1; 0 lets the system choose",
                    "N")
-      ->transform(whole_number())
-      ->check(CLI::Range(0, 65535))
+      ->transform(whole_number_in(0, 65535))
       ->capture_default_str();
   add_typed_option(*sub, "--scale", options->scale,
                    "Multiply requests_per_second, clients, workers, queue_limit and the overload "

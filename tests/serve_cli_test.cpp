@@ -222,6 +222,18 @@ TEST(ServeCli, BadScenarioOrOptionExits2) {
   }
 }
 
+TEST(ServeCli, APortOutOfRangeIsOneMessageNamingTheRangeAndTheValueAsWritten) {
+  for (const char* port : {"65536", "70000", "99999999999999999999999"}) {
+    const auto r = run_program({k_cli, "serve", "friday-night", "--port", port},
+                               stderr_mode::capture, std::chrono::seconds(5));
+    EXPECT_EQ(r.exit_code, 2) << port;
+    EXPECT_NE(r.err.find("--port: must be a whole number in [0, 65535], got \"" +
+                         std::string(port) + "\""),
+              std::string::npos)
+        << r.err;
+  }
+}
+
 TEST(ServeCli, PortInUseExits1) {
   const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   sockaddr_in a{};

@@ -1697,6 +1697,17 @@ TEST(ScenarioStrategies, RejectsUnknownNamesBadPoliciesAndDuplicates) {
   EXPECT_EQ(field_of(R"(["full", "full"])"), "strategies[1]");
   EXPECT_EQ(field_of(R"([])"), "strategies");
   EXPECT_EQ(field_of(R"([3])"), "strategies[0]");
+  // A message that names another field of the same policy names it by the scenario's path too.
+  std::string text = sim::to_json(small_storm());
+  text.insert(text.rfind('}'), R"(, "strategies": [{"name": "x", "backoff": {"base": "1s",
+      "cap": "500ms"}}])");
+  const auto parsed = sim::parse_scenario(text);
+  ASSERT_FALSE(parsed);
+  EXPECT_EQ(parsed.error().field, "strategies[0].backoff.cap");
+  EXPECT_NE(parsed.error().message.find("strategies[0].backoff.base"), std::string::npos)
+      << parsed.error().message;
+  EXPECT_EQ(parsed.error().message.find("policies[0]"), std::string::npos)
+      << parsed.error().message;
 }
 
 TEST(Simulate, EnvoysBudgetBoundsRetriesInFlightPerClient) {

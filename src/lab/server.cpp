@@ -570,8 +570,9 @@ class server::impl {
     }
     slot& s = take_slot(req);
     s.fingerprint = fingerprint;
-    s.incident = evhttp_find_header(evhttp_request_get_input_headers(req),
-                                    k_incident_label_header.data()) != nullptr;  // a literal
+    const char* incident = evhttp_find_header(evhttp_request_get_input_headers(req),
+                                              k_incident_label_header.data());  // a literal
+    s.incident = incident != nullptr && std::string_view(incident) == "1";
     if (const auto svc = engine_.take(now, {s.index, 1, now, labels.deadline})) {
       begin_service(s, svc->time);
     } else {

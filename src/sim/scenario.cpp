@@ -53,9 +53,15 @@ config::policy read_policy_object(const json& entry, const std::string& path) {
   auto policies = config::parse_policies(file.dump());
   if (policies) return std::move(policies->front());
   constexpr std::string_view inner = "policies[0]";
+  // Every mention of the wrapper's path, in the field and inside the message ("must be at least
+  // policies[0].backoff.base"), becomes the entry's.
   const auto rebase = [&](std::string_view text) {
-    return text.starts_with(inner) ? path + std::string(text.substr(inner.size()))
-                                   : std::string(text);
+    std::string out(text);
+    for (std::size_t at = out.find(inner); at != std::string::npos;
+         at = out.find(inner, at + path.size())) {
+      out.replace(at, inner.size(), path);
+    }
+    return out;
   };
   throw sj::failure{rebase(policies.error().field), rebase(policies.error().message)};
 }

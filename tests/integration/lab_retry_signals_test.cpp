@@ -193,4 +193,23 @@ TEST_F(LabRetrySignals, TheRetryBudgetRefusesWhatAStrongSignalCallsARetry) {
   EXPECT_EQ(srv->stats().defence_decisions[sim::defence_index<sim::retry_budget_defence>], 4);
 }
 
+// The lab's own label (lab::k_incident_label_header): an attempt labelled "1" that takes a worker
+// counts in incident_served; other values, an unlabelled attempt and a refused one do not.
+TEST_F(LabRetrySignals, OnlyTheIncidentLabelOneCountsAServedIncidentAttempt) {
+  auto srv = start(tiny_scenario(4, 10, std::chrono::milliseconds(1)));
+  ASSERT_NE(srv, nullptr);
+  const std::string url = srv->url() + "orders/1";
+  const std::string label(lab::k_incident_label_header);
+  EXPECT_EQ(fetch(url, {label + ": 1"}).status, 200);
+  EXPECT_EQ(fetch(url).status, 200);
+  for (const char* other : {"0", "true", "2", "1, 1", ""}) {
+    EXPECT_EQ(fetch(url, {label + ": " + other}).status, 200) << other;
+  }
+  EXPECT_EQ(fetch(url, {label + ": 1"}).status, 200);
+  EXPECT_EQ(srv->stats().incident_served, 2);
+  const fetched metrics = fetch(srv->url() + "metrics");
+  EXPECT_NE(metrics.body.find("stormguard_serve_incident_served_total 2"), std::string::npos)
+      << metrics.body;
+}
+
 }  // namespace

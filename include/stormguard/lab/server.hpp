@@ -156,7 +156,8 @@ struct server_options {
 /// The lab's own request label: the lab's clients send it (value "1") on every attempt of a
 /// logical request that arrived during the scenario's incident, and the server counts those that
 /// take a worker (server_stats::incident_served), so the lab reports the simulator's
-/// incident_served_amplification. Other clients never send it; it changes no decision.
+/// incident_served_amplification. Only the value "1" counts (the first field; "0", "true" or a
+/// list do not). Other clients never send it; it changes no decision.
 inline constexpr std::string_view k_incident_label_header = "x-stormguard-incident";
 
 /// The counters of a running server. All counts are since start() and cover the scenario's

@@ -1721,3 +1721,28 @@ TEST(Simulate, EnvoysBudgetBoundsRetriesInFlightPerClient) {
   EXPECT_GT(*full.incident_amplification, 2.5);
   EXPECT_GT(envoy.budget_exhausted, 0);
 }
+
+namespace {
+
+// Recovery needs one run of 5 whole seconds with demand after the incident: a run that ends
+// sooner reports it as not measurable ("n/a"), never as "never".
+TEST(SimRecovery, IsNotMeasurableWhenTheRunEndsWithinFiveSecondsOfTheIncident) {
+  sim::scenario s = small_storm();
+  s.length = 12s;  // the incident ends at 8 s: 4 whole seconds after it
+  const auto short_run = sim::simulate(s, strategy_named("none"));
+  EXPECT_FALSE(short_run.recovery_measurable);
+  EXPECT_FALSE(short_run.recovery_s);
+  s.length = 13s;  // 5 whole seconds after it
+  const auto long_enough = sim::simulate(s, strategy_named("none"));
+  EXPECT_TRUE(long_enough.recovery_measurable);
+  const auto table = sim::format_table(sim::simulation_report{s, {long_enough}});
+  s.length = 12s;
+  const auto short_table = sim::format_table(sim::simulation_report{s, {short_run}});
+  EXPECT_NE(short_table.find("Recovery cannot be measured: fewer than 5 whole seconds"),
+            std::string::npos)
+      << short_table;
+  EXPECT_EQ(short_table.find("Never recovered"), std::string::npos) << short_table;
+  EXPECT_EQ(table.find("Recovery cannot be measured"), std::string::npos) << table;
+}
+
+}  // namespace

@@ -295,7 +295,10 @@ std::string recovery_lines(const simulation_report& report) {
     }
   }
   if (!measurable && s.incident->end < s.length) {
-    out += "Recovery cannot be measured: no logical request arrived after the incident.\n";
+    out +=
+        "Recovery cannot be measured: fewer than 5 whole seconds after the incident had "
+        "logical requests arriving (recovery is 5 such seconds in a row with >= 95 % "
+        "goodput); simulate longer after the incident.\n";
   }
   if (!recovered.empty()) out += "Recovered: " + join(recovered) + ".\n";
   if (!down.empty()) {

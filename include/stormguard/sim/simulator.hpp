@@ -137,8 +137,9 @@ struct strategy_result {
   /// it (undefined: "n/a" in the table), or when no such run fits in the simulated time (never
   /// recovered).
   std::optional<double> recovery_s;
-  /// Whether recovery can be measured: the incident ends within the simulated time and some
-  /// logical request arrived in the whole 1-s bins after it (otherwise recovery_s is "n/a").
+  /// Whether recovery can be measured: the incident ends within the simulated time and logical
+  /// requests arrived in at least 5 of the whole 1-s bins after it, one run of recovery_s's
+  /// definition (otherwise recovery_s is "n/a": the run ends too soon after the incident).
   bool recovery_measurable = false;
   /// The mean attempts per second over the whole 1-s bins after the end of the incident; nullopt
   /// without an incident that ends at least a whole bin before the end of the simulated time.

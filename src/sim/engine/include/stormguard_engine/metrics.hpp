@@ -145,10 +145,13 @@ inline std::optional<bin_range> whole_bins_after_incident(const scenario& s) {
                    static_cast<std::size_t>(end / k_bin_ns)};
 }
 
+// Recovery is a run of this many whole 1-s bins with demand, each with goodput >= 95 %.
+inline constexpr int k_recovery_run = 5;
+
 inline std::optional<double> recovery_seconds(const scenario& s, std::span<const time_bin> series) {
   const auto bins = whole_bins_after_incident(s);
   if (!bins) return std::nullopt;
-  constexpr int k_run = 5;
+  constexpr int k_run = k_recovery_run;
   // A bin without demand says nothing about recovery: it neither counts towards the run nor
   // breaks it. The run starts at its first bin with demand.
   int run = 0;
@@ -200,10 +203,14 @@ inline void derive(const scenario& s, strategy_result& m) {
   m.after_incident_attempt_rate = std::nullopt;
   if (const auto bins = whole_bins_after_incident(s); bins && bins->first < bins->end) {
     std::int64_t attempts = 0;
+    int with_demand = 0;
     for (std::size_t k = bins->first; k < bins->end; ++k) {
       attempts += m.series[k].attempts;
-      if (m.series[k].logical_requests > 0) m.recovery_measurable = true;
+      if (m.series[k].logical_requests > 0) ++with_demand;
     }
+    // Fewer bins with demand than one run: the run ends before recovery could be seen ("n/a",
+    // not "never").
+    m.recovery_measurable = with_demand >= k_recovery_run;
     m.after_incident_attempt_rate =
         static_cast<double>(attempts) / static_cast<double>(bins->end - bins->first);
   }

@@ -129,10 +129,11 @@ class stop_on_signals {
   struct sigaction previous_term_ {};
 };
 
-// The strategies to run: those named by --strategy (comma-separated; a --policy policy or a
-// built-in), else none, naive, full, full+budget and then every --policy policy. nullopt after a
-// usage error.
-std::optional<std::vector<sim::strategy>> chosen(const lab_options& o) {
+// The strategies to run: those named by --strategy (comma-separated; a --policy policy, one of the
+// scenario's own `strategies` or a built-in), else the scenario's own (when it has some) or none,
+// naive, full, full+budget, and then every --policy policy. nullopt after a usage error.
+std::optional<std::vector<sim::strategy>> chosen(const lab_options& o,
+                                                 const std::vector<sim::strategy>& scenario) {
   std::vector<sim::strategy> user;
   for (const std::string& value : o.policies) {
     try {
@@ -148,14 +149,20 @@ std::optional<std::vector<sim::strategy>> chosen(const lab_options& o) {
     for (const auto& u : user) {
       if (u.name == name) return &u;
     }
+    for (const auto& s : scenario) {
+      if (s.name == name) return &s;
+    }
     return sim::find_strategy(name);
   };
   std::vector<sim::strategy> out;
   const auto add = [&](const std::string& name) {
     const sim::strategy* s = find(name);
     if (s == nullptr) {
+      std::string names = sim::strategy_names();
+      for (const auto& s : scenario) names += ", " + s.name;
+      for (const auto& u : user) names += ", " + u.name;
       print_error(fmt::format("unknown strategy {}; valid strategies: {}",
-                              detail::quote_for_message(name), sim::strategy_names()));
+                              detail::quote_for_message(name), names));
       return false;
     }
     if (std::any_of(out.begin(), out.end(), [&](const auto& c) { return c.name == s->name; })) {
@@ -176,9 +183,12 @@ std::optional<std::vector<sim::strategy>> chosen(const lab_options& o) {
     }
   }
   if (!o.strategies.empty()) return out;
-  for (const char* name : {"none", "naive", "full", "full+budget"}) {
+  std::vector<std::string> defaults;
+  for (const auto& s : scenario) defaults.push_back(s.name);
+  if (defaults.empty()) defaults = {"none", "naive", "full", "full+budget"};
+  for (const std::string& name : defaults) {
     if (std::none_of(user.begin(), user.end(), [&](const auto& u) { return u.name == name; })) {
-      out.push_back(*sim::find_strategy(name));
+      out.push_back(*find(name));
     }
   }
   out.insert(out.end(), user.begin(), user.end());
@@ -250,7 +260,7 @@ std::optional<lab_run> prepare(const lab_options& o, int& status) {
     print_error("--scale " + detail::format_double(scale) + ": " + scaled.error().message);
     return std::nullopt;
   }
-  auto strategies = chosen(o);
+  auto strategies = chosen(o, scenario->strategies);
   if (!strategies) return std::nullopt;
   if (auto problem = sim::check_work(*scaled, *strategies)) {
     print_error(problem->message);

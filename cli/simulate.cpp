@@ -304,6 +304,9 @@ struct run_context {
   unsigned threads = 0;
   std::optional<sweep_spec> sweep;
   std::filesystem::path csv_dir;
+  // The scenario is a file that may name strategies of its own (which --strategy may name):
+  // the strategies are chosen once it is loaded (load_time_series).
+  bool choose_after_loading = false;
 };
 
 // The options' values (usage errors: exit 2) and the output targets; nullopt after printing
@@ -313,11 +316,14 @@ std::optional<run_context> prepare(const simulate_options& options, const sim::m
   status = exit_usage;
   auto user = user_strategies(options);
   if (!user) return std::nullopt;
-  // The time-series scenario may bring its own strategies: chosen again once it is loaded.
-  auto strategies = chosen_strategies(options, *user, {});
+  // A time-series scenario file may bring its own strategies: chosen once it is loaded.
+  const bool later = model.kind == sim::model_kind::time_series && !options.scenario_file.empty();
+  auto strategies = later ? std::optional<std::vector<sim::strategy>>(std::in_place)
+                          : chosen_strategies(options, *user, {});
   if (!strategies) return std::nullopt;
   run_context context{options, *std::move(strategies), *std::move(user), {}, 0,
                       {},      options.csv_dir};
+  context.choose_after_loading = later;
   if (given(options.seed_option)) {
     context.seed = parse_seed(options.seed);
     if (!context.seed) {
@@ -468,7 +474,7 @@ std::optional<sim::scenario> load_time_series(run_context& context) {
     scenario = *std::move(loaded);
   }
   if (context.seed) scenario.seed = *context.seed;
-  if (!scenario.strategies.empty()) {
+  if (!scenario.strategies.empty() || context.choose_after_loading) {
     auto strategies = chosen_strategies(context.options, context.user, scenario.strategies);
     if (!strategies) return std::nullopt;
     context.strategies = *std::move(strategies);

@@ -78,6 +78,31 @@ TEST_F(PolicyCli, ScenarioStrategiesReplaceTheDefaultSet) {
   EXPECT_EQ(doc["strategies"][1]["name"], "mine");
 }
 
+// --strategy names a scenario's own policy, in simulate and in lab; lab runs the scenario's list
+// when --strategy is not given, as simulate does.
+TEST_F(PolicyCli, StrategyNamesAScenariosOwnPolicyInSimulateAndLab) {
+  std::string text = k_scenario;
+  text.replace(text.find("\"4s\""), 4, "\"2s\"");
+  text.insert(text.rfind('}'), R"(, "strategies": ["none", {"name": "mine", "retries": 1}])");
+  const std::string file = write("s.json", text);
+  const auto names = [](const run_result& r) {
+    std::vector<std::string> out;
+    const auto doc = nlohmann::json::parse(r.output);
+    for (const auto& s : doc.at("strategies")) out.push_back(s.at("name").get<std::string>());
+    return out;
+  };
+  const run_result sim = run("simulate " + file + " -s mine --json", false);
+  ASSERT_EQ(sim.exit_code, 0) << sim.output;
+  EXPECT_EQ(names(sim), std::vector<std::string>{"mine"});
+  const run_result lab = run("lab " + file + " --scale 0.25 --json", false);
+  ASSERT_EQ(lab.exit_code, 0) << lab.output;
+  EXPECT_EQ(names(lab), (std::vector<std::string>{"none", "mine"}));
+  const run_result unknown = run("lab " + file + " -s nope");
+  EXPECT_EQ(unknown.exit_code, 2) << unknown.output;
+  EXPECT_NE(unknown.output.find("none, naive"), std::string::npos) << unknown.output;
+  EXPECT_NE(unknown.output.find(", mine"), std::string::npos) << unknown.output;
+}
+
 TEST_F(PolicyCli, CsvOfAGrpcMethodStaysInTheDirectory) {
   const std::string grpc = write("g.json", R"({"methodConfig": [{"name": [{"service": "a.B",
     "method": "C"}], "retryPolicy": {"maxAttempts": 2, "initialBackoff": "0.1s", "maxBackoff":

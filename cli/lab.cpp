@@ -577,9 +577,9 @@ command add_lab_command(CLI::App& parent) {
                     ") or a scenario file; or payments, the double-charge audit");
   options->strategy_option = sub->add_option(
       "--strategy,-s", options->strategies,
-      "Strategy to run; repeat or separate with commas (default: none, naive, full, "
-      "full+budget): " +
-          sim::strategy_names());
+      "Strategy to run; repeat or separate with commas (default: the scenario file's own "
+      "strategies, else none, naive, full, full+budget): " +
+          sim::strategy_names() + ", or a name of the scenario's or a --policy policy");
   add_typed_option(*sub, "--policy", options->policies,
                    "Also run the policies of a policy file ([grpc:|envoy:]FILE[:NAME], "
                    "repeatable; " +

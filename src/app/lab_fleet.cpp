@@ -496,8 +496,9 @@ std::string to_json(const lab_report& report) {
 std::string format_table(const lab_report& report) {
   const auto& s = report.scenario;
   std::string out = fmt::format(
-      "{}: {:g} req/s, {} clients, {} workers, queue {}, seed {}; each figure lab / sim\n\n",
-      s.name, s.requests_per_second, s.clients, s.workers, s.queue_limit, s.seed);
+      "{}: {:g} req/s, {} client{}, {} worker{}, queue {}, seed {}; each figure lab / sim\n\n",
+      s.name, s.requests_per_second, s.clients, s.clients == 1 ? "" : "s", s.workers,
+      s.workers == 1 ? "" : "s", s.queue_limit, s.seed);
   out +=
       fmt::format("{:<14} {:>17} {:>17} {:>17} {:>19} {:>21} {:>15}\n", "strategy", "amplification",
                   "incident ampl.", "peak load", "success", "p99 (ms)", "recovery (s)");

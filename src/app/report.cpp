@@ -96,11 +96,11 @@ std::string names_printing_as(const std::vector<strategy_result>& results, const
 
 std::string describe(const scenario& s) {
   std::string text = fmt::format(
-      "{}: {} logical req/s from {} client{}; {} workers x {} = {} req/s capacity ({}x "
+      "{}: {} logical req/s from {} client{}; {} worker{} x {} = {} req/s capacity ({}x "
       "demand), queue limit {}; timeout {}",
       shown(s.name), rate_text(s.requests_per_second), grouped(s.clients),
-      s.clients == 1 ? "" : "s", s.workers, format_duration(s.service_time),
-      rate_estimate(capacity(s, s.service_time)),
+      s.clients == 1 ? "" : "s", s.workers, s.workers == 1 ? "" : "s",
+      format_duration(s.service_time), rate_estimate(capacity(s, s.service_time)),
       ratio_estimate(capacity(s, s.service_time) / s.requests_per_second), grouped(s.queue_limit),
       format_duration(s.timeout));
   if (s.overload) {

@@ -387,7 +387,15 @@ class checker {
       try {
         engine::check_defence<K>(d.of<K>(), whole_);
       } catch (const std::invalid_argument& e) {
-        report(std::string(f.name) + "." + std::string(K::name), e.what());
+        // The class's own message, without its "stormguard::admission::x: " prefix: the field
+        // path says where, the message which setting.
+        std::string_view message = e.what();
+        if (message.starts_with("stormguard::")) {
+          if (const auto colon = message.find(": "); colon != std::string_view::npos) {
+            message.remove_prefix(colon + 2);
+          }
+        }
+        report(std::string(f.name) + "." + std::string(K::name), std::string(message));
       }
     });
   }

@@ -26,16 +26,6 @@ constexpr std::size_t k_max_name = 64;
 }  // namespace
 
 // The library's message without its "stormguard::type: " prefix.
-std::string library_message(const std::exception& e) {
-  std::string_view message = e.what();
-  if (message.substr(0, 12) == "stormguard::") {
-    if (const auto colon = message.find(": "); colon != std::string_view::npos) {
-      message.remove_prefix(colon + 2);
-    }
-  }
-  return std::string(message);
-}
-
 void check_name(const std::string& field, std::string_view name) {
   const bool valid_chars = std::all_of(name.begin(), name.end(), [](char c) {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '+' ||
@@ -64,7 +54,7 @@ void check_retry(const std::string& field, const retry_options& retry) {
   try {
     (void)retry_policy(retry);
   } catch (const std::invalid_argument& e) {
-    sj::fail(field, library_message(e));
+    sj::fail(field, sj::library_message(e));
   }
 }
 

@@ -28,17 +28,6 @@ using namespace std::chrono_literals;
 constexpr std::size_t k_max_key = 200;
 constexpr std::size_t k_max_env_name = 128;
 
-// The library's message without its "stormguard::type: " prefix.
-std::string library_message(const std::exception& e) {
-  std::string message = e.what();
-  if (message.rfind("stormguard::", 0) == 0) {
-    if (const auto colon = message.find(": "); colon != std::string::npos) {
-      message.erase(0, colon + 2);
-    }
-  }
-  return message;
-}
-
 void check_key(const std::string& field, const std::string& key) {
   if (key.empty() || key.size() > k_max_key) {
     sj::fail(field, "must be 1 to 200 characters, got " + std::to_string(key.size()));
@@ -138,7 +127,7 @@ std::optional<budget_options> read_fleet_budget(std::string_view kind, const jso
     fleet_budget budget(o);  // the library's own validation, as a backstop
     (void)budget;
   } catch (const std::invalid_argument& e) {
-    sj::fail(path, library_message(e));
+    sj::fail(path, sj::library_message(e));
   }
   return budget_options(o);
 }

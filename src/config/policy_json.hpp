@@ -57,9 +57,8 @@ void write_hedging(const policy& p, nlohmann::ordered_json& j);
 /// the per-try timeout as delay; the rest are warnings. Throws strict_json::failure.
 void apply_envoy_hedge_policy(const nlohmann::json& hedge, const std::string& path, policy& p);
 
-/// The library's message without its "stormguard::type: " prefix (an exception of a class's
-/// own validation, quoted in a reader's error).
-[[nodiscard]] std::string library_message(const std::exception& e);
+/// The library's message without its "stormguard::type: " prefix (strict_json.hpp).
+using stormguard::detail::strict_json::library_message;
 
 /// A protobuf JSON Duration ("0.1s", "25s") at `key` of `r`: decimal seconds with the suffix s,
 /// in (0, max], or [0, max] when `zero_allowed`. Throws strict_json::failure.

@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <exception>
 #include <filesystem>
 #include <functional>
 #include <nlohmann/json.hpp>
@@ -205,6 +206,18 @@ class object_reader {
   const json& object_;
   std::string path_;
 };
+
+/// The message of a library class's own validation (std::invalid_argument and the like) without
+/// its "stormguard::type: " prefix: a reader's error names the field, the message the setting.
+inline std::string library_message(const std::exception& e) {
+  std::string_view message = e.what();
+  if (message.starts_with("stormguard::")) {
+    if (const auto colon = message.find(": "); colon != std::string_view::npos) {
+      message.remove_prefix(colon + 2);
+    }
+  }
+  return std::string(message);
+}
 
 /// Rejects duplicate keys and names the first one by its full path ("server.workers").
 struct duplicate_key_check {

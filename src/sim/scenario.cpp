@@ -387,15 +387,8 @@ class checker {
       try {
         engine::check_defence<K>(d.of<K>(), whole_);
       } catch (const std::invalid_argument& e) {
-        // The class's own message, without its "stormguard::admission::x: " prefix: the field
-        // path says where, the message which setting.
-        std::string_view message = e.what();
-        if (message.starts_with("stormguard::")) {
-          if (const auto colon = message.find(": "); colon != std::string_view::npos) {
-            message.remove_prefix(colon + 2);
-          }
-        }
-        report(std::string(f.name) + "." + std::string(K::name), std::string(message));
+        // The field path says where, the class's own message (without its prefix) which setting.
+        report(std::string(f.name) + "." + std::string(K::name), sj::library_message(e));
       }
     });
   }

@@ -69,10 +69,7 @@ class HttpHedge : public ::testing::Test {
     std::optional<hedged_result> got;
     stormguard::http::async_hedge(client, hedge, std::move(req), options, {}, [&](hedged_result r) {
       EXPECT_EQ(client.in_flight(), 0U);  // no copy left running
-      fds_at_completion = open_fds();
-      if (server != nullptr) {
-        fds_at_completion -= server->open_sockets();
-      }
+      fds_at_completion = server != nullptr ? server->client_fds() : open_fds();
       got = std::move(r);
     });
     run_until(io, [&] { return got.has_value(); });
@@ -97,8 +94,8 @@ class HttpHedge : public ::testing::Test {
 
 TEST_F(HttpHedge, ASlowFirstAnswerLosesToTheHedgeAndItsConnectionIsClosedBeforeCompletion) {
   concurrent_server server({{0ms, 200, "warm"}, {3000ms, 200, "slow"}, {0ms, 200, "fast"}});
-  ASSERT_TRUE(perform(at(server)).ok());  // a kept-alive connection, which copy 1 reuses
-  const int before = open_fds() - server.open_sockets();  // the client's descriptors
+  ASSERT_TRUE(perform(at(server)).ok());   // a kept-alive connection, which copy 1 reuses
+  const int before = server.client_fds();  // the client's descriptors
   const auto start = steady::now();
   const hedged_result r = perform(at(server), {}, &server);
   ASSERT_TRUE(r.ok());
@@ -312,7 +309,7 @@ TEST_F(HedgeLookup, ACallCancelledWhileItsLookupRunsCompletesAtOnceAndLeavesNoth
   asio::cancellation_signal cancel;
   asio::steady_timer at(io, 120ms);  // copy 2 waits for the lookup by then
   at.async_wait([&](const std::error_code&) { cancel.emit(asio::cancellation_type::terminal); });
-  const int before = open_fds() - server.open_sockets();
+  const int before = server.client_fds();
   const auto start = steady::now();
   {
     async_client client(io.get_executor(), one_attempt());
@@ -330,7 +327,7 @@ TEST_F(HedgeLookup, ACallCancelledWhileItsLookupRunsCompletesAtOnceAndLeavesNoth
     io.run_for(1s);
     EXPECT_LT(steady::now() - idle, 100ms);
   }
-  EXPECT_EQ(open_fds() - server.open_sockets(), before);
+  EXPECT_EQ(server.client_fds(), before);
 }
 
 TEST_F(HedgeLookup, AResolveEntryOrAnIpLiteralNeedsNoLookup) {

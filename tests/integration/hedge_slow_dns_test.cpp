@@ -30,7 +30,6 @@
 #include "stormguard/random.hpp"
 #include "support/asio_run.hpp"
 #include "support/concurrent_http_server.hpp"
-#include "support/open_fds.hpp"
 
 namespace {
 
@@ -198,7 +197,7 @@ TEST_F(SlowDns, ACallCancelledWhileItsLookupRunsCompletesAtOnce) {
   asio::cancellation_signal cancel;
   asio::steady_timer at(io, 150ms);  // copy 2 waits for the lookup by then
   at.async_wait([&](const std::error_code&) { cancel.emit(asio::cancellation_type::terminal); });
-  const int before = stormguard::test_support::open_fds() - server.open_sockets();
+  const int before = server.client_fds();
   const auto start = steady::now();
   const hedged_result r = hedge_once({.resolve_wait = 1s}, cancel.slot());
   const auto took = steady::now() - start;
@@ -209,7 +208,7 @@ TEST_F(SlowDns, ACallCancelledWhileItsLookupRunsCompletesAtOnce) {
   EXPECT_EQ(in_flight_at_completion, 0U);  // copy 1's transfer was cut before the completion
   EXPECT_EQ(g_lookups_on_loop.load(), 0);
   // Nothing of the call is left open: the client's descriptors are gone with it.
-  EXPECT_EQ(stormguard::test_support::open_fds() - server.open_sockets(), before);
+  EXPECT_EQ(server.client_fds(), before);
 }
 
 TEST_F(SlowDns, TheSyncClientsHedgeIsNotHeldBackByTheLookup) {

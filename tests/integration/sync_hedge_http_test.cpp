@@ -23,7 +23,6 @@
 #include "stormguard/random.hpp"
 #include "support/asio_run.hpp"
 #include "support/concurrent_http_server.hpp"
-#include "support/open_fds.hpp"
 
 namespace {
 
@@ -39,7 +38,6 @@ using stormguard::http::request;
 using stormguard::http::result;
 using stormguard::test_support::concurrent_server;
 using stormguard::test_support::header_of;
-using stormguard::test_support::open_fds;
 using steady = std::chrono::steady_clock;
 
 // Two copies 50 ms apart, no budget, one attempt per copy.
@@ -67,10 +65,10 @@ TEST(SyncHedge, ASlowFirstCopyLosesItsConnectionIsClosedBeforePerformReturns) {
   concurrent_server server({{0ms, 200, "warm"}, {3000ms, 200, "slow"}, {0ms, 200, "fast"}});
   client c(hedged());
   ASSERT_TRUE(c.perform(at(server)).ok());  // the event loop and a kept-alive connection
-  const int before = open_fds() - server.open_sockets();  // the client's descriptors
+  const int before = server.client_fds();   // the client's descriptors
   const auto start = steady::now();
   const result r = c.perform(at(server));
-  const int after = open_fds() - server.open_sockets();
+  const int after = server.client_fds();
   ASSERT_TRUE(r.ok());
   ASSERT_TRUE(r.response);
   EXPECT_EQ(r.response->body, "fast");

@@ -28,6 +28,8 @@
 #include <thread>
 #include <vector>
 
+#include "open_fds.hpp"
+
 namespace stormguard::test_support {
 
 // One scripted answer: after `delay`, `status` with `headers` and `body`.
@@ -69,6 +71,19 @@ class concurrent_server {
   }
   // The server's own connection sockets open now (they are descriptors of this process too).
   [[nodiscard]] int open_sockets() const noexcept { return open_.load(); }
+  // This process's descriptors that are not the server's sockets: the client's. The server
+  // thread closes a socket and then counts it closed, so one reading can fall between the two;
+  // this reads until two readings 2 ms apart agree (at most 250 readings).
+  [[nodiscard]] int client_fds() const {
+    int last = open_fds() - open_sockets();
+    for (int i = 0; i < 250; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      const int now = open_fds() - open_sockets();
+      if (now == last) return now;
+      last = now;
+    }
+    return last;
+  }
   [[nodiscard]] std::vector<std::string> heads() const {
     const std::lock_guard hold(mutex_);
     return heads_;

@@ -159,7 +159,7 @@ std::optional<std::vector<sim::strategy>> chosen(const lab_options& o,
     const sim::strategy* s = find(name);
     if (s == nullptr) {
       std::string names = sim::strategy_names();
-      for (const auto& s : scenario) names += ", " + s.name;
+      for (const auto& entry : scenario) names += ", " + entry.name;
       for (const auto& u : user) names += ", " + u.name;
       print_error(fmt::format("unknown strategy {}; valid strategies: {}",
                               detail::quote_for_message(name), names));

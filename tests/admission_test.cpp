@@ -298,20 +298,34 @@ TEST(Reply, EachOutcomeHasItsStatusAndHeaders) {
 }
 
 TEST(Reply, AClientThatHonoursTheHeadersStopsOrWaitsAndOneThatIgnoresThemRetries) {
-  const auto step = [](outcome o, bool honour) { return client_step_for(reply_for(o), honour); };
-  EXPECT_EQ(step(outcome::served, true), client_step::done);
-  EXPECT_EQ(step(outcome::served, false), client_step::done);
-  EXPECT_EQ(step(outcome::retry_refused, true), client_step::stop);
-  EXPECT_EQ(step(outcome::expired, true), client_step::stop);
-  EXPECT_EQ(step(outcome::over_limit, true), client_step::retry_after);
-  EXPECT_EQ(step(outcome::unavailable, true), client_step::retry);
-  EXPECT_EQ(step(outcome::codel_dropped, true), client_step::retry);
+  const auto client = [](std::string_view name) { return *stormguard::find_client_profile(name); };
+  const auto step = [&](outcome o, std::string_view name) {
+    return client_step_for(reply_for(o), client(name));
+  };
+  EXPECT_EQ(step(outcome::served, "stormguard"), client_step::done);
+  EXPECT_EQ(step(outcome::served, "curl"), client_step::done);
+  EXPECT_EQ(step(outcome::retry_refused, "stormguard"), client_step::stop);
+  EXPECT_EQ(step(outcome::expired, "stormguard"), client_step::stop);
+  EXPECT_EQ(step(outcome::over_limit, "stormguard"), client_step::retry_after);
+  EXPECT_EQ(step(outcome::unavailable, "stormguard"), client_step::retry);
+  EXPECT_EQ(step(outcome::codel_dropped, "stormguard"), client_step::retry);
+  // gRPC honours the pushback but reads no HTTP Retry-After.
+  EXPECT_EQ(step(outcome::retry_refused, "grpc"), client_step::stop);
+  EXPECT_EQ(step(outcome::over_limit, "grpc"), client_step::retry);
+  // go-retryablehttp and curl ignore the pushback but obey Retry-After.
+  EXPECT_EQ(step(outcome::retry_refused, "go-retryablehttp"), client_step::retry);
+  EXPECT_EQ(step(outcome::expired, "curl"), client_step::retry);
+  EXPECT_EQ(step(outcome::over_limit, "go-retryablehttp"), client_step::retry_after);
+  EXPECT_EQ(step(outcome::over_limit, "curl"), client_step::retry_after);
+  // Envoy's defaults and a browser ignore both.
   for (const outcome o : {outcome::unavailable, outcome::retry_refused, outcome::over_limit,
                           outcome::expired, outcome::codel_dropped}) {
-    EXPECT_EQ(step(o, false), client_step::retry);
+    EXPECT_EQ(step(o, "envoy"), client_step::retry);
+    EXPECT_EQ(step(o, "browser-fetch"), client_step::retry);
   }
   // Pushback wins over Retry-After when a server sends both.
-  EXPECT_EQ(client_step_for(reply{.status = 503, .do_not_retry = true, .retry_after = true}, true),
+  EXPECT_EQ(client_step_for(reply{.status = 503, .do_not_retry = true, .retry_after = true},
+                            client("stormguard")),
             client_step::stop);
 }
 

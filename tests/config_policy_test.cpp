@@ -95,6 +95,81 @@ TEST(PolicyFile, SelectsByNameOrTheFirst) {
   }
 }
 
+TEST(ClientProfile, ABuiltInsNameOrAnObjectOfEveryFieldRoundTrips) {
+  const auto curl = config::parse_client_profile(R"("curl")");
+  ASSERT_TRUE(curl) << curl.error().message;
+  EXPECT_EQ(*curl, *stormguard::find_client_profile("curl"));
+  EXPECT_FALSE(curl->reuses_connections);
+  EXPECT_EQ(config::to_json(*curl), R"("curl")");
+  const auto custom = config::parse_client_profile(
+      R"({"attempt_label": "grpc-previous-rpc-attempts", "deadline": false, "pushback": true,
+          "retry_after": "replace", "reuse_connections": true, "retries": true})");
+  ASSERT_TRUE(custom) << custom.error().message;
+  EXPECT_EQ(custom->name, stormguard::k_custom_client_profile);
+  EXPECT_EQ(custom->label, stormguard::attempt_label::grpc_previous_attempts);
+  EXPECT_FALSE(custom->sends_deadline);
+  EXPECT_TRUE(custom->honours_pushback);
+  EXPECT_EQ(custom->retry_after, stormguard::retry_after_use::replace);
+  const auto again = config::parse_client_profile(config::to_json(*custom));
+  ASSERT_TRUE(again) << again.error().message;
+  EXPECT_EQ(*again, *custom);
+  // Every built-in reads back as itself, by name.
+  for (const stormguard::client_profile& b : stormguard::k_client_profiles) {
+    const auto read = config::parse_client_profile(config::to_json(b));
+    ASSERT_TRUE(read) << b.name;
+    EXPECT_EQ(*read, b) << b.name;
+  }
+}
+
+TEST(ClientProfile, BadProfilesNameTheFieldAndQuoteTheValue) {
+  const auto error = [](const std::string& text) {
+    const auto read = config::parse_client_profile(text, "client_profile");
+    EXPECT_FALSE(read) << text;
+    return read ? config::policy_error{} : read.error();
+  };
+  auto e = error(R"("wget")");
+  EXPECT_EQ(e.field, "client_profile");
+  EXPECT_NE(e.message.find(R"(got "wget")"), std::string::npos) << e.message;
+  EXPECT_NE(e.message.find(R"("go-retryablehttp")"), std::string::npos) << e.message;
+  e = error("7");
+  EXPECT_EQ(e.field, "client_profile");
+  e = error(R"({"attempt_label": "none", "deadline": false, "pushback": false,
+               "retry_after": "sometimes", "reuse_connections": true, "retries": true})");
+  EXPECT_EQ(e.field, "client_profile.retry_after");
+  EXPECT_NE(e.message.find(R"(got "sometimes")"), std::string::npos) << e.message;
+  EXPECT_NE(e.message.find(R"("minimum", "replace" or "ignore")"), std::string::npos);
+  e = error(R"({"attempt_label": "none", "deadline": "no", "pushback": false,
+               "retry_after": "ignore", "reuse_connections": true, "retries": true})");
+  EXPECT_EQ(e.field, "client_profile.deadline");
+  EXPECT_NE(e.message.find("must be true or false"), std::string::npos) << e.message;
+  e = error(R"({"attempt_label": "none"})");  // every field is required
+  EXPECT_EQ(e.field, "client_profile.deadline");
+  EXPECT_NE(e.message.find("missing"), std::string::npos) << e.message;
+  e = error(R"({"attempt_label": "none", "deadline": false, "pushback": false, "retry_after":
+               "ignore", "reuse_connections": true, "retries": true, "jitter": "full"})");
+  EXPECT_EQ(e.field, "client_profile.jitter");
+}
+
+TEST(ClientProfile, APolicyNamesItsClientAndTheImportersNameTheirs) {
+  const auto p = parse(one(R"(, "client_profile": "go-retryablehttp")"))[0];
+  ASSERT_TRUE(p.client);
+  EXPECT_EQ(p.client->name, "go-retryablehttp");
+  const auto again = parse("{\"policies\": [" + config::to_json(p) + "]}")[0];
+  EXPECT_EQ(again, p);
+  EXPECT_FALSE(parse(one(""))[0].client);  // absent: the scenario's
+  EXPECT_EQ(error_of(one(R"(, "client_profile": "wget")")).field, "policies[0].client_profile");
+  const auto grpc = parse(R"({"methodConfig": [{"name": [{"service": "s"}],
+      "retryPolicy": {"maxAttempts": 2, "initialBackoff": "0.1s", "maxBackoff": "1s",
+      "backoffMultiplier": 2, "retryableStatusCodes": ["UNAVAILABLE"]}}]})",
+                          config::policy_format::grpc)[0];
+  ASSERT_TRUE(grpc.client);
+  EXPECT_EQ(grpc.client->name, "grpc");
+  const auto envoy = parse(R"({"retry_policy": {"retry_on": "5xx", "num_retries": 2}})",
+                           config::policy_format::envoy)[0];
+  ASSERT_TRUE(envoy.client);
+  EXPECT_EQ(envoy.client->name, "envoy");
+}
+
 TEST(PolicyReference, SplitsFormatFileAndName) {
   auto r = stormguard::test_support::value_of(
       config::parse_policy_reference("grpc:/no/such/file.json:svc/M"));

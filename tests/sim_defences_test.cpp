@@ -167,8 +167,7 @@ TEST(SimulateDefences, TheServerBudgetHoldsRetriesAndClientsStop) {
 TEST(SimulateDefences, ClientsThatNeitherLabelNorHonourDefeatTheServerBudget) {
   auto s = stormguard::sim::friday_night();
   s.defences.enabled = defence_set{}.with<retry_budget_defence>();
-  s.clients_label_attempts = false;
-  s.clients_honour_pushback = false;
+  s.client = *stormguard::find_client_profile("envoy");  // no label, no pushback
   const auto r = run(s, "naive");
   EXPECT_EQ(r.server_refused, 0);
   EXPECT_FALSE(r.recovery_s);  // the storm goes on: every retry looks like a first attempt
@@ -250,7 +249,7 @@ TEST(SimulateDefences, NoIncidentCostsNothingUnderAnyDefence) {
 TEST(ScenarioDefences, ParseWriteBackAndNameTheBadField) {
   const std::string base =
       R"({"name":"x","seed":1,"duration":"10s","requests_per_second":10,"clients":1,
-          "timeout":"1s","incident":null,"clients_label_attempts":false,
+          "timeout":"1s","incident":null,"client_profile":"curl",
           "server":{"workers":1,"queue_limit":1,"service_time":"10ms","defences":)";
   const auto parsed = stormguard::sim::parse_scenario(
       base + R"({"drop-expired":{},"retry-budget":{"ratio":0.2,"min_retries_per_second":3}}}})");
@@ -259,8 +258,7 @@ TEST(ScenarioDefences, ParseWriteBackAndNameTheBadField) {
   EXPECT_TRUE((*parsed).defences.enabled.has<retry_budget_defence>());
   EXPECT_FALSE((*parsed).defences.enabled.has<lifo_codel_defence>());
   EXPECT_EQ((*parsed).defences.of<retry_budget_defence>().min_retries_per_second, 3);
-  EXPECT_FALSE((*parsed).clients_label_attempts);
-  EXPECT_TRUE((*parsed).clients_honour_pushback);
+  EXPECT_EQ((*parsed).client, *stormguard::find_client_profile("curl"));
   const auto again = stormguard::sim::parse_scenario(stormguard::sim::to_json(*parsed));
   ASSERT_TRUE(again) << again.error().message;
   EXPECT_EQ(*again, *parsed);
@@ -349,3 +347,117 @@ TEST(Defences, ParseCombinationsAndRejectWhatIsNotOne) {
   EXPECT_EQ(stormguard::sim::defence_names(),
             "none, all, drop-expired, lifo-codel, retry-budget, concurrency-limit");
 }
+
+// Client profiles (stormguard/client_profile.hpp): what the clients send and honour decides what
+// the server's defences can do for them.
+namespace profiles {
+
+using stormguard::find_client_profile;
+
+stormguard::sim::strategy constant_backoff(const std::string& name, stormguard::duration delay) {
+  stormguard::config::policy p;
+  p.name = name;
+  p.retry.max_retries = 3;
+  p.retry.backoff = {
+      .base = delay, .cap = delay, .multiplier = 1.0, .jitter = stormguard::jitter::none};
+  return stormguard::sim::from_policy(p);
+}
+
+TEST(ClientProfiles, ClientsThatSendNoDeadlineGiveDropExpiredNothingToDrop) {
+  auto s = stormguard::sim::friday_night();
+  s.defences.enabled = defence_set{}.with<drop_expired_defence>();
+  const auto ours = run(s, "full");
+  EXPECT_GT(ours.expired_dropped, 0);
+  EXPECT_TRUE(ours.recovery_s);
+  s.client = *find_client_profile("go-retryablehttp");
+  const auto theirs = run(s, "full");
+  EXPECT_EQ(theirs.expired_dropped, 0);
+  EXPECT_EQ(theirs.server_refused, 0);
+  EXPECT_FALSE(theirs.recovery_s);  // as with no defence: the storm goes on
+  EXPECT_GT(theirs.attempts, 3 * ours.attempts / 2);
+}
+
+TEST(ClientProfiles, GrpcsOwnLabelIsReadByTheServerBudgetAndItsPushbackHonoured) {
+  auto s = stormguard::sim::friday_night();
+  s.defences.enabled = defence_set{}.with<retry_budget_defence>();
+  s.client = *find_client_profile("grpc");
+  const auto r = run(s, "naive");
+  EXPECT_GT(r.server_refused, 0);
+  EXPECT_TRUE(r.recovery_s);
+  // Labelled but deaf to the pushback: refused retries are retried again.
+  s.client.honours_pushback = false;
+  const auto deaf = run(s, "naive");
+  EXPECT_EQ(deaf.server_refused, 0);
+  EXPECT_GT(deaf.attempts, r.attempts);
+}
+
+// The concurrency limit answers 503 + Retry-After in [1, 5] s (the delays themselves:
+// DriverProfile in sim_engine_test.cpp). Clients that come back after it are served; clients
+// that retry on their own 100 ms backoff spend their three retries while the limit still holds.
+TEST(ClientProfiles, ClientsThatHonourRetryAfterAreServedMoreThanThoseThatIgnoreIt) {
+  auto s = stormguard::sim::friday_night();
+  s.defences.enabled = defence_set{}.with<concurrency_limit_defence>();
+  const auto quick = constant_backoff("quick", 100ms);
+  const auto with = [&](stormguard::retry_after_use use) {
+    s.client.retry_after = use;
+    return stormguard::sim::simulate(s, quick);
+  };
+  using enum stormguard::retry_after_use;
+  const auto ignored = with(ignore);
+  const auto minimum_ = with(minimum);
+  const auto replaced = with(replace);
+  EXPECT_GT(minimum_.successes, ignored.successes);
+  EXPECT_GT(replaced.successes, ignored.successes);
+  EXPECT_GT(ignored.rejected, minimum_.rejected);
+}
+
+TEST(ClientProfiles, ABrowsersFetchNeverRetriesNorHedges) {
+  auto s = stormguard::sim::friday_night();
+  s.client = *find_client_profile("browser-fetch");
+  const auto r = run(s, "naive");
+  EXPECT_EQ(r.attempts, r.logical_requests - r.throttled);
+  const auto hedged = stormguard::sim::find_strategy("full");
+  ASSERT_NE(hedged, nullptr);
+  stormguard::sim::strategy h = *hedged;
+  h.retry.max_retries = 0;
+  h.hedging = stormguard::config::hedging_config{};
+  const auto rh = stormguard::sim::simulate(s, h);
+  EXPECT_EQ(rh.hedges_sent, 0);
+  s.client = *find_client_profile("stormguard");
+  EXPECT_GT(stormguard::sim::simulate(s, h).hedges_sent, 0);  // the same strategy, our client
+  EXPECT_EQ(rh.attempts, rh.logical_requests - rh.throttled);
+}
+
+TEST(ClientProfiles, APolicysOwnProfileWinsOverTheScenarios) {
+  auto s = stormguard::sim::friday_night();
+  s.defences.enabled = defence_set{}.with<drop_expired_defence>();
+  stormguard::config::policy p = stormguard::sim::find_strategy("full")->as_policy();
+  p.client = find_client_profile("curl");
+  const auto r = stormguard::sim::simulate(s, stormguard::sim::from_policy(p));
+  EXPECT_EQ(r.expired_dropped, 0);  // curl sends no deadline, whatever the scenario's clients do
+  EXPECT_FALSE(r.recovery_s);
+}
+
+TEST(ClientProfiles, TheScenarioWritesItsProfileOnlyWhenItIsNotTheDefault) {
+  auto s = stormguard::sim::friday_night();
+  EXPECT_EQ(stormguard::sim::to_json(s).find("client_profile"), std::string::npos);
+  s.client = *find_client_profile("go-retryablehttp");
+  const std::string text = stormguard::sim::to_json(s);
+  EXPECT_NE(text.find(R"("client_profile": "go-retryablehttp")"), std::string::npos) << text;
+  const auto again = stormguard::sim::parse_scenario(text);
+  ASSERT_TRUE(again) << again.error().message;
+  EXPECT_EQ(*again, s);
+  s.client.sends_deadline = true;  // no longer the built-in: written field by field
+  const auto custom = stormguard::sim::parse_scenario(stormguard::sim::to_json(s));
+  ASSERT_TRUE(custom) << custom.error().message;
+  EXPECT_EQ(custom->client.name, stormguard::k_custom_client_profile);
+  EXPECT_TRUE(custom->client.sends_deadline);
+  const auto bad = stormguard::sim::parse_scenario(
+      R"({"name":"x","seed":1,"duration":"10s","requests_per_second":10,"clients":1,
+          "timeout":"1s","incident":null,"client_profile":{"attempt_label":"x-envoy-attempt-count"},
+          "server":{"workers":1,"queue_limit":1,"service_time":"10ms"}})");
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().field, "client_profile.deadline");
+}
+
+}  // namespace profiles

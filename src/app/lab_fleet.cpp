@@ -96,16 +96,15 @@ class lab_transport {
         end_(s.length.count()),
         hedging_(strat.hedging.has_value()),
         client_(io.get_executor(),
-                client_options_for(strat.attempt_timeout != duration::max() ? strat.attempt_timeout
-                                                                            : s.timeout)),
+                client_options_for(
+                    strat.attempt_timeout != duration::max() ? strat.attempt_timeout : s.timeout,
+                    sim::profile_of(s, strat))),
         starts_timer_(io),
         tick_timer_(io),
         prometheus_(options.metrics == nullptr
                         ? nullptr
                         : &options.metrics->for_client(strat.name, metrics::budget_kind<B>())),
-        driver_(s, strat, config, *this),
-        label_attempts_(s.clients_label_attempts),
-        honour_pushback_(s.clients_honour_pushback) {}
+        driver_(s, strat, config, *this) {}
 
   fleet_result run(std::optional<steady::time_point> start = std::nullopt) {
     if (start) {
@@ -167,12 +166,22 @@ class lab_transport {
   void send(std::uint32_t id, std::int32_t attempt, std::int64_t) {
     http::request req;
     req.url = url_;
-    // The attempt number is the fleet's (each call is one attempt of the client): said when the
-    // scenario's clients label their attempts; otherwise the client's own "1" goes out.
-    if (label_attempts_) {
-      std::array<char, 24> number{};
-      req.headers.push_back({std::string(k_attempt_count_header),
-                             std::string(format_attempt_count(attempt, number))});
+    // The attempt number is the fleet's (each call is one attempt of the client), in the label
+    // of the client profile, if it has one.
+    std::array<char, 24> number{};
+    switch (driver_.profile().label) {
+      case attempt_label::envoy_attempt_count:
+        req.headers.push_back({std::string(k_attempt_count_header),
+                               std::string(format_attempt_count(attempt, number))});
+        break;
+      case attempt_label::grpc_previous_attempts:
+        if (attempt > 1) {
+          req.headers.push_back({std::string(k_previous_attempts_header),
+                                 std::string(format_attempt_count(attempt - 1, number))});
+        }
+        break;
+      case attempt_label::none:
+        break;
     }
     // The lab's own label: an attempt of a logical request that arrived during the incident
     // (the server counts those it serves: incident_served).
@@ -200,12 +209,16 @@ class lab_transport {
   }
 
  private:
-  // One attempt per call: the fleet decides the retries.
-  static http::client_options client_options_for(duration timeout) {
+  // One attempt per call: the fleet decides the retries. The client profile says what goes out
+  // with it (send() adds the attempt label) and whether connections are kept.
+  static http::client_options client_options_for(duration timeout, const client_profile& client) {
     http::client_options o;
     o.retry.max_retries = 0;
     o.attempt_timeout = timeout;
     o.connect_timeout = timeout;
+    o.send_attempt_count = false;
+    o.send_timeout = client.sends_deadline;
+    o.reuse_connections = client.reuses_connections;
     return o;
   }
 
@@ -307,7 +320,7 @@ class lab_transport {
       const admission::reply heard{.status = res.response->status,
                                    .do_not_retry = res.reason == end_reason::server_refused,
                                    .retry_after = retry_after.has_value()};
-      switch (admission::client_step_for(heard, honour_pushback_)) {
+      switch (admission::client_step_for(heard, driver_.profile())) {
         case admission::client_step::stop:
           driver_.refused(id, attempt, t);  // grpc-retry-pushback-ms < 0 (e.g. the retry budget)
           break;
@@ -358,8 +371,6 @@ class lab_transport {
   std::string first_transport_failure_;
   metrics::client_metrics* prometheus_;  // nullptr: no Prometheus metrics
   sim::engine::driver<B, lab_transport> driver_;
-  bool label_attempts_;   // the scenario's clients_label_attempts
-  bool honour_pushback_;  // the scenario's clients_honour_pushback
 };
 
 std::string cell(std::optional<double> lab, std::optional<double> sim, int decimals,

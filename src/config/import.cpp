@@ -222,6 +222,7 @@ std::vector<policy> read_grpc(const json& doc) {
     p.name = names.front();
     check_name(path + ".name", p.name);
     p.description = "imported from gRPC methodConfig[" + std::to_string(i) + "]";
+    p.client = find_client_profile("grpc");  // gRPC's own retries play it
     p.budget = budget;
     p.retry.max_retries = 0;
     p.statuses = retryable_statuses(std::span<const int>());

@@ -129,6 +129,7 @@ policy read_envoy_policy(const json& value, const std::string& path, std::string
   p.name = std::move(name);
   check_name(path, p.name);
   p.description = "imported from Envoy " + path;
+  p.client = find_client_profile("envoy");  // Envoy's router plays it
   p.budget = budget;
   p.warnings = notes;
   p.retry.max_retries =

@@ -151,7 +151,7 @@ policy read_policy(const json& value, const std::string& path) {
   sj::object_reader r(
       value, path,
       {"name", "description", "retries", "attempts", "backoff", "budget", "retryable_statuses",
-       "max_retry_after", "attempt_timeout", "deadline", "hedging"});
+       "max_retry_after", "attempt_timeout", "deadline", "hedging", "client_profile"});
   policy p;
   p.name = r.string("name");
   check_name(r.field("name"), p.name);
@@ -184,6 +184,9 @@ policy read_policy(const json& value, const std::string& path) {
   }
   if (r.has("deadline")) p.deadline = r.positive_time("deadline", k_max_deadline);
   if (r.has("hedging")) read_hedging(value["hedging"], r, p);
+  if (r.has("client_profile")) {
+    p.client = read_client_profile(value["client_profile"], r.field("client_profile"));
+  }
   check_retry(path, p.retry);
   return p;
 }
@@ -210,6 +213,7 @@ ordered_json policy_json(const policy& p) {
   }
   if (p.deadline != duration::max()) j["deadline"] = format_duration(p.deadline);
   write_hedging(p, j);
+  if (p.client) j["client_profile"] = client_profile_json(*p.client);
   return j;
 }
 

@@ -26,6 +26,14 @@ inline constexpr int k_max_depth = 64;
 /// The policy as an ordered JSON object in the file format, normalized (see to_json(policy)).
 [[nodiscard]] nlohmann::ordered_json policy_json(const policy& p);
 
+/// Reads a client profile (a built-in's name or an object of its fields) at `path`
+/// (client_profile.cpp). Throws strict_json::failure.
+[[nodiscard]] client_profile read_client_profile(const nlohmann::json& value,
+                                                 const std::string& path);
+
+/// The profile in the file format: a built-in's name when it is that built-in, else the object.
+[[nodiscard]] nlohmann::ordered_json client_profile_json(const client_profile& p);
+
 /// Checks a policy name (see policy::name); `field` is its path. Throws strict_json::failure.
 void check_name(const std::string& field, std::string_view name);
 

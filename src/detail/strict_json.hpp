@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
@@ -184,6 +185,29 @@ class object_reader {
       fail(field(key), "must be an integer in [0, 18446744073709551615], got " + quote(v));
     }
     return v.get<std::uint64_t>();
+  }
+
+  [[nodiscard]] bool flag(std::string_view key) const {
+    const json& v = required(key, "true or false");
+    if (!v.is_boolean()) fail(field(key), "must be true or false, got " + quote(v));
+    return v.get<bool>();
+  }
+
+  /// One of `names` (a JSON string), as the index of the name in `names`.
+  template <std::size_t N>
+  [[nodiscard]] std::size_t choice(std::string_view key,
+                                   const std::array<std::string_view, N>& names) const {
+    std::string list;
+    for (std::size_t i = 0; i < N; ++i) {
+      list += (i == 0 ? "" : i + 1 == N ? " or " : ", ") + ("\"" + std::string(names[i]) + "\"");
+    }
+    const json& v = required(key, list);
+    if (v.is_string()) {
+      for (std::size_t i = 0; i < N; ++i) {
+        if (v.get_ref<const std::string&>() == names[i]) return i;
+      }
+    }
+    fail(field(key), "must be " + list + ", got " + quote(v));
   }
 
   [[nodiscard]] double number(std::string_view key) const {

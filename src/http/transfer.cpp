@@ -297,7 +297,8 @@ call_plan request_planner::plan(const request& req) {
   // libcurl resends a request on a fresh connection when a reused one died before any byte of
   // the response (lib/transfer.c, Curl_retry_request), invisibly to us. For a request that
   // must not be sent twice, never ride a pooled connection.
-  p.fresh_connection = !may_resend(req.method, p.key_field.has_value());
+  p.fresh_connection =
+      !options_->reuse_connections || !may_resend(req.method, p.key_field.has_value());
   p.fields = fields_for(req.headers, p.key_field, !req.body.empty());
   for (const header& h : req.headers) {
     if (!iequals_ascii(h.name, k_attempt_count_header)) continue;
@@ -388,6 +389,7 @@ void easy_transfer::configure(const request& req, const call_plan& p, const atte
     set_fixed_options();
     set_method(req);
     if (p.fresh_connection) set(CURLOPT_FRESH_CONNECT, 1L);
+    if (!options_->reuse_connections) set(CURLOPT_FORBID_REUSE, 1L);
   }
   if (!setup_.url || *setup_.url != p.where->url) {
     setup_.url.reset();
@@ -398,8 +400,8 @@ void easy_transfer::configure(const request& req, const call_plan& p, const atte
   // time-out or the time left before the call's deadline, whichever is shorter), so that a
   // server can budget retries and drop work nobody waits for (stormguard::admission).
   // A field the request already carries (a caller that numbers attempts itself) is left alone.
-  bool own_attempt = true;
-  bool own_timeout = true;
+  bool own_attempt = options_->send_attempt_count;
+  bool own_timeout = options_->send_timeout;
   for (const header& h : req.headers) {
     if (iequals_ascii(h.name, k_attempt_count_header)) own_attempt = false;
     if (iequals_ascii(h.name, k_grpc_timeout_header)) own_timeout = false;

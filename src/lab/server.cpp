@@ -349,7 +349,6 @@ class server::impl {
     detail::retry_signal_reader::recognition signals;
     if (path != "/control" && !path.starts_with("/control/"))
       signals = signals_.recognise(req, steady_now());
-    const std::optional<std::uint64_t> fingerprint = signals.fingerprint;
     // The target as sent: evhttp reads "//charges" as an authority and an empty path.
     const char* raw_target = evhttp_request_get_uri(req);
     std::string_view target = raw_target != nullptr ? raw_target : "";

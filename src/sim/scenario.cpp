@@ -174,15 +174,15 @@ struct name_list {
     add(f);
   }
   template <class... A>
-  void flag(const fields::spec& f, A&&...) {
-    add(f);
-  }
-  template <class... A>
   void choice(const fields::spec& f, A&&...) {
     add(f);
   }
   template <class... A>
   void object(const fields::spec& f, A&&...) {
+    add(f);
+  }
+  template <class... A>
+  void profile(const fields::spec& f, A&&...) {
     add(f);
   }
   template <class... A>
@@ -239,11 +239,13 @@ class reader {
     using I = object_type<M>;
     m = static_cast<I>(r_.integer(f.name, *range.lo, *range.hi));
   }
-  void flag(const fields::spec& f, bool& m, bool /*fallback*/) {
+  void profile(const fields::spec& f, client_profile& m) {
     if (!present(f)) return;
-    const json& v = r_.object()[std::string(f.name)];
-    if (!v.is_boolean()) fail(r_.field(f.name), "must be true or false, got " + quote(v));
-    m = v.get<bool>();
+    // config's reader, the one reader of a client profile (policy files use it too).
+    auto read =
+        config::parse_client_profile(r_.object()[std::string(f.name)].dump(), r_.field(f.name));
+    if (!read) throw sj::failure{read.error().field, read.error().message};
+    m = *read;
   }
   template <class E, std::size_t N>
   void choice(const fields::spec& f, E& m, const fields::names<E, N>& names) {
@@ -363,7 +365,7 @@ class checker {
       report(f.name, "must be an integer " + range.text + ", got " + std::to_string(m));
     }
   }
-  void flag(const fields::spec&, bool, bool) {}
+  void profile(const fields::spec&, const client_profile&) {}
   template <class E, std::size_t N>
   void choice(const fields::spec& f, E m, const fields::names<E, N>& names) {
     if (static_cast<std::size_t>(m) >= N) report(f.name, "must be " + names.text());
@@ -421,7 +423,7 @@ struct scaler {
   template <class... A>
   void time(A&&...) {}
   template <class... A>
-  void flag(A&&...) {}
+  void profile(A&&...) {}
   template <class... A>
   void choice(A&&...) {}
   template <class... A>
@@ -487,8 +489,10 @@ class writer {
       at(f) = m;
     }
   }
-  void flag(const fields::spec& f, bool m, bool fallback) {
-    if (f.write_default || m != fallback) at(f) = m;
+  void profile(const fields::spec& f, const client_profile& m) {
+    if (f.write_default || m != client_profile{}) {
+      at(f) = nlohmann::ordered_json::parse(config::to_json(m));
+    }
   }
   template <class E, std::size_t N>
   void choice(const fields::spec& f, E m, const fields::names<E, N>& names) {

@@ -14,9 +14,9 @@
 //   v.time(spec, duration& or optional<duration>&, interval<duration>)   "20ms"
 //   v.number(spec, double&, interval<double>)        a finite JSON number
 //   v.integer(spec, int&, int64&, optional<int>&, interval<int64>)       a JSON integer
-//   v.flag(spec, bool&, fallback)                    true or false
 //   v.choice(spec, Enum&, names)                     one of the names (the enum's order)
 //   v.object(spec, Struct& or optional<Struct>&, describe_struct)        a nested object
+//   v.profile(spec, client_profile&)                 a client profile (config's reader)
 //   v.defences(spec, server_defences&)               server.defences (the defence kinds)
 //   v.strategies(spec, std::vector<strategy>&)       strategies (names or policy objects)
 //   v.check(name, problem)                           a rule between fields: problem() returns
@@ -186,10 +186,7 @@ void describe(V& v, S& s) {
   v.object(spec{.name = "incident", .nullable = true}, s.incident,
            [&s](auto& w, auto& i) { describe_incident(w, i, s.length); });
   v.integer(optional("max_retries"), s.max_retries, between(1, 1000));
-  v.flag(spec{.name = "clients_label_attempts", .required = false, .write_default = false},
-         s.clients_label_attempts, true);
-  v.flag(spec{.name = "clients_honour_pushback", .required = false, .write_default = false},
-         s.clients_honour_pushback, true);
+  v.profile(spec{.name = "client_profile", .required = false, .write_default = false}, s.client);
   v.strategies(optional("strategies"), s.strategies);
 }
 

@@ -42,9 +42,7 @@ class virtual_transport : public engine::no_notes {
       : end_(s.length.count()),
         queues_(end_, s.distribution == service_distribution::fixed),
         server_(s),
-        driver_(s, strat, config, *this),
-        label_attempts_(s.clients_label_attempts),
-        honour_pushback_(s.clients_honour_pushback) {}
+        driver_(s, strat, config, *this) {}
 
   strategy_result run() {
     driver_.begin();
@@ -69,10 +67,13 @@ class virtual_transport : public engine::no_notes {
   }
   void send(std::uint32_t id, std::int32_t attempt, std::int64_t now) {
     const std::int64_t deadline = engine::add_saturated(now, driver_.timeout());
-    // The attempt's headers: its number (when the clients label attempts) and its deadline
-    // (grpc-timeout: the attempt's timeout).
-    const engine::attempt_labels labels{attempt_info{label_attempts_ ? attempt : 1, false},
-                                        deadline};
+    // The attempt's headers, as its client profile sends them: its number (a label the server
+    // reads, else every attempt looks like a first) and its deadline (grpc-timeout: the
+    // attempt's timeout; the client still gives up at `deadline` when it sends none).
+    const client_profile& client = driver_.profile();
+    const engine::attempt_labels labels{
+        attempt_info{client.label != attempt_label::none ? attempt : 1, false},
+        client.sends_deadline ? deadline : engine::k_no_deadline};
     strategy_result& counters = driver_.run_metrics().counters();
     const engine::decision d = server_.admit(now, labels);
     switch (d.what) {
@@ -98,7 +99,9 @@ class virtual_transport : public engine::no_notes {
         break;
     }
     queues_.push(deadline, event_kind::timeout, id, attempt);
-    if (const auto svc = server_.take(now, engine::queued_attempt{id, attempt, now, deadline})) {
+    // The server's line knows the deadline only as the attempt's headers said it.
+    if (const auto svc =
+            server_.take(now, engine::queued_attempt{id, attempt, now, labels.deadline})) {
       push_service_done(id, attempt, now, *svc);
     }
   }
@@ -110,7 +113,7 @@ class virtual_transport : public engine::no_notes {
   void answered(std::uint32_t id, std::int32_t attempt, std::int64_t now, admission::outcome o) {
     const admission::reply reply = admission::reply_for(o);
     const duration retry_after = reply.retry_after ? server_.retry_after() : duration{};
-    switch (admission::client_step_for(reply, honour_pushback_)) {
+    switch (admission::client_step_for(reply, driver_.profile())) {
       case admission::client_step::stop:
         driver_.refused(id, attempt, now);
         return;
@@ -142,7 +145,7 @@ class virtual_transport : public engine::no_notes {
                   if (why.outcome == admission::outcome::expired) {
                     // 503 + grpc-retry-pushback-ms -1, heard only if its caller still waits.
                     ++counters.expired_dropped;
-                    driver_.dropped_expired(a.request, a.attempt, e.time, honour_pushback_);
+                    driver_.dropped_expired(a.request, a.attempt, e.time);
                   } else {
                     ++counters.rejected;
                     driver_.dropped(a.request, a.attempt, e.time);
@@ -166,8 +169,6 @@ class virtual_transport : public engine::no_notes {
   engine::event_queues queues_;
   engine::server_model server_;
   engine::driver<B, virtual_transport> driver_;
-  bool label_attempts_;
-  bool honour_pushback_;
 };
 
 std::string grouped(double n) {

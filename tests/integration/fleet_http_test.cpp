@@ -46,7 +46,7 @@ client_options fleet_client(const std::string& url, const std::string& key,
   fleet_budget_options f;
   f.ratio = {.ratio = 0.1, .min_retries_per_second = 1};
   f.sync_interval = 10ms;
-  f.store = {.url = url, .key = key};
+  f.store = {.url = url, .key = key, .password_env = {}};
   o.budget = f;
   o.attach_budget = stormguard::fleet::host_attacher(std::move(log));
   return o;

@@ -38,6 +38,7 @@
 #include <string_view>
 
 #include "stormguard/admission/retry_admission.hpp"  // k_refusal_pushback, k_refusal_status
+#include "stormguard/client_profile.hpp"
 #include "stormguard/clock.hpp"
 
 namespace stormguard::admission {
@@ -117,16 +118,19 @@ enum class client_step : std::uint8_t {
 };
 
 /// What a client does with `answer` (a reply_for result, or the fields a client read off a real
-/// response: its status, whether the pushback said "do not retry", whether Retry-After came).
-/// `honour_pushback` false stands for a client that ignores both headers (a browser, a script):
-/// every failure is then a plain retry. Pushback wins over Retry-After when both come. Pure,
-/// constexpr, thread-safe.
+/// response: its status, whether the pushback said "do not retry", whether Retry-After came), as
+/// its profile says (stormguard/client_profile.hpp): a client that ignores pushback retries a
+/// "do not retry" answer as a plain failure; one that ignores Retry-After retries on its own
+/// backoff. Pushback wins over Retry-After when both come and both are honoured. Whether the
+/// client retries at all, and how long it waits after a Retry-After (at least, or exactly), is
+/// the caller's to apply. Pure, constexpr, thread-safe.
 [[nodiscard]] constexpr client_step client_step_for(const reply& answer,
-                                                    bool honour_pushback) noexcept {
+                                                    const client_profile& client) noexcept {
   if (answer.status >= 200 && answer.status < 300) return client_step::done;
-  if (!honour_pushback) return client_step::retry;
-  if (answer.do_not_retry) return client_step::stop;
-  if (answer.retry_after) return client_step::retry_after;
+  if (answer.do_not_retry && client.honours_pushback) return client_step::stop;
+  if (answer.retry_after && client.retry_after != retry_after_use::ignore) {
+    return client_step::retry_after;
+  }
   return client_step::retry;
 }
 

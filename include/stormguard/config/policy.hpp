@@ -44,6 +44,7 @@
 
 #include "stormguard/budget.hpp"
 #include "stormguard/budget_kinds.hpp"
+#include "stormguard/client_profile.hpp"
 #include "stormguard/clock.hpp"
 #include "stormguard/config/hedging.hpp"
 #include "stormguard/export.hpp"
@@ -92,6 +93,11 @@ struct policy {
   /// [hedging] optional (stormguard/config/hedging.hpp): hedged copies instead of retries; then
   /// `retry.max_retries` is 0 and `budget` is the budget the copies after the first draw from.
   std::optional<hedging_config> hedging;
+  /// [client_profile] optional: the kind of client that runs this policy (a built-in's name,
+  /// "go-retryablehttp", or an object of its fields; stormguard/client_profile.hpp). The
+  /// simulator and the lab play the policy's retries as that client does; nullopt (absent): the
+  /// scenario's client_profile. The gRPC importer sets "grpc", the Envoy importer "envoy".
+  std::optional<client_profile> client;
   /// Not in the file: what an importer could not map (one sentence each, naming the field), for
   /// the command to print as warnings. Empty for stormguard's own format.
   std::vector<std::string> warnings;
@@ -159,6 +165,19 @@ struct policy_reference {
 /// included, durations as format_duration gives them, keys in documented order (no "warnings").
 /// parse_policies on {"policies": [to_json(p)]} gives back `p` (warnings aside).
 [[nodiscard]] STORMGUARD_EXPORT std::string to_json(const policy& p);
+
+/// Reads a client profile from JSON text: a built-in's name as a JSON string
+/// ("\"go-retryablehttp\"") or an object with every field (docs/policy.md, "client_profile":
+/// attempt_label "none" | "x-envoy-attempt-count" | "grpc-previous-rpc-attempts", deadline,
+/// pushback, retry_after "minimum" | "replace" | "ignore", reuse_connections, retries). Errors
+/// name the field under `field` ("client_profile.retry_after") and quote the value. Never throws
+/// for bad input.
+[[nodiscard]] STORMGUARD_EXPORT outcome<client_profile, policy_error> parse_client_profile(
+    std::string_view text, const std::string& field = "client_profile");
+
+/// The profile as JSON text: a built-in's name as a JSON string when it is that built-in,
+/// else the object of its fields. parse_client_profile reads it back equal.
+[[nodiscard]] STORMGUARD_EXPORT std::string to_json(const client_profile& p);
 
 /// `{"policies": [...]}` for several policies, normalized as to_json(policy).
 [[nodiscard]] STORMGUARD_EXPORT std::string to_json(const std::vector<policy>& policies);

@@ -323,6 +323,19 @@ struct client_options {
   /// addresses. A malformed entry is rejected (std::invalid_argument naming resolve). Default:
   /// none.
   std::vector<std::string> resolve{};
+  /// What every attempt tells the server about itself (docs/http.md): its number in
+  /// x-envoy-attempt-count (`send_attempt_count`) and the time its caller waits for it in
+  /// grpc-timeout (`send_timeout`), which a server's retry budget and drop-expired read
+  /// (stormguard::admission). Default true, both. false: the field is not sent — for a server
+  /// that should not see it, or a program that plays another kind of client (stormguard lab's
+  /// client profiles, stormguard/client_profile.hpp). A field the request carries itself is sent
+  /// as it is either way.
+  bool send_attempt_count = true;
+  bool send_timeout = true;  ///< see send_attempt_count
+  /// false: every attempt opens a new connection and closes it afterwards
+  /// (CURLOPT_FRESH_CONNECT, CURLOPT_FORBID_REUSE), as a client run once per request does (curl
+  /// in a script). Default true: connections are kept alive and reused.
+  bool reuse_connections = true;
 };
 
 /// How a call ended.

@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "stormguard/budget.hpp"
+#include "stormguard/client_profile.hpp"
 #include "stormguard/clock.hpp"
 #include "stormguard/duration_text.hpp"  // durations in the file format
 #include "stormguard/export.hpp"
@@ -146,17 +147,22 @@ struct scenario {
   /// [server.defences] optional: the server-side defences (server_defences,
   /// stormguard/sim/defence_kinds.hpp); default none.
   server_defences defences;
-  /// [clients_label_attempts] optional, default true: the clients say which attempt a request is
-  /// (x-envoy-attempt-count). false models browsers, scripts and other teams' services: every
-  /// attempt looks like a first attempt to the server's retry budget.
-  bool clients_label_attempts = true;
-  /// [clients_honour_pushback] optional, default true: a client stops at a "do not retry"
-  /// pushback (end reason server_refused) and honours a refusal's Retry-After. false: every 503
-  /// is a plain 503 to it, retried by its own policy.
-  bool clients_honour_pushback = true;
+  /// [client_profile] optional, default "stormguard": the kind of client the fleet runs
+  /// (stormguard/client_profile.hpp): a built-in's name ("go-retryablehttp", "curl", ...) or an
+  /// object of its fields. It says what the clients send (attempt label, deadline) and honour
+  /// (pushback, Retry-After), so what the server's defences can see and what they achieve. A
+  /// strategy whose policy names its own client_profile plays that one instead.
+  client_profile client{};
 
   friend bool operator==(const scenario&, const scenario&) = default;
 };
+
+/// The client profile that plays `strat` in `s`: the strategy's own (its policy's
+/// client_profile), else the scenario's.
+[[nodiscard]] inline const client_profile& profile_of(const scenario& s,
+                                                      const config::policy& strat) noexcept {
+  return strat.client ? *strat.client : s.client;
+}
 
 /// Why a scenario was rejected (stormguard/input_error.hpp): `field` is the JSON path of the
 /// offending field ("server.workers", "incident.end"), empty for a document-level problem (bad

@@ -29,7 +29,9 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <optional>
 
+#include "stormguard/client_profile.hpp"
 #include "stormguard/detail/saturate.hpp"
 #include "stormguard/random.hpp"
 #include "stormguard/retry.hpp"
@@ -78,9 +80,10 @@ class driver {
         timeout_(
             (strat.attempt_timeout != duration::max() ? strat.attempt_timeout : s.timeout).count()),
         unavailable_(strat.retries_503 ? classification::retry() : classification::stop()),
+        profile_(profile_of(s, strat)),
         fleet_(s, strat, config, expected_requests(s)),
         metrics_(s, strat.name, expected_requests(s)),
-        hedger_(strat),
+        hedger_(strat, profile_.retries),
         arrivals_rng_(seeds::mix(s.seed, seeds::k_tag_arrivals)) {
     if (s.incident) {
       incident_start_ = s.incident->start.count();
@@ -174,11 +177,10 @@ class driver {
   // Attempt `attempt` of request `id` was taken out of the server's line by drop-expired now and
   // answered 503 with "do not retry" (grpc-retry-pushback-ms -1): heard only if its caller still
   // waits (its deadline was near, not past); a client that ignores pushback retries it as a 503.
-  void dropped_expired(std::uint32_t id, std::int32_t attempt, std::int64_t now,
-                       bool honour_pushback) {
+  void dropped_expired(std::uint32_t id, std::int32_t attempt, std::int64_t now) {
     const request& r = fleet_[id];
     if (r.state == request_state::ended || !r.in_flight(attempt)) return;
-    if (honour_pushback) {
+    if (profile_.honours_pushback) {
       refused(id, attempt, now);
     } else {
       unavailable(id, attempt, now);
@@ -186,17 +188,22 @@ class driver {
   }
 
   // Attempt `attempt` of request `id` was answered 503 now with Retry-After `delay` (the
-  // concurrency limit): a retryable 503 whose retry waits at least `delay`.
+  // concurrency limit): a retryable 503 whose retry waits as the client profile says: at least
+  // `delay` (minimum: the library's retry_policy), exactly `delay` (replace), or its own backoff
+  // (ignore).
   void unavailable_after(std::uint32_t id, std::int32_t attempt, std::int64_t now, duration delay) {
+    if (profile_.retry_after == retry_after_use::ignore) {
+      unavailable(id, attempt, now);
+      return;
+    }
     fleet_[id].end_copy(attempt);
     metrics_.failure(now);
-    const classification verdict = unavailable_.action() != classification::kind::stop
-                                       ? classification::retry_after(delay)
-                                       : unavailable_;
-    transport_.note_outcome(verdict.action() != classification::kind::stop
-                                ? attempt_status::failure
-                                : attempt_status::not_retryable);
-    failed(id, now, verdict);
+    const bool retried = unavailable_.action() != classification::kind::stop;
+    const bool replace = profile_.retry_after == retry_after_use::replace;
+    const classification verdict =
+        retried && !replace ? classification::retry_after(delay) : unavailable_;
+    transport_.note_outcome(retried ? attempt_status::failure : attempt_status::not_retryable);
+    failed(id, now, verdict, replace ? std::optional<duration>(delay) : std::nullopt);
   }
 
   // Attempt `attempt` of request `id` was answered 503 now with "do not retry" (gRFC A6 pushback
@@ -229,6 +236,9 @@ class driver {
   // Whether request `id` has ended (a transport that cancels its losing copies asks).
   [[nodiscard]] bool ended(std::uint32_t id) { return fleet_[id].state == request_state::ended; }
 
+  // The client profile that plays this strategy (profile_of: the strategy's, else the
+  // scenario's).
+  [[nodiscard]] const client_profile& profile() const noexcept { return profile_; }
   // The attempts' timeout, in ns.
   [[nodiscard]] std::int64_t timeout() const noexcept { return timeout_; }
   [[nodiscard]] std::int64_t end() const noexcept { return end_; }
@@ -264,8 +274,12 @@ class driver {
 
   // An attempt failed: the fleet decides (the library's retry_policy), the driver acts. With
   // other copies still in flight (hedging) a retry leaves the request awaiting them; a give-up
-  // ends the request, and their answers then count as wasted work.
-  void failed(std::uint32_t id, std::int64_t now, classification verdict) {
+  // ends the request, and their answers then count as wasted work. A client that never retries
+  // (client_profile::retries false) stops at once; `exact_delay` is a Retry-After the client
+  // sleeps instead of its backoff (retry_after_use::replace; the policy still decides whether).
+  void failed(std::uint32_t id, std::int64_t now, classification verdict,
+              std::optional<duration> exact_delay = std::nullopt) {
+    if (!profile_.retries) verdict = classification::stop();
     if (hedger_.enabled()) {
       switch (hedger_.failed(fleet_, id, now, verdict, metrics_.counters())) {
         case hedge_next::wait:
@@ -277,7 +291,8 @@ class driver {
           break;  // the copies in flight were cancelled; the request ends below
       }
     }
-    const retry_decision next = fleet_.failed(id, now, verdict);
+    retry_decision next = fleet_.failed(id, now, verdict);
+    if (next.retry && exact_delay) next.delay = *exact_delay;
     request& r = fleet_[id];
     if (next.retry) {
       transport_.note_retry(next.delay);
@@ -302,6 +317,7 @@ class driver {
   std::int64_t end_;
   std::int64_t timeout_;
   classification unavailable_;  // the verdict on a 503
+  client_profile profile_;
   std::int64_t incident_start_ = 0;
   std::int64_t incident_end_ = 0;  // [0, 0): no incident
   fleet<B> fleet_;

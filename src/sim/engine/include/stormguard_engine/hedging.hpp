@@ -54,8 +54,9 @@ enum class hedge_due : std::uint8_t {
 
 class hedger {
  public:
-  explicit hedger(const strategy& strat) {
-    if (!strat.hedging) return;
+  // Disabled unless the strategy hedges and its client retries at all (client_profile::retries).
+  hedger(const strategy& strat, bool client_retries) {
+    if (!strat.hedging || !client_retries) return;
     policy_.emplace(strat.hedging->options);
     non_fatal_503_ = strat.hedging->non_fatal_statuses.contains(503);
     if (strat.hedging->options.delay_quantile > 0.0) {

@@ -84,6 +84,42 @@ INSTANTIATE_TEST_SUITE_P(Defences, LabDefenceCli,
                            return name;
                          });
 
+// Client profiles on real sockets: clients that send neither a deadline nor an attempt label
+// (go-retryablehttp) give drop-expired and the server's retry budget nothing to act on, and the
+// lab says so as the simulator does; gRPC's own label (grpc-previous-rpc-attempts) is read.
+TEST(LabClientProfile, WhatTheClientsSendDecidesWhatTheServerCanDo) {
+  const auto file = fs::temp_directory_path() /
+                    ("stormguard-lab-profile-" + std::to_string(::getpid()) + ".json");
+  const auto run = [&](const char* profile, const char* defences) {
+    std::ofstream(file, std::ios::binary | std::ios::trunc)
+        << R"({"name": "lab-profile", "seed": 42, "client_profile": ")" << profile << R"(",
+      "duration": "8s", "requests_per_second": 100, "clients": 4, "timeout": "200ms",
+      "server": {"workers": 4, "queue_limit": 1000, "service_time": "20ms"},
+      "incident": {"start": "1s", "end": "2s", "service_time": "300ms"}})";
+    const run_result r =
+        run_shell(k_cli + " lab '" + file.string() + "' --scale 1 --strategy full --defence " +
+                  defences + " --json 2>/dev/null");
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    return r.exit_code == 0 ? nlohmann::json::parse(r.output) : nlohmann::json::object();
+  };
+  const auto go = run("go-retryablehttp", "drop-expired,retry-budget");
+  ASSERT_EQ(go["strategies"].size(), 2U) << go;
+  for (const auto& row : go["strategies"]) {
+    const auto& lab = row["lab"];
+    const auto& sim = row["sim"];
+    EXPECT_EQ(lab["expired_dropped"], 0) << lab["defence"];
+    EXPECT_EQ(sim["expired_dropped"], 0) << sim["defence"];
+    EXPECT_EQ(lab["server_refused"], 0) << lab["defence"];
+    EXPECT_EQ(sim["server_refused"], 0) << sim["defence"];
+    expect_within_15_percent(lab, sim, "incident_amplification");
+  }
+  const auto grpc = run("grpc", "retry-budget");
+  ASSERT_EQ(grpc["strategies"].size(), 1U) << grpc;
+  EXPECT_GT(grpc["strategies"][0]["lab"]["server_refused"].get<std::int64_t>(), 0);
+  EXPECT_GT(grpc["strategies"][0]["sim"]["server_refused"].get<std::int64_t>(), 0);
+  fs::remove(file);
+}
+
 #endif  // STORMGUARD_CLI_PATH
 
 }  // namespace

@@ -138,6 +138,9 @@ std::string describe(const scenario& s) {
     text += fmt::format("; max {} retr{} per logical request", *s.max_retries,
                         *s.max_retries == 1 ? "y" : "ies");
   }
+  if (s.client != client_profile{}) {
+    text += fmt::format("; clients play the {} client profile", s.client.name);
+  }
   text += fmt::format("; {} simulated", format_duration(s.length));
   return text;
 }

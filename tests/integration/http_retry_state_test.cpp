@@ -46,6 +46,50 @@ TEST(HttpRetryState, EveryAttemptSaysItsNumberAndItsTimeout) {
   }
 }
 
+TEST(HttpRetryState, AClientToldNotToSendsNeitherItsNumberNorItsTimeout) {
+  http_test_server server;
+  server.script({status(503), status(200)});
+  auto options = fast_options();
+  options.send_attempt_count = false;
+  options.send_timeout = false;
+  client c(options);
+  ASSERT_EQ(c.perform(get(server)).reason, end_reason::success);
+  const auto requests = server.requests();
+  ASSERT_EQ(requests.size(), 2U);
+  for (const auto& r : requests) {
+    EXPECT_FALSE(r.header("x-envoy-attempt-count"));
+    EXPECT_FALSE(r.header("grpc-timeout"));
+  }
+  // Each one alone.
+  options.send_timeout = true;
+  client numbered_not(options);
+  ASSERT_EQ(numbered_not.perform(get(server)).reason, end_reason::success);
+  EXPECT_FALSE(server.requests().back().header("x-envoy-attempt-count"));
+  EXPECT_TRUE(server.requests().back().header("grpc-timeout"));
+}
+
+TEST(HttpRetryState, AClientThatReusesNoConnectionOpensOnePerAttempt) {
+  http_test_server server;
+  server.script({status(503), status(503), status(200), status(200)});
+  auto options = fast_options();
+  options.reuse_connections = false;
+  client c(options);
+  ASSERT_EQ(c.perform(get(server)).reason, end_reason::success);
+  ASSERT_EQ(c.perform(get(server)).reason, end_reason::success);
+  const auto requests = server.requests();
+  ASSERT_EQ(requests.size(), 4U);
+  for (std::size_t i = 0; i < requests.size(); ++i) {
+    EXPECT_EQ(requests[i].connection, static_cast<int>(i + 1));
+  }
+  // The default keeps one connection for all of them.
+  http_test_server kept;
+  kept.script({status(503), status(200), status(200)});
+  client reusing(fast_options());
+  ASSERT_EQ(reusing.perform(get(kept)).reason, end_reason::success);
+  ASSERT_EQ(reusing.perform(get(kept)).reason, end_reason::success);
+  EXPECT_EQ(kept.connections(), 1);
+}
+
 TEST(HttpRetryState, TheTimeoutIsTheTimeLeftBeforeTheDeadline) {
   http_test_server server;
   client c(fast_options());

@@ -32,6 +32,18 @@ struct check_options {
   std::vector<std::string> unknown;  // words after `policy` that name no subcommand
 };
 
+// What the summary line adds after the budget: the time limits and the client profile, when the
+// policy has them.
+std::string limits_of(const config::policy& p) {
+  std::string out;
+  if (p.attempt_timeout != duration::max()) {
+    out += ", attempt timeout " + format_duration(p.attempt_timeout);
+  }
+  if (p.deadline != duration::max()) out += ", deadline " + format_duration(p.deadline);
+  if (p.client) out += fmt::format(", played as the {} client", p.client->name);
+  return out;
+}
+
 // One line per retry: its delay range and the worst total wait before it.
 std::string delays_of(const config::policy& p) {
   if (p.hedging) {
@@ -41,14 +53,15 @@ std::string delays_of(const config::policy& p) {
         h.delay_quantile > 0 ? fmt::format("p{} of recent latencies ({} until enough are known)",
                                            h.delay_quantile * 100, format_duration(h.delay))
                              : format_duration(h.delay);
-    return fmt::format("{}: hedged, {} copies in all, the next one {} after the last, budget {}\n",
-                       detail::escape_control(p.name), h.max_attempts, delay,
-                       config::budget_kind(p.budget));
+    return fmt::format(
+        "{}: hedged, {} copies in all, the next one {} after the last, budget {}{}\n",
+        detail::escape_control(p.name), h.max_attempts, delay, config::budget_kind(p.budget),
+        limits_of(p));
   }
   std::string out =
-      fmt::format("{}: {} retr{}, jitter {}, budget {}\n", detail::escape_control(p.name),
+      fmt::format("{}: {} retr{}, jitter {}, budget {}{}\n", detail::escape_control(p.name),
                   p.retry.max_retries, p.retry.max_retries == 1 ? "y" : "ies",
-                  to_string(p.retry.backoff.jitter), config::budget_kind(p.budget));
+                  to_string(p.retry.backoff.jitter), config::budget_kind(p.budget), limits_of(p));
   const backoff b(p.retry.backoff);
   for (const plan_row& r : make_plan(b, p.retry.max_retries, 1, 1)) {
     out += fmt::format("  retry {}: delay in [{}, {}], worst total {}{}\n", r.retry,

@@ -175,6 +175,22 @@ TEST_F(PolicyCli, PolicyCheckPrintsTheNormalizedPolicyAndItsDelays) {
   EXPECT_TRUE(nlohmann::json::accept(json.output)) << json.output;
 }
 
+TEST_F(PolicyCli, PolicyCheckSummaryNamesTheTimeLimitsAndTheClientProfile) {
+  const run_result r =
+      run("policy check " + std::string(STORMGUARD_SOURCE_DIR) + "/policies/clients.json", false);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("go-retryablehttp: 4 retries, jitter none, budget none, attempt timeout "
+                          "1s, played as the go-retryablehttp client\n"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("  retry 4: delay in [8s, 8s], worst total 15s"), std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("browser-fetch: 0 retries, jitter full, budget none, played as the "
+                          "browser-fetch client\n"),
+            std::string::npos)
+      << r.output;
+}
+
 // Every command that takes a policy file rejects a bad one with exit 2 and the field path.
 TEST_F(PolicyCli, BadFilesExitTwoFromEveryCommand) {
   const std::vector<std::pair<std::string, std::string>> files = {

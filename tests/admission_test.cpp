@@ -12,6 +12,7 @@
 #include "stormguard/admission/deadline.hpp"
 #include "stormguard/admission/reply.hpp"
 #include "stormguard/admission/retry_admission.hpp"
+#include "stormguard/admission/retry_after_pacer.hpp"
 #include "stormguard/random.hpp"
 
 namespace {
@@ -337,3 +338,89 @@ TEST(Reply, RetryAfterIsWholeSecondsRoundedDown) {
 }
 
 }  // namespace
+
+namespace pacing {
+
+using stormguard::admission::retry_after_pacer;
+using stormguard::admission::retry_after_pacer_options;
+
+// Refusals every 100 ms from 0 to `until` (exclusive), the last one's Retry-After returned.
+duration refuse_until(retry_after_pacer& pacer, duration until, random_generator& rng) {
+  duration last{};
+  for (duration t{}; t < until; t += 100ms) last = pacer.refusal(time_point(t), rng);
+  return last;
+}
+
+TEST(RetryAfterPacer, TheRetryAfterGrowsWithTheOverloadsAgeInWholeSeconds) {
+  random_generator rng(1);
+  retry_after_pacer pacer;  // factor 2, 1 s .. 60 s, spread 0.5, calm 2 s
+  const duration first = pacer.refusal(time_point(0s), rng);
+  EXPECT_GE(first, 1s);
+  EXPECT_LE(first, 2s);  // ceil(1 s x [1, 1.5])
+  EXPECT_EQ(pacer.overload_began(time_point(1s)), time_point(0s));
+  // 10 s into the overload: 2 x 10 s, spread up to 30 s.
+  const duration at_10s = refuse_until(pacer, 10100ms, rng);
+  EXPECT_GE(at_10s, 20s);
+  EXPECT_LE(at_10s, 30s);
+  EXPECT_EQ(at_10s % 1s, duration::zero());
+  // Long overloads are capped at max.
+  EXPECT_EQ(refuse_until(pacer, 100s, rng), 60s);
+}
+
+TEST(RetryAfterPacer, CalmEndsTheOverloadAndTheNextOneStartsAgainAtTheMinimum) {
+  random_generator rng(2);
+  retry_after_pacer pacer;
+  (void)refuse_until(pacer, 20s, rng);
+  EXPECT_TRUE(pacer.overload_began(time_point(21s)));
+  EXPECT_FALSE(pacer.overload_began(time_point(22s)));  // 2 s without a refusal: calm
+  EXPECT_LE(pacer.refusal(time_point(22s), rng), 2s);
+  EXPECT_EQ(pacer.overload_began(time_point(22s)), time_point(22s));
+  // A clock that runs back is taken as the last refusal's time: no negative age.
+  EXPECT_LE(pacer.refusal(time_point(5s), rng), 2s);
+}
+
+TEST(RetryAfterPacer, TheSpreadIsUniformOverItsRangeBeforeRounding) {
+  // At age 10 s with factor 1 and spread 1: ceil(10 s x U[1, 2]) in [10, 20] s, mean 15.5 s
+  // (the ceiling adds half a second on average). 20,000 draws: the mean's standard error is
+  // about 0.02 s; a spread of 0.5 (mean 13 s) or no spread (10 s) is far outside 0.1 s.
+  random_generator rng(3);
+  std::vector<int> counts(21, 0);
+  double sum = 0;
+  constexpr int k_draws = 20'000;
+  for (int i = 0; i < k_draws; ++i) {
+    retry_after_pacer pacer({.factor = 1.0, .spread = 1.0});
+    (void)pacer.refusal(time_point(0s), rng);
+    for (duration t = 1s; t < 10s; t += 1s) (void)pacer.refusal(time_point(t), rng);
+    const duration d = pacer.refusal(time_point(10s), rng);
+    ASSERT_GE(d, 10s);
+    ASSERT_LE(d, 20s);
+    sum += std::chrono::duration<double>(d).count();
+    ++counts[static_cast<std::size_t>(std::chrono::duration_cast<std::chrono::seconds>(d).count())];
+  }
+  EXPECT_NEAR(sum / k_draws, 15.5, 0.1);
+  for (int s = 11; s <= 20; ++s) EXPECT_GT(counts[static_cast<std::size_t>(s)], k_draws / 20) << s;
+}
+
+TEST(RetryAfterPacer, BadSettingsNameTheFieldAndTheValue) {
+  const auto message = [](retry_after_pacer_options o) {
+    try {
+      retry_after_pacer p(o);
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  EXPECT_NE(message({.min = 500ms}).find("min must be whole seconds in [1s, 1h], got 500ms"),
+            std::string::npos);
+  EXPECT_NE(message({.min = 10s, .max = 5s}).find("max must be whole seconds in [min (10s)"),
+            std::string::npos);
+  EXPECT_NE(message({.max = 1500ms}).find("got 1.5s"), std::string::npos);
+  EXPECT_NE(message({.factor = 0.0}).find("factor must be in [0.1, 100], got 0"),
+            std::string::npos);
+  EXPECT_NE(message({.spread = -0.1}).find("spread must be in [0, 1], got -0.1"),
+            std::string::npos);
+  EXPECT_NE(message({.calm = 0s}).find("calm must be in (0, 1h], got 0s"), std::string::npos);
+  EXPECT_EQ(message({}), "accepted");
+}
+
+}  // namespace pacing

@@ -142,6 +142,31 @@ TEST(ServeDefenceCli, TheConcurrencyLimitRefusesWithAJitteredRetryAfter) {
       << out;
 }
 
+// retry-after with the retry budget: the refused retry carries, beside its "do not retry"
+// pushback, a Retry-After the server chose (the overload has just begun: 1 to 2 s), for the
+// clients that obey nothing else; the pacer's decision is counted.
+TEST(ServeDefenceCli, RetryAfterPacesTheRefusalsOfTheOtherDefences) {
+  scenario_file s;
+  const std::string out =
+      with_serve(s.path, "--defence retry-budget+retry-after",
+                 "curl -s -o /dev/null -w 'first %{http_code}\\n' ${url}orders/1; "
+                 "curl -s -i -H 'x-envoy-attempt-count: 2' ${url}orders/1 | tr -d '\\r'; "
+                 "curl -s ${url}metrics | grep '^stormguard_serve_defence_decisions_total'");
+  EXPECT_NE(out.find("first 200"), std::string::npos) << out;
+  EXPECT_NE(out.find("HTTP/1.1 503"), std::string::npos) << out;
+  EXPECT_NE(out.find("grpc-retry-pushback-ms: -1"), std::string::npos) << out;
+  const auto at = out.find("Retry-After: ");
+  ASSERT_NE(at, std::string::npos) << out;
+  const int seconds = std::stoi(out.substr(at + 13));
+  EXPECT_GE(seconds, 1);
+  EXPECT_LE(seconds, 2);
+  EXPECT_NE(
+      out.find(
+          R"(stormguard_serve_defence_decisions_total{defence="retry-after",reason="paced"} 1)"),
+      std::string::npos)
+      << out;
+}
+
 // Hostile grpc-timeout values on a real socket, to an idle server: 0 (any unit) is already
 // expired and never started (503 + do not retry); a malformed value is no deadline, served as if
 // absent; a huge one saturates (no deadline in practice) and is served.

@@ -411,6 +411,38 @@ TEST(ClientProfiles, ClientsThatHonourRetryAfterAreServedMoreThanThoseThatIgnore
   EXPECT_GT(ignored.rejected, minimum_.rejected);
 }
 
+// Clients that obey Retry-After exactly and nothing else (go-retryablehttp's 1-2-4-8 s, 4
+// retries): with retry-after, the refusals of the other defences tell them to come back about
+// when the overload may be over, instead of four times during it.
+TEST(ClientProfiles, RetryAfterPacingHoldsClientsThatObeyNothingElse) {
+  auto s = stormguard::sim::scale_scenario(stormguard::sim::friday_night(), 0.1);
+  ASSERT_TRUE(s) << s.error().message;
+  stormguard::config::policy go;
+  go.name = "go";
+  go.retry.max_retries = 4;
+  go.retry.backoff = {
+      .base = 1s, .cap = 30s, .multiplier = 2.0, .jitter = stormguard::jitter::none};
+  go.attempt_timeout = 1s;
+  go.client = find_client_profile("go-retryablehttp");
+  const auto strat = stormguard::sim::from_policy(go);
+  const auto others = defence_set{}
+                          .with<drop_expired_defence>()
+                          .with<lifo_codel_defence>()
+                          .with<retry_budget_defence>()
+                          .with<concurrency_limit_defence>();
+  s->defences.enabled = others;
+  const auto unpaced = stormguard::sim::simulate(*s, strat);
+  s->defences.enabled = others.with<stormguard::sim::retry_after_defence>();
+  const auto paced = stormguard::sim::simulate(*s, strat);
+  EXPECT_NE(paced.defence.find("retry-after"), std::string::npos) << paced.defence;
+  ASSERT_TRUE(paced.amplification && unpaced.amplification && paced.success_ratio);
+  EXPECT_LT(*paced.amplification, *unpaced.amplification - 0.1);
+  EXPECT_LE(*paced.amplification, 1.3);
+  EXPECT_GE(*paced.success_ratio, 0.97);
+  ASSERT_TRUE(paced.recovery_s);
+  EXPECT_LE(*paced.recovery_s, 7.0);
+}
+
 TEST(ClientProfiles, ABrowsersFetchNeverRetriesNorHedges) {
   auto s = stormguard::sim::friday_night();
   s.client = *find_client_profile("browser-fetch");

@@ -152,14 +152,6 @@ TEST(DriverProfile, RetryAfterIsWaitedAtLeastExactlyOrNotAtAllAsTheProfileSays) 
   EXPECT_EQ(retry_delay(client, 20s, [](auto& d) { retry_after_3s(d); }), 20s);
 }
 
-TEST(DriverProfile, APushbackStopsOnlyAClientThatHonoursIt) {
-  const auto drop = [](auto& d) { d.dropped_expired(0, 1, k_answered_at); };
-  EXPECT_EQ(retry_delay(*find_client_profile("stormguard"), 100ms, drop), std::nullopt);
-  EXPECT_EQ(retry_delay(*find_client_profile("grpc"), 100ms, drop), std::nullopt);
-  EXPECT_EQ(retry_delay(*find_client_profile("curl"), 100ms, drop), 100ms);
-  EXPECT_EQ(retry_delay(*find_client_profile("envoy"), 100ms, drop), 100ms);
-}
-
 TEST(DriverProfile, AClientThatNeverRetriesSchedulesNoRetry) {
   const auto browser = *find_client_profile("browser-fetch");
   EXPECT_EQ(retry_delay(browser, 100ms, [](auto& d) { d.unavailable(0, 1, k_answered_at); }),

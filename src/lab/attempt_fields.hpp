@@ -10,9 +10,16 @@
 #ifndef STORMGUARD_LAB_ATTEMPT_FIELDS_HPP
 #define STORMGUARD_LAB_ATTEMPT_FIELDS_HPP
 
+#include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+#include "stormguard/detail/saturate.hpp"
 #include "stormguard/retry_headers.hpp"
+#include "stormguard_engine/attempt.hpp"
 
 namespace stormguard::lab::detail {
 
@@ -27,6 +34,25 @@ namespace stormguard::lab::detail {
     if (h->key != nullptr && h->value != nullptr) reader.field(h->key, h->value);
   }
   return reader.result();
+}
+
+/// What a request's header fields say to the defences (the engine's attempt_labels): its attempt
+/// number (read_attempt_fields) and its caller's deadline, `now` (ns of the scenario's clock) +
+/// grpc-timeout, saturating; none when grpc-timeout is absent or malformed (hostile values
+/// included, as stormguard/retry_headers.hpp reads them).
+[[nodiscard]] inline sim::engine::attempt_labels read_attempt_labels(const evkeyvalq* headers,
+                                                                     std::int64_t now) noexcept {
+  sim::engine::attempt_labels labels;
+  labels.attempt = read_attempt_fields(headers);  // a repeated field that disagrees: malformed
+  // The name is a literal (retry_headers.hpp): .data() ends with a NUL.
+  const char* timeout =
+      headers != nullptr ? evhttp_find_header(headers, k_grpc_timeout_header.data()) : nullptr;
+  if (timeout != nullptr) {
+    if (const auto left = parse_grpc_timeout(timeout)) {
+      labels.deadline = stormguard::detail::saturating_add(duration(now), *left).count();
+    }
+  }
+  return labels;
 }
 
 }  // namespace stormguard::lab::detail

@@ -543,7 +543,8 @@ class server::impl {
     // After the duration the load no longer slows the server: the model reads model_.overload
     // at each decision (it keeps a reference to model_), so dropping it here is enough.
     if (model_.overload && now >= model_.length.count()) model_.overload.reset();
-    sim::engine::attempt_labels labels = request_labels(req, now);
+    sim::engine::attempt_labels labels =
+        detail::read_attempt_labels(evhttp_request_get_input_headers(req), now);
     // A retry by another ecosystem's label or a repeated Idempotency-Key is one to the defences.
     if (!labels.attempt.malformed && signals.retry_attempt > labels.attempt.attempt) {
       labels.attempt.attempt = signals.retry_attempt;
@@ -633,26 +634,6 @@ class server::impl {
     }
   }
 
-  // What a request's headers say to the defences: its attempt number (x-envoy-attempt-count,
-  // grpc-previous-rpc-attempts) and its caller's deadline (grpc-timeout), read as
-  // stormguard/retry_headers.hpp defines them (hostile values included).
-  static sim::engine::attempt_labels request_labels(evhttp_request* req, std::int64_t now) {
-    const evkeyvalq* in = evhttp_request_get_input_headers(req);
-    // The names are literals (retry_headers.hpp): .data() ends with a NUL, no std::string.
-    const auto header = [&](std::string_view name) -> std::optional<std::string_view> {
-      const char* v = evhttp_find_header(in, name.data());  // a literal: NUL-terminated
-      return v != nullptr ? std::optional<std::string_view>(v) : std::nullopt;
-    };
-    sim::engine::attempt_labels labels;
-    labels.attempt = detail::read_attempt_fields(in);  // a repeated field that disagrees: malformed
-    if (const auto timeout = header(k_grpc_timeout_header)) {
-      if (const auto left = parse_grpc_timeout(*timeout)) {
-        labels.deadline = stormguard::detail::saturating_add(duration(now), *left).count();
-      }
-    }
-    return labels;
-  }
-
   // A queued request left the line unserved (CoDel, drop-expired): answered 503 at once, with
   // "do not retry" when its deadline has passed (if its client still listens).
   void dropped_from_line(const sim::engine::queued_attempt& a,
@@ -667,13 +648,18 @@ class server::impl {
   }
 
   // Answers `req` as admission::reply_for(o) says (its views are of literals: NUL-terminated),
-  // with the concurrency limit's Retry-After when the reply carries one.
+  // with the Retry-After of server_model::retry_after_for (retry-after's, counted as its decision,
+  // or the concurrency limit's).
   void answer(evhttp_request* req, admission::outcome o) {
     const admission::reply r = admission::reply_for(o);
     evkeyvalq* out = evhttp_request_get_output_headers(req);
     if (r.do_not_retry) evhttp_add_header(out, k_pushback_header.data(), r.pushback.data());
-    const auto seconds = r.retry_after ? admission::retry_after_seconds(engine_.retry_after()) : 0;
-    if (r.retry_after) evhttp_add_header(out, "Retry-After", std::to_string(seconds).c_str());
+    bool paced = false;
+    if (const auto wait = engine_.retry_after_for(o, scenario_now(), &paced)) {
+      const auto seconds = std::to_string(admission::retry_after_seconds(*wait));
+      evhttp_add_header(out, "Retry-After", seconds.c_str());
+    }
+    if (paced) count_defence(sim::defence_index<sim::retry_after_defence>);
     reply_text(req, r.status, r.reason_phrase.data(), r.body);
   }
 

@@ -107,18 +107,19 @@ class virtual_transport : public engine::no_notes {
   }
 
  private:
-  // The server answered attempt `attempt` of request `id` at once with the reply to `o`
-  // (admission::reply_for; a Retry-After is drawn whenever the reply carries one, heard or not),
-  // and the client does what admission::client_step_for says.
+  // The server answered attempt `attempt` of request `id` now with the reply to `o`
+  // (admission::reply_for, with server_model::retry_after_for's Retry-After), and the client does
+  // what admission::client_step_for says for its profile.
   void answered(std::uint32_t id, std::int32_t attempt, std::int64_t now, admission::outcome o) {
-    const admission::reply reply = admission::reply_for(o);
-    const duration retry_after = reply.retry_after ? server_.retry_after() : duration{};
+    admission::reply reply = admission::reply_for(o);
+    const std::optional<duration> retry_after = server_.retry_after_for(o, now);
+    reply.retry_after = retry_after.has_value();
     switch (admission::client_step_for(reply, driver_.profile())) {
       case admission::client_step::stop:
         driver_.refused(id, attempt, now);
         return;
       case admission::client_step::retry_after:
-        driver_.unavailable_after(id, attempt, now, retry_after);
+        driver_.unavailable_after(id, attempt, now, *retry_after);
         return;
       case admission::client_step::done:  // not an immediate answer of the server model
       case admission::client_step::retry:
@@ -142,13 +143,12 @@ class virtual_transport : public engine::no_notes {
         if (const auto next = server_.finish(
                 e.time, [&](const engine::queued_attempt& a, const engine::defence_answer& why) {
                   strategy_result& counters = driver_.run_metrics().counters();
-                  if (why.outcome == admission::outcome::expired) {
-                    // 503 + grpc-retry-pushback-ms -1, heard only if its caller still waits.
-                    ++counters.expired_dropped;
-                    driver_.dropped_expired(a.request, a.attempt, e.time);
-                  } else {
-                    ++counters.rejected;
-                    driver_.dropped(a.request, a.attempt, e.time);
+                  // Answered at once (drop-expired: 503 + grpc-retry-pushback-ms -1), heard
+                  // only if its caller still waits.
+                  ++(why.outcome == admission::outcome::expired ? counters.expired_dropped
+                                                                : counters.rejected);
+                  if (driver_.awaits(a.request, a.attempt)) {
+                    answered(a.request, a.attempt, e.time, why.outcome);
                   }
                 })) {
           push_service_done(next->attempt.request, next->attempt.attempt, e.time, next->svc);

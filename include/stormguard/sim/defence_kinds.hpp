@@ -14,6 +14,8 @@
 ///     lifo-codel         adaptive LIFO + CoDel queue (defences/lifo_codel.hpp)
 ///     retry-budget       server-side retry budget (defences/retry_budget.hpp)
 ///     concurrency-limit  adaptive concurrency limit (defences/concurrency_limit.hpp)
+///     retry-after        every refusal's Retry-After chosen from the overload's age
+///                        (defences/retry_after.hpp)
 ///
 /// `a+b` combines defences in one server; `all` is every one. Each kind is a type with its name,
 /// its options and their settings (`fields`), as the budget kinds are
@@ -50,6 +52,7 @@
 #include "stormguard/sim/defences/concurrency_limit.hpp"
 #include "stormguard/sim/defences/drop_expired.hpp"
 #include "stormguard/sim/defences/lifo_codel.hpp"
+#include "stormguard/sim/defences/retry_after.hpp"
 #include "stormguard/sim/defences/retry_budget.hpp"
 
 namespace stormguard::detail {
@@ -67,10 +70,11 @@ namespace stormguard::sim {
 /// in which a server consults them for each request). Adding a defence: its own header under
 /// defences/ (a kind as in the file comment) and its runtime in the engine
 /// (src/sim/engine/include/stormguard_engine/defences/), their include lines, and one line here.
-using defence_kinds = std::tuple<drop_expired_defence,  //
-                                 lifo_codel_defence,    //
-                                 retry_budget_defence,  //
-                                 concurrency_limit_defence>;
+using defence_kinds = std::tuple<drop_expired_defence,       //
+                                 lifo_codel_defence,         //
+                                 retry_budget_defence,       //
+                                 concurrency_limit_defence,  //
+                                 retry_after_defence>;
 
 /// The number of defence kinds.
 inline constexpr std::size_t k_defence_count = std::tuple_size_v<defence_kinds>;

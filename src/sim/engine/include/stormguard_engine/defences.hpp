@@ -36,6 +36,7 @@
 #include "stormguard_engine/defences/concurrency_limit.hpp"
 #include "stormguard_engine/defences/drop_expired.hpp"
 #include "stormguard_engine/defences/lifo_codel.hpp"
+#include "stormguard_engine/defences/retry_after.hpp"
 #include "stormguard_engine/defences/retry_budget.hpp"
 #include "stormguard_engine/seeds.hpp"
 
@@ -129,10 +130,21 @@ class defences {
     });
   }
 
-  // The Retry-After of an answer whose reply carries one (reply_for): drawn by the first enabled
-  // kind that draws one (the concurrency limit: whole seconds in [1 s, 5 s]).
-  [[nodiscard]] duration retry_after() {
+  // The Retry-After of the answer `o` given now, or nullopt for none: for every refusal, the one
+  // a pacing kind chooses when one is enabled (retry-after); else, when the reply carries one
+  // (reply_for: the concurrency limit's), drawn by the first enabled kind that draws one (whole
+  // seconds in [1 s, 5 s]). `paced` is set when a pacing kind chose it.
+  [[nodiscard]] std::optional<duration> retry_after_for(admission::outcome o, std::int64_t now,
+                                                        bool* paced = nullptr) {
     std::optional<duration> d;
+    if (o == admission::outcome::served) return d;
+    for_each([&]<class K>(std::type_identity<K>, auto& slot) {
+      if constexpr (requires { slot->pace(now, rng_); }) {
+        if (!d && slot) d = slot->pace(now, rng_);
+      }
+    });
+    if (paced != nullptr) *paced = d.has_value();
+    if (d || !admission::reply_for(o).retry_after) return d;
     for_each([&]<class K>(std::type_identity<K>, auto& slot) {
       if constexpr (requires { slot->retry_after(rng_); }) {
         if (!d && slot) d = slot->retry_after(rng_);

@@ -166,25 +166,11 @@ class driver {
     if (fleet_[id].in_incident) ++metrics_.counters().incident_served;
   }
 
-  // Attempt `attempt` of request `id` was answered 503 now after waiting in the server's line
-  // (CoDel dropped it); nothing if nobody awaits it any more.
-  void dropped(std::uint32_t id, std::int32_t attempt, std::int64_t now) {
+  // Whether attempt `attempt` of request `id` is still awaited (not ended, not timed out): an
+  // answer to one that is not reaches nobody.
+  [[nodiscard]] bool awaits(std::uint32_t id, std::int32_t attempt) {
     const request& r = fleet_[id];
-    if (r.state == request_state::ended || !r.in_flight(attempt)) return;
-    unavailable(id, attempt, now);
-  }
-
-  // Attempt `attempt` of request `id` was taken out of the server's line by drop-expired now and
-  // answered 503 with "do not retry" (grpc-retry-pushback-ms -1): heard only if its caller still
-  // waits (its deadline was near, not past); a client that ignores pushback retries it as a 503.
-  void dropped_expired(std::uint32_t id, std::int32_t attempt, std::int64_t now) {
-    const request& r = fleet_[id];
-    if (r.state == request_state::ended || !r.in_flight(attempt)) return;
-    if (profile_.honours_pushback) {
-      refused(id, attempt, now);
-    } else {
-      unavailable(id, attempt, now);
-    }
+    return r.state != request_state::ended && r.in_flight(attempt);
   }
 
   // Attempt `attempt` of request `id` was answered 503 now with Retry-After `delay` (the

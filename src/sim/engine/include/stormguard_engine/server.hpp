@@ -269,9 +269,15 @@ class server_model {
            (defences_ ? static_cast<std::int64_t>(defences_->line_size()) : 0);
   }
 
-  // The Retry-After of a defence's answer whose reply carries one (drawn from the defences'
-  // generator).
-  [[nodiscard]] duration retry_after() { return defences_ ? defences_->retry_after() : duration{}; }
+  // The Retry-After of the answer `o` given now (defences::retry_after_for: the pacing kind's for
+  // every refusal, else the concurrency limit's when the reply carries one), or nullopt. `paced`
+  // is set when the pacing kind chose it.
+  [[nodiscard]] std::optional<duration> retry_after_for(stormguard::admission::outcome o,
+                                                        std::int64_t now, bool* paced = nullptr) {
+    if (paced != nullptr) *paced = false;
+    if (!defences_) return std::nullopt;
+    return defences_->retry_after_for(o, now, paced);
+  }
 
  private:
   server server_;

@@ -331,7 +331,7 @@ TEST(Defences, ParseCombinationsAndRejectWhatIsNotOne) {
   EXPECT_FALSE(two.has<retry_budget_defence>());
   EXPECT_EQ(to_string(two), "drop-expired+lifo-codel");
   EXPECT_EQ(to_string(defence_set::all()),
-            "drop-expired+lifo-codel+retry-budget+concurrency-limit");
+            "drop-expired+lifo-codel+retry-budget+concurrency-limit+retry-after");
   for (const char* bad : {"", "+", "bogus", "retry-budget+", "retry-budget+retry-budget",
                           "none+retry-budget", "all+lifo-codel", "drop-expired,lifo-codel"}) {
     const auto parsed = parse_defences(bad);
@@ -345,7 +345,7 @@ TEST(Defences, ParseCombinationsAndRejectWhatIsNotOne) {
   EXPECT_NE(parse_defences("retry-budget+retry-budget").error().message.find("given twice"),
             std::string::npos);
   EXPECT_EQ(stormguard::sim::defence_names(),
-            "none, all, drop-expired, lifo-codel, retry-budget, concurrency-limit");
+            "none, all, drop-expired, lifo-codel, retry-budget, concurrency-limit, retry-after");
 }
 
 // Client profiles (stormguard/client_profile.hpp): what the clients send and honour decides what

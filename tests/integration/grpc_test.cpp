@@ -130,14 +130,28 @@ TEST(GrpcClient, RetriesUnavailableOnAnIdempotentMethodThenSucceeds) {
     return call < 3 ? unavailable() : grpc::Status::OK;
   });
   test_server server(&service);
-  client_fixture c(server.target());
+  stormguard::testing::manual_clock clock;  // backoff sleeps take no real time
+  stormguard::random_generator random{42};
+  //! [grpc_client]
+  sgrpc::client_options options;  // 3 retries, full jitter 100 ms .. 3 s, a ratio budget
+  sgrpc::client client(sgrpc::make_channel(server.target(), grpc::InsecureChannelCredentials()),
+                       sgrpc::c_core_retries::off, options, clock, random);
+  const auto stub = Lab::NewStub(client.channel());
+  EchoRequest request;
+  request.set_text("hello");
   EchoReply reply;
-  const auto r = c.echo(&reply, {.idempotent = true});
+  const sgrpc::result r = client.call(
+      [&](grpc::ClientContext& ctx, const EchoRequest& req, EchoReply* out) {
+        return stub->Echo(&ctx, req, out);  // one attempt, on a fresh context
+      },
+      request, &reply, {.idempotent = true});
+  // UNAVAILABLE twice, then OK: three attempts, the answer in `reply`.
   EXPECT_TRUE(r.ok()) << r.status.error_message();
   EXPECT_EQ(r.attempts, 3);
+  //! [grpc_client]
   EXPECT_EQ(reply.text(), "hello");
   EXPECT_EQ(service.calls().size(), 3U);
-  EXPECT_EQ(c.clock.sleeps().size(), 2U);  // two backoff sleeps, on the manual clock
+  EXPECT_EQ(clock.sleeps().size(), 2U);  // two backoff sleeps, on the manual clock
 }
 
 TEST(GrpcClient, EveryRetryCarriesTheAttemptLabelToTheServer) {
@@ -451,11 +465,13 @@ class admitting_service final : public Lab::Service {
       sgrpc::server_admission& admission, std::function<void()> work = [] {})
       : admission_(&admission), work_(std::move(work)) {}
   grpc::Status Echo(grpc::ServerContext* ctx, const EchoRequest* req, EchoReply* reply) override {
-    auto ticket = sgrpc::admit(*ctx, *admission_);
-    if (!ticket) return ticket.refusal();
-    work_();
+    //! [grpc_admit]
+    auto ticket = sgrpc::admit(*ctx, *admission_);  // the handler's first line
+    if (!ticket) return ticket.refusal();  // UNAVAILABLE or RESOURCE_EXHAUSTED, pushback trailer
+    work_();                               // the ticket holds a concurrency slot until it ends
     reply->set_text(req->text());
     return grpc::Status::OK;
+    //! [grpc_admit]
   }
 
  private:
@@ -480,6 +496,30 @@ std::pair<grpc::Status, std::optional<std::string>> raw_call(
   std::optional<std::string> pushback;
   if (it != trailers.end()) pushback = std::string(it->second.data(), it->second.size());
   return {status, pushback};
+}
+
+TEST(GrpcChannel, CCoresOwnRetriesStripTheAttemptLabelSoTheClientsChannelsTurnThemOff) {
+  scripted_service service([](int, grpc::ServerContext*, EchoReply*) { return grpc::Status::OK; });
+  test_server server(&service);
+  const auto call_with_label = [&](const std::shared_ptr<grpc::Channel>& channel) {
+    grpc::ClientContext ctx;
+    ctx.AddMetadata("grpc-previous-rpc-attempts", "1");
+    EchoRequest req;
+    EchoReply reply;
+    return Lab::NewStub(channel)->Echo(&ctx, req, &reply);
+  };
+  // gRPC's default channel (C-core's retries on): the label does not reach the server.
+  ASSERT_TRUE(
+      call_with_label(grpc::CreateChannel(server.target(), grpc::InsecureChannelCredentials()))
+          .ok());
+  // A channel of make_channel (grpc.enable_retries 0): it does.
+  ASSERT_TRUE(
+      call_with_label(sgrpc::make_channel(server.target(), grpc::InsecureChannelCredentials()))
+          .ok());
+  const auto calls = service.calls();
+  ASSERT_EQ(calls.size(), 2U);
+  EXPECT_EQ(calls[0].previous_attempts, std::nullopt);
+  EXPECT_EQ(calls[1].previous_attempts, "1");
 }
 
 TEST(GrpcAdmission, ARetryOverTheServersBudgetIsRefusedWithPushbackMinusOne) {

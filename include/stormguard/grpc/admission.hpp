@@ -163,6 +163,9 @@ class STORMGUARD_EXPORT admission_ticket {
 /// whole milliseconds) to `context`. Returns the ticket; the handler returns ticket.refusal()
 /// when it is refused. Works for grpc::ServerContext (synchronous and asynchronous services)
 /// and grpc::CallbackServerContext alike. Thread-safe for distinct contexts.
+///
+/// Example (tests/integration/grpc_test.cpp, a synchronous service's handler):
+/// \snippet grpc_test.cpp grpc_admit
 [[nodiscard]] STORMGUARD_EXPORT admission_ticket admit(::grpc::ServerContextBase& context,
                                                        server_admission& admission);
 

@@ -234,6 +234,9 @@ class attempt_ref {
 ///
 /// Thread-safe: call() may run on any number of threads at once (the generator is used under
 /// a mutex, the budget and the clock are thread-safe). Neither copyable nor movable.
+///
+/// Example (tests/integration/grpc_test.cpp, run by the tests against a real server):
+/// \snippet grpc_test.cpp grpc_client
 class STORMGUARD_EXPORT client {
  public:
   /// A client with its own channel to `target` (make_channel: C-core's retries off), the real

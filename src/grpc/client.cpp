@@ -9,6 +9,9 @@
 // what the attempt's answer says (the pushback trailer, whether it ever left).
 #include "stormguard/grpc/client.hpp"
 
+#include <grpc/grpc.h>  // GRPC_ARG_ENABLE_RETRIES, grpc_connectivity_state
+#include <grpcpp/create_channel.h>
+
 #include <algorithm>
 #include <chrono>
 #include <mutex>

@@ -29,7 +29,8 @@
 #ifndef STORMGUARD_GRPC_ADMISSION_HPP
 #define STORMGUARD_GRPC_ADMISSION_HPP
 
-#include <grpcpp/grpcpp.h>
+#include <grpcpp/server_context.h>
+#include <grpcpp/support/status.h>
 
 #include <cstdint>
 #include <memory>

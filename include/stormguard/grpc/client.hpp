@@ -32,7 +32,11 @@
 #ifndef STORMGUARD_GRPC_CLIENT_HPP
 #define STORMGUARD_GRPC_CLIENT_HPP
 
-#include <grpcpp/grpcpp.h>
+#include <grpcpp/channel.h>
+#include <grpcpp/client_context.h>
+#include <grpcpp/security/credentials.h>
+#include <grpcpp/support/channel_arguments.h>
+#include <grpcpp/support/status.h>
 
 #include <concepts>
 #include <cstdint>

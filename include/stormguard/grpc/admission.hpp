@@ -25,7 +25,8 @@
 /// RESOURCE_EXHAUSTED with a positive pushback (retry no sooner than that). None of the defences'
 /// decisions is made here: retry_admission, expired and concurrency_limit decide.
 ///
-/// Inside `namespace stormguard`, `grpc::` names this namespace: write `::grpc::` for gRPC's own.
+/// Inside `namespace stormguard`, `grpc::` names this namespace: name gRPC's own types from the
+/// global namespace there (a leading `::`).
 #ifndef STORMGUARD_GRPC_ADMISSION_HPP
 #define STORMGUARD_GRPC_ADMISSION_HPP
 
@@ -60,8 +61,8 @@ struct server_admission_options {
   /// (admission::concurrency_limit; Envoy's gradient controller). initial_limit 0 starts as
   /// Envoy does, at min_concurrency; give a server's thread count to start there.
   std::optional<admission::concurrency_limit_options> concurrency_limit{};
-  /// The seed of the generator drawn for the concurrency limit's jitter and refusal pushback;
-  /// 0 (the default) seeds from the operating system.
+  /// The random seed of the generator drawn for the concurrency limit's jitter and refusal
+  /// pushback; 0 (the default) seeds from the operating system.
   std::uint64_t seed = 0;
 };
 
@@ -124,7 +125,9 @@ class STORMGUARD_EXPORT admission_ticket {
   /// A refused or admitted call (made by server_admission::decide).
   admission_ticket(server_admission* owner, admission::outcome decision, time_point started,
                    bool holds_slot, duration pushback) noexcept;
+  /// Takes over `other`'s decision and slot; `other` then holds none.
   admission_ticket(admission_ticket&& other) noexcept;
+  /// Releases this ticket's slot, then takes over `other`'s decision and slot.
   admission_ticket& operator=(admission_ticket&& other) noexcept;
   admission_ticket(const admission_ticket&) = delete;
   admission_ticket& operator=(const admission_ticket&) = delete;

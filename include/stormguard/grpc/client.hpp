@@ -28,7 +28,8 @@
 /// client makes turn them off (`grpc.enable_retries` 0), so that one loop, this one, decides,
 /// spends the budget and labels the attempts. docs/grpc.md says when to use which.
 ///
-/// Inside `namespace stormguard`, `grpc::` names this namespace: write `::grpc::` for gRPC's own.
+/// Inside `namespace stormguard`, `grpc::` names this namespace: name gRPC's own types from the
+/// global namespace there (a leading `::`).
 #ifndef STORMGUARD_GRPC_CLIENT_HPP
 #define STORMGUARD_GRPC_CLIENT_HPP
 

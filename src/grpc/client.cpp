@@ -19,8 +19,7 @@
 #include <string>
 #include <utility>
 
-#include "stormguard/detail/mutex.hpp"
-#include "stormguard/detail/saturate.hpp"
+#include "grpc/client_impl.hpp"
 #include "stormguard/retry.hpp"
 
 namespace stormguard::grpc {
@@ -63,31 +62,7 @@ std::shared_ptr<::grpc::Channel> make_channel(
   return ::grpc::CreateCustomChannel(target, credentials, channel_arguments(std::move(args)));
 }
 
-namespace {
-
-// The generator of a client shared by its calls' threads: each draw under a mutex (draws happen
-// only after failures, and for the adaptive budget's admission).
-class locked_generator {
- public:
-  using result_type = random_generator::result_type;
-  explicit locked_generator(random_generator& g) noexcept : g_(&g) {}
-  static constexpr result_type min() noexcept { return random_generator::min(); }
-  static constexpr result_type max() noexcept { return random_generator::max(); }
-  result_type operator()() noexcept {
-    const stormguard::detail::lock hold(mutex_);
-    return (*g_)();
-  }
-
- private:
-  stormguard::detail::mutex mutex_;
-  random_generator* g_;
-};
-
-// What one failed attempt carried back, beyond the classifier's attempt_failure.
-struct failed_attempt {
-  attempt_failure failure;
-  bool cut_by_deadline = false;  // DEADLINE_EXCEEDED on the call's own deadline
-};
+namespace detail {
 
 std::optional<stormguard::pushback> pushback_of(const ::grpc::ClientContext& ctx) {
   const auto& trailers = ctx.GetServerTrailingMetadata();
@@ -97,6 +72,7 @@ std::optional<stormguard::pushback> pushback_of(const ::grpc::ClientContext& ctx
   return parse_pushback(std::string_view(found->second.data(), found->second.size()));
 }
 
+namespace {
 // Saturating: system_clock::now() + d, or nothing for a d that reaches past its range.
 std::optional<std::chrono::system_clock::time_point> wall_deadline(duration d) {
   const auto now = std::chrono::system_clock::now();
@@ -118,80 +94,112 @@ std::optional<std::chrono::system_clock::time_point> wall_deadline(duration d) {
               "stormguard: the retry budget throttled the call (no attempt sent)"};
   }
 }
-
 }  // namespace
 
-struct client::impl {
-  std::shared_ptr<::grpc::Channel> channel;
-  client_options options;
-  retry_policy policy;
-  std::unique_ptr<any_budget> own_budget;
-  any_budget* budget;
-  real_clock own_clock;
-  random_generator own_random;
-  clock* clk;
-  locked_generator random;
+attempt_setup prepare_context(::grpc::ClientContext& ctx, const call_options& call, int attempt,
+                              duration time_left, const client_options& options,
+                              ::grpc::Channel& channel) {
+  if (call.configure) call.configure(ctx);
+  if (attempt >= 2) {
+    ctx.AddMetadata(std::string(k_previous_attempts_header), std::to_string(attempt - 1));
+  }
+  const duration limit = std::min(time_left, options.attempt_timeout);
+  if (const auto until = wall_deadline(limit)) {
+    if (*until < ctx.deadline()) ctx.set_deadline(*until);
+  }
+  return {time_left <= options.attempt_timeout && time_left != duration::max(),
+          channel.GetState(false) == GRPC_CHANNEL_READY};
+}
 
-  impl(std::shared_ptr<::grpc::Channel> ch, c_core_retries retries, client_options o, clock* c,
-       random_generator* r)
-      : channel(std::move(ch)),
-        options(std::move(o)),
-        policy(options.retry),
-        own_budget(options.shared_budget ? nullptr : make_budget(options.budget)),
-        budget(options.shared_budget ? options.shared_budget.get() : own_budget.get()),
-        own_random(),
-        clk(c != nullptr ? c : &own_clock),
-        random(r != nullptr ? *r : own_random) {
-    if (!channel) throw std::invalid_argument("stormguard::grpc::client: the channel is null");
-    if (retries == c_core_retries::on) {
-      throw std::invalid_argument(
-          "stormguard::grpc::client: the channel has C-core's retries on (c_core_retries::on); "
-          "make it with stormguard::grpc::channel_arguments() or make_channel(), which set "
-          "grpc.enable_retries 0");
-    }
-    if (options.attempt_timeout <= duration::zero()) {
-      throw std::invalid_argument(
-          "stormguard::grpc::client_options::attempt_timeout must be > 0, got " +
-          std::to_string(options.attempt_timeout.count()) + " ns");
+failed_attempt read_failure(const ::grpc::Status& status, const ::grpc::ClientContext& ctx,
+                            const attempt_setup& setup, const client_options& options,
+                            ::grpc::Channel& channel) {
+  failed_attempt f;
+  f.failure.status = status;
+  f.failure.pushback = pushback_of(ctx);
+  const auto code = status.error_code();
+  f.failure.never_sent = code == ::grpc::StatusCode::UNAVAILABLE && !setup.was_ready &&
+                         channel.GetState(false) == GRPC_CHANNEL_TRANSIENT_FAILURE;
+  if (code == ::grpc::StatusCode::DEADLINE_EXCEEDED) {
+    f.cut_by_deadline = setup.call_deadline_rules;
+    f.failure.attempt_timed_out = !f.cut_by_deadline && options.attempt_timeout != duration::max();
+  }
+  return f;
+}
+
+classification verdict_of(const failed_attempt& f, const client_options& options,
+                          bool idempotent) noexcept {
+  if (f.cut_by_deadline) return classification::stop();
+  return classify_attempt(f.failure, options.retryable, idempotent);
+}
+
+result finish_result(end_reason reason, int attempts, duration slept, const failed_attempt* last) {
+  result out;
+  out.reason = reason;
+  out.attempts = attempts;
+  out.slept = slept;
+  if (reason == end_reason::success) return out;
+  if (last == nullptr) {
+    out.status = no_attempt_status(reason, attempts + 1);
+    return out;
+  }
+  out.status = last->failure.status;
+  out.pushback = last->failure.pushback;
+  if (reason == end_reason::not_retryable) {
+    // The classifier's stop, said more precisely: the server's "do not retry", or the deadline.
+    if (last->failure.pushback && last->failure.pushback->do_not_retry) {
+      out.reason = end_reason::server_refused;
+    } else if (last->cut_by_deadline) {
+      out.reason = end_reason::deadline_exceeded;
     }
   }
+  return out;
+}
 
-  // One attempt on a fresh context.
-  outcome<done_t, failed_attempt> attempt(detail::attempt_ref rpc, const call_options& call,
-                                          const attempt_context& at) {
-    ::grpc::ClientContext ctx;
-    if (call.configure) call.configure(ctx);
-    if (at.attempt >= 2) {
-      ctx.AddMetadata(std::string(k_previous_attempts_header), std::to_string(at.attempt - 1));
-    }
-    const duration limit = std::min(at.time_left, options.attempt_timeout);
-    const bool call_deadline_rules = at.time_left <= options.attempt_timeout;
-    if (const auto until = wall_deadline(limit)) {
-      if (*until < ctx.deadline()) ctx.set_deadline(*until);
-    }
-    const bool was_ready = channel->GetState(false) == GRPC_CHANNEL_READY;
-    ::grpc::Status status;
-    {
-      // A stop request cancels the attempt in flight (TryCancel is thread-safe; before the call
-      // starts it marks the context, and gRPC cancels the call as it starts).
-      const std::stop_callback cancel(at.stop, [&ctx] { ctx.TryCancel(); });
-      status = rpc(ctx);
-    }
-    if (status.ok()) return done;
-    failed_attempt f;
-    f.failure.status = status;
-    f.failure.pushback = pushback_of(ctx);
-    const auto code = status.error_code();
-    f.failure.never_sent = code == ::grpc::StatusCode::UNAVAILABLE && !was_ready &&
-                           channel->GetState(false) == GRPC_CHANNEL_TRANSIENT_FAILURE;
-    if (code == ::grpc::StatusCode::DEADLINE_EXCEEDED) {
-      f.cut_by_deadline = call_deadline_rules && at.time_left != duration::max();
-      f.failure.attempt_timed_out =
-          !f.cut_by_deadline && options.attempt_timeout != duration::max();
-    }
-    return failure<failed_attempt>{std::move(f)};
+}  // namespace detail
+
+client::impl::impl(std::shared_ptr<::grpc::Channel> ch, c_core_retries retries, client_options o,
+                   clock* c, random_generator* r)
+    : channel(std::move(ch)),
+      options(std::move(o)),
+      policy(options.retry),
+      own_budget(options.shared_budget ? nullptr : make_budget(options.budget)),
+      budget(options.shared_budget ? options.shared_budget.get() : own_budget.get()),
+      own_random(),
+      clk(c != nullptr ? c : &own_clock),
+      random(r != nullptr ? *r : own_random) {
+  if (!channel) throw std::invalid_argument("stormguard::grpc::client: the channel is null");
+  if (retries == c_core_retries::on) {
+    throw std::invalid_argument(
+        "stormguard::grpc::client: the channel has C-core's retries on (c_core_retries::on); "
+        "make it with stormguard::grpc::channel_arguments() or make_channel(), which set "
+        "grpc.enable_retries 0");
   }
-};
+  if (options.attempt_timeout <= duration::zero()) {
+    throw std::invalid_argument(
+        "stormguard::grpc::client_options::attempt_timeout must be > 0, got " +
+        std::to_string(options.attempt_timeout.count()) + " ns");
+  }
+}
+
+// One attempt of a synchronous call, on a fresh context.
+outcome<done_t, detail::failed_attempt> client::impl::attempt(detail::attempt_ref rpc,
+                                                              const call_options& call,
+                                                              const attempt_context& at) {
+  ::grpc::ClientContext ctx;
+  const detail::attempt_setup setup =
+      detail::prepare_context(ctx, call, at.attempt, at.time_left, options, *channel);
+  ::grpc::Status status;
+  {
+    // A stop request cancels the attempt in flight (TryCancel is thread-safe; before the call
+    // starts it marks the context, and gRPC cancels the call as it starts).
+    const std::stop_callback cancel(at.stop, [&ctx] { ctx.TryCancel(); });
+    status = rpc(ctx);
+  }
+  if (status.ok()) return done;
+  return failure<detail::failed_attempt>{
+      detail::read_failure(status, ctx, setup, options, *channel)};
+}
 
 client::client(const std::string& target,
                const std::shared_ptr<::grpc::ChannelCredentials>& credentials,
@@ -217,36 +225,14 @@ any_budget& client::budget() noexcept { return *impl_->budget; }
 
 result client::run(detail::attempt_ref rpc, const call_options& call) {
   impl& self = *impl_;
-  const bool idempotent = call.idempotent;
   const auto operation = [&](const attempt_context& at) { return self.attempt(rpc, call, at); };
-  const auto classify = [&](const failed_attempt& f) {
-    if (f.cut_by_deadline) return classification::stop();
-    return classify_attempt(f.failure, self.options.retryable, idempotent);
+  const auto classify = [&](const detail::failed_attempt& f) {
+    return detail::verdict_of(f, self.options, call.idempotent);
   };
   auto retry = retrier(self.policy, *self.clk, self.random, *self.budget);
   auto ended = retry(operation, classify, {.stop = call.stop, .deadline = call.deadline});
-
-  result out;
-  out.reason = ended.reason;
-  out.attempts = ended.attempts;
-  out.slept = ended.slept;
-  if (ended.ok()) return out;
-  if (!ended.last_error) {
-    out.status = no_attempt_status(ended.reason, ended.attempts + 1);
-    return out;
-  }
-  const failed_attempt& last = *ended.last_error;
-  out.status = last.failure.status;
-  out.pushback = last.failure.pushback;
-  if (ended.reason == end_reason::not_retryable) {
-    // The classifier's stop, said more precisely: the server's "do not retry", or the deadline.
-    if (last.failure.pushback && last.failure.pushback->do_not_retry) {
-      out.reason = end_reason::server_refused;
-    } else if (last.cut_by_deadline) {
-      out.reason = end_reason::deadline_exceeded;
-    }
-  }
-  return out;
+  return detail::finish_result(ended.reason, ended.attempts, ended.slept,
+                               ended.last_error ? &*ended.last_error : nullptr);
 }
 
 }  // namespace stormguard::grpc

@@ -12,6 +12,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <functional>
+#include <future>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -452,6 +453,137 @@ TEST(GrpcClassify, TheRulesInOrder) {
   EXPECT_EQ(sgrpc::classify_attempt(odd, retryable, true), classification::stop());
   EXPECT_EQ(sgrpc::classify_attempt(odd, {grpc::StatusCode::UNKNOWN}, true),
             classification::retry());
+}
+
+// ---------------------------------------------------------------------------------------------
+// The asynchronous call (gRPC's callback API); its waits are real time, so the backoff is short
+// ---------------------------------------------------------------------------------------------
+
+sgrpc::client_options short_backoff(stormguard::duration base = 1ms) {
+  sgrpc::client_options o = client_fixture::no_budget();
+  o.retry.backoff.base = base;
+  o.retry.backoff.cap = base;
+  o.retry.backoff.jitter = stormguard::jitter::none;
+  return o;
+}
+
+// Starts c's async call and waits (at most 10 s) for its result.
+sgrpc::result echo_async(client_fixture& c, EchoReply* reply, sgrpc::call_options call = {}) {
+  EchoRequest request;
+  request.set_text("hello");
+  std::promise<sgrpc::result> ended;
+  auto future = ended.get_future();
+  c.client->async_call(
+      [&c](grpc::ClientContext* ctx, const EchoRequest* req, EchoReply* resp,
+           std::function<void(grpc::Status)> done) {
+        c.stub->async()->Echo(ctx, req, resp, std::move(done));
+      },
+      request, reply, std::move(call),
+      [&ended](sgrpc::result r) { ended.set_value(std::move(r)); });
+  if (future.wait_for(10s) != std::future_status::ready) {
+    ADD_FAILURE() << "the async call did not end";
+    std::abort();  // the callbacks still reference this frame
+  }
+  return future.get();
+}
+
+TEST(GrpcAsyncClient, RetriesUnavailableThenSucceedsWithTheAttemptLabel) {
+  scripted_service service([](int call, grpc::ServerContext*, EchoReply*) {
+    return call < 3 ? unavailable() : grpc::Status::OK;
+  });
+  test_server server(&service);
+  client_fixture c(server.target(), short_backoff());
+  EchoReply reply;
+  const auto r = echo_async(c, &reply, {.idempotent = true});
+  EXPECT_TRUE(r.ok()) << r.status.error_message();
+  EXPECT_EQ(r.attempts, 3);
+  EXPECT_EQ(r.slept, 2ms);
+  EXPECT_EQ(reply.text(), "hello");
+  const auto calls = service.calls();
+  ASSERT_EQ(calls.size(), 3U);
+  EXPECT_EQ(calls[0].previous_attempts, std::nullopt);
+  EXPECT_EQ(calls[1].previous_attempts, "1");
+  EXPECT_EQ(calls[2].previous_attempts, "2");
+}
+
+TEST(GrpcAsyncClient, FollowsTheSameRules) {
+  scripted_service service([](int call, grpc::ServerContext* ctx, EchoReply*) {
+    if (call == 2) ctx->AddTrailingMetadata("grpc-retry-pushback-ms", "-1");
+    return unavailable();
+  });
+  test_server server(&service);
+  client_fixture c(server.target(), short_backoff());
+  EchoReply reply;
+  const auto not_idempotent = echo_async(c, &reply);  // call 1: the server ran it
+  EXPECT_EQ(not_idempotent.reason, end_reason::not_retryable);
+  EXPECT_EQ(not_idempotent.attempts, 1);
+  const auto refused = echo_async(c, &reply, {.idempotent = true});  // call 2: pushback -1
+  EXPECT_EQ(refused.reason, end_reason::server_refused);
+  EXPECT_EQ(refused.attempts, 1);
+  c.clock.advance(1s);
+  const auto late = echo_async(c, &reply, {.deadline = c.clock.now() - 1ns});
+  EXPECT_EQ(late.reason, end_reason::deadline_exceeded);
+  EXPECT_EQ(late.attempts, 0);
+  EXPECT_EQ(service.calls().size(), 2U);
+}
+
+TEST(GrpcAsyncClient, ARatioBudgetRefusesTheRetries) {
+  scripted_service service([](int, grpc::ServerContext*, EchoReply*) { return unavailable(); });
+  test_server server(&service);
+  sgrpc::client_options options = short_backoff();
+  options.budget = stormguard::ratio_budget_options{.ratio = 0.0, .min_retries_per_second = 0};
+  client_fixture c(server.target(), options);
+  EchoReply reply;
+  const auto r = echo_async(c, &reply, {.idempotent = true});
+  EXPECT_EQ(r.reason, end_reason::budget_exhausted);
+  EXPECT_EQ(r.attempts, 1);
+}
+
+TEST(GrpcAsyncClient, CancellationEndsTheAttemptInFlight) {
+  std::atomic<bool> started{false};
+  scripted_service service([&](int, grpc::ServerContext* ctx, EchoReply*) {
+    started = true;
+    for (int i = 0; i < 500 && !ctx->IsCancelled(); ++i) std::this_thread::sleep_for(10ms);
+    return grpc::Status::OK;
+  });
+  test_server server(&service);
+  client_fixture c(server.target(), short_backoff());
+  std::stop_source stop;
+  std::thread stopper([&] {
+    while (!started) std::this_thread::sleep_for(1ms);
+    stop.request_stop();
+  });
+  EchoReply reply;
+  const auto begin = std::chrono::steady_clock::now();
+  const auto r = echo_async(c, &reply, {.idempotent = true, .stop = stop.get_token()});
+  stopper.join();
+  EXPECT_EQ(r.reason, end_reason::cancelled);
+  EXPECT_EQ(r.status.error_code(), grpc::StatusCode::CANCELLED);
+  EXPECT_LT(std::chrono::steady_clock::now() - begin, 2s);
+}
+
+TEST(GrpcAsyncClient, CancellationEndsTheBackoffWait) {
+  std::atomic<int> calls{0};
+  scripted_service service([&](int, grpc::ServerContext*, EchoReply*) {
+    ++calls;
+    return unavailable();
+  });
+  test_server server(&service);
+  client_fixture c(server.target(), short_backoff(3s));  // a wait of exactly 3 s
+  std::stop_source stop;
+  std::thread stopper([&] {
+    while (calls.load() == 0) std::this_thread::sleep_for(1ms);
+    std::this_thread::sleep_for(50ms);  // the answer is back, the wait has begun
+    stop.request_stop();
+  });
+  EchoReply reply;
+  const auto begin = std::chrono::steady_clock::now();
+  const auto r = echo_async(c, &reply, {.idempotent = true, .stop = stop.get_token()});
+  stopper.join();
+  EXPECT_EQ(r.reason, end_reason::cancelled);
+  EXPECT_EQ(r.attempts, 1);
+  EXPECT_LT(std::chrono::steady_clock::now() - begin, 2s);
+  EXPECT_EQ(calls.load(), 1);
 }
 
 // ---------------------------------------------------------------------------------------------

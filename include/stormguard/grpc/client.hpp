@@ -207,6 +207,8 @@ struct result {
     ::grpc::ChannelArguments args = {});
 
 namespace detail {
+class async_call_state;  // src/grpc/async_call.cpp
+
 /// One attempt, type-erased without allocation: a reference to the caller's callable.
 class attempt_ref {
  public:
@@ -285,8 +287,42 @@ class STORMGUARD_EXPORT client {
     return run(detail::attempt_ref(attempt), call);
   }
 
+  /// The signature of one asynchronous attempt, type-erased: start the RPC on `context` and call
+  /// `finished` once with its status (gRPC's callback API does: `stub->async()->Method(context,
+  /// &request, response, std::move(finished))`).
+  using async_attempt =
+      std::function<void(::grpc::ClientContext* context, std::function<void(::grpc::Status)>)>;
+
+  /// Runs one logical request with gRPC's callback API: the same rules as call(), without
+  /// blocking a thread. `rpc(context, &request, response, finished)` starts one attempt (a
+  /// lambda around `stub->async()->Method(...)`); the client calls it again after each backoff
+  /// wait, on a fresh context. `done(result)` is called exactly once when the call ends: on one
+  /// of gRPC's callback threads (it must not block), or before async_call returns when the call
+  /// ends without an attempt (a stop already requested, a deadline already passed, throttled).
+  ///
+  /// `request` and `response` must stay valid until `done` runs, and so must the client (its
+  /// budget, clock and generator). A stop request on call.stop cancels the attempt in flight or
+  /// the backoff wait at once. The waits are real time (a `grpc::Alarm`), also with an injected
+  /// clock, which still drives deadlines and budgets. Exceptions from `rpc` or `configure`
+  /// propagate out of async_call for the first attempt; after that they terminate (they would
+  /// reach a gRPC thread).
+  template <class Rpc, class Request, class Response, class Done>
+  requires std::invocable<Rpc&, ::grpc::ClientContext*, const Request*, Response*,
+                          std::function<void(::grpc::Status)>> && std::invocable<Done&, result>
+  void async_call(Rpc&& rpc, const Request& request, Response* response, call_options call,
+                  Done&& done) {
+    start_async(
+        [rpc = std::forward<Rpc>(rpc), req = &request, response](
+            ::grpc::ClientContext* ctx, std::function<void(::grpc::Status)> finished) mutable {
+          std::invoke(rpc, ctx, req, response, std::move(finished));
+        },
+        std::move(call), std::function<void(result)>(std::forward<Done>(done)));
+  }
+
  private:
+  friend class detail::async_call_state;
   result run(detail::attempt_ref attempt, const call_options& call);
+  void start_async(async_attempt attempt, call_options call, std::function<void(result)> done);
   struct impl;
   std::unique_ptr<impl> impl_;
 };

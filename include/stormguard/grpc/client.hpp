@@ -4,8 +4,9 @@
 /// retry policy, backoff and budgets, gRFC A6's attempt label and server pushback, cancellation,
 /// and the idempotency rule.
 ///
-/// Any unary call of any generated stub goes through `client::call`: the caller passes what one
-/// attempt does with a context the client made for it.
+/// Any unary call of any generated stub goes through `client::call` (or `client::async_call`,
+/// on gRPC's callback API): the caller passes what one attempt does with a context the client
+/// made for it.
 ///
 /// \code{.cpp}
 ///  stormguard::grpc::client client("dns:///orders.internal:443",
@@ -239,8 +240,8 @@ class attempt_ref {
 ///    the first attempt, told how every attempt ended, one retry withdrawn before each retry;
 ///  - classify_attempt says which failures are retried (idempotency included).
 ///
-/// Thread-safe: call() may run on any number of threads at once (the generator is used under
-/// a mutex, the budget and the clock are thread-safe). Neither copyable nor movable.
+/// Thread-safe: call() and async_call() may run on any number of threads at once (the generator is
+/// used under a mutex, the budget and the clock are thread-safe). Neither copyable nor movable.
 ///
 /// Example (tests/integration/grpc_test.cpp, run by the tests against a real server):
 /// \snippet grpc_test.cpp grpc_client

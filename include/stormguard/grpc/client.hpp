@@ -118,7 +118,7 @@ struct client_options {
   std::shared_ptr<any_budget> shared_budget{};
   /// The longest one attempt may take, cut to the time left before the call's deadline; an
   /// attempt that runs out of it ends DEADLINE_EXCEEDED and is retried only for an idempotent
-  /// method. > 0; duration::max() (the default) = no limit of its own.
+  /// method. > 0; duration::max() = no limit of its own (the default).
   duration attempt_timeout = duration::max();
 };
 
@@ -134,7 +134,7 @@ struct call_options {
   /// (end_reason::cancelled).
   std::stop_token stop{};
   /// An instant of the client's clock after which no attempt starts and no sleep ends; every
-  /// attempt's gRPC deadline is cut to it. time_point::max() (the default) = none. A deadline
+  /// attempt's gRPC deadline is cut to it. time_point::max() = none (the default). A deadline
   /// already passed ends the call before any attempt (deadline_exceeded, no RPC sent).
   time_point deadline = time_point::max();
   /// Called on each attempt's fresh context, before the client adds its own settings: metadata,

@@ -67,24 +67,29 @@ class async_call_state : public std::enable_shared_from_this<async_call_state> {
       const stormguard::detail::lock hold(mutex_);
       in_flight_ = ctx;  // a stop request from now on cancels it
     }
-    rpc_(ctx.get(), [self = shared_from_this(), ctx, setup](::grpc::Status status) {
-      self->attempt_ended(*ctx, setup, status);
+    // The completion holds the state, not the context: gRPC destroys the callable after its own
+    // last use of the call, and a context destroyed there (its call's last reference) freed the
+    // call under gRPC's feet (ASan: a double free in the completion queue).
+    rpc_(ctx.get(), [self = shared_from_this(), setup](::grpc::Status status) {
+      self->attempt_ended(setup, status);
     });
   }
 
-  void attempt_ended(const ::grpc::ClientContext& ctx, const attempt_setup& setup,
-                     const ::grpc::Status& status) {
+  void attempt_ended(const attempt_setup& setup, const ::grpc::Status& status) {
+    std::shared_ptr<::grpc::ClientContext> ctx;
     {
       const stormguard::detail::lock hold(mutex_);
-      in_flight_.reset();
+      ctx = std::move(in_flight_);
     }
     const time_point now = client_.clk->now();
     if (status.ok()) {
+      ctx.reset();
       ticket_.succeeded(*client_.budget, now, attempts_);
       last_.reset();
       return finish(end_reason::success);
     }
-    last_ = read_failure(status, ctx, setup, client_.options, *client_.channel);
+    last_ = read_failure(status, *ctx, setup, client_.options, *client_.channel);
+    ctx.reset();  // here, while gRPC still holds the call: not in the callable's destruction
     // Stopped during the attempt: no verdict, no record, no withdrawal (as the retrier does).
     if (call_.stop.stop_requested()) return finish(end_reason::cancelled);
     const classification verdict = verdict_of(*last_, client_.options, call_.idempotent);
@@ -110,6 +115,13 @@ class async_call_state : public std::enable_shared_from_this<async_call_state> {
   }
 
   void wait_ended(bool fired, duration delay) {
+    // The alarm's callable holds this state: drop the state's hold on the alarm (gRPC keeps its
+    // own until the callable has returned), or the two would keep each other alive.
+    std::shared_ptr<::grpc::Alarm> done_alarm;
+    {
+      const stormguard::detail::lock hold(mutex_);
+      done_alarm = std::move(alarm_);
+    }
     if (!fired || call_.stop.stop_requested()) {
       slept_ = stormguard::detail::saturating_add(slept_, client_.clk->now() - wait_started_);
       return finish(end_reason::cancelled);

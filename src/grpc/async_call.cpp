@@ -15,6 +15,7 @@
 #include <mutex>
 #include <optional>
 #include <stop_token>
+#include <string>
 #include <utility>
 
 #include "grpc/client_impl.hpp"
@@ -128,7 +129,16 @@ class async_call_state : public std::enable_shared_from_this<async_call_state> {
     }
     slept_ = stormguard::detail::saturating_add(slept_, delay);
     previous_ = delay;
-    next_attempt();
+    try {
+      next_attempt();
+    } catch (...) {
+      // The caller's rpc or configure threw on a gRPC thread, which would swallow it and leave
+      // the call without an end: it ends here, said in its status.
+      finish(end_reason::not_retryable,
+             ::grpc::Status(::grpc::StatusCode::UNKNOWN,
+                            "stormguard: the call's rpc or configure threw on attempt " +
+                                std::to_string(attempts_)));
+    }
   }
 
   void on_stop() {
@@ -144,9 +154,11 @@ class async_call_state : public std::enable_shared_from_this<async_call_state> {
     if (alarm) alarm->Cancel();
   }
 
-  void finish(end_reason reason) {
+  void finish(end_reason reason, std::optional<::grpc::Status> status = std::nullopt) {
+    if (!done_) return;  // ended already (an exception from the caller's done)
     ticket_.end(*client_.budget, client_.clk->now());
     result r = finish_result(reason, attempts_, slept_, last_ ? &*last_ : nullptr);
+    if (status) r.status = std::move(*status);
     const auto done = std::move(done_);
     done(std::move(r));
   }

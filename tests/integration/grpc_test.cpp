@@ -529,6 +529,30 @@ TEST(GrpcAsyncClient, FollowsTheSameRules) {
   EXPECT_EQ(service.calls().size(), 2U);
 }
 
+TEST(GrpcAsyncClient, AnExceptionOnALaterAttemptEndsTheCallInsteadOfLosingIt) {
+  scripted_service service([](int, grpc::ServerContext*, EchoReply*) { return unavailable(); });
+  test_server server(&service);
+  client_fixture c(server.target(), short_backoff());
+  EchoRequest request;
+  EchoReply reply;
+  std::promise<sgrpc::result> ended;
+  int attempts = 0;
+  c.client->async_call(
+      [&](grpc::ClientContext* ctx, const EchoRequest* req, EchoReply* resp,
+          std::function<void(grpc::Status)> done) {
+        if (++attempts == 2) throw std::runtime_error("no stub today");
+        c.stub->async()->Echo(ctx, req, resp, std::move(done));
+      },
+      request, &reply, {.idempotent = true},
+      [&ended](sgrpc::result r) { ended.set_value(std::move(r)); });
+  auto future = ended.get_future();
+  ASSERT_EQ(future.wait_for(10s), std::future_status::ready);
+  const auto r = future.get();
+  EXPECT_EQ(r.reason, end_reason::not_retryable);
+  EXPECT_EQ(r.attempts, 2);
+  EXPECT_EQ(r.status.error_code(), grpc::StatusCode::UNKNOWN);
+}
+
 TEST(GrpcAsyncClient, ARatioBudgetRefusesTheRetries) {
   scripted_service service([](int, grpc::ServerContext*, EchoReply*) { return unavailable(); });
   test_server server(&service);

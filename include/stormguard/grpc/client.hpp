@@ -304,9 +304,9 @@ class STORMGUARD_EXPORT client {
   /// `request` and `response` must stay valid until `done` runs, and so must the client (its
   /// budget, clock and generator). A stop request on call.stop cancels the attempt in flight or
   /// the backoff wait at once. The waits are real time (a `grpc::Alarm`), also with an injected
-  /// clock, which still drives deadlines and budgets. Exceptions from `rpc` or `configure`
-  /// propagate out of async_call for the first attempt; after that they terminate (they would
-  /// reach a gRPC thread).
+  /// clock, which still drives deadlines and budgets. An exception from `rpc` or `configure`
+  /// propagates out of async_call for the first attempt; on a later one (a gRPC thread) it ends
+  /// the call with not_retryable and an UNKNOWN status saying so. `done` must not throw.
   template <class Rpc, class Request, class Response, class Done>
   requires std::invocable<Rpc&, ::grpc::ClientContext*, const Request*, Response*,
                           std::function<void(::grpc::Status)>> && std::invocable<Done&, result>

@@ -287,3 +287,48 @@ function(stormguard_write_layers file)
   file(COPY_FILE "${file}.tmp" "${file}" ONLY_IF_DIFFERENT)
   file(REMOVE "${file}.tmp")
 endfunction()
+
+#   stormguard_grpc_proto(<target> <file under proto/>)
+#       An internal static library (never installed) of one .proto file's messages and gRPC
+#       service: protoc (protobuf-compiler) and gRPC's C++ plugin (protobuf-compiler-grpc) write
+#       <build>/generated/proto/<path>.pb.{h,cc} and .grpc.pb.{h,cc} at build time; users include
+#       "<path>.grpc.pb.h" (e.g. "stormguard/lab/v1/lab.grpc.pb.h"). Needs gRPC found (the grpc
+#       block); a missing protoc or plugin is a configure error naming the Debian package.
+function(stormguard_grpc_proto target proto)
+  set(hint "(`scripts/bootstrap --components grpc` installs it)")
+  if(TARGET protobuf::protoc)
+    set(protoc $<TARGET_FILE:protobuf::protoc>)
+  else()
+    find_program(STORMGUARD_PROTOC protoc)
+    if(NOT STORMGUARD_PROTOC)
+      message(FATAL_ERROR "STORMGUARD_WITH_GRPC is ON and the tests or examples are built, but "
+        "protoc was not found (Debian: protobuf-compiler) ${hint}")
+    endif()
+    set(protoc "${STORMGUARD_PROTOC}")
+  endif()
+  if(TARGET gRPC::grpc_cpp_plugin)
+    set(plugin $<TARGET_FILE:gRPC::grpc_cpp_plugin>)
+  else()
+    find_program(STORMGUARD_GRPC_CPP_PLUGIN grpc_cpp_plugin)
+    if(NOT STORMGUARD_GRPC_CPP_PLUGIN)
+      message(FATAL_ERROR "STORMGUARD_WITH_GRPC is ON and the tests or examples are built, but "
+        "grpc_cpp_plugin was not found (Debian: protobuf-compiler-grpc) ${hint}")
+    endif()
+    set(plugin "${STORMGUARD_GRPC_CPP_PLUGIN}")
+  endif()
+  set(out "${PROJECT_BINARY_DIR}/generated/proto")
+  string(REGEX REPLACE "\\.proto$" "" stem "${proto}")
+  set(generated "${out}/${stem}.pb.h" "${out}/${stem}.pb.cc" "${out}/${stem}.grpc.pb.h"
+    "${out}/${stem}.grpc.pb.cc")
+  add_custom_command(OUTPUT ${generated}
+    COMMAND "${CMAKE_COMMAND}" -E make_directory "${out}"
+    COMMAND ${protoc} "--proto_path=${PROJECT_SOURCE_DIR}/proto" "--cpp_out=${out}"
+      "--grpc_out=${out}" "--plugin=protoc-gen-grpc=${plugin}" "${PROJECT_SOURCE_DIR}/proto/${proto}"
+    DEPENDS "${PROJECT_SOURCE_DIR}/proto/${proto}"
+    COMMENT "protoc: ${proto}"
+    VERBATIM)
+  add_library(${target} STATIC ${generated})
+  target_include_directories(${target} PUBLIC "$<BUILD_INTERFACE:${out}>")
+  target_link_libraries(${target} PUBLIC gRPC::grpc++ protobuf::libprotobuf)
+  target_compile_features(${target} PUBLIC cxx_std_20)
+endfunction()

@@ -10,8 +10,8 @@
 #   3. add_subdirectory (BUILD_SHARED_LIBS stays out of the parent's cache) and 4. FetchContent
 #      from a local clone (the committed HEAD), hidden
 #   5. with --full BUILD_DIR (a configured and built default build, e.g. build/ after `make test`):
-#      it is installed and the `http` consumer builds with find_package and with pkg-config; the
-#      `optional` consumer configures with pkg-config finding nothing
+#      it is installed and the `http` and `grpc` consumers build with find_package and with
+#      pkg-config; the `optional` consumer configures with pkg-config finding nothing
 #   6. every component, shared: every library's SONAME and exported symbols checked (namespace
 #      stormguard only); installed; the `shared` consumer links stormguard::http and
 #      stormguard::config shared and runs
@@ -44,7 +44,7 @@ hidden=(
   -DCMAKE_FIND_ROOT_PATH_MODE_PROGRAM=NEVER
 )
 components_off=()
-for c in CONFIG SIM ASIO HTTP LAB METRICS GUARD ADMISSION FLEET; do components_off+=("-DSTORMGUARD_WITH_${c}=OFF"); done
+for c in CONFIG SIM ASIO HTTP LAB METRICS GUARD ADMISSION FLEET GRPC; do components_off+=("-DSTORMGUARD_WITH_${c}=OFF"); done
 
 step() { echo "== consumers: $*"; }
 configure() { PKG_CONFIG_LIBDIR="" cmake --no-warn-unused-cli "${generator[@]}" -DCMAKE_BUILD_TYPE=Release "$@" >/dev/null; }
@@ -137,6 +137,15 @@ if [[ -n "${full_build}" ]]; then
   c++ -std=c++20 -o "${work}/pkgconfig-http" "${here}/http/main.cpp" \
     $(PKG_CONFIG_PATH="${full_pc_dir}" pkg-config --cflags --libs stormguard-http)
   run_consumer "${work}/pkgconfig-http"
+  step "   find_package(COMPONENTS grpc) and stormguard-grpc.pc"
+  cmake "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -S "${here}/grpc" -B "${work}/consumer-grpc" \
+    -Dstormguard_DIR="${full_dir}" >/dev/null
+  build "${work}/consumer-grpc"
+  run_consumer "${work}/consumer-grpc/consumer"
+  # shellcheck disable=SC2046
+  c++ -std=c++20 -o "${work}/pkgconfig-grpc" "${here}/grpc/main.cpp" \
+    $(PKG_CONFIG_PATH="${full_pc_dir}" pkg-config --cflags --libs stormguard-grpc)
+  run_consumer "${work}/pkgconfig-grpc"
   step "   QUIET and OPTIONAL_COMPONENTS when pkg-config finds nothing"
   PKG_CONFIG_LIBDIR=/nonexistent cmake "${generator[@]}" -S "${here}/optional" \
     -B "${work}/consumer-optional" -Dstormguard_DIR="${full_dir}" >/dev/null

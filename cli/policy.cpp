@@ -40,7 +40,13 @@ std::string limits_of(const config::policy& p) {
     out += ", attempt timeout " + format_duration(p.attempt_timeout);
   }
   if (p.deadline != duration::max()) out += ", deadline " + format_duration(p.deadline);
-  if (p.client) out += fmt::format(", played as the {} client", p.client->name);
+  if (p.client) {
+    out += fmt::format(", played as the {} client", p.client->name);
+    // A profile that never retries plays one attempt whatever the policy says: say so here.
+    if (!p.client->retries && (p.retry.max_retries > 0 || p.hedging)) {
+      out += " (which never retries: one attempt per request)";
+    }
+  }
   return out;
 }
 

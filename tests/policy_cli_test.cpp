@@ -189,6 +189,16 @@ TEST_F(PolicyCli, PolicyCheckSummaryNamesTheTimeLimitsAndTheClientProfile) {
                           "browser-fetch client\n"),
             std::string::npos)
       << r.output;
+  const run_result retrying = run(
+      "policy check " +
+          write(
+              "b.json",
+              R"({"policies": [{"name": "b", "retries": 5, "client_profile": "browser-fetch"}]})"),
+      false);
+  EXPECT_NE(retrying.output.find("played as the browser-fetch client (which never retries: one "
+                                 "attempt per request)"),
+            std::string::npos)
+      << retrying.output;
 }
 
 // Every command that takes a policy file rejects a bad one with exit 2 and the field path.

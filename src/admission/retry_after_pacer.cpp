@@ -19,15 +19,12 @@ using namespace std::chrono_literals;
   throw std::invalid_argument("stormguard::admission::retry_after_pacer: " + what);
 }
 
-bool whole_seconds(duration d) { return d % std::chrono::seconds(1) == duration::zero(); }
-
 const retry_after_pacer_options& validated(const retry_after_pacer_options& o) {
-  if (o.min < 1s || o.min > 1h || !whole_seconds(o.min)) {
-    bad("min must be whole seconds in [1s, 1h], got " + format_duration(o.min));
-  }
-  if (o.max < o.min || o.max > 1h || !whole_seconds(o.max)) {
-    bad("max must be whole seconds in [min (" + format_duration(o.min) + "), 1h], got " +
-        format_duration(o.max));
+  if (o.min < 1s || o.min > 1h) bad("min must be in [1s, 1h], got " + format_duration(o.min));
+  if (o.max < 1s || o.max > 1h) bad("max must be in [1s, 1h], got " + format_duration(o.max));
+  if (o.min > o.max) {
+    bad("min (" + format_duration(o.min) + ") must be at most max (" + format_duration(o.max) +
+        (o.max == retry_after_pacer_options{}.max ? ", the default" : "") + ")");
   }
   if (!(o.factor >= 0.1 && o.factor <= 100.0)) {
     bad("factor must be in [0.1, 100], got " + detail::format_double(o.factor));
@@ -59,8 +56,11 @@ duration retry_after_pacer::refusal(time_point now, random_generator& rng) noexc
   const double min_s = std::chrono::duration<double>(options_.min).count();
   const double max_s = std::chrono::duration<double>(options_.max).count();
   const double base = std::clamp(options_.factor * age_s, min_s, max_s);
+  // Whole seconds, rounded up (never sooner than the draw), within [min, max] rounded inward.
   const double drawn = std::ceil(base * (1.0 + options_.spread * uniform_unit(rng)));
-  return std::chrono::seconds(static_cast<std::int64_t>(std::min(drawn, max_s)));
+  const double lowest = std::ceil(min_s);
+  const double highest = std::max(lowest, std::floor(max_s));
+  return std::chrono::seconds(static_cast<std::int64_t>(std::clamp(drawn, lowest, highest)));
 }
 
 }  // namespace stormguard::admission

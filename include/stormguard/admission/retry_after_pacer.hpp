@@ -11,7 +11,9 @@
 /// likely to be in its first half as in its second, so its age is the median estimate of what is
 /// left. The pacer answers `factor` · age (at least `min`, at most `max`), drawn upward by up to
 /// `spread` of itself so that the refused clients come back spread out rather than together, and
-/// rounded up to whole seconds (Retry-After's delay-seconds, RFC 9110 §10.2.3). A refusal early in
+/// rounded up to whole seconds (Retry-After's delay-seconds, RFC 9110 §10.2.3: never sooner than
+/// the draw), kept within [min, max] (min rounded up, max down, to whole seconds). With the
+/// defaults an overload's first refusals get 2 s (1 s · [1, 1.5), rounded up). A refusal early in
 /// an overload is told to come back soon; one late in a long overload is told to wait about as
 /// long again, so that a client that obeys comes back about when the server can serve it, after
 /// one refusal rather than four.
@@ -40,14 +42,15 @@ namespace stormguard::admission {
 
 /// The pacer's settings.
 struct retry_after_pacer_options {
-  /// The shortest Retry-After: in [1 s, 1 h], whole seconds; default 1 s.
+  /// The shortest Retry-After before the spread: in [1 s, 1 h] (rounded up to whole seconds);
+  /// default 1 s.
   duration min = std::chrono::seconds(1);
-  /// The longest: in [min, 1 h], whole seconds; default 60 s.
+  /// The longest: in [1 s, 1 h] and at least `min` (rounded down to whole seconds); default 60 s.
   duration max = std::chrono::seconds(60);
   /// Retry-After is factor · the overload's age before the spread: in [0.1, 100]; default 2.
   double factor = 2.0;
   /// The upward spread, as a fraction of the delay: in [0, 1]; default 0.5 (delays drawn over
-  /// [d, 1.5 d], then rounded up to whole seconds and kept at most `max`).
+  /// [d, 1.5 d), then rounded up to whole seconds and kept within [min, max]).
   double spread = 0.5;
   /// An overload ends after this long without a refusal: in (0, 1 h]; default 2 s.
   duration calm = std::chrono::seconds(2);

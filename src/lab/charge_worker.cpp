@@ -94,7 +94,7 @@ charge_worker::charge_worker(event_base* base, std::size_t max_queued)
   if (s.readable == nullptr || event_add(s.readable, nullptr) != 0) {
     throw std::system_error(ENOMEM, std::generic_category(), "charge worker: event");
   }
-  std::thread([keep = shared_] { keep->run(); }).detach();
+  thread_ = std::thread([keep = shared_] { keep->run(); });
 }
 
 charge_worker::~charge_worker() { (void)stop(duration::zero()); }
@@ -127,8 +127,16 @@ bool charge_worker::stop(duration grace) noexcept {
     }
   }
   if (s.readable != nullptr) event_free(std::exchange(s.readable, nullptr));
-  // The thread is detached: it returns on its own once it sees `stopping` (at once when idle,
-  // when its call returns otherwise) and releases its share of the state then.
+  // Idle, it returns at once now that it sees `stopping`: joined. Running a job past the grace,
+  // it is detached: it returns on its own when its call does and releases its share of the state
+  // then.
+  if (thread_.joinable()) {
+    try {
+      if (finished) thread_.join();
+    } catch (const std::system_error&) {  // not expected (stop() runs on the loop's thread)
+    }
+    if (thread_.joinable()) thread_.detach();
+  }
   return finished;
 }
 

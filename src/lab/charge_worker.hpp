@@ -20,6 +20,7 @@
 #include <cstddef>
 #include <functional>
 #include <memory>
+#include <thread>
 
 #include "stormguard/clock.hpp"
 
@@ -47,13 +48,15 @@ class charge_worker {
   /// With the loop stopped: drops the queued jobs and the results not yet run, waits at most
   /// `grace` for the running job, and abandons it (the thread is detached; what the job holds
   /// stays alive until it returns, its result is dropped) when it is still running then.
-  /// Idempotent. Returns false when a job was abandoned.
+  /// Otherwise the thread is joined: it has ended, its thread-local state (OpenSSL's among it)
+  /// released, when stop returns. Idempotent. Returns false when a job was abandoned.
   bool stop(duration grace) noexcept;
 
   struct shared;  ///< private (charge_worker.cpp)
 
  private:
   std::shared_ptr<shared> shared_;
+  std::thread thread_;  // joined by stop(), or detached when it abandons a job
 };
 
 }  // namespace stormguard::lab::detail

@@ -13,6 +13,7 @@
 #include "stormguard/admission/reply.hpp"
 #include "stormguard/admission/retry_admission.hpp"
 #include "stormguard/admission/retry_after_pacer.hpp"
+#include "stormguard/admission/retry_shedder.hpp"
 #include "stormguard/random.hpp"
 
 namespace {
@@ -338,6 +339,44 @@ TEST(Reply, RetryAfterIsWholeSecondsRoundedDown) {
 }
 
 }  // namespace
+
+namespace shedding {
+
+using stormguard::admission::retry_shedder;
+using stormguard::admission::retry_shedder_options;
+
+TEST(RetryShedder, ShedsRecognisedRetriesOnlyWhileAnotherDefenceRefusesOrDrops) {
+  retry_shedder shedder;  // hold 100 ms
+  // Calm: nothing is shed, retries included (a weak signal never refuses a healthy server's
+  // request).
+  EXPECT_FALSE(shedder.shed(time_point(0s), true));
+  EXPECT_FALSE(shedder.shed(time_point(0s), false));
+  shedder.engaged(time_point(1s));
+  EXPECT_TRUE(shedder.overloaded(time_point(1s)));
+  EXPECT_TRUE(shedder.shed(time_point(1s + 99ms), true));
+  EXPECT_FALSE(shedder.shed(time_point(1s + 99ms), false));  // a first attempt: never
+  // At the instant + hold the overload is over.
+  EXPECT_FALSE(shedder.overloaded(time_point(1s + 100ms)));
+  EXPECT_FALSE(shedder.shed(time_point(1s + 100ms), true));
+  EXPECT_EQ(shedder.shed_count(), 1);
+  // A report older than the last one changes nothing.
+  shedder.engaged(time_point(500ms));
+  EXPECT_FALSE(shedder.overloaded(time_point(1s + 100ms)));
+}
+
+TEST(RetryShedder, RejectsAHoldOutOfRangeNamingIt) {
+  for (const duration bad : {duration::zero(), duration(999us), duration(2h)}) {
+    try {
+      const retry_shedder s(retry_shedder_options{.hold = bad});
+      ADD_FAILURE() << "accepted hold " << bad.count();
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("hold must be in [1ms, 1h]"), std::string::npos)
+          << e.what();
+    }
+  }
+}
+
+}  // namespace shedding
 
 namespace pacing {
 

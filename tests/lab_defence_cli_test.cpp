@@ -69,18 +69,21 @@ TEST_P(LabDefenceCli, AgreesWithTheSimulator) {
   // The server counts the incident's served attempts from the lab's own label
   // (x-stormguard-incident), so the figure is the simulator's, not null.
   expect_within_15_percent(lab, sim, "incident_served_amplification");
-  const char* own = defence == "drop-expired"        ? "expired_dropped"
-                    : defence == "concurrency-limit" ? "rejected"
-                                                     : "server_refused";
+  const char* own = defence == "drop-expired" ? "expired_dropped"
+                    : defence == "concurrency-limit" || defence == "concurrency-limit+shed-retries"
+                        ? "rejected"
+                        : "server_refused";
   EXPECT_GT(lab[own].get<std::int64_t>(), 0) << own;
   EXPECT_GT(sim[own].get<std::int64_t>(), 0) << own;
 }
 
 INSTANTIATE_TEST_SUITE_P(Defences, LabDefenceCli,
-                         ::testing::Values("drop-expired", "concurrency-limit", "retry-budget"),
+                         ::testing::Values("drop-expired", "concurrency-limit", "retry-budget",
+                                           "concurrency-limit+shed-retries"),
                          [](const auto& info) {
                            std::string name = info.param;
                            std::erase(name, '-');
+                           std::erase(name, '+');
                            return name;
                          });
 

@@ -137,6 +137,35 @@ TEST(ServerModelDefences, TheRetryBudgetRefusesLabelledRetriesOnly) {
   EXPECT_EQ(model.admit(0, retry).by.outcome, stormguard::admission::outcome::retry_refused);
 }
 
+// shed-retries: a retry recognised by a label or by the weak signal is refused at the door only
+// while another defence (here the full queue) refused or dropped within the hold; first attempts
+// never.
+TEST(ServerModelDefences, ShedRetriesRefusesRecognisedRetriesOnlyWhileOverloaded) {
+  auto s = quiet_server(defence_set{}.with<stormguard::sim::shed_retries_defence>());
+  s.queue_limit = 1;
+  engine::server_model model(s);
+  const engine::attempt_labels first{stormguard::attempt_info{1, false}, engine::k_no_deadline};
+  const engine::attempt_labels labelled{stormguard::attempt_info{2, false}, engine::k_no_deadline};
+  const engine::attempt_labels weak{stormguard::attempt_info{1, false}, engine::k_no_deadline,
+                                    true};
+  // Calm: a retry is admitted like any request.
+  ASSERT_EQ(model.admit(0, labelled), engine::admission::accepted);
+  ASSERT_TRUE(model.take(0, {0, 2, 0}).has_value());  // takes the one worker
+  ASSERT_EQ(model.admit(0, weak), engine::admission::accepted);
+  ASSERT_FALSE(model.take(0, {1, 2, 0}).has_value());  // queued: the line is full now
+  // The full queue turns a first attempt away: the server is overloaded for the hold (100 ms).
+  EXPECT_EQ(model.admit(1'000'000, first), engine::admission::rejected);
+  EXPECT_EQ(model.admit(2'000'000, labelled).by.outcome,
+            stormguard::admission::outcome::retry_shed);
+  EXPECT_EQ(model.admit(3'000'000, weak).by.outcome, stormguard::admission::outcome::retry_shed);
+  // A first attempt is not shed (the full queue still turns it away).
+  EXPECT_EQ(model.admit(4'000'000, first), engine::admission::rejected);
+  // The shedder's own refusals do not prolong the overload: 100 ms after the last rejection
+  // (at 4 ms) a retry is no longer shed; the full queue turns it away as it would a first
+  // attempt.
+  EXPECT_EQ(model.admit(104'000'000, weak), engine::admission::rejected);
+}
+
 stormguard::sim::strategy_result run(const stormguard::sim::scenario& s, const char* name) {
   const stormguard::sim::strategy* strat = stormguard::sim::find_strategy(name);
   EXPECT_NE(strat, nullptr);
@@ -345,7 +374,11 @@ TEST(Defences, ParseCombinationsAndRejectWhatIsNotOne) {
   EXPECT_NE(parse_defences("retry-budget+retry-budget").error().message.find("given twice"),
             std::string::npos);
   EXPECT_EQ(stormguard::sim::defence_names(),
-            "none, all, drop-expired, lifo-codel, retry-budget, concurrency-limit, retry-after");
+            "none, all, drop-expired, lifo-codel, retry-budget, shed-retries, concurrency-limit, "
+            "retry-after");
+  // shed-retries is opt-in: named, never in "all".
+  EXPECT_FALSE(defence_set::all().has<stormguard::sim::shed_retries_defence>());
+  EXPECT_EQ(to_string(*parse_defences("shed-retries+retry-budget")), "retry-budget+shed-retries");
 }
 
 // Client profiles (stormguard/client_profile.hpp): what the clients send and honour decides what

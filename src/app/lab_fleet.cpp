@@ -5,6 +5,7 @@
 #include "app/lab_fleet.hpp"
 
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
@@ -27,6 +28,7 @@
 #include <unordered_map>
 #include <utility>
 #include <variant>
+#include <vector>
 
 #include "app/report.hpp"
 #include "stormguard/admission/reply.hpp"
@@ -165,7 +167,15 @@ class lab_transport {
   }
   void send(std::uint32_t id, std::int32_t attempt, std::int64_t) {
     http::request req;
+    // Each logical request has its own target, as real traffic has (GET /orders/<pid>-<n>):
+    // the server's fingerprints then tell one request's retries from another's first attempt.
+    if (attempt == 1 || id >= serials_.size()) {
+      if (id >= serials_.size()) serials_.resize(std::size_t{id} + 1, 0);
+      serials_[id] = ++last_serial_;
+    }
     req.url = url_;
+    if (req.url.empty() || req.url.back() != '/') req.url += '/';
+    req.url += fmt::format("orders/{}-{}", ::getpid(), serials_[id]);
     // The attempt number is the fleet's (each call is one attempt of the client), in the label
     // of the client profile, if it has one.
     std::array<char, 24> number{};
@@ -353,6 +363,8 @@ class lab_transport {
   server* srv_;
   const fleet_options& options_;
   std::string url_;
+  std::vector<std::uint64_t> serials_;  // by request id: the logical request's number (send)
+  std::uint64_t last_serial_ = 0;
   std::int64_t end_;
   bool hedging_;  // the strategy hedges: losing copies are cancelled
   // The cancellation signals of the copies in flight, by copy_key (hedging only); declared before

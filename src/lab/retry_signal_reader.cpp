@@ -96,20 +96,33 @@ void retry_signal_reader::ctx_deleter::operator()(evp_md_ctx_st* c) const noexce
   EVP_MD_CTX_free(c);
 }
 
+std::unique_ptr<evp_md_ctx_st, retry_signal_reader::ctx_deleter> retry_signal_reader::prefixed(
+    std::string_view domain) noexcept {
+  std::unique_ptr<evp_md_ctx_st, ctx_deleter> ctx(EVP_MD_CTX_new());
+  EVP_MD* md = EVP_MD_fetch(nullptr, "SHA256", nullptr);
+  const bool ok = ctx && md != nullptr && EVP_DigestInit_ex(ctx.get(), md, nullptr) == 1 &&
+                  update_part(ctx.get(), domain);
+  EVP_MD_free(md);  // the context keeps its own reference
+  if (!ok) ctx.reset();
+  return ctx;
+}
+
 retry_signal_reader::retry_signal_reader(admission::retry_signals_options options)
-    : recognizer_(options), ctx_(EVP_MD_CTX_new()) {}
+    : recognizer_(options),
+      ctx_(EVP_MD_CTX_new()),
+      fingerprint_prefix_(prefixed(k_fingerprint_domain)),
+      key_prefix_(prefixed(k_key_domain)) {}
 
 retry_signal_reader::~retry_signal_reader() = default;
 
 std::optional<std::uint64_t> retry_signal_reader::fingerprint(evhttp_request* req) noexcept {
   const std::optional<std::string_view> from = who(req);
-  if (!ctx_ || !from) return std::nullopt;
+  if (!ctx_ || !fingerprint_prefix_ || !from) return std::nullopt;
   const char* target = evhttp_request_get_uri(req);
   EVP_MD_CTX* ctx = ctx_.get();
   std::array<unsigned char, EVP_MAX_MD_SIZE> out{};
   unsigned int size = 0;
-  if (EVP_DigestInit_ex(ctx, EVP_sha256(), nullptr) != 1 ||
-      !update_part(ctx, k_fingerprint_domain) || !update_part(ctx, *from) ||
+  if (EVP_MD_CTX_copy_ex(ctx, fingerprint_prefix_.get()) != 1 || !update_part(ctx, *from) ||
       !update_part(ctx, method_name(evhttp_request_get_command(req))) ||
       !update_part(ctx, target != nullptr ? target : "") ||
       !update_body(ctx, evhttp_request_get_input_buffer(req)) ||
@@ -132,13 +145,12 @@ retry_signal_reader::recognition retry_signal_reader::recognise(evhttp_request* 
   }
   std::optional<std::uint64_t> key_digest;
   const std::optional<std::string_view> from = who(req);
-  if (key != nullptr && from && ctx_) {
+  if (key != nullptr && from && ctx_ && key_prefix_) {
     EVP_MD_CTX* ctx = ctx_.get();
     std::array<unsigned char, EVP_MAX_MD_SIZE> out{};
     unsigned int size = 0;
-    if (EVP_DigestInit_ex(ctx, EVP_sha256(), nullptr) == 1 && update_part(ctx, k_key_domain) &&
-        update_part(ctx, *from) && update_part(ctx, key) &&
-        EVP_DigestFinal_ex(ctx, out.data(), &size) == 1) {
+    if (EVP_MD_CTX_copy_ex(ctx, key_prefix_.get()) == 1 && update_part(ctx, *from) &&
+        update_part(ctx, key) && EVP_DigestFinal_ex(ctx, out.data(), &size) == 1) {
       key_digest = admission::key_from_digest({out.data(), size});
     }
   }
@@ -155,6 +167,7 @@ retry_signal_reader::recognition retry_signal_reader::recognise(evhttp_request* 
         r.retry_attempt, labels.reading(admission::retry_signal::graph_retry_attempt).attempt);
   }
   if (seen.repeated_idempotency_key) r.retry_attempt = std::max<std::int64_t>(r.retry_attempt, 2);
+  r.weak_retry = seen.fingerprint_after_failure;
   return r;
 }
 

@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <string_view>
 
 #include "stormguard/admission/retry_signals.hpp"
 #include "stormguard/clock.hpp"
@@ -46,6 +47,9 @@ class retry_signal_reader {
     /// grpc-previous-rpc-attempts are read with the attempt's other fields:
     /// detail::read_attempt_fields.)
     std::int64_t retry_attempt = 0;
+    /// Its fingerprint was seen again after the server's answer to it failed (the weak signal:
+    /// admission::request_signals::fingerprint_after_failure).
+    bool weak_retry = false;
   };
   /// Recognises and counts `req`'s signals at `now`.
   recognition recognise(evhttp_request* req, time_point now) noexcept;
@@ -56,6 +60,8 @@ class retry_signal_reader {
   void failed(std::optional<std::uint64_t> fingerprint, time_point now) noexcept {
     if (fingerprint) recognizer_.failed(now, *fingerprint);
   }
+  /// Bytes the recognizer's two tables hold (fixed at construction).
+  [[nodiscard]] std::size_t memory_bytes() const noexcept { return recognizer_.memory_bytes(); }
   /// The counts so far. Any thread.
   [[nodiscard]] admission::retry_signal_counts counts() const noexcept {
     return recognizer_.counts();
@@ -65,8 +71,13 @@ class retry_signal_reader {
   struct ctx_deleter {
     void operator()(evp_md_ctx_st* c) const noexcept;
   };
+  // A context that has hashed `domain` already, copied for each digest (saves OpenSSL 3's
+  // per-call algorithm fetch and the domain's bytes); null when libcrypto failed.
+  static std::unique_ptr<evp_md_ctx_st, ctx_deleter> prefixed(std::string_view domain) noexcept;
   admission::retry_signal_recognizer recognizer_;
   std::unique_ptr<evp_md_ctx_st, ctx_deleter> ctx_;
+  std::unique_ptr<evp_md_ctx_st, ctx_deleter> fingerprint_prefix_;
+  std::unique_ptr<evp_md_ctx_st, ctx_deleter> key_prefix_;
 };
 
 }  // namespace stormguard::lab::detail

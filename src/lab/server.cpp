@@ -549,6 +549,8 @@ class server::impl {
     if (!labels.attempt.malformed && signals.retry_attempt > labels.attempt.attempt) {
       labels.attempt.attempt = signals.retry_attempt;
     }
+    // The weak signal: shed-retries reads it (never the retry budget).
+    labels.weak_retry = signals.weak_retry;
     const sim::engine::decision d = engine_.admit(now, labels);
     if (d.what != sim::engine::admission::accepted) failed(fingerprint);  // lost or refused
     switch (d.what) {

@@ -14,6 +14,7 @@
 #include <stdexcept>
 #include <type_traits>
 #include <variant>
+#include <vector>
 
 #include "stormguard/admission/reply.hpp"
 #include "stormguard/detail/format.hpp"
@@ -71,13 +72,17 @@ class virtual_transport : public engine::no_notes {
     // reads, else every attempt looks like a first) and its deadline (grpc-timeout: the
     // attempt's timeout; the client still gives up at `deadline` when it sends none).
     const client_profile& client = driver_.profile();
+    // The weak signal, as serve's fingerprints give it (every logical request has its own
+    // fingerprint): a retry whose request's last answer the server saw fail.
     const engine::attempt_labels labels{
         attempt_info{client.label != attempt_label::none ? attempt : 1, false},
-        client.sends_deadline ? deadline : engine::k_no_deadline};
+        client.sends_deadline ? deadline : engine::k_no_deadline, attempt > 1 && take_failure(id)};
+    if (attempt == 1) clear_failure(id);
     strategy_result& counters = driver_.run_metrics().counters();
     const engine::decision d = server_.admit(now, labels);
     switch (d.what) {
       case engine::admission::lost:
+        note_failure(id);  // read, never answered: the server sees the connection close
         ++driver_.run_metrics().counters().lost;
         queues_.push(deadline, event_kind::timeout, id, attempt);
         return;
@@ -111,6 +116,7 @@ class virtual_transport : public engine::no_notes {
   // (admission::reply_for, with server_model::retry_after_for's Retry-After), and the client does
   // what admission::client_step_for says for its profile.
   void answered(std::uint32_t id, std::int32_t attempt, std::int64_t now, admission::outcome o) {
+    note_failure(id);
     admission::reply reply = admission::reply_for(o);
     const std::optional<duration> retry_after = server_.retry_after_for(o, now);
     reply.retry_after = retry_after.has_value();
@@ -126,6 +132,22 @@ class virtual_transport : public engine::no_notes {
         driver_.unavailable(id, attempt, now);
         return;
     }
+  }
+
+  // The weak retry signal's memory: whether the server saw the last answer to request `id`
+  // fail (an answer but 200, a lost attempt, a service whose client had gone), used up by the
+  // request's next attempt (as a fingerprint's failure is, admission::recent_keys::take).
+  void note_failure(std::uint32_t id) {
+    if (id >= failed_.size()) failed_.resize(std::size_t{id} + 1, 0);
+    failed_[id] = 1;
+  }
+  bool take_failure(std::uint32_t id) {
+    if (id >= failed_.size() || failed_[id] == 0) return false;
+    failed_[id] = 0;
+    return true;
+  }
+  void clear_failure(std::uint32_t id) {
+    if (id < failed_.size()) failed_[id] = 0;
   }
 
   void dispatch(const engine::event& e) {
@@ -153,6 +175,8 @@ class virtual_transport : public engine::no_notes {
                 })) {
           push_service_done(next->attempt.request, next->attempt.attempt, e.time, next->svc);
         }
+        // Served after its client gave up: the server finds the connection closed (a failure).
+        if (!driver_.awaits(e.request, e.attempt)) note_failure(e.request);
         driver_.succeeded(e.request, e.attempt, e.time);
         break;
     }
@@ -169,6 +193,7 @@ class virtual_transport : public engine::no_notes {
   engine::event_queues queues_;
   engine::server_model server_;
   engine::driver<B, virtual_transport> driver_;
+  std::vector<std::uint8_t> failed_;  // by request id: note_failure
 };
 
 std::string grouped(double n) {

@@ -12,12 +12,14 @@
 ///  over_limit     503     -                       limiter's delay   retries after the delay
 ///  expired        503     -1 (do not retry)       -                 stops (server_refused)
 ///  codel_dropped  503     -                       -                 may retry (own backoff)
+///  retry_shed     503     -                       -                 may retry (own backoff)
 /// \endcode
 ///
 /// retry_refused is the server-side retry budget (retry_admission.hpp), over_limit the concurrency
 /// limit (concurrency_limit.hpp: Retry-After drawn with jitter, retry_after_for_refusal), expired
-/// drop-expired (defences.hpp: the caller's deadline has passed, or will before an answer), and
-/// codel_dropped the adaptive LIFO + CoDel queue (codel.hpp). "unavailable" is any other
+/// drop-expired (defences.hpp: the caller's deadline has passed, or will before an answer),
+/// codel_dropped the adaptive LIFO + CoDel queue (codel.hpp), and retry_shed a recognised retry
+/// refused while the server is overloaded (retry_shedder.hpp). "unavailable" is any other
 /// immediate 503 of the server's own (a full queue, an error).
 ///
 /// \code{.cpp}
@@ -51,6 +53,7 @@ enum class outcome : std::uint8_t {
   over_limit,     ///< the concurrency limit refused it (concurrency_limit::try_acquire)
   expired,        ///< drop-expired: its caller's deadline has passed or is too near (expired())
   codel_dropped,  ///< the LIFO + CoDel queue dropped it after it waited too long
+  retry_shed,     ///< a recognised retry refused while the server is overloaded (retry_shedder)
 };
 
 /// The answer a server sends for an outcome.
@@ -96,6 +99,9 @@ struct reply {
       return r;
     case outcome::codel_dropped:
       r.body = "dropped: waited too long\n";
+      return r;
+    case outcome::retry_shed:
+      r.body = "retry shed: the server is overloaded\n";
       return r;
   }
   r.body = "unavailable\n";

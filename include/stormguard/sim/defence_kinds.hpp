@@ -13,12 +13,14 @@
 ///                        (defences/drop_expired.hpp)
 ///     lifo-codel         adaptive LIFO + CoDel queue (defences/lifo_codel.hpp)
 ///     retry-budget       server-side retry budget (defences/retry_budget.hpp)
+///     shed-retries       recognised retries refused first while the server is overloaded
+///                        (defences/shed_retries.hpp)
 ///     concurrency-limit  adaptive concurrency limit (defences/concurrency_limit.hpp)
 ///     retry-after        every refusal's Retry-After chosen from the overload's age
 ///                        (defences/retry_after.hpp)
 ///
-/// `a+b` combines defences in one server; `all` is every one. Each kind is a type with its name,
-/// its options and their settings (`fields`), as the budget kinds are
+/// `a+b` combines defences in one server; `all` is every one but the opt-in shed-retries. Each kind
+/// is a type with its name, its options and their settings (`fields`), as the budget kinds are
 /// (stormguard/budget_kinds.hpp):
 ///
 ///     struct retry_budget_defence {
@@ -54,6 +56,7 @@
 #include "stormguard/sim/defences/lifo_codel.hpp"
 #include "stormguard/sim/defences/retry_after.hpp"
 #include "stormguard/sim/defences/retry_budget.hpp"
+#include "stormguard/sim/defences/shed_retries.hpp"
 
 namespace stormguard::detail {
 template <class List>
@@ -73,6 +76,7 @@ namespace stormguard::sim {
 using defence_kinds = std::tuple<drop_expired_defence,       //
                                  lifo_codel_defence,         //
                                  retry_budget_defence,       //
+                                 shed_retries_defence,       //
                                  concurrency_limit_defence,  //
                                  retry_after_defence>;
 
@@ -105,10 +109,20 @@ inline constexpr std::size_t defence_index = [] {
 class defence_set {
  public:
   constexpr defence_set() noexcept = default;
-  /// The set holding every defence ("all").
+  /// The set "all": every defence but those a kind marks opt-in (`static constexpr bool in_all
+  /// = false`: shed-retries, which measured no better against clients that retry on their own
+  /// schedule; docs/admission.md, "Shedding recognised retries").
   [[nodiscard]] static constexpr defence_set all() noexcept {
     defence_set s;
-    s.bits_ = k_defence_count == 32 ? ~std::uint32_t{0} : (std::uint32_t{1} << k_defence_count) - 1;
+    std::size_t i = 0;
+    for_each_defence_kind([&]<class K>(std::type_identity<K>) {
+      if constexpr (requires { K::in_all; }) {
+        if (K::in_all) s = s.with_index(i);
+      } else {
+        s = s.with_index(i);
+      }
+      ++i;
+    });
     return s;
   }
   /// This set with kind K added.

@@ -25,11 +25,18 @@ struct queued_attempt {
 };
 
 // What a request says about itself in its headers: its attempt number (x-envoy-attempt-count,
-// 1 = a first attempt, also when the client does not label its attempts) and its caller's
-// deadline (from grpc-timeout; k_no_deadline: none).
+// 1 = a first attempt, also when the client does not label its attempts; a strong retry signal
+// of another ecosystem raises it), its caller's deadline (from grpc-timeout; k_no_deadline:
+// none), and whether the weak retry signal alone recognised it (its fingerprint seen again after
+// the server's answer to it failed: admission::retry_signal_recognizer).
 struct attempt_labels {
   attempt_info attempt{};
   std::int64_t deadline = k_no_deadline;
+  bool weak_retry = false;
+
+  // Recognised as a retry by any signal: an attempt number >= 2 (a malformed label included,
+  // as the retry budget reads it), or the weak one.
+  [[nodiscard]] bool recognised_retry() const noexcept { return attempt.is_retry() || weak_retry; }
 };
 
 }  // namespace stormguard::sim::engine

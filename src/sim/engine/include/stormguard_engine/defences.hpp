@@ -13,7 +13,9 @@
 //   leave_line  an attempt leaves the line for a worker: a kind may still answer it instead
 //               (drop-expired);
 //   started     an attempt takes a worker; finished: a worker is free again; cancel: an
-//               admitted attempt was turned away or left the line unserved.
+//               admitted attempt was turned away or left the line unserved;
+//   engaged     another kind, or the full queue, refused or dropped an attempt (the server is
+//               overloaded: shed-retries sheds recognised retries while it lasts).
 //
 // A runtime provides only the hooks it needs (each is detected); those it lacks do nothing.
 // Times are ns of the scenario's clock. Not thread-safe: one thread (the simulator's loop, or
@@ -38,6 +40,7 @@
 #include "stormguard_engine/defences/lifo_codel.hpp"
 #include "stormguard_engine/defences/retry_after.hpp"
 #include "stormguard_engine/defences/retry_budget.hpp"
+#include "stormguard_engine/defences/shed_retries.hpp"
 #include "stormguard_engine/seeds.hpp"
 
 namespace stormguard::sim::engine {
@@ -85,7 +88,20 @@ class defences {
         if (const auto o = slot->admit(now, labels)) answer = defence_answer{defence_index<K>, *o};
       }
     });
+    // shed-retries' own refusals are no sign of overload (they would keep it on for as long as
+    // retries come).
+    if (answer && answer->defence != defence_index<shed_retries_defence>) engaged(now);
     return answer;
+  }
+
+  // A refusal or a drop (of a kind but shed-retries, or of the full queue) now: the kinds that
+  // watch for overload (shed-retries) hear it.
+  void engaged(std::int64_t now) {
+    for_each([&]<class K>(std::type_identity<K>, auto& slot) {
+      if constexpr (requires { slot->engaged(now); }) {
+        if (slot) slot->engaged(now);
+      }
+    });
   }
 
   // An attempt leaves the line for a worker now: an answer instead of service, or nullopt.
@@ -99,6 +115,7 @@ class defences {
         }
       }
     });
+    if (answer) engaged(now);
     return answer;
   }
 
@@ -168,6 +185,7 @@ class defences {
     std::optional<queued_attempt> next;
     with_line([&](auto& line, std::size_t index, auto dropped) {
       next = line.pop(at(now), [&](queued_attempt& a) {
+        engaged(now);
         on_drop(a, defence_answer{index, dropped});
       });
     });

@@ -208,6 +208,7 @@ class server_model {
       if (const auto answer = defences_->admit(now, labels)) return {admission::defended, *answer};
       if (!server_.has_free_worker() && queue_length() >= server_.queue_limit()) {
         defences_->cancel();
+        defences_->engaged(now);
         return {admission::rejected};
       }
       return {admission::accepted};

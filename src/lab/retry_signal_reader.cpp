@@ -1,60 +1,85 @@
 // SPDX-License-Identifier: Apache-2.0
+// OpenSSL 3 marks the low-level SHA256_* functions deprecated in favour of the EVP layer; they
+// are kept for their cost (the file comment of retry_signal_reader.hpp).
+#define OPENSSL_SUPPRESS_DEPRECATED
 #include "lab/retry_signal_reader.hpp"
 
 #include <event2/buffer.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 #include <event2/util.h>
-#include <openssl/evp.h>
+#include <openssl/sha.h>
 
 #include <algorithm>
 #include <array>
+#include <cstdint>
+#include <limits>
 #include <string_view>
+
+#include "stormguard/detail/http_syntax.hpp"
 
 namespace stormguard::lab::detail {
 
 namespace {
 
-constexpr std::string_view k_fingerprint_domain = "stormguard retry fingerprint v1";
-constexpr std::string_view k_key_domain = "stormguard retry idempotency key v1";
+constexpr std::string_view k_fingerprint_domain = "stormguard retry fingerprint v2";
+constexpr std::string_view k_key_domain = "stormguard retry idempotency key v2";
 
-std::string_view method_name(evhttp_cmd_type m) noexcept {
+// The method as one byte (0 for one libevent does not name).
+unsigned char method_code(evhttp_cmd_type m) noexcept {
   switch (m) {
     case EVHTTP_REQ_GET:
-      return "GET";
+      return 1;
     case EVHTTP_REQ_POST:
-      return "POST";
+      return 2;
     case EVHTTP_REQ_HEAD:
-      return "HEAD";
+      return 3;
     case EVHTTP_REQ_PUT:
-      return "PUT";
+      return 4;
     case EVHTTP_REQ_DELETE:
-      return "DELETE";
+      return 5;
     case EVHTTP_REQ_OPTIONS:
-      return "OPTIONS";
+      return 6;
     case EVHTTP_REQ_PATCH:
-      return "PATCH";
+      return 7;
     default:
-      return "OTHER";
+      return 0;
   }
 }
 
-bool update_length(EVP_MD_CTX* ctx, std::size_t size) noexcept {
-  std::array<unsigned char, 8> length{};
-  auto n = static_cast<std::uint64_t>(size);
-  for (int i = 7; i >= 0; --i) {
-    length[static_cast<std::size_t>(i)] = static_cast<unsigned char>(n & 0xffU);
-    n >>= 8U;
-  }
-  return EVP_DigestUpdate(ctx, length.data(), length.size()) == 1;
+// A length as 4 bytes, big-endian; false for 4 GiB or more.
+bool update_length(SHA256_CTX& ctx, std::size_t size) noexcept {
+  if (size > std::numeric_limits<std::uint32_t>::max()) return false;
+  const auto n = static_cast<std::uint32_t>(size);
+  const std::array<unsigned char, 4> length{
+      static_cast<unsigned char>(n >> 24U), static_cast<unsigned char>(n >> 16U),
+      static_cast<unsigned char>(n >> 8U), static_cast<unsigned char>(n)};
+  return SHA256_Update(&ctx, length.data(), length.size()) == 1;
 }
 
-bool update_part(EVP_MD_CTX* ctx, std::string_view part) noexcept {
-  return update_length(ctx, part.size()) && EVP_DigestUpdate(ctx, part.data(), part.size()) == 1;
+bool update_part(SHA256_CTX& ctx, std::string_view part) noexcept {
+  return update_length(ctx, part.size()) && SHA256_Update(&ctx, part.data(), part.size()) == 1;
+}
+
+// A state that has hashed `domain` padded with zero bytes to one block.
+SHA256_CTX prefixed(std::string_view domain) noexcept {
+  std::array<unsigned char, SHA256_CBLOCK> block{};
+  std::copy_n(domain.begin(), std::min(domain.size(), block.size()), block.begin());
+  SHA256_CTX ctx{};
+  SHA256_Init(&ctx);
+  SHA256_Update(&ctx, block.data(), block.size());
+  return ctx;
+}
+
+// The key cut from the digest of what `ctx` hashed.
+std::uint64_t finish(SHA256_CTX& ctx) noexcept {
+  std::array<unsigned char, SHA256_DIGEST_LENGTH> out{};
+  SHA256_Final(out.data(), &ctx);
+  return admission::key_from_digest(out);
 }
 
 // The body, chunk by chunk (no copy, no linearising of libevent's buffer).
-bool update_body(EVP_MD_CTX* ctx, evbuffer* body) noexcept {
+bool update_body(SHA256_CTX& ctx, evbuffer* body) noexcept {
   const std::size_t length = body != nullptr ? evbuffer_get_length(body) : 0;
   if (!update_length(ctx, length)) return false;
   if (length == 0) return true;
@@ -69,7 +94,7 @@ bool update_body(EVP_MD_CTX* ctx, evbuffer* body) noexcept {
     const std::size_t used = std::min<std::size_t>(static_cast<std::size_t>(n), chunks.size());
     for (std::size_t i = 0; i < used && left > 0; ++i) {
       const std::size_t take = std::min(left, chunks[i].iov_len);
-      if (EVP_DigestUpdate(ctx, chunks[i].iov_base, take) != 1) return false;
+      if (SHA256_Update(&ctx, chunks[i].iov_base, take) != 1) return false;
       left -= take;
       if (evbuffer_ptr_set(body, &at, take, EVBUFFER_PTR_ADD) != 0 && left > 0) return false;
     }
@@ -77,11 +102,10 @@ bool update_body(EVP_MD_CTX* ctx, evbuffer* body) noexcept {
   return true;
 }
 
-// The principal (Authorization) or the peer's address; nullopt when neither is known.
-std::optional<std::string_view> who(evhttp_request* req) noexcept {
-  if (const char* a = evhttp_find_header(evhttp_request_get_input_headers(req), "Authorization")) {
-    return std::string_view(a);
-  }
+// The principal (`authorization`, the Authorization field's value, when the request has one) or
+// the peer's address; nullopt when neither is known.
+std::optional<std::string_view> who(evhttp_request* req, const char* authorization) noexcept {
+  if (authorization != nullptr) return std::string_view(authorization);
   evhttp_connection* connection = evhttp_request_get_connection(req);
   if (connection == nullptr) return std::nullopt;
   char* address = nullptr;
@@ -92,44 +116,35 @@ std::optional<std::string_view> who(evhttp_request* req) noexcept {
 
 }  // namespace
 
-void retry_signal_reader::ctx_deleter::operator()(evp_md_ctx_st* c) const noexcept {
-  EVP_MD_CTX_free(c);
-}
-
-std::unique_ptr<evp_md_ctx_st, retry_signal_reader::ctx_deleter> retry_signal_reader::prefixed(
-    std::string_view domain) noexcept {
-  std::unique_ptr<evp_md_ctx_st, ctx_deleter> ctx(EVP_MD_CTX_new());
-  EVP_MD* md = EVP_MD_fetch(nullptr, "SHA256", nullptr);
-  const bool ok = ctx && md != nullptr && EVP_DigestInit_ex(ctx.get(), md, nullptr) == 1 &&
-                  update_part(ctx.get(), domain);
-  EVP_MD_free(md);  // the context keeps its own reference
-  if (!ok) ctx.reset();
-  return ctx;
-}
-
 retry_signal_reader::retry_signal_reader(admission::retry_signals_options options)
     : recognizer_(options),
-      ctx_(EVP_MD_CTX_new()),
       fingerprint_prefix_(prefixed(k_fingerprint_domain)),
       key_prefix_(prefixed(k_key_domain)) {}
 
-retry_signal_reader::~retry_signal_reader() = default;
-
 std::optional<std::uint64_t> retry_signal_reader::fingerprint(evhttp_request* req) noexcept {
-  const std::optional<std::string_view> from = who(req);
-  if (!ctx_ || !fingerprint_prefix_ || !from) return std::nullopt;
+  const char* authorization = nullptr;
+  const evkeyvalq* headers = evhttp_request_get_input_headers(req);
+  for (const evkeyval* h = headers != nullptr ? headers->tqh_first : nullptr;
+       h != nullptr && authorization == nullptr; h = h->next.tqe_next) {
+    if (h->key != nullptr && stormguard::detail::equals_ignoring_case(h->key, "authorization")) {
+      authorization = h->value;
+    }
+  }
+  return fingerprint(req, who(req, authorization));
+}
+
+std::optional<std::uint64_t> retry_signal_reader::fingerprint(
+    evhttp_request* req, std::optional<std::string_view> from) noexcept {
+  if (!from) return std::nullopt;
   const char* target = evhttp_request_get_uri(req);
-  EVP_MD_CTX* ctx = ctx_.get();
-  std::array<unsigned char, EVP_MAX_MD_SIZE> out{};
-  unsigned int size = 0;
-  if (EVP_MD_CTX_copy_ex(ctx, fingerprint_prefix_.get()) != 1 || !update_part(ctx, *from) ||
-      !update_part(ctx, method_name(evhttp_request_get_command(req))) ||
+  SHA256_CTX ctx = fingerprint_prefix_;
+  const unsigned char method = method_code(evhttp_request_get_command(req));
+  if (!update_part(ctx, *from) || SHA256_Update(&ctx, &method, 1) != 1 ||
       !update_part(ctx, target != nullptr ? target : "") ||
-      !update_body(ctx, evhttp_request_get_input_buffer(req)) ||
-      EVP_DigestFinal_ex(ctx, out.data(), &size) != 1) {
+      !update_body(ctx, evhttp_request_get_input_buffer(req))) {
     return std::nullopt;
   }
-  return admission::key_from_digest({out.data(), size});
+  return finish(ctx);
 }
 
 retry_signal_reader::recognition retry_signal_reader::recognise(evhttp_request* req,
@@ -137,25 +152,29 @@ retry_signal_reader::recognition retry_signal_reader::recognise(evhttp_request* 
   admission::retry_labels labels;
   const evkeyvalq* headers = evhttp_request_get_input_headers(req);
   const char* key = nullptr;
+  const char* authorization = nullptr;
+  // One pass over the fields: the labels, the first Idempotency-Key and Authorization.
   for (const evkeyval* h = headers != nullptr ? headers->tqh_first : nullptr; h != nullptr;
        h = h->next.tqe_next) {
     if (h->key == nullptr || h->value == nullptr) continue;
-    labels.field(h->key, h->value);
-    if (key == nullptr && evutil_ascii_strcasecmp(h->key, "Idempotency-Key") == 0) key = h->value;
-  }
-  std::optional<std::uint64_t> key_digest;
-  const std::optional<std::string_view> from = who(req);
-  if (key != nullptr && from && ctx_ && key_prefix_) {
-    EVP_MD_CTX* ctx = ctx_.get();
-    std::array<unsigned char, EVP_MAX_MD_SIZE> out{};
-    unsigned int size = 0;
-    if (EVP_MD_CTX_copy_ex(ctx, key_prefix_.get()) == 1 && update_part(ctx, *from) &&
-        update_part(ctx, key) && EVP_DigestFinal_ex(ctx, out.data(), &size) == 1) {
-      key_digest = admission::key_from_digest({out.data(), size});
+    const std::string_view name(h->key);
+    if (admission::retry_labels::reads(name)) labels.field(name, h->value);
+    if (key == nullptr && stormguard::detail::equals_ignoring_case(name, "idempotency-key")) {
+      key = h->value;
+    }
+    if (authorization == nullptr &&
+        stormguard::detail::equals_ignoring_case(name, "authorization")) {
+      authorization = h->value;
     }
   }
+  std::optional<std::uint64_t> key_digest;
+  const std::optional<std::string_view> from = who(req, authorization);
+  if (key != nullptr && from) {
+    SHA256_CTX ctx = key_prefix_;
+    if (update_part(ctx, *from) && update_part(ctx, key)) key_digest = finish(ctx);
+  }
   recognition r;
-  r.fingerprint = fingerprint(req);
+  r.fingerprint = fingerprint(req, from);
   const admission::request_signals seen =
       recognizer_.recognise(now, labels, key_digest, r.fingerprint);
   // The other ecosystems' labels say which attempt this is (Graph's counts the retries).

@@ -2,19 +2,27 @@
 // Internal: serve's retry signals (stormguard/admission/retry_signals.hpp) read from libevent's
 // requests. Every request of the scenario's and the payments endpoints goes through recognise():
 // its header labels, its Idempotency-Key and its fingerprint, as 64-bit keys cut from SHA-256
-// digests (OpenSSL libcrypto, as the guard's fingerprint_of):
+// digests (OpenSSL libcrypto):
 //
 //   who          the Authorization field's value when present (the principal), else the peer's
 //                address (without the port: a client's next connection has another)
-//   fingerprint  SHA-256 of "stormguard retry fingerprint v1", who, method, target as sent, body
-//   key          SHA-256 of "stormguard retry idempotency key v1", who, Idempotency-Key (the
-//                first field)
+//   fingerprint  SHA-256 of the fingerprint domain block, who, method (one byte), target as sent,
+//                body
+//   key          SHA-256 of the key domain block, who, Idempotency-Key (the first field)
 //
-// each part preceded by its length (8 bytes, big-endian), so that no two requests hash the same
-// bytes. Recognition and counting only: no request is refused for a signal. Loop thread only (one
-// digest context, reused); counts() from any thread.
+// The domain block is "stormguard retry fingerprint v2" (or "... idempotency key v2") padded with
+// zero bytes to one SHA-256 block of 64 bytes, hashed once at construction: each digest starts
+// from a copy of that state, and a bodiless GET whose who and target take at most 46 bytes
+// together is one more block. Each part but the method is preceded by its length (4 bytes,
+// big-endian; a part of 4 GiB or more gives no key), so that no two requests hash the same bytes.
+// OpenSSL's low-level SHA-256 functions are used, not the EVP layer, whose per-digest overhead
+// was twice the digest's own cost (docs/performance.md, "Retry signals"). Recognition and
+// counting only; what admission does with them is the defences' choice. Loop thread only;
+// counts() from any thread.
 #ifndef STORMGUARD_LAB_RETRY_SIGNAL_READER_HPP
 #define STORMGUARD_LAB_RETRY_SIGNAL_READER_HPP
+
+#include <openssl/sha.h>
 
 #include <cstdint>
 #include <memory>
@@ -25,7 +33,6 @@
 #include "stormguard/clock.hpp"
 
 struct evhttp_request;
-struct evp_md_ctx_st;
 
 namespace stormguard::lab::detail {
 
@@ -33,7 +40,6 @@ class retry_signal_reader {
  public:
   /// Throws as admission::retry_signal_recognizer does; std::bad_alloc.
   explicit retry_signal_reader(admission::retry_signals_options options = {});
-  ~retry_signal_reader();
   retry_signal_reader(const retry_signal_reader&) = delete;
   retry_signal_reader& operator=(const retry_signal_reader&) = delete;
 
@@ -53,8 +59,9 @@ class retry_signal_reader {
   };
   /// Recognises and counts `req`'s signals at `now`.
   recognition recognise(evhttp_request* req, time_point now) noexcept;
-  /// `req`'s fingerprint, computed again (nullopt when libcrypto fails or the client has gone:
-  /// without its connection the peer is unknown).
+  /// `req`'s fingerprint, computed again (nullopt when the client has gone and the request has
+  /// no Authorization field: without its connection the peer is unknown, or for a part of 4 GiB
+  /// or more).
   std::optional<std::uint64_t> fingerprint(evhttp_request* req) noexcept;
   /// The answer to a request with `fingerprint` failed at `now` (nothing for nullopt).
   void failed(std::optional<std::uint64_t> fingerprint, time_point now) noexcept {
@@ -68,16 +75,12 @@ class retry_signal_reader {
   }
 
  private:
-  struct ctx_deleter {
-    void operator()(evp_md_ctx_st* c) const noexcept;
-  };
-  // A context that has hashed `domain` already, copied for each digest (saves OpenSSL 3's
-  // per-call algorithm fetch and the domain's bytes); null when libcrypto failed.
-  static std::unique_ptr<evp_md_ctx_st, ctx_deleter> prefixed(std::string_view domain) noexcept;
+  // The fingerprint of `req` sent by `from` (nullopt: unknown, no fingerprint).
+  std::optional<std::uint64_t> fingerprint(evhttp_request* req,
+                                           std::optional<std::string_view> from) noexcept;
   admission::retry_signal_recognizer recognizer_;
-  std::unique_ptr<evp_md_ctx_st, ctx_deleter> ctx_;
-  std::unique_ptr<evp_md_ctx_st, ctx_deleter> fingerprint_prefix_;
-  std::unique_ptr<evp_md_ctx_st, ctx_deleter> key_prefix_;
+  SHA256_CTX fingerprint_prefix_{};  // the fingerprint domain block hashed
+  SHA256_CTX key_prefix_{};          // the key domain block hashed
 };
 
 }  // namespace stormguard::lab::detail

@@ -58,6 +58,7 @@
 
 #include "stormguard/admission/recent_keys.hpp"
 #include "stormguard/clock.hpp"
+#include "stormguard/detail/http_syntax.hpp"
 #include "stormguard/export.hpp"
 #include "stormguard/retry_headers.hpp"
 
@@ -178,6 +179,16 @@ class STORMGUARD_EXPORT retry_labels {
  public:
   /// Takes one header field (name without the colon; value as received).
   void field(std::string_view name, std::string_view value) noexcept;
+  /// Whether field() reads a field named `name` (one of the labels' names, case-insensitive):
+  /// a caller that holds values as C strings may skip measuring the others'.
+  [[nodiscard]] static constexpr bool reads(std::string_view name) noexcept {
+    for (std::size_t i = 0; i < k_retry_label_count; ++i) {
+      if (stormguard::detail::equals_ignoring_case(name, signal_name(k_retry_signals[i]))) {
+        return true;
+      }
+    }
+    return false;
+  }
   /// What the fields taken so far say for `label` (absent for a signal that is no label).
   [[nodiscard]] label_reading reading(retry_signal label) const noexcept {
     return is_label(label) ? readings_[index_of(label)] : label_reading{};

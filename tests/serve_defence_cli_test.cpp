@@ -218,6 +218,45 @@ TEST(ServeDefenceCli, ARepeatedAttemptFieldThatDisagreesIsMalformed) {
       << out;
 }
 
+// shed-retries against forged labels, on a real socket: one worker busy for 2 s and a queue of
+// one, so every further request is turned away (queue full), which keeps the server overloaded.
+// Mallory's request that failed comes back labelled "attempt 1": its fingerprint still marks it
+// as a retry and it is shed, as the same request without any label is; marking a new request as
+// a retry only sheds mallory's own request; and alice's first attempt at the very target mallory
+// failed on (a collision on purpose, from another principal) is no retry: the full queue turns it
+// away as any first attempt, never "retry shed".
+TEST(ServeDefenceCli, ForgedLabelsGainNothingAndStarveNoOtherPrincipal) {
+  scenario_file s(R"({"workers": 1, "queue_limit": 1, "service_time": "2s",
+                      "defences": {"shed-retries": {"hold": "10s"}}})");
+  // One line per request: its name and the body of its answer.
+  const auto ask = [](const std::string& name, const std::string& principal,
+                      const std::string& label, const std::string& target) {
+    return "echo \"" + name + " $(curl -s -H 'Authorization: Bearer " + principal + "' " +
+           (label.empty() ? "" : "-H '" + label + "' ") + "${url}" + target + ")\"; ";
+  };
+  const std::string out =
+      with_serve(s.path, "",
+                 "curl -s -o /dev/null -m 5 ${url}orders/busy & b1=$!; "
+                 "curl -s -o /dev/null -m 5 ${url}orders/queued & b2=$!; sleep 0.3; " +
+                     ask("c1", "mallory", "", "orders/c") +
+                     ask("c2", "mallory", "x-envoy-attempt-count: 1", "orders/c") +
+                     ask("d1", "mallory", "", "orders/d") + ask("d2", "mallory", "", "orders/d") +
+                     ask("e1", "mallory", "x-envoy-attempt-count: 2", "orders/e") +
+                     ask("v1", "alice", "", "orders/c") +
+                     "curl -s ${url}metrics | grep 'defence=\"shed-retries\"'; wait $b1 $b2");
+  EXPECT_NE(out.find("c1 queue full"), std::string::npos) << out;
+  EXPECT_NE(out.find("c2 retry shed: the server is overloaded"), std::string::npos) << out;
+  EXPECT_NE(out.find("d1 queue full"), std::string::npos) << out;
+  EXPECT_NE(out.find("d2 retry shed: the server is overloaded"), std::string::npos) << out;
+  EXPECT_NE(out.find("e1 retry shed: the server is overloaded"), std::string::npos) << out;
+  EXPECT_NE(out.find("v1 queue full"), std::string::npos) << out;
+  EXPECT_NE(
+      out.find(
+          R"(stormguard_serve_defence_decisions_total{defence="shed-retries",reason="retry_shed"} 3)"),
+      std::string::npos)
+      << out;
+}
+
 TEST(ServeDefenceCli, ACommaIsAUsageError) {
   scenario_file s;
   const auto r = run_shell(k_cli + " serve " + s.path +

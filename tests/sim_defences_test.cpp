@@ -202,6 +202,29 @@ TEST(SimulateDefences, ClientsThatNeitherLabelNorHonourDefeatTheServerBudget) {
   EXPECT_FALSE(r.recovery_s);  // the storm goes on: every retry looks like a first attempt
 }
 
+// Clients that label nothing are still recognised by the weak signal: a retry whose previous
+// answer the server saw fail. The simulator is deterministic, so shed-retries beside lifo-codel
+// changes the run only if it recognised (and shed) something; repeating_clients changes nothing
+// for a server that reads no fingerprint, and changes a shedding server's run (a polling
+// client's next first attempt after a failure looks like a retry).
+TEST(SimulateDefences, ShedRetriesRecognisesUnlabelledRetriesByTheirFingerprint) {
+  auto s = stormguard::sim::friday_night();
+  s.client = *stormguard::find_client_profile("go-retryablehttp");  // no label, no deadline
+  s.defences.enabled = defence_set{}.with<lifo_codel_defence>();
+  const auto codel = run(s, "naive");
+  s.repeating_clients = 1.0;  // every client polls one target
+  const auto codel_polling = run(s, "naive");
+  EXPECT_EQ(codel_polling.attempts, codel.attempts);
+  EXPECT_EQ(codel_polling.rejected, codel.rejected);
+  s.repeating_clients = 0.0;
+  s.defences.enabled = s.defences.enabled.with<stormguard::sim::shed_retries_defence>();
+  const auto shed = run(s, "naive");
+  EXPECT_NE(shed.rejected, codel.rejected);
+  s.repeating_clients = 1.0;
+  const auto shed_polling = run(s, "naive");
+  EXPECT_NE(shed_polling.rejected, shed.rejected);
+}
+
 TEST(SimulateDefences, DropExpiredDropsAndLifoCodelEndsTheStorm) {
   auto s = stormguard::sim::friday_night();
   s.defences.enabled = defence_set{}.with<drop_expired_defence>().with<lifo_codel_defence>();

@@ -1023,7 +1023,10 @@ INSTANTIATE_TEST_SUITE_P(
                   "server.overload.service_time", "missing"},
         bad_input{"max retries zero",
                   friday_with("\"clients\": 20,", "\"clients\": 20, \"max_retries\": 0,"),
-                  "max_retries", "[1, 1000], got 0"}),
+                  "max_retries", "[1, 1000], got 0"},
+        bad_input{"repeating clients above one",
+                  friday_with("\"clients\": 20,", "\"clients\": 20, \"repeating_clients\": 1.2,"),
+                  "repeating_clients", "[0, 1], got 1.2"}),
     [](const ::testing::TestParamInfo<bad_input>& param_info) {
       std::string name;
       for (char c : param_info.param.label)

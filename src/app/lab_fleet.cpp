@@ -95,6 +95,8 @@ class lab_transport {
         srv_(srv),
         options_(options),
         url_(std::move(url)),
+        repeaters_(static_cast<std::uint32_t>(std::llround(
+            s.repeating_clients * static_cast<double>(std::max<std::int64_t>(1, s.clients))))),
         end_(s.length.count()),
         hedging_(strat.hedging.has_value()),
         client_(io.get_executor(),
@@ -168,14 +170,21 @@ class lab_transport {
   void send(std::uint32_t id, std::int32_t attempt, std::int64_t) {
     http::request req;
     // Each logical request has its own target, as real traffic has (GET /orders/<pid>-<n>):
-    // the server's fingerprints then tell one request's retries from another's first attempt.
-    if (attempt == 1 || id >= serials_.size()) {
-      if (id >= serials_.size()) serials_.resize(std::size_t{id} + 1, 0);
-      serials_[id] = ++last_serial_;
-    }
+    // the server's fingerprints then tell one request's retries from another's first attempt. A
+    // repeating client (the scenario's repeating_clients) sends all of its requests to one
+    // (GET /orders/<pid>-client-<k>), as a page that polls does.
     req.url = url_;
     if (req.url.empty() || req.url.back() != '/') req.url += '/';
-    req.url += fmt::format("orders/{}-{}", ::getpid(), serials_[id]);
+    const std::uint32_t client = id % driver_.clients().clients_count();
+    if (client < repeaters_) {
+      req.url += fmt::format("orders/{}-client-{}", ::getpid(), client);
+    } else {
+      if (attempt == 1 || id >= serials_.size()) {
+        if (id >= serials_.size()) serials_.resize(std::size_t{id} + 1, 0);
+        serials_[id] = ++last_serial_;
+      }
+      req.url += fmt::format("orders/{}-{}", ::getpid(), serials_[id]);
+    }
     // The attempt number is the fleet's (each call is one attempt of the client), in the label
     // of the client profile, if it has one.
     std::array<char, 24> number{};
@@ -363,6 +372,7 @@ class lab_transport {
   server* srv_;
   const fleet_options& options_;
   std::string url_;
+  std::uint32_t repeaters_;             // the first clients repeat one target (send)
   std::vector<std::uint64_t> serials_;  // by request id: the logical request's number (send)
   std::uint64_t last_serial_ = 0;
   std::int64_t end_;

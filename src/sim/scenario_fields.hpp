@@ -187,6 +187,8 @@ void describe(V& v, S& s) {
            [&s](auto& w, auto& i) { describe_incident(w, i, s.length); });
   v.integer(optional("max_retries"), s.max_retries, between(1, 1000));
   v.profile(spec{.name = "client_profile", .required = false, .write_default = false}, s.client);
+  v.number(spec{.name = "repeating_clients", .required = false, .write_default = false},
+           s.repeating_clients, fraction());
   v.strategies(optional("strategies"), s.strategies);
 }
 

@@ -13,6 +13,7 @@
 #include <limits>
 #include <stdexcept>
 #include <type_traits>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -43,7 +44,11 @@ class virtual_transport : public engine::no_notes {
       : end_(s.length.count()),
         queues_(end_, s.distribution == service_distribution::fixed),
         server_(s),
-        driver_(s, strat, config, *this) {}
+        driver_(s, strat, config, *this),
+        fingerprints_(s.defences.enabled.has<shed_retries_defence>()),
+        clients_(static_cast<std::uint32_t>(std::max<std::int64_t>(1, s.clients))),
+        repeaters_(static_cast<std::uint32_t>(
+            std::llround(s.repeating_clients * static_cast<double>(clients_)))) {}
 
   strategy_result run() {
     driver_.begin();
@@ -72,12 +77,13 @@ class virtual_transport : public engine::no_notes {
     // reads, else every attempt looks like a first) and its deadline (grpc-timeout: the
     // attempt's timeout; the client still gives up at `deadline` when it sends none).
     const client_profile& client = driver_.profile();
-    // The weak signal, as serve's fingerprints give it (every logical request has its own
-    // fingerprint): a retry whose request's last answer the server saw fail.
+    // The weak signal, as serve's fingerprints give it: a request whose fingerprint's last
+    // answer the server saw fail (every logical request has its own fingerprint, but a repeating
+    // client's are all one: its next first attempt after a failure is a false alarm).
+    const bool weak = fingerprints_ && take_failure(id, attempt);
     const engine::attempt_labels labels{
         attempt_info{client.label != attempt_label::none ? attempt : 1, false},
-        client.sends_deadline ? deadline : engine::k_no_deadline, attempt > 1 && take_failure(id)};
-    if (attempt == 1) clear_failure(id);
+        client.sends_deadline ? deadline : engine::k_no_deadline, weak};
     strategy_result& counters = driver_.run_metrics().counters();
     const engine::decision d = server_.admit(now, labels);
     switch (d.what) {
@@ -134,20 +140,25 @@ class virtual_transport : public engine::no_notes {
     }
   }
 
-  // The weak retry signal's memory: whether the server saw the last answer to request `id`
-  // fail (an answer but 200, a lost attempt, a service whose client had gone), used up by the
-  // request's next attempt (as a fingerprint's failure is, admission::recent_keys::take).
+  // The weak retry signal's memory (kept only when shed-retries runs, the one defence that reads
+  // it): whether the server saw the last answer to a fingerprint fail (an answer but 200, a lost
+  // attempt, a service whose client had gone), used up by the fingerprint's next request (as
+  // admission::recent_keys::take). A fingerprint is a logical request, or a repeating client.
+  std::uint8_t& failure_of(std::uint32_t id) {
+    const std::uint32_t c = id % clients_;
+    std::vector<std::uint8_t>& table = c < repeaters_ ? failed_clients_ : failed_requests_;
+    const std::uint32_t key = c < repeaters_ ? c : id;
+    if (key >= table.size()) table.resize(std::size_t{key} + 1, 0);
+    return table[key];
+  }
   void note_failure(std::uint32_t id) {
-    if (id >= failed_.size()) failed_.resize(std::size_t{id} + 1, 0);
-    failed_[id] = 1;
+    if (fingerprints_) failure_of(id) = 1;
   }
-  bool take_failure(std::uint32_t id) {
-    if (id >= failed_.size() || failed_[id] == 0) return false;
-    failed_[id] = 0;
-    return true;
-  }
-  void clear_failure(std::uint32_t id) {
-    if (id < failed_.size()) failed_[id] = 0;
+  // Attempt `attempt` of request `id` is sent: whether its fingerprint's failure was noted (used
+  // up). A first attempt of a request of its own carries a fresh fingerprint.
+  bool take_failure(std::uint32_t id, std::int32_t attempt) {
+    if (attempt == 1 && id % clients_ >= repeaters_) return false;
+    return std::exchange(failure_of(id), std::uint8_t{0}) != 0;
   }
 
   void dispatch(const engine::event& e) {
@@ -193,7 +204,11 @@ class virtual_transport : public engine::no_notes {
   engine::event_queues queues_;
   engine::server_model server_;
   engine::driver<B, virtual_transport> driver_;
-  std::vector<std::uint8_t> failed_;  // by request id: note_failure
+  bool fingerprints_;                          // shed-retries runs: keep the weak signal
+  std::uint32_t clients_;                      // the scenario's clients
+  std::uint32_t repeaters_;                    // the first ones repeat one target
+  std::vector<std::uint8_t> failed_requests_;  // by request id: failure_of
+  std::vector<std::uint8_t> failed_clients_;   // by repeating client
 };
 
 std::string grouped(double n) {

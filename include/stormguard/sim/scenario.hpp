@@ -153,6 +153,13 @@ struct scenario {
   /// (pushback, Retry-After), so what the server's defences can see and what they achieve. A
   /// strategy whose policy names its own client_profile plays that one instead.
   client_profile client{};
+  /// [repeating_clients] optional, in [0, 1], default 0: the fraction of the clients (the first
+  /// round(fraction × clients) of them) that send every logical request to one target of their
+  /// own, the same GET again and again as a page that polls does, instead of a target per logical
+  /// request. To a server that fingerprints requests (admission::retry_signal_recognizer) such a
+  /// client's next request after a failed answer looks like a retry: the false alarms of the weak
+  /// signal. The simulator and `lab` play it; they send at the scenario's rate per client.
+  double repeating_clients = 0.0;
 
   friend bool operator==(const scenario&, const scenario&) = default;
 };

@@ -99,6 +99,28 @@ TEST_F(LabFleetStoreCli, TwoProcessesShareOneRedisNextToTheSimulator) {
   EXPECT_FALSE(s.at("sim").at("recovery_s").is_null()) << r.out;
 }
 
+// The built-in hedged+fleet charges its copies to the fleet budget, which the workers share
+// through the real Redis as full+fleet's: every client's syncer synced, the copies went out, and
+// the run is valid next to the simulator.
+TEST_F(LabFleetStoreCli, HedgedFleetSharesOneRedisAcrossProcesses) {
+  run_result r;
+  r = run_cli("lab '" + file_ +
+              "' --scale 1 -s hedged+fleet --fleet-store auto --json --processes 2");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_NE(r.err.find("hedged+fleet: the fleet store answered "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("; 0 of 20 syncers never synced"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("falling back"), std::string::npos) << r.err;
+  const auto& s = j.at("strategies").at(0);
+  EXPECT_EQ(s.at("name"), "hedged+fleet");
+  EXPECT_TRUE(s.at("valid").get<bool>()) << r.out;
+  EXPECT_GT(s.at("lab").at("hedges_sent").get<int>(), 0) << r.out;
+  const double lab = s.at("lab").at("amplification").get<double>();
+  const double sim = s.at("sim").at("amplification").get<double>();
+  EXPECT_NEAR(lab, sim, 0.2 * sim) << r.out;
+  EXPECT_FALSE(s.at("lab").at("recovery_s").is_null()) << r.out;
+}
+
 TEST_F(LabFleetStoreCli, RedisKilledMidRunFallsBackAndTheRunCompletes) {
   run_result r;
   const nlohmann::json j = run_json("--processes 2 --fleet-store-kill-at 3s", r);

@@ -350,7 +350,7 @@ int write_results(const lab_options& o, const lab_run& r, const lab::lab_report&
   if (!report.valid()) {
     print_error(
         "the run is invalid: the lab's own sockets failed, its fleet store did not serve it, or a "
-        "worker process was killed "
+        "worker process was killed (or stopped alone) by a signal "
         "(see the report)");
     return k_exit_invalid;
   }

@@ -350,7 +350,7 @@ int write_results(const lab_options& o, const lab_run& r, const lab::lab_report&
   if (!report.valid()) {
     print_error(
         "the run is invalid: the lab's own sockets failed, its fleet store did not serve it, or a "
-        "worker process was killed "
+        "worker process was killed (or stopped alone) by a signal "
         "(see the report)");
     return k_exit_invalid;
   }
@@ -368,7 +368,13 @@ int run_fleet_store(const lab_options& o, const lab_run& r) {
       print_error("--fleet-worker runs one --strategy");
       return exit_usage;
     }
-    return run_lab_fleet_worker(o.fleet, r.scenario, r.strategies.front(), &g_stop);
+    const int status = run_lab_fleet_worker(o.fleet, r.scenario, r.strategies.front(), &g_stop);
+    // Stopped by SIGINT/SIGTERM: its report (printed) holds only part of the run, and 128+S tells
+    // the parent so (a worker stopped alone makes the run invalid; lab_fleet_store.cpp).
+    if (const int signal = g_signal.load(); signal != 0 && status == exit_success) {
+      return 128 + signal;
+    }
+    return status;
   }
   if (o.fleet.processes < 1 || o.fleet.processes > 64) {
     print_error("--processes must be in [1, 64], got " + std::to_string(o.fleet.processes));

@@ -21,10 +21,12 @@
 #include <stdexcept>
 #include <string_view>
 #include <thread>
+#include <variant>
 
 #include "command.hpp"
 #include "lab_fleet_syncers.hpp"
 #include "output.hpp"
+#include "process.hpp"
 #include "stormguard/detail/format.hpp"
 #include "stormguard/detail/redact.hpp"
 #include "stormguard/detail/redis_url.hpp"
@@ -106,14 +108,9 @@ std::optional<child> spawn(const std::vector<std::string>& args, bool quiet_outp
   return child{pid, fds[0]};
 }
 
-// Reads the child's whole stdout, then reaps it; its exit status (-1 when killed).
-// How a worker ended: its exit status, or the signal that killed it.
-struct worker_end {
-  int exit_status = 0;  // when exited
-  int signal = 0;       // > 0: killed by this signal (exit_status is then meaningless)
-};
-
-worker_end finish(const child& c, std::string& out) {
+// Reads the child's whole stdout, then reaps it; how it ended: exited with its status
+// (child_status::kind::exited) or killed by a signal (kind::signaled, the signal's number).
+child_status finish(const child& c, std::string& out) {
   char buffer[8192];
   for (;;) {
     const ssize_t n = ::read(c.out, buffer, sizeof buffer);
@@ -129,8 +126,8 @@ worker_end finish(const child& c, std::string& out) {
   int status = 0;
   while (::waitpid(c.pid, &status, 0) < 0 && errno == EINTR) {
   }
-  if (WIFSIGNALED(status)) return worker_end{0, WTERMSIG(status)};
-  return worker_end{WIFEXITED(status) ? WEXITSTATUS(status) : 1, 0};
+  if (WIFSIGNALED(status)) return child_status{child_status::kind::signaled, WTERMSIG(status)};
+  return child_status{child_status::kind::exited, WIFEXITED(status) ? WEXITSTATUS(status) : 1};
 }
 
 std::uint16_t free_port() {
@@ -277,23 +274,46 @@ std::jthread kill_and_restart(auto_redis& redis, steady::time_point at,
 struct collected {
   std::vector<lab::part_report> reports;
   std::string error;
-  std::string killed;  // "worker 1/4 was killed by signal 9 (Killed)", joined by "; "
+  // "worker 1/4 (pid 4242) was killed by signal 9 (SIGKILL)", joined by "; "
+  std::string killed;
 };
 
-// Waits for every worker (worker k of `workers.size()`) and reads its report.
-collected collect(const std::vector<child>& workers) {
+// The status with which a worker says that SIGINT or SIGTERM stopped it before the end of its
+// run, after printing its report of the part it ran (128 + the signal, as the shells count it).
+bool stopped_by_signal(const child_status& end) noexcept {
+  return end.how == child_status::kind::exited &&
+         (end.value == 128 + SIGINT || end.value == 128 + SIGTERM);
+}
+
+// "SIGTERM" for 15; "signal N" for a number the C library does not name.
+std::string signal_name(int signal) {
+  const char* abbrev = ::sigabbrev_np(signal);
+  return abbrev != nullptr ? "SIG" + std::string(abbrev) : "signal " + std::to_string(signal);
+}
+
+// Waits for every worker (worker k of `workers.size()`) and reads its report. A worker stopped
+// by SIGINT/SIGTERM reported part of its run: its report is kept when this process was stopped
+// too (Ctrl-C reaches the whole process group: the run is interrupted, its partial report
+// printed), and counts as a worker killed otherwise (stopped alone, its part is cut short).
+collected collect(const std::vector<child>& workers, const std::atomic<bool>* stop) {
   collected c;
   for (std::size_t k = 0; k < workers.size(); ++k) {
     std::string out;
-    const worker_end end = finish(workers[k], out);
-    const std::string name = fmt::format("worker {}/{}", k, workers.size());
-    if (end.signal > 0) {
-      c.killed += fmt::format("{}{} was killed by signal {} ({})", c.killed.empty() ? "" : "; ",
-                              name, end.signal, ::strsignal(end.signal));
-    } else if (end.exit_status != 0) {
+    const child_status end = finish(workers[k], out);
+    const std::string name =
+        fmt::format("worker {}/{} (pid {})", k, workers.size(), workers[k].pid);
+    const bool interrupted = stop != nullptr && stop->load();
+    if (end.how == child_status::kind::signaled) {
+      c.killed += fmt::format("{}{} {}", c.killed.empty() ? "" : "; ", name, end.describe());
+    } else if (stopped_by_signal(end) && !interrupted) {
+      c.killed += fmt::format("{}{} was stopped by signal {} ({}) before the end of the run",
+                              c.killed.empty() ? "" : "; ", name, end.value - 128,
+                              signal_name(end.value - 128));
+    } else if (end.value != 0 && !stopped_by_signal(end)) {
+      // It ended on its own with a failure (a bad option, a server it could not reach): the
+      // command fails (exit 1), as for any other failure at run time.
       if (c.error.empty()) {
-        c.error = fmt::format("{} failed with exit status {} (its message is above)", name,
-                              end.exit_status);
+        c.error = fmt::format("{} {} (its message is above)", name, end.describe());
       }
     } else {
       try {
@@ -306,12 +326,15 @@ collected collect(const std::vector<child>& workers) {
   return c;
 }
 
-// Kills worker 0 with SIGKILL at `at` (--fleet-worker-kill-at), unless the run ends first.
-std::jthread kill_worker(pid_t pid, steady::time_point at) {
-  return std::jthread([pid, at](std::stop_token token) {
+// Kills worker 0 of `workers` with SIGKILL at `at` (--fleet-worker-kill-at), unless the run
+// ends first; says so on stderr, naming the worker and its pid.
+std::jthread kill_worker(pid_t pid, std::size_t workers, steady::time_point at) {
+  return std::jthread([pid, workers, at](std::stop_token token) {
     while (!token.stop_requested() && steady::now() < at) std::this_thread::sleep_for(10ms);
     if (token.stop_requested()) return;
-    report_log("lab", "killing worker 0 (--fleet-worker-kill-at)");
+    report_log("lab",
+               fmt::format("killing worker 0/{} (pid {}) with SIGKILL (--fleet-worker-kill-at)",
+                           workers, pid));
     ::kill(pid, SIGKILL);
   });
 }
@@ -430,9 +453,9 @@ outcome<lab::lab_report, std::string> run_lab_fleet_store(const lab_fleet_store_
     }
     std::jthread worker_killer;
     if (const std::optional<duration> at = kill_time(o.worker_kill_at)) {
-      worker_killer = kill_worker(workers.front().pid, start + *at);
+      worker_killer = kill_worker(workers.front().pid, workers.size(), start + *at);
     }
-    collected done = collect(workers);
+    collected done = collect(workers, stop);
     for (std::jthread* t : {&killer, &worker_killer}) {
       if (t->joinable()) {
         t->request_stop();
@@ -458,12 +481,15 @@ outcome<lab::lab_report, std::string> run_lab_fleet_store(const lab_fleet_store_
     // when a worker was killed: its part of the fleet is missing from the lab's column.
     std::string invalid = lab::parts_invalid_reason(reports, st);
     if (!done.killed.empty()) {
+      // A fleet budget's claims held by the killed worker stay reserved until its heartbeat
+      // expires (3 x max_sync_interval): the survivors spent less than the whole allowance.
+      const bool fleet = std::holds_alternative<fleet_budget_options>(strategies[i].budget);
       invalid += (invalid.empty() ? "" : "; ") + done.killed +
-                 fmt::format(
-                     ": the lab's column holds {} of {} parts of the fleet, and the "
-                     "killed worker's budget claims came back only after the store's "
-                     "heartbeat",
-                     reports.size(), workers.size());
+                 fmt::format(": the lab's column holds {} of {} parts of the fleet{}",
+                             reports.size(), workers.size(),
+                             fleet ? ", and the killed worker's budget claims came back only after "
+                                     "the store's heartbeat"
+                                   : "");
     }
     // A store that never served the run, unless it was stopped on purpose (the experiment).
     if (const std::string why = kill_at ? std::string() : store_reason(reports, url, !!redis, s);

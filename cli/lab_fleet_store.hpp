@@ -47,12 +47,17 @@ struct lab_fleet_store_options {
 [[nodiscard]] bool wants_fleet_store(const lab_fleet_store_options& o) noexcept;
 
 /// The run: every strategy over `o.processes` worker processes (see the file comment). An error
-/// when redis-server, a server or a worker cannot be started, or a worker fails.
+/// when redis-server, a server or a worker cannot be started, or a worker ends on its own with a
+/// non-zero status (the error names it, its pid and its status). A worker killed by a signal, or
+/// stopped alone by SIGINT/SIGTERM (exit status 128 + S while `stop` is not set), makes that
+/// strategy's run invalid instead: the others' parts are reported, the reason names the worker,
+/// its pid and the signal ("worker 0/4 (pid 4242) was killed by signal 9 (SIGKILL)").
 [[nodiscard]] outcome<lab::lab_report, std::string> run_lab_fleet_store(
     const lab_fleet_store_options& o, const sim::scenario& s,
     std::span<const sim::strategy> strategies, const std::atomic<bool>* stop);
 
-/// A worker: part K of P of `s` with the one strategy; prints lab::part_report_to_json on stdout.
+/// A worker: part K of P of `s` with the one strategy; prints lab::part_report_to_json on stdout
+/// (of the part it ran, when `stop` ended it early: its caller then exits 128 + the signal).
 /// The exit status.
 int run_lab_fleet_worker(const lab_fleet_store_options& o, const sim::scenario& s,
                          const sim::strategy& strategy, const std::atomic<bool>* stop);

@@ -11,12 +11,16 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "support/redis_server.hpp"
 #include "test_util.hpp"
@@ -95,6 +99,28 @@ TEST_F(LabFleetStoreCli, TwoProcessesShareOneRedisNextToTheSimulator) {
   EXPECT_FALSE(s.at("sim").at("recovery_s").is_null()) << r.out;
 }
 
+// The built-in hedged+fleet charges its copies to the fleet budget, which the workers share
+// through the real Redis as full+fleet's: every client's syncer synced, the copies went out, and
+// the run is valid next to the simulator.
+TEST_F(LabFleetStoreCli, HedgedFleetSharesOneRedisAcrossProcesses) {
+  run_result r;
+  r = run_cli("lab '" + file_ +
+              "' --scale 1 -s hedged+fleet --fleet-store auto --json --processes 2");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_NE(r.err.find("hedged+fleet: the fleet store answered "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("; 0 of 20 syncers never synced"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("falling back"), std::string::npos) << r.err;
+  const auto& s = j.at("strategies").at(0);
+  EXPECT_EQ(s.at("name"), "hedged+fleet");
+  EXPECT_TRUE(s.at("valid").get<bool>()) << r.out;
+  EXPECT_GT(s.at("lab").at("hedges_sent").get<int>(), 0) << r.out;
+  const double lab = s.at("lab").at("amplification").get<double>();
+  const double sim = s.at("sim").at("amplification").get<double>();
+  EXPECT_NEAR(lab, sim, 0.2 * sim) << r.out;
+  EXPECT_FALSE(s.at("lab").at("recovery_s").is_null()) << r.out;
+}
+
 TEST_F(LabFleetStoreCli, RedisKilledMidRunFallsBackAndTheRunCompletes) {
   run_result r;
   const nlohmann::json j = run_json("--processes 2 --fleet-store-kill-at 3s", r);
@@ -160,14 +186,98 @@ TEST_F(LabFleetStoreCli, AWorkerKilledBySignalMakesTheRunInvalidAndNamesTheSigna
   const nlohmann::json& run = j.at("strategies").at(0);
   EXPECT_FALSE(run.at("valid").get<bool>());
   const std::string why = run.at("invalid_reason").get<std::string>();
-  EXPECT_NE(why.find("worker 0/2 was killed by signal 9"), std::string::npos) << why;
+  // The worker by its index and pid (the one the lab said it killed), the signal by number and
+  // by name: not "exit status -1".
+  const std::string killing = "killing worker 0/2 (pid ";
+  const std::size_t at = r.err.find(killing);
+  ASSERT_NE(at, std::string::npos) << r.err;
+  const std::string pid =
+      r.err.substr(at + killing.size(), r.err.find(')', at) - at - killing.size());
+  ASSERT_FALSE(pid.empty()) << r.err;
+  EXPECT_NE(why.find("worker 0/2 (pid " + pid + ") was killed by signal 9 (SIGKILL)"),
+            std::string::npos)
+      << why;
   EXPECT_NE(why.find("1 of 2 parts"), std::string::npos) << why;
-  // The surviving worker's half of the fleet is still reported.
-  const double lab = run.at("lab").at("logical_requests").get<double>();
+  EXPECT_EQ(why.find("exit status"), std::string::npos) << why;
+  EXPECT_NE(r.err.find("the run is invalid"), std::string::npos) << r.err;
+  // The surviving worker's half of the fleet is still reported, with its figures.
+  const nlohmann::json& lab = run.at("lab");
+  const double requests = lab.at("logical_requests").get<double>();
   const double sim = run.at("sim").at("logical_requests").get<double>();
-  EXPECT_GT(lab, 0.3 * sim);
-  EXPECT_LT(lab, 0.7 * sim);
-  EXPECT_NE(r.err.find("killing worker 0"), std::string::npos) << r.err;
+  EXPECT_GT(requests, 0.3 * sim);
+  EXPECT_LT(requests, 0.7 * sim);
+  EXPECT_GE(lab.at("attempts").get<double>(), requests);
+  EXPECT_GT(lab.at("amplification").get<double>(), 0.99);
+  EXPECT_GT(lab.at("success_ratio").get<double>(), 0.3);
+}
+
+// The pid of the process whose command line holds every one of `words` as an argument (0 when
+// none): a worker of this test's lab run, found by its scenario file and --fleet-worker K/P.
+pid_t find_process(const std::vector<std::string>& words) {
+  for (const auto& entry : fs::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream in(entry.path() / "cmdline", std::ios::binary);
+    std::vector<std::string> args;
+    for (std::string arg; std::getline(in, arg, '\0');) args.push_back(arg);
+    bool all = !args.empty();
+    for (const std::string& w : words) {
+      all = all && std::find(args.begin(), args.end(), w) != args.end();
+    }
+    if (all) return static_cast<pid_t>(std::stol(name));
+  }
+  return 0;
+}
+
+// A worker stopped alone by SIGTERM (sent by someone else than the lab: an operator, a service
+// manager) finishes early and prints the report of the part it ran; the lab does not count that
+// short part as a whole one (before, the run was reported valid with that worker's part cut
+// short): the run is invalid, the reason names the worker, its pid and the signal, and the other
+// worker's part is reported (exit 3).
+TEST_F(LabFleetStoreCli, AWorkerStoppedAloneBySigtermMakesTheRunInvalid) {
+  const fs::path err =
+      fs::temp_directory_path() / ("stormguard-lab-fleet-term-" + std::to_string(getpid()));
+  const std::string line = std::string("'") + STORMGUARD_CLI_PATH + "' lab '" + file_ +
+                           "' --scale 1 -s full+fleet --fleet-store auto --json --processes 2 2>'" +
+                           err.string() + "'";
+  FILE* pipe = ::popen(line.c_str(), "r");
+  ASSERT_NE(pipe, nullptr);
+  // The workers start 1.5 s before the run; worker 1 is stopped about 3 s into its 11 s.
+  pid_t worker = 0;
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (worker == 0 && std::chrono::steady_clock::now() < until) {
+    worker = find_process({file_, "--fleet-worker", "1/2"});
+    if (worker == 0) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  if (worker != 0) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(4500));
+    ::kill(worker, SIGTERM);
+  }
+  std::string out;
+  char buffer[4096];
+  std::size_t n = 0;
+  while ((n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) out.append(buffer, n);
+  const int status = ::pclose(pipe);
+  std::ifstream in(err);
+  const std::string errors{std::istreambuf_iterator<char>(in), {}};
+  fs::remove(err);
+  ASSERT_NE(worker, 0) << "worker 1/2 never seen; " << errors;
+  ASSERT_TRUE(WIFEXITED(status)) << errors;
+  EXPECT_EQ(WEXITSTATUS(status), 3) << errors;
+  const nlohmann::json run = nlohmann::json::parse(out).at("strategies").at(0);
+  EXPECT_TRUE(run.at("completed").get<bool>());
+  EXPECT_FALSE(run.at("valid").get<bool>());
+  const std::string why = run.at("invalid_reason").get<std::string>();
+  EXPECT_NE(why.find("worker 1/2 (pid " + std::to_string(worker) +
+                     ") was stopped by signal 15 (SIGTERM) before the end of the run"),
+            std::string::npos)
+      << why;
+  EXPECT_NE(why.find("1 of 2 parts"), std::string::npos) << why;
+  // Worker 0's half of the fleet, whole.
+  const double requests = run.at("lab").at("logical_requests").get<double>();
+  const double sim = run.at("sim").at("logical_requests").get<double>();
+  EXPECT_GT(requests, 0.3 * sim);
+  EXPECT_LT(requests, 0.7 * sim);
 }
 
 TEST_F(LabFleetStoreCli, AWorkerReportsItsOwnTransportFailures) {

@@ -43,7 +43,7 @@ TEST_F(PolicyCli, SimulateRunsAFilePolicyBesideTheBuiltIns) {
   const auto doc = nlohmann::json::parse(r.output);
   std::vector<std::string> names;
   for (const auto& s : doc.at("strategies")) names.push_back(s.at("name"));
-  ASSERT_EQ(names.size(), 16u);  // the 15 built-ins and "ours"
+  ASSERT_EQ(names.size(), 17u);  // the 16 built-ins and "ours"
   EXPECT_EQ(names.front(), "none");
   EXPECT_EQ(names.back(), "ours");
   // Alone with --strategy, also in the table.
@@ -278,7 +278,7 @@ TEST_F(PolicyCli, PolicyCheckBuiltinPrintsTheBuiltInStrategiesFile) {
   EXPECT_EQ(builtin.output, file.output);
   const auto doc = nlohmann::json::parse(builtin.output);
   ASSERT_EQ(doc["policies"].size(),
-            15U);  // ... full+envoy, full+fleet, full+breaker, hedged, hedged-unbudgeted
+            16U);  // ... full+fleet, full+breaker, hedged, hedged+fleet, hedged-unbudgeted
   EXPECT_EQ(doc["policies"][6]["name"], "full+budget");
   EXPECT_EQ(doc["policies"][9]["budget"]["kind"], "adaptive");
   const run_result one = run("policy check --json builtin:full+envoy", false);

@@ -336,10 +336,11 @@ TEST(FormatDuration, IsTheExactInverseOfParseDuration) {
 TEST(BuiltinStrategies, AreTheDocumentedTableInOrder) {
   std::vector<std::string> names;
   for (const auto& s : sim::builtin_strategies()) names.push_back(s.name);
-  EXPECT_EQ(names, (std::vector<std::string>{
-                       "none", "naive", "exponential", "equal", "full", "decorrelated",
-                       "full+budget", "full+throttle", "full+quota", "full+adaptive", "full+envoy",
-                       "full+fleet", "full+breaker", "hedged", "hedged-unbudgeted"}));
+  EXPECT_EQ(names,
+            (std::vector<std::string>{"none", "naive", "exponential", "equal", "full",
+                                      "decorrelated", "full+budget", "full+throttle", "full+quota",
+                                      "full+adaptive", "full+envoy", "full+fleet", "full+breaker",
+                                      "hedged", "hedged+fleet", "hedged-unbudgeted"}));
   EXPECT_EQ(strategy_named("none").retry.max_retries, 0);
   const auto& naive = strategy_named("naive").retry;
   EXPECT_EQ(naive.max_retries, 3);
@@ -355,6 +356,18 @@ TEST(BuiltinStrategies, AreTheDocumentedTableInOrder) {
       std::get_if<stormguard::concurrency_budget_options>(&strategy_named("full+envoy").budget);
   ASSERT_NE(envoy, nullptr);
   EXPECT_EQ(*envoy, stormguard::concurrency_budget_options{});
+  // hedged+fleet hedges as hedged does; its copies are charged to full+fleet's fleet budget.
+  const sim::strategy& hedged_fleet = strategy_named("hedged+fleet");
+  ASSERT_TRUE(hedged_fleet.hedging.has_value());
+  EXPECT_EQ(hedged_fleet.hedging, strategy_named("hedged").hedging);
+  EXPECT_EQ(hedged_fleet.retry.max_retries, 0);
+  const auto* fleet = std::get_if<stormguard::fleet_budget_options>(&hedged_fleet.budget);
+  ASSERT_NE(fleet, nullptr);
+  const auto* full_fleet =
+      std::get_if<stormguard::fleet_budget_options>(&strategy_named("full+fleet").budget);
+  ASSERT_NE(full_fleet, nullptr);
+  EXPECT_EQ(fleet->ratio, full_fleet->ratio);
+  EXPECT_EQ(fleet->sync_interval, full_fleet->sync_interval);
 }
 
 TEST(FindStrategy, ReturnsNullForAnUnknownName) {
@@ -1454,8 +1467,8 @@ TEST(Plot, IdenticalSeriesAreNamedInTheKeyAndDrawnDistinctly) {
 }
 
 // Every built-in strategy (and one of the user's) gets its own colour and its own marker: a key
-// of 15 strategies with two red circles cannot be read.
-TEST(Plot, SixteenLinesDifferInColourAndInMarker) {
+// of 16 strategies with two red circles cannot be read.
+TEST(Plot, SeventeenLinesDifferInColourAndInMarker) {
   const std::vector<sim::strategy> strategies{strategy_named("none")};
   const std::string script =
       sim::gnuplot_script(sim::simulate(small_calm(), strategies), sim::plot_format::png, "x.png");
@@ -1476,7 +1489,7 @@ TEST(Plot, SixteenLinesDifferInColourAndInMarker) {
 }
 
 // The clients sweep's plot uses the same palette: strategy k is line type k + 1, never the
-// first's again before the sixteenth.
+// first's again before the eighteenth.
 TEST(Plot, ClientsSweepGivesEachStrategyItsOwnLineType) {
   sim::clients_sweep_report report{small_storm(), {20, 200}, {}, {}};
   const auto builtins = sim::builtin_strategies();
@@ -1487,7 +1500,7 @@ TEST(Plot, ClientsSweepGivesEachStrategyItsOwnLineType) {
     }
   }
   const std::string script = sim::gnuplot_script(report, sim::plot_format::svg, "x.svg");
-  EXPECT_NE(script.find("set linetype 16 lc rgb"), std::string::npos);
+  EXPECT_NE(script.find("set linetype 17 lc rgb"), std::string::npos);
   for (std::size_t a = 0; a < builtins.size(); ++a) {
     EXPECT_NE(script.find("$s" + std::to_string(a) + " using 1:3 with linespoints lt " +
                           std::to_string(a + 1) + " title '" + builtins[a].name + "'"),

@@ -47,14 +47,17 @@ std::string preamble(plot_format format, const std::string& output, int width, i
   out += "set grid lc rgb '#dddddd'\nset key outside right top\nset border 3\nset tics nomirror\n";
   // A palette that tells the built-in strategies apart (k_colours lines, then it repeats): no two
   // lines share a colour, and no two a marker.
-  const char* colours[k_colours] = {
-      "#555555", "#d62728", "#ff7f0e", "#bcbd22", "#1f77b4", "#9467bd", "#2ca02c", "#17becf",
-      "#8c564b", "#e377c2", "#000000", "#7f7f7f", "#393b79", "#637939", "#ad494a", "#ce6dbd"};
+  const char* colours[k_colours] = {"#555555", "#d62728", "#ff7f0e", "#bcbd22", "#1f77b4",
+                                    "#9467bd", "#2ca02c", "#17becf", "#8c564b", "#e377c2",
+                                    "#000000", "#7f7f7f", "#393b79", "#637939", "#ad494a",
+                                    "#ce6dbd", "#8c6d31"};
   // Each line also has its own dash type and point marker, so that lines that coincide (two
   // strategies with the same series) still show both: the dashes of one between those of the
-  // other, and markers at different places. gnuplot's markers 1-15 and 0 (a dot).
-  constexpr int dashes[k_colours] = {1, 2, 3, 4, 5, 1, 2, 3, 4, 5, 1, 2, 3, 4, 5, 1};
-  constexpr int points[k_colours] = {1, 2, 4, 6, 8, 10, 12, 3, 5, 7, 9, 11, 13, 14, 15, 0};
+  // other, and markers at different places. gnuplot's markers 1-15 and 0 (a dot), then a
+  // character (its cairo terminals draw 16 as 1 again).
+  constexpr int dashes[k_colours] = {1, 2, 3, 4, 5, 1, 2, 3, 4, 5, 1, 2, 3, 4, 5, 1, 2};
+  const char* points[k_colours] = {"1", "2", "4",  "6",  "8",  "10", "12", "3",  "5",
+                                   "7", "9", "11", "13", "14", "15", "0",  "'#'"};
   for (int i = 0; i < k_colours; ++i) {
     out += fmt::format("set linetype {} lc rgb '{}' lw 1.5 dt {} pt {} ps 0.8\n", i + 1, colours[i],
                        dashes[i], points[i]);

@@ -72,9 +72,9 @@ enum class plot_format { png, svg };
 [[nodiscard]] std::string gnuplot_script(const clients_sweep_report& report, plot_format format,
                                          const std::string& output);
 
-/// The lines a plot tells apart, each by its own colour and marker (and dash type); the 15
-/// built-in strategies and one of the user's all differ. A 17th line repeats the first's.
-inline constexpr int k_distinct_lines = 16;
+/// The lines a plot tells apart, each by its own colour and marker (and dash type); the 16
+/// built-in strategies and one of the user's all differ. An 18th line repeats the first's.
+inline constexpr int k_distinct_lines = 17;
 
 }  // namespace stormguard::sim
 

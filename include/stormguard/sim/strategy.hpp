@@ -84,6 +84,11 @@ struct strategy : stormguard::config::policy {
 ///   10 s, fleet floor 10/s, sync every 100 ms with the store model, round trip 1 ms).
 /// - `full+breaker`: as full, plus a retry-only circuit breaker per client (retry_breaker:
 ///   retries while the failure rate over 10 s is below 10 %; Brooker 2022).
+/// - `hedged`: no retries; a second copy after 20 ms if the first has not answered, first answer
+///   wins, each copy charged to a ratio_budget per client (10 % over 10 s, floor 10/s).
+/// - `hedged+fleet`: as hedged, the copies charged to one ratio budget for the whole fleet (the
+///   fleet_budget of full+fleet: 10 % over 10 s, fleet floor 10/s, sync every 100 ms).
+/// - `hedged-unbudgeted`: no retries; up to 5 copies 20 ms apart, no budget.
 ///
 /// `naive` is the for-loop anti-pattern (a fixed 100 ms sleep between attempts). Each is the policy
 /// of the same name in policies/builtin-strategies.json (embedded at build time), with

@@ -9,7 +9,9 @@
 #include <yaml-cpp/yaml.h>
 
 #include <chrono>
+#include <fstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -283,6 +285,41 @@ TEST(Export, AGrpcNameThatIsNotOneIsWarnedAndTheEntryAppliesToEveryMethod) {
   EXPECT_EQ(nlohmann::json::parse(out.text)["methodConfig"][0]["name"],
             nlohmann::json::parse("[{}]"));
   EXPECT_TRUE(warned(out.warnings, "name")) << joined(out.warnings);
+}
+
+// The example blocks of docs/policy.md ("$ stormguard policy export --to T
+// policies/recommended.json", the warnings, then the output) are what the writers give.
+TEST(ExportDocs, EachTargetsExampleIsTheOutput) {
+  std::ifstream in(STORMGUARD_SOURCE_DIR "/docs/policy.md");
+  std::stringstream doc;
+  doc << in.rdbuf();
+  const std::string text = doc.str();
+  const auto recommended =
+      value_of(config::load_policies(STORMGUARD_SOURCE_DIR "/policies/recommended.json"))[0];
+  for (const auto t : {export_target::envoy, export_target::grpc, export_target::linkerd}) {
+    SCOPED_TRACE(std::string(config::to_string(t)));
+    const std::string command = "$ stormguard policy export --to " +
+                                std::string(config::to_string(t)) + " policies/recommended.json\n";
+    const auto at = text.find(command);
+    ASSERT_NE(at, std::string::npos);
+    const auto end = text.find("```\n", at);
+    ASSERT_NE(end, std::string::npos);
+    std::istringstream block(text.substr(at + command.size(), end - at - command.size()));
+    std::string output;
+    std::vector<std::string> warnings;
+    for (std::string line; std::getline(block, line);) {
+      const std::string prefix =
+          "stormguard policy export: warning: --to " + std::string(config::to_string(t)) + ": ";
+      if (line.rfind("stormguard policy export: ", 0) == 0) {
+        if (line.rfind(prefix, 0) == 0) warnings.push_back(line.substr(prefix.size()));
+        continue;
+      }
+      output += line + "\n";
+    }
+    const auto out = config::export_policy(recommended, t);
+    EXPECT_EQ(output, out.text);
+    EXPECT_EQ(warnings, out.warnings);
+  }
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -23,7 +23,8 @@ constexpr std::string_view k_command = "policy export";
 
 struct export_options {
   std::string target;
-  std::string output;  // empty: stdout
+  std::string output;
+  CLI::Option* output_option = nullptr;  // given: write to `output` (an empty one is an error)
   std::string policy;
 };
 
@@ -40,7 +41,7 @@ int write_export(const export_options& options) {
     report_warning(k_command, printable_message("--to " + std::string(config::to_string(*target)) +
                                                 ": " + warning));
   }
-  if (!options.output.empty()) {
+  if (options.output_option != nullptr && options.output_option->count() > 0) {
     return write_text_file(k_command, options.output, out.text, "-o/--output") ? exit_success
                                                                                : exit_failure;
   }
@@ -77,8 +78,9 @@ command add_policy_export(CLI::App& policy) {
   sub->add_option("--to", options->target, "The target: envoy, grpc or linkerd")
       ->required()
       ->type_name("TARGET");
-  sub->add_option("-o,--output", options->output, "Write to FILE instead of stdout")
-      ->type_name("FILE");
+  options->output_option =
+      sub->add_option("-o,--output", options->output, "Write to FILE instead of stdout")
+          ->type_name("FILE");
   sub->add_option("policy", options->policy,
                   "[grpc:|envoy:]FILE[:NAME] or builtin:NAME: the policy (a file's first "
                   "unless NAME says)")

@@ -479,6 +479,9 @@ TEST_F(PolicyExportCli, AnUnwritableOutputIsARunTimeFailureNamingTheFlagAndThePa
             std::string::npos)
       << r.output;
   EXPECT_FALSE(std::filesystem::exists(out));
+  const run_result empty = run("policy export --to envoy -o '' '" + file + "'");
+  EXPECT_EQ(empty.exit_code, 1) << empty.output;  // not stdout
+  EXPECT_NE(empty.output.find("-o/--output: cannot write \"\""), std::string::npos) << empty.output;
   const run_result full = run("policy export --to envoy -o /dev/full '" + file + "'");
   EXPECT_EQ(full.exit_code, 1) << full.output;
   EXPECT_NE(full.output.find("-o/--output: cannot write \"/dev/full\""), std::string::npos)

@@ -135,12 +135,13 @@ void reopen_closed_standard_streams() noexcept {
 }
 
 bool write_text_file(std::string_view command, const std::filesystem::path& path,
-                     const std::string& text) {
+                     const std::string& text, std::string_view flag) {
+  const std::string prefix = flag.empty() ? std::string() : std::string(flag) + ": ";
   errno = 0;
   std::FILE* file = std::fopen(path.string().c_str(), "wb");
   if (file == nullptr) {
-    report_error(command, "cannot write " + detail::quote_for_message(path.string()) + ": " +
-                              errno_text(errno));
+    report_error(command, prefix + "cannot write " + detail::quote_for_message(path.string()) +
+                              ": " + errno_text(errno));
     return false;
   }
   bool ok = write_all(file, text);
@@ -150,8 +151,8 @@ bool write_text_file(std::string_view command, const std::filesystem::path& path
     error = errno;
   }
   if (!ok)
-    report_error(command, "cannot write " + detail::quote_for_message(path.string()) + ": " +
-                              errno_text(error));
+    report_error(command, prefix + "cannot write " + detail::quote_for_message(path.string()) +
+                              ": " + errno_text(error));
   return ok;
 }
 

@@ -89,9 +89,10 @@ void report_stats(std::string_view command, int attempts, end_reason reason,
 void reopen_closed_standard_streams() noexcept;
 
 /// Writes `text` into the file `path` (created or truncated); false after reporting the system's
-/// reason as "stormguard COMMAND: error: cannot write "PATH": REASON".
+/// reason as "stormguard COMMAND: error: cannot write "PATH": REASON" (prefixed by "FLAG: " when
+/// `flag`, the option that named the file, is given).
 bool write_text_file(std::string_view command, const std::filesystem::path& path,
-                     const std::string& text);
+                     const std::string& text, std::string_view flag = "");
 
 /// The CSV file of a strategy or a scenario (`name` + `suffix`): every '/' (a gRPC
 /// service/method, or a hostile name such as "../../x") and control byte as '_', so that the file

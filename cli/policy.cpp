@@ -17,6 +17,7 @@
 #include "manpage.hpp"
 #include "output.hpp"
 #include "plan_stats.hpp"
+#include "policy_export.hpp"
 #include "policy_file.hpp"
 #include "stormguard/backoff.hpp"
 #include "stormguard/detail/format.hpp"
@@ -50,6 +51,30 @@ std::string limits_of(const config::policy& p) {
   return out;
 }
 
+// The two readings of what is retried (or, hedging, what sends the next copy at once): the HTTP
+// statuses (the HTTP executors, the simulator) and the gRPC codes (the gRPC client; its default
+// UNAVAILABLE when the policy names none).
+std::string readings_of(const config::policy& p) {
+  const auto list = [](const std::vector<int>& items, auto name) {
+    std::string out;
+    for (const int i : items) out += (out.empty() ? "" : ", ") + name(i);
+    return out.empty() ? std::string("none") : out;
+  };
+  const auto http = [](int s) { return std::to_string(s); };
+  const auto grpc = [](int c) { return std::string(config::grpc_code_name(c)); };
+  if (p.hedging) {
+    const auto& codes = p.hedging->non_fatal_grpc_codes;
+    return fmt::format("  next copy at once over HTTP on {}; over gRPC on {}\n",
+                       list(p.hedging->non_fatal_statuses.to_vector(), http),
+                       codes ? list(codes->to_vector(), grpc) : "none named");
+  }
+  const auto& codes = p.retryable_grpc_codes;
+  return fmt::format(
+      "  retried over HTTP: {}; over gRPC: {}\n", list(p.statuses.to_vector(), http),
+      codes ? list(codes->to_vector(), grpc)
+            : list(config::default_retryable_grpc_codes().to_vector(), grpc) + " (the default)");
+}
+
 // One line per retry: its delay range and the worst total wait before it.
 std::string delays_of(const config::policy& p) {
   if (p.hedging) {
@@ -60,14 +85,16 @@ std::string delays_of(const config::policy& p) {
                                            h.delay_quantile * 100, format_duration(h.delay))
                              : format_duration(h.delay);
     return fmt::format(
-        "{}: hedged, {} copies in all, the next one {} after the last, budget {}{}\n",
-        detail::escape_control(p.name), h.max_attempts, delay, config::budget_kind(p.budget),
-        limits_of(p));
+               "{}: hedged, {} copies in all, the next one {} after the last, budget {}{}\n",
+               detail::escape_control(p.name), h.max_attempts, delay, config::budget_kind(p.budget),
+               limits_of(p)) +
+           readings_of(p);
   }
   std::string out =
       fmt::format("{}: {} retr{}, jitter {}, budget {}{}\n", detail::escape_control(p.name),
                   p.retry.max_retries, p.retry.max_retries == 1 ? "y" : "ies",
                   to_string(p.retry.backoff.jitter), config::budget_kind(p.budget), limits_of(p));
+  out += readings_of(p);
   const backoff b(p.retry.backoff);
   for (const plan_row& r : make_plan(b, p.retry.max_retries, 1, 1)) {
     out += fmt::format("  retry {}: delay in [{}, {}], worst total {}{}\n", r.retry,
@@ -116,7 +143,8 @@ int run_check(const check_options& options) {
 
 command add_policy_command(CLI::App& parent) {
   auto options = std::make_shared<check_options>();
-  CLI::App* sub = parent.add_subcommand("policy", "Check policy files (policy check FILE)");
+  CLI::App* sub = parent.add_subcommand(
+      "policy", "Check policy files (policy check FILE) or export one (policy export --to T FILE)");
   // Not require_subcommand(1): CLI11 would say "A subcommand is required" for `policy bogus`
   // too. The words that name no subcommand land in a hidden positional, and the run names them.
   sub->require_subcommand(0, 1);
@@ -137,17 +165,19 @@ command add_policy_command(CLI::App& parent) {
       ->required()
       ->type_name("FILE[:NAME]");
   check->add_flag("--json", options->json, "Print only the normalized policies (JSON)");
-  return command{sub, [options, sub, check]() -> int {
-                   if (check->parsed()) return run_check(*options);
-                   report_error("policy",
-                                (options->unknown.empty()
-                                     ? std::string("a subcommand is required")
-                                     : "unknown subcommand " +
-                                           detail::quote_for_message(options->unknown.front())) +
-                                    " (the subcommands of policy: check); see 'stormguard " +
-                                    sub->get_name() + " --help'");
-                   return exit_usage;
-                 }};
+  const command exporter = add_policy_export(*sub);
+  return command{
+      sub, [options, sub, check, exporter]() -> int {
+        if (check->parsed()) return run_check(*options);
+        if (exporter.app->parsed()) return exporter.run();
+        report_error("policy", (options->unknown.empty()
+                                    ? std::string("a subcommand is required")
+                                    : "unknown subcommand " +
+                                          detail::quote_for_message(options->unknown.front())) +
+                                   " (the subcommands of policy: check, export); see 'stormguard " +
+                                   sub->get_name() + " --help'");
+        return exit_usage;
+      }};
 }
 
 }  // namespace stormguard::cli

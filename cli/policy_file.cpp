@@ -63,13 +63,14 @@ std::vector<config::policy> load_policy_option(std::string_view command, const s
   return policies;
 }
 
-config::policy load_one_policy(std::string_view command, const std::string& value) {
+config::policy load_one_policy(std::string_view command, const std::string& value,
+                               std::string_view flag) {
   std::vector<config::policy> policies;
-  if (auto builtin = load_builtin(value, "--policy")) {
+  if (auto builtin = load_builtin(value, flag)) {
     policies = std::move(*builtin);
   } else {
-    const config::policy_reference reference = reference_of(value, "--policy");
-    policies = load(reference, "--policy");
+    const config::policy_reference reference = reference_of(value, flag);
+    policies = load(reference, flag);
     warn(command, reference, policies.front());
   }
   if (policies.size() > 1) {

@@ -26,8 +26,10 @@ namespace stormguard::cli {
                                                              std::string_view flag = "--policy");
 
 /// The one policy `value` names: the one after ':', else the file's first (a note on stderr
-/// says which was chosen when the file has several). Warnings as load_policy_option.
-[[nodiscard]] config::policy load_one_policy(std::string_view command, const std::string& value);
+/// says which was chosen when the file has several). Warnings as load_policy_option; errors are
+/// prefixed by `flag` as there.
+[[nodiscard]] config::policy load_one_policy(std::string_view command, const std::string& value,
+                                             std::string_view flag = "--policy");
 
 }  // namespace stormguard::cli
 

@@ -456,17 +456,22 @@ TEST(GrpcImport, InternalAndUnknownSayWhichHttpStatusesTheyCorrespondTo) {
   const auto p = parse(grpc_config(3, R"(["UNAVAILABLE", "INTERNAL", "UNKNOWN"])"),
                        config::policy_format::grpc)[0];
   ASSERT_EQ(p.warnings.size(), 2u);
-  EXPECT_NE(p.warnings[0].find("INTERNAL corresponds to HTTP 400"), std::string::npos)
+  EXPECT_NE(p.warnings[0].find("INTERNAL: kept in retryable_grpc_codes"), std::string::npos)
       << p.warnings[0];
-  EXPECT_NE(
-      p.warnings[1].find("UNKNOWN corresponds to every HTTP status without a code of its own"),
-      std::string::npos)
+  EXPECT_NE(p.warnings[0].find("it corresponds to HTTP 400"), std::string::npos) << p.warnings[0];
+  EXPECT_NE(p.warnings[1].find("UNKNOWN: kept in retryable_grpc_codes"), std::string::npos)
+      << p.warnings[1];
+  EXPECT_NE(p.warnings[1].find("it corresponds to every HTTP status without a code of its own"),
+            std::string::npos)
       << p.warnings[1];
   for (const auto& w : p.warnings) {
     EXPECT_EQ(w.find("no HTTP status"), std::string::npos) << w;
-    EXPECT_NE(w.find("which stormguard does not retry"), std::string::npos) << w;
+    EXPECT_NE(w.find("which stormguard does not retry over HTTP"), std::string::npos) << w;
   }
-  EXPECT_EQ(p.statuses, stormguard::retryable_statuses{});  // no behaviour change
+  // The HTTP executors' reading does not change; the gRPC executors keep every code.
+  EXPECT_EQ(p.statuses, stormguard::retryable_statuses{});
+  ASSERT_TRUE(p.retryable_grpc_codes.has_value());
+  EXPECT_EQ(p.retryable_grpc_codes->to_vector(), (std::vector<int>{2, 13, 14}));
 }
 
 TEST(GrpcImport, RejectsBadFieldsNamingThem) {

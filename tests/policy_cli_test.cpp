@@ -320,7 +320,7 @@ TEST_F(PolicyCli, AnUnknownPolicySubcommandIsNamed) {
   EXPECT_NE(bogus.output.find("check"), std::string::npos) << bogus.output;
   const run_result none = run("policy");
   EXPECT_EQ(none.exit_code, 2) << none.output;
-  EXPECT_NE(none.output.find("a subcommand is required (the subcommands of policy: check)"),
+  EXPECT_NE(none.output.find("a subcommand is required (the subcommands of policy: check, export)"),
             std::string::npos)
       << none.output;
 }
@@ -381,6 +381,111 @@ TEST_F(PolicyCli, PolicyCheckEchoesTheFleetWithoutItsPasswordAndNamesBadFleetFie
   EXPECT_NE(e.output.find("policies[0].budget.fleet.store"), std::string::npos) << e.output;
   EXPECT_NE(e.output.find("TLS"), std::string::npos) << e.output;
   EXPECT_EQ(e.output.find("hunter2"), std::string::npos) << e.output;
+}
+
+// ---------------------------------------------------------------------------------------------
+// policy export
+// ---------------------------------------------------------------------------------------------
+
+class PolicyExportCli : public PolicyCli {};
+
+TEST_F(PolicyExportCli, ExportsToEachTargetAndTheOutputImportsBack) {
+  const std::string file = write("p.json", R"({"policies": [{"name": "pkg.Svc/Get", "retries": 2,
+    "budget": {"kind": "token_bucket", "max_tokens": 10, "token_ratio": 0.1},
+    "retryable_grpc_codes": ["UNAVAILABLE", "ABORTED"], "deadline": "5s"}]})");
+  const run_result grpc = run("policy export --to grpc '" + file + "'", false);
+  ASSERT_EQ(grpc.exit_code, 0) << grpc.output;
+  const auto doc = nlohmann::json::parse(grpc.output);
+  EXPECT_EQ(doc["methodConfig"][0]["retryPolicy"]["maxAttempts"], 3);
+  EXPECT_EQ(doc["methodConfig"][0]["timeout"], "5s");
+  EXPECT_EQ(doc["retryThrottling"]["maxTokens"], 10);
+  // -o writes the file, which `policy check grpc:` reads back with both readings.
+  const std::string out = (dir_ / "sc.json").string();
+  const run_result written = run("policy export --to grpc -o '" + out + "' '" + file + "'");
+  ASSERT_EQ(written.exit_code, 0) << written.output;
+  EXPECT_EQ(written.output, "");  // nothing lost, nothing said
+  const run_result back = run("policy check grpc:'" + out + "'", false);
+  ASSERT_EQ(back.exit_code, 0) << back.output;
+  EXPECT_NE(back.output.find("retried over HTTP: 429, 502, 503, 504; over gRPC: ABORTED, "
+                             "UNAVAILABLE\n"),
+            std::string::npos)
+      << back.output;
+  const run_result envoy = run("policy export --to envoy '" + file + "'", false);
+  ASSERT_EQ(envoy.exit_code, 0) << envoy.output;
+  EXPECT_TRUE(nlohmann::json::accept(envoy.output)) << envoy.output;
+  const run_result linkerd = run("policy export --to linkerd '" + file + "'", false);
+  ASSERT_EQ(linkerd.exit_code, 0) << linkerd.output;
+  EXPECT_NE(linkerd.output.find("kind: ServiceProfile\n"), std::string::npos) << linkerd.output;
+}
+
+TEST_F(PolicyExportCli, WhatTheTargetCannotExpressIsWarnedOnStderr) {
+  const std::string cli = std::string("'") + STORMGUARD_CLI_PATH + "' ";
+  const run_result r =
+      run_shell(cli + "policy export --to grpc builtin:full+budget 2>&1 >/dev/null");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("stormguard policy export: warning: --to grpc: budget: ratio: gRPC has "
+                          "no ratio budget"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("warning: --to grpc: name: \"full+budget\""), std::string::npos)
+      << r.output;
+  const run_result linkerd =
+      run_shell(cli + "policy export --to linkerd builtin:hedged 2>&1 >/dev/null");
+  EXPECT_EQ(linkerd.exit_code, 0) << linkerd.output;
+  EXPECT_NE(linkerd.output.find("--to linkerd: hedging: Linkerd 2 does not hedge"),
+            std::string::npos)
+      << linkerd.output;
+}
+
+TEST_F(PolicyExportCli, BadInputIsAUsageErrorNamingTheFlagAndTheValue) {
+  const std::string file = write("p.json", k_ours);
+  const run_result target = run("policy export --to istio '" + file + "'");
+  EXPECT_EQ(target.exit_code, 2) << target.output;
+  EXPECT_NE(target.output.find("stormguard policy export: error: --to: unknown target \"istio\" "
+                               "(the targets are envoy, grpc, linkerd)"),
+            std::string::npos)
+      << target.output;
+  const run_result missing_to = run("policy export '" + file + "'");
+  EXPECT_EQ(missing_to.exit_code, 2) << missing_to.output;
+  EXPECT_NE(missing_to.output.find("--to"), std::string::npos) << missing_to.output;
+  const run_result unknown = run("policy export --to envoy builtin:nope");
+  EXPECT_EQ(unknown.exit_code, 2) << unknown.output;
+  EXPECT_NE(unknown.output.find("POLICY: builtin: no policy named \"nope\""), std::string::npos)
+      << unknown.output;
+  const run_result name = run("policy export --to envoy '" + file + ":nope'");
+  EXPECT_EQ(name.exit_code, 2) << name.output;
+  EXPECT_NE(name.output.find("no policy named \"nope\""), std::string::npos) << name.output;
+  const run_result absent =
+      run("policy export --to envoy '" + (dir_ / "absent.json").string() + "'");
+  EXPECT_EQ(absent.exit_code, 2) << absent.output;
+  EXPECT_NE(absent.output.find("POLICY: "), std::string::npos) << absent.output;
+  const std::string codes =
+      write("b.json", R"({"policies": [{"name": "b", "retryable_grpc_codes": ["NOPE"]}]})");
+  const run_result bad = run("policy export --to grpc '" + codes + "'");
+  EXPECT_EQ(bad.exit_code, 2) << bad.output;
+  EXPECT_NE(bad.output.find("policies[0].retryable_grpc_codes[0]: unknown gRPC status code "
+                            "\"NOPE\""),
+            std::string::npos)
+      << bad.output;
+}
+
+TEST_F(PolicyExportCli, AnUnwritableOutputIsARunTimeFailureNamingTheFlagAndThePath) {
+  const std::string file = write("p.json", k_ours);
+  const std::string out = "/nonexistent-stormguard-dir/x.json";  // short: echoed whole
+  const run_result r = run("policy export --to envoy -o '" + out + "' '" + file + "'");
+  EXPECT_EQ(r.exit_code, 1) << r.output;  // docs/cli.md: an output file that cannot be written
+  EXPECT_NE(r.output.find("stormguard policy export: error: -o/--output: cannot write \"" + out +
+                          "\": No such file or directory"),
+            std::string::npos)
+      << r.output;
+  EXPECT_FALSE(std::filesystem::exists(out));
+  const run_result empty = run("policy export --to envoy -o '' '" + file + "'");
+  EXPECT_EQ(empty.exit_code, 1) << empty.output;  // not stdout
+  EXPECT_NE(empty.output.find("-o/--output: cannot write \"\""), std::string::npos) << empty.output;
+  const run_result full = run("policy export --to envoy -o /dev/full '" + file + "'");
+  EXPECT_EQ(full.exit_code, 1) << full.output;
+  EXPECT_NE(full.output.find("-o/--output: cannot write \"/dev/full\""), std::string::npos)
+      << full.output;
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cctype>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -74,6 +75,59 @@ duration proto_duration(const sj::object_reader& r, std::string_view key, durati
     sj::fail(r.field(key), "must be " + range + ", got " + sj::quote(v));
   }
   return *d;
+}
+
+grpc_codes read_grpc_code_list(const json& value, const std::string& path, bool any_case) {
+  const char* const what =
+      "gRPC status codes (names as gRPC writes them, such as \"UNAVAILABLE\", or numbers 1..16)";
+  if (!value.is_array() || value.size() > 16) {
+    sj::fail(path,
+             std::string("must be an array of at most 16 ") + what + ", got " + sj::quote(value));
+  }
+  grpc_codes codes;
+  for (std::size_t i = 0; i < value.size(); ++i) {
+    const json& v = value[i];
+    const std::string field = sj::index_path(path, i);
+    std::optional<int> code;
+    if (v.is_string()) {
+      const std::string name = v.get<std::string>();
+      std::string upper = name;
+      std::transform(upper.begin(), upper.end(), upper.begin(),
+                     [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
+      code = grpc_code_of(any_case ? upper : name);
+      if (!code && grpc_code_of(upper)) {
+        sj::fail(field, "must be written as gRPC writes it, " +
+                            stormguard::detail::quote_for_message(upper) + " (upper case), got " +
+                            sj::quote(v));
+      }
+    } else if (v.is_number_unsigned() && v.get<std::uint64_t>() <= 16) {
+      code = v.get<int>();
+    }
+    if (!code) {
+      std::string names;
+      for (int c = 1; c <= 16; ++c) {
+        names += (c == 1 ? "" : ", ");
+        names += grpc_code_name(c);
+      }
+      sj::fail(field, "unknown gRPC status code " + sj::quote(v) + " (gRPC's failure codes are " +
+                          names + ", or their numbers 1..16)");
+    }
+    if (*code == 0) {
+      sj::fail(field, "must be a gRPC failure code: OK (0) is a success, never retried, got " +
+                          sj::quote(v));
+    }
+    if (codes.contains(*code)) {
+      sj::fail(field, std::string(grpc_code_name(*code)) + " appears more than once");
+    }
+    codes.insert(*code);
+  }
+  return codes;
+}
+
+nlohmann::ordered_json grpc_code_names_json(const grpc_codes& codes) {
+  nlohmann::ordered_json names = nlohmann::ordered_json::array();
+  for (const int c : codes.to_vector()) names.push_back(std::string(grpc_code_name(c)));
+  return names;
 }
 
 std::int64_t proto_integer(const sj::object_reader& r, std::string_view key, std::int64_t lo,

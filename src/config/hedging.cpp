@@ -45,7 +45,8 @@ std::string format_percentile(double q) {
 void read_hedging(const json& value, const sj::object_reader& policy_reader, policy& p) {
   const std::string path = policy_reader.field("hedging");
   sj::object_reader h(value, path,
-                      {"max_attempts", "delay", "fallback_delay", "non_fatal_statuses", "budget"});
+                      {"max_attempts", "delay", "fallback_delay", "non_fatal_statuses",
+                       "non_fatal_grpc_codes", "budget"});
   const char* const both = "a policy has retries or hedging, not both (gRFC A6)";
   if (policy_reader.has("retries") && p.retry.max_retries != 0) {
     sj::fail(policy_reader.field("retries"), std::string("must be 0 with hedging: ") + both +
@@ -56,11 +57,11 @@ void read_hedging(const json& value, const sj::object_reader& policy_reader, pol
                                                   " (give hedging.max_attempts), got " +
                                                   std::to_string(p.retry.max_retries + 1));
   }
-  for (const char* unused : {"backoff", "retryable_statuses"}) {
+  for (const char* unused : {"backoff", "retryable_statuses", "retryable_grpc_codes"}) {
     if (policy_reader.has(unused)) {
       sj::fail(policy_reader.field(unused),
                "not with hedging: copies go at hedging.delay and hedging.non_fatal_statuses "
-               "says which answers send the next one");
+               "(hedging.non_fatal_grpc_codes over gRPC) says which answers send the next one");
     }
   }
   p.retry.max_retries = 0;
@@ -86,6 +87,10 @@ void read_hedging(const json& value, const sj::object_reader& policy_reader, pol
   if (h.has("non_fatal_statuses")) {
     c.non_fatal_statuses =
         read_status_list(value["non_fatal_statuses"], h.field("non_fatal_statuses"));
+  }
+  if (h.has("non_fatal_grpc_codes")) {
+    c.non_fatal_grpc_codes =
+        read_grpc_code_list(value["non_fatal_grpc_codes"], h.field("non_fatal_grpc_codes"));
   }
   if (h.has("budget")) {
     if (policy_reader.has("budget")) {
@@ -115,12 +120,16 @@ void write_hedging(const policy& p, ordered_json& j) {
     h["delay"] = format_duration(o.delay);
   }
   h["non_fatal_statuses"] = p.hedging->non_fatal_statuses.to_vector();
+  if (p.hedging->non_fatal_grpc_codes) {
+    h["non_fatal_grpc_codes"] = grpc_code_names_json(*p.hedging->non_fatal_grpc_codes);
+  }
   if (j.contains("budget")) {
     h["budget"] = j["budget"];
     j.erase("budget");
   }
   j.erase("backoff");
   j.erase("retryable_statuses");
+  j.erase("retryable_grpc_codes");
   j["hedging"] = std::move(h);
 }
 
@@ -174,7 +183,9 @@ void apply_envoy_hedge_policy(const json& hedge, const std::string& path, policy
   c.options.delay = p.attempt_timeout;
   c.options.max_retry_after = p.retry.max_retry_after;
   c.non_fatal_statuses = p.statuses;
+  c.non_fatal_grpc_codes = p.retryable_grpc_codes;
   p.hedging = c;
+  p.retryable_grpc_codes.reset();
   p.retry.max_retries = 0;
   p.retry.backoff = backoff_options{};
   p.statuses = retryable_statuses{};

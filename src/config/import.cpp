@@ -3,6 +3,7 @@
 // mapping table, and what cannot be mapped (reported in policy::warnings), are in docs/policy.md.
 // The Envoy importer is import_envoy.cpp; the checks both share are checks.cpp.
 #include <algorithm>
+#include <cctype>
 #include <iterator>
 #include <utility>
 
@@ -24,14 +25,6 @@ constexpr duration k_max_interval = 1h;
 // ---------------------------------------------------------------------------------------------
 // gRPC service config (gRFC A6 "gRPC Retry Design"; gRPC's service_config.proto)
 // ---------------------------------------------------------------------------------------------
-
-// gRPC status codes by name and number (grpc/status.h).
-constexpr std::string_view k_grpc_codes[] = {
-    "OK",        "CANCELLED",      "UNKNOWN",           "INVALID_ARGUMENT",   "DEADLINE_EXCEEDED",
-    "NOT_FOUND", "ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION",
-    "ABORTED",   "OUT_OF_RANGE",   "UNIMPLEMENTED",     "INTERNAL",           "UNAVAILABLE",
-    "DATA_LOSS", "UNAUTHENTICATED"};
-constexpr int k_unavailable = 14;
 
 // The names of one methodConfig entry, one per element of its `name` list: "service/method",
 // "service" (every method of the service without an entry of its own), or "default" for the
@@ -80,71 +73,78 @@ budget_options read_grpc_throttling(const sj::object_reader& top, const json& do
 // What an unmapped gRPC code corresponds to in gRPC's HTTP-to-gRPC status table
 // (doc/http-grpc-status-mapping.md): 400 INTERNAL, 401 UNAUTHENTICATED, 403 PERMISSION_DENIED,
 // 404 UNIMPLEMENTED, 429/502/503/504 UNAVAILABLE, every other status UNKNOWN.
-std::string grpc_code_warning(int code) {
-  const std::string name(k_grpc_codes[code]);
+std::string grpc_code_warning(int code, std::string_view kept_in) {
+  const std::string name(grpc_code_name(code));
+  const std::string kept = ": kept in " + std::string(kept_in) +
+                           " (the gRPC client retries it); for the HTTP executors and the "
+                           "simulator ";
   const std::string not_retried =
-      ", which stormguard does not retry (the request would fail the same way again); "
-      "not mapped";
+      ", which stormguard does not retry over HTTP (the request would fail the same way again): "
+      "not mapped to an HTTP status";
   switch (code) {
     case 13:  // INTERNAL
-      return name + " corresponds to HTTP 400 in gRPC's HTTP-to-gRPC status table" + not_retried;
+      return name + kept + "it corresponds to HTTP 400 in gRPC's HTTP-to-gRPC status table" +
+             not_retried;
     case 2:  // UNKNOWN
-      return name +
-             " corresponds to every HTTP status without a code of its own in gRPC's "
+      return name + kept +
+             "it corresponds to every HTTP status without a code of its own in gRPC's "
              "HTTP-to-gRPC status table (any status but 400, 401, 403, 404, 429, 502, 503, 504)" +
              not_retried;
     case 16:  // UNAUTHENTICATED
-      return name + " corresponds to HTTP 401 in gRPC's HTTP-to-gRPC status table" + not_retried;
+      return name + kept + "it corresponds to HTTP 401 in gRPC's HTTP-to-gRPC status table" +
+             not_retried;
     case 7:  // PERMISSION_DENIED
-      return name + " corresponds to HTTP 403 in gRPC's HTTP-to-gRPC status table" + not_retried;
+      return name + kept + "it corresponds to HTTP 403 in gRPC's HTTP-to-gRPC status table" +
+             not_retried;
     case 12:  // UNIMPLEMENTED
-      return name + " corresponds to HTTP 404 in gRPC's HTTP-to-gRPC status table" + not_retried;
+      return name + kept + "it corresponds to HTTP 404 in gRPC's HTTP-to-gRPC status table" +
+             not_retried;
     default:
-      return name +
-             " has no HTTP status in gRPC's HTTP-to-gRPC status table (UNAVAILABLE is the "
-             "retryable code that does: 429, 502, 503, 504); ignored";
+      return name + kept +
+             "it has no HTTP status in gRPC's HTTP-to-gRPC status table (UNAVAILABLE is the "
+             "retryable code that does: 429, 502, 503, 504): not mapped to an HTTP status";
   }
 }
 
-// retryPolicy.retryableStatusCodes: UNAVAILABLE maps to the HTTP statuses 429, 502, 503, 504;
-// every other code is reported (grpc_code_warning) and not mapped.
-// With `into` (hedgingPolicy.nonFatalStatusCodes, `key`), the array may be empty and the statuses
-// go there.
+// retryPolicy.retryableStatusCodes (or, with `hedging`, hedgingPolicy.nonFatalStatusCodes, which
+// may be empty): every code is kept for the gRPC executors (p.retryable_grpc_codes, or the
+// hedging's non_fatal_grpc_codes); for the HTTP executors UNAVAILABLE maps to the statuses 429,
+// 502, 503, 504 and every other code is reported (grpc_code_warning) and not mapped.
 void read_grpc_status_codes(const sj::object_reader& r, policy& p,
                             std::string_view key = "retryableStatusCodes",
-                            retryable_statuses* into = nullptr) {
+                            hedging_config* hedging = nullptr) {
   const json& codes = r.required(key, "a non-empty array of gRPC status codes");
-  if (!codes.is_array() || (codes.empty() && into == nullptr) || codes.size() > 17) {
+  if (!codes.is_array() || (codes.empty() && hedging == nullptr)) {
     sj::fail(r.field(key),
              "must be a non-empty array of gRPC status codes (such as \"UNAVAILABLE\"), got " +
                  sj::quote(codes));
   }
-  bool unavailable = false;
+  const grpc_codes read = read_grpc_code_list(codes, r.field(key), /*any_case=*/true);
+  const std::string kept_in =
+      hedging != nullptr ? "hedging.non_fatal_grpc_codes" : "retryable_grpc_codes";
+  // Warnings in the file's order, naming the element as written.
   for (std::size_t c = 0; c < codes.size(); ++c) {
-    const std::string field = sj::index_path(r.field(key), c);
-    int code = -1;
+    int code = 0;
     if (codes[c].is_string()) {
       std::string name = codes[c].get<std::string>();
       std::transform(name.begin(), name.end(), name.begin(),
                      [](unsigned char ch) { return static_cast<char>(std::toupper(ch)); });
-      const auto it = std::find(std::begin(k_grpc_codes), std::end(k_grpc_codes), name);
-      if (it != std::end(k_grpc_codes)) code = static_cast<int>(it - std::begin(k_grpc_codes));
-    } else if (codes[c].is_number_unsigned() && codes[c].get<std::uint64_t>() <= 16) {
+      code = grpc_code_of(name).value_or(0);
+    } else {
       code = codes[c].get<int>();
     }
-    if (code <= 0) {
-      sj::fail(field,
-               "must be a gRPC status code other than OK (a name such as "
-               "\"UNAVAILABLE\" or a number 1..16), got " +
-                   sj::quote(codes[c]));
-    }
-    if (code == k_unavailable) {
-      unavailable = true;
-    } else {
-      p.warnings.push_back(field + ": " + grpc_code_warning(code));
+    if (code != k_grpc_unavailable) {
+      p.warnings.push_back(sj::index_path(r.field(key), c) + ": " +
+                           grpc_code_warning(code, kept_in));
     }
   }
-  if (unavailable) (into != nullptr ? *into : p.statuses) = retryable_statuses{};  // 429, 502-504
+  if (hedging != nullptr) {
+    hedging->non_fatal_grpc_codes = read;
+    if (read.contains(k_grpc_unavailable)) hedging->non_fatal_statuses = retryable_statuses{};
+  } else {
+    p.retryable_grpc_codes = read;
+    if (read.contains(k_grpc_unavailable)) p.statuses = retryable_statuses{};  // 429, 502-504
+  }
 }
 
 // One methodConfig's hedgingPolicy (gRFC A6): maxAttempts (capped at 5, as gRPC does),
@@ -164,7 +164,7 @@ void read_grpc_hedging_policy(const json& hedging_policy, const std::string& hp,
     c.options.delay = proto_duration(r, "hedgingDelay", k_max_interval, true);  // 0: all at once
   }
   if (r.has("nonFatalStatusCodes")) {
-    read_grpc_status_codes(r, p, "nonFatalStatusCodes", &c.non_fatal_statuses);
+    read_grpc_status_codes(r, p, "nonFatalStatusCodes", &c);
   }
   c.options.max_retry_after = p.retry.max_retry_after;
   p.hedging = c;

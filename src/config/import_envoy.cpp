@@ -34,7 +34,8 @@ constexpr std::size_t k_max_yaml_nodes = 100'000;
 // ---------------------------------------------------------------------------------------------
 
 // Envoy's retry_on conditions: what each maps to.
-enum class envoy_condition { statuses, transport, unmapped };
+// A gRPC condition's `statuses` holds its gRPC status code (x-envoy-retry-grpc-on).
+enum class envoy_condition { statuses, transport, grpc, unmapped };
 struct envoy_retry_on {
   std::string_view name;
   envoy_condition kind;
@@ -56,11 +57,11 @@ const std::vector<envoy_retry_on>& envoy_conditions() {
         {"http3-post-connect-failure", envoy_condition::transport, {}},
         {"envoy-ratelimited", envoy_condition::unmapped, {}},
         {"retriable-headers", envoy_condition::unmapped, {}},
-        {"cancelled", envoy_condition::unmapped, {}},
-        {"deadline-exceeded", envoy_condition::unmapped, {}},
-        {"internal", envoy_condition::unmapped, {}},
-        {"resource-exhausted", envoy_condition::unmapped, {}},
-        {"unavailable", envoy_condition::unmapped, {}},
+        {"cancelled", envoy_condition::grpc, {1}},
+        {"deadline-exceeded", envoy_condition::grpc, {4}},
+        {"internal", envoy_condition::grpc, {13}},
+        {"resource-exhausted", envoy_condition::grpc, {8}},
+        {"unavailable", envoy_condition::grpc, {14}},
     };
   }();
   return table;
@@ -117,6 +118,22 @@ budget_options envoy_budget(const json& doc, std::vector<std::string>& notes,
   return concurrency_budget_options{0.0, 3};
 }
 
+// The retry_on condition `token` of the retry_policy `r`; an unknown one is an error naming the
+// field and listing Envoy's conditions.
+const envoy_retry_on& envoy_condition_named(const sj::object_reader& r, const std::string& token) {
+  const auto& table = envoy_conditions();
+  const auto it = std::find_if(table.begin(), table.end(),
+                               [&](const envoy_retry_on& c) { return c.name == token; });
+  if (it == table.end()) {
+    std::string names;
+    for (const auto& c : table) names += (names.empty() ? "" : ", ") + std::string(c.name);
+    sj::fail(r.field("retry_on"), "unknown condition " +
+                                      stormguard::detail::quote_for_message(token) +
+                                      " (Envoy's are " + names + ")");
+  }
+  return *it;
+}
+
 policy read_envoy_policy(const json& value, const std::string& path, std::string name,
                          const budget_options& budget, const std::vector<std::string>& notes) {
   sj::object_reader r(
@@ -169,6 +186,7 @@ policy read_envoy_policy(const json& value, const std::string& path, std::string
     }
   }
   std::vector<int> statuses;
+  grpc_codes codes;  // the gRPC conditions' codes
   bool any = false;
   const std::string retry_on = r.has("retry_on") ? r.string("retry_on") : "";
   std::size_t from = 0;
@@ -178,21 +196,16 @@ policy read_envoy_policy(const json& value, const std::string& path, std::string
     token.erase(0, token.find_first_not_of(' '));
     token.erase(token.find_last_not_of(' ') + 1);
     from = comma + 1;
-    const auto& table = envoy_conditions();
-    const auto it = std::find_if(table.begin(), table.end(),
-                                 [&](const envoy_retry_on& c) { return c.name == token; });
-    if (it == table.end()) {
-      std::string names;
-      for (const auto& c : table) names += (names.empty() ? "" : ", ") + std::string(c.name);
-      sj::fail(r.field("retry_on"), "unknown condition " +
-                                        stormguard::detail::quote_for_message(token) +
-                                        " (Envoy's are " + names + ")");
-    }
+    const envoy_retry_on* it = &envoy_condition_named(r, token);
     any = true;
     if (it->kind == envoy_condition::unmapped) {
       p.warnings.push_back(r.field("retry_on") + ": " +
                            stormguard::detail::quote_for_message(token) +
                            " has no stormguard equivalent; ignored");
+    }
+    if (it->kind == envoy_condition::grpc) {
+      codes.insert(it->statuses.front());
+      continue;
     }
     const auto& add = it->name == "retriable-status-codes" ? extra : it->statuses;
     statuses.insert(statuses.end(), add.begin(), add.end());
@@ -211,6 +224,7 @@ policy read_envoy_policy(const json& value, const std::string& path, std::string
   std::sort(statuses.begin(), statuses.end());
   statuses.erase(std::unique(statuses.begin(), statuses.end()), statuses.end());
   p.statuses = retryable_statuses(std::span<const int>(statuses));
+  if (!codes.empty()) p.retryable_grpc_codes = codes;
   check_retry(path, p.retry);
   return p;
 }

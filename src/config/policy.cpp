@@ -10,6 +10,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "config/export_format.hpp"
 #include "config/fleet_json.hpp"
 #include "config/policy_json.hpp"
 #include "detail/settings_json.hpp"
@@ -111,47 +112,15 @@ auto checked(Read read, const std::string& prefix = "")
   }
 }
 
-// JSON text (as dump(2) writes it) with every array of plain numbers on one line ("[429, 502, 503,
-// 504]") rather than one number per line, as dump(2) writes them.
-std::string compact_number_arrays(const std::string& text) {
-  std::string out;
-  out.reserve(text.size());
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    if (text[i] == '[') {
-      const std::size_t close = text.find_first_not_of("0123456789-., \n", i + 1);
-      // Only arrays that dump() spread over lines: a string's text never holds a raw newline.
-      if (close != std::string::npos && text[close] == ']' && text.find('\n', i) < close) {
-        std::string items;
-        bool gap = false;
-        for (std::size_t j = i + 1; j < close; ++j) {
-          const char c = text[j];
-          if (c == ' ' || c == '\n') {
-            gap = true;
-            continue;
-          }
-          if (gap && !items.empty() && items.back() == ',') items += ' ';
-          gap = false;
-          items += c;
-        }
-        out += "[" + items + "]";
-        i = close;
-        continue;
-      }
-    }
-    out += text[i];
-  }
-  return out;
-}
-
 }  // namespace
 
 namespace detail {
 
 policy read_policy(const json& value, const std::string& path) {
-  sj::object_reader r(
-      value, path,
-      {"name", "description", "retries", "attempts", "backoff", "budget", "retryable_statuses",
-       "max_retry_after", "attempt_timeout", "deadline", "hedging", "client_profile"});
+  sj::object_reader r(value, path,
+                      {"name", "description", "retries", "attempts", "backoff", "budget",
+                       "retryable_statuses", "retryable_grpc_codes", "max_retry_after",
+                       "attempt_timeout", "deadline", "hedging", "client_profile"});
   policy p;
   p.name = r.string("name");
   check_name(r.field("name"), p.name);
@@ -175,6 +144,10 @@ policy read_policy(const json& value, const std::string& path) {
   if (r.has("retryable_statuses")) {
     p.statuses =
         detail::read_status_list(value["retryable_statuses"], r.field("retryable_statuses"));
+  }
+  if (r.has("retryable_grpc_codes")) {
+    p.retryable_grpc_codes =
+        read_grpc_code_list(value["retryable_grpc_codes"], r.field("retryable_grpc_codes"));
   }
   if (r.has("max_retry_after")) {
     p.retry.max_retry_after = r.positive_time("max_retry_after", k_max_retry_after);
@@ -207,6 +180,8 @@ ordered_json policy_json(const policy& p) {
   detail::write_fleet_budget(p.budget, b);  // a fleet budget: kind "ratio" and its `fleet`
   j["budget"] = std::move(b);
   j["retryable_statuses"] = p.statuses.to_vector();
+  if (p.retryable_grpc_codes)
+    j["retryable_grpc_codes"] = grpc_code_names_json(*p.retryable_grpc_codes);
   j["max_retry_after"] = format_duration(p.retry.max_retry_after);
   if (p.attempt_timeout != duration::max()) {
     j["attempt_timeout"] = format_duration(p.attempt_timeout);
@@ -299,14 +274,14 @@ policies_result load_policies(const policy_reference& reference) {
 }
 
 std::string to_json(const policy& p) {
-  return compact_number_arrays(detail::policy_json(p).dump(2)) + "\n";
+  return detail::compact_arrays(detail::policy_json(p).dump(2)) + "\n";
 }
 
 std::string to_json(const std::vector<policy>& policies) {
   ordered_json doc;
   doc["policies"] = ordered_json::array();
   for (const policy& p : policies) doc["policies"].push_back(detail::policy_json(p));
-  return compact_number_arrays(doc.dump(2)) + "\n";
+  return detail::compact_arrays(doc.dump(2)) + "\n";
 }
 
 }  // namespace stormguard::config

@@ -60,6 +60,14 @@ void write_hedging(const policy& p, nlohmann::ordered_json& j);
 [[nodiscard]] budget_options read_budget_value(const nlohmann::json& value,
                                                const std::string& path);
 
+/// A list of gRPC status codes at `path` (checks.cpp): names as gRPC writes them ("UNAVAILABLE";
+/// in any case when `any_case`, as the gRPC importer reads service configs) or numbers 1..16, no
+/// repeats, OK refused. Throws strict_json::failure naming the element and quoting the value.
+[[nodiscard]] grpc_codes read_grpc_code_list(const nlohmann::json& value, const std::string& path,
+                                             bool any_case = false);
+/// The codes as a policy file writes them: their names, ascending.
+[[nodiscard]] nlohmann::ordered_json grpc_code_names_json(const grpc_codes& codes);
+
 /// An Envoy hedge_policy (RouteAction or VirtualHost) at `path`, applied to the policy `p` read
 /// from the retry_policy beside it (hedging.cpp): hedge_on_per_try_timeout maps to hedging with
 /// the per-try timeout as delay; the rest are warnings. Throws strict_json::failure.

@@ -22,8 +22,10 @@
 #include <thread>
 #include <vector>
 
+#include "stormguard/config/policy.hpp"
 #include "stormguard/grpc/admission.hpp"
 #include "stormguard/grpc/client.hpp"
+#include "stormguard/grpc/policy.hpp"
 #include "stormguard/lab/v1/lab.grpc.pb.h"
 #include "stormguard/testing/manual_clock.hpp"
 
@@ -654,6 +656,100 @@ std::pair<grpc::Status, std::optional<std::string>> raw_call(
   std::optional<std::string> pushback;
   if (it != trailers.end()) pushback = std::string(it->second.data(), it->second.size());
   return {status, pushback};
+}
+
+// ---------------------------------------------------------------------------------------------
+// A policy's gRPC codes (retryable_grpc_codes; a service config's retryableStatusCodes) decide
+// what the client retries, through the adapter (stormguard/grpc/policy.hpp)
+// ---------------------------------------------------------------------------------------------
+
+stormguard::config::policy policy_of(
+    const std::string& text,
+    stormguard::config::policy_format format = stormguard::config::policy_format::stormguard) {
+  auto policies = stormguard::config::parse_policies(text, format);
+  if (!policies) throw std::runtime_error(policies.error().message);
+  return policies->front();
+}
+
+// A server that answers `code` on the first call of each pair and OK on the second.
+scripted_service fails_once_with(grpc::StatusCode code) {
+  return scripted_service([code](int call, grpc::ServerContext*, EchoReply*) {
+    return call % 2 == 1 ? grpc::Status(code, "scripted") : grpc::Status::OK;
+  });
+}
+
+TEST(GrpcPolicy, ACodeThePolicyNamesIsRetriedAndOneItDoesNotNameIsNot) {
+  const auto p = policy_of(R"({"policies": [{"name": "orders", "retries": 2, "budget": "none",
+      "retryable_grpc_codes": ["ABORTED", "RESOURCE_EXHAUSTED"]}]})");
+  const sgrpc::client_options options = sgrpc::client_options_for(p);
+  EXPECT_TRUE(options.retryable.contains(grpc::StatusCode::ABORTED));
+  EXPECT_FALSE(options.retryable.contains(grpc::StatusCode::UNAVAILABLE));
+  {
+    auto service = fails_once_with(grpc::StatusCode::ABORTED);  // named: retried
+    test_server server(&service);
+    client_fixture c(server.target(), options);
+    EchoReply reply;
+    const auto r = c.echo(&reply, {.idempotent = true});
+    EXPECT_TRUE(r.ok()) << r.status.error_message();
+    EXPECT_EQ(r.attempts, 2);
+    EXPECT_EQ(service.calls().size(), 2U);
+  }
+  {
+    // UNAVAILABLE, the client's default, is not named by this policy: not retried.
+    auto service = fails_once_with(grpc::StatusCode::UNAVAILABLE);
+    test_server server(&service);
+    client_fixture c(server.target(), options);
+    EchoReply reply;
+    const auto r = c.echo(&reply, {.idempotent = true});
+    EXPECT_EQ(r.reason, end_reason::not_retryable);
+    EXPECT_EQ(r.attempts, 1);
+    EXPECT_EQ(r.status.error_code(), grpc::StatusCode::UNAVAILABLE);
+    EXPECT_EQ(service.calls().size(), 1U);
+  }
+}
+
+TEST(GrpcPolicy, AServiceConfigsCodesReachTheClientAsWritten) {
+  // The importer keeps RESOURCE_EXHAUSTED for the gRPC client (it has no HTTP status).
+  const auto p = policy_of(R"({"methodConfig": [{"name": [{"service": "s"}],
+      "retryPolicy": {"maxAttempts": 3, "initialBackoff": "0.01s", "maxBackoff": "0.1s",
+                      "backoffMultiplier": 2, "retryableStatusCodes": ["RESOURCE_EXHAUSTED"]}}]})",
+                           stormguard::config::policy_format::grpc);
+  auto options = sgrpc::client_options_for(p);
+  options.budget = stormguard::no_budget{};
+  auto service = fails_once_with(grpc::StatusCode::RESOURCE_EXHAUSTED);
+  test_server server(&service);
+  client_fixture c(server.target(), options);
+  EchoReply reply;
+  const auto r = c.echo(&reply, {.idempotent = true});
+  EXPECT_TRUE(r.ok()) << r.status.error_message();
+  EXPECT_EQ(r.attempts, 2);
+  // The same over the callback API.
+  const auto again = echo_async(c, &reply, {.idempotent = true});
+  EXPECT_TRUE(again.ok()) << again.status.error_message();
+  EXPECT_EQ(again.attempts, 2);
+}
+
+TEST(GrpcPolicy, APolicyThatNamesNoCodesRetriesTheClientsDefaultUnavailable) {
+  const auto p = policy_of(R"({"policies": [{"name": "plain", "retries": 2, "budget": "none",
+      "retryable_statuses": [500]}]})");
+  const auto options = sgrpc::client_options_for(p);
+  EXPECT_EQ(options.retryable, sgrpc::status_codes{grpc::StatusCode::UNAVAILABLE});
+  EXPECT_EQ(options.retry.max_retries, 2);
+  auto service = fails_once_with(grpc::StatusCode::UNAVAILABLE);
+  test_server server(&service);
+  client_fixture c(server.target(), options);
+  EchoReply reply;
+  EXPECT_EQ(c.echo(&reply, {.idempotent = true}).attempts, 2);
+}
+
+TEST(GrpcPolicy, AHedgingPolicyIsRefusedNamingIt) {
+  const auto p = policy_of(R"({"policies": [{"name": "h", "hedging": {"max_attempts": 2}}]})");
+  try {
+    (void)sgrpc::client_options_for(p);
+    ADD_FAILURE() << "a hedging policy was accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("\"h\" hedges"), std::string::npos) << e.what();
+  }
 }
 
 TEST(GrpcChannel, CCoresOwnRetriesStripTheAttemptLabelSoTheClientsChannelsTurnThemOff) {

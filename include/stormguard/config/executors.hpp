@@ -12,6 +12,7 @@
 ///  the simulator                sim::from_policy(p)                 (stormguard/sim/strategy.hpp)
 ///  hedger, asio::async_hedge    config::hedging_settings_for(p)     (this header)
 ///  http::async_hedge            http::hedge_http_options_for(s) (stormguard/http/hedge_policy.hpp)
+///  grpc::client                 grpc::client_options_for(p)         (stormguard/grpc/policy.hpp)
 /// \endcode
 ///
 /// \code{.cpp}

@@ -17,6 +17,8 @@
 ///   `fallback_delay` (default 20ms) until enough latencies are known. Default "20ms".
 /// - `non_fatal_statuses`: the HTTP statuses after which the next copy goes at once (A6's
 ///   nonFatalStatusCodes); any other answer is final. Default none.
+/// - `non_fatal_grpc_codes`: the same over gRPC (A6's nonFatalStatusCodes): gRPC status code
+///   names ("UNAVAILABLE") or numbers 1..16. Default: none named.
 /// - `budget`: the budget every copy after the first draws from (any kind, as a policy's
 ///   `budget`; the policy's one budget, so it may be written at either place, not both).
 ///
@@ -25,8 +27,10 @@
 #ifndef STORMGUARD_CONFIG_HEDGING_HPP
 #define STORMGUARD_CONFIG_HEDGING_HPP
 
+#include <optional>
 #include <span>
 
+#include "stormguard/config/grpc_codes.hpp"
 #include "stormguard/hedging.hpp"
 #include "stormguard/http_classify.hpp"
 
@@ -40,6 +44,10 @@ struct hedging_config {
   /// [hedging.non_fatal_statuses] HTTP statuses (100..599) that send the next copy at once; empty
   /// by default (every answer is final, as in gRFC A6).
   retryable_statuses non_fatal_statuses{std::span<const int>{}};
+  /// [hedging.non_fatal_grpc_codes] optional: the gRPC status codes that send the next copy at
+  /// once over gRPC (A6's hedgingPolicy.nonFatalStatusCodes), written as retryable_grpc_codes
+  /// (stormguard/config/grpc_codes.hpp); may be empty. nullopt (absent): none named.
+  std::optional<grpc_codes> non_fatal_grpc_codes;
 
   friend bool operator==(const hedging_config&, const hedging_config&) = default;
 };

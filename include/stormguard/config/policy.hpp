@@ -3,7 +3,8 @@
 /// Retry policies as files — the one policy format of the library,
 /// every command (`simulate --policy`, `plan`, `exec`, `http`) and the simulator — and the
 /// importers of what teams already run: a gRPC service config (gRFC A6) and an Envoy route
-/// retry_policy (JSON or YAML) with its cluster's retry_budget.
+/// retry_policy (JSON or YAML) with its cluster's retry_budget. The reverse, a policy written as
+/// those formats and as a Linkerd ServiceProfile, is stormguard/config/export.hpp.
 ///
 /// A policy file is JSON, read strictly: unknown and duplicate fields are errors, and every error
 /// names the field path (`policies[0].backoff.base`), its valid range and the value as written.
@@ -46,6 +47,7 @@
 #include "stormguard/budget_kinds.hpp"
 #include "stormguard/client_profile.hpp"
 #include "stormguard/clock.hpp"
+#include "stormguard/config/grpc_codes.hpp"
 #include "stormguard/config/hedging.hpp"
 #include "stormguard/export.hpp"
 #include "stormguard/http_classify.hpp"
@@ -82,6 +84,14 @@ struct policy {
   /// [retryable_statuses] the HTTP statuses retried (100..599; default 429, 502, 503, 504). The
   /// simulator's failures are a 503 and a timeout: without 503 here, its 503s are not retried.
   retryable_statuses statuses{};
+  /// [retryable_grpc_codes] optional: the gRPC status codes retried over gRPC (gRFC A6's
+  /// retryPolicy.retryableStatusCodes), names as gRPC writes them ("UNAVAILABLE", upper case) or
+  /// numbers 1..16, no repeats; OK, an unknown name or a name in another case is an error naming
+  /// the element and quoting the value. nullopt (absent): the gRPC client retries its default,
+  /// UNAVAILABLE (stormguard/grpc/policy.hpp). The HTTP executors and the simulator read
+  /// `statuses`, never this. Not with `hedging` (its non_fatal_grpc_codes instead). The gRPC
+  /// importer keeps every code of the service config here.
+  std::optional<grpc_codes> retryable_grpc_codes;
   /// [attempt_timeout] optional, in (0, 1h]: the time limit of one attempt (`exec`, `http`; in
   /// the simulator it replaces the scenario's timeout for this policy). duration::max() = none
   /// (the field absent; the library's one spelling of "no limit", as in retrier_settings and

@@ -78,6 +78,13 @@ class STORMGUARD_EXPORT status_codes {
   /// The set of `codes`. Throws std::invalid_argument naming the code for OK (a success is not a
   /// failure to retry) or a value outside 1..16.
   status_codes(std::initializer_list<::grpc::StatusCode> codes);
+  /// The set whose bits are set in `mask` (bit c for the code c), bits outside 1..16 dropped:
+  /// the inverse of mask() (and of config::grpc_codes::mask(), a policy's codes).
+  [[nodiscard]] static constexpr status_codes from_mask(std::uint32_t mask) noexcept {
+    status_codes s;
+    s.mask_ = mask & 0x1FFFEU;
+    return s;
+  }
 
   /// True when `code` is in the set; false for any value outside 1..16.
   [[nodiscard]] constexpr bool contains(::grpc::StatusCode code) const noexcept {
@@ -108,7 +115,9 @@ struct client_options {
   /// full jitter from 100 ms up to 3 s, 60 s (retry_policy.hpp).
   retry_options retry{};
   /// The failure codes retried for a method marked idempotent (call_options::idempotent):
-  /// UNAVAILABLE by default, as gRFC A6 examples and google-cloud-cpp's defaults do.
+  /// UNAVAILABLE by default, as gRFC A6 examples and google-cloud-cpp's defaults do. From a
+  /// policy (client_options_for, stormguard/grpc/policy.hpp): its retryable_grpc_codes when it
+  /// names them.
   status_codes retryable{::grpc::StatusCode::UNAVAILABLE};
   /// The kind and settings of the client's retry budget when shared_budget is empty: any kind of
   /// the core's list (budget_kinds.hpp). Default: 10 % of requests over 10 s plus 10 retries/s.

@@ -26,7 +26,7 @@
 #include <optional>
 #include <string_view>
 
-#include "counting_allocator.hpp"
+#include "allocations_per_op.hpp"
 #include "stormguard/admission/concurrency_limit.hpp"
 #include "stormguard/admission/deadline.hpp"
 #include "stormguard/admission/retry_admission.hpp"
@@ -36,16 +36,7 @@
 namespace {
 
 using namespace std::chrono_literals;
-using stormguard_bench::g_allocations;
-
-template <class Body>
-void run_counting_allocations(benchmark::State& state, Body body) {
-  const long before = g_allocations.load();
-  for (auto _ : state) body();
-  state.counters["allocs/op"] = benchmark::Counter(
-      static_cast<double>(g_allocations.load() - before), benchmark::Counter::kAvgIterations);
-  state.SetItemsProcessed(state.iterations());
-}
+using stormguard_bench::run_counting_allocations;
 
 void BM_Baseline_AtomicCounter(benchmark::State& state) {
   static std::atomic<std::int64_t> counter{0};

@@ -17,7 +17,7 @@
 #include <chrono>
 #include <cstdint>
 
-#include "counting_allocator.hpp"
+#include "allocations_per_op.hpp"
 #include "stormguard/budget.hpp"
 #include "stormguard/fleet_budget.hpp"
 #include "stormguard/random.hpp"
@@ -26,16 +26,7 @@ namespace {
 
 using namespace std::chrono_literals;
 using stormguard::attempt_status;
-using stormguard_bench::g_allocations;
-
-template <class Body>
-void run_counting_allocations(benchmark::State& state, Body body) {
-  const long before = g_allocations.load();
-  for (auto _ : state) body();
-  state.counters["allocs/op"] = benchmark::Counter(
-      static_cast<double>(g_allocations.load() - before), benchmark::Counter::kAvgIterations);
-  state.SetItemsProcessed(state.iterations());
-}
+using stormguard_bench::run_counting_allocations;
 
 void BM_RatioBudget(benchmark::State& state) {
   static stormguard::ratio_budget shared;

@@ -41,7 +41,7 @@
 #include <string>
 #include <string_view>
 
-#include "counting_allocator.hpp"
+#include "allocations_per_op.hpp"
 #include "lab/retry_signal_reader.hpp"
 #include "stormguard/admission/deadline.hpp"
 #include "stormguard/admission/retry_admission.hpp"
@@ -51,16 +51,7 @@
 namespace {
 
 using namespace std::chrono_literals;
-using stormguard_bench::g_allocations;
-
-template <class Body>
-void run_counting_allocations(benchmark::State& state, Body body) {
-  const long before = g_allocations.load();
-  for (auto _ : state) body();
-  state.counters["allocs/op"] = benchmark::Counter(
-      static_cast<double>(g_allocations.load() - before), benchmark::Counter::kAvgIterations);
-  state.SetItemsProcessed(state.iterations());
-}
+using stormguard_bench::run_counting_allocations;
 
 struct request_deleter {
   void operator()(evhttp_request* r) const noexcept { evhttp_request_free(r); }

@@ -41,7 +41,17 @@ std::string defence_option_help(std::string_view lead, std::string_view tail) {
   std::string text = std::string(lead) + ": none (default)";
   sim::for_each_defence_kind(
       [&]<class K>(std::type_identity<K>) { text += ", " + std::string(K::name); });
-  return text + ", a+b combined, " + std::string(tail);
+  text += ", a+b combined, " + std::string(tail);
+  // The kinds `all` leaves out (opt-in, by name only).
+  std::string opt_in;
+  std::size_t index = 0;
+  sim::for_each_defence_kind([&]<class K>(std::type_identity<K>) {
+    if (!sim::defence_set::all().has_index(index++)) {
+      opt_in += (opt_in.empty() ? "" : ", ") + std::string(K::name);
+    }
+  });
+  if (!opt_in.empty()) text += " (all: every defence but " + opt_in + ")";
+  return text;
 }
 
 sim::scenario with_defences(const sim::scenario& s, const defence_row& row) {

@@ -11,6 +11,7 @@
 #include <chrono>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -154,7 +155,9 @@ TEST(ExportRoundTrip, EveryBuiltInPolicyComesBackFromGrpcWithEveryLossWarned) {
         std::holds_alternative<stormguard::no_budget>(p.budget)) {
       EXPECT_EQ(q.budget, p.budget);
     }
-    EXPECT_EQ(q.name, p.name.find_first_of("./") != std::string::npos ? p.name : "default");
+    // Only a gRPC name ("package.Service" or "package.Service/Method") survives.
+    static const std::regex grpc_name(R"(^[A-Za-z_]\w*(\.[A-Za-z_]\w*)+(/[A-Za-z_]\w*)?$)");
+    EXPECT_EQ(q.name, std::regex_match(p.name, grpc_name) ? p.name : "default");
   }
 }
 
@@ -285,6 +288,27 @@ TEST(Export, AGrpcNameThatIsNotOneIsWarnedAndTheEntryAppliesToEveryMethod) {
   EXPECT_EQ(nlohmann::json::parse(out.text)["methodConfig"][0]["name"],
             nlohmann::json::parse("[{}]"));
   EXPECT_TRUE(warned(out.warnings, "name")) << joined(out.warnings);
+  // An Envoy import's "HOST/ROUTE", a method that is a path, a service of dots only: none is a
+  // gRPC name (a selector for them would match no method, silently).
+  for (const char* name : {"api/charges", "backend", "a/b/c", "...", "pkg./Get", "pkg.Svc/",
+                           "pkg.Svc/1st", "9pkg.Svc"}) {
+    config::policy q = p;
+    q.name = name;
+    const auto o = config::export_grpc(q);
+    EXPECT_EQ(nlohmann::json::parse(o.text)["methodConfig"][0]["name"],
+              nlohmann::json::parse("[{}]"))
+        << name;
+    EXPECT_TRUE(warned(o.warnings, "name")) << name << ": " << joined(o.warnings);
+  }
+  // gRPC's own forms are kept.
+  config::policy q = p;
+  q.name = "helloworld.v1.Greeter/SayHello";
+  EXPECT_EQ(
+      nlohmann::json::parse(config::export_grpc(q).text)["methodConfig"][0]["name"],
+      nlohmann::json::parse(R"([{"service": "helloworld.v1.Greeter", "method": "SayHello"}])"));
+  q.name = "helloworld.Greeter";
+  EXPECT_EQ(nlohmann::json::parse(config::export_grpc(q).text)["methodConfig"][0]["name"],
+            nlohmann::json::parse(R"([{"service": "helloworld.Greeter"}])"));
 }
 
 // The example blocks of docs/policy.md ("$ stormguard policy export --to T

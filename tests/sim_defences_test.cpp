@@ -158,8 +158,11 @@ TEST(ServerModelDefences, ShedRetriesRefusesRecognisedRetriesOnlyWhileOverloaded
   EXPECT_EQ(model.admit(2'000'000, labelled).by.outcome,
             stormguard::admission::outcome::retry_shed);
   EXPECT_EQ(model.admit(3'000'000, weak).by.outcome, stormguard::admission::outcome::retry_shed);
-  // A first attempt is not shed (the full queue still turns it away).
+  // A first attempt is not shed (the full queue still turns it away), nor is one whose label is
+  // malformed: a malformed label is never a recognised retry.
   EXPECT_EQ(model.admit(4'000'000, first), engine::admission::rejected);
+  const engine::attempt_labels malformed{stormguard::attempt_info{2, true}, engine::k_no_deadline};
+  EXPECT_EQ(model.admit(4'000'000, malformed), engine::admission::rejected);
   // The shedder's own refusals do not prolong the overload: 100 ms after the last rejection
   // (at 4 ms) a retry is no longer shed; the full queue turns it away as it would a first
   // attempt.

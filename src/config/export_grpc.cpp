@@ -7,6 +7,7 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <variant>
 
@@ -27,16 +28,43 @@ using detail::status_list;
 
 constexpr int k_grpc_max_attempts = 5;  // gRFC A6: a larger maxAttempts is treated as 5
 
-// methodConfig[0].name: the policy's name when it is a gRPC name ("service/method", a dotted
-// service, "default"), else [{}] (every method of the channel), with a warning.
+// A protobuf identifier: a letter or '_', then letters, digits or '_'.
+bool is_identifier(std::string_view s) noexcept {
+  const auto letter = [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
+  };
+  if (s.empty() || !letter(s.front())) return false;
+  return std::all_of(s.begin(), s.end(),
+                     [&](char c) { return letter(c) || (c >= '0' && c <= '9'); });
+}
+
+// A service's full name as gRPC writes it: "package.Service", identifiers joined by '.', at least
+// two of them (a route's host such as "api" or "backend" is not one).
+bool is_service_name(std::string_view s) noexcept {
+  std::size_t parts = 0;
+  while (true) {
+    const auto dot = s.find('.');
+    if (!is_identifier(s.substr(0, dot))) return false;
+    ++parts;
+    if (dot == std::string_view::npos) return parts >= 2;
+    s.remove_prefix(dot + 1);
+  }
+}
+
+// methodConfig[0].name: the policy's name when it is a gRPC name ("package.Service/Method",
+// "package.Service", "default"), else [{}] (every method of the channel), with a warning.
 ordered_json method_names(const policy& p, std::vector<std::string>& warnings) {
   ordered_json name = ordered_json::object();
-  const auto slash = p.name.find('/');
-  if (slash != std::string::npos && slash > 0 && slash + 1 < p.name.size()) {
-    name["service"] = p.name.substr(0, slash);
-    name["method"] = p.name.substr(slash + 1);
-  } else if (slash == std::string::npos && p.name.find('.') != std::string::npos) {
-    name["service"] = p.name;
+  const std::string_view full = p.name;
+  const auto slash = full.find('/');
+  const std::string_view service = full.substr(0, slash);
+  const std::string_view method =
+      slash == std::string_view::npos ? std::string_view{} : full.substr(slash + 1);
+  if (slash != std::string_view::npos && is_service_name(service) && is_identifier(method)) {
+    name["service"] = std::string(service);
+    name["method"] = std::string(method);
+  } else if (slash == std::string_view::npos && is_service_name(service)) {
+    name["service"] = std::string(service);
   } else if (p.name != "default") {
     warnings.push_back("name: " + stormguard::detail::quote_for_message(p.name) +
                        " is not a gRPC service or method name (\"package.Service\" or "

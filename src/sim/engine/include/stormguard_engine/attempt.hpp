@@ -34,9 +34,12 @@ struct attempt_labels {
   std::int64_t deadline = k_no_deadline;
   bool weak_retry = false;
 
-  // Recognised as a retry by any signal: an attempt number >= 2 (a malformed label included,
-  // as the retry budget reads it), or the weak one.
-  [[nodiscard]] bool recognised_retry() const noexcept { return attempt.is_retry() || weak_retry; }
+  // Recognised as a retry by any signal: a well-formed attempt number >= 2, or the weak one. A
+  // malformed label is never a recognised retry (docs/admission.md, "Retry signals"): it is shed
+  // no sooner than the same request without it.
+  [[nodiscard]] bool recognised_retry() const noexcept {
+    return (!attempt.malformed && attempt.attempt >= 2) || weak_retry;
+  }
 };
 
 }  // namespace stormguard::sim::engine

@@ -26,27 +26,19 @@
 #include <system_error>
 #include <thread>
 
-#include "counting_allocator.hpp"
+#include "allocations_per_op.hpp"
 #include "stormguard/budget.hpp"
 #include "stormguard/clock.hpp"
 #include "stormguard/metrics/retry_metrics.hpp"
 #include "stormguard/random.hpp"
 #include "stormguard/retry.hpp"
 
-using stormguard_bench::g_allocations;
+using stormguard_bench::run_counting_allocations;
 
 namespace {
 
 using namespace std::chrono_literals;
 
-// Runs the benchmark loop `body` and reports the heap allocations per iteration.
-template <class Body>
-void run_counting_allocations(benchmark::State& state, Body body) {
-  const long before = g_allocations.load();
-  for (auto _ : state) body();
-  state.counters["allocs/op"] = benchmark::Counter(
-      static_cast<double>(g_allocations.load() - before), benchmark::Counter::kAvgIterations);
-}
 using stormguard::attempt_context;
 using stormguard::outcome;
 

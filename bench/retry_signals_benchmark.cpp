@@ -11,14 +11,14 @@
 //                                  held in the failed-fingerprint table (capacity 2^20 entries)
 //   BM_Fingerprint/KiB             the fingerprint alone of a request with a body of KiB KiB:
 //                                  the body digest's cost per KiB is the slope
-//   BM_Sha256_92Bytes              the SHA-256 of the 92 bytes a bodiless GET's fingerprint
-//                                  digests, with OpenSSL's low-level SHA256_Init/Update/Final
-//                                  (no EVP layer): the floor of any SHA-256 fingerprint
+//   BM_Sha256_92Bytes              the SHA-256 of 92 bytes (what the first fingerprint format
+//                                  hashed for this GET: two blocks), with OpenSSL's low-level
+//                                  SHA256_Init/Update/Final (no EVP layer)
 //
 // The requests are built with evhttp_request_new (no connection): the principal comes from the
-// Authorization field and the target is empty, which leaves the digest's input within the same
-// two SHA-256 blocks as a target of up to 26 bytes. Counters: allocs/op, and table_bytes, the
-// memory of the recognizer's two tables.
+// Authorization field ("Bearer client-0001", 18 bytes) and the target is empty: the digest after
+// the domain block is one block, as for any target of up to 24 bytes (who and target together at
+// most 42). Counters: allocs/op, and table_bytes, the memory of the recognizer's two tables.
 //
 // Reproduce (docs/performance.md, "Retry signals"):
 //   cmake --build --preset release --target retry_signals_benchmark

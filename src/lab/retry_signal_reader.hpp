@@ -12,7 +12,7 @@
 //
 // The domain block is "stormguard retry fingerprint v2" (or "... idempotency key v2") padded with
 // zero bytes to one SHA-256 block of 64 bytes, hashed once at construction: each digest starts
-// from a copy of that state, and a bodiless GET whose who and target take at most 46 bytes
+// from a copy of that state, and a bodiless GET whose who and target take at most 42 bytes
 // together is one more block. Each part but the method is preceded by its length (4 bytes,
 // big-endian; a part of 4 GiB or more gives no key), so that no two requests hash the same bytes.
 // OpenSSL's low-level SHA-256 functions are used, not the EVP layer, whose per-digest overhead

@@ -163,6 +163,10 @@ client::impl::impl(std::shared_ptr<::grpc::Channel> ch, c_core_retries retries, 
     : channel(std::move(ch)),
       options(std::move(o)),
       policy(options.retry),
+      hedging(options.hedging.policy),
+      tracker(options.hedging.policy.delay_quantile > 0.0
+                  ? std::make_unique<latency_tracker>(options.hedging.policy.delay_quantile)
+                  : nullptr),
       own_budget(options.shared_budget ? nullptr : make_budget(options.budget)),
       budget(options.shared_budget ? options.shared_budget.get() : own_budget.get()),
       own_random(),

@@ -16,6 +16,7 @@
 #include "stormguard/clock.hpp"
 #include "stormguard/detail/mutex.hpp"
 #include "stormguard/grpc/client.hpp"
+#include "stormguard/hedging.hpp"
 #include "stormguard/outcome.hpp"
 #include "stormguard/random.hpp"
 #include "stormguard/retry.hpp"
@@ -83,6 +84,8 @@ struct client::impl {
   std::shared_ptr<::grpc::Channel> channel;
   client_options options;
   retry_policy policy;
+  hedging_policy hedging;                    // the hedged calls' (options.hedging.policy)
+  std::unique_ptr<latency_tracker> tracker;  // for a hedging delay_quantile > 0, else null
   std::unique_ptr<any_budget> own_budget;
   any_budget* budget;
   real_clock own_clock;

@@ -742,16 +742,6 @@ TEST(GrpcPolicy, APolicyThatNamesNoCodesRetriesTheClientsDefaultUnavailable) {
   EXPECT_EQ(c.echo(&reply, {.idempotent = true}).attempts, 2);
 }
 
-TEST(GrpcPolicy, AHedgingPolicyIsRefusedNamingIt) {
-  const auto p = policy_of(R"({"policies": [{"name": "h", "hedging": {"max_attempts": 2}}]})");
-  try {
-    (void)sgrpc::client_options_for(p);
-    ADD_FAILURE() << "a hedging policy was accepted";
-  } catch (const std::invalid_argument& e) {
-    EXPECT_NE(std::string(e.what()).find("\"h\" hedges"), std::string::npos) << e.what();
-  }
-}
-
 TEST(GrpcChannel, CCoresOwnRetriesStripTheAttemptLabelSoTheClientsChannelsTurnThemOff) {
   scripted_service service([](int, grpc::ServerContext*, EchoReply*) { return grpc::Status::OK; });
   test_server server(&service);

@@ -43,6 +43,7 @@
 #include <concepts>
 #include <cstdint>
 #include <functional>
+#include <future>
 #include <initializer_list>
 #include <memory>
 #include <optional>
@@ -56,6 +57,7 @@
 #include "stormguard/classify.hpp"
 #include "stormguard/clock.hpp"
 #include "stormguard/export.hpp"
+#include "stormguard/hedging.hpp"
 #include "stormguard/random.hpp"
 #include "stormguard/retry_headers.hpp"
 #include "stormguard/retry_policy.hpp"
@@ -108,6 +110,20 @@ enum class c_core_retries {
   on,   ///< they are on (gRPC's default): refused, the two retry loops would multiply
 };
 
+/// How the client's hedged calls (client::async_hedged_call, client::hedged_call) send their
+/// copies: gRFC A6's hedgingPolicy, which C-core itself ignores (docs/grpc.md).
+struct hedge_options {
+  /// Copies in all (max_attempts, in [2, 5] as A6), the delay between two copies (hedgingDelay;
+  /// 0 sends every copy at once; or delay_quantile, a quantile of the client's recent successful
+  /// latencies), and the longest pushback the call waits for before its next copy
+  /// (max_retry_after). Default: 2 copies, 20 ms apart (hedging.hpp).
+  hedging_options policy{};
+  /// A6's nonFatalStatusCodes: a copy that fails with one of these sends the next copy at once;
+  /// any other failure code is fatal (the call fails with it and the other copies are
+  /// cancelled). Empty by default, as A6's.
+  status_codes non_fatal{};
+};
+
 /// The settings of a client, validated at construction (std::invalid_argument naming the field
 /// and the value).
 struct client_options {
@@ -129,6 +145,11 @@ struct client_options {
   /// attempt that runs out of it ends DEADLINE_EXCEEDED and is retried only for an idempotent
   /// method. > 0; duration::max() = no limit of its own (the default).
   duration attempt_timeout = duration::max();
+  /// The hedged calls' copies (hedged calls only; call() and async_call() retry). Validated at
+  /// construction as hedging_policy validates (std::invalid_argument naming
+  /// hedging.max_attempts and the value, ...). The copies after the first draw from the same
+  /// budget as retries.
+  hedge_options hedging{};
 };
 
 /// The per-call settings.
@@ -199,6 +220,10 @@ struct result {
   duration slept{};
   /// The last attempt's pushback trailer, when it had one.
   std::optional<stormguard::pushback> pushback{};
+  /// A hedged call's copies: the winner (0: none succeeded), copies sent (= attempts), refused by
+  /// the budget, cancelled when the call was decided, and why no further copy went. All zero
+  /// for a retried call.
+  hedge_report hedges{};
 
   /// True when the call succeeded (reason success; status OK).
   [[nodiscard]] bool ok() const noexcept { return reason == end_reason::success; }
@@ -217,7 +242,8 @@ struct result {
     ::grpc::ChannelArguments args = {});
 
 namespace detail {
-class async_call_state;  // src/grpc/async_call.cpp
+class async_call_state;   // src/grpc/async_call.cpp
+class hedged_call_state;  // src/grpc/hedged_call.cpp
 
 /// One attempt, type-erased without allocation: a reference to the caller's callable.
 class attempt_ref {
@@ -297,6 +323,77 @@ class STORMGUARD_EXPORT client {
     return run(detail::attempt_ref(attempt), call);
   }
 
+  /// The signature of one copy of a hedged call, type-erased: start copy number `copy` (from 1)
+  /// on `context` and call `finished` once with its status.
+  using hedge_attempt = std::function<void(int copy, ::grpc::ClientContext* context,
+                                           std::function<void(::grpc::Status)> finished)>;
+
+  /// Runs one logical request as a hedged call (gRFC A6 "Hedging Policy"; Dean and Barroso, "The
+  /// Tail at Scale", CACM 2013) on gRPC's callback API: copy 1 at once, the next copy
+  /// options().hedging.policy.delay after the previous one (at once after a copy failed with a
+  /// non-fatal code), up to max_attempts copies, each on a fresh context with the attempt label
+  /// (copy N carries `grpc-previous-rpc-attempts: N-1`) and the call's deadline (cut to
+  /// attempt_timeout). The first success commits: its response is moved into `*response`, the
+  /// copies still in flight are cancelled (ClientContext::TryCancel), and `done(result)` runs once
+  /// every copy and the delay's alarm have ended, so that nothing of the call runs after it. A
+  /// fatal code commits too: the call fails with it (not_retryable). A pushback trailer of d
+  /// postpones the next copy to d from now (above max_retry_after: no further copy,
+  /// retry_after_too_long); "do not retry" (negative, malformed) stops further copies, those in
+  /// flight go on (server_refused if none succeeds). A copy that never left the client, or ran
+  /// out of its attempt_timeout, is non-fatal.
+  ///
+  /// Budget (budget_protocol.hpp): the call is admitted before copy 1 (refused: throttled, no
+  /// RPC sent); every later copy draws one retry (try_charge_hedge) — a refused copy is not sent
+  /// and no further copy is, while the copies in flight keep running (budget_exhausted if none
+  /// succeeds); every copy that ended before the decision is recorded.
+  ///
+  /// Only for a method marked idempotent (call.idempotent): copies run on the server at once, so
+  /// a call not marked so throws std::invalid_argument, before anything is sent. `rpc(context,
+  /// &request, copy_response, finished)` starts one copy on the stub's callback API; each copy has
+  /// a Response of its own (default-constructed), so Response must be default-constructible and
+  /// move-assignable (every generated message is). A stop on call.stop cancels every copy in
+  /// flight and the alarm (cancelled). Exceptions: as async_call (on copy 1, out of this function,
+  /// and `done` is not called; on a later copy the call fails not_retryable with an UNKNOWN
+  /// status saying so). `request`, `response` and the client must stay valid until `done` runs;
+  /// `done` must not block or throw. The delay's waits are real time (a `grpc::Alarm`), also with
+  /// an injected clock, which still drives deadlines, budgets and the adaptive delay.
+  template <class Rpc, class Request, class Response, class Done>
+  requires std::invocable<Rpc&, ::grpc::ClientContext*, const Request*, Response*,
+                          std::function<void(::grpc::Status)>> && std::invocable<Done&, result> &&
+      std::default_initializable<Response> && std::is_move_assignable_v<Response>
+  void async_hedged_call(Rpc&& rpc, const Request& request, Response* response, call_options call,
+                         Done&& done) {
+    struct copies {
+      std::optional<Response> slot[5];
+    };
+    auto own = std::make_shared<copies>();
+    start_hedge(
+        [rpc = std::forward<Rpc>(rpc), req = &request, own](
+            int copy, ::grpc::ClientContext* ctx,
+            std::function<void(::grpc::Status)> finished) mutable {
+          Response& r = own->slot[copy - 1].emplace();
+          std::invoke(rpc, ctx, req, &r, std::move(finished));
+        },
+        [own, response](int copy) { *response = std::move(*own->slot[copy - 1]); }, std::move(call),
+        std::function<void(result)>(std::forward<Done>(done)));
+  }
+
+  /// async_hedged_call, waited for on the calling thread: the same copies, rules and result.
+  /// `rpc` is the callback form (a blocking stub cannot run two copies at once on one thread).
+  template <class Rpc, class Request, class Response>
+  requires std::invocable<Rpc&, ::grpc::ClientContext*, const Request*, Response*,
+                          std::function<void(::grpc::Status)>> &&
+      std::default_initializable<Response> && std::is_move_assignable_v<Response>
+          result hedged_call(Rpc&& rpc, const Request& request, Response* response,
+                             const call_options& call = {}) {
+    // Held by the callback too: the waiter may return (and its frame go) while set_value runs.
+    auto ended = std::make_shared<std::promise<result>>();
+    auto answer = ended->get_future();
+    async_hedged_call(std::forward<Rpc>(rpc), request, response, call,
+                      [ended](result r) { ended->set_value(std::move(r)); });
+    return answer.get();
+  }
+
   /// The signature of one asynchronous attempt, type-erased: start the RPC on `context` and call
   /// `finished` once with its status (gRPC's callback API does: `stub->async()->Method(context,
   /// &request, response, std::move(finished))`).
@@ -331,8 +428,11 @@ class STORMGUARD_EXPORT client {
 
  private:
   friend class detail::async_call_state;
+  friend class detail::hedged_call_state;
   result run(detail::attempt_ref attempt, const call_options& call);
   void start_async(async_attempt attempt, call_options call, std::function<void(result)> done);
+  void start_hedge(hedge_attempt attempt, std::function<void(int)> commit, call_options call,
+                   std::function<void(result)> done);
   struct impl;
   std::unique_ptr<impl> impl_;
 };

@@ -20,9 +20,6 @@
 #ifndef STORMGUARD_GRPC_POLICY_HPP
 #define STORMGUARD_GRPC_POLICY_HPP
 
-#include <stdexcept>
-#include <string>
-
 #include "stormguard/config/executors.hpp"
 #include "stormguard/config/grpc_codes.hpp"
 #include "stormguard/config/policy.hpp"
@@ -42,20 +39,25 @@ namespace stormguard::grpc {
 
 /// `base` with every field of `p` the client takes: retry (retries, backoff, the longest
 /// pushback honoured), the budget (any kind), the attempt time-out when `p` has one (else
-/// base's), and the codes retried (retryable_codes_for(p, base.retryable)). base.shared_budget,
-/// when set, still wins over the budget (the client's rule). The client validates the result
-/// when it is built. A policy with `hedging` throws std::invalid_argument naming its name: the
-/// gRPC client does not hedge (docs/grpc.md).
+/// base's), and the codes retried (retryable_codes_for(p, base.retryable)). A policy with
+/// `hedging` (gRFC A6: hedging instead of retries) gives the hedged calls' settings too
+/// (client_options::hedging: its max_attempts, delay, the policy's max_retry_after, and its
+/// non_fatal_grpc_codes, none when it names none): run its calls with
+/// client::async_hedged_call or client::hedged_call. base.shared_budget, when set, still wins
+/// over the budget (the client's rule). The client validates the result when it is built.
 [[nodiscard]] inline client_options client_options_for(const config::policy& p,
                                                        client_options base = {}) {
-  if (p.hedging) {
-    throw std::invalid_argument("stormguard::grpc::client_options_for: the policy \"" + p.name +
-                                "\" hedges, and the gRPC client does not hedge (it retries)");
-  }
   base.retry = p.retry;
   base.budget = p.budget;
   if (p.attempt_timeout != duration::max()) base.attempt_timeout = p.attempt_timeout;
   base.retryable = retryable_codes_for(p, base.retryable);
+  if (p.hedging) {
+    base.hedging.policy = p.hedging->options;
+    base.hedging.policy.max_retry_after = p.retry.max_retry_after;
+    base.hedging.non_fatal = p.hedging->non_fatal_grpc_codes
+                                 ? status_codes::from_mask(p.hedging->non_fatal_grpc_codes->mask())
+                                 : status_codes{};
+  }
   return base;
 }
 

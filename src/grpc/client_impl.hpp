@@ -15,6 +15,7 @@
 #include "stormguard/classify.hpp"
 #include "stormguard/clock.hpp"
 #include "stormguard/detail/mutex.hpp"
+#include "grpc/hedge_timer.hpp"
 #include "stormguard/grpc/client.hpp"
 #include "stormguard/hedging.hpp"
 #include "stormguard/outcome.hpp"
@@ -92,6 +93,8 @@ struct client::impl {
   random_generator own_random;
   clock* clk;
   detail::locked_generator random;
+  // Last: its thread (if a hedge started it) is joined before the members above go.
+  detail::hedge_timer timer;
 
   impl(std::shared_ptr<::grpc::Channel> ch, c_core_retries retries, client_options o, clock* c,
        random_generator* r);

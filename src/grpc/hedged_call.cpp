@@ -2,15 +2,15 @@
 // stormguard::grpc::client::async_hedged_call: gRFC A6 hedging on gRPC's callback API, decided by
 // hedging_policy::plan_next (the one decision every hedging executor and the simulator call), with
 // the steps of stormguard::async_hedge (asio/hedge.hpp) in the same order: copy 1, the delay's
-// alarm, a copy at once after a non-fatal failure, the first success or fatal failure commits,
-// losers cancelled, the call completes when every copy and alarm has ended.
+// delay's wake-up, a copy at once after a non-fatal failure, the first success or fatal failure
+// commits, losers cancelled, the call completes when every copy has ended.
 //
-// gRPC runs the copies' completions and the alarms' callbacks on its own threads, two of them at
-// once when two copies end together: every event takes the state's mutex, changes the state and
-// notes what gRPC must be told (copies to start, contexts to cancel, an alarm to set or cancel,
-// the end); the notes are carried out after the mutex is released, since gRPC may run a callback
-// of this call inline on the thread that starts or cancels something.
-#include <grpcpp/alarm.h>
+// gRPC runs the copies' completions on its own threads, and the client's hedge_timer the
+// wake-ups on its thread, two of them at once when two events come together: every event takes
+// the state's mutex, changes the state and notes what must follow (copies to start, contexts to
+// cancel, a wake-up to arm or disarm, the end); the notes are carried out after the mutex is
+// released, since gRPC may run a callback of this call inline on the thread that starts or
+// cancels something.
 
 #include <algorithm>
 #include <array>
@@ -60,7 +60,8 @@ copy_verdict verdict_of_copy(const failed_attempt& f, const status_codes& non_fa
 
 }  // namespace
 
-class hedged_call_state : public std::enable_shared_from_this<hedged_call_state> {
+class hedged_call_state final : public timer_target,
+                                public std::enable_shared_from_this<hedged_call_state> {
  public:
   hedged_call_state(client::impl& owner, client::hedge_attempt rpc, std::function<void(int)> commit,
                     call_options call, std::function<void(result)> done)
@@ -103,10 +104,10 @@ class hedged_call_state : public std::enable_shared_from_this<hedged_call_state>
     int sends = 0;
     std::array<std::shared_ptr<::grpc::ClientContext>, k_max_copies> cancel{};
     int cancels = 0;
-    std::shared_ptr<::grpc::Alarm> cancel_alarm;
-    std::shared_ptr<::grpc::Alarm> set_alarm;
-    duration set_after{};
-    std::uint32_t set_generation = 0;
+    std::optional<hedge_timer::key> disarm;  // the wake-up armed in an earlier step
+    bool arm = false;                        // arm a wake-up after arm_after
+    duration arm_after{};
+    std::uint32_t arm_generation = 0;
     bool finish = false;
   };
 
@@ -143,7 +144,7 @@ class hedged_call_state : public std::enable_shared_from_this<hedged_call_state>
     plan(now, false, n);
   }
 
-  // Plans the next copy after the state changed at `now`: notes it to be sent, arms the alarm,
+  // Plans the next copy after the state changed at `now`: notes it to be sent, arms a wake-up,
   // or notes why none will go.
   void plan(time_point now, bool non_fatal, notes& n) STORMGUARD_REQUIRES(mutex_) {
     const hedge_stop stop = report_.stop;
@@ -177,25 +178,19 @@ class hedged_call_state : public std::enable_shared_from_this<hedged_call_state>
 
   void arm(duration d, notes& n) STORMGUARD_REQUIRES(mutex_) {
     disarm(n);
-    alarm_ = std::make_shared<::grpc::Alarm>();
-    ++waits_;
-    n.set_alarm = alarm_;
-    n.set_after = d;
-    n.set_generation = generation_;
+    armed_ = true;
+    keep_ = shared_from_this();  // the timer holds only a weak reference
+    n.arm = true;
+    n.arm_after = d;
+    n.arm_generation = generation_;
   }
 
   void disarm(notes& n) STORMGUARD_REQUIRES(mutex_) {
-    ++generation_;  // a wait still pending is stale
-    if (!alarm_) return;
-    if (alarm_ == n.set_alarm) {
-      // Armed in this same step, never set: no wait is pending for it.
-      n.set_alarm.reset();
-      alarm_.reset();
-      --waits_;
-      return;
-    }
-    // The one alarm that is set (alarm_ held no other since it was set).
-    n.cancel_alarm = std::move(alarm_);
+    ++generation_;  // a wake-up still armed is stale
+    armed_ = false;
+    keep_.reset();  // never the last reference: every event's caller holds one
+    n.arm = false;  // one noted in this same step is never armed
+    if (wake_) n.disarm = std::exchange(wake_, std::nullopt);
   }
 
   // The call's outcome is known: cancel what still runs (the call completes in settle()).
@@ -216,9 +211,9 @@ class hedged_call_state : public std::enable_shared_from_this<hedged_call_state>
     }
   }
 
-  // Whether the alarm is armed for a copy still to be sent.
+  // Whether a wake-up is armed for a copy still to be sent.
   [[nodiscard]] bool waits_pending_copy() const noexcept STORMGUARD_REQUIRES(mutex_) {
-    return waits_ > 0 && report_.stop == hedge_stop::none && !refused_;
+    return armed_ && report_.stop == hedge_stop::none && !refused_;
   }
 
   [[nodiscard]] end_reason failure_reason() const STORMGUARD_REQUIRES(mutex_) {
@@ -238,9 +233,9 @@ class hedged_call_state : public std::enable_shared_from_this<hedged_call_state>
     }
   }
 
-  // Notes the end once the call is decided, no copy is in flight and no alarm is pending.
+  // Notes the end once the call is decided and no copy is in flight.
   void settle(notes& n) STORMGUARD_REQUIRES(mutex_) {
-    if (!decided_ || in_flight_ > 0 || waits_ > 0 || finished_) return;
+    if (!decided_ || in_flight_ > 0 || finished_) return;
     finished_ = true;
     n.finish = true;
   }
@@ -302,16 +297,16 @@ class hedged_call_state : public std::enable_shared_from_this<hedged_call_state>
     if (in_flight_ == 0 && !waits_pending_copy() && !decided_) decide(failure_reason(), n);
   }
 
-  void on_alarm(const ::grpc::Alarm* alarm, std::uint32_t generation, bool fired) {
+  void on_timer(std::uint32_t generation) override {
     notes n;
     {
       const stormguard::detail::lock hold(mutex_);
-      --waits_;
-      if (alarm_.get() == alarm && generation == generation_) alarm_.reset();
-      if (fired && generation == generation_ && !decided_) {
-        charge_and_send(now(), n);
-        if (in_flight_ == 0 && !waits_pending_copy() && !decided_) decide(failure_reason(), n);
-      }
+      if (generation != generation_ || decided_) return;  // disarmed since, or decided
+      armed_ = false;
+      wake_.reset();
+      keep_.reset();  // the timer's caller holds the state
+      charge_and_send(now(), n);
+      if (in_flight_ == 0 && !waits_pending_copy() && !decided_) decide(failure_reason(), n);
       settle(n);
     }
     carry_out(n);
@@ -335,15 +330,18 @@ class hedged_call_state : public std::enable_shared_from_this<hedged_call_state>
   // Tells gRPC what the step noted, outside the mutex.
   void carry_out(notes& n) {
     for (int i = 0; i < n.cancels; ++i) n.cancel[static_cast<std::size_t>(i)]->TryCancel();
-    if (n.cancel_alarm) n.cancel_alarm->Cancel();
-    if (n.set_alarm) {
-      const auto until = std::chrono::system_clock::now() +
-                         std::chrono::duration_cast<std::chrono::system_clock::duration>(
-                             std::min<duration>(n.set_after, std::chrono::hours(24 * 365)));
-      n.set_alarm->Set(until, [self = shared_from_this(), alarm = n.set_alarm.get(),
-                               generation = n.set_generation](bool fired) {
-        self->on_alarm(alarm, generation, fired);
-      });
+    if (n.disarm) client_.timer.disarm(*n.disarm);
+    if (n.arm) {
+      const auto at = hedge_timer::clock::now() +
+                      std::chrono::duration_cast<hedge_timer::clock::duration>(
+                          std::min<duration>(n.arm_after, std::chrono::hours(24 * 365)));
+      const hedge_timer::key k = client_.timer.arm(at, weak_from_this(), n.arm_generation);
+      const stormguard::detail::lock hold(mutex_);
+      if (n.arm_generation == generation_) {
+        wake_ = k;
+      } else {
+        client_.timer.disarm(k);  // disarmed by another thread's step before it was armed
+      }
     }
     for (int i = 0; i < n.sends; ++i) launch(n.send[static_cast<std::size_t>(i)]);
     if (n.finish) finish();
@@ -433,14 +431,17 @@ class hedged_call_state : public std::enable_shared_from_this<hedged_call_state>
   std::optional<failed_attempt> last_ STORMGUARD_GUARDED_BY(mutex_);
   std::optional<::grpc::Status> thrown_ STORMGUARD_GUARDED_BY(mutex_);
   std::array<copy_slot, k_max_copies> copies_ STORMGUARD_GUARDED_BY(mutex_){};
-  std::shared_ptr<::grpc::Alarm> alarm_ STORMGUARD_GUARDED_BY(mutex_);
+  std::optional<hedge_timer::key> wake_ STORMGUARD_GUARDED_BY(mutex_);  // the one armed
+  bool armed_ STORMGUARD_GUARDED_BY(mutex_) = false;  // a wake-up is noted or armed
+  // The state itself while a wake-up is armed: when no copy is in flight (a pushback's wait),
+  // nothing else holds it.
+  std::shared_ptr<hedged_call_state> keep_ STORMGUARD_GUARDED_BY(mutex_);
   std::optional<stormguard::pushback> pushback_ STORMGUARD_GUARDED_BY(mutex_);
   time_point start_ STORMGUARD_GUARDED_BY(mutex_){};
   time_point last_sent_ STORMGUARD_GUARDED_BY(mutex_){};
   duration delay_ STORMGUARD_GUARDED_BY(mutex_){};
   std::uint32_t generation_ STORMGUARD_GUARDED_BY(mutex_) = 0;
   int in_flight_ STORMGUARD_GUARDED_BY(mutex_) = 0;
-  int waits_ STORMGUARD_GUARDED_BY(mutex_) = 0;
   bool decided_ STORMGUARD_GUARDED_BY(mutex_) = false;
   bool finished_ STORMGUARD_GUARDED_BY(mutex_) = false;
   bool refused_ STORMGUARD_GUARDED_BY(mutex_) = false;

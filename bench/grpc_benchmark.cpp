@@ -252,9 +252,7 @@ void run_client(benchmark::State& state, side how, const server_process& server,
 
 // Client CPU per call.
 void BM_ClientBareStub(benchmark::State& state) { run_client(state, side::bare, g_bare, false); }
-void BM_ClientAsyncCall(benchmark::State& state) {
-  run_client(state, side::client, g_bare, false);
-}
+void BM_ClientAsyncCall(benchmark::State& state) { run_client(state, side::client, g_bare, false); }
 void BM_ClientHedgedCall(benchmark::State& state) {
   run_client(state, side::hedged, g_bare, false);
 }

@@ -25,7 +25,7 @@ TEST(VersionCli, NamesTheLibraryItsComponentsAndItsDependencies) {
       run.out,
       "stormguard " + std::string(stormguard::version()) +
           "\ncomponents: core testing config sim asio http http_policy metrics metrics_http guard "
-          "metrics_guard admission grpc grpc_policy fleet lab\n"
+          "metrics_guard admission grpc grpc_policy metrics_grpc fleet lab\n"
           "libcurl " +
           curl_version_info(CURLVERSION_NOW)->version + ", Asio " + asio + "\n");
 }

@@ -87,15 +87,20 @@ class async_call_state : public std::enable_shared_from_this<async_call_state> {
       ctx.reset();
       ticket_.succeeded(*client_.budget, now, attempts_);
       last_.reset();
+      tell({attempts_, attempt_status::success, std::nullopt, std::nullopt, end_reason::success});
       return finish(end_reason::success);
     }
     last_ = read_failure(status, *ctx, setup, client_.options, *client_.channel);
     ctx.reset();  // here, while gRPC still holds the call: not in the callable's destruction
     // Stopped during the attempt: no verdict, no record, no withdrawal (as the retrier does).
-    if (call_.stop.stop_requested()) return finish(end_reason::cancelled);
+    if (call_.stop.stop_requested()) {
+      tell({attempts_, attempt_status::failure, std::nullopt, std::nullopt, end_reason::cancelled});
+      return finish(end_reason::cancelled);
+    }
     const classification verdict = verdict_of(*last_, client_.options, call_.idempotent);
     const retry_decision next = ticket_.failed(client_.policy, *client_.budget, attempts_, verdict,
                                                previous_, client_.random, now, call_.deadline);
+    tell(stormguard::detail::make_attempt_event(attempts_, verdict, next));
     if (!next.retry) return finish(next.reason);
     wait(next.delay);
   }
@@ -141,6 +146,15 @@ class async_call_state : public std::enable_shared_from_this<async_call_state> {
     }
   }
 
+  // The caller's on_attempt hook; an exception from it is dropped (a gRPC thread would lose it).
+  void tell(const attempt_event& e) noexcept {
+    if (!client_.options.on_attempt) return;
+    try {
+      client_.options.on_attempt(call_.method, e);
+    } catch (...) {  // NOLINT(bugprone-empty-catch): a failed diagnostic changes nothing
+    }
+  }
+
   void on_stop() {
     std::shared_ptr<::grpc::ClientContext> ctx;
     std::shared_ptr<::grpc::Alarm> alarm;
@@ -159,6 +173,7 @@ class async_call_state : public std::enable_shared_from_this<async_call_state> {
     ticket_.end(*client_.budget, client_.clk->now());
     result r = finish_result(reason, attempts_, slept_, last_ ? &*last_ : nullptr);
     if (status) r.status = std::move(*status);
+    tell_end(client_.options, call_.method, r);
     const auto done = std::move(done_);
     done(std::move(r));
   }

@@ -127,6 +127,14 @@ failed_attempt read_failure(const ::grpc::Status& status, const ::grpc::ClientCo
   return f;
 }
 
+void tell_end(const client_options& options, std::string_view method, const result& r) noexcept {
+  if (!options.on_end) return;
+  try {
+    options.on_end(method, r);
+  } catch (...) {  // NOLINT(bugprone-empty-catch): a failed diagnostic changes nothing
+  }
+}
+
 classification verdict_of(const failed_attempt& f, const client_options& options,
                           bool idempotent) noexcept {
   if (f.cut_by_deadline) return classification::stop();
@@ -234,9 +242,15 @@ result client::run(detail::attempt_ref rpc, const call_options& call) {
     return detail::verdict_of(f, self.options, call.idempotent);
   };
   auto retry = retrier(self.policy, *self.clk, self.random, *self.budget);
-  auto ended = retry(operation, classify, {.stop = call.stop, .deadline = call.deadline});
-  return detail::finish_result(ended.reason, ended.attempts, ended.slept,
-                               ended.last_error ? &*ended.last_error : nullptr);
+  const stormguard::call_options settings{.stop = call.stop, .deadline = call.deadline};
+  auto ended = self.options.on_attempt ? retry.on_attempt([&](const attempt_event& e) {
+    self.options.on_attempt(call.method, e);
+  })(operation, classify, settings)
+                                       : retry(operation, classify, settings);
+  result r = detail::finish_result(ended.reason, ended.attempts, ended.slept,
+                                   ended.last_error ? &*ended.last_error : nullptr);
+  if (self.options.on_end) self.options.on_end(call.method, std::as_const(r));
+  return r;
 }
 
 }  // namespace stormguard::grpc

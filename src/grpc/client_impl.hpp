@@ -11,11 +11,11 @@
 #include <memory>
 #include <optional>
 
+#include "grpc/hedge_timer.hpp"
 #include "stormguard/budget_kinds.hpp"
 #include "stormguard/classify.hpp"
 #include "stormguard/clock.hpp"
 #include "stormguard/detail/mutex.hpp"
-#include "grpc/hedge_timer.hpp"
 #include "stormguard/grpc/client.hpp"
 #include "stormguard/hedging.hpp"
 #include "stormguard/outcome.hpp"
@@ -76,6 +76,10 @@ classification verdict_of(const failed_attempt& f, const client_options& options
 // The result of a call that ended for `reason` after `attempts` (last: its failed attempt, if
 // any): server_refused and deadline_exceeded said precisely, a status for a call without attempt.
 result finish_result(end_reason reason, int attempts, duration slept, const failed_attempt* last);
+
+// The caller's on_end hook of an asynchronous call (a gRPC thread): an exception from it is
+// dropped, since the thread would lose it and the call must still end.
+void tell_end(const client_options& options, std::string_view method, const result& r) noexcept;
 
 }  // namespace stormguard::grpc::detail
 

@@ -416,6 +416,7 @@ class hedged_call_state final : public timer_target,
       r.hedges = report_;
       if (reason_ == end_reason::success) r.status = ::grpc::Status::OK;
     }
+    tell_end(client_.options, call_.method, r);
     done(std::move(r));
   }
 

@@ -29,6 +29,7 @@
 #include "stormguard/grpc/client.hpp"
 #include "stormguard/grpc/policy.hpp"
 #include "stormguard/lab/v1/lab.grpc.pb.h"
+#include "support/grpc_lab_service.hpp"
 
 namespace {
 
@@ -39,69 +40,9 @@ using stormguard::lab::v1::EchoReply;
 using stormguard::lab::v1::EchoRequest;
 using stormguard::lab::v1::Lab;
 namespace sgrpc = stormguard::grpc;
-
-// A synchronous Lab service whose Echo runs handler(n, ctx) for its n-th call (from 1) and
-// answers the call number as the reply's text, recording each call's attempt label.
-class scripted_service final : public Lab::Service {
- public:
-  using handler = std::function<grpc::Status(int call, grpc::ServerContext*)>;
-  explicit scripted_service(handler h) : handler_(std::move(h)) {}
-
-  grpc::Status Echo(grpc::ServerContext* ctx, const EchoRequest*, EchoReply* reply) override {
-    int n = 0;
-    {
-      const std::lock_guard lock(mutex_);
-      const auto& md = ctx->client_metadata();
-      const auto it = md.find("grpc-previous-rpc-attempts");
-      labels_.push_back(it == md.end() ? "" : std::string(it->second.data(), it->second.size()));
-      n = static_cast<int>(labels_.size());
-    }
-    reply->set_text(std::to_string(n));
-    const grpc::Status status = handler_(n, ctx);
-    if (ctx->IsCancelled()) ++cancelled_;
-    return status;
-  }
-  [[nodiscard]] std::vector<std::string> labels() const {
-    const std::lock_guard lock(mutex_);
-    return labels_;
-  }
-  [[nodiscard]] int calls() const { return static_cast<int>(labels().size()); }
-  [[nodiscard]] int cancelled() const { return cancelled_.load(); }
-
- private:
-  handler handler_;
-  mutable std::mutex mutex_;
-  std::vector<std::string> labels_;
-  std::atomic<int> cancelled_{0};
-};
-
-// A server on 127.0.0.1:0 running `service`, shut down at destruction.
-class test_server {
- public:
-  explicit test_server(grpc::Service* service) {
-    grpc::ServerBuilder builder;
-    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port_);
-    builder.RegisterService(service);
-    server_ = builder.BuildAndStart();
-    if (!server_ || port_ == 0) throw std::runtime_error("the test server did not start");
-  }
-  ~test_server() { server_->Shutdown(std::chrono::system_clock::now() + 1s); }
-  test_server(const test_server&) = delete;
-  test_server& operator=(const test_server&) = delete;
-  [[nodiscard]] std::string target() const { return "127.0.0.1:" + std::to_string(port_); }
-
- private:
-  int port_ = 0;
-  std::unique_ptr<grpc::Server> server_;
-};
-
-// Waits in a handler until `limit` has passed or the client cancelled the call.
-void stall(grpc::ServerContext* ctx, std::chrono::milliseconds limit) {
-  const auto until = std::chrono::steady_clock::now() + limit;
-  while (std::chrono::steady_clock::now() < until && !ctx->IsCancelled()) {
-    std::this_thread::sleep_for(1ms);
-  }
-}
+using stormguard_tests::grpc_lab::scripted_service;
+using stormguard_tests::grpc_lab::stall;
+using stormguard_tests::grpc_lab::test_server;
 
 grpc::Status unavailable() { return {grpc::StatusCode::UNAVAILABLE, "try again"}; }
 

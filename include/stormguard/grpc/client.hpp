@@ -59,6 +59,7 @@
 #include "stormguard/export.hpp"
 #include "stormguard/hedging.hpp"
 #include "stormguard/random.hpp"
+#include "stormguard/retry.hpp"
 #include "stormguard/retry_headers.hpp"
 #include "stormguard/retry_policy.hpp"
 
@@ -110,6 +111,8 @@ enum class c_core_retries {
   on,   ///< they are on (gRPC's default): refused, the two retry loops would multiply
 };
 
+struct result;
+
 /// How the client's hedged calls (client::async_hedged_call, client::hedged_call) send their
 /// copies: gRFC A6's hedgingPolicy, which C-core itself ignores (docs/grpc.md).
 struct hedge_options {
@@ -150,6 +153,18 @@ struct client_options {
   /// hedging.max_attempts and the value, ...). The copies after the first draw from the same
   /// budget as retries.
   hedge_options hedging{};
+  /// Called after every attempt of call() and async_call() (not the copies of a hedged call)
+  /// with call_options::method and the core's attempt_event (retry.hpp): the attempt's outcome,
+  /// the delay before the next attempt or why the call ends. On the thread that ran the attempt
+  /// (a gRPC callback thread for async_call): it must not block. Empty: nothing. An exception
+  /// from it propagates out of call(); in async_call it is caught and ignored, since a gRPC
+  /// thread would lose it (a failed diagnostic never changes what is retried).
+  std::function<void(std::string_view method, const attempt_event&)> on_attempt{};
+  /// Called once per call of every kind (call, async_call, the hedged calls), as it ends, with
+  /// call_options::method and the call's result (reason, attempts, result::hedges for a hedged
+  /// call), before the result is returned or `done` runs. The same threads and exceptions rule as
+  /// on_attempt. stormguard/metrics/grpc.hpp records both into Prometheus metrics by method.
+  std::function<void(std::string_view method, const result&)> on_end{};
 };
 
 /// The per-call settings.
@@ -172,6 +187,10 @@ struct call_options {
   /// applies when earlier). A metadata key the client sets itself (grpc-previous-rpc-attempts)
   /// is refused by gRPC's rules only when invalid; do not add it here. Empty: nothing.
   std::function<void(::grpc::ClientContext&)> configure{};
+  /// The method's name as the client's hooks see it (client_options::on_attempt, on_end), e.g.
+  /// "/orders.v1.Orders/GetOrder" (gRPC's full name) or any fixed name of yours; the client does
+  /// nothing else with it. Must stay valid until the call ends (a string literal). Empty: "".
+  std::string_view method{};
 };
 
 /// What one failed attempt tells the client, for classify_attempt.

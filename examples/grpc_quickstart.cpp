@@ -3,14 +3,18 @@
 // every call first (the server's retry budget, its defaults: retries within 10 % of first
 // attempts plus 10 a second; and drop-expired) and fails its first two calls with UNAVAILABLE,
 // as a backend does during a blip; and a retrying client with a ratio budget that rides through
-// the blip. It prints what happened and exits 0 when both behaved as described.
+// the blip. Then one hedged call (gRFC A6 hedging, which C-core ignores): the server holds its
+// first copy, the client sends a second copy 20 ms later, and that one answers. It prints what
+// happened and exits 0 when both behaved as described.
 #include <grpcpp/grpcpp.h>
 
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <functional>
 #include <memory>
 #include <string>
+#include <thread>
 
 #include "stormguard/grpc/admission.hpp"
 #include "stormguard/grpc/client.hpp"
@@ -31,6 +35,13 @@ class echo_service final : public Lab::Service {
     // is refused here with grpc-retry-pushback-ms: -1, before any work.
     auto ticket = stormguard::grpc::admit(*ctx, *admission_);
     if (!ticket) return ticket.refusal();
+    if (req->text() == "slow" && !held_.exchange(true)) {
+      // The first copy of the hedged call is stuck (a slow disk, a pause): until cancelled.
+      for (int i = 0; i < 2000 && !ctx->IsCancelled(); ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      }
+      return {grpc::StatusCode::CANCELLED, "held"};
+    }
     if (++calls_ <= 2) return {grpc::StatusCode::UNAVAILABLE, "warming up"};
     reply->set_text(req->text());
     return grpc::Status::OK;
@@ -39,6 +50,7 @@ class echo_service final : public Lab::Service {
  private:
   stormguard::grpc::server_admission* admission_;
   std::atomic<int> calls_{0};
+  std::atomic<bool> held_{false};
 };
 
 }  // namespace
@@ -81,6 +93,25 @@ int main() {
   std::printf("server: %lld admitted, %lld retries refused\n",
               static_cast<long long>(counts.admitted),
               static_cast<long long>(counts.retry_refused));
+
+  // A hedged call: a second copy 20 ms after the first when the first has not answered; the
+  // first answer wins, the other copy is cancelled. Hedges draw from the same budget as retries.
+  options.hedging.policy = {.max_attempts = 2, .delay = std::chrono::milliseconds(20)};
+  stormguard::grpc::client hedging("127.0.0.1:" + std::to_string(port),
+                                   grpc::InsecureChannelCredentials(), options);
+  request.set_text("slow");
+  EchoReply hedged_reply;
+  const auto h = hedging.hedged_call(
+      [&](grpc::ClientContext* ctx, const EchoRequest* req, EchoReply* out,
+          std::function<void(grpc::Status)> done) {
+        stub->async()->Echo(ctx, req, out, std::move(done));
+      },
+      request, &hedged_reply, {.idempotent = true});
+  std::printf("client: hedged call %s, won by copy %d of %d, %d cancelled\n",
+              std::string(to_string(h.reason)).c_str(), h.hedges.winner, h.hedges.sent,
+              h.hedges.cancelled);
   server->Shutdown();
-  return r.ok() && r.attempts == 3 && reply.text() == "hello" && counts.admitted == 3 ? 0 : 1;
+  const bool retried = r.ok() && r.attempts == 3 && reply.text() == "hello" && counts.admitted == 3;
+  const bool hedged = h.ok() && h.hedges.winner == 2 && hedged_reply.text() == "slow";
+  return retried && hedged ? 0 : 1;
 }

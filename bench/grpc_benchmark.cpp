@@ -165,12 +165,10 @@ class load {
   void next() {
     if (started_.fetch_add(1) >= calls_) return;
     start_([this](bool ok) {
-      {
-        const std::lock_guard lock(mutex_);
-        if (!ok) ++failed_;
-        if (++finished_ == calls_) ended_.notify_one();
-      }
-      next();
+      next();  // first: once the last call is counted, run() returns and this object goes
+      const std::lock_guard lock(mutex_);
+      if (!ok) ++failed_;
+      if (++finished_ == calls_) ended_.notify_one();
     });
   }
 

@@ -200,6 +200,41 @@ TEST(GrpcHedge, PushbackMinusOneOnTheOnlyCopyEndsServerRefused) {
   EXPECT_EQ(service.calls(), 1);
 }
 
+TEST(GrpcHedge, AMalformedPushbackIsReadAsDoNotRetry) {
+  scripted_service service([](int, grpc::ServerContext* ctx) {
+    ctx->AddTrailingMetadata("grpc-retry-pushback-ms", "soon");
+    return unavailable();
+  });
+  test_server server(&service);
+  hedging_client c(server.target(), hedging(3, 10ms, {grpc::StatusCode::UNAVAILABLE}));
+  EchoReply reply;
+  const auto r = c.echo(&reply);
+  EXPECT_EQ(r.reason, end_reason::server_refused);
+  EXPECT_EQ(r.hedges.stop, hedge_stop::server_refused);
+  EXPECT_EQ(r.hedges.sent, 1);
+}
+
+TEST(GrpcHedge, AStatusOutsideGrpcsListIsReadAsUnknownAndKeptAsSent) {
+  // 20 is no code of gRPC's (0..16); gRPC C++ passes the number through.
+  scripted_service service([](int call, grpc::ServerContext*) {
+    return call == 1 ? grpc::Status(static_cast<grpc::StatusCode>(20), "odd") : grpc::Status::OK;
+  });
+  test_server server(&service);
+  hedging_client fatal(server.target(), hedging(2, 10s, {grpc::StatusCode::UNAVAILABLE}));
+  EchoReply reply;
+  const auto r = fatal.echo(&reply);
+  EXPECT_EQ(r.reason, end_reason::not_retryable);
+  EXPECT_EQ(static_cast<int>(r.status.error_code()), 20);
+  scripted_service again([](int call, grpc::ServerContext*) {
+    return call == 1 ? grpc::Status(static_cast<grpc::StatusCode>(20), "odd") : grpc::Status::OK;
+  });
+  test_server server2(&again);
+  hedging_client non_fatal(server2.target(), hedging(2, 10s, {grpc::StatusCode::UNKNOWN}));
+  const auto h = non_fatal.echo(&reply);
+  EXPECT_TRUE(h.ok()) << h.status.error_message();
+  EXPECT_EQ(h.hedges.winner, 2);  // UNKNOWN is non-fatal: the next copy at once, not in 10 s
+}
+
 TEST(GrpcHedge, APositivePushbackPostponesTheNextCopy) {
   scripted_service service([](int call, grpc::ServerContext* ctx) {
     if (call == 1) {

@@ -23,7 +23,10 @@ hedge_timer::key hedge_timer::arm(clock::time_point at, std::weak_ptr<timer_targ
     const std::lock_guard hold(mutex_);
     k.second = ++sequence_;
     const auto placed = armed_.emplace(k, wake{std::move(target), generation}).first;
-    earliest = placed == armed_.begin();
+    // The thread is woken only when it would sleep past this wake-up: when it waits for a later
+    // time (kept after that wake-up was disarmed), or for nothing. A client whose calls answer
+    // before their delay then wakes it about once per delay, not once per call.
+    earliest = placed == armed_.begin() && at < sleeping_until_;
     if (!thread_.joinable()) thread_ = std::thread([this] { run(); });
   }
   if (earliest) changed_.notify_one();  // the thread sleeps until a later time, or forever
@@ -39,17 +42,22 @@ void hedge_timer::run() {
   std::vector<wake> due;
   std::unique_lock hold(mutex_);
   while (!stopping_) {
-    if (armed_.empty()) {
-      changed_.wait(hold);
-      continue;
-    }
     const auto now = clock::now();
     while (!armed_.empty() && armed_.begin()->first.first <= now) {
       due.push_back(std::move(armed_.begin()->second));
       armed_.erase(armed_.begin());
     }
     if (due.empty()) {
-      changed_.wait_until(hold, armed_.begin()->first.first);
+      if (!armed_.empty()) {
+        sleeping_until_ = armed_.begin()->first.first;
+      } else if (sleeping_until_ <= now) {
+        sleeping_until_ = clock::time_point::max();  // nothing armed, nothing to wait for
+      }  // else: the time of a wake-up disarmed since; arm() need not wake the thread before it
+      if (sleeping_until_ == clock::time_point::max()) {
+        changed_.wait(hold);
+      } else {
+        changed_.wait_until(hold, sleeping_until_);
+      }
       continue;
     }
     hold.unlock();  // the calls take their own locks, and may arm again

@@ -54,6 +54,8 @@ class hedge_timer {
   std::condition_variable changed_;
   std::map<key, wake> armed_;
   std::uint64_t sequence_ = 0;
+  // Until when the thread sleeps (max: until woken).
+  clock::time_point sleeping_until_ = clock::time_point::max();
   bool stopping_ = false;
   std::thread thread_;  // started by the first arm
 };

@@ -28,6 +28,7 @@
 #include "stormguard/grpc/policy.hpp"
 #include "stormguard/lab/v1/lab.grpc.pb.h"
 #include "stormguard/testing/manual_clock.hpp"
+#include "support/grpc_lab_service.hpp"
 
 namespace {
 
@@ -78,25 +79,7 @@ class scripted_service final : public Lab::Service {
   std::vector<seen_call> calls_;
 };
 
-// A server on 127.0.0.1:0 running `service`, shut down at destruction.
-class test_server {
- public:
-  explicit test_server(grpc::Service* service) {
-    grpc::ServerBuilder builder;
-    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port_);
-    builder.RegisterService(service);
-    server_ = builder.BuildAndStart();
-    if (!server_ || port_ == 0) throw std::runtime_error("the test server did not start");
-  }
-  ~test_server() { server_->Shutdown(std::chrono::system_clock::now() + 1s); }
-  test_server(const test_server&) = delete;
-  test_server& operator=(const test_server&) = delete;
-  [[nodiscard]] std::string target() const { return "127.0.0.1:" + std::to_string(port_); }
-
- private:
-  int port_ = 0;
-  std::unique_ptr<grpc::Server> server_;
-};
+using stormguard_tests::grpc_lab::test_server;
 
 // A client on a manual clock, over a channel made by make_channel; 3 retries, no budget unless
 // the test gives one.

@@ -40,7 +40,7 @@ constexpr int exit_goal_not_met = 3;
 struct tune_flags {
   std::string scenario;
   std::string rate, clients, workers, capacity, p50, p99, deadline, error_rate;
-  std::string max_amplification, min_success, max_recovery;
+  std::string max_amplification, min_success, max_recovery, min_healthy_success;
   std::string seed, threads, max_candidates, name;
   std::string out, export_to, plot, write_scenario;
   bool json = false;
@@ -131,6 +131,10 @@ void read_goal(const tune_flags& f, tune_inputs& in) {
   if (given(f, "--max-recovery")) {
     in.goal.max_recovery_s =
         std::chrono::duration<double>(duration_flag("--max-recovery", f.max_recovery)).count();
+  }
+  if (given(f, "--min-healthy-success")) {
+    in.goal.min_baseline_success =
+        number_flag("--min-healthy-success", f.min_healthy_success, 0.0, 1.0, "[0, 1]");
   }
   if (given(f, "--threads"))
     in.options.threads = static_cast<unsigned>(whole_flag("--threads", f.threads, 1, 2));
@@ -306,6 +310,8 @@ command add_tune_command(CLI::App& parent) {
       "Goal: success ratio at least X in [0, 1] (default: the better default policy's)", "X");
   opt("--max-recovery", f->max_recovery,
       "Goal: recovery within D (default: the better default policy's)", "D");
+  opt("--min-healthy-success", f->min_healthy_success,
+      "Goal: success ratio at least X on a healthy day, after its first 10 s (default 0.999)", "X");
   opt("--seed", f->seed, "Seed of the simulations (default: the scenario's, or 42)", "N");
   opt("--threads", f->threads, "Simulations side by side, 1 or 2 (default 2)", "N");
   opt("--max-candidates", f->max_candidates, "Try at most N policies, 4 to 10000 (default 200)",

@@ -40,22 +40,20 @@ const char* const k_storm = R"({
 
 TEST_F(TuneCli, SameInputsAndSeedGiveTheSameBytes) {
   const std::string s = write("s.json", k_storm);
-  const run_result a =
-      run("tune " + s + " --seed 3 --max-candidates 12 --out " + (dir_ / "a.json").string(), false);
-  const run_result b = run(
-      "tune " + s + " --seed 3 --max-candidates 12 --threads 1 --out " + (dir_ / "b.json").string(),
-      false);
+  const run_result a = run("tune " + s + " --seed 3 --out " + (dir_ / "a.json").string(), false);
+  const run_result b =
+      run("tune " + s + " --seed 3 --threads 1 --out " + (dir_ / "b.json").string(), false);
   ASSERT_EQ(a.exit_code, 0) << a.output;
   ASSERT_EQ(b.exit_code, 0) << b.output;
   EXPECT_EQ(a.output, b.output);
   EXPECT_EQ(read((dir_ / "a.json").string()), read((dir_ / "b.json").string()));
-  EXPECT_NE(a.output.find("tried 12 policies"), std::string::npos) << a.output;
+  EXPECT_NE(a.output.find(" policies ("), std::string::npos) << a.output;
 }
 
 TEST_F(TuneCli, TheOutFileIsReadBackBySimulate) {
   const std::string s = write("s.json", k_storm);
   const std::string out = (dir_ / "tuned.json").string();
-  const run_result t = run("tune " + s + " --max-candidates 12 --json --out " + out, false);
+  const run_result t = run("tune " + s + " --json --out " + out, false);
   ASSERT_EQ(t.exit_code, 0) << t.output;
   const auto report = nlohmann::json::parse(t.output);
   const run_result sim = run("simulate " + s + " --json -s none --policy " + out, false);
@@ -74,12 +72,11 @@ TEST_F(TuneCli, ExportWritesAConfigThatPolicyCheckImports) {
   const std::string s = write("s.json", k_storm);
   const std::string grpc = (dir_ / "service-config.json").string();
   const std::string envoy = (dir_ / "route.json").string();
-  const run_result t =
-      run("tune " + s + " --max-candidates 12 --name pkg.Service --export grpc:" + grpc);
+  const run_result t = run("tune " + s + " --name pkg.Service --export grpc:" + grpc);
   ASSERT_EQ(t.exit_code, 0) << t.output;
   const run_result check = run("policy check grpc:" + grpc);
   EXPECT_EQ(check.exit_code, 0) << check.output;
-  const run_result e = run("tune " + s + " --max-candidates 12 --export envoy:" + envoy);
+  const run_result e = run("tune " + s + " --export envoy:" + envoy);
   ASSERT_EQ(e.exit_code, 0) << e.output;
   EXPECT_EQ(run("policy check envoy:" + envoy).exit_code, 0);
 }
@@ -126,16 +123,18 @@ TEST_F(TuneCli, AnImpossibleGoalExitsThreeWithItsReason) {
 }
 
 // 20,000 clients of 0.1 req/s each, at a tenth of the load (2,000 clients, 200 req/s): a floor per
-// process multiplies by the clients; the recommendation is a fleet budget, and the report shows
-// the per-process budget failing beside it.
+// process multiplies by the clients, a ratio per process never reaches one retry; the policy the
+// search keeps is a fleet budget, and the report shows the per-process budget failing beside it.
+// (Whether any policy meets the whole goal at this rate per process is the fleet budget's matter:
+// docs/tune.md, "20,000 clients".)
 TEST_F(TuneCli, ManySmallClientsGetAFleetBudget) {
-  const run_result r = run(
-      "tune --rate 200 --clients 2000 --workers 10 --p50 20ms --max-candidates 20 --json", false);
-  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const run_result r = run("tune --rate 200 --clients 2000 --workers 10 --p50 20ms --json", false);
+  ASSERT_TRUE(r.exit_code == 0 || r.exit_code == 3) << r.output;
   const auto doc = nlohmann::json::parse(r.output);
   EXPECT_TRUE(doc.at("policy").at("budget").contains("fleet")) << doc.at("policy").dump();
   ASSERT_FALSE(doc.at("other_scope").is_null());
   EXPECT_FALSE(doc.at("other_scope").at("met").get<bool>()) << doc.at("other_scope").dump();
+  EXPECT_FALSE(doc.at("other_scope").at("policy").at("budget").contains("fleet"));
 }
 
 #endif  // STORMGUARD_CLI_PATH

@@ -14,7 +14,7 @@ using stormguard::sim::service_description;
 
 TEST(TuneRules, RetriesAndBackoffFitTheDeadline) {
   service_description d;  // p50 = p99 = 20 ms, deadline 10 s
-  for (const auto deadline : {300ms, 1s, 2s, 10s}) {
+  for (const stormguard::duration deadline : {300ms, 1000ms, 2000ms, 10000ms}) {
     d.deadline = deadline;
     for (const auto timeout : stormguard::sim::timeout_candidates(d)) {
       const auto r = stormguard::sim::rules_for(d, timeout);
@@ -67,6 +67,7 @@ TEST(TuneScenario, DescriptionOfFridayNightIsFridayNight) {
   EXPECT_EQ(s.service_time, friday.service_time);
   EXPECT_EQ(s.incident, friday.incident);
   EXPECT_EQ(s.length, friday.length);
+  EXPECT_EQ(s.timeout, friday.timeout);
   EXPECT_FALSE(stormguard::sim::validate(s).has_value());
 }
 
@@ -114,6 +115,7 @@ TEST(TuneGoal, TheVerdictNamesEachMissedGoal) {
   storm.success = 0.7;
   stormguard::sim::tune_figures healthy;
   healthy.success = 0.99;
+  healthy.steady_success = 0.99;
   int missed = 0;
   const auto v = stormguard::sim::tune_detail::judge(goal, storm, healthy, &missed);
   EXPECT_FALSE(v.met);

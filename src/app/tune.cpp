@@ -100,7 +100,9 @@ scenario service_scenario(const service_description& d, std::uint64_t seed) {
   s.length = k_length;
   s.requests_per_second = d.requests_per_second;
   s.clients = d.clients;
-  s.timeout = d.deadline;
+  // The timeout of clients that set none (recommended-fleet): the longer attempt timeout the
+  // search compares.
+  s.timeout = timeout_candidates(d).back();
   s.workers = d.workers;
   s.queue_limit = std::max<std::int64_t>(
       d.workers, static_cast<std::int64_t>(std::llround(d.requests_per_second * 10.0)));

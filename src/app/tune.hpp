@@ -63,7 +63,8 @@ struct service_description {
 [[nodiscard]] std::optional<std::string> check_description(const service_description& d);
 
 /// The scenario of a described service: 60 s of `requests_per_second` from `clients` to `workers`
-/// × p50 (fixed service time; a tail as above), queue limit 10 s of demand, timeout the deadline,
+/// × p50 (fixed service time; a tail as above), queue limit 10 s of demand, timeout the longer of
+/// timeout_candidates (for policies without an attempt timeout),
 /// and friday-night's incident scaled to it: from 10 s to 20 s the service time is 75 × p50.
 /// Seed `seed`. Precondition: check_description(d) is nullopt.
 [[nodiscard]] scenario service_scenario(const service_description& d, std::uint64_t seed = 42);

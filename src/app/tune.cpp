@@ -168,9 +168,18 @@ std::optional<std::string> infeasible(const scenario& storm, const service_descr
   return std::nullopt;
 }
 
+namespace tune_detail {
+duration base_rule(const service_description& d) {
+  return round_up_10ms(std::max({5 * d.p50, 2 * d.p99, duration(10ms)}));
+}
+}  // namespace tune_detail
+
 std::vector<duration> timeout_candidates(const service_description& d) {
   const duration tight = round_up_10ms(std::max(2 * d.p99, 10 * d.p50));
-  const duration most = std::max<duration>(round_up_10ms(d.p99 + d.p50), d.deadline / 2);
+  // One retry after a backoff of base must fit: 2 attempts + base <= the deadline.
+  const duration most =
+      std::max<duration>(round_up_10ms(d.p99 + d.p50),
+                         std::min(d.deadline / 2, (d.deadline - tune_detail::base_rule(d)) / 2));
   std::vector<duration> out;
   for (const duration t : {tight, 5 * tight}) {
     const duration c = std::min(t, most);
@@ -185,8 +194,8 @@ policy_rules rules_for(const service_description& d, duration timeout) {
   r.reasons.push_back(
       {"attempt_timeout", seconds_text(timeout),
        fmt::format("{} is at least max(2 x p99, 10 x p50) = {} (a healthy attempt, its tail "
-                   "included, is never cut short) and at most half the deadline ({}), so that "
-                   "a retry still fits; the search compared {}",
+                   "included, is never cut short) and short enough that a retry after one "
+                   "backoff still fits the deadline ({}); the search compared {}",
                    seconds_text(timeout),
                    seconds_text(round_up_10ms(std::max(2 * d.p99, 10 * d.p50))),
                    seconds_text(d.deadline), [&] {
@@ -197,7 +206,7 @@ policy_rules rules_for(const service_description& d, duration timeout) {
                      return all;
                    }())});
   // base: a retry sooner than a few healthy answers meets the same trouble; 5 × p50, 2 × p99.
-  r.base = round_up_10ms(std::max({5 * d.p50, 2 * d.p99, duration(10ms)}));
+  r.base = tune_detail::base_rule(d);
   // Retries and cap against the deadline: (retries + 1) attempts of the attempt timeout and the
   // ceilings of the backoff (base · 2^(n-1), the worst case of full jitter) fit in it.
   r.retries = 0;
@@ -279,6 +288,8 @@ config::policy make_policy(const std::string& name, const service_description& d
     config::hedging_config h;
     h.options.max_attempts = c.hedge_attempts;
     h.options.delay = c.hedge_delay;
+    // A failure the policy would retry sends the next copy at once (a healthy day's 503s).
+    h.non_fatal_statuses = retryable_statuses{502, 503, 504};
     p.hedging = h;
   }
   return p;
@@ -351,7 +362,7 @@ std::vector<tune_reason> explain(const service_description& d, const scenario& s
        fmt::format("ratio {}, floor {}/s{}", detail::format_double(c.ratio), c.floor,
                    c.fleet ? " for the fleet" : " per process"),
        fmt::format("the floor allows {}/s of retries in all{} against the {:.0f} req/s the "
-                   "server completes in the incident ({:.0f} % of it); the ratio lets {:.0f} % "
+                   "server completes in the incident ({:.0f} % of it); the ratio lets {:.1f} % "
                    "more attempts through over the window, above the {:.1f} % a healthy day "
                    "fails; the search compared per-process floors 0, 1, 10, fleet floors of "
                    "10/25/50 % of that capacity, ratios 0.05, 0.1, 0.2, then refined",

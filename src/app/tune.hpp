@@ -144,6 +144,16 @@ struct failure_rate_point {
   std::optional<double> success;                 ///< over the whole run
 };
 
+/// One candidate the search ran, in the order it ran them.
+struct tune_candidate {
+  /// Its values in words: "fleet ratio 0.1 floor 7/s window 10s, 3 retries base 100ms, timeout
+  /// 1s" (", hedging 2 copies after 20ms" when it hedges).
+  std::string summary;
+  tune_figures storm;    ///< on the storm at the fleet size
+  tune_figures healthy;  ///< on the healthy day
+  tune_verdict verdict;  ///< on the goal
+};
+
 /// Everything `tune` prints.
 struct tune_report {
   service_description service;   ///< as described (or read from the scenario)
@@ -152,6 +162,9 @@ struct tune_report {
   tune_goal goal;                ///< with the defaults filled in
   config::policy policy;         ///< the recommendation (or the closest candidate)
   tune_verdict verdict;          ///< of `policy` on the goal
+  /// Of `policy` on the same goal at 10x the clients: the search prefers, among the best that
+  /// meet the goal, one that meets it at 10x too (fleet_10x clients; storm and healthy day).
+  tune_verdict verdict_10x;
   std::vector<tune_reason> reasons;
   /// The best policy with a budget of the other scope (per process when `policy`'s is a fleet
   /// budget, else fleet), with its verdict: why the scope was chosen. nullopt for one client.
@@ -167,8 +180,9 @@ struct tune_report {
   /// The lowest failure rate (to 1 %) at which the tuned policy's budget denies retries to at
   /// least 0.1 % of the logical requests; nullopt when it never does (or has no budget).
   std::optional<double> binds_at;
-  std::size_t candidates_tried = 0;  ///< candidate policies simulated by the search
-  std::size_t runs = 0;              ///< simulations in all (search and evidence)
+  std::vector<tune_candidate> tried;  ///< every candidate the search ran (`--json` only)
+  std::size_t candidates_tried = 0;   ///< candidate policies simulated by the search
+  std::size_t runs = 0;               ///< simulations in all (search and evidence)
 };
 
 /// Why no policy can meet any goal before searching: demand above capacity even without retries,
@@ -209,7 +223,7 @@ struct policy_rules {
 [[nodiscard]] std::string format_report(const tune_report& report);
 
 /// The report as one JSON object (keys: service, goal, verdict, policy, reasons, other_scope,
-/// at_fleet, at_10x, baseline, failure_rates, binds_at, candidates_tried, runs).
+/// at_fleet, at_10x, baseline, failure_rates, binds_at, tried, candidates_tried, runs).
 [[nodiscard]] std::string to_json(const tune_report& report);
 
 }  // namespace stormguard::sim

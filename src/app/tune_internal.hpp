@@ -29,6 +29,9 @@ struct candidate {
   friend bool operator==(const candidate&, const candidate&) = default;
 };
 
+// The backoff base of the rules: max(5 × p50, 2 × p99, 10 ms), rounded up to 10 ms.
+[[nodiscard]] duration base_rule(const service_description& d);
+
 // The worst case of one logical request that retries `retries` times: every attempt runs to
 // `timeout` and every backoff to its ceiling min(cap, base · 2^(n-1)), cap the last ceiling.
 struct schedule {

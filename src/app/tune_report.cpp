@@ -130,7 +130,9 @@ std::string format_report(const tune_report& r) {
                             100.0 * *r.binds_at)
                       : std::string("  the budget never denies a retry (up to 100 %)\n");
   }
-  out += r.verdict.met ? fmt::format("\nverdict: \"{}\" meets the goal\n", r.policy.name)
+  out += fmt::format("\nat 10x the fleet, the same goal: {}",
+                     r.verdict_10x.met ? "met\n" : "missed: " + r.verdict_10x.reason + "\n");
+  out += r.verdict.met ? fmt::format("verdict: \"{}\" meets the goal\n", r.policy.name)
                        : fmt::format(
                              "\nverdict: no policy tried meets the goal; the closest, "
                              "\"{}\": {}\n",
@@ -184,6 +186,8 @@ std::string to_json(const tune_report& r) {
       .end_object();
   w.key("verdict").begin_object().field("met", r.verdict.met).field("reason", r.verdict.reason);
   w.end_object();
+  w.key("verdict_10x").begin_object().field("met", r.verdict_10x.met);
+  w.field("reason", r.verdict_10x.reason).end_object();
   w.key("policy").raw(config::to_json(r.policy));
   w.key("reasons").begin_array();
   for (const tune_reason& reason : r.reasons) {
@@ -221,6 +225,15 @@ std::string to_json(const tune_report& r) {
   } else {
     w.null();
   }
+  w.key("tried").begin_array();
+  for (const tune_candidate& c : r.tried) {
+    w.begin_object().field("summary", c.summary).key("storm");
+    write_figures(w, c.storm);
+    w.key("healthy");
+    write_figures(w, c.healthy);
+    w.field("met", c.verdict.met).field("reason", c.verdict.reason).end_object();
+  }
+  w.end_array();
   w.field("candidates_tried", r.candidates_tried).field("runs", r.runs);
   return std::move(w.end_object()).line();
 }

@@ -288,8 +288,8 @@ config::policy make_policy(const std::string& name, const service_description& d
     config::hedging_config h;
     h.options.max_attempts = c.hedge_attempts;
     h.options.delay = c.hedge_delay;
-    // A failure the policy would retry sends the next copy at once (a healthy day's 503s).
-    h.non_fatal_statuses = retryable_statuses{502, 503, 504};
+    // A status the policy would retry sends the next copy at once (a healthy day's 503s).
+    h.non_fatal_statuses = p.statuses;
     p.hedging = h;
   }
   return p;
@@ -350,10 +350,13 @@ std::vector<tune_reason> explain(const service_description& d, const scenario& s
   }
   out.push_back(
       {"budget.window", seconds_text(c.window),
-       r.reasons.back().reason + (c.window != r.window ? fmt::format("; the search doubled "
-                                                                     "the rule's {}",
-                                                                     seconds_text(r.window))
-                                                       : "")});
+       fmt::format("at least the longest schedule of one logical request ({} of attempts and "
+                   "backoffs, plus p99 {}) and at least 10 s, so that a request's deposit and "
+                   "its retries count in one window{}",
+                   seconds_text(w.total), seconds_text(d.p99),
+                   c.window != r.window
+                       ? "; the search doubled the rule's " + seconds_text(r.window)
+                       : std::string())});
   const double headroom = incident_capacity(storm);
   const double total_floor =
       static_cast<double>(c.floor) * (c.fleet ? 1.0 : static_cast<double>(d.clients));

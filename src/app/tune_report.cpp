@@ -55,10 +55,12 @@ std::string figures_table(const std::vector<tune_figures>& rows, bool incident,
   const std::string row = "  {:<" + std::to_string(width) + "} {:>8} {:>9} {:>9} {:>9}\n";
   std::string out =
       fmt::format(fmt::runtime(row), "policy", "ampl.", healthy ? "success" : "incident",
-                  healthy ? "after 10s" : "success", healthy ? "" : "recovery");
+                  healthy ? "after 10s" : "success", healthy ? "p99 ms" : "recovery");
   for (const tune_figures& f : rows) {
     out += healthy ? fmt::format(fmt::runtime(row), f.name, times(f.amplification),
-                                 percent(f.success), percent(f.steady_success), "")
+                                 percent(f.success), percent(f.steady_success),
+                                 f.p99_latency_ms ? fmt::format("{:.1f}", *f.p99_latency_ms)
+                                                  : std::string("n/a"))
                    : fmt::format(fmt::runtime(row), f.name, times(f.amplification),
                                  incident ? times(f.incident_amplification) : "-",
                                  percent(f.success), recovery(f, incident));

@@ -68,6 +68,22 @@ TEST_F(TuneCli, TheOutFileIsReadBackBySimulate) {
   EXPECT_TRUE(report.at("verdict").at("met").get<bool>());
 }
 
+TEST_F(TuneCli, ADescribedServiceWritesItsScenarioForSimulate) {
+  const std::string scenario = (dir_ / "service.json").string();
+  const std::string out = (dir_ / "tuned.json").string();
+  const run_result t = run("tune --rate 200 --clients 4 --workers 10 --p50 20ms --json --out " +
+                               out + " --write-scenario " + scenario,
+                           false);
+  ASSERT_EQ(t.exit_code, 0) << t.output;
+  const auto report = nlohmann::json::parse(t.output);
+  const run_result sim = run("simulate " + scenario + " --json -s none --policy " + out, false);
+  ASSERT_EQ(sim.exit_code, 0) << sim.output;
+  const auto doc = nlohmann::json::parse(sim.output);
+  EXPECT_EQ(doc.at("strategies").back().at("success_ratio").dump(),
+            report.at("at_fleet")[0].at("success_ratio").dump());
+  EXPECT_EQ(doc.at("scenario"), "service");
+}
+
 TEST_F(TuneCli, ExportWritesAConfigThatPolicyCheckImports) {
   const std::string s = write("s.json", k_storm);
   const std::string grpc = (dir_ / "service-config.json").string();

@@ -97,6 +97,24 @@ TEST_F(TuneCli, ExportWritesAConfigThatPolicyCheckImports) {
   EXPECT_EQ(run("policy check envoy:" + envoy).exit_code, 0);
 }
 
+// docs/tune.md's gRPC service with a tail: with a goal that leaves room for it, a hedged policy
+// wins on the healthy day's p99, and its gRPC service config has a hedgingPolicy.
+TEST_F(TuneCli, ATailIsHedgedWhenTheGoalAllowsIt) {
+  const std::string grpc = (dir_ / "service-config.json").string();
+  const run_result r =
+      run("tune --rate 1000 --clients 10 --workers 100 --p50 10ms --p99 200ms --deadline 2s "
+          "--min-success 0.815 --name pkg.Service --json --export grpc:" +
+              grpc,
+          false);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto doc = nlohmann::json::parse(r.output);
+  ASSERT_TRUE(doc.at("policy").contains("hedging")) << doc.at("policy").dump();
+  EXPECT_LT(doc.at("baseline")[0].at("p99_latency_ms").get<double>(),
+            doc.at("baseline")[1].at("p99_latency_ms").get<double>());
+  const auto config = nlohmann::json::parse(read(grpc));
+  EXPECT_TRUE(config.at("methodConfig")[0].contains("hedgingPolicy")) << config.dump();
+}
+
 TEST_F(TuneCli, BadInputsNameTheFlagAndTheValue) {
   const struct {
     std::string args;

@@ -54,6 +54,11 @@ command add_serve_command(CLI::App& parent);
 /// the scenario's client fleet on real sockets against its server, next to the simulator.
 command add_lab_command(CLI::App& parent);
 
+/// `stormguard tune [SCENARIO] [--rate R] [--clients N] [--workers N | --capacity R] [--p50 D]
+/// [--p99 D] [--deadline D] [--error-rate X] [goal flags] [--out FILE] [--export TARGET:FILE]
+/// [--json] [--plot FILE] [--seed N]`: a retry policy sized for a service with its evidence.
+command add_tune_command(CLI::App& parent);
+
 }  // namespace stormguard::cli
 
 #endif  // STORMGUARD_CLI_COMMAND_HPP

@@ -99,6 +99,7 @@ int run(int argc, char** argv) {
   commands.push_back(cli::add_policy_command(app));
   commands.push_back(cli::add_serve_command(app));
   commands.push_back(cli::add_lab_command(app));
+  commands.push_back(cli::add_tune_command(app));
 #endif
   // Unknown words reach app.remaining() instead of failing as "A subcommand is required", so
   // that the error can name them. Subcommands keep rejecting their own unknown options.

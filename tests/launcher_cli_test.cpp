@@ -24,7 +24,7 @@ using stormguard::test_support::run_program;
 using stormguard::test_support::stderr_mode;
 
 const std::vector<std::string> k_subcommands = {"simulate", "exec",  "plan", "http",
-                                                "policy",   "serve", "lab"};
+                                                "policy",   "serve", "lab",  "tune"};
 
 std::string program(const std::string& name) {
   return std::string(STORMGUARD_CLI_PROGRAM_DIR) + "/stormguard-" + name;

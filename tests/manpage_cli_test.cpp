@@ -20,7 +20,7 @@ using stormguard::test_support::run_program;
 using stormguard::test_support::stderr_mode;
 
 const std::vector<std::string> k_subcommands = {"simulate", "exec",  "plan", "http",
-                                                "policy",   "serve", "lab"};
+                                                "policy",   "serve", "lab",  "tune"};
 
 std::string generated(const std::string& flag, const std::string& name) {
   const std::string path = ::testing::TempDir() + name;

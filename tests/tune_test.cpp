@@ -1,0 +1,128 @@
+// SPDX-License-Identifier: Apache-2.0
+// The rules of `stormguard tune` (app/tune.hpp): what follows from a service's description before
+// any simulation, and the scenarios it builds.
+#include "app/tune.hpp"
+
+#include <gtest/gtest.h>
+
+#include "app/tune_internal.hpp"
+
+namespace {
+
+using namespace std::chrono_literals;
+using stormguard::sim::service_description;
+
+TEST(TuneRules, RetriesAndBackoffFitTheDeadline) {
+  service_description d;  // p50 = p99 = 20 ms, deadline 10 s
+  for (const stormguard::duration deadline : {300ms, 1000ms, 2000ms, 10000ms}) {
+    d.deadline = deadline;
+    for (const auto timeout : stormguard::sim::timeout_candidates(d)) {
+      const auto r = stormguard::sim::rules_for(d, timeout);
+      const auto worst = stormguard::sim::tune_detail::worst_schedule(timeout, r.base, r.retries);
+      EXPECT_LE(worst.total, deadline) << stormguard::format_duration(deadline);
+      EXPECT_LE(r.retries, 3);
+      EXPECT_GE(r.cap, r.base);
+      EXPECT_LE(timeout, deadline / 2);
+    }
+  }
+}
+
+TEST(TuneRules, TimeoutNeverCutsAHealthyAttempt) {
+  service_description d;
+  d.p50 = 20ms;
+  d.p99 = 300ms;
+  const auto timeouts = stormguard::sim::timeout_candidates(d);
+  ASSERT_FALSE(timeouts.empty());
+  EXPECT_EQ(timeouts.front(), 600ms);  // max(2 x p99, 10 x p50)
+  for (const auto t : timeouts) EXPECT_GT(t, d.p99);
+}
+
+TEST(TuneRules, WindowHoldsTheLongestScheduleAndIsAtLeastTenSeconds) {
+  service_description d;
+  d.deadline = 10s;
+  const auto r = stormguard::sim::rules_for(d, 1s);
+  EXPECT_GE(r.window, 10s);
+  EXPECT_LE(r.window, 60s);
+  d.deadline = 50min;
+  const auto wide = stormguard::sim::rules_for(d, 10min);
+  EXPECT_EQ(wide.window, 60s);  // the budget's range ends at 60 s
+}
+
+TEST(TuneRules, FleetFloorsAreSharesOfTheIncidentCapacity) {
+  const auto storm = stormguard::sim::service_scenario(service_description{});
+  EXPECT_NEAR(stormguard::sim::incident_capacity(storm), 100 / 1.5, 1e-9);
+  const auto fleet = stormguard::sim::tune_detail::floor_candidates(storm, true);
+  EXPECT_EQ(fleet, (std::vector<std::int64_t>{7, 17, 33}));
+  const auto per_process = stormguard::sim::tune_detail::floor_candidates(storm, false);
+  EXPECT_EQ(per_process, (std::vector<std::int64_t>{0, 1, 10}));
+}
+
+TEST(TuneScenario, DescriptionOfFridayNightIsFridayNight) {
+  auto s = stormguard::sim::service_scenario(service_description{});
+  const auto friday = stormguard::sim::friday_night();
+  EXPECT_EQ(s.requests_per_second, friday.requests_per_second);
+  EXPECT_EQ(s.clients, friday.clients);
+  EXPECT_EQ(s.workers, friday.workers);
+  EXPECT_EQ(s.queue_limit, friday.queue_limit);
+  EXPECT_EQ(s.service_time, friday.service_time);
+  EXPECT_EQ(s.incident, friday.incident);
+  EXPECT_EQ(s.length, friday.length);
+  EXPECT_EQ(s.timeout, friday.timeout);
+  EXPECT_FALSE(stormguard::sim::validate(s).has_value());
+}
+
+TEST(TuneScenario, ATailIsAStallOfTwoPercent) {
+  service_description d;
+  d.p99 = 200ms;
+  const auto s = stormguard::sim::service_scenario(d);
+  ASSERT_TRUE(s.stall.has_value());
+  EXPECT_EQ(s.stall->length, 180ms);
+  EXPECT_DOUBLE_EQ(s.stall->probability, 0.02);
+  EXPECT_EQ(stormguard::sim::description_of(s, 10s, 0.01).p99, 200ms);
+}
+
+TEST(TuneScenario, BadDescriptionsNameTheField) {
+  const auto problem = [](auto edit) {
+    service_description d;
+    edit(d);
+    return stormguard::sim::check_description(d).value_or("");
+  };
+  EXPECT_EQ(problem([](auto& d) { d.requests_per_second = -5; }).rfind("rate:", 0), 0u);
+  EXPECT_EQ(problem([](auto& d) { d.clients = 0; }).rfind("clients:", 0), 0u);
+  EXPECT_EQ(problem([](auto& d) { d.workers = 0; }).rfind("workers:", 0), 0u);
+  EXPECT_EQ(problem([](auto& d) { d.p99 = 1ms; }).rfind("p99:", 0), 0u);
+  EXPECT_EQ(problem([](auto& d) { d.deadline = 10ms; }).rfind("deadline:", 0), 0u);
+  EXPECT_EQ(problem([](auto& d) { d.error_rate = 0.9; }).rfind("error-rate:", 0), 0u);
+  EXPECT_EQ(problem([](auto&) {}), "");
+  EXPECT_FALSE(stormguard::sim::workers_for(0.0, 20ms).has_value());
+  EXPECT_EQ(stormguard::sim::workers_for(5000, 20ms), 100);
+}
+
+TEST(TuneScenario, DemandAboveCapacityIsInfeasible) {
+  service_description d;
+  d.requests_per_second = 6000;  // 100 workers x 20 ms = 5,000 req/s
+  const auto why = stormguard::sim::infeasible(stormguard::sim::service_scenario(d), d);
+  ASSERT_TRUE(why.has_value());
+  EXPECT_NE(why->find("above the server's healthy capacity"), std::string::npos) << *why;
+}
+
+TEST(TuneGoal, TheVerdictNamesEachMissedGoal) {
+  stormguard::sim::tune_goal goal;
+  goal.min_success = 0.8;
+  goal.max_recovery_s = 5;
+  stormguard::sim::tune_figures storm;
+  storm.incident_amplification = 1.5;
+  storm.success = 0.7;
+  stormguard::sim::tune_figures healthy;
+  healthy.success = 0.99;
+  healthy.steady_success = 0.99;
+  int missed = 0;
+  const auto v = stormguard::sim::tune_detail::judge(goal, storm, healthy, &missed);
+  EXPECT_FALSE(v.met);
+  EXPECT_EQ(missed, 4);
+  EXPECT_NE(v.reason.find("incident amplification 1.50x"), std::string::npos) << v.reason;
+  EXPECT_NE(v.reason.find("never recovered"), std::string::npos) << v.reason;
+  EXPECT_NE(v.reason.find("healthy day 99.00 %"), std::string::npos) << v.reason;
+}
+
+}  // namespace

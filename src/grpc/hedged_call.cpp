@@ -80,6 +80,7 @@ class hedged_call_state final : public timer_target,
     notes n;
     {
       const stormguard::detail::lock hold(mutex_);
+      ++busy_;
       initiating_ = true;
       first_copy(n);
     }
@@ -108,7 +109,6 @@ class hedged_call_state final : public timer_target,
     bool arm = false;                        // arm a wake-up after arm_after
     duration arm_after{};
     std::uint32_t arm_generation = 0;
-    bool finish = false;
   };
 
   any_budget& budget() const noexcept { return *client_.budget; }
@@ -235,15 +235,16 @@ class hedged_call_state final : public timer_target,
 
   // Notes the end once the call is decided and no copy is in flight.
   void settle(notes& n) STORMGUARD_REQUIRES(mutex_) {
+    (void)n;
     if (!decided_ || in_flight_ > 0 || finished_) return;
-    finished_ = true;
-    n.finish = true;
+    finished_ = true;  // done runs when the last step in progress ends (end_step)
   }
 
   void on_copy(int copy, const ::grpc::Status& status) {
     notes n;
     {
       const stormguard::detail::lock hold(mutex_);
+      ++busy_;
       copy_slot& c = copies_[static_cast<std::size_t>(copy - 1)];
       // Released here, while gRPC still holds the call: not in the callable's destruction.
       const std::shared_ptr<::grpc::ClientContext> context = std::move(c.context);
@@ -302,6 +303,7 @@ class hedged_call_state final : public timer_target,
     {
       const stormguard::detail::lock hold(mutex_);
       if (generation != generation_ || decided_) return;  // disarmed since, or decided
+      ++busy_;
       armed_ = false;
       wake_.reset();
       keep_.reset();  // the timer's caller holds the state
@@ -318,6 +320,7 @@ class hedged_call_state final : public timer_target,
       const stormguard::detail::lock hold(mutex_);
       if (finished_ || decided_) return;
       if (report_.sent == 0) return;  // start() is deciding copy 1 and sees the stop
+      ++busy_;
       caller_cancelled_ = true;
       decided_ = true;
       reason_ = end_reason::cancelled;
@@ -327,8 +330,14 @@ class hedged_call_state final : public timer_target,
     carry_out(n);
   }
 
-  // Tells gRPC what the step noted, outside the mutex.
+  // Tells gRPC what the step noted, outside the mutex, then ends the step (also when the
+  // caller's rpc throws out of copy 1's launch).
   void carry_out(notes& n) {
+    struct step_end {
+      hedged_call_state* self;
+      notes* n;
+      ~step_end() { self->end_step(*n); }
+    } const ending{this, &n};
     for (int i = 0; i < n.cancels; ++i) n.cancel[static_cast<std::size_t>(i)]->TryCancel();
     if (n.disarm) client_.timer.disarm(*n.disarm);
     if (n.arm) {
@@ -344,7 +353,26 @@ class hedged_call_state final : public timer_target,
       }
     }
     for (int i = 0; i < n.sends; ++i) launch(n.send[static_cast<std::size_t>(i)]);
-    if (n.finish) finish();
+  }
+
+  // A step (an event's handling) ends: it drops what it held of the copies, and the last step
+  // of a finished call runs done. done waits for every step in progress, so that no thread of
+  // the call still holds a copy's context (and, through it, the client's channel) or touches
+  // the client once the caller has its result and may destroy the client: a context's last
+  // reference dropped after that, on a gRPC thread, destroyed the channel there (ASan: a double
+  // free inside gRPC).
+  void end_step(notes& n) noexcept {
+    for (auto& context : n.cancel) context.reset();
+    bool run_done = false;
+    {
+      const stormguard::detail::lock hold(mutex_);
+      --busy_;
+      if (busy_ == 0 && finished_ && !ended_) {
+        ended_ = true;
+        run_done = true;
+      }
+    }
+    if (run_done) finish();
   }
 
   // Starts copy `copy` on the context send_copy registered for it.
@@ -387,6 +415,7 @@ class hedged_call_state final : public timer_target,
     notes n;
     {
       const stormguard::detail::lock hold(mutex_);
+      ++busy_;
       copy_slot& c = copies_[static_cast<std::size_t>(copy - 1)];
       c.context.reset();
       c.in_flight = false;
@@ -403,7 +432,7 @@ class hedged_call_state final : public timer_target,
     carry_out(n);
   }
 
-  void finish() {
+  void finish() noexcept {
     std::function<void(result)> done;
     result r;
     {
@@ -444,7 +473,9 @@ class hedged_call_state final : public timer_target,
   std::uint32_t generation_ STORMGUARD_GUARDED_BY(mutex_) = 0;
   int in_flight_ STORMGUARD_GUARDED_BY(mutex_) = 0;
   bool decided_ STORMGUARD_GUARDED_BY(mutex_) = false;
-  bool finished_ STORMGUARD_GUARDED_BY(mutex_) = false;
+  bool finished_ STORMGUARD_GUARDED_BY(mutex_) = false;  // decided, no copy in flight
+  bool ended_ STORMGUARD_GUARDED_BY(mutex_) = false;     // finish() has run or is running
+  int busy_ STORMGUARD_GUARDED_BY(mutex_) = 0;           // steps in progress
   bool refused_ STORMGUARD_GUARDED_BY(mutex_) = false;
   bool caller_cancelled_ STORMGUARD_GUARDED_BY(mutex_) = false;
   bool initiating_ STORMGUARD_GUARDED_BY(mutex_) = false;

@@ -30,6 +30,7 @@ using stormguard::end_reason;
 using stormguard::lab::v1::EchoReply;
 using stormguard::lab::v1::EchoRequest;
 using stormguard::lab::v1::Lab;
+using stormguard_tests::grpc_lab::first_copy;
 using stormguard_tests::grpc_lab::scripted_service;
 using stormguard_tests::grpc_lab::stall;
 using stormguard_tests::grpc_lab::test_server;
@@ -161,8 +162,8 @@ TEST(GrpcMetrics, GiveUpsAndBudgetDenialsAreCountedByReason) {
 }
 
 TEST(GrpcMetrics, HedgedCallsCountTheirCopies) {
-  scripted_service service([](int call, grpc::ServerContext* ctx) {
-    if (call == 1) stall(ctx, 5s);
+  scripted_service service([](int, grpc::ServerContext* ctx) {
+    if (first_copy(ctx)) stall(ctx, 5s);
     return grpc::Status::OK;
   });
   test_server server(&service);

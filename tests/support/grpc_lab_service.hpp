@@ -83,6 +83,12 @@ class test_server {
 };
 
 // Waits in a handler until `limit` has passed or the client cancelled the call.
+// True for a call without gRFC A6's attempt label: a first attempt, or a hedged call's first
+// copy (which may reach the server after a later copy when the connection is slow to open).
+inline bool first_copy(const grpc::ServerContext* ctx) {
+  return ctx->client_metadata().count("grpc-previous-rpc-attempts") == 0;
+}
+
 inline void stall(grpc::ServerContext* ctx, std::chrono::milliseconds limit) {
   const auto until = std::chrono::steady_clock::now() + limit;
   while (std::chrono::steady_clock::now() < until && !ctx->IsCancelled()) {

@@ -354,7 +354,9 @@ class STORMGUARD_EXPORT client {
   /// (copy N carries `grpc-previous-rpc-attempts: N-1`) and the call's deadline (cut to
   /// attempt_timeout). The first success commits: its response is moved into `*response`, the
   /// copies still in flight are cancelled (ClientContext::TryCancel), and `done(result)` runs once
-  /// every copy and the delay's alarm have ended, so that nothing of the call runs after it. A
+  /// every copy has ended and no thread is still handling an event of the call, so that nothing
+  /// of the call runs after it (done runs on the thread of the call's last event: a gRPC thread,
+  /// the client's timer thread, a stopping thread, or this one before async_hedged_call returns). A
   /// fatal code commits too: the call fails with it (not_retryable). A pushback trailer of d
   /// postpones the next copy to d from now (above max_retry_after: no further copy,
   /// retry_after_too_long); "do not retry" (negative, malformed) stops further copies, those in
@@ -374,8 +376,9 @@ class STORMGUARD_EXPORT client {
   /// flight and the alarm (cancelled). Exceptions: as async_call (on copy 1, out of this function,
   /// and `done` is not called; on a later copy the call fails not_retryable with an UNKNOWN
   /// status saying so). `request`, `response` and the client must stay valid until `done` runs;
-  /// `done` must not block or throw. The delay's waits are real time (a `grpc::Alarm`), also with
-  /// an injected clock, which still drives deadlines, budgets and the adaptive delay.
+  /// `done` must not block or throw. The delay's waits are real time (the client's timer thread,
+  /// started by its first hedged call), also with an injected clock, which still drives
+  /// deadlines, budgets and the adaptive delay.
   template <class Rpc, class Request, class Response, class Done>
   requires std::invocable<Rpc&, ::grpc::ClientContext*, const Request*, Response*,
                           std::function<void(::grpc::Status)>> && std::invocable<Done&, result> &&

@@ -27,28 +27,39 @@
 ///  stormguard::retrier retry(policy, clock, rng, budget);   // requests use the budget as usual
 /// \endcode
 ///
-/// What Redis holds, under the hash tag {KEY} (one cluster slot per service):
+/// What Redis holds, under the hash tag {KEY} (one cluster slot per service), since fleet
+/// protocol 3:
 /// \code{.unparsed}
-///  {KEY}:window   a hash of window slots "r:N" / "w:N" (requests / retries of slice N, where
-///                 N = floor(Redis TIME in ms / slice)), the slices older than the window deleted
-///                 at each sync, the key expiring (PEXPIRE) two windows after the last sync
-///  {KEY}:clients  a sorted set of client ids scored by the Redis TIME (ms) their heartbeat
-///                 expires; expired members removed at each sync
-///  {KEY}:claims   a hash of each live client's claim "c:ID" (micro-retries, >= 0) and their sum
-///                 "t"; a client's claim is replaced at its sync and freed when its heartbeat
-///                 expires; emptied when no client is live; expiring with {KEY}:clients
-///  {KEY}:version  the fleet protocol of the processes sharing the key (k_fleet_protocol), set
-///                 at each sync, expiring no earlier than the three keys above
+///  {KEY}:fleet    one hash: the window's 11 slots (slice number, requests, retries; slot
+///                 N mod 11 for slice N = floor(Redis TIME in ms / slice)), 10 heartbeat buckets
+///                 (bucket K holds the clients whose heartbeat expires by K · g, g = ceil(ttl / 8),
+///                 their number and the sum of their claims), the protocol, the epoch (Redis TIME
+///                 when the hash was created), the end of a learning window, and its own expiry
+///  {KEY}:version  the fleet protocol (k_fleet_protocol), the marker older releases read first
 /// \endcode
+/// A process carries its bucket and claim from one sync to the next and the script moves them,
+/// so a sync costs a fixed number of Redis commands whatever the fleet size: TIME, HGETALL, HSET
+/// (3); once per retention period (max(window + slice, heartbeat_ttl + g), 11 s by default) also
+/// PEXPIRE, SET {KEY}:version and EXISTS of the older layouts (6). A dead process's claim and
+/// heartbeat leave with their bucket: after heartbeat_ttl, at most g (ttl / 8) later.
+///
 /// Protocol versions: a process refuses to share a key with processes of another fleet protocol,
-/// whose script would keep another budget in the same keys. It checks {KEY}:version before it
-/// writes anything; stormguard 0.1 wrote no version (protocol 1) and is recognised by its layout:
-/// its keys without {KEY}:version, or, joining a key of this protocol later, a live client in
-/// {KEY}:clients without a claim in {KEY}:claims (0.1.0 kept no claims). A refused sync fails
-/// like an unreachable store (the budget falls back to its local counts), is counted in
-/// redis_sync_stats::refusals, and the log hook says once which protocols and releases met
-/// ("... fleet protocol "1" (stormguard 0.1, which writes no version); this process speaks fleet
-/// protocol 2 (stormguard 0.3.0) ..."). docs/budgets.md has the reasons for this design.
+/// whose script would keep another budget in the same keys. Before it writes anything it checks
+/// the protocol in {KEY}:fleet, and, when it creates the hash and once per retention period,
+/// {KEY}:version and the keys of protocols 1 and 2 ({KEY}:window, {KEY}:clients, {KEY}:claims:
+/// stormguard 0.1 wrote no version). Processes of protocol 2 read {KEY}:version first and refuse
+/// "3" themselves. A refused sync fails like an unreachable store (the budget falls back to its
+/// local counts), is counted in redis_sync_stats::refusals, and the log hook says once which
+/// protocols and releases met ("... fleet protocol "2" (stormguard 0.2, three keys without
+/// epochs); this process speaks fleet protocol 3 (stormguard 0.3.0) ...").
+///
+/// Learning mode: a store that answers but has forgotten the fleet (restarted empty, FLUSHALL,
+/// evicted, a failover to a replica that lagged) has lost the retries of the window and the
+/// claims handed out. A process that synced less than one retention period ago shows the
+/// store's epoch; a store with another epoch (or none) has forgotten, and for one window from
+/// then it hands no process a claim larger than the one that process held
+/// (redis_sync_stats::forgotten, ::learning; the log hook says it). docs/budgets.md has the
+/// reasons for this design and the measured effect.
 /// Only Redis's clock is used (TIME inside the script): no process's clock is compared with
 /// another's. Deltas are clamped to [0, fleet_window_store::k_max_delta] by the script.
 /// Store load: one round trip per process per sync interval (docs/budgets.md).
@@ -73,9 +84,10 @@
 namespace stormguard::fleet {
 
 /// The fleet protocol this build speaks: the layout of the keys and the script's arguments and
-/// answer. 1 was stormguard 0.1 (no version in the store); 2 is stormguard 0.2 and later. A change
+/// answer. 1 was stormguard 0.1 (no version in the store); 2 was stormguard 0.2 (three keys); 3 is
+/// stormguard 0.3 and later (one hash, epochs and learning mode). A change
 /// of either is a new protocol and a new minor version of stormguard (docs/releases.md).
-inline constexpr int k_fleet_protocol = 2;
+inline constexpr int k_fleet_protocol = 3;
 
 struct redis_sync_stats;
 
@@ -88,7 +100,8 @@ struct redis_sync_options {
   /// A password given apart from the URL (e.g. read from the environment variable a policy's
   /// `password_env` names); overrides one in the URL. Never printed.
   std::string password;
-  /// This process's id in the fleet; empty = generated (host name, pid and 64 random bits).
+  /// This process's id in the fleet, for its logs and metrics (since fleet protocol 3 the store
+  /// keeps no per-process entry); empty = generated (host name, pid and 64 random bits).
   std::string client_id;
   /// The connect and command timeout of one round trip. In [1 ms, 10 s]; 100 ms.
   duration timeout = std::chrono::milliseconds(100);
@@ -121,6 +134,15 @@ struct redis_sync_stats {
   std::int64_t refusals = 0;
   /// The last round trip was such a refusal.
   bool refused = false;
+  /// Successful round trips that found the store had forgotten the fleet (another epoch or
+  /// none, less than one retention period after this process's last sync): each starts a
+  /// learning window (see the file comment).
+  std::int64_t forgotten = 0;
+  /// The syncer's clock time of the last of them (time_point{} before the first).
+  time_point last_forgotten{};
+  /// The last successful round trip was in a learning window (its claim capped at the one
+  /// this process held).
+  bool learning = false;
 };
 
 /// The syncer: see the file comment.

@@ -406,6 +406,14 @@ int run_fleet_store(const lab_options& o, const lab_run& r) {
         detail::quote_for_message(o.fleet.restart_at));
     return exit_usage;
   }
+  if (!o.fleet.flush_at.empty() && (o.fleet.store != "auto" || !parse_duration(o.fleet.flush_at) ||
+                                    *parse_duration(o.fleet.flush_at) >= r.scenario.length)) {
+    print_error(
+        "--fleet-store-flush-at needs --fleet-store auto and a duration within the scenario, "
+        "got " +
+        detail::quote_for_message(o.fleet.flush_at));
+    return exit_usage;
+  }
   if (!o.fleet.worker_kill_at.empty() &&
       (o.fleet.processes < 2 || !parse_duration(o.fleet.worker_kill_at) ||
        *parse_duration(o.fleet.worker_kill_at) >= r.scenario.length)) {
@@ -495,6 +503,7 @@ int run(const lab_options& o) {
     const std::pair<std::string_view, const std::string*> durations[] = {
         {"--fleet-store-kill-at", &o.fleet.kill_at},
         {"--fleet-store-restart-at", &o.fleet.restart_at},
+        {"--fleet-store-flush-at", &o.fleet.flush_at},
         {"--fleet-worker-kill-at", &o.fleet.worker_kill_at}};
     for (const CLI::Option* option : o.fleet_options) {
       for (const auto& [name, value] : durations) {
@@ -637,6 +646,12 @@ command add_lab_command(CLI::App& parent) {
       *sub, "--fleet-store-restart-at", options->fleet.restart_at,
       "With --fleet-store-kill-at: start the redis-server again on the same port T into each "
       "run, empty (the budgets rejoin the fleet)",
+      "T"));
+  options->fleet_options.push_back(add_typed_option(
+      *sub, "--fleet-store-flush-at", options->fleet.flush_at,
+      "With --fleet-store auto: send the redis-server FLUSHALL T into each run (a store that "
+      "answers but has forgotten the fleet: the budgets' learning mode; the simulator's store "
+      "never forgets)",
       "T"));
   options->fleet_options.push_back(add_typed_option(
       *sub, "--fleet-worker-kill-at", options->fleet.worker_kill_at,

@@ -28,30 +28,38 @@
 /// \endcode
 ///
 /// What Redis holds, under the hash tag {KEY} (one cluster slot per service), since fleet
-/// protocol 3:
+/// protocol 3: one string, {KEY}:version, the protocol ("3"), a space, and 49 numbers packed as
+/// little-endian doubles (exact below 2^53):
 /// \code{.unparsed}
-///  {KEY}:fleet    one hash: the window's 11 slots (slice number, requests, retries; slot
-///                 N mod 11 for slice N = floor(Redis TIME in ms / slice)), 10 heartbeat buckets
-///                 (bucket K holds the clients whose heartbeat expires by K · g, g = ceil(ttl / 8),
-///                 their number and the sum of their claims), the protocol, the epoch (Redis TIME
-///                 when the hash was created), the end of a learning window, and its own expiry
-///  {KEY}:version  the fleet protocol (k_fleet_protocol), the marker older releases read first
+///  the epoch            Redis TIME (us) when the state was created
+///  learning until       Redis TIME (ms) when a learning window ends (below)
+///  next look            when the script next looks for the keys of older layouts
+///  g                    the heartbeat buckets' width, ceil(heartbeat_ttl / 8) of the creator
+///  newest slice N, newest bucket K
+///  11 window slots      requests and retries of slices N-10..N (slice = window / 10, by
+///                       Redis TIME)
+///  10 heartbeat buckets clients, and the sum of their claims, whose heartbeat expires by
+///                       k · g, for k = K-9..K
 /// \endcode
 /// A process carries its bucket and claim from one sync to the next and the script moves them,
-/// so a sync costs a fixed number of Redis commands whatever the fleet size: TIME, HGETALL, HSET
-/// (3); once per retention period (max(window + slice, heartbeat_ttl + g), 11 s by default) also
-/// PEXPIRE, SET {KEY}:version and EXISTS of the older layouts (6). A dead process's claim and
-/// heartbeat leave with their bucket: after heartbeat_ttl, at most g (ttl / 8) later.
+/// so a sync costs a fixed number of Redis commands whatever the fleet size: TIME, GET and SET
+/// (which sets the expiry too: two retention periods plus 1 s, the retention being
+/// max(window + slice, heartbeat_ttl + g), 11 s by default); 4 when it creates the state and
+/// once per retention period (EXISTS of the older layouts' keys). A dead process's claim and
+/// heartbeat leave with their bucket: after heartbeat_ttl, at most g (ttl / 8) later. Processes
+/// of one key should share the window and heartbeat_ttl: a heartbeat longer than 9 · g is cut
+/// to it.
 ///
 /// Protocol versions: a process refuses to share a key with processes of another fleet protocol,
-/// whose script would keep another budget in the same keys. Before it writes anything it checks
-/// the protocol in {KEY}:fleet, and, when it creates the hash and once per retention period,
-/// {KEY}:version and the keys of protocols 1 and 2 ({KEY}:window, {KEY}:clients, {KEY}:claims:
-/// stormguard 0.1 wrote no version). Processes of protocol 2 read {KEY}:version first and refuse
-/// "3" themselves. A refused sync fails like an unreachable store (the budget falls back to its
-/// local counts), is counted in redis_sync_stats::refusals, and the log hook says once which
-/// protocols and releases met ("... fleet protocol "2" (stormguard 0.2, three keys without
-/// epochs); this process speaks fleet protocol 3 (stormguard 0.3.0) ...").
+/// whose script would keep another budget in the same keys. It reads the protocol before the
+/// space first; at creation and once per retention period it also looks for the keys of
+/// protocols 1 and 2 ({KEY}:window, {KEY}:clients, {KEY}:claims: stormguard 0.1 wrote no
+/// version). Processes of protocol 2 read {KEY}:version first too, find "3 ..." and refuse
+/// themselves, naming protocol "3". A refused sync writes nothing and fails like an
+/// unreachable store (the budget falls back to its local counts), is counted in
+/// redis_sync_stats::refusals, and the log hook says once which protocols and releases met
+/// ("... fleet protocol "2" (stormguard 0.2, three keys without epochs); this process speaks
+/// fleet protocol 3 (stormguard 0.3.0) ...").
 ///
 /// Learning mode: a store that answers but has forgotten the fleet (restarted empty, FLUSHALL,
 /// evicted, a failover to a replica that lagged) has lost the retries of the window and the

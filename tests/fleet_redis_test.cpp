@@ -810,3 +810,27 @@ TEST(RedisFleetSync, AStoreThatForgotHandsNoMoreThanWasHeldForOneWindow) {
   for (const auto h : held) most += h;
   EXPECT_GT(total, most + 50 * 1'000'000);  // the floor's new allowance, no longer capped
 }
+
+// A Redis that lost its script cache (SCRIPT FLUSH; a restart that keeps the data) answers
+// NOSCRIPT to the EVALSHA: the syncer sends the script itself (EVAL) in the same sync, which
+// succeeds, and the next sync's EVALSHA finds the script cached by that EVAL.
+TEST(RedisFleetSync, ALostScriptCacheIsAnsweredWithEvalInTheSameSync) {
+  const std::string key = unique_key("noscript");
+  manual_clock clock;
+  fleet_budget budget(fleet_options());
+  redis_sync sync(budget, sync_options(key, "c"), clock);
+  ASSERT_TRUE(sync.sync_once(true));
+  redis_command({"SCRIPT", "FLUSH"});
+  auto before = command_calls();
+  ASSERT_TRUE(sync.sync_once(true));
+  auto after = command_calls();
+  EXPECT_EQ(after["evalsha"] - before["evalsha"], 1);
+  EXPECT_EQ(after["eval"] - before["eval"], 1);
+  before = after;
+  ASSERT_TRUE(sync.sync_once(true));
+  after = command_calls();
+  EXPECT_EQ(after["evalsha"] - before["evalsha"], 1);
+  EXPECT_EQ(after["eval"] - before["eval"], 0);
+  EXPECT_EQ(sync.stats().errors, 0);
+  EXPECT_EQ(sync.stats().forgotten, 0);  // the data stayed
+}

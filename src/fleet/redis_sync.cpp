@@ -9,6 +9,7 @@
 #include <charconv>
 #include <mutex>
 #include <random>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -251,6 +252,9 @@ struct redis_sync::impl {
   std::string claims_key;   // idem
   std::string slice_ms;
   std::string ttl_ms;
+  const std::string slices_text = std::to_string(ratio_budget::k_slices);
+  const std::string max_delta_text = std::to_string(fleet_window_store::k_max_delta);
+  const std::string protocol_text = std::to_string(k_fleet_protocol);
   duration retention{};   // how long the store keeps the state after a sync (the script's retain)
   std::string shown_url;  // redacted
 
@@ -332,14 +336,21 @@ struct redis_sync::impl {
   }
 
   reply_ptr command(const std::vector<std::string>& args) STORMGUARD_REQUIRES(mutex) {
-    std::vector<const char*> argv;
-    std::vector<std::size_t> lens;
-    for (const auto& a : args) {
-      argv.push_back(a.data());
-      lens.push_back(a.size());
+    const std::vector<std::string_view> views(args.begin(), args.end());
+    return command(std::span<const std::string_view>(views));
+  }
+
+  // The same over views (no copy: a sync's arguments are built in place); at most 32.
+  reply_ptr command(std::span<const std::string_view> args) STORMGUARD_REQUIRES(mutex) {
+    std::array<const char*, 32> argv{};
+    std::array<std::size_t, 32> lens{};
+    const std::size_t n = std::min(args.size(), argv.size());
+    for (std::size_t i = 0; i < n; ++i) {
+      argv[i] = args[i].data();
+      lens[i] = args[i].size();
     }
     auto* raw = static_cast<redisReply*>(
-        redisCommandArgv(ctx.get(), static_cast<int>(argv.size()), argv.data(), lens.data()));
+        redisCommandArgv(ctx.get(), static_cast<int>(n), argv.data(), lens.data()));
     if (raw == nullptr) {
       throw failure(std::string(args.front()) + ": " +
                     (ctx->errstr[0] != '\0' ? ctx->errstr : "no reply"));
@@ -385,30 +396,39 @@ struct redis_sync::impl {
   fleet_answer exchange(const fleet_deltas& out, const fleet_terms& terms, bool known,
                         carried& back) STORMGUARD_REQUIRES(mutex) {
     if (!ctx) connect();
-    std::vector<std::string> args{"EVALSHA",
-                                  sha,
-                                  "4",
-                                  version_key,
-                                  window_key,
-                                  clients_key,
-                                  claims_key,
-                                  std::to_string(out.requests),
-                                  std::to_string(out.retries),
-                                  slice_ms,
-                                  std::to_string(ratio_budget::k_slices),
-                                  ttl_ms,
-                                  std::to_string(fleet_window_store::k_max_delta),
-                                  std::to_string(terms.own_requests),
-                                  std::to_string(terms.deposit),
-                                  std::to_string(terms.reserve),
-                                  std::to_string(k_fleet_protocol),
-                                  std::to_string(known ? epoch : 0),
-                                  std::to_string(known ? bucket : -1),
-                                  std::to_string(held)};
+    // The numbers written in place (24 characters hold any long long), the rest as views.
+    std::array<std::array<char, 24>, 8> digits{};
+    std::size_t used = 0;
+    const auto number = [&digits, &used](long long v) {
+      auto& d = digits.at(used++);
+      const auto [end, ec] = std::to_chars(d.data(), d.data() + d.size(), v);
+      (void)ec;
+      return std::string_view(d.data(), static_cast<std::size_t>(end - d.data()));
+    };
+    std::array<std::string_view, 20> args{"EVALSHA",
+                                          sha,
+                                          "4",
+                                          version_key,
+                                          window_key,
+                                          clients_key,
+                                          claims_key,
+                                          number(out.requests),
+                                          number(out.retries),
+                                          slice_ms,
+                                          slices_text,
+                                          ttl_ms,
+                                          max_delta_text,
+                                          number(terms.own_requests),
+                                          number(terms.deposit),
+                                          number(terms.reserve),
+                                          protocol_text,
+                                          number(known ? epoch : 0),
+                                          number(known ? bucket : -1),
+                                          number(held)};
     reply_ptr r = command(args);
     if (r->type == REDIS_REPLY_ERROR && std::string_view(r->str, r->len).starts_with("NOSCRIPT")) {
       args[0] = "EVAL";  // the server lost its script cache (a restart, SCRIPT FLUSH)
-      args[1] = std::string(k_script);
+      args[1] = k_script;
       r = command(args);
     }
     if (r->type == REDIS_REPLY_ERROR) {

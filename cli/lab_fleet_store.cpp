@@ -417,6 +417,41 @@ forgetting forgot_of(const std::vector<lab::part_report>& reports, const sim::sc
   return f;
 }
 
+// Why one strategy's run is invalid ("" when valid): a worker's own sockets or the server's
+// failed, as in the one-process lab; a worker was killed (its part of the fleet is missing from
+// the lab's column); the store did not serve the run (`store_why`, "" when it did or was
+// stopped on purpose); or it forgot the fleet within a window of the incident when nobody
+// flushed or restarted it on purpose (the figures then measure a store fault the simulator's
+// column does not model).
+std::string invalid_reason(const collected& done, const lab::server_stats& st, std::size_t workers,
+                           const sim::strategy& strategy, const std::string& store_why,
+                           const forgetting& forgot, bool forgot_on_purpose) {
+  std::string invalid = lab::parts_invalid_reason(done.reports, st);
+  const auto add = [&invalid](const std::string& why) {
+    if (!why.empty()) invalid += (invalid.empty() ? "" : "; ") + why;
+  };
+  if (!done.killed.empty()) {
+    // A fleet budget's claims held by the killed worker stay reserved until its heartbeat
+    // expires (3 x max_sync_interval): the survivors spent less than the whole allowance.
+    const bool fleet = std::holds_alternative<fleet_budget_options>(strategy.budget);
+    add(done.killed + fmt::format(": the lab's column holds {} of {} parts of the fleet{}",
+                                  done.reports.size(), workers,
+                                  fleet ? ", and the killed worker's budget claims came back "
+                                          "only after the store's heartbeat"
+                                        : ""));
+  }
+  add(store_why);
+  if (forgot.in_incident && !forgot_on_purpose) {
+    add(
+        fmt::format("the fleet store forgot the fleet {:.1f} s into the run ({} syncs found "
+                    "another epoch: restarted empty, flushed, evicted or failed over), within a "
+                    "window of the incident, whose figures then include a store fault the "
+                    "simulator's column does not model",
+                    forgot.at_s, forgot.syncs));
+  }
+  return invalid;
+}
+
 // lab::parts_store_reason with the store named as the user knows it: the URL redacted, or
 // `auto` and the address of the redis-server the lab started.
 std::string store_reason(const std::vector<lab::part_report>& reports, const std::string& url,
@@ -535,38 +570,11 @@ outcome<lab::lab_report, std::string> run_lab_fleet_store(const lab_fleet_store_
     for (const lab::part_report& p : reports) parts.push_back(p.result);
     sim::strategy_result merged = lab::merge_parts(s, parts, st);
     merged.name = strategies[i].name;
-    // Invalid when a worker's own sockets or the server's failed, as in the one-process lab, and
-    // when a worker was killed: its part of the fleet is missing from the lab's column.
-    std::string invalid = lab::parts_invalid_reason(reports, st);
-    if (!done.killed.empty()) {
-      // A fleet budget's claims held by the killed worker stay reserved until its heartbeat
-      // expires (3 x max_sync_interval): the survivors spent less than the whole allowance.
-      const bool fleet = std::holds_alternative<fleet_budget_options>(strategies[i].budget);
-      invalid += (invalid.empty() ? "" : "; ") + done.killed +
-                 fmt::format(": the lab's column holds {} of {} parts of the fleet{}",
-                             reports.size(), workers.size(),
-                             fleet ? ", and the killed worker's budget claims came back only after "
-                                     "the store's heartbeat"
-                                   : "");
-    }
-    // A store that never served the run, unless it was stopped on purpose (the experiment).
-    if (const std::string why = kill_at ? std::string() : store_reason(reports, url, !!redis, s);
-        !why.empty()) {
-      invalid += (invalid.empty() ? "" : "; ") + why;
-    }
     const forgetting forgot = forgot_of(reports, s, strategies[i]);
-    // A store that forgot the fleet by accident (not --fleet-store-flush-at, nor a restart of
-    // --fleet-store-restart-at) where it changes the incident's figures: they measure a store
-    // fault the simulator's column does not model.
-    if (forgot.in_incident && o.flush_at.empty() && restart_at == std::nullopt) {
-      invalid += (invalid.empty() ? "" : "; ") +
-                 fmt::format(
-                     "the fleet store forgot the fleet {:.1f} s into the run ({} syncs "
-                     "found another epoch: restarted empty, flushed, evicted or failed "
-                     "over), within a window of the incident, whose figures then include "
-                     "a store fault the simulator's column does not model",
-                     forgot.at_s, forgot.syncs);
-    }
+    std::string invalid =
+        invalid_reason(done, st, workers.size(), strategies[i],
+                       kill_at ? std::string() : store_reason(reports, url, !!redis, s), forgot,
+                       !o.flush_at.empty() || restart_at.has_value());
     const bool valid = invalid.empty();
     lab::lab_comparison c{strategies[i].name,
                           std::move(merged),

@@ -5,14 +5,17 @@
 //   BM_FleetStoreLoad/200    200 processes' budgets (one syncer each, its own thread, the
 //                            default sync_interval 100 ms), each budget fed 10 requests/s, for
 //                            5 s: Redis commands/s (INFO's total_commands_processed) and
-//                            syncs/s. Expected: 200 ÷ 100 ms = 2,000 syncs/s, one command each.
+//                            syncs/s. Expected: 200 ÷ 100 ms = 2,000 syncs/s, one EVALSHA (and its
+//                            script's 3 commands) each.
 //   BM_FleetStoreSaturation  T threads each forcing syncs of its 50 budgets back to back as fast
 //                            as Redis answers: the syncs/s one Redis serves on this machine (the
 //                            fleet size at which it saturates is that × sync_interval). With one
 //                            thread also the Redis commands per sync (INFO's count, the EVALSHA
-//                            and the script's calls; the INFO itself excluded).
+//                            and the script's calls; the INFO itself excluded) and the script's
+//                            Redis CPU per sync; at every thread count Redis's busy share of one
+//                            core (INFO cpu) and the syncs/s that would fill it.
 //   BM_FleetStoreSaturationProtocol2  the same with the script of fleet protocol 2 (stormguard
-//                            0.2: three keys, a sorted set of heartbeats, about 15 commands per
+//                            0.2: three keys, a sorted set of heartbeats, 19 commands per
 //                            sync), sent by hiredis with the arguments redis_sync sent: the
 //                            baseline of the same run. Each sync is one budget's round trip.
 //
@@ -178,6 +181,49 @@ double script_usec() {
   return usec;
 }
 
+// INFO cpu's used_cpu_sys + used_cpu_user of the shared server: the CPU seconds Redis has used.
+double redis_cpu_s() {
+  redisContext* c = redisConnect("127.0.0.1", redis_server::shared().port());
+  if (c == nullptr || c->err != 0) return -1;
+  auto* r = static_cast<redisReply*>(redisCommand(c, "INFO cpu"));
+  double s = 0;
+  if (r != nullptr && r->type == REDIS_REPLY_STRING) {
+    const std::string text(r->str, r->len);
+    for (const std::string name : {"used_cpu_sys:", "used_cpu_user:"}) {
+      if (const auto at = text.find(name); at != std::string::npos) {
+        s += std::stod(text.substr(at + name.size()));
+      }
+    }
+  }
+  if (r != nullptr) freeReplyObject(r);
+  redisFree(c);
+  return s;
+}
+
+// Thread 0's view of one saturation run: Redis's CPU and the wall clock from before the loop;
+// at the end, "redis_cpu" (Redis's busy share of one core) and "redis_saturation/s", the syncs/s
+// at which that core would be fully busy (syncs/s ÷ redis_cpu): what one Redis serves when its
+// clients are not on its cores.
+struct redis_busy {
+  double cpu = 0;
+  std::chrono::steady_clock::time_point start{};
+  explicit redis_busy(const benchmark::State& state) {
+    if (state.thread_index() != 0) return;
+    cpu = redis_cpu_s();
+    start = std::chrono::steady_clock::now();
+  }
+  void report(benchmark::State& state) const {
+    if (state.thread_index() != 0) return;
+    const double wall =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const double busy = (redis_cpu_s() - cpu) / wall;
+    // Every thread ran about as many iterations as thread 0 over the same time.
+    const double syncs = static_cast<double>(state.iterations()) * state.threads() / wall;
+    state.counters["redis_cpu"] = busy;
+    state.counters["redis_saturation/s"] = busy > 0 ? syncs / busy : 0;
+  }
+};
+
 void BM_FleetStoreLoad(benchmark::State& state) {
   const auto clients = static_cast<int>(state.range(0));
   stormguard::real_clock clock;
@@ -247,12 +293,14 @@ void BM_FleetStoreSaturation(benchmark::State& state) {
   for (auto& s : syncs) (void)s->sync_once(true);  // every budget has joined
   const std::int64_t before = state.threads() == 1 ? commands_processed() : 0;
   const double before_usec = state.threads() == 1 ? script_usec() : 0;
+  const redis_busy busy(state);
   std::size_t i = 0;
   for (auto _ : state) {
     benchmark::DoNotOptimize(syncs[i]->sync_once(true));
     i = (i + 1) % syncs.size();
   }
   state.SetItemsProcessed(state.iterations());
+  busy.report(state);
   if (state.threads() == 1) {
     state.counters["redis_cmds/sync"] = static_cast<double>(commands_processed() - before - 1) /
                                         static_cast<double>(state.iterations());
@@ -304,6 +352,7 @@ void BM_FleetStoreSaturationProtocol2(benchmark::State& state) {
   for (std::size_t i = 0; i < calls.size(); ++i) (void)sync(i);
   const std::int64_t before = state.threads() == 1 ? commands_processed() : 0;
   const double before_usec = state.threads() == 1 ? script_usec() : 0;
+  const redis_busy busy(state);
   std::size_t i = 0;
   std::int64_t errors = 0;
   for (auto _ : state) {
@@ -311,6 +360,7 @@ void BM_FleetStoreSaturationProtocol2(benchmark::State& state) {
     i = (i + 1) % calls.size();
   }
   state.SetItemsProcessed(state.iterations());
+  busy.report(state);
   state.counters["errors"] = static_cast<double>(errors);
   if (state.threads() == 1) {
     state.counters["redis_cmds/sync"] = static_cast<double>(commands_processed() - before - 1) /

@@ -5,10 +5,19 @@
 //   BM_FleetStoreLoad/200    200 processes' budgets (one syncer each, its own thread, the
 //                            default sync_interval 100 ms), each budget fed 10 requests/s, for
 //                            5 s: Redis commands/s (INFO's total_commands_processed) and
-//                            syncs/s. Expected: 200 ÷ 100 ms = 2,000 syncs/s, one command each.
+//                            syncs/s. Expected: 200 ÷ 100 ms = 2,000 syncs/s, one EVALSHA (and its
+//                            script's 3 commands) each.
 //   BM_FleetStoreSaturation  T threads each forcing syncs of its 50 budgets back to back as fast
 //                            as Redis answers: the syncs/s one Redis serves on this machine (the
-//                            fleet size at which it saturates is that × sync_interval).
+//                            fleet size at which it saturates is that × sync_interval). With one
+//                            thread also the Redis commands per sync (INFO's count, the EVALSHA
+//                            and the script's calls; the INFO itself excluded) and the script's
+//                            Redis CPU per sync; at every thread count Redis's busy share of one
+//                            core (INFO cpu) and the syncs/s that would fill it.
+//   BM_FleetStoreSaturationProtocol2  the same with the script of fleet protocol 2 (stormguard
+//                            0.2: three keys, a sorted set of heartbeats, 19 commands per
+//                            sync), sent by hiredis with the arguments redis_sync sent: the
+//                            baseline of the same run. Each sync is one budget's round trip.
 //
 // Reproduce: cmake --build build --target fleet_store_benchmark &&
 //            build/bench/fleet_store_benchmark (docs/performance.md).
@@ -51,6 +60,169 @@ std::int64_t commands_processed() {
   redisFree(c);
   return n;
 }
+
+// The script of fleet protocol 2, as src/fleet/redis_sync.cpp had it before protocol 3: the
+// baseline of BM_FleetStoreSaturationProtocol2 (KEYS window, clients, claims, version; ARGV
+// client id, requests, retries, slice ms, slices, ttl ms, largest delta, own requests, deposit,
+// reserve, protocol).
+constexpr std::string_view k_protocol_2_script = R"lua(
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local slice = tonumber(ARGV[4])
+local slices = tonumber(ARGV[5])
+local ttl = tonumber(ARGV[6])
+local maxd = tonumber(ARGV[7])
+local ours = ARGV[11]
+local marker = redis.call('GET', KEYS[4])
+if marker then
+  if marker ~= ours then return redis.error_reply('STORMGUARD_FLEET_PROTOCOL ' .. marker) end
+  local live = redis.call('ZCOUNT', KEYS[2], '(' .. now, '+inf')
+  if live > 0 then
+    local marked = redis.call('HLEN', KEYS[3]) - redis.call('HEXISTS', KEYS[3], 't')
+    for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now)) do
+      marked = marked - redis.call('HEXISTS', KEYS[3], 'c:' .. id)
+    end
+    if live > marked then return redis.error_reply('STORMGUARD_FLEET_PROTOCOL 1') end
+  end
+elseif redis.call('EXISTS', KEYS[1], KEYS[2], KEYS[3]) > 0 then
+  return redis.error_reply('STORMGUARD_FLEET_PROTOCOL 1')
+end
+local function clampto(v, most)
+  v = tonumber(v) or 0
+  if v < 0 then return 0 end
+  if v > most then return most end
+  return math.floor(v)
+end
+local function clamp(v) return clampto(v, maxd) end
+local n = math.floor(now / slice)
+local dr, dw = clamp(ARGV[2]), clamp(ARGV[3])
+if dr > 0 then redis.call('HINCRBY', KEYS[1], 'r:' .. n, dr) end
+if dw > 0 then redis.call('HINCRBY', KEYS[1], 'w:' .. n, dw) end
+local all = redis.call('HGETALL', KEYS[1])
+local req, ret = 0, 0
+local stale = {}
+for i = 1, #all, 2 do
+  local f = all[i]
+  local slot = tonumber(string.sub(f, 3))
+  if slot == nil or slot < n - slices then
+    stale[#stale + 1] = f
+  elseif string.sub(f, 1, 1) == 'r' then
+    req = req + tonumber(all[i + 1])
+  else
+    ret = ret + tonumber(all[i + 1])
+  end
+end
+if #stale > 0 then redis.call('HDEL', KEYS[1], unpack(stale)) end
+redis.call('PEXPIRE', KEYS[1], 2 * slice * (slices + 1))
+-- Claims: no live client, no claim; those of clients whose heartbeat expired are freed.
+if redis.call('EXISTS', KEYS[2]) == 0 then redis.call('DEL', KEYS[3]) end
+local claimed = tonumber(redis.call('HGET', KEYS[3], 't') or 0) or 0
+for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now)) do
+  local c = redis.call('HGET', KEYS[3], 'c:' .. id)
+  if c then
+    claimed = claimed - (tonumber(c) or 0)
+    redis.call('HDEL', KEYS[3], 'c:' .. id)
+  end
+end
+claimed = claimed - (tonumber(redis.call('HGET', KEYS[3], 'c:' .. ARGV[1]) or 0) or 0)
+if claimed < 0 then claimed = 0 end
+redis.call('ZADD', KEYS[2], now + ttl, ARGV[1])
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
+redis.call('PEXPIRE', KEYS[2], 2 * ttl)
+local live = redis.call('ZCARD', KEYS[2])
+-- fleet_budget::claim: the share of the allowance, never more than the others left unclaimed.
+local own = clampto(ARGV[8], maxd * 1000)
+local deposit = clampto(ARGV[9], 1000000000)
+local reserve = clampto(ARGV[10], 60000000000000)
+local allowance = req * deposit + reserve - ret * 1000000
+local share
+if req > 0 and own > 0 then
+  share = math.min(1000000, math.floor(own * 1000000 / req))
+elseif req > 0 then
+  share = math.floor(1000000 / (req + 1))
+else
+  share = math.floor(1000000 / math.max(1, live))
+end
+local target
+if allowance >= 0 then
+  target = math.floor(allowance * share / 1000000)
+else
+  target = -math.floor(-allowance * share / 1000000)
+end
+local credit = math.min(target, math.max(0, allowance - claimed))
+local bound = 4000000000000000
+if credit > bound then credit = bound end
+if credit < -bound then credit = -bound end
+local keep = math.max(credit, 0)
+redis.call('HSET', KEYS[3], 'c:' .. ARGV[1], keep, 't', claimed + keep)
+redis.call('PEXPIRE', KEYS[3], 2 * ttl)
+redis.call('SET', KEYS[4], ours, 'PX', math.max(2 * slice * (slices + 1), 2 * ttl) + 1000)
+return {req, ret, live, credit}
+)lua";
+
+// INFO commandstats' "usec" of the scripts (EVALSHA and EVAL) on the shared server: the Redis
+// CPU time the syncs took, their own calls included.
+double script_usec() {
+  redisContext* c = redisConnect("127.0.0.1", redis_server::shared().port());
+  if (c == nullptr || c->err != 0) return -1;
+  auto* r = static_cast<redisReply*>(redisCommand(c, "INFO commandstats"));
+  double usec = 0;
+  if (r != nullptr && r->type == REDIS_REPLY_STRING) {
+    const std::string text(r->str, r->len);
+    for (const std::string name : {"cmdstat_evalsha:", "cmdstat_eval:"}) {
+      const auto at = text.find(name);
+      if (at == std::string::npos) continue;
+      const auto u = text.find("usec=", at);
+      if (u != std::string::npos) usec += std::stod(text.substr(u + 5));
+    }
+  }
+  if (r != nullptr) freeReplyObject(r);
+  redisFree(c);
+  return usec;
+}
+
+// INFO cpu's used_cpu_sys + used_cpu_user of the shared server: the CPU seconds Redis has used.
+double redis_cpu_s() {
+  redisContext* c = redisConnect("127.0.0.1", redis_server::shared().port());
+  if (c == nullptr || c->err != 0) return -1;
+  auto* r = static_cast<redisReply*>(redisCommand(c, "INFO cpu"));
+  double s = 0;
+  if (r != nullptr && r->type == REDIS_REPLY_STRING) {
+    const std::string text(r->str, r->len);
+    for (const std::string name : {"used_cpu_sys:", "used_cpu_user:"}) {
+      if (const auto at = text.find(name); at != std::string::npos) {
+        s += std::stod(text.substr(at + name.size()));
+      }
+    }
+  }
+  if (r != nullptr) freeReplyObject(r);
+  redisFree(c);
+  return s;
+}
+
+// Thread 0's view of one saturation run: Redis's CPU and the wall clock from before the loop;
+// at the end, "redis_cpu" (Redis's busy share of one core) and "redis_saturation/s", the syncs/s
+// at which that core would be fully busy (syncs/s ÷ redis_cpu): what one Redis serves when its
+// clients are not on its cores.
+struct redis_busy {
+  double cpu = 0;
+  std::chrono::steady_clock::time_point start{};
+  explicit redis_busy(const benchmark::State& state) {
+    if (state.thread_index() != 0) return;
+    cpu = redis_cpu_s();
+    start = std::chrono::steady_clock::now();
+  }
+  void report(benchmark::State& state) const {
+    if (state.thread_index() != 0) return;
+    const double wall =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const double busy = (redis_cpu_s() - cpu) / wall;
+    // Every thread ran about as many iterations as thread 0 over the same time.
+    const double syncs = static_cast<double>(state.iterations()) * state.threads() / wall;
+    state.counters["redis_cpu"] = busy;
+    state.counters["redis_saturation/s"] = busy > 0 ? syncs / busy : 0;
+  }
+};
 
 void BM_FleetStoreLoad(benchmark::State& state) {
   const auto clients = static_cast<int>(state.range(0));
@@ -118,13 +290,87 @@ void BM_FleetStoreSaturation(benchmark::State& state) {
     syncs.push_back(
         std::make_unique<stormguard::fleet::redis_sync>(*budgets.back(), std::move(o), clock));
   }
+  for (auto& s : syncs) (void)s->sync_once(true);  // every budget has joined
+  const std::int64_t before = state.threads() == 1 ? commands_processed() : 0;
+  const double before_usec = state.threads() == 1 ? script_usec() : 0;
+  const redis_busy busy(state);
   std::size_t i = 0;
   for (auto _ : state) {
     benchmark::DoNotOptimize(syncs[i]->sync_once(true));
     i = (i + 1) % syncs.size();
   }
   state.SetItemsProcessed(state.iterations());
+  busy.report(state);
+  if (state.threads() == 1) {
+    state.counters["redis_cmds/sync"] = static_cast<double>(commands_processed() - before - 1) /
+                                        static_cast<double>(state.iterations());
+    // Redis's CPU per sync: 10^6 ÷ this is what one Redis core could serve, clients apart.
+    state.counters["redis_us/sync"] =
+        (script_usec() - before_usec) / static_cast<double>(state.iterations());
+  }
 }
 BENCHMARK(BM_FleetStoreSaturation)->Threads(1)->Threads(2)->Threads(4)->UseRealTime();
+
+void BM_FleetStoreSaturationProtocol2(benchmark::State& state) {
+  constexpr int k_budgets = 50;
+  redisContext* c = redisConnect("127.0.0.1", redis_server::shared().port());
+  if (c == nullptr || c->err != 0) {
+    state.SkipWithError("cannot connect to redis-server");
+    if (c != nullptr) redisFree(c);
+    return;
+  }
+  auto* loaded = static_cast<redisReply*>(
+      redisCommand(c, "SCRIPT LOAD %b", k_protocol_2_script.data(), k_protocol_2_script.size()));
+  const std::string sha = loaded != nullptr && loaded->type == REDIS_REPLY_STRING
+                              ? std::string(loaded->str, loaded->len)
+                              : std::string();
+  if (loaded != nullptr) freeReplyObject(loaded);
+  // The arguments redis_sync sent (default budget: 10-s window, 1-s slices, 6-s heartbeat,
+  // ratio 0.1, floor 10/s), for a budget with no traffic, as BM_FleetStoreSaturation's.
+  std::vector<std::vector<std::string>> calls;
+  for (int i = 0; i < k_budgets; ++i) {
+    calls.push_back({"EVALSHA", sha, "4", "{bench-protocol-2}:window", "{bench-protocol-2}:clients",
+                     "{bench-protocol-2}:claims", "{bench-protocol-2}:version",
+                     "t" + std::to_string(state.thread_index()) + "-c" + std::to_string(i), "0",
+                     "0", "1000", "10", "6000", "10000000", "0", "100000", "100000000", "2"});
+  }
+  std::vector<std::vector<const char*>> argv(calls.size());
+  std::vector<std::vector<std::size_t>> lens(calls.size());
+  for (std::size_t i = 0; i < calls.size(); ++i) {
+    for (const auto& a : calls[i]) {
+      argv[i].push_back(a.data());
+      lens[i].push_back(a.size());
+    }
+  }
+  const auto sync = [&](std::size_t i) {
+    auto* r = static_cast<redisReply*>(
+        redisCommandArgv(c, static_cast<int>(argv[i].size()), argv[i].data(), lens[i].data()));
+    const bool ok = r != nullptr && r->type == REDIS_REPLY_ARRAY && r->elements == 4;
+    if (r != nullptr) freeReplyObject(r);
+    return ok;
+  };
+  for (std::size_t i = 0; i < calls.size(); ++i) (void)sync(i);
+  const std::int64_t before = state.threads() == 1 ? commands_processed() : 0;
+  const double before_usec = state.threads() == 1 ? script_usec() : 0;
+  const redis_busy busy(state);
+  std::size_t i = 0;
+  std::int64_t errors = 0;
+  for (auto _ : state) {
+    if (!sync(i)) ++errors;
+    i = (i + 1) % calls.size();
+  }
+  state.SetItemsProcessed(state.iterations());
+  busy.report(state);
+  state.counters["errors"] = static_cast<double>(errors);
+  if (state.threads() == 1) {
+    state.counters["redis_cmds/sync"] = static_cast<double>(commands_processed() - before - 1) /
+                                        static_cast<double>(state.iterations());
+    // Redis's CPU per sync: 10^6 ÷ this is what one Redis core could serve, clients apart.
+    state.counters["redis_us/sync"] =
+        (script_usec() - before_usec) / static_cast<double>(state.iterations());
+  }
+  redisFree(c);
+}
+BENCHMARK(BM_FleetStoreSaturationProtocol2)->Threads(1)->Threads(2)->Threads(4)->UseRealTime();
 
 }  // namespace

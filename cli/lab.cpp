@@ -357,6 +357,49 @@ int write_results(const lab_options& o, const lab_run& r, const lab::lab_report&
   return exit_success;
 }
 
+// The faults a --fleet-store run injects (--fleet-store-kill-at, -restart-at, -flush-at,
+// --fleet-worker-kill-at): each needs its companion options and a time within the scenario.
+// Prints the error and returns false otherwise.
+bool fault_options_ok(const lab_fleet_store_options& fleet, const sim::scenario& scenario) {
+  if (!fleet.kill_at.empty() && (fleet.store != "auto" || !parse_duration(fleet.kill_at) ||
+                                 *parse_duration(fleet.kill_at) >= scenario.length)) {
+    print_error(
+        "--fleet-store-kill-at needs --fleet-store auto and a duration within the "
+        "scenario, got " +
+        detail::quote_for_message(fleet.kill_at));
+    return false;
+  }
+  if (!fleet.restart_at.empty() &&
+      (fleet.kill_at.empty() || !parse_duration(fleet.restart_at) ||
+       *parse_duration(fleet.restart_at) >= scenario.length ||
+       (parse_duration(fleet.kill_at) &&
+        *parse_duration(fleet.restart_at) <= *parse_duration(fleet.kill_at)))) {
+    print_error(
+        "--fleet-store-restart-at needs --fleet-store-kill-at and a duration after it within the "
+        "scenario, got " +
+        detail::quote_for_message(fleet.restart_at));
+    return false;
+  }
+  if (!fleet.flush_at.empty() && (fleet.store != "auto" || !parse_duration(fleet.flush_at) ||
+                                  *parse_duration(fleet.flush_at) >= scenario.length)) {
+    print_error(
+        "--fleet-store-flush-at needs --fleet-store auto and a duration within the scenario, "
+        "got " +
+        detail::quote_for_message(fleet.flush_at));
+    return false;
+  }
+  if (!fleet.worker_kill_at.empty() &&
+      (fleet.processes < 2 || !parse_duration(fleet.worker_kill_at) ||
+       *parse_duration(fleet.worker_kill_at) >= scenario.length)) {
+    print_error(
+        "--fleet-worker-kill-at needs --processes 2 or more and a duration within the scenario, "
+        "got " +
+        detail::quote_for_message(fleet.worker_kill_at));
+    return false;
+  }
+  return true;
+}
+
 // --fleet-store: the fleet over --processes worker processes sharing a real Redis
 // (lab_fleet_store.hpp); or, with the hidden --fleet-worker, one of those workers.
 int run_fleet_store(const lab_options& o, const lab_run& r) {
@@ -387,34 +430,7 @@ int run_fleet_store(const lab_options& o, const lab_run& r) {
                     o.fleet.processes, r.scenario.clients, detail::format_double(r.scale)));
     return exit_usage;
   }
-  if (!o.fleet.kill_at.empty() && (o.fleet.store != "auto" || !parse_duration(o.fleet.kill_at) ||
-                                   *parse_duration(o.fleet.kill_at) >= r.scenario.length)) {
-    print_error(
-        "--fleet-store-kill-at needs --fleet-store auto and a duration within the "
-        "scenario, got " +
-        detail::quote_for_message(o.fleet.kill_at));
-    return exit_usage;
-  }
-  if (!o.fleet.restart_at.empty() &&
-      (o.fleet.kill_at.empty() || !parse_duration(o.fleet.restart_at) ||
-       *parse_duration(o.fleet.restart_at) >= r.scenario.length ||
-       (parse_duration(o.fleet.kill_at) &&
-        *parse_duration(o.fleet.restart_at) <= *parse_duration(o.fleet.kill_at)))) {
-    print_error(
-        "--fleet-store-restart-at needs --fleet-store-kill-at and a duration after it within the "
-        "scenario, got " +
-        detail::quote_for_message(o.fleet.restart_at));
-    return exit_usage;
-  }
-  if (!o.fleet.worker_kill_at.empty() &&
-      (o.fleet.processes < 2 || !parse_duration(o.fleet.worker_kill_at) ||
-       *parse_duration(o.fleet.worker_kill_at) >= r.scenario.length)) {
-    print_error(
-        "--fleet-worker-kill-at needs --processes 2 or more and a duration within the scenario, "
-        "got " +
-        detail::quote_for_message(o.fleet.worker_kill_at));
-    return exit_usage;
-  }
+  if (!fault_options_ok(o.fleet, r.scenario)) return exit_usage;
   if (o.fleet.store != "auto" && o.fleet.store.rfind("redis://", 0) != 0) {
     print_error("--fleet-store must be redis://HOST[:PORT][/DB] or auto, got " +
                 detail::quote_for_message(detail::redact_redis_url(o.fleet.store)));
@@ -495,6 +511,7 @@ int run(const lab_options& o) {
     const std::pair<std::string_view, const std::string*> durations[] = {
         {"--fleet-store-kill-at", &o.fleet.kill_at},
         {"--fleet-store-restart-at", &o.fleet.restart_at},
+        {"--fleet-store-flush-at", &o.fleet.flush_at},
         {"--fleet-worker-kill-at", &o.fleet.worker_kill_at}};
     for (const CLI::Option* option : o.fleet_options) {
       for (const auto& [name, value] : durations) {
@@ -637,6 +654,12 @@ command add_lab_command(CLI::App& parent) {
       *sub, "--fleet-store-restart-at", options->fleet.restart_at,
       "With --fleet-store-kill-at: start the redis-server again on the same port T into each "
       "run, empty (the budgets rejoin the fleet)",
+      "T"));
+  options->fleet_options.push_back(add_typed_option(
+      *sub, "--fleet-store-flush-at", options->fleet.flush_at,
+      "With --fleet-store auto: send the redis-server FLUSHALL T into each run (a store that "
+      "answers but has forgotten the fleet: the budgets' learning mode; the simulator's store "
+      "never forgets)",
       "T"));
   options->fleet_options.push_back(add_typed_option(
       *sub, "--fleet-worker-kill-at", options->fleet.worker_kill_at,

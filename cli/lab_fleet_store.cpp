@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
@@ -186,6 +187,7 @@ class auto_redis {
   auto_redis(const auto_redis&) = delete;
   auto_redis& operator=(const auto_redis&) = delete;
 
+  [[nodiscard]] std::uint16_t port() const noexcept { return port_; }
   [[nodiscard]] std::string url() const {
     return "redis://127.0.0.1:" + std::to_string(port_) + "/0";
   }
@@ -264,6 +266,33 @@ std::jthread kill_and_restart(auto_redis& redis, steady::time_point at,
       report_warning("lab", *problem);
     } else {
       report_log("lab", "redis-server restarted on the same port (--fleet-store-restart-at)");
+    }
+  });
+}
+
+// A thread that sends FLUSHALL to the redis-server on `port` at `at` (--fleet-store-flush-at),
+// over a raw socket (the command is one RESP array); it gives up when stopped first.
+std::jthread flush_at(std::uint16_t port, steady::time_point at) {
+  return std::jthread([port, at](std::stop_token token) {
+    while (!token.stop_requested() && steady::now() < at) std::this_thread::sleep_for(1ms);
+    if (token.stop_requested()) return;
+    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return;
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(port);
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    constexpr std::string_view command = "*1\r\n$8\r\nFLUSHALL\r\n";
+    std::array<char, 64> reply{};
+    const bool sent = ::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) == 0 &&
+                      ::send(fd, command.data(), command.size(), MSG_NOSIGNAL) ==
+                          static_cast<ssize_t>(command.size()) &&
+                      ::recv(fd, reply.data(), reply.size(), 0) > 0 && reply[0] == '+';
+    ::close(fd);
+    if (sent) {
+      report_log("lab", "FLUSHALL sent to redis-server (--fleet-store-flush-at)");
+    } else {
+      report_warning("lab", "--fleet-store-flush-at: FLUSHALL was not answered");
     }
   });
 }
@@ -363,6 +392,66 @@ void say_sync_totals(const std::string& strategy, const std::vector<lab::part_re
                                 run_s > 0 ? std::min(fallback_s / run_s, 1.0) * 100 : 0.0));
 }
 
+// What the workers' syncers saw of a store that forgot the fleet (lab::part_report's counts).
+struct forgetting {
+  std::int64_t syncs = 0;
+  double at_s = -1;
+  bool in_incident = false;
+};
+
+forgetting forgot_of(const std::vector<lab::part_report>& reports, const sim::scenario& s,
+                     const sim::strategy& strategy) {
+  forgetting f;
+  for (const lab::part_report& p : reports) {
+    f.syncs += p.fleet_forgotten;
+    if (p.fleet_forgotten_at_s >= 0 && (f.at_s < 0 || p.fleet_forgotten_at_s < f.at_s)) {
+      f.at_s = p.fleet_forgotten_at_s;
+    }
+  }
+  if (f.syncs > 0) {
+    const auto* fleet = std::get_if<fleet_budget_options>(&strategy.budget);
+    const duration window = fleet != nullptr ? fleet->ratio.window : std::chrono::seconds(10);
+    f.in_incident = lab::forgetting_touches_incident(
+        s, std::chrono::duration_cast<duration>(std::chrono::duration<double>(f.at_s)), window);
+  }
+  return f;
+}
+
+// Why one strategy's run is invalid ("" when valid): a worker's own sockets or the server's
+// failed, as in the one-process lab; a worker was killed (its part of the fleet is missing from
+// the lab's column); the store did not serve the run (`store_why`, "" when it did or was
+// stopped on purpose); or it forgot the fleet within a window of the incident when nobody
+// flushed or restarted it on purpose (the figures then measure a store fault the simulator's
+// column does not model).
+std::string invalid_reason(const collected& done, const lab::server_stats& st, std::size_t workers,
+                           const sim::strategy& strategy, const std::string& store_why,
+                           const forgetting& forgot, bool forgot_on_purpose) {
+  std::string invalid = lab::parts_invalid_reason(done.reports, st);
+  const auto add = [&invalid](const std::string& why) {
+    if (!why.empty()) invalid += (invalid.empty() ? "" : "; ") + why;
+  };
+  if (!done.killed.empty()) {
+    // A fleet budget's claims held by the killed worker stay reserved until its heartbeat
+    // expires (3 x max_sync_interval): the survivors spent less than the whole allowance.
+    const bool fleet = std::holds_alternative<fleet_budget_options>(strategy.budget);
+    add(done.killed + fmt::format(": the lab's column holds {} of {} parts of the fleet{}",
+                                  done.reports.size(), workers,
+                                  fleet ? ", and the killed worker's budget claims came back "
+                                          "only after the store's heartbeat"
+                                        : ""));
+  }
+  add(store_why);
+  if (forgot.in_incident && !forgot_on_purpose) {
+    add(
+        fmt::format("the fleet store forgot the fleet {:.1f} s into the run ({} syncs found "
+                    "another epoch: restarted empty, flushed, evicted or failed over), within a "
+                    "window of the incident, whose figures then include a store fault the "
+                    "simulator's column does not model",
+                    forgot.at_s, forgot.syncs));
+  }
+  return invalid;
+}
+
 // lab::parts_store_reason with the store named as the user knows it: the URL redacted, or
 // `auto` and the address of the redis-server the lab started.
 std::string store_reason(const std::vector<lab::part_report>& reports, const std::string& url,
@@ -451,12 +540,16 @@ outcome<lab::lab_report, std::string> run_lab_fleet_store(const lab_fleet_store_
       killer = kill_and_restart(*redis, start + *kill_at,
                                 restart_at ? std::optional(start + *restart_at) : std::nullopt);
     }
+    std::jthread flusher;
+    if (const std::optional<duration> at = kill_time(o.flush_at); redis && at) {
+      flusher = flush_at(redis->port(), start + *at);
+    }
     std::jthread worker_killer;
     if (const std::optional<duration> at = kill_time(o.worker_kill_at)) {
       worker_killer = kill_worker(workers.front().pid, workers.size(), start + *at);
     }
     collected done = collect(workers, stop);
-    for (std::jthread* t : {&killer, &worker_killer}) {
+    for (std::jthread* t : {&killer, &flusher, &worker_killer}) {
       if (t->joinable()) {
         t->request_stop();
         t->join();
@@ -477,29 +570,22 @@ outcome<lab::lab_report, std::string> run_lab_fleet_store(const lab_fleet_store_
     for (const lab::part_report& p : reports) parts.push_back(p.result);
     sim::strategy_result merged = lab::merge_parts(s, parts, st);
     merged.name = strategies[i].name;
-    // Invalid when a worker's own sockets or the server's failed, as in the one-process lab, and
-    // when a worker was killed: its part of the fleet is missing from the lab's column.
-    std::string invalid = lab::parts_invalid_reason(reports, st);
-    if (!done.killed.empty()) {
-      // A fleet budget's claims held by the killed worker stay reserved until its heartbeat
-      // expires (3 x max_sync_interval): the survivors spent less than the whole allowance.
-      const bool fleet = std::holds_alternative<fleet_budget_options>(strategies[i].budget);
-      invalid += (invalid.empty() ? "" : "; ") + done.killed +
-                 fmt::format(": the lab's column holds {} of {} parts of the fleet{}",
-                             reports.size(), workers.size(),
-                             fleet ? ", and the killed worker's budget claims came back only after "
-                                     "the store's heartbeat"
-                                   : "");
-    }
-    // A store that never served the run, unless it was stopped on purpose (the experiment).
-    if (const std::string why = kill_at ? std::string() : store_reason(reports, url, !!redis, s);
-        !why.empty()) {
-      invalid += (invalid.empty() ? "" : "; ") + why;
-    }
+    const forgetting forgot = forgot_of(reports, s, strategies[i]);
+    std::string invalid =
+        invalid_reason(done, st, workers.size(), strategies[i],
+                       kill_at ? std::string() : store_reason(reports, url, !!redis, s), forgot,
+                       !o.flush_at.empty() || restart_at.has_value());
     const bool valid = invalid.empty();
-    report.strategies.push_back(
-        lab::lab_comparison{strategies[i].name, std::move(merged), sim::simulate(s, modelled),
-                            !(stop != nullptr && stop->load()), valid, std::move(invalid)});
+    lab::lab_comparison c{strategies[i].name,
+                          std::move(merged),
+                          sim::simulate(s, modelled),
+                          !(stop != nullptr && stop->load()),
+                          valid,
+                          std::move(invalid)};
+    c.store_forgot = forgot.syncs;
+    c.store_forgot_at_s = forgot.at_s;
+    c.store_forgot_in_incident = forgot.in_incident;
+    report.strategies.push_back(std::move(c));
   }
   return report;
 }

@@ -8,7 +8,9 @@
 // counters (lab::merge_parts) and sets each next to the simulator's figures. `auto` starts a
 // redis-server in a temporary directory on a loopback port for the run; `--fleet-store-kill-at T`
 // (with auto) kills it T into each run, `--fleet-store-restart-at T2` starts it again on the same
-// port T2 into the run (its data lost), and the simulator's column then models the same outage.
+// port T2 into the run (its data lost), and the simulator's column then models the same outage;
+// `--fleet-store-flush-at T` (with auto) sends it FLUSHALL T into each run: a store that answers
+// but has forgotten the fleet (learning mode; the simulator's store never forgets).
 // Each worker reports its own sockets' failures and its syncers' counts (lab::part_report): a
 // run in which any worker's sockets failed is invalid, as in the one-process lab.
 #ifndef STORMGUARD_CLI_LAB_FLEET_STORE_HPP
@@ -33,6 +35,7 @@ struct lab_fleet_store_options {
   int processes = 1;           ///< --processes, in [1, 64]
   std::string kill_at;         ///< --fleet-store-kill-at (a duration), or empty
   std::string restart_at;      ///< --fleet-store-restart-at (a duration after kill_at), or empty
+  std::string flush_at;        ///< --fleet-store-flush-at (a duration): FLUSHALL, or empty
   std::string worker_kill_at;  ///< --fleet-worker-kill-at (a duration): SIGKILL worker 0, or empty
   std::string worker;          ///< hidden --fleet-worker K/P: this process is a worker
   std::string server_url;      ///< hidden --fleet-server

@@ -33,6 +33,8 @@ struct totals {
   std::int64_t syncers = 0;
   std::int64_t never_synced = 0;
   double fallback_s = 0;
+  std::int64_t forgotten = 0;
+  double forgotten_at_s = -1;  // the earliest of the syncers' last ones
 };
 
 // The password `store`'s syncers send for a budget whose policy says `policy`: see the header.
@@ -59,6 +61,7 @@ struct worker_syncers::impl {
   worker_store store;
   std::atomic<bool> said_down{false};
   std::atomic<bool> said_up{false};
+  std::atomic<bool> said_forgot{false};
   std::atomic<bool> said_unset{false};
 #ifdef STORMGUARD_CLI_HAS_FLEET
   // One client's syncer, its budget and clock (the budget outlives the syncer), and the time its
@@ -84,6 +87,12 @@ struct worker_syncers::impl {
     t.syncers += 1;
     t.never_synced += st.syncs == 0 ? 1 : 0;
     t.fallback_s += e.fallback_s;
+    if (st.forgotten > 0) {
+      t.forgotten += st.forgotten;
+      // The scenario's clock: time from the run's start.
+      const double at = std::chrono::duration<double>(st.last_forgotten.time_since_epoch()).count();
+      if (t.forgotten_at_s < 0 || at < t.forgotten_at_s) t.forgotten_at_s = at;
+    }
   }
 
   // One pass: the time since the last pass counted for each budget in fallback (from the run's
@@ -138,7 +147,10 @@ std::function<std::shared_ptr<void>(std::size_t, fleet_budget&, clock&)> worker_
     const std::string& label = shared->store.label;
     auto log = [shared](std::string_view line) {
       const bool down = line.find("falling back") != std::string_view::npos;
-      std::atomic<bool>& said = down ? shared->said_down : shared->said_up;
+      const bool forgot = line.find("had forgotten") != std::string_view::npos;
+      std::atomic<bool>& said = forgot ? shared->said_forgot
+                                : down ? shared->said_down
+                                       : shared->said_up;
       if (!said.exchange(true))
         report_warning("lab", shared->store.label + ": " + std::string(line));
     };
@@ -192,6 +204,11 @@ void worker_syncers::finish(lab::part_report& out) {
   out.fleet_syncers += t.syncers;
   out.fleet_never_synced += t.never_synced;
   out.fleet_fallback_s += t.fallback_s;
+  out.fleet_forgotten += t.forgotten;
+  if (t.forgotten_at_s >= 0 &&
+      (out.fleet_forgotten_at_s < 0 || t.forgotten_at_s < out.fleet_forgotten_at_s)) {
+    out.fleet_forgotten_at_s = t.forgotten_at_s;
+  }
 #else
   (void)out;
 #endif

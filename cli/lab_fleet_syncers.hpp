@@ -53,7 +53,7 @@ class worker_syncers {
   [[nodiscard]] std::function<std::shared_ptr<void>(std::size_t, fleet_budget&, clock&)> hook();
   /// Stops the thread and adds the syncers' counts (those destroyed by the run and any left) to
   /// `out`: fleet_syncs, fleet_sync_errors, fleet_rejoins, fleet_syncers, fleet_never_synced,
-  /// fleet_fallback_s.
+  /// fleet_fallback_s, fleet_forgotten (and the earliest fleet_forgotten_at_s).
   void finish(lab::part_report& out);
 
  private:

@@ -9,7 +9,10 @@
 #include <signal.h>
 
 #include <atomic>
+#include <bit>
 #include <chrono>
+#include <cstring>
+#include <map>
 #include <memory>
 #include <string>
 #include <utility>
@@ -101,25 +104,92 @@ std::string redis_text(const std::vector<std::string>& args) {
   return text;
 }
 
-// The fleet's window totals as the store holds them: {requests, retries} (HGETALL {KEY}:window).
-std::pair<long long, long long> window_totals(std::uint16_t port, const std::string& key) {
+// The fields of a hash as the store holds them (HGETALL).
+std::map<std::string, std::string> hash_fields(std::uint16_t port, const std::string& hash) {
+  std::map<std::string, std::string> fields;
   redisContext* c = redisConnect("127.0.0.1", port);
   if (c == nullptr || c->err != 0) {
     if (c != nullptr) redisFree(c);
-    return {-1, -1};
+    return fields;
   }
-  const std::string hash = "{" + key + "}:window";
   auto* r = static_cast<redisReply*>(redisCommand(c, "HGETALL %s", hash.c_str()));
-  std::pair<long long, long long> totals{0, 0};
   if (r != nullptr && r->type == REDIS_REPLY_ARRAY) {
     for (std::size_t i = 0; i + 1 < r->elements; i += 2) {
-      const std::string field(r->element[i]->str, r->element[i]->len);
-      const long long v = std::stoll(std::string(r->element[i + 1]->str, r->element[i + 1]->len));
-      (field[0] == 'r' ? totals.first : totals.second) += v;
+      fields[std::string(r->element[i]->str, r->element[i]->len)] =
+          std::string(r->element[i + 1]->str, r->element[i + 1]->len);
     }
   }
   if (r != nullptr) freeReplyObject(r);
   redisFree(c);
+  return fields;
+}
+
+// The numbers of the fleet's state as the store holds them ({KEY}:version: "3 " and 49
+// little-endian doubles), numbered from 1 as the script numbers them (element 0 unused).
+std::vector<double> state_numbers(std::uint16_t port, const std::string& key) {
+  static_assert(std::endian::native == std::endian::little);
+  std::vector<double> v(1);
+  redisContext* c = redisConnect("127.0.0.1", port);
+  if (c == nullptr || c->err != 0) {
+    if (c != nullptr) redisFree(c);
+    return v;
+  }
+  const std::string name = "{" + key + "}:version";
+  auto* r = static_cast<redisReply*>(redisCommand(c, "GET %s", name.c_str()));
+  if (r != nullptr && r->type == REDIS_REPLY_STRING) {
+    const std::string raw(r->str, r->len);
+    for (std::size_t at = raw.find(' ') + 1; at + 8 <= raw.size(); at += 8) {
+      double d = 0;
+      std::memcpy(&d, raw.data() + at, 8);
+      v.push_back(d);
+    }
+  }
+  if (r != nullptr) freeReplyObject(r);
+  redisFree(c);
+  return v;
+}
+
+// Sets number `index` (from 1) of the fleet's state to `value`, keeping the key's expiry: how
+// the tests stand for time passing on Redis's clock, which they do not wait on.
+void set_state_number(std::uint16_t port, const std::string& key, int index, double value) {
+  redisContext* c = redisConnect("127.0.0.1", port);
+  ASSERT_TRUE(c != nullptr && c->err == 0);
+  const std::string name = "{" + key + "}:version";
+  const std::string script =
+      "local raw = redis.call('GET', KEYS[1]) local sp = string.find(raw, ' ', 1, true) "
+      "local f = '<' .. string.rep('d', 49) local v = {struct.unpack(f, raw, sp + 1)} "
+      "v[tonumber(ARGV[1])] = tonumber(ARGV[2]) redis.call('SET', KEYS[1], string.sub(raw, 1, "
+      "sp) .. struct.pack(f, unpack(v, 1, 49)), 'KEEPTTL') return 1";
+  const std::string i = std::to_string(index);
+  const std::string x = std::to_string(static_cast<long long>(value));
+  auto* r = static_cast<redisReply*>(
+      redisCommand(c, "EVAL %s 1 %s %s %s", script.c_str(), name.c_str(), i.c_str(), x.c_str()));
+  ASSERT_TRUE(r != nullptr && r->type == REDIS_REPLY_INTEGER)
+      << (r != nullptr && r->type == REDIS_REPLY_ERROR ? r->str : "no reply");
+  freeReplyObject(r);
+  redisFree(c);
+}
+
+// The fleet's window totals as the store holds them: {requests, retries} (numbers 8-18 and
+// 19-29 of the state: the slots of the window).
+std::pair<long long, long long> window_totals(std::uint16_t port, const std::string& key) {
+  const std::vector<double> v = state_numbers(port, key);
+  if (v.size() != 50) return {-1, -1};
+  std::pair<long long, long long> totals{0, 0};
+  for (int i = 0; i <= stormguard::ratio_budget::k_slices; ++i) {
+    totals.first += static_cast<long long>(v[static_cast<std::size_t>(8 + i)]);
+    totals.second += static_cast<long long>(v[static_cast<std::size_t>(19 + i)]);
+  }
+  return totals;
+}
+
+// The window totals a stormguard 0.1 or 0.2 process left in {KEY}:window ("r:N", "w:N").
+std::pair<long long, long long> old_window_totals(const std::string& key) {
+  std::pair<long long, long long> totals{0, 0};
+  for (const auto& [field, value] :
+       hash_fields(redis_server::shared().port(), "{" + key + "}:window")) {
+    (field[0] == 'r' ? totals.first : totals.second) += std::stoll(value);
+  }
   return totals;
 }
 
@@ -217,8 +287,10 @@ TEST(RedisFleetSync, RedisKilledAndRestartedOnTheSamePortIsRejoined) {
     EXPECT_EQ(budgets[i]->current_mode(clock.now()), fleet_budget::mode::joined) << i;
     EXPECT_EQ(budgets[i]->live_clients(), 3) << i;
     EXPECT_TRUE(syncs[i]->stats().store_up);
-    // Said once each way.
-    ASSERT_EQ(lines[i].size(), 2U) << i;
+    // Said once each way, and that the store came back empty (learning mode).
+    ASSERT_EQ(lines[i].size(), 3U) << i;
+    EXPECT_NE(lines[i][2].find("had forgotten the fleet"), std::string::npos) << lines[i][2];
+    EXPECT_EQ(syncs[i]->stats().forgotten, 1) << i;
     EXPECT_NE(lines[i][0].find("falling back to local counts"), std::string::npos) << lines[i][0];
     // The restarted store is empty: the first to rejoin sees itself, the third all three.
     EXPECT_NE(lines[i][1].find("rejoined the fleet (" + std::to_string(i + 1) + " live clients)"),
@@ -441,19 +513,21 @@ TEST(RedisFleetSync, AKeyWrittenByStormguard01IsRefusedNamingBothVersions) {
   EXPECT_NE(lines[0].find("fleet protocol \"1\" (stormguard 0.1, which writes no version)"),
             std::string::npos)
       << lines[0];
-  EXPECT_NE(lines[0].find("this process speaks fleet protocol 2 (stormguard " +
+  EXPECT_NE(lines[0].find("this process speaks fleet protocol " +
+                          std::to_string(stormguard::fleet::k_fleet_protocol) + " (stormguard " +
                           std::string(stormguard::version()) + ")"),
             std::string::npos)
       << lines[0];
   EXPECT_NE(lines[0].find(key), std::string::npos) << lines[0];
   // Nothing written: the 0.1 process's window is as it left it, no version was set.
-  EXPECT_EQ(window_totals(redis_server::shared().port(), key), std::make_pair(50LL, 2LL));
+  EXPECT_EQ(old_window_totals(key), std::make_pair(50LL, 2LL));
   EXPECT_EQ(redis_text({"GET", "{" + key + "}:version"}), "(nil)");
   EXPECT_EQ(redis_text({"EXISTS", "{" + key + "}:claims"}), "0");
 }
 
-// A 0.1 process that joins a key a current process already keeps: its heartbeat has no claim,
-// so the next sync of the current process refuses.
+// A 0.1 process that joins a key a current process already keeps: its keys are found at the
+// next sync that looks for them (once per retention period; here made due at once by setting
+// the state's time of the next look, number 3, to 0, as if that period had passed): refused.
 TEST(RedisFleetSync, AStormguard01ProcessJoiningLaterIsRefused) {
   const std::string key = unique_key("v01-late");
   manual_clock clock;
@@ -462,10 +536,9 @@ TEST(RedisFleetSync, AStormguard01ProcessJoiningLaterIsRefused) {
   redis_sync sync(budget, sync_options(key, "new"), clock,
                   [&lines](std::string_view l) { lines.emplace_back(l); });
   ASSERT_TRUE(sync.sync_once(true));
-  EXPECT_EQ(redis_text({"GET", "{" + key + "}:version"}),
-            std::to_string(stormguard::fleet::k_fleet_protocol));
-  ASSERT_TRUE(sync.sync_once(true));  // its own claim is no foreign client
+  ASSERT_TRUE(sync.sync_once(true));
   write_0_1_layout(key, "old-0.1-process");
+  set_state_number(redis_server::shared().port(), key, 3, 0);
   EXPECT_FALSE(sync.sync_once(true));
   EXPECT_EQ(sync.stats().refusals, 1);
   ASSERT_EQ(lines.size(), 1U);
@@ -474,8 +547,8 @@ TEST(RedisFleetSync, AStormguard01ProcessJoiningLaterIsRefused) {
 
 // A key another protocol marked (a later release): refused, naming its protocol.
 TEST(RedisFleetSync, AKeyOfAnotherProtocolIsRefused) {
-  const std::string key = unique_key("v3");
-  redis_command({"SET", "{" + key + "}:version", "3"});
+  const std::string key = unique_key("v9");
+  redis_command({"SET", "{" + key + "}:version", "9"});
   manual_clock clock;
   fleet_budget budget(fleet_options());
   std::vector<std::string> lines;
@@ -484,14 +557,53 @@ TEST(RedisFleetSync, AKeyOfAnotherProtocolIsRefused) {
   EXPECT_FALSE(sync.sync_once(true));
   EXPECT_EQ(sync.stats().refusals, 1);
   ASSERT_EQ(lines.size(), 1U);
-  EXPECT_NE(lines[0].find("fleet protocol \"3\" (another stormguard release)"), std::string::npos)
+  EXPECT_NE(lines[0].find("fleet protocol \"9\" (another stormguard release)"), std::string::npos)
       << lines[0];
-  EXPECT_EQ(redis_text({"GET", "{" + key + "}:version"}), "3");
+  EXPECT_EQ(redis_text({"GET", "{" + key + "}:version"}), "9");
 }
 
-// The version is set with an expiry no earlier than the other keys': a key of this protocol is
-// never read as one of 0.1 (data without a version).
-TEST(RedisFleetSync, TheVersionOutlivesTheKeysItDescribes) {
+// A state of this layout written by another protocol (a later release): its protocol, before
+// the space, is read before anything is written.
+TEST(RedisFleetSync, AStateOfAnotherProtocolIsRefused) {
+  const std::string key = unique_key("state-v9");
+  redis_command({"SET", "{" + key + "}:version", "9 \x01\x02"});
+  manual_clock clock;
+  fleet_budget budget(fleet_options());
+  std::vector<std::string> lines;
+  redis_sync sync(budget, sync_options(key, "new"), clock,
+                  [&lines](std::string_view l) { lines.emplace_back(l); });
+  EXPECT_FALSE(sync.sync_once(true));
+  EXPECT_EQ(sync.stats().refusals, 1);
+  ASSERT_EQ(lines.size(), 1U);
+  EXPECT_NE(lines[0].find("fleet protocol \"9\""), std::string::npos) << lines[0];
+  EXPECT_EQ(redis_text({"GET", "{" + key + "}:version"}), "9 \x01\x02");
+}
+
+// What a stormguard 0.2 fleet (protocol 2) leaves: its three keys and {KEY}:version = "2". The
+// current syncer refuses, naming protocol 2 and its release, and writes nothing.
+TEST(RedisFleetSync, AKeyOfProtocol2IsRefusedNamingIt) {
+  const std::string key = unique_key("v2");
+  redis_command({"HSET", "{" + key + "}:window", "r:1", "50"});
+  redis_command({"ZADD", "{" + key + "}:clients", "99999999999999", "old-0.2-process"});
+  redis_command({"HSET", "{" + key + "}:claims", "c:old-0.2-process", "0", "t", "0"});
+  redis_command({"SET", "{" + key + "}:version", "2"});
+  manual_clock clock;
+  fleet_budget budget(fleet_options());
+  std::vector<std::string> lines;
+  redis_sync sync(budget, sync_options(key, "new"), clock,
+                  [&lines](std::string_view l) { lines.emplace_back(l); });
+  EXPECT_FALSE(sync.sync_once(true));
+  ASSERT_EQ(lines.size(), 1U);
+  EXPECT_NE(lines[0].find("fleet protocol \"2\" (stormguard 0.2, three keys without epochs)"),
+            std::string::npos)
+      << lines[0];
+  EXPECT_EQ(redis_text({"GET", "{" + key + "}:version"}), "2");
+}
+
+// The state is {KEY}:version: its protocol first ("3 ", which a process of protocol 2 reads
+// and refuses), set with an expiry of two retention periods (max(window + slice, ttl + ttl / 8)
+// = 11 s) and 1 s at each sync.
+TEST(RedisFleetSync, TheStateNamesItsProtocolAndExpires) {
   const std::string key = unique_key("v-ttl");
   manual_clock clock;
   fleet_budget budget(fleet_options());
@@ -499,13 +611,226 @@ TEST(RedisFleetSync, TheVersionOutlivesTheKeysItDescribes) {
   random_generator g(9);
   (void)budget.try_admit(clock.now(), g);
   ASSERT_TRUE(sync.sync_once(true));
-  const long long version = std::stoll(redis_text({"PTTL", "{" + key + "}:version"}));
-  EXPECT_GT(version, 0);
+  EXPECT_TRUE(redis_text({"GET", "{" + key + "}:version"})
+                  .starts_with(std::to_string(stormguard::fleet::k_fleet_protocol) + " "));
+  EXPECT_EQ(state_numbers(redis_server::shared().port(), key).size(), 50U);
+  const long long state = std::stoll(redis_text({"PTTL", "{" + key + "}:version"}));
+  EXPECT_GT(state, 22'000);
+  EXPECT_LE(state, 23'000);
   for (const char* suffix : {"}:window", "}:clients", "}:claims"}) {
-    const long long other = std::stoll(redis_text({"PTTL", "{" + key + suffix}));
-    EXPECT_GT(other, 0) << suffix;
-    EXPECT_GE(version, other) << suffix;
+    EXPECT_EQ(redis_text({"EXISTS", "{" + key + suffix}), "0") << suffix;
   }
 }
 
 }  // namespace
+
+namespace {
+
+// The Redis commands the shared server has run, by name (INFO commandstats' "calls").
+std::map<std::string, long long> command_calls() {
+  std::map<std::string, long long> calls;
+  const std::string text = redis_text({"INFO", "commandstats"});
+  std::size_t at = 0;
+  while ((at = text.find("cmdstat_", at)) != std::string::npos) {
+    const std::size_t colon = text.find(':', at);
+    const std::size_t value = text.find("calls=", colon);
+    if (colon == std::string::npos || value == std::string::npos) break;
+    calls[text.substr(at + 8, colon - at - 8)] = std::stoll(text.substr(value + 6));
+    at = value;
+  }
+  return calls;
+}
+
+// The commands the script ran between two command_calls(): every command but the EVALSHA /
+// EVAL that ran it and the test's own INFO, SCRIPT, HELLO and AUTH.
+long long script_calls(const std::map<std::string, long long>& before,
+                       const std::map<std::string, long long>& after) {
+  long long n = 0;
+  for (const auto& [name, calls] : after) {
+    if (name == "evalsha" || name == "eval" || name == "info" || name.starts_with("script") ||
+        name == "hello" || name == "auth") {
+      continue;
+    }
+    const auto it = before.find(name);
+    n += calls - (it == before.end() ? 0 : it->second);
+  }
+  return n;
+}
+
+}  // namespace
+
+// The store's cost per sync (docs/budgets.md, "Store load"): 3 Redis commands in the script
+// (TIME, GET, SET) whatever the fleet size; 4 when the sync creates the fleet's state or looks
+// for the older layouts (EXISTS, once per retention period, here made due by hand).
+TEST(RedisFleetSync, OneSyncIsThreeRedisCommands) {
+  const std::string key = unique_key("commands");
+  manual_clock clock;
+  random_generator g(4);
+  std::vector<std::unique_ptr<fleet_budget>> budgets;
+  std::vector<std::unique_ptr<redis_sync>> syncs;
+  for (int i = 0; i < 20; ++i) {
+    budgets.push_back(std::make_unique<fleet_budget>(fleet_options()));
+    syncs.push_back(std::make_unique<redis_sync>(
+        *budgets.back(), sync_options(key, "client-" + std::to_string(i)), clock));
+  }
+  // Every syncer connects (SCRIPT LOAD) before counting starts.
+  auto before = command_calls();
+  ASSERT_TRUE(syncs[0]->sync_once(true));
+  EXPECT_EQ(script_calls(before, command_calls()), 4);  // creates the state
+  for (std::size_t i = 1; i < syncs.size(); ++i) ASSERT_TRUE(syncs[i]->sync_once(true));
+  before = command_calls();
+  int done = 0;
+  for (int round = 0; round < 5; ++round) {
+    clock.advance(100ms);
+    for (std::size_t i = 0; i < syncs.size(); ++i) {
+      for (int r = 0; r < 5; ++r) (void)budgets[i]->try_admit(clock.now(), g);
+      (void)budgets[i]->try_withdraw(clock.now(), attempt_status::failure, g);
+      ASSERT_TRUE(syncs[i]->sync_once(true));
+      ++done;
+    }
+  }
+  const auto after = command_calls();
+  EXPECT_EQ(script_calls(before, after), 3 * done);
+  EXPECT_EQ(after.at("evalsha") - before.at("evalsha"), done);  // one round trip per sync
+  EXPECT_EQ(syncs[0]->stats().live_clients, 20);
+  set_state_number(redis_server::shared().port(), key, 3, 0);
+  before = command_calls();
+  ASSERT_TRUE(syncs[0]->sync_once(true));
+  EXPECT_EQ(script_calls(before, command_calls()), 4);  // looks for the older layouts
+}
+
+// A heartbeat that expires frees its claim and its place among the live clients, with its
+// bucket: the dead client's claim comes back to the others. Driven by moving the store's newest
+// bucket (number 6 of the state) ten buckets back, as ten bucket widths without a sync would
+// (the script reads Redis TIME, which the test does not wait on).
+TEST(RedisFleetSync, ADeadClientsClaimComesBackWithItsBucket) {
+  const std::string key = unique_key("dead");
+  manual_clock clock;
+  random_generator g(6);
+  fleet_budget alive_budget(fleet_options());
+  fleet_budget dead_budget(fleet_options());
+  redis_sync alive(alive_budget, sync_options(key, "alive"), clock);
+  auto dead = std::make_unique<redis_sync>(dead_budget, sync_options(key, "dead"), clock);
+  for (int r = 0; r < 100; ++r) {
+    (void)alive_budget.try_admit(clock.now(), g);
+    (void)dead_budget.try_admit(clock.now(), g);
+  }
+  // Each syncs twice: the second syncs see both, and each holds its half of the allowance.
+  for (int round = 0; round < 2; ++round) {
+    ASSERT_TRUE(alive.sync_once(true));
+    ASSERT_TRUE(dead->sync_once(true));
+  }
+  EXPECT_EQ(dead->stats().live_clients, 2);
+  // "alive" spends its claim: the fleet's allowance falls, and what is left is held by "dead".
+  EXPECT_GT(grants_until_refused(alive_budget, clock.now(), g), 0);
+  ASSERT_TRUE(alive.sync_once(true));
+  const std::int64_t shared = alive_budget.credit_micro();
+  dead.reset();  // the process dies without a word
+  const auto port = redis_server::shared().port();
+  set_state_number(port, key, 6, state_numbers(port, key)[6] - 10);
+  ASSERT_TRUE(alive.sync_once(true));
+  EXPECT_EQ(alive.stats().live_clients, 1);
+  EXPECT_GT(alive_budget.credit_micro(), shared + 10 * fleet_budget::k_scale);
+}
+
+// Learning mode: a FLUSHALL while the fleet runs (a store that answers but forgot): every
+// process finds another epoch at its next sync, each is handed no larger claim than it held for
+// one window (the end of the window set by hand: the script reads Redis TIME, which the test
+// does not wait on), and after it the claims follow the allowance again.
+TEST(RedisFleetSync, AStoreThatForgotHandsNoMoreThanWasHeldForOneWindow) {
+  redis_server own;  // not the shared one: this test flushes it
+  const std::string key = unique_key("flush");
+  manual_clock clock;
+  random_generator g(8);
+  std::vector<std::unique_ptr<fleet_budget>> budgets;
+  std::vector<std::unique_ptr<redis_sync>> syncs;
+  std::vector<std::vector<std::string>> lines(3);
+  for (std::size_t i = 0; i < 3; ++i) {
+    budgets.push_back(std::make_unique<fleet_budget>(fleet_options()));
+    auto o = sync_options(key, "client-" + std::to_string(i));
+    o.url = own.url();
+    syncs.push_back(std::make_unique<redis_sync>(
+        *budgets[i], o, clock, [&lines, i](auto l) { lines[i].emplace_back(l); }));
+  }
+  // An incident: 200 requests each, every retry the budget grants taken; the fleet's allowance
+  // (0.1 · 600 + 100 = 160 retries) is spent down to the last claims.
+  for (int round = 0; round < 4; ++round) {
+    clock.advance(100ms);
+    for (std::size_t i = 0; i < 3; ++i) {
+      for (int r = 0; r < 50; ++r) (void)budgets[i]->try_admit(clock.now(), g);
+      (void)grants_until_refused(*budgets[i], clock.now(), g);
+      ASSERT_TRUE(syncs[i]->sync_once(true));
+    }
+  }
+  std::vector<std::int64_t> held(3);
+  for (std::size_t i = 0; i < 3; ++i)
+    held[i] = std::max<std::int64_t>(budgets[i]->credit_micro(), 0);
+  redisContext* c = redisConnect("127.0.0.1", own.port());
+  ASSERT_TRUE(c != nullptr && c->err == 0);
+  freeReplyObject(redisCommand(c, "FLUSHALL"));
+  // The flushed store holds nothing: without learning mode each would be handed its share of a
+  // whole new allowance (0.1 · its requests + the floor's 100 retries).
+  clock.advance(100ms);
+  for (std::size_t i = 0; i < 3; ++i) {
+    ASSERT_TRUE(syncs[i]->sync_once(true));
+    EXPECT_EQ(syncs[i]->stats().forgotten, 1) << i;
+    EXPECT_TRUE(syncs[i]->stats().learning) << i;
+    EXPECT_LE(budgets[i]->credit_micro(), held[i]) << i;
+    ASSERT_FALSE(lines[i].empty());
+    EXPECT_NE(lines[i].back().find("had forgotten the fleet"), std::string::npos);
+  }
+  // The learning window is one window from the first process that found the store empty.
+  auto* t = static_cast<redisReply*>(redisCommand(c, "TIME"));
+  const long long now_ms =
+      std::stoll(t->element[0]->str) * 1000 + std::stoll(t->element[1]->str) / 1000;
+  freeReplyObject(t);
+  const auto until = static_cast<long long>(state_numbers(own.port(), key).at(2));
+  EXPECT_GT(until, now_ms + 9'000);
+  EXPECT_LE(until, now_ms + 10'000);
+  // Within it, more syncs hand no more than the claim held (which only goes down).
+  for (int round = 0; round < 3; ++round) {
+    clock.advance(100ms);
+    for (std::size_t i = 0; i < 3; ++i) {
+      for (int r = 0; r < 50; ++r) (void)budgets[i]->try_admit(clock.now(), g);
+      ASSERT_TRUE(syncs[i]->sync_once(true));
+      EXPECT_LE(budgets[i]->credit_micro(), held[i]) << i;
+      EXPECT_EQ(syncs[i]->stats().forgotten, 1) << i;  // found once
+    }
+  }
+  // The window is over (set by hand): the claims follow the allowance again.
+  redisFree(c);
+  set_state_number(own.port(), key, 2, 0);
+  std::int64_t total = 0;
+  for (std::size_t i = 0; i < 3; ++i) {
+    ASSERT_TRUE(syncs[i]->sync_once(true));
+    EXPECT_FALSE(syncs[i]->stats().learning) << i;
+    total += budgets[i]->credit_micro();
+  }
+  std::int64_t most = 0;
+  for (const auto h : held) most += h;
+  EXPECT_GT(total, most + 50 * 1'000'000);  // the floor's new allowance, no longer capped
+}
+
+// A Redis that lost its script cache (SCRIPT FLUSH; a restart that keeps the data) answers
+// NOSCRIPT to the EVALSHA: the syncer sends the script itself (EVAL) in the same sync, which
+// succeeds, and the next sync's EVALSHA finds the script cached by that EVAL.
+TEST(RedisFleetSync, ALostScriptCacheIsAnsweredWithEvalInTheSameSync) {
+  const std::string key = unique_key("noscript");
+  manual_clock clock;
+  fleet_budget budget(fleet_options());
+  redis_sync sync(budget, sync_options(key, "c"), clock);
+  ASSERT_TRUE(sync.sync_once(true));
+  redis_command({"SCRIPT", "FLUSH"});
+  auto before = command_calls();
+  ASSERT_TRUE(sync.sync_once(true));
+  auto after = command_calls();
+  EXPECT_EQ(after["evalsha"] - before["evalsha"], 1);
+  EXPECT_EQ(after["eval"] - before["eval"], 1);
+  before = after;
+  ASSERT_TRUE(sync.sync_once(true));
+  after = command_calls();
+  EXPECT_EQ(after["evalsha"] - before["evalsha"], 1);
+  EXPECT_EQ(after["eval"] - before["eval"], 0);
+  EXPECT_EQ(sync.stats().errors, 0);
+  EXPECT_EQ(sync.stats().forgotten, 0);  // the data stayed
+}

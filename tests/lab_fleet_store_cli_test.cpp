@@ -167,6 +167,31 @@ TEST_F(LabFleetStoreCli, RedisKilledAndRestartedMidRunIsRejoinedByEveryProcess) 
       << r.out;
 }
 
+// FLUSHALL 3 s in (--fleet-store-flush-at): the store answers but has forgotten the fleet. Every
+// client's syncer (20) finds another epoch once at its next sync (within max_sync_interval, 2 s),
+// the report says so (count, time, in a window of the incident: not comparable with the
+// simulator, whose store never forgets), and the run, flushed on purpose, stays valid.
+TEST_F(LabFleetStoreCli, AFlushedStoreIsFoundAndReported) {
+  run_result r;
+  const nlohmann::json j = run_json("--processes 2 --fleet-store-flush-at 3s", r);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("FLUSHALL sent to redis-server"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("had forgotten the fleet"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("falling back"), std::string::npos) << r.err;
+  const auto& s = j.at("strategies").at(0);
+  EXPECT_TRUE(s.at("valid").get<bool>()) << r.out;
+  EXPECT_FALSE(s.at("comparable").get<bool>()) << r.out;
+  const auto& forgot = s.at("store_forgot");
+  EXPECT_EQ(forgot.at("syncs").get<int>(), 20) << r.out;
+  EXPECT_GE(forgot.at("first_at_s").get<double>(), 2.9) << r.out;
+  EXPECT_LE(forgot.at("first_at_s").get<double>(), 5.5) << r.out;
+  EXPECT_TRUE(forgot.at("during_incident").get<bool>()) << r.out;
+  // Without a fault nothing is reported.
+  const nlohmann::json plain = run_json("--processes 2", r);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(plain.at("strategies").at(0).at("store_forgot").is_null()) << r.out;
+}
+
 // A worker whose connects all fail (no server at its --fleet-server address) reports its
 // transport failures to the parent (lab::part_report: the parent then calls the run invalid and
 // exits 3, as the one-process lab does), and its syncers' failures on a Redis that is not there.
@@ -327,8 +352,8 @@ TEST_F(LabFleetStoreCli, BadFleetOptionsExitTwo) {
   EXPECT_EQ(
       run_cli(base + "--fleet-store auto --processes 2 --fleet-worker-kill-at soon").exit_code, 2);
   // An empty value is refused, not taken for "not given" (the run went ahead without the fault).
-  for (const char* flag :
-       {"--fleet-worker-kill-at", "--fleet-store-kill-at", "--fleet-store-restart-at"}) {
+  for (const char* flag : {"--fleet-worker-kill-at", "--fleet-store-kill-at",
+                           "--fleet-store-restart-at", "--fleet-store-flush-at"}) {
     const run_result empty =
         run_cli(base + "--fleet-store auto --processes 2 " + std::string(flag) + " ''");
     EXPECT_EQ(empty.exit_code, 2) << flag;
@@ -341,6 +366,10 @@ TEST_F(LabFleetStoreCli, BadFleetOptionsExitTwo) {
   EXPECT_EQ(url.err.find("hunter2"), std::string::npos) << url.err;
   EXPECT_EQ(run_cli(base + "--fleet-store redis://127.0.0.1:1 --fleet-store-kill-at 3s").exit_code,
             2);
+  // A FLUSHALL needs the lab's own redis-server and a time within the scenario.
+  EXPECT_EQ(run_cli(base + "--fleet-store redis://127.0.0.1:1 --fleet-store-flush-at 3s").exit_code,
+            2);
+  EXPECT_EQ(run_cli(base + "--fleet-store auto --fleet-store-flush-at 11s").exit_code, 2);
   EXPECT_EQ(run_cli(base + "--fleet-store auto --defence drop-expired").exit_code, 2);
   // A restart needs a kill before it, within the scenario.
   EXPECT_EQ(run_cli(base + "--fleet-store auto --fleet-store-restart-at 5s").exit_code, 2);
@@ -365,8 +394,8 @@ TEST_F(LabFleetStoreCli, BadFleetOptionsExitTwo) {
   EXPECT_NE(many.err.find("--processes 21 is above the scenario's 20 clients"), std::string::npos)
       << many.err;
   // The options of --fleet-store without it (were ignored).
-  for (const char* alone :
-       {"--processes 4", "--fleet-store-kill-at 3s", "--fleet-store-restart-at 5s"}) {
+  for (const char* alone : {"--processes 4", "--fleet-store-kill-at 3s",
+                            "--fleet-store-restart-at 5s", "--fleet-store-flush-at 3s"}) {
     const run_result r = run_cli(base + alone);
     EXPECT_EQ(r.exit_code, 2) << alone;
     EXPECT_NE(r.err.find("applies with --fleet-store only"), std::string::npos) << r.err;

@@ -520,7 +520,17 @@ std::string to_json(const lab_report& report) {
     } else {
       w.field("invalid_reason", c.invalid_reason);
     }
-    w.field("comparable", c.completed && c.valid).end_object();
+    if (c.store_forgot == 0) {
+      w.key("store_forgot").raw("null");
+    } else {
+      w.key("store_forgot")
+          .begin_object()
+          .field("syncs", c.store_forgot)
+          .fixed("first_at_s", c.store_forgot_at_s, 1)
+          .field("during_incident", c.store_forgot_in_incident)
+          .end_object();
+    }
+    w.field("comparable", c.completed && c.valid && !c.store_forgot_in_incident).end_object();
   }
   w.end_array().field("valid", report.valid());
   return std::move(w.end_object()).line();
@@ -546,9 +556,10 @@ std::string format_table(const lab_report& report) {
                        cell(pct(c.lab.success_ratio), pct(c.sim.success_ratio), 1, "%"),
                        cell(c.lab.p99_latency_ms, c.sim.p99_latency_ms, 0),
                        cell(c.lab.recovery_s, c.sim.recovery_s, 0),
-                       !c.valid      ? "  (INVALID: see below)"
-                       : c.completed ? ""
-                                     : "  (stopped early: not comparable)");
+                       !c.valid                     ? "  (INVALID: see below)"
+                       : !c.completed               ? "  (stopped early: not comparable)"
+                       : c.store_forgot_in_incident ? "  (the store forgot: see below)"
+                                                    : "");
   }
   if (report.interrupted) {
     out +=
@@ -557,8 +568,24 @@ std::string format_table(const lab_report& report) {
   }
   for (const lab_comparison& c : report.strategies) {
     if (!c.valid) out += "\nINVALID " + c.name + ": " + c.invalid_reason + "\n";
+    if (c.store_forgot > 0) {
+      out += fmt::format(
+          "\nSTORE FORGOT {}: {} syncs found that the fleet store had forgotten the fleet (the "
+          "first {:.1f} s into the run{}); for one window after it no process was handed more "
+          "than it held (learning mode){}\n",
+          c.name, c.store_forgot, c.store_forgot_at_s,
+          c.store_forgot_in_incident ? ", within a window of the incident" : "",
+          c.store_forgot_in_incident
+              ? "; the simulator's column models a store that never forgets: the incident "
+                "figures are not comparable"
+              : "");
+    }
   }
   return out;
+}
+
+bool forgetting_touches_incident(const sim::scenario& s, duration at, duration window) noexcept {
+  return s.incident && at < s.incident->end && at + window > s.incident->start;
 }
 
 }  // namespace stormguard::lab

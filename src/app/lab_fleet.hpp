@@ -174,11 +174,19 @@ struct part_report {
   /// Seconds the part's fleet budgets spent in their fallback (local ratio budgets) from the
   /// run's start, summed over the syncers (at most fleet_syncers × the run's length).
   double fleet_fallback_s = 0;
+  /// Syncs that found the store had forgotten the fleet (another epoch: restarted empty,
+  /// flushed, evicted, failed over; stormguard::fleet::redis_sync_stats::forgotten), summed over
+  /// the part's syncers: each started a learning window.
+  std::int64_t fleet_forgotten = 0;
+  /// The earliest of those syncs, in seconds from the run's start (each syncer's last one);
+  /// -1 when none.
+  double fleet_forgotten_at_s = -1;
 };
 
 /// One line of JSON: part_to_json(r.result)'s keys, then "transport_failures",
 /// "first_transport_failure", "fleet_syncs", "fleet_sync_errors", "fleet_rejoins",
-/// "fleet_syncers", "fleet_never_synced" and "fleet_fallback_s".
+/// "fleet_syncers", "fleet_never_synced", "fleet_fallback_s", "fleet_forgotten" and
+/// "fleet_forgotten_at_s".
 [[nodiscard]] std::string part_report_to_json(const part_report& r);
 /// Reads back one line of part_report_to_json (a line of part_to_json reads with the added
 /// counts 0); throws std::invalid_argument (naming what is wrong) for text that is neither.
@@ -221,7 +229,22 @@ struct lab_comparison {
   bool valid = true;
   /// Why the run is invalid (counts and the first failure's message); "" when valid.
   std::string invalid_reason;
+  /// For a fleet on a real store: the syncs that found the store had forgotten the fleet
+  /// (part_report::fleet_forgotten, summed), and the earliest, in seconds from the run's start
+  /// (-1 when none). Each starts a learning window: for one window no process is handed more
+  /// than it held (stormguard/fleet/redis_sync.hpp).
+  std::int64_t store_forgot = 0;
+  double store_forgot_at_s = -1;  ///< see store_forgot
+  /// The forgetting fell where it changes the incident's figures: before the incident's end and
+  /// less than one window before its start.
+  bool store_forgot_in_incident = false;
 };
+
+/// Whether a store that forgot the fleet at `at` (from the run's start) changes the incident's
+/// figures of `s`: at < incident end and at + the fleet budget's window (`window`) > incident
+/// start.
+[[nodiscard]] bool forgetting_touches_incident(const sim::scenario& s, duration at,
+                                               duration window) noexcept;
 
 /// A lab run: the scenario (as run: scaled) and one comparison per strategy run.
 struct lab_report {

@@ -148,6 +148,8 @@ std::string part_report_to_json(const part_report& r) {
   j["fleet_syncers"] = r.fleet_syncers;
   j["fleet_never_synced"] = r.fleet_never_synced;
   j["fleet_fallback_s"] = r.fleet_fallback_s;
+  j["fleet_forgotten"] = r.fleet_forgotten;
+  j["fleet_forgotten_at_s"] = r.fleet_forgotten_at_s;
   return line(j);
 }
 
@@ -212,6 +214,13 @@ part_report part_report_from_json(std::string_view text) {
     count("fleet_never_synced", r.fleet_never_synced);
     if (j.contains("fleet_fallback_s")) r.fleet_fallback_s = j.at("fleet_fallback_s").get<double>();
     if (!(r.fleet_fallback_s >= 0)) throw std::invalid_argument("fleet_fallback_s is negative");
+    count("fleet_forgotten", r.fleet_forgotten);
+    if (j.contains("fleet_forgotten_at_s")) {
+      r.fleet_forgotten_at_s = j.at("fleet_forgotten_at_s").get<double>();
+    }
+    if (!(r.fleet_forgotten_at_s >= -1)) {
+      throw std::invalid_argument("fleet_forgotten_at_s is below -1");
+    }
     return r;
   } catch (const std::exception& e) {
     throw std::invalid_argument(std::string("stormguard::lab::part_report_from_json: ") + e.what());

@@ -9,6 +9,7 @@
 #include <charconv>
 #include <mutex>
 #include <random>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -24,116 +25,150 @@ namespace stormguard::fleet {
 
 namespace {
 
-// The exchange, atomic in Redis. KEYS: {KEY}:window, {KEY}:clients, {KEY}:claims,
-// {KEY}:version. ARGV: client id, requests, retries, slice (ms), slices, heartbeat ttl (ms),
-// largest delta, own requests (the share's numerator), deposit per request and reserve
-// (micro-retries), and this process's fleet protocol (k_fleet_protocol). Returns {requests,
-// retries, live clients, credit} of the window (the current slice and the `slices` before it, as
-// detail::sliding_window keeps them). The credit is fleet_budget::claim computed in Lua (the
-// same steps; exact while the products stay below 2^53 micro-retries), kept in {KEY}:claims as
-// this client's claim ("c:ID", its positive part; "t" holds the sum) until its next sync or the
-// expiry of its heartbeat, as fleet_window_store keeps it.
+// The exchange, atomic in Redis (fleet protocol 3). KEYS: {KEY}:version (the state), and the
+// keys of protocols 1 and 2 ({KEY}:window, {KEY}:clients, {KEY}:claims), only checked. ARGV:
+// requests, retries, slice (ms), slices, heartbeat ttl (ms), largest delta, own requests (the
+// share's numerator), deposit per request and reserve (micro-retries), this process's fleet
+// protocol (k_fleet_protocol), and what the process carries from its last sync: the store's
+// epoch (0 for none), its heartbeat bucket (-1 for none) and the claim it was handed
+// (micro-retries). Returns {requests, retries, live clients, credit, epoch, bucket, forgot,
+// learning (ms left)}.
 //
-// The protocol check comes first and writes nothing when it refuses (an error reply
-// "STORMGUARD_FLEET_PROTOCOL <theirs>"): {KEY}:version holds the protocol of the processes that
-// share the key. A key of another protocol is refused. So is one written by stormguard 0.1,
-// which kept no version (protocol 1): its keys exist without {KEY}:version, or, when it joins a
-// key of this protocol later, it is a live client in {KEY}:clients with no claim in {KEY}:claims
-// (0.1.0 kept no claims; this script writes a claim for every live client it adds). A successful
-// exchange sets {KEY}:version with an expiry no earlier than that of the other three keys.
+// {KEY}:version is one string: the protocol, a space, and 49 numbers (struct.pack, little-endian
+// doubles, exact below 2^53):
+//   1 epoch (Redis TIME in us when the state was created)   2 learning mode until (ms)
+//   3 next look for the older layouts (ms)   4 g, the heartbeat buckets' width (ms)
+//   5 newest slice N   6 newest bucket K   7 unused (0)
+//   8-18 requests and 19-29 retries of window slot N mod 11 (the slices N-10..N)
+//   30-39 clients and 40-49 the sum of their claims of heartbeat bucket K mod 10 (the clients
+//         whose heartbeat expires by K · g; the buckets K-9..K)
+// A client's heartbeat and claim are in the bucket of the time its heartbeat expires, and the
+// client carries (bucket, claim) itself: its next sync takes them out of that bucket, and when it
+// dies they leave with the bucket, at most g after its heartbeat expired. So a sync is TIME, GET
+// and SET (which also sets the expiry), whatever the fleet size; at creation and once per
+// retention period it also looks for the other layouts (EXISTS). A process of protocol 2 reads
+// "3 ..." from {KEY}:version and refuses; this script refuses another protocol's string, and
+// the older keys without it (stormguard 0.1 wrote no version), with
+// "STORMGUARD_FLEET_PROTOCOL <theirs>", before anything is written. A process that carries an
+// epoch other than the store's has found a store that forgot the fleet (restart, FLUSHALL,
+// eviction, failover to a lagged replica): for one window from then (learning mode) no process is
+// handed a claim larger than the one it carries.
 constexpr std::string_view k_script = R"lua(
+local floor, ceil, min, max = math.floor, math.ceil, math.min, math.max
 local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local slice = tonumber(ARGV[4])
-local slices = tonumber(ARGV[5])
-local ttl = tonumber(ARGV[6])
-local maxd = tonumber(ARGV[7])
-local ours = ARGV[11]
-local marker = redis.call('GET', KEYS[4])
-if marker then
-  if marker ~= ours then return redis.error_reply('STORMGUARD_FLEET_PROTOCOL ' .. marker) end
-  local live = redis.call('ZCOUNT', KEYS[2], '(' .. now, '+inf')
-  if live > 0 then
-    local marked = redis.call('HLEN', KEYS[3]) - redis.call('HEXISTS', KEYS[3], 't')
-    for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now)) do
-      marked = marked - redis.call('HEXISTS', KEYS[3], 'c:' .. id)
-    end
-    if live > marked then return redis.error_reply('STORMGUARD_FLEET_PROTOCOL 1') end
+local now = tonumber(t[1]) * 1000 + floor(tonumber(t[2]) / 1000)
+local slice, slices = tonumber(ARGV[3]), tonumber(ARGV[4])
+local ttl, maxd, ours = tonumber(ARGV[5]), tonumber(ARGV[6]), ARGV[10]
+local pe, pb = tonumber(ARGV[11]) or 0, tonumber(ARGV[12]) or -1
+local bound = 4000000000000000
+local S = slices + 1
+local R, W, C, M = 8, 8 + S, 8 + 2 * S, 18 + 2 * S
+local size = 27 + 2 * S
+local F = '<' .. string.rep('d', size)
+local raw = redis.call('GET', KEYS[1])
+local v, created
+if raw then
+  local sp = string.find(raw, ' ', 1, true)
+  local theirs = string.sub(raw, 1, (sp or 21) - 1)
+  if theirs ~= ours then return redis.error_reply('STORMGUARD_FLEET_PROTOCOL ' .. theirs) end
+  v = {struct.unpack(F, raw, sp + 1)}
+else
+  if redis.call('EXISTS', KEYS[2], KEYS[3], KEYS[4]) > 0 then
+    return redis.error_reply('STORMGUARD_FLEET_PROTOCOL 1')
   end
-elseif redis.call('EXISTS', KEYS[1], KEYS[2], KEYS[3]) > 0 then
-  return redis.error_reply('STORMGUARD_FLEET_PROTOCOL 1')
+  v = {}
+  for i = 1, size do v[i] = 0 end
+  v[1] = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  v[4] = ceil(ttl / 8)
+  v[5] = floor(now / slice)
+  v[6] = floor(now / v[4])
+  created = true
 end
-local function clampto(v, most)
-  v = tonumber(v) or 0
-  if v < 0 then return 0 end
-  if v > most then return most end
-  return math.floor(v)
+local g = v[4]
+local retain = max(slice * S, ttl + g)
+if created then
+  v[3] = now + retain
+elseif now > v[3] then
+  if redis.call('EXISTS', KEYS[2], KEYS[3], KEYS[4]) > 0 then
+    return redis.error_reply('STORMGUARD_FLEET_PROTOCOL 1')
+  end
+  v[3] = now + retain
 end
-local function clamp(v) return clampto(v, maxd) end
-local n = math.floor(now / slice)
-local dr, dw = clamp(ARGV[2]), clamp(ARGV[3])
-if dr > 0 then redis.call('HINCRBY', KEYS[1], 'r:' .. n, dr) end
-if dw > 0 then redis.call('HINCRBY', KEYS[1], 'w:' .. n, dw) end
-local all = redis.call('HGETALL', KEYS[1])
+local forgot = 0
+if pe ~= 0 and pe ~= v[1] then
+  forgot = 1
+  if v[2] <= now then v[2] = now + slice * slices end
+end
+local learning = max(0, v[2] - now)
+-- The window: slots older than its slices emptied, this sync's deltas into the newest.
+local n = max(floor(now / slice), v[5])
+if n > v[5] then
+  for k = max(v[5] + 1, n - slices), n do
+    v[R + k % S] = 0
+    v[W + k % S] = 0
+  end
+  v[5] = n
+end
+-- Every number a process states is clamped to [0, most]: (tonumber or 0), then min and max.
+v[R + n % S] = v[R + n % S] + floor(max(0, min(tonumber(ARGV[1]) or 0, maxd)))
+v[W + n % S] = v[W + n % S] + floor(max(0, min(tonumber(ARGV[2]) or 0, maxd)))
 local req, ret = 0, 0
-local stale = {}
-for i = 1, #all, 2 do
-  local f = all[i]
-  local slot = tonumber(string.sub(f, 3))
-  if slot == nil or slot < n - slices then
-    stale[#stale + 1] = f
-  elseif string.sub(f, 1, 1) == 'r' then
-    req = req + tonumber(all[i + 1])
-  else
-    ret = ret + tonumber(all[i + 1])
+for i = 0, slices do
+  req = req + v[R + i]
+  ret = ret + v[W + i]
+end
+-- Heartbeats and claims: this client's previous ones leave their bucket; the live ones summed.
+local held = floor(max(0, min(tonumber(ARGV[13]) or 0, bound)))
+if pe == v[1] and pb > v[6] - 10 and pb <= v[6] and pb * g > now then
+  v[C + pb % 10] = max(0, v[C + pb % 10] - 1)
+  v[M + pb % 10] = max(0, v[M + pb % 10] - held)
+end
+local kb = max(min(ceil((now + ttl) / g), floor(now / g) + 9), v[6] - 9)
+if kb > v[6] then
+  for k = max(v[6] + 1, kb - 9), kb do
+    v[C + k % 10] = 0
+    v[M + k % 10] = 0
+  end
+  v[6] = kb
+end
+local live, claimed = 1, 0
+for k = v[6] - 9, v[6] do
+  if k * g > now then
+    live = live + v[C + k % 10]
+    claimed = claimed + v[M + k % 10]
   end
 end
-if #stale > 0 then redis.call('HDEL', KEYS[1], unpack(stale)) end
-redis.call('PEXPIRE', KEYS[1], 2 * slice * (slices + 1))
--- Claims: no live client, no claim; those of clients whose heartbeat expired are freed.
-if redis.call('EXISTS', KEYS[2]) == 0 then redis.call('DEL', KEYS[3]) end
-local claimed = tonumber(redis.call('HGET', KEYS[3], 't') or 0) or 0
-for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now)) do
-  local c = redis.call('HGET', KEYS[3], 'c:' .. id)
-  if c then
-    claimed = claimed - (tonumber(c) or 0)
-    redis.call('HDEL', KEYS[3], 'c:' .. id)
-  end
-end
-claimed = claimed - (tonumber(redis.call('HGET', KEYS[3], 'c:' .. ARGV[1]) or 0) or 0)
-if claimed < 0 then claimed = 0 end
-redis.call('ZADD', KEYS[2], now + ttl, ARGV[1])
-redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
-redis.call('PEXPIRE', KEYS[2], 2 * ttl)
-local live = redis.call('ZCARD', KEYS[2])
 -- fleet_budget::claim: the share of the allowance, never more than the others left unclaimed.
-local own = clampto(ARGV[8], maxd * 1000)
-local deposit = clampto(ARGV[9], 1000000000)
-local reserve = clampto(ARGV[10], 60000000000000)
+local own = floor(max(0, min(tonumber(ARGV[7]) or 0, maxd * 1000)))
+local deposit = floor(max(0, min(tonumber(ARGV[8]) or 0, 1000000000)))
+local reserve = floor(max(0, min(tonumber(ARGV[9]) or 0, 60000000000000)))
 local allowance = req * deposit + reserve - ret * 1000000
 local share
 if req > 0 and own > 0 then
-  share = math.min(1000000, math.floor(own * 1000000 / req))
+  share = min(1000000, floor(own * 1000000 / req))
 elseif req > 0 then
-  share = math.floor(1000000 / (req + 1))
+  share = floor(1000000 / (req + 1))
 else
-  share = math.floor(1000000 / math.max(1, live))
+  share = floor(1000000 / live)
 end
 local target
 if allowance >= 0 then
-  target = math.floor(allowance * share / 1000000)
+  target = floor(allowance * share / 1000000)
 else
-  target = -math.floor(-allowance * share / 1000000)
+  target = -floor(-allowance * share / 1000000)
 end
-local credit = math.min(target, math.max(0, allowance - claimed))
-local bound = 4000000000000000
+local credit = min(target, max(0, allowance - claimed))
+if learning > 0 then
+  if pe == 0 then held = 0 end
+  credit = min(credit, held)
+end
 if credit > bound then credit = bound end
 if credit < -bound then credit = -bound end
-local keep = math.max(credit, 0)
-redis.call('HSET', KEYS[3], 'c:' .. ARGV[1], keep, 't', claimed + keep)
-redis.call('PEXPIRE', KEYS[3], 2 * ttl)
-redis.call('SET', KEYS[4], ours, 'PX', math.max(2 * slice * (slices + 1), 2 * ttl) + 1000)
-return {req, ret, live, credit}
+v[C + kb % 10] = v[C + kb % 10] + 1
+v[M + kb % 10] = v[M + kb % 10] + max(credit, 0)
+redis.call('SET', KEYS[1], ours .. ' ' .. struct.pack(F, unpack(v, 1, size)), 'PX',
+  2 * retain + 1000)
+return {req, ret, live, credit, v[1], kb, forgot, learning}
 )lua";
 
 struct reply_deleter {
@@ -159,7 +194,8 @@ class protocol_refused : public failure {
 // The release that speaks fleet protocol `protocol` (as the script's error reply names it).
 std::string release_of(std::string_view protocol) {
   if (protocol == "1") return "stormguard 0.1, which writes no version";
-  if (protocol == std::to_string(k_fleet_protocol)) return "stormguard 0.2 or later";
+  if (protocol == "2") return "stormguard 0.2, three keys without epochs";
+  if (protocol == std::to_string(k_fleet_protocol)) return "stormguard 0.3 or later";
   return "another stormguard release";
 }
 
@@ -210,12 +246,16 @@ struct redis_sync::impl {
   detail::redis_url endpoint;
   clock& time;
   log_hook log;
-  std::string window_key;
-  std::string clients_key;
-  std::string claims_key;
-  std::string version_key;
+  std::string version_key;  // the state
+  std::string window_key;   // protocols 1 and 2, only checked
+  std::string clients_key;  // idem
+  std::string claims_key;   // idem
   std::string slice_ms;
   std::string ttl_ms;
+  const std::string slices_text = std::to_string(ratio_budget::k_slices);
+  const std::string max_delta_text = std::to_string(fleet_window_store::k_max_delta);
+  const std::string protocol_text = std::to_string(k_fleet_protocol);
+  duration retention{};   // how long the store keeps the state after a sync (the script's retain)
   std::string shown_url;  // redacted
 
   detail::mutex mutex;  // one sync at a time; guards the connection and the stats
@@ -228,6 +268,12 @@ struct redis_sync::impl {
   std::int64_t failures_in_row STORMGUARD_GUARDED_BY(mutex) = 0;
   time_point next_try STORMGUARD_GUARDED_BY(mutex){};
   std::minstd_rand jitter STORMGUARD_GUARDED_BY(mutex);
+  // What the process carries from its last successful sync (the script's ARGV 11-13): the
+  // store's epoch, its heartbeat bucket (-1: none, after a failed round trip) and its claim.
+  long long epoch STORMGUARD_GUARDED_BY(mutex) = 0;
+  long long bucket STORMGUARD_GUARDED_BY(mutex) = -1;
+  long long held STORMGUARD_GUARDED_BY(mutex) = 0;
+  time_point last_success STORMGUARD_GUARDED_BY(mutex){};
 
   impl(fleet_budget& b, redis_sync_options o, clock& c, log_hook l)
       : budget(b),
@@ -255,16 +301,20 @@ struct redis_sync::impl {
       endpoint.has_password = true;
     }
     if (options.client_id.empty()) options.client_id = generated_client_id();
+    version_key = "{" + options.key + "}:version";
     window_key = "{" + options.key + "}:window";
     clients_key = "{" + options.key + "}:clients";
     claims_key = "{" + options.key + "}:claims";
-    version_key = "{" + options.key + "}:version";
     const auto window_ms =
         std::chrono::duration_cast<std::chrono::milliseconds>(budget.options().ratio.window)
             .count();
-    slice_ms = std::to_string((window_ms + ratio_budget::k_slices - 1) / ratio_budget::k_slices);
-    ttl_ms = std::to_string(
-        std::chrono::duration_cast<std::chrono::milliseconds>(options.heartbeat_ttl).count());
+    const auto slice = (window_ms + ratio_budget::k_slices - 1) / ratio_budget::k_slices;
+    const auto ttl =
+        std::chrono::duration_cast<std::chrono::milliseconds>(options.heartbeat_ttl).count();
+    slice_ms = std::to_string(slice);
+    ttl_ms = std::to_string(ttl);
+    retention = std::chrono::milliseconds(
+        std::max(slice * (ratio_budget::k_slices + 1), ttl + (ttl + 7) / 8));
   }
 
   void notify() noexcept STORMGUARD_REQUIRES(mutex) {
@@ -286,14 +336,21 @@ struct redis_sync::impl {
   }
 
   reply_ptr command(const std::vector<std::string>& args) STORMGUARD_REQUIRES(mutex) {
-    std::vector<const char*> argv;
-    std::vector<std::size_t> lens;
-    for (const auto& a : args) {
-      argv.push_back(a.data());
-      lens.push_back(a.size());
+    const std::vector<std::string_view> views(args.begin(), args.end());
+    return command(std::span<const std::string_view>(views));
+  }
+
+  // The same over views (no copy: a sync's arguments are built in place); at most 32.
+  reply_ptr command(std::span<const std::string_view> args) STORMGUARD_REQUIRES(mutex) {
+    std::array<const char*, 32> argv{};
+    std::array<std::size_t, 32> lens{};
+    const std::size_t n = std::min(args.size(), argv.size());
+    for (std::size_t i = 0; i < n; ++i) {
+      argv[i] = args[i].data();
+      lens[i] = args[i].size();
     }
     auto* raw = static_cast<redisReply*>(
-        redisCommandArgv(ctx.get(), static_cast<int>(argv.size()), argv.data(), lens.data()));
+        redisCommandArgv(ctx.get(), static_cast<int>(n), argv.data(), lens.data()));
     if (raw == nullptr) {
       throw failure(std::string(args.front()) + ": " +
                     (ctx->errstr[0] != '\0' ? ctx->errstr : "no reply"));
@@ -328,31 +385,50 @@ struct redis_sync::impl {
     sha.assign(r->str, r->len);
   }
 
-  fleet_answer exchange(const fleet_deltas& out, const fleet_terms& terms)
-      STORMGUARD_REQUIRES(mutex) {
+  // What one exchange returns besides the answer (the script's elements 5 to 8).
+  struct carried {
+    long long epoch = 0;
+    long long bucket = -1;
+    bool forgot = false;
+    long long learning_ms = 0;
+  };
+
+  fleet_answer exchange(const fleet_deltas& out, const fleet_terms& terms, bool known,
+                        carried& back) STORMGUARD_REQUIRES(mutex) {
     if (!ctx) connect();
-    std::vector<std::string> args{"EVALSHA",
-                                  sha,
-                                  "4",
-                                  window_key,
-                                  clients_key,
-                                  claims_key,
-                                  version_key,
-                                  options.client_id,
-                                  std::to_string(out.requests),
-                                  std::to_string(out.retries),
-                                  slice_ms,
-                                  std::to_string(ratio_budget::k_slices),
-                                  ttl_ms,
-                                  std::to_string(fleet_window_store::k_max_delta),
-                                  std::to_string(terms.own_requests),
-                                  std::to_string(terms.deposit),
-                                  std::to_string(terms.reserve),
-                                  std::to_string(k_fleet_protocol)};
+    // The numbers written in place (24 characters hold any long long), the rest as views.
+    std::array<std::array<char, 24>, 8> digits{};
+    std::size_t used = 0;
+    const auto number = [&digits, &used](long long v) {
+      auto& d = digits.at(used++);
+      const auto [end, ec] = std::to_chars(d.data(), d.data() + d.size(), v);
+      (void)ec;
+      return std::string_view(d.data(), static_cast<std::size_t>(end - d.data()));
+    };
+    std::array<std::string_view, 20> args{"EVALSHA",
+                                          sha,
+                                          "4",
+                                          version_key,
+                                          window_key,
+                                          clients_key,
+                                          claims_key,
+                                          number(out.requests),
+                                          number(out.retries),
+                                          slice_ms,
+                                          slices_text,
+                                          ttl_ms,
+                                          max_delta_text,
+                                          number(terms.own_requests),
+                                          number(terms.deposit),
+                                          number(terms.reserve),
+                                          protocol_text,
+                                          number(known ? epoch : 0),
+                                          number(known ? bucket : -1),
+                                          number(held)};
     reply_ptr r = command(args);
     if (r->type == REDIS_REPLY_ERROR && std::string_view(r->str, r->len).starts_with("NOSCRIPT")) {
       args[0] = "EVAL";  // the server lost its script cache (a restart, SCRIPT FLUSH)
-      args[1] = std::string(k_script);
+      args[1] = k_script;
       r = command(args);
     }
     if (r->type == REDIS_REPLY_ERROR) {
@@ -362,12 +438,13 @@ struct redis_sync::impl {
       }
       throw failure(std::string("EVALSHA: ") + r->str);
     }
-    if (r->type != REDIS_REPLY_ARRAY || r->elements != 4) throw failure("an unexpected reply");
-    std::array<long long, 4> v{};
-    for (std::size_t i = 0; i < 4; ++i) {
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != 8) throw failure("an unexpected reply");
+    std::array<long long, 8> v{};
+    for (std::size_t i = 0; i < 8; ++i) {
       if (r->element[i]->type != REDIS_REPLY_INTEGER) throw failure("an unexpected reply");
       v[i] = r->element[i]->integer;
     }
+    back = carried{v[4], v[5], v[6] != 0, v[7]};
     return fleet_answer{fleet_view{v[0], v[1], v[2]}, v[3]};
   }
 
@@ -393,10 +470,22 @@ struct redis_sync::impl {
     const fleet_terms terms = budget.terms();
     const redis_detail::sigpipe_guard no_sigpipe;
     try {
-      const fleet_answer answer = exchange(out, terms);
+      // The epoch is shown only while the store must still hold the state of the last sync.
+      const bool known = epoch != 0 && start - last_success < retention;
+      carried back;
+      const fleet_answer answer = exchange(out, terms, known, back);
       const fleet_view& view = answer.view;
       const time_point end = time.now();
       budget.end_sync(end, answer);
+      epoch = back.epoch;
+      bucket = back.bucket;
+      held = std::max<long long>(answer.credit, 0);
+      last_success = end;
+      stats.learning = back.learning_ms > 0;
+      if (back.forgot) {
+        ++stats.forgotten;
+        stats.last_forgotten = end;
+      }
       ++stats.syncs;
       stats.last_latency = end - start;
       stats.store_up = true;
@@ -413,9 +502,18 @@ struct redis_sync::impl {
             " answers again: rejoined the fleet (" + std::to_string(view.live_clients) +
             " live clients)");
       }
+      if (back.forgot) {
+        say("fleet budget " + options.key + ": store " + shown_url +
+            " had forgotten the fleet (restarted empty, flushed, evicted or failed over): "
+            "learning mode for one window, no process handed a larger claim than it held");
+      }
       return true;
     } catch (const std::exception& e) {
       ctx.reset();  // reconnect at the next try
+      // Whether the script ran is unknown: the claim it may have written stays in its bucket
+      // until the bucket expires (never freed twice); the epoch and the claim held are kept, so
+      // that a store that comes back empty is recognised.
+      bucket = -1;
       const time_point end = time.now();
       budget.sync_failed(end);
       ++failures_in_row;

@@ -27,28 +27,47 @@
 ///  stormguard::retrier retry(policy, clock, rng, budget);   // requests use the budget as usual
 /// \endcode
 ///
-/// What Redis holds, under the hash tag {KEY} (one cluster slot per service):
+/// What Redis holds, under the hash tag {KEY} (one cluster slot per service), since fleet
+/// protocol 3: one string, {KEY}:version, the protocol ("3"), a space, and 49 numbers packed as
+/// little-endian doubles (exact below 2^53):
 /// \code{.unparsed}
-///  {KEY}:window   a hash of window slots "r:N" / "w:N" (requests / retries of slice N, where
-///                 N = floor(Redis TIME in ms / slice)), the slices older than the window deleted
-///                 at each sync, the key expiring (PEXPIRE) two windows after the last sync
-///  {KEY}:clients  a sorted set of client ids scored by the Redis TIME (ms) their heartbeat
-///                 expires; expired members removed at each sync
-///  {KEY}:claims   a hash of each live client's claim "c:ID" (micro-retries, >= 0) and their sum
-///                 "t"; a client's claim is replaced at its sync and freed when its heartbeat
-///                 expires; emptied when no client is live; expiring with {KEY}:clients
-///  {KEY}:version  the fleet protocol of the processes sharing the key (k_fleet_protocol), set
-///                 at each sync, expiring no earlier than the three keys above
+///  the epoch            Redis TIME (us) when the state was created
+///  learning until       Redis TIME (ms) when a learning window ends (below)
+///  next look            when the script next looks for the keys of older layouts
+///  g                    the heartbeat buckets' width, ceil(heartbeat_ttl / 8) of the creator
+///  newest slice N, newest bucket K
+///  11 window slots      requests and retries of slices N-10..N (slice = window / 10, by
+///                       Redis TIME)
+///  10 heartbeat buckets clients, and the sum of their claims, whose heartbeat expires by
+///                       k · g, for k = K-9..K
 /// \endcode
+/// A process carries its bucket and claim from one sync to the next and the script moves them,
+/// so a sync costs a fixed number of Redis commands whatever the fleet size: TIME, GET and SET
+/// (which sets the expiry too: two retention periods plus 1 s, the retention being
+/// max(window + slice, heartbeat_ttl + g), 11 s by default); 4 when it creates the state and
+/// once per retention period (EXISTS of the older layouts' keys). A dead process's claim and
+/// heartbeat leave with their bucket: after heartbeat_ttl, at most g (ttl / 8) later. Processes
+/// of one key should share the window and heartbeat_ttl: a heartbeat longer than 9 · g is cut
+/// to it.
+///
 /// Protocol versions: a process refuses to share a key with processes of another fleet protocol,
-/// whose script would keep another budget in the same keys. It checks {KEY}:version before it
-/// writes anything; stormguard 0.1 wrote no version (protocol 1) and is recognised by its layout:
-/// its keys without {KEY}:version, or, joining a key of this protocol later, a live client in
-/// {KEY}:clients without a claim in {KEY}:claims (0.1.0 kept no claims). A refused sync fails
-/// like an unreachable store (the budget falls back to its local counts), is counted in
+/// whose script would keep another budget in the same keys. It reads the protocol before the
+/// space first; at creation and once per retention period it also looks for the keys of
+/// protocols 1 and 2 ({KEY}:window, {KEY}:clients, {KEY}:claims: stormguard 0.1 wrote no
+/// version). Processes of protocol 2 read {KEY}:version first too, find "3 ..." and refuse
+/// themselves, naming protocol "3". A refused sync writes nothing and fails like an
+/// unreachable store (the budget falls back to its local counts), is counted in
 /// redis_sync_stats::refusals, and the log hook says once which protocols and releases met
-/// ("... fleet protocol "1" (stormguard 0.1, which writes no version); this process speaks fleet
-/// protocol 2 (stormguard 0.3.0) ..."). docs/budgets.md has the reasons for this design.
+/// ("... fleet protocol "2" (stormguard 0.2, three keys without epochs); this process speaks
+/// fleet protocol 3 (stormguard 0.3.0) ...").
+///
+/// Learning mode: a store that answers but has forgotten the fleet (restarted empty, FLUSHALL,
+/// evicted, a failover to a replica that lagged) has lost the retries of the window and the
+/// claims handed out. A process that synced less than one retention period ago shows the
+/// store's epoch; a store with another epoch (or none) has forgotten, and for one window from
+/// then it hands no process a claim larger than the one that process held
+/// (redis_sync_stats::forgotten, ::learning; the log hook says it). docs/budgets.md has the
+/// reasons for this design and the measured effect.
 /// Only Redis's clock is used (TIME inside the script): no process's clock is compared with
 /// another's. Deltas are clamped to [0, fleet_window_store::k_max_delta] by the script.
 /// Store load: one round trip per process per sync interval (docs/budgets.md).
@@ -73,9 +92,10 @@
 namespace stormguard::fleet {
 
 /// The fleet protocol this build speaks: the layout of the keys and the script's arguments and
-/// answer. 1 was stormguard 0.1 (no version in the store); 2 is stormguard 0.2 and later. A change
+/// answer. 1 was stormguard 0.1 (no version in the store); 2 was stormguard 0.2 (three keys); 3 is
+/// stormguard 0.3 and later (one hash, epochs and learning mode). A change
 /// of either is a new protocol and a new minor version of stormguard (docs/releases.md).
-inline constexpr int k_fleet_protocol = 2;
+inline constexpr int k_fleet_protocol = 3;
 
 struct redis_sync_stats;
 
@@ -88,7 +108,8 @@ struct redis_sync_options {
   /// A password given apart from the URL (e.g. read from the environment variable a policy's
   /// `password_env` names); overrides one in the URL. Never printed.
   std::string password;
-  /// This process's id in the fleet; empty = generated (host name, pid and 64 random bits).
+  /// This process's id in the fleet, for its logs and metrics (since fleet protocol 3 the store
+  /// keeps no per-process entry); empty = generated (host name, pid and 64 random bits).
   std::string client_id;
   /// The connect and command timeout of one round trip. In [1 ms, 10 s]; 100 ms.
   duration timeout = std::chrono::milliseconds(100);
@@ -121,6 +142,15 @@ struct redis_sync_stats {
   std::int64_t refusals = 0;
   /// The last round trip was such a refusal.
   bool refused = false;
+  /// Successful round trips that found the store had forgotten the fleet (another epoch or
+  /// none, less than one retention period after this process's last sync): each starts a
+  /// learning window (see the file comment).
+  std::int64_t forgotten = 0;
+  /// The syncer's clock time of the last of them (time_point{} before the first).
+  time_point last_forgotten{};
+  /// The last successful round trip was in a learning window (its claim capped at the one
+  /// this process held).
+  bool learning = false;
 };
 
 /// The syncer: see the file comment.

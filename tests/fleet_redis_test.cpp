@@ -51,10 +51,12 @@ fleet_budget_options fleet_options() {
 }
 
 redis_sync_options sync_options(const std::string& key, std::string client) {
-  return redis_sync_options{.url = redis_server::shared().url(),
-                            .key = key,
-                            .client_id = std::move(client),
-                            .start_thread = false};
+  redis_sync_options o;
+  o.url = redis_server::shared().url();
+  o.key = key;
+  o.client_id = std::move(client);
+  o.start_thread = false;
+  return o;
 }
 
 // Runs one Redis command on the shared server (test set-up only).

@@ -126,7 +126,7 @@ class hedged_call_state final : public timer_target,
       delay_ = client_.hedging.delay(client_.tracker.get());
       send_copy(start_, n);
     }
-    settle(n);
+    settle();
   }
 
   // Notes copy sent+1 to start at `now` (already charged when not the first), then plans the one
@@ -233,9 +233,8 @@ class hedged_call_state final : public timer_target,
     }
   }
 
-  // Notes the end once the call is decided and no copy is in flight.
-  void settle(notes& n) STORMGUARD_REQUIRES(mutex_) {
-    (void)n;
+  // Marks the call finished once it is decided and no copy is in flight.
+  void settle() STORMGUARD_REQUIRES(mutex_) {
     if (!decided_ || in_flight_ > 0 || finished_) return;
     finished_ = true;  // done runs when the last step in progress ends (end_step)
   }
@@ -251,7 +250,7 @@ class hedged_call_state final : public timer_target,
       c.in_flight = false;
       --in_flight_;
       copy_ended(copy, c, status, *context, n);
-      settle(n);
+      settle();
     }
     carry_out(n);
   }
@@ -309,7 +308,7 @@ class hedged_call_state final : public timer_target,
       keep_.reset();  // the timer's caller holds the state
       charge_and_send(now(), n);
       if (in_flight_ == 0 && !waits_pending_copy() && !decided_) decide(failure_reason(), n);
-      settle(n);
+      settle();
     }
     carry_out(n);
   }
@@ -427,7 +426,7 @@ class hedged_call_state final : public timer_target,
             "stormguard: the call's rpc or configure threw on copy " + std::to_string(copy));
         decide(end_reason::not_retryable, n);
       }
-      settle(n);
+      settle();
     }
     carry_out(n);
   }

@@ -66,11 +66,11 @@
 /// claims handed out. A process that synced less than one retention period ago shows the
 /// store's epoch; a store with another epoch (or none) has forgotten, and for one window from
 /// then it hands no process a claim larger than the one that process held
-/// (redis_sync_stats::forgotten, ::learning; the log hook says it). docs/budgets.md has the
-/// reasons for this design and the measured effect.
-/// Only Redis's clock is used (TIME inside the script): no process's clock is compared with
-/// another's. Deltas are clamped to [0, fleet_window_store::k_max_delta] by the script.
-/// Store load: one round trip per process per sync interval (docs/budgets.md).
+/// (redis_sync_stats::forgotten and redis_sync_stats::learning; the log hook says it).
+/// docs/budgets.md has the reasons for this design and the measured effect. Only Redis's clock is
+/// used (TIME inside the script): no process's clock is compared with another's. Deltas are clamped
+/// to [0, fleet_window_store::k_max_delta] by the script. Store load: one round trip per process
+/// per sync interval (docs/budgets.md).
 ///
 /// Thread-safety: the constructor starts the thread, the destructor stops and joins it (within
 /// one command timeout). sync_once() and the accessors may be called from any thread.

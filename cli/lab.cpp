@@ -76,6 +76,8 @@ struct lab_options {
   lab_payments_options payments;
   std::string defence;  // --defence LIST (defence_option.hpp): one run per row
   CLI::Option* defence_option = nullptr;
+  std::string transport = "http";  // --transport http|grpc
+  CLI::Option* transport_option = nullptr;
   lab_fleet_store_options fleet;  // --fleet-store, --processes (lab_fleet_store.hpp)
   // --fleet-store, then the options that apply with it only: typed without it, a usage error.
   std::vector<CLI::Option*> fleet_options;
@@ -83,7 +85,8 @@ struct lab_options {
 
 constexpr const char* k_exit_statuses =
     "Exit status: 0 the report was printed; 1 a server could not be started, the HTTP client\n"
-    "could not be set up, the --metrics-port could not be bound, or stdout could not be written;\n"
+    "could not be set up, the --metrics-port could not be bound, --transport grpc in a build\n"
+    "without gRPC, or stdout could not be written;\n"
     "2 a bad command line, scenario or --policy file; 3 the report was printed but the run is\n"
     "invalid (the lab's own sockets failed: descriptors ran out, connects dropped; or the\n"
     "--fleet-store did not serve the run: unreachable, or refused its password; the report\n"
@@ -94,6 +97,11 @@ constexpr const char* k_exit_statuses =
     "(SIGTERM): the charges in flight are cancelled at once and the partial audit printed.";
 
 void print_error(const std::string& message) { report_error("lab", message); }
+
+// --transport (CLI11 has checked the value).
+lab::lab_transport_kind transport_of(const lab_options& o) noexcept {
+  return o.transport == "grpc" ? lab::lab_transport_kind::grpc : lab::lab_transport_kind::http;
+}
 
 // Set by SIGINT/SIGTERM; the fleet polls it every 100 ms. A lock-free atomic is
 // async-signal-safe.
@@ -219,8 +227,8 @@ bool typed(const CLI::Option* option) { return option != nullptr && option->coun
 // `lab payments`: the double-charge audit (lab_payments.cpp), with SIGINT/SIGTERM as for a lab
 // run.
 int run_payments(const lab_options& o) {
-  for (const CLI::Option* option :
-       {o.strategy_option, o.scale_option, o.csv_option, o.plot_option, o.metrics_port_option}) {
+  for (const CLI::Option* option : {o.strategy_option, o.scale_option, o.csv_option, o.plot_option,
+                                    o.metrics_port_option, o.transport_option}) {
     if (typed(option)) {
       print_error(option->get_name() + " does not apply to lab payments");
       return exit_usage;
@@ -411,7 +419,9 @@ int run_fleet_store(const lab_options& o, const lab_run& r) {
       print_error("--fleet-worker runs one --strategy");
       return exit_usage;
     }
-    const int status = run_lab_fleet_worker(o.fleet, r.scenario, r.strategies.front(), &g_stop);
+    lab_fleet_store_options worker = o.fleet;
+    worker.transport = transport_of(o);
+    const int status = run_lab_fleet_worker(worker, r.scenario, r.strategies.front(), &g_stop);
     // Stopped by SIGINT/SIGTERM: its report (printed) holds only part of the run, and 128+S tells
     // the parent so (a worker stopped alone makes the run invalid; lab_fleet_store.cpp).
     if (const int signal = g_signal.load(); signal != 0 && status == exit_success) {
@@ -451,7 +461,10 @@ int run_fleet_store(const lab_options& o, const lab_run& r) {
     }
   }
   lab_fleet_store_options f = o.fleet;
-  f.worker_base = {"/proc/self/exe", "lab", o.scenario, "--scale", detail::format_double(r.scale)};
+  f.transport = transport_of(o);
+  f.worker_base = {
+      "/proc/self/exe", "lab",      o.scenario, "--scale", detail::format_double(r.scale),
+      "--transport",    o.transport};
   for (const std::string& p : o.policies) {
     f.worker_base.push_back("--policy");
     f.worker_base.push_back(p);
@@ -522,6 +535,11 @@ int run(const lab_options& o) {
       }
     }
   }
+  if (transport_of(o) == lab::lab_transport_kind::grpc && !lab::lab_has_grpc()) {
+    print_error(
+        "--transport grpc: this stormguard was built without gRPC (STORMGUARD_WITH_GRPC=OFF)");
+    return exit_failure;
+  }
   if (wants_fleet_store(o.fleet)) return run_fleet_store(o, *r);
   std::vector<defence_row> rows{{"", r->scenario.defences.enabled}};
   if (o.defence_option != nullptr && o.defence_option->count() > 0) {
@@ -547,8 +565,9 @@ int run(const lab_options& o) {
       // "strategy @defence".
       lab::lab_report all{r->scenario, {}};
       for (const defence_row& row : rows) {
-        auto one = lab::run_lab(with_defences(r->scenario, row), r->strategies,
-                                {bar.callback(), &g_stop, m.fleet ? &*m.fleet : nullptr});
+        lab::fleet_options run{bar.callback(), &g_stop, m.fleet ? &*m.fleet : nullptr};
+        run.transport = transport_of(o);
+        auto one = lab::run_lab(with_defences(r->scenario, row), r->strategies, run);
         if (!one) {
           report = failure{one.error()};
           break;
@@ -574,6 +593,18 @@ int run(const lab_options& o) {
     return exit_failure;
   }
   return write_results(o, *r, *report);
+}
+
+// --transport http|grpc.
+void add_transport_option(CLI::App& sub, lab_options& options) {
+  options.transport_option =
+      add_typed_option(sub, "--transport", options.transport,
+                       "How the clients reach the server: http (HTTP/1.1), or grpc (serve --grpc's "
+                       "stormguard.lab.v1.Scenario/Call through stormguard::grpc; " +
+                           doc_path("grpc.md") + ")",
+                       "http|grpc")
+          ->check(CLI::IsMember({"http", "grpc"}))
+          ->capture_default_str();
 }
 
 }  // namespace
@@ -614,6 +645,7 @@ command add_lab_command(CLI::App& parent) {
                        "overload threshold by X, in (0, 1] (default: down to 200 req/s)",
                        "X");
   sub->add_flag("--json", options->json, "Print one JSON object instead of the table");
+  add_transport_option(*sub, *options);
   options->defence_option = add_typed_option(
       *sub, "--defence", options->defence,
       defence_option_help("Server-side defences", "all; a,b runs once per defence"), "LIST");

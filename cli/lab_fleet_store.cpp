@@ -524,13 +524,17 @@ outcome<lab::lab_report, std::string> run_lab_fleet_store(const lab_fleet_store_
     auto started = lab::server::start(s, {.port = 0, .start_clock = false});
     if (!started) return failure{started.error()};
     const std::unique_ptr<lab::server> srv = *std::move(started);
+    auto listener = lab::start_grpc_listener(*srv, o.transport);
+    if (!listener) return failure{listener.error()};
+    const std::string server_target =
+        o.transport == lab::lab_transport_kind::grpc ? listener->target : srv->url();
     // Every worker starts its fleet at one instant of the steady clock (one clock for every
     // process of the machine), far enough ahead for the workers to be up.
     const steady::time_point start = steady::now() + 1500ms;
     const std::string key =
         "stormguard-lab-" + std::to_string(::getpid()) + "-" + std::to_string(i);
     auto spawned =
-        start_workers(o, strategies[i].name, srv->url(), start, redis != nullptr, url, key);
+        start_workers(o, strategies[i].name, server_target, start, redis != nullptr, url, key);
     if (!spawned) return failure{spawned.error()};
     const std::vector<child> workers = *std::move(spawned);
     std::this_thread::sleep_until(start);
@@ -559,6 +563,7 @@ outcome<lab::lab_report, std::string> run_lab_fleet_store(const lab_fleet_store_
     std::vector<lab::part_report>& reports = done.reports;
     const lab::server_stats st = srv->stats();
     srv->stop();
+    listener->stop();  // after the server, which has answered every call it held
     if (!error.empty()) return failure{error};
     say_sync_totals(strategies[i].name, reports, s.length);
     sim::strategy modelled = strategies[i];
@@ -609,6 +614,7 @@ int run_lab_fleet_worker(const lab_fleet_store_options& o, const sim::scenario& 
   lab::fleet_options options;
   options.stop = stop;
   options.attach_fleet_budget = syncers.hook();
+  options.transport = o.transport;
   auto run = lab::run_fleet_part(part, strategy, o.server_url, start, options);
   if (!run) {
     report_error("lab", printable_message(run.error()));

@@ -41,6 +41,9 @@ struct lab_fleet_store_options {
   std::string server_url;      ///< hidden --fleet-server
   std::int64_t start_ns = 0;   ///< hidden --fleet-start (steady clock, ns since its epoch)
   std::string key;             ///< hidden --fleet-key
+  /// --transport: the workers' clients reach the server over HTTP or gRPC (the server's
+  /// listener; --fleet-server is then its gRPC target).
+  lab::lab_transport_kind transport = lab::lab_transport_kind::http;
   /// The worker's command line before its own options: the executable, "lab", the scenario,
   /// --scale, and each --policy (set by lab.cpp).
   std::vector<std::string> worker_base;

@@ -12,6 +12,7 @@
 #include <chrono>
 #include <csignal>
 #include <ctime>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -29,6 +30,10 @@
 #include "stormguard/sim/scenario.hpp"
 #include "temporary_store.hpp"
 #include "usage.hpp"
+
+#if defined(STORMGUARD_APP_HAS_GRPC)
+#include "app/lab_grpc.hpp"
+#endif
 
 namespace stormguard::cli {
 
@@ -48,6 +53,9 @@ struct serve_options {
   std::string ledger_token_file;
   std::string defence;  // --defence (defence_option.hpp): one server, no comma
   CLI::Option* defence_option = nullptr;
+  bool grpc = false;  // --grpc, or --grpc-port given
+  int grpc_port = 0;
+  CLI::Option* grpc_port_option = nullptr;
 };
 
 void print_error(const std::string& message) { report_error("serve", message); }
@@ -55,12 +63,14 @@ void print_error(const std::string& message) { report_error("serve", message); }
 constexpr const char* k_exit_statuses =
     "Exit status: 0 after a clean shutdown on SIGINT, SIGTERM or SIGHUP (the way serve ends), 1 "
     "when the\n"
-    "port cannot be bound (in use, not permitted), the --idempotency store cannot be opened or\n"
+    "port or the --grpc port cannot be bound (in use, not permitted), --grpc in a build without\n"
+    "gRPC, the --idempotency store cannot be opened or\n"
     "reached, --principal-key-file cannot be read (or is empty, or over 1024 bytes),\n"
     "--ledger-token-file cannot be read or holds no token, or stdout\n"
     "cannot be written, 2 for a bad command line or scenario (unknown name, "
     "bad\n"
-    "file, --port outside [0, 65535], --scale outside (0, 1], a bad --idempotency spec,\n"
+    "file, --port or --grpc-port outside [0, 65535], --scale outside (0, 1], a bad --idempotency\n"
+    "spec, "
     "--fault-after-commit outside [0, 1]).";
 
 // A count per second, to the nearest integer.
@@ -154,8 +164,9 @@ std::optional<lab::payments_options> payments_of(const serve_options& o, const s
 }
 
 // Prints the live line every second until SIGINT, SIGTERM or SIGHUP (blocked in `signals`),
-// then stops the server and prints the summary.
-void serve_until_signal(lab::server& srv, const sigset_t& signals) {
+// then stops the server, runs `after_stop` (the gRPC listener's own stop) and prints the summary.
+void serve_until_signal(lab::server& srv, const sigset_t& signals,
+                        const std::function<void()>& after_stop) {
   using clock = std::chrono::steady_clock;
   const auto began = clock::now();
   auto next_tick = began + std::chrono::seconds(1);
@@ -183,6 +194,7 @@ void serve_until_signal(lab::server& srv, const sigset_t& signals) {
     if (next_tick < now_time) next_tick = now_time + std::chrono::seconds(1);
   }
   srv.stop();
+  if (after_stop) after_stop();
   report_log("serve",
              summary(srv.stats(), std::chrono::duration<double>(clock::now() - began).count()));
 }
@@ -235,7 +247,27 @@ int run(const serve_options& o) {
                              .payments = *payments},
                             status);
   if (!srv) return status;
-  if (!write_all(stdout, "listening on " + srv->url() + "\n")) {
+  // `--grpc`: the same endpoint over gRPC; stopped after the server, which answers every call
+  // it still holds (app/lab_grpc.hpp). Started before the first line is printed, so that a
+  // script that reads "listening on" knows both listeners are up.
+  std::function<void()> stop_grpc;
+  std::string grpc_line;
+  if (o.grpc || (o.grpc_port_option != nullptr && o.grpc_port_option->count() > 0)) {
+#if defined(STORMGUARD_APP_HAS_GRPC)
+    auto grpc = lab::grpc_endpoint::start(*srv, static_cast<std::uint16_t>(o.grpc_port));
+    if (!grpc) {
+      print_error("--grpc: " + grpc.error());
+      return exit_failure;
+    }
+    std::shared_ptr<lab::grpc_endpoint> endpoint = *std::move(grpc);
+    grpc_line = "grpc listening on " + endpoint->address() + "\n";
+    stop_grpc = [endpoint] { endpoint->stop(); };
+#else
+    print_error("--grpc: this stormguard was built without gRPC (STORMGUARD_WITH_GRPC=OFF)");
+    return exit_failure;
+#endif
+  }
+  if (!write_all(stdout, "listening on " + srv->url() + "\n" + grpc_line)) {
     print_error("cannot write to stdout: " + errno_text(errno));
     return exit_failure;
   }
@@ -252,7 +284,7 @@ int run(const serve_options& o) {
                       ? ", fault after commit " + detail::format_double(o.fault_after_commit)
                       : std::string()));
 
-  serve_until_signal(*srv, signals);
+  serve_until_signal(*srv, signals, stop_grpc);
   return exit_success;
 }
 
@@ -267,8 +299,9 @@ command add_serve_command(CLI::App& parent) {
       "service times and incident, on the scenario's clock. GET /stats and /metrics give the\n"
       "counters; POST /control/start starts the clock (with --wait-start); POST /charges is a\n"
       "payments endpoint behind the idempotency guard and GET /ledger its ledger; every other\n"
-      "path is the scenario's endpoint. Runs until SIGINT, SIGTERM or SIGHUP. See\n" +
-      doc_path("lab.md") + " and " + doc_path("idempotency.md") + ".");
+      "path is the scenario's endpoint. With --grpc, the same endpoint over gRPC too\n"
+      "(stormguard.lab.v1.Scenario/Call). Runs until SIGINT, SIGTERM or SIGHUP. See\n" +
+      doc_path("lab.md") + ", " + doc_path("grpc.md") + " and " + doc_path("idempotency.md") + ".");
   sub->footer(k_exit_statuses);
   add_scenario_argument(*sub, options->scenario);
   add_typed_option(*sub, "--port", options->port, "The port on 127.0.0.1; 0 lets the system choose",
@@ -308,6 +341,15 @@ command add_serve_command(CLI::App& parent) {
       add_typed_option(*sub, "--seed", options->seed,
                        "Seed of the --fault-after-commit draws (default: the scenario's seed)", "N")
           ->transform(whole_number());
+  sub->add_flag("--grpc", options->grpc,
+                "Serve the scenario's endpoint over gRPC too (stormguard.lab.v1.Scenario/Call, "
+                "proto/stormguard/lab/v1/scenario.proto) on 127.0.0.1, port --grpc-port; GET "
+                "/stats counts both");
+  options->grpc_port_option =
+      add_typed_option(*sub, "--grpc-port", options->grpc_port,
+                       "The gRPC port on 127.0.0.1 (implies --grpc); 0 lets the system choose", "N")
+          ->transform(whole_number_in(0, 65535))
+          ->capture_default_str();
   options->defence_option = add_typed_option(
       *sub, "--defence", options->defence,
       defence_option_help("Server-side defences of this server", "or all"), "LIST");

@@ -301,7 +301,7 @@ function(stormguard_grpc_proto target proto)
   else()
     find_program(STORMGUARD_PROTOC protoc)
     if(NOT STORMGUARD_PROTOC)
-      message(FATAL_ERROR "STORMGUARD_WITH_GRPC is ON and the tests or examples are built, but "
+      message(FATAL_ERROR "STORMGUARD_WITH_GRPC is ON in a top-level build (the .proto of serve --grpc, the tests and the example), but "
         "protoc was not found (Debian: protobuf-compiler) ${hint}")
     endif()
     set(protoc "${STORMGUARD_PROTOC}")
@@ -311,7 +311,7 @@ function(stormguard_grpc_proto target proto)
   else()
     find_program(STORMGUARD_GRPC_CPP_PLUGIN grpc_cpp_plugin)
     if(NOT STORMGUARD_GRPC_CPP_PLUGIN)
-      message(FATAL_ERROR "STORMGUARD_WITH_GRPC is ON and the tests or examples are built, but "
+      message(FATAL_ERROR "STORMGUARD_WITH_GRPC is ON in a top-level build (the .proto of serve --grpc, the tests and the example), but "
         "grpc_cpp_plugin was not found (Debian: protobuf-compiler-grpc) ${hint}")
     endif()
     set(plugin "${STORMGUARD_GRPC_CPP_PLUGIN}")

@@ -132,7 +132,30 @@ TEST_F(LabCli, BadInputExitsTwo) {
   EXPECT_EQ(run_cli("lab '" + file_ + "' --csv ''").exit_code, 2);
   EXPECT_EQ(run_cli("lab '" + file_ + "' --plot out.pdf").exit_code, 2);
   EXPECT_EQ(run_cli("lab").exit_code, 2);
+  const run_result transport = run_cli("lab '" + file_ + "' --transport quic");
+  EXPECT_EQ(transport.exit_code, 2);
+  EXPECT_NE(transport.output.find("--transport"), std::string::npos) << transport.output;
+  EXPECT_NE(transport.output.find("quic"), std::string::npos) << transport.output;
+  const run_result payments = run_cli("lab payments --transport grpc");
+  EXPECT_EQ(payments.exit_code, 2);
+  EXPECT_NE(payments.output.find("--transport does not apply to lab payments"), std::string::npos)
+      << payments.output;
 }
+
+#if defined(STORMGUARD_APP_HAS_GRPC)
+TEST_F(LabCli, OverGrpcTheJsonHasTheLabAndSimObjects) {
+  const run_result r = run_cli("lab '" + file_ + "' --transport grpc -s none --json");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("\"lab\":{\"name\":\"none\""), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("\"sim\":{\"name\":\"none\""), std::string::npos) << r.output;
+}
+#else
+TEST_F(LabCli, OverGrpcInABuildWithoutGrpcExitsOne) {
+  const run_result r = run_cli("lab '" + file_ + "' --transport grpc -s none");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("built without gRPC"), std::string::npos) << r.output;
+}
+#endif
 
 #endif  // STORMGUARD_CLI_PATH
 

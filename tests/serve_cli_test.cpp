@@ -267,6 +267,51 @@ TEST(ServeCli, SigintEndsCleanlyAndFreesThePort) {
   EXPECT_FALSE(accepts(port)) << "the port is free";
 }
 
+#if defined(STORMGUARD_APP_HAS_GRPC)
+TEST(ServeCli, GrpcSecondLineIsItsAddressAndASignalEndsBoth) {
+  serve_process serve({"friday-night", "--scale", "0.01", "--grpc"});
+  const std::string url = serve.url();
+  ASSERT_FALSE(url.empty());
+  const std::string second = serve.first_line();
+  const std::string prefix = "grpc listening on 127.0.0.1:";
+  ASSERT_EQ(second.rfind(prefix, 0), 0U) << second;
+  const int grpc_port = std::stoi(second.substr(prefix.size()));
+  EXPECT_NE(grpc_port, port_of(url));
+  EXPECT_TRUE(accepts(grpc_port));
+  ASSERT_EQ(::kill(serve.pid(), SIGTERM), 0);
+  const int status = serve.wait();
+  ASSERT_TRUE(WIFEXITED(status)) << status;
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  EXPECT_FALSE(accepts(grpc_port)) << "the gRPC port is free";
+}
+
+TEST(ServeCli, GrpcPortInUseExits1WithTheReasonBeforeAnyLine) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t length = sizeof a;
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  ASSERT_EQ(::listen(fd, 1), 0);
+  ASSERT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &length), 0);
+  const std::string port = std::to_string(ntohs(a.sin_port));
+  const auto r = run_program({k_cli, "serve", "friday-night", "--grpc-port", port},
+                             stderr_mode::capture, std::chrono::seconds(5));
+  ::close(fd);
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_EQ(r.err,
+            "stormguard serve: error: --grpc: 127.0.0.1:" + port + ": Address already in use\n");
+  EXPECT_EQ(r.out, "") << "no \"listening on\" for a serve that did not start";
+}
+#else
+TEST(ServeCli, GrpcInABuildWithoutGrpcExits1) {
+  const auto r = run_program({k_cli, "serve", "friday-night", "--grpc"}, stderr_mode::capture,
+                             std::chrono::seconds(5));
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("built without gRPC"), std::string::npos) << r.err;
+}
+#endif
+
 TEST(ServeCli, SigtermAndSighupEndCleanly) {
   for (const int signal : {SIGTERM, SIGHUP}) {  // SIGHUP: the terminal was closed
     serve_process serve({"friday-night"});

@@ -30,7 +30,12 @@
 #include <variant>
 #include <vector>
 
+#include "app/attempt_heard.hpp"
 #include "app/report.hpp"
+#if defined(STORMGUARD_APP_HAS_GRPC)
+#include "app/lab_grpc.hpp"
+#include "app/lab_grpc_attempts.hpp"
+#endif
 #include "stormguard/admission/reply.hpp"
 #include "stormguard/http/async_client.hpp"
 #include "stormguard/metrics/retry_metrics.hpp"
@@ -75,13 +80,59 @@ class scenario_clock final : public clock {
   real_clock real_;
 };
 
+#if defined(STORMGUARD_APP_HAS_GRPC)
+using grpc_sender = grpc_attempts;
+#else
+// A build without gRPC: never made (start_grpc_listener refuses the transport first).
+struct grpc_sender {
+  using metadata = std::vector<std::pair<std::string, std::string>>;
+  grpc_sender(asio::io_context&, const std::string&, duration) {
+    throw std::invalid_argument("stormguard::lab: this build has no gRPC (STORMGUARD_WITH_GRPC)");
+  }
+  void send(std::uint64_t, const metadata&, const std::function<void(attempt_heard)>&) {}
+  void cancel(std::uint64_t) {}
+  void stop() noexcept {}
+};
+#endif
+
+// What an HTTP attempt came back with (http::async_client's result), in the transport-neutral
+// words of attempt_heard: a response with its status, its pushback as the client read it
+// (server_refused) and its Retry-After; no response by the attempt's time-out (libcurl's
+// CURLE_OPERATION_TIMEDOUT), cancelled by this transport, or the lab's own failure.
+attempt_heard heard_of(const http::result& res) {
+  attempt_heard h;
+  if (res.response) {
+    const auto retry_after = res.response->header_value("Retry-After");
+    h.reply = admission::reply{.status = res.response->status,
+                               .do_not_retry = res.reason == end_reason::server_refused,
+                               .retry_after = retry_after.has_value()};
+    if (retry_after) {
+      const auto wall = std::chrono::time_point_cast<std::chrono::system_clock::duration>(
+          std::chrono::system_clock::now());
+      h.retry_after = parse_retry_after(*retry_after, wall).value_or(duration::zero());
+    }
+    return h;
+  }
+  constexpr int k_curle_operation_timedout = 28;
+  if (res.error && res.error->kind == http::failure_kind::cancelled) {
+    h.cancelled = true;
+  } else if (res.error && res.error->curl_code == k_curle_operation_timedout) {
+    h.timed_out = true;
+  } else {
+    h.failure = res.error ? res.error->message : std::string("no response");
+  }
+  return h;
+}
+
 // The lab's transport for the engine's driver (stormguard_engine/driver.hpp): the scenario's
 // clock is the steady clock from the start of the run, scheduled starts wait on an Asio timer,
 // and each attempt is one HTTP GET through http::async_client to the lab's server (which runs the
-// engine's server model). Prometheus metrics, when asked for, hear of every outcome. With a
-// hedging strategy, the copies of a request that has ended (another copy won, or the request gave
-// up) are cancelled for real: their transfers leave libcurl and their connections close, as
-// http::async_hedge does (the server still serves them to the end, as in the model).
+// engine's server model), or, over gRPC, one call through grpc_attempts
+// (app/lab_grpc_attempts.hpp) to the server's gRPC listener. Prometheus metrics, when asked for,
+// hear of every outcome. With a hedging strategy, the copies of a request that has ended (another
+// copy won, or the request gave up) are cancelled for real: their transfers leave libcurl and their
+// connections close, as http::async_hedge does (the server still serves them to the end, as in the
+// model).
 //
 // `srv` is null for a part of a fleet spread over processes (run_fleet_part): the server runs in
 // another process, whose figures the caller adds (merge_parts).
@@ -108,7 +159,12 @@ class lab_transport {
         prometheus_(options.metrics == nullptr
                         ? nullptr
                         : &options.metrics->for_client(strat.name, metrics::budget_kind<B>())),
-        driver_(s, strat, config, *this) {}
+        driver_(s, strat, config, *this) {
+    if (options.transport == lab_transport_kind::grpc) {
+      grpc_ = std::make_unique<grpc_sender>(
+          io, url_, strat.attempt_timeout != duration::max() ? strat.attempt_timeout : s.timeout);
+    }
+  }
 
   fleet_result run(std::optional<steady::time_point> start = std::nullopt) {
     if (start) {
@@ -134,6 +190,7 @@ class lab_transport {
     arm_starts();
     tick();
     io_.run();
+    if (grpc_) grpc_->stop();  // the calls still in flight: cancelled, as the HTTP client's are
     attached.clear();
     fleet_result out;
     out.completed = completed_;
@@ -207,7 +264,15 @@ class lab_transport {
     if (driver_.clients()[id].in_incident) {
       req.headers.push_back({std::string(k_incident_label_header), "1"});
     }
-    auto done = [this, id, attempt](http::result res) { on_result(id, attempt, res); };
+    if (grpc_) {  // the labels as metadata (lowercase names, as gRPC requires)
+      grpc_sender::metadata md;
+      md.reserve(req.headers.size());
+      for (http::header& h : req.headers) md.emplace_back(std::move(h.name), std::move(h.value));
+      grpc_->send(copy_key(id, attempt), md,
+                  [this, id, attempt](attempt_heard h) { on_result(id, attempt, h); });
+      return;
+    }
+    auto done = [this, id, attempt](http::result res) { on_result(id, attempt, heard_of(res)); };
     if (!hedging_) {
       client_.async_perform(std::move(req), std::move(done));
       return;
@@ -304,14 +369,14 @@ class lab_transport {
 
   // An attempt's HTTP result: a 2xx is a success, another status a 503 of the model, no
   // response a timeout (the client's attempt timeout is the scenario's).
-  void on_result(std::uint32_t id, std::int32_t attempt, const http::result& res) {
+  void on_result(std::uint32_t id, std::int32_t attempt, const attempt_heard& heard) {
     if (stopped_) return;
     if (hedging_) {
       copies_.erase(copy_key(id, attempt));
       // A copy this transport cancelled: the model has forgotten it already.
-      if (res.error && res.error->kind == http::failure_kind::cancelled) return;
+      if (heard.cancelled) return;
     }
-    classify_result(id, attempt, res);
+    classify_result(id, attempt, heard);
     if (hedging_ && driver_.ended(id)) cancel_copies(id);
   }
 
@@ -322,34 +387,30 @@ class lab_transport {
   // Cancels the copies of request `id` still in flight (at most hedging.max_attempts <= 5).
   void cancel_copies(std::uint32_t id) {
     for (std::int32_t k = 1; k <= 5; ++k) {
+      if (grpc_) {
+        grpc_->cancel(copy_key(id, k));
+        continue;
+      }
       const auto it = copies_.find(copy_key(id, k));
       if (it != copies_.end()) it->second->emit(asio::cancellation_type::terminal);
     }
   }
 
-  void classify_result(std::uint32_t id, std::int32_t attempt, const http::result& res) {
+  void classify_result(std::uint32_t id, std::int32_t attempt, const attempt_heard& heard) {
     const std::int64_t t = now();
     if (t >= end_) return;  // after the run: still in flight, as in the simulator
-    if (res.response && res.response->status >= 200 && res.response->status < 300) {
+    if (heard.reply && heard.reply->status >= 200 && heard.reply->status < 300) {
       driver_.succeeded(id, attempt, t);
-    } else if (res.response) {
-      // What the client heard (the pushback as the HTTP client read it: server_refused), and what
-      // it does with it: admission::client_step_for, as in the simulator.
-      const auto retry_after = res.response->header_value("Retry-After");
-      const admission::reply heard{.status = res.response->status,
-                                   .do_not_retry = res.reason == end_reason::server_refused,
-                                   .retry_after = retry_after.has_value()};
-      switch (admission::client_step_for(heard, driver_.profile())) {
+    } else if (heard.reply) {
+      // What the client heard (the pushback as the client read it), and what it does with it:
+      // admission::client_step_for, as in the simulator.
+      switch (admission::client_step_for(*heard.reply, driver_.profile())) {
         case admission::client_step::stop:
           driver_.refused(id, attempt, t);  // grpc-retry-pushback-ms < 0 (e.g. the retry budget)
           break;
-        case admission::client_step::retry_after: {
-          const auto wall = std::chrono::time_point_cast<std::chrono::system_clock::duration>(
-              std::chrono::system_clock::now());
-          const auto delay = parse_retry_after(*retry_after, wall);
-          driver_.unavailable_after(id, attempt, t, delay.value_or(duration::zero()));
+        case admission::client_step::retry_after:
+          driver_.unavailable_after(id, attempt, t, heard.retry_after.value_or(duration::zero()));
           break;
-        }
         case admission::client_step::done:  // not reached: a 2xx is a success above
         case admission::client_step::retry:
           driver_.unavailable(id, attempt, t);
@@ -358,11 +419,9 @@ class lab_transport {
     } else {
       // The scenario's silence is a time-out; any other transport failure is the lab's own
       // (fleet_result::transport_failures). Still a time-out for the driver: no response.
-      constexpr int k_curle_operation_timedout = 28;
       // A hedged copy cancelled because its request had already ended is no failure.
-      if (!driver_.ended(id) &&
-          (!res.error || res.error->curl_code != k_curle_operation_timedout)) {
-        if (transport_failures_++ == 0 && res.error) first_transport_failure_ = res.error->message;
+      if (!driver_.ended(id) && !heard.timed_out) {
+        if (transport_failures_++ == 0 && heard.failure) first_transport_failure_ = *heard.failure;
       }
       driver_.timed_out(id, attempt, t);
     }
@@ -381,6 +440,7 @@ class lab_transport {
   // the client, which may still touch their slots when it is destroyed.
   std::unordered_map<std::uint64_t, std::unique_ptr<asio::cancellation_signal>> copies_;
   http::async_client client_;
+  std::unique_ptr<grpc_sender> grpc_;  // over gRPC: the attempts go there, not to client_
   std::priority_queue<pending, std::vector<pending>, std::greater<>> starts_;
   asio::steady_timer starts_timer_;
   asio::steady_timer tick_timer_;
@@ -439,7 +499,9 @@ outcome<fleet_result, std::string> run_one(const char* what, const sim::scenario
 
 outcome<fleet_result, std::string> run_fleet(const sim::scenario& s, const sim::strategy& strat,
                                              server& srv, const fleet_options& options) {
-  return run_one("run_fleet", s, strat, &srv, srv.url(), std::nullopt, options);
+  const std::string& target =
+      options.transport == lab_transport_kind::grpc ? options.grpc_target : srv.url();
+  return run_one("run_fleet", s, strat, &srv, target, std::nullopt, options);
 }
 
 outcome<fleet_result, std::string> run_fleet_part(const sim::scenario& part,
@@ -470,7 +532,11 @@ outcome<lab_report, std::string> run_lab(const sim::scenario& s,
     auto started = server::start(s, {.port = 0, .start_clock = false});
     if (!started) return failure{started.error()};
     const std::unique_ptr<server> srv = *std::move(started);
-    fleet_options per_run{{}, options.stop, options.metrics, options.attach_fleet_budget};
+    fleet_options per_run{
+        {}, options.stop, options.metrics, options.attach_fleet_budget, options.transport, {}};
+    auto listener = start_grpc_listener(*srv, options.transport);
+    if (!listener) return failure{listener.error()};
+    per_run.grpc_target = listener->target;
     if (options.progress) {
       per_run.progress = [&, i](std::size_t done, std::size_t) {
         options.progress(i * ticks + done, strategies.size() * ticks);
@@ -478,6 +544,7 @@ outcome<lab_report, std::string> run_lab(const sim::scenario& s,
     }
     auto measured = run_fleet(s, strategies[i], *srv, per_run);
     srv->stop();
+    listener->stop();  // after the server, which has answered every call it held
     if (!measured) return failure{measured.error()};
     fleet_result& run = *measured;
     report.strategies.push_back(lab_comparison{strategies[i].name, std::move(run.result),
@@ -582,6 +649,31 @@ std::string format_table(const lab_report& report) {
     }
   }
   return out;
+}
+
+outcome<grpc_listener, std::string> start_grpc_listener(server& srv, lab_transport_kind kind) {
+  if (kind != lab_transport_kind::grpc) return grpc_listener{};
+#if defined(STORMGUARD_APP_HAS_GRPC)
+  auto started = grpc_endpoint::start(srv, 0);
+  if (!started) return failure{"the gRPC listener: " + started.error()};
+  std::shared_ptr<grpc_endpoint> endpoint = *std::move(started);
+  grpc_listener l;
+  l.target = endpoint->address();
+  l.stop_endpoint = [endpoint] { endpoint->stop(); };
+  l.endpoint = std::move(endpoint);
+  return l;
+#else
+  (void)srv;
+  throw std::invalid_argument("stormguard::lab: this build has no gRPC (STORMGUARD_WITH_GRPC)");
+#endif
+}
+
+bool lab_has_grpc() noexcept {
+#if defined(STORMGUARD_APP_HAS_GRPC)
+  return true;
+#else
+  return false;
+#endif
 }
 
 bool forgetting_touches_incident(const sim::scenario& s, duration at, duration window) noexcept {

@@ -50,6 +50,31 @@ class retry_metrics;
 
 namespace stormguard::lab {
 
+/// How the lab's clients reach the server: HTTP/1.1 (the server's URL) or gRPC (`lab --transport
+/// grpc`: the server's stormguard.lab.v1.Scenario/Call, app/lab_grpc.hpp, through
+/// stormguard::grpc::client; only in a build with gRPC, lab_has_grpc()).
+enum class lab_transport_kind { http, grpc };
+
+/// True when this build can run the lab over gRPC (STORMGUARD_WITH_GRPC).
+[[nodiscard]] bool lab_has_grpc() noexcept;
+
+/// The gRPC listener beside a run's server (app/lab_grpc.hpp), kept alive by `endpoint`.
+struct grpc_listener {
+  std::string target;              ///< "127.0.0.1:PORT"; empty over HTTP
+  std::shared_ptr<void> endpoint;  ///< the listener (null over HTTP)
+  std::function<void()> stop_endpoint{};
+  /// Stops the listener: after the server's stop(), which answers every call it held.
+  void stop() const {
+    if (stop_endpoint) stop_endpoint();
+  }
+};
+
+/// Over gRPC, starts a listener for `srv`'s endpoint on 127.0.0.1 (port chosen by the system);
+/// over HTTP, nothing (an empty grpc_listener). An error naming the address when it cannot
+/// listen; std::invalid_argument for grpc in a build without gRPC (lab_has_grpc()).
+[[nodiscard]] outcome<grpc_listener, std::string> start_grpc_listener(server& srv,
+                                                                      lab_transport_kind kind);
+
 /// How a fleet run reports progress, is stopped and is measured.
 struct fleet_options {
   /// Called on the fleet's thread about every 100 ms with (ticks done, ticks in the run); a tick
@@ -76,6 +101,12 @@ struct fleet_options {
   std::function<std::shared_ptr<void>(std::size_t client, fleet_budget& budget,
                                       clock& scenario_clock)>
       attach_fleet_budget{};
+  /// How the clients reach the server. With grpc, run_lab starts a gRPC listener beside each
+  /// server and run_fleet_part's `url` is a gRPC target ("127.0.0.1:PORT"); run_fleet needs
+  /// the target in `grpc_target`. A build without gRPC throws std::invalid_argument for grpc.
+  lab_transport_kind transport = lab_transport_kind::http;
+  /// run_fleet over gRPC: the listener's target (app/lab_grpc.hpp grpc_endpoint::address()).
+  std::string grpc_target{};
 };
 
 /// What one fleet run measured.

@@ -5,8 +5,10 @@
 // (retry_admission::admit, admission::expired, concurrency_limit::try_acquire).
 #include "stormguard/grpc/admission.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <limits>
 #include <mutex>
 #include <stdexcept>
@@ -139,15 +141,26 @@ void admission_ticket::release() noexcept {
   owner_->impl_->release(started_);
 }
 
-::grpc::Status admission_ticket::refusal() const {
-  if (admitted()) return ::grpc::Status::OK;
-  const admission::reply answer = admission::reply_for(decision_);
+::grpc::Status admission_ticket::refusal() const { return status_for(decision_); }
+
+::grpc::Status status_for(admission::outcome o) {
+  if (o == admission::outcome::served) return ::grpc::Status::OK;
+  const admission::reply answer = admission::reply_for(o);
   std::string message(answer.body);
   while (!message.empty() && message.back() == '\n') message.pop_back();
-  const auto code = decision_ == admission::outcome::over_limit
-                        ? ::grpc::StatusCode::RESOURCE_EXHAUSTED
-                        : ::grpc::StatusCode::UNAVAILABLE;
+  const auto code = o == admission::outcome::over_limit ? ::grpc::StatusCode::RESOURCE_EXHAUSTED
+                                                        : ::grpc::StatusCode::UNAVAILABLE;
   return {code, "stormguard admission: " + message};
+}
+
+std::optional<std::string> pushback_for(admission::outcome o, std::optional<duration> delay) {
+  if (admission::reply_for(o).do_not_retry) return std::string(admission::k_refusal_pushback);
+  if (!delay) return std::nullopt;
+  using ms = std::chrono::milliseconds;
+  constexpr auto k_max = ms(std::numeric_limits<std::int32_t>::max());
+  const duration d =
+      std::clamp(*delay, duration::zero(), std::chrono::duration_cast<duration>(k_max));
+  return std::to_string(std::chrono::ceil<ms>(d).count());
 }
 
 namespace {

@@ -147,6 +147,39 @@ std::optional<std::uint64_t> retry_signal_reader::fingerprint(
   return finish(ctx);
 }
 
+namespace {
+
+// The attempt number the other ecosystems' labels say, when they say retry (0 otherwise), and
+// 2 for a repeated Idempotency-Key: what recognition::retry_attempt holds.
+std::int64_t retry_attempt_of(const admission::request_signals& seen,
+                              const admission::retry_labels& labels) noexcept {
+  std::int64_t attempt = 0;
+  if (seen.shows(admission::retry_signal::amz_sdk_request)) {
+    attempt = labels.reading(admission::retry_signal::amz_sdk_request).attempt;
+  }
+  if (seen.shows(admission::retry_signal::graph_retry_attempt)) {
+    attempt =
+        std::max(attempt, labels.reading(admission::retry_signal::graph_retry_attempt).attempt);
+  }
+  if (seen.repeated_idempotency_key) attempt = std::max<std::int64_t>(attempt, 2);
+  return attempt;
+}
+
+}  // namespace
+
+retry_signal_reader::recognition retry_signal_reader::recognise_labels(
+    std::span<const std::pair<std::string, std::string>> fields, time_point now) noexcept {
+  admission::retry_labels labels;
+  for (const auto& [name, value] : fields) {
+    if (admission::retry_labels::reads(name)) labels.field(name, value);
+  }
+  const admission::request_signals seen =
+      recognizer_.recognise(now, labels, std::nullopt, std::nullopt);
+  recognition r;
+  r.retry_attempt = retry_attempt_of(seen, labels);
+  return r;
+}
+
 retry_signal_reader::recognition retry_signal_reader::recognise(evhttp_request* req,
                                                                 time_point now) noexcept {
   admission::retry_labels labels;
@@ -178,14 +211,7 @@ retry_signal_reader::recognition retry_signal_reader::recognise(evhttp_request* 
   const admission::request_signals seen =
       recognizer_.recognise(now, labels, key_digest, r.fingerprint);
   // The other ecosystems' labels say which attempt this is (Graph's counts the retries).
-  if (seen.shows(admission::retry_signal::amz_sdk_request)) {
-    r.retry_attempt = labels.reading(admission::retry_signal::amz_sdk_request).attempt;
-  }
-  if (seen.shows(admission::retry_signal::graph_retry_attempt)) {
-    r.retry_attempt = std::max(
-        r.retry_attempt, labels.reading(admission::retry_signal::graph_retry_attempt).attempt);
-  }
-  if (seen.repeated_idempotency_key) r.retry_attempt = std::max<std::int64_t>(r.retry_attempt, 2);
+  r.retry_attempt = retry_attempt_of(seen, labels);
   r.weak_retry = seen.fingerprint_after_failure;
   return r;
 }

@@ -27,7 +27,10 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
+#include <string>
 #include <string_view>
+#include <utility>
 
 #include "stormguard/admission/retry_signals.hpp"
 #include "stormguard/clock.hpp"
@@ -59,6 +62,11 @@ class retry_signal_reader {
   };
   /// Recognises and counts `req`'s signals at `now`.
   recognition recognise(evhttp_request* req, time_point now) noexcept;
+  /// Recognises and counts the retry labels among `fields` (name, value) of a request that came
+  /// by another transport, at `now`: no Idempotency-Key and no fingerprint (recognition's
+  /// fingerprint is nullopt, weak_retry false).
+  recognition recognise_labels(std::span<const std::pair<std::string, std::string>> fields,
+                               time_point now) noexcept;
   /// `req`'s fingerprint, computed again (nullopt when the client has gone and the request has
   /// no Authorization field: without its connection the peer is unknown, or for a part of 4 GiB
   /// or more).

@@ -42,11 +42,14 @@
 #include <vector>
 
 #include "lab/attempt_fields.hpp"
+#include "lab/attempt_waiter.hpp"
 #include "lab/charge_worker.hpp"
 #include "lab/charges.hpp"
+#include "lab/evhttp_reply.hpp"
 #include "lab/http_limits.hpp"
 #include "lab/retry_signal_reader.hpp"
 #include "lab/stats_text.hpp"
+#include "lab/transport_inbox.hpp"
 #include "lab/wire.hpp"
 #include "stormguard/admission/reply.hpp"
 #include "stormguard/detail/saturate.hpp"
@@ -57,6 +60,12 @@
 #include "stormguard_engine/server.hpp"
 
 namespace stormguard::lab {
+
+using detail::header_values;
+using detail::query_parameters;
+using detail::reply;
+using detail::reply_stored;
+using detail::reply_text;
 
 namespace {
 
@@ -84,67 +93,6 @@ sim::scenario model_of(const sim::scenario& s) {
   sim::scenario m = s;
   if (m.incident) m.incident->end = std::min(m.incident->end, m.length);
   return m;
-}
-
-// No allocation of ours per answer: the body goes straight into the request's output buffer.
-void reply(evhttp_request* req, int status, const char* reason, const char* content_type,
-           std::string_view body) {
-  evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", content_type);
-  evbuffer_add(evhttp_request_get_output_buffer(req), body.data(), body.size());
-  detail::send_reply(req, status, reason);  // HEAD: no body (http_framing.hpp)
-}
-
-void reply_text(evhttp_request* req, int status, const char* reason, std::string_view body) {
-  reply(req, status, reason, "text/plain; charset=utf-8", body);
-}
-
-// Sends a response the guard stored (or the endpoint made): its status, headers and body.
-void reply_stored(evhttp_request* req, const guard::stored_response& r) {
-  evkeyvalq* headers = evhttp_request_get_output_headers(req);
-  for (const auto& [name, value] : r.headers) {
-    evhttp_add_header(headers, name.c_str(), value.c_str());
-  }
-  evbuffer_add(evhttp_request_get_output_buffer(req), r.body.data(), r.body.size());
-  detail::send_reply(req, r.status, detail::reason_phrase(r.status));
-}
-
-// The values of every input header named `name` (case-insensitive) joined with ", " (RFC 9110
-// §5.3), or nullopt when there is none.
-std::optional<std::string> header_values(evhttp_request* req, const char* name) {
-  std::optional<std::string> out;
-  const evkeyvalq* headers = evhttp_request_get_input_headers(req);
-  for (const evkeyval* h = headers->tqh_first; h != nullptr; h = h->next.tqe_next) {
-    if (evutil_ascii_strcasecmp(h->key, name) != 0) continue;
-    if (out) {
-      *out += ", ";
-      *out += h->value;
-    } else {
-      out = std::string(h->value);
-    }
-  }
-  return out;
-}
-
-// The decoded name, value pairs of the request's query ("" names and values as sent); a query
-// evhttp cannot decode reads as one parameter "" that every reader refuses.
-std::vector<std::pair<std::string, std::string>> query_parameters(evhttp_request* req) {
-  std::vector<std::pair<std::string, std::string>> out;
-  const evhttp_uri* uri = evhttp_request_get_evhttp_uri(req);
-  const char* query = uri != nullptr ? evhttp_uri_get_query(uri) : nullptr;
-  if (query == nullptr || *query == '\0') return out;
-  // evhttp decodes into C strings, where an encoded NUL would cut a value short unseen.
-  const std::string_view raw(query);
-  const bool has_nul = raw.find("%00") != std::string_view::npos;
-  evkeyvalq parsed{};
-  if (has_nul || evhttp_parse_query_str(query, &parsed) != 0) {
-    out.emplace_back("", query);
-    return out;
-  }
-  for (const evkeyval* h = parsed.tqh_first; h != nullptr; h = h->next.tqe_next) {
-    out.emplace_back(h->key, h->value);
-  }
-  evhttp_clear_headers(&parsed);
-  return out;
 }
 
 }  // namespace
@@ -219,6 +167,14 @@ class server::impl {
     sweep_event_ = event_new(base_, -1, EV_PERSIST, &impl::on_sweep, this);
     if (stop_event_ == nullptr || sweep_event_ == nullptr) return "cannot create an event";
     event_add(stop_event_, nullptr);
+    // The attempts of other transports (server::submit), taken on this loop.
+    if (std::string error = inbox_.open(base_,
+                                        [this](auto taken) {
+                                          for (auto& c : taken) endpoint(std::move(c));
+                                        });
+        !error.empty()) {
+      return error;
+    }
     const timeval second{1, 0};
     event_add(sweep_event_, &second);
 
@@ -267,8 +223,17 @@ class server::impl {
     return s;
   }
 
+  // server::submit: queued for the loop thread (or answered here once stopped).
+  void submit(const transport_attempt& attempt, std::function<bool()> gone,
+              std::function<void(const transport_answer&)> done) {
+    inbox_.submit(std::make_unique<detail::transport_call>(detail::transport_call{
+        .attempt = attempt, .gone = std::move(gone), .done = std::move(done)}));
+  }
+
   // Ends the loop, then frees everything on the calling thread (the loop no longer runs).
   void stop() noexcept {
+    // submit() now answers at once; release() answers what was queued.
+    for (auto& c : inbox_.close()) detail::complete(*c, {.unanswered = true});
     if (thread_.joinable()) {
       const char byte = 1;
       while (::write(stop_pipe_[1], &byte, 1) < 0 && errno == EINTR) {
@@ -283,7 +248,7 @@ class server::impl {
   struct slot {
     impl* owner = nullptr;
     std::uint32_t index = 0;
-    evhttp_request* request = nullptr;
+    detail::attempt_waiter who;
     std::int64_t arrival_ns = 0;               // steady clock
     event* timer = nullptr;                    // its service's end
     std::optional<std::uint64_t> fingerprint;  // its retry-signal fingerprint
@@ -537,12 +502,7 @@ class server::impl {
   // The scenario's endpoint: the engine's server model (stormguard_engine/server.hpp), as in the
   // simulator.
   void endpoint(evhttp_request* req, const detail::retry_signal_reader::recognition& signals) {
-    const std::optional<std::uint64_t> fingerprint = signals.fingerprint;
-    count<&server_stats::attempts>();
     const std::int64_t now = scenario_now();
-    // After the duration the load no longer slows the server: the model reads model_.overload
-    // at each decision (it keeps a reference to model_), so dropping it here is enough.
-    if (model_.overload && now >= model_.length.count()) model_.overload.reset();
     sim::engine::attempt_labels labels =
         detail::read_attempt_labels(evhttp_request_get_input_headers(req), now);
     // A retry by another ecosystem's label or a repeated Idempotency-Key is one to the defences.
@@ -551,30 +511,67 @@ class server::impl {
     }
     // The weak signal: shed-retries reads it (never the retry budget).
     labels.weak_retry = signals.weak_retry;
+    const char* incident = evhttp_find_header(evhttp_request_get_input_headers(req),
+                                              k_incident_label_header.data());  // a literal
+    admit(now, labels, signals.fingerprint,
+          incident != nullptr && std::string_view(incident) == "1",
+          detail::attempt_waiter{.http = req, .call = nullptr});
+  }
+
+  // An attempt from another transport (server::submit): its labels as the transport read them.
+  void endpoint(std::unique_ptr<detail::transport_call> e) {
+    const std::int64_t now = scenario_now();
+    sim::engine::attempt_labels labels;
+    labels.attempt = e->attempt.attempt;
+    // Its retry labels, counted as the HTTP endpoint counts them; another ecosystem's label is
+    // a retry to the defences there too.
+    const detail::retry_signal_reader::recognition signals =
+        signals_.recognise_labels(e->attempt.retry_label_fields, steady_now());
+    if (!labels.attempt.malformed && signals.retry_attempt > labels.attempt.attempt) {
+      labels.attempt.attempt = signals.retry_attempt;
+    }
+    if (e->attempt.time_left) {
+      labels.deadline =
+          stormguard::detail::saturating_add(duration(now), *e->attempt.time_left).count();
+    }
+    const bool incident = e->attempt.incident;
+    admit(now, labels, std::nullopt, incident, detail::attempt_waiter{.call = std::move(e)});
+  }
+
+  // The scenario's endpoint for one attempt, whatever its transport: the engine's admission,
+  // then a worker or the queue.
+  void admit(std::int64_t now, const sim::engine::attempt_labels& labels,
+             std::optional<std::uint64_t> fingerprint, bool incident, detail::attempt_waiter who) {
+    count<&server_stats::attempts>();
+    // After the duration the load no longer slows the server: the model reads model_.overload
+    // at each decision (it keeps a reference to model_), so dropping it here is enough.
+    if (model_.overload && now >= model_.length.count()) model_.overload.reset();
     const sim::engine::decision d = engine_.admit(now, labels);
     if (d.what != sim::engine::admission::accepted) failed(fingerprint);  // lost or refused
     switch (d.what) {
       case sim::engine::admission::lost:
         count<&server_stats::lost>();
-        lost_requests_.push_back(req);
+        if (who.http != nullptr) {
+          lost_requests_.push_back(who.http);
+        } else if (who.call) {
+          lost_external_.push_back(std::move(who.call));
+        }
         return;
       case sim::engine::admission::error:
         count<&server_stats::errors>();
-        return reply_text(req, 503, "Service Unavailable", "incident error\n");
+        return who.unavailable("incident error\n");
       case sim::engine::admission::rejected:
         count<&server_stats::rejected>();
-        return reply_text(req, 503, "Service Unavailable", "queue full\n");
+        return who.unavailable("queue full\n");
       case sim::engine::admission::defended:
         count_defence(d.by.defence);
-        return answer(req, d.by.outcome);
+        return answer(std::move(who), d.by.outcome);
       case sim::engine::admission::accepted:
         break;
     }
-    slot& s = take_slot(req);
+    slot& s = take_slot(std::move(who));
     s.fingerprint = fingerprint;
-    const char* incident = evhttp_find_header(evhttp_request_get_input_headers(req),
-                                              k_incident_label_header.data());  // a literal
-    s.incident = incident != nullptr && std::string_view(incident) == "1";
+    s.incident = incident;
     if (const auto svc = engine_.take(now, {s.index, 1, now, labels.deadline})) {
       begin_service(s, svc->time);
     } else {
@@ -582,7 +579,7 @@ class server::impl {
     }
   }
 
-  slot& take_slot(evhttp_request* req) {
+  slot& take_slot(detail::attempt_waiter who) {
     std::uint32_t index = 0;
     if (!free_slots_.empty()) {
       index = free_slots_.back();
@@ -594,7 +591,7 @@ class server::impl {
       slots_.back().index = index;
     }
     slot& s = slots_[index];
-    s.request = req;
+    s.who = std::move(who);
     s.arrival_ns = steady_ns();
     return s;
   }
@@ -622,11 +619,11 @@ class server::impl {
     count<&server_stats::served>();
     if (waited < timeout_ns_)  // at the deadline is late, as in the model
       count<&server_stats::served_in_time>();
-    evhttp_request* req = std::exchange(s.request, nullptr);
+    detail::attempt_waiter who = std::exchange(s.who, {});
     free_slots_.push_back(s.index);
     count<&server_stats::in_service>(-1);
-    if (evhttp_request_get_connection(req) == nullptr) failed(s.fingerprint);  // client gone
-    reply_text(req, 200, "OK", "ok\n");
+    if (who.gone()) failed(s.fingerprint);  // client gone
+    who.served();
     if (auto next = engine_.finish(scenario_now(), [&](const sim::engine::queued_attempt& a,
                                                        const sim::engine::defence_answer& why) {
           dropped_from_line(a, why);
@@ -641,28 +638,22 @@ class server::impl {
   void dropped_from_line(const sim::engine::queued_attempt& a,
                          const sim::engine::defence_answer& why) {
     slot& s = slots_[a.request];
-    evhttp_request* req = std::exchange(s.request, nullptr);
+    detail::attempt_waiter who = std::exchange(s.who, {});
     free_slots_.push_back(s.index);
     count<&server_stats::queued>(-1);
     count_defence(why.defence);
     failed(s.fingerprint);
-    answer(req, why.outcome);
+    answer(std::move(who), why.outcome);
   }
 
-  // Answers `req` as admission::reply_for(o) says (its views are of literals: NUL-terminated),
-  // with the Retry-After of server_model::retry_after_for (retry-after's, counted as its decision,
-  // or the concurrency limit's).
-  void answer(evhttp_request* req, admission::outcome o) {
-    const admission::reply r = admission::reply_for(o);
-    evkeyvalq* out = evhttp_request_get_output_headers(req);
-    if (r.do_not_retry) evhttp_add_header(out, k_pushback_header.data(), r.pushback.data());
+  // Answers `who` as admission::reply_for(o) says, with the Retry-After of
+  // server_model::retry_after_for (retry-after's, counted as its decision, or the concurrency
+  // limit's); another transport's attempt gets the same decision and delay (attempt_waiter).
+  void answer(detail::attempt_waiter who, admission::outcome o) {
     bool paced = false;
-    if (const auto wait = engine_.retry_after_for(o, scenario_now(), &paced)) {
-      const auto seconds = std::to_string(admission::retry_after_seconds(*wait));
-      evhttp_add_header(out, "Retry-After", seconds.c_str());
-    }
+    const std::optional<duration> wait = engine_.retry_after_for(o, scenario_now(), &paced);
     if (paced) count_defence(sim::defence_index<sim::retry_after_defence>);
-    reply_text(req, r.status, r.reason_phrase.data(), r.body);
+    who.refused(o, wait);
   }
 
   static void on_stop(evutil_socket_t, short, void* arg) {
@@ -680,6 +671,11 @@ class server::impl {
       evhttp_request_free(req);
       return true;
     });
+    std::erase_if(lost_external_, [](std::unique_ptr<detail::transport_call>& e) {
+      if (!(e->gone && e->gone())) return false;
+      detail::complete(*e, {.unanswered = true});
+      return true;
+    });
   }
 
   // After the loop ended (or never ran): frees everything. Idempotent.
@@ -693,9 +689,10 @@ class server::impl {
     payments_in_flight_.clear();
     for (slot& s : slots_) {
       if (s.timer != nullptr) event_free(s.timer);
-      if (s.request != nullptr && evhttp_request_get_connection(s.request) == nullptr) {
-        evhttp_request_free(s.request);  // detached: evhttp_free would not free it
+      if (s.who.http != nullptr && evhttp_request_get_connection(s.who.http) == nullptr) {
+        evhttp_request_free(s.who.http);  // detached: evhttp_free would not free it
       }
+      if (s.who.call) detail::complete(*s.who.call, {.unanswered = true});
     }
     slots_.clear();
     free_slots_.clear();
@@ -703,6 +700,9 @@ class server::impl {
       if (evhttp_request_get_connection(req) == nullptr) evhttp_request_free(req);
     }
     lost_requests_.clear();
+    for (auto& e : lost_external_) detail::complete(*e, {.unanswered = true});
+    lost_external_.clear();
+    inbox_.release();
     if (stop_event_ != nullptr) event_free(std::exchange(stop_event_, nullptr));
     if (sweep_event_ != nullptr) event_free(std::exchange(sweep_event_, nullptr));
     // The listener, the connections and the requests still attached to them.
@@ -725,6 +725,7 @@ class server::impl {
   event* stop_event_ = nullptr;
   event* sweep_event_ = nullptr;
   int stop_pipe_[2] = {-1, -1};
+  detail::transport_inbox inbox_;  // server::submit's attempts, on their way to the loop
   std::uint16_t port_ = 0;
   std::thread thread_;
 
@@ -732,6 +733,8 @@ class server::impl {
   std::vector<std::uint32_t> free_slots_;
   std::vector<std::pair<std::string_view, std::string_view>> head_fields_;  // refuse_head's
   std::vector<evhttp_request*> lost_requests_;
+  std::vector<std::unique_ptr<detail::transport_call>>
+      lost_external_;  // lost attempts of other transports
 
   std::atomic<std::int64_t> clock_start_{k_not_started};
   // server_stats::instance: never 0.
@@ -781,5 +784,9 @@ server_stats server::stats() const noexcept { return impl_->stats(); }
 std::string server::last_store_failure() const { return impl_->last_store_failure(); }
 bool server::start_clock() noexcept { return impl_->start_clock(); }
 void server::stop() noexcept { impl_->stop(); }
+void server::submit(const transport_attempt& attempt, std::function<bool()> gone,
+                    std::function<void(const transport_answer&)> done) {
+  impl_->submit(attempt, std::move(gone), std::move(done));
+}
 
 }  // namespace stormguard::lab

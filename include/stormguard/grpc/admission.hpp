@@ -36,6 +36,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <string>
 
 #include "stormguard/admission/concurrency_limit.hpp"
 #include "stormguard/admission/reply.hpp"
@@ -159,6 +160,21 @@ class STORMGUARD_EXPORT admission_ticket {
   bool holds_slot_;
   duration pushback_;
 };
+
+/// The status a handler returns for a call its defences decided `o` about: OK for served;
+/// RESOURCE_EXHAUSTED for over_limit (the concurrency limit); UNAVAILABLE for every other
+/// refusal or drop (admission::outcome), with admission::reply_for's message after
+/// "stormguard admission: ". What admission_ticket::refusal() returns; public for servers whose
+/// defences decide elsewhere (`stormguard serve --grpc`).
+[[nodiscard]] STORMGUARD_EXPORT ::grpc::Status status_for(admission::outcome o);
+
+/// The value of the trailer grpc-retry-pushback-ms (k_pushback_header) for a call answered `o`
+/// (gRFC A6 "Pushback"): "-1" (do not retry) when admission::reply_for says so (retry_refused,
+/// expired); else, when the server asks the client to wait `delay` (a Retry-After's delay), that
+/// delay in whole milliseconds, rounded up, at least 0 and at most INT32_MAX (the trailer is an
+/// int32); else none.
+[[nodiscard]] STORMGUARD_EXPORT std::optional<std::string> pushback_for(
+    admission::outcome o, std::optional<duration> delay);
 
 /// Reads the call's attempt label (every grpc-previous-rpc-attempts and x-envoy-attempt-count
 /// of its metadata, through stormguard::attempt_fields) and its deadline

@@ -58,16 +58,21 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
+#include "stormguard/admission/reply.hpp"
 #include "stormguard/admission/retry_signals.hpp"
 #include "stormguard/clock.hpp"
 #include "stormguard/detail/http_syntax.hpp"
 #include "stormguard/export.hpp"
 #include "stormguard/outcome.hpp"
+#include "stormguard/retry_headers.hpp"
 #include "stormguard/sim/scenario.hpp"
 
 namespace stormguard::lab {
@@ -252,6 +257,46 @@ struct server_stats {
   std::uint64_t instance = 0;
 };
 
+/// One attempt at the scenario's endpoint that reached the server through another transport
+/// than its HTTP listener (`stormguard serve --grpc`: a gRPC call), as that transport read it.
+/// See server::submit.
+struct transport_attempt {
+  /// The attempt number its labels say (stormguard::attempt_fields over the call's metadata:
+  /// grpc-previous-rpc-attempts, x-envoy-attempt-count); a first attempt by default.
+  attempt_info attempt{};
+  /// The time left until its caller's deadline when it arrived (gRPC's deadline), or none. A
+  /// negative value is a deadline already passed; drop-expired reads it as the HTTP server reads
+  /// grpc-timeout (saturating at the end of the scenario's clock).
+  std::optional<duration> time_left{};
+  /// Labelled as an attempt of a logical request that arrived during the incident (the
+  /// k_incident_label_header field, value "1", in its metadata): counted in
+  /// server_stats::incident_served when it takes a worker.
+  bool incident = false;
+  /// Its fields that are retry labels (admission::retry_labels::reads: x-envoy-attempt-count,
+  /// grpc-previous-rpc-attempts, amz-sdk-request, retry-attempt), name and value as received:
+  /// counted in server_stats::retry_signals as the HTTP endpoint counts them, and, for the other
+  /// ecosystems' labels, raising the attempt number the defences see as there. The fields of
+  /// other names are ignored.
+  std::vector<std::pair<std::string, std::string>> retry_label_fields{};
+};
+
+/// The server's answer to one transport_attempt: the transport says it in its own words (gRPC:
+/// OK when served, else UNAVAILABLE or RESOURCE_EXHAUSTED and the pushback trailer that
+/// admission::reply_for and `retry_after` say).
+struct transport_answer {
+  /// admission::outcome::served when its service ended (the HTTP server's 200); unavailable
+  /// for the incident's errors and a full queue (its immediate 503s); otherwise the defence that
+  /// refused it or dropped it from the line.
+  admission::outcome outcome = admission::outcome::served;
+  /// The delay the HTTP answer's Retry-After would carry (the concurrency limit's, or the
+  /// retry-after defence's, whole seconds there), when it would carry one.
+  std::optional<duration> retry_after{};
+  /// Nothing was answered: the attempt was lost (the incident's loss_rate) and its caller has
+  /// gone, or the server stopped before answering it. `outcome` is then meaningless; the
+  /// transport ends the call without a response (gRPC: CANCELLED).
+  bool unanswered = false;
+};
+
 /// The phase the scenario's clock is in at `elapsed`: "waiting" (clock not started), "normal",
 /// "incident" (in [incident.start, incident.end)), "after" (past the scenario's duration).
 [[nodiscard]] STORMGUARD_EXPORT std::string_view phase_name(const sim::scenario& s,
@@ -298,6 +343,22 @@ class STORMGUARD_EXPORT server {
   /// Starts the scenario's clock at 0 now, as `POST /control/start` does. false (and nothing
   /// changes) when it already runs.
   bool start_clock() noexcept;
+  /// Takes one attempt at the scenario's endpoint from another transport (`serve --grpc`). It
+  /// goes through exactly what an HTTP request to the endpoint goes through on the loop thread
+  /// (the model, the defences, the queue, the service timer and every counter of
+  /// server_stats), except the Idempotency-Key and fingerprint retry signals, which are read
+  /// from HTTP requests only (its retry labels are read: transport_attempt::retry_label_fields);
+  /// then
+  /// `done` is called once with the answer: on the loop thread, or on this thread with
+  /// transport_answer::unanswered when the server has stopped, and from stop() for an attempt
+  /// still queued, in service or lost then. `gone` (may be empty: never gone) says whether the
+  /// caller has gone (gRPC: the call was cancelled or its deadline passed); the loop asks it,
+  /// never after `done`, when the attempt's service ends and once a second while it is lost, and
+  /// answers a lost attempt unanswered once its caller has gone. `done` must not throw (an
+  /// exception is dropped) and must not call back into this server. Thread-safe; the server
+  /// must outlive every submit() call. Throws std::bad_alloc only.
+  void submit(const transport_attempt& attempt, std::function<bool()> gone,
+              std::function<void(const transport_answer&)> done);
   /// Stops the loop, closes the listener and every connection (requests in the queue, in
   /// service or lost are dropped unanswered) and joins the thread. Idempotent.
   void stop() noexcept;

@@ -1,0 +1,67 @@
+// SPDX-License-Identifier: Apache-2.0
+// The scenario's server over gRPC (`stormguard serve --grpc`): a gRPC listener on 127.0.0.1 whose
+// one call, stormguard.lab.v1.Scenario/Call (proto/stormguard/lab/v1/scenario.proto), is the
+// scenario's endpoint of a running lab::server, through lab::server::submit: the same model,
+// defences and counters as its HTTP endpoint, whose GET /stats and /metrics count both.
+//
+//   auto srv = *stormguard::lab::server::start(scenario, {});
+//   auto grpc = stormguard::lab::grpc_endpoint::start(*srv, 0);  // outcome: or a message
+//   ... point gRPC clients at (*grpc)->address() ...
+//   srv->stop();          // first: every call it holds is answered CANCELLED at once
+//   (*grpc)->stop();      // then gRPC's own shutdown has nothing left to wait for
+//
+// The answers (transport_answer in gRPC's words): served is OK, "ok"; a refusal is
+// stormguard::grpc::status_for's status with stormguard::grpc::pushback_for's trailer; an attempt
+// the incident lost is never answered (its caller's deadline ends it; the server frees it within
+// a second of the cancellation); one the server still holds when it stops is CANCELLED.
+//
+// Hostile clients: gRPC C++ (HTTP/2) reads and frames every call; a request message is at most
+// 4 KiB (the call's message is a short text) and the gRPC server's memory is bounded by a
+// resource quota of 256 MiB. Internal to the application layer.
+#ifndef STORMGUARD_APP_LAB_GRPC_HPP
+#define STORMGUARD_APP_LAB_GRPC_HPP
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "stormguard/lab/server.hpp"
+#include "stormguard/outcome.hpp"
+
+namespace stormguard::lab {
+
+class grpc_endpoint {
+ public:
+  /// The largest request message a call may carry, in bytes (gRPC answers RESOURCE_EXHAUSTED).
+  static constexpr int k_max_request_bytes = 4 * 1024;
+  /// The gRPC server's memory quota, in bytes.
+  static constexpr std::int64_t k_memory_quota_bytes = std::int64_t{256} << 20;
+
+  /// Listens on 127.0.0.1:port (0: the system chooses) for calls to `srv`'s endpoint; `srv`
+  /// must outlive this object. An error naming the address when it cannot listen.
+  [[nodiscard]] static outcome<std::unique_ptr<grpc_endpoint>, std::string> start(
+      server& srv, std::uint16_t port);
+  /// stop()s.
+  ~grpc_endpoint();
+  grpc_endpoint(const grpc_endpoint&) = delete;
+  grpc_endpoint& operator=(const grpc_endpoint&) = delete;
+
+  /// The port it listens on.
+  [[nodiscard]] std::uint16_t port() const noexcept;
+  /// "127.0.0.1:PORT", as a gRPC target.
+  [[nodiscard]] std::string address() const;
+  /// Shuts the gRPC server down at once (calls in flight are cancelled) and waits for every
+  /// call the server still holds to end: stop the lab::server first, or this waits for their
+  /// answers (at most a second for a lost one once cancelled). Idempotent.
+  void stop() noexcept;
+
+  class impl;  ///< private (lab_grpc.cpp)
+
+ private:
+  explicit grpc_endpoint(std::unique_ptr<impl> p) noexcept;
+  std::unique_ptr<impl> impl_;
+};
+
+}  // namespace stormguard::lab
+
+#endif  // STORMGUARD_APP_LAB_GRPC_HPP

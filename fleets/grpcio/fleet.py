@@ -6,8 +6,12 @@ stormguard.lab.v1.Scenario/Call (`serve --grpc`, proto/stormguard/lab/v1/scenari
 by Python's grpcio as Debian 12 packages it (python3-grpcio 1.51), unchanged: its retries and
 its retry throttling are gRPC's own, from the service config --service-config names (gRFC A6:
 retryPolicy per method, retryThrottling per channel; `grpc.enable_retries` is on, the default).
-Its call deadline is the service config's `timeout`. The request message is empty (its one field
-at its default), so no generated code is needed: the call sends and reads raw bytes.
+Its call deadline is the service config's `timeout`, given to each call as its own timeout
+instead: with a `timeout` in the service config, grpcio 1.51 (Debian 12) ends every call at once
+with DEADLINE_EXCEEDED, before any attempt is sent (the key is taken out of the config grpcio
+gets; the deadline means the same either way: it bounds the call, every attempt included). The
+request message is empty (its one field at its default), so no generated code is needed: the
+call sends and reads raw bytes.
 
 What gRPC's retries do inside a call the application cannot see: a call is one record here,
 however many attempts C-core made for it. C-core labels each retry with
@@ -66,6 +70,31 @@ def parse_args(argv):
     return p.parse_args(argv)
 
 
+def proto_seconds(text, where):
+    """A protobuf JSON Duration ("1s", "0.25s") in seconds."""
+    if not isinstance(text, str) or not text.endswith("s"):
+        raise ValueError(f"{where}: not a duration such as \"1s\": {text!r}")
+    try:
+        value = float(text[:-1])
+    except ValueError:
+        raise ValueError(f"{where}: not a duration such as \"1s\": {text!r}") from None
+    if not value > 0:
+        raise ValueError(f"{where}: must be > 0, got {text!r}")
+    return value
+
+
+def split_timeout(config):
+    """The config without its methodConfig timeouts, and the one timeout they set (seconds, or
+    None); methods with different timeouts are refused (the fleet calls one method)."""
+    timeouts = set()
+    for i, method in enumerate(config.get("methodConfig", [])):
+        if "timeout" in method:
+            timeouts.add(proto_seconds(method.pop("timeout"), f"methodConfig[{i}].timeout"))
+    if len(timeouts) > 1:
+        raise ValueError(f"methodConfig: the fleet calls one method; timeouts {sorted(timeouts)}")
+    return config, (timeouts.pop() if timeouts else None)
+
+
 def start_clock(url):
     req = urllib.request.Request(url, data=b"", method="POST")
     with urllib.request.urlopen(req, timeout=5) as resp:
@@ -77,8 +106,8 @@ def run(args):
 
     with open(args.service_config, encoding="utf-8") as f:
         service_config = f.read()
-    json.loads(service_config)  # a clear error for a file that is not JSON
-    options = [("grpc.service_config", service_config), ("grpc.enable_retries", 1)]
+    given, call_timeout = split_timeout(json.loads(service_config))
+    options = [("grpc.service_config", json.dumps(given)), ("grpc.enable_retries", 1)]
     channels = [grpc.insecure_channel(args.target, options=options) for _ in range(args.clients)]
     calls = [ch.unary_unary(METHOD, request_serializer=lambda b: b,
                             response_deserializer=lambda b: b) for ch in channels]
@@ -130,7 +159,7 @@ def run(args):
         with lock:
             records.append(rec)
             pending[0] += 1
-        future = calls[request_id % len(calls)].future(b"")
+        future = calls[request_id % len(calls)].future(b"", timeout=call_timeout)
         future.add_done_callback(lambda fut, rec=rec: finished(rec, fut))
         request_id += 1
         next_ns += int(rng.expovariate(args.rate) * NS)
@@ -147,7 +176,8 @@ def run(args):
         snapshot = list(records)
     document = {"fleet": "grpcio", "target": args.target, "rate": args.rate,
                 "duration_ns": duration_ns, "clients": args.clients, "targets": "distinct",
-                "service_config": json.loads(service_config), "seed": args.seed,
+                "service_config": json.loads(service_config), "call_timeout_s": call_timeout,
+                "seed": args.seed,
                 "started_clock": bool(args.start_url), "grpcio": grpc.__version__,
                 "wall_ns": wall_ns, "requests": snapshot}
     text = json.dumps(document, separators=(",", ":")) + "\n"

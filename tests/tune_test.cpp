@@ -108,6 +108,13 @@ TEST(TuneScenario, DemandAboveCapacityIsInfeasible) {
   const auto why = stormguard::sim::infeasible(stormguard::sim::service_scenario(d), d);
   ASSERT_TRUE(why.has_value());
   EXPECT_NE(why->find("above the server's healthy capacity"), std::string::npos) << *why;
+  // A capacity below 1 req/s is printed as it is, not rounded down to 0.
+  d.requests_per_second = 2000;
+  d.p50 = d.p99 = 12min;
+  d.deadline = 1h;
+  const auto slow = stormguard::sim::infeasible(stormguard::sim::service_scenario(d), d);
+  ASSERT_TRUE(slow.has_value());
+  EXPECT_NE(slow->find("= 0.139 req/s"), std::string::npos) << *slow;
 }
 
 TEST(TuneScenario, DerivedLimitsNameTheFieldGiven) {
@@ -155,6 +162,25 @@ TEST(TuneRules, WithoutRetriesThereIsNothingToBudget) {
     EXPECT_NE(reason.field, "budget.window");
     EXPECT_EQ(reason.reason.find("ratio"), std::string::npos) << reason.reason;
   }
+}
+
+// The base is max(5 x p50, 2 x p99) rounded up to a whole 10 ms: for a p50 of 1 ms, 10 ms, and
+// the reason says the rounding (it said "max(5 x p50, 2 x p99) = 10ms").
+TEST(TuneRules, TheBaseIsRoundedUpToTenMillisecondsAndTheReasonSaysSo) {
+  service_description d;
+  d.p50 = d.p99 = 1ms;
+  EXPECT_EQ(stormguard::sim::tune_detail::base_rule(d), 10ms);
+  const auto r = stormguard::sim::rules_for(d, 10ms);
+  stormguard::sim::tune_detail::candidate c{false, 0.1, 0, r.window, 2, r.base, r.cap, 10ms, 0, {}};
+  const auto storm = stormguard::sim::service_scenario(d);
+  bool found = false;
+  for (const auto& reason : stormguard::sim::tune_detail::explain(d, storm, c)) {
+    if (reason.field != "backoff") continue;
+    found = true;
+    EXPECT_NE(reason.reason.find("rounded up to a whole 10 ms = 10ms"), std::string::npos)
+        << reason.reason;
+  }
+  EXPECT_TRUE(found);
 }
 
 // The policy file carries the gRPC codes that `--export grpc` writes for it.

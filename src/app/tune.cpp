@@ -192,7 +192,10 @@ std::optional<std::string> infeasible(const scenario& storm, const service_descr
         "req/s) even without retries: no retry policy can make up for missing capacity; add "
         "capacity or shed load first",
         detail::format_double(storm.requests_per_second), storm.workers,
-        seconds_text(storm.service_time), detail::format_double(std::floor(capacity)));
+        seconds_text(storm.service_time),
+        // Whole req/s, or three significant digits below 100 (0.139, not 0).
+        capacity >= 100 ? detail::format_double(std::floor(capacity))
+                        : fmt::format("{:.3g}", capacity));
   }
   if (d.deadline <= d.p50) {
     return fmt::format(
@@ -424,10 +427,10 @@ std::vector<tune_reason> explain(const service_description& d, const scenario& s
         {"backoff",
          fmt::format("base {}, cap {}, multiplier 2, full jitter", seconds_text(c.base),
                      seconds_text(c.cap)),
-         fmt::format("base {} (the rule: max(5 x p50, 2 x p99) = {}; the search compared it and "
-                     "twice it): a retry sooner than a few healthy answers meets the same "
-                     "trouble; cap is the last retry's ceiling; full jitter spreads the retries "
-                     "of clients that failed together (Brooker 2015)",
+         fmt::format("base {} (the rule: max(5 x p50, 2 x p99) rounded up to a whole 10 ms = {}; "
+                     "the search compared it and twice it): a retry sooner than a few healthy "
+                     "answers meets the same trouble; cap is the last retry's ceiling; full "
+                     "jitter spreads the retries of clients that failed together (Brooker 2015)",
                      seconds_text(c.base), seconds_text(r.base))});
   }
   out.push_back(

@@ -408,10 +408,13 @@ tune_report tune(const scenario& storm, const service_description& d, const tune
   s.tail = d.p99 > 2 * d.p50;
   const std::vector<config::policy> defaults = default_policies();
   std::vector<candidate> grid = budget_grid(s);
-  // Simulations: the defaults, two per candidate (the grid, the schedule, about 14 refinements
-  // of 9, hedging), the finalists at 10x (two each), the evidence and the binding rate.
+  // Simulations: the defaults, two per candidate (the grid, the schedule, refinements of up to 9
+  // candidates: about 5 new ones on friday-night, friday-night-fleet and 20,000 clients, which
+  // tried 20 to 74 candidates after the grid; hedging), the finalists at 10x (two each), the
+  // evidence and the binding rate. An estimate for the progress bar: raised when the search
+  // runs past it.
   s.planned = defaults.size() +
-              2 * std::min(grid.size() + 6 + 14 * 9 + (s.tail ? 21 : 0), options.max_candidates) +
+              2 * std::min(grid.size() + 6 + 5 * 9 + (s.tail ? 21 : 0), options.max_candidates) +
               2 * 5 + 3 * 5 + k_failure_rates.size() + 8;
   s.goal = fill_goal(s, defaults);
   s.evaluate(std::move(grid));

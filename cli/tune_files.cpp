@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <system_error>
 
 #include "output.hpp"
@@ -61,6 +62,14 @@ bool staged_files::prepare(std::string_view command) {
       discard();
       return false;
     }
+    // A file that exists must take writing, as fopen would require (a rename would not).
+    errno = 0;
+    if (fs::exists(o.target, ec) && ::access(o.target.c_str(), W_OK) != 0) {
+      report_error(command, fmt::format("{}: cannot write {}: {}", o.flag, quoted(o.target),
+                                        errno_text(errno)));
+      discard();
+      return false;
+    }
     const fs::path name = o.target.filename();
     o.temporary = o.target.parent_path() /
                   fmt::format(".{}.tmp-{}", name.string(), static_cast<long>(::getpid()));
@@ -95,7 +104,20 @@ fs::path staged_files::temporary(std::string_view flag) const {
 bool staged_files::write(std::string_view command, std::string_view flag, const std::string& text) {
   output* o = find(flag);
   if (o == nullptr || !o->created) return false;
-  if (!write_text_file(command, o->temporary, text, flag)) return false;
+  // As write_text_file, with the error naming the target (the temporary file is ours).
+  errno = 0;
+  std::FILE* file = std::fopen(o->temporary.c_str(), "wb");
+  bool ok = file != nullptr && write_all(file, text);
+  int error = errno;
+  if (file != nullptr && std::fclose(file) != 0 && ok) {
+    ok = false;
+    error = errno;
+  }
+  if (!ok) {
+    report_error(command, fmt::format("{}: cannot write {}: {}", flag, quoted(o->target),
+                                      errno_text(error)));
+    return false;
+  }
   o->written = true;
   return true;
 }

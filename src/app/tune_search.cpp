@@ -394,6 +394,24 @@ std::size_t hold_at_10x(search& s, std::size_t best, tune_verdict& verdict) {
   return finalists[*chosen];
 }
 
+// Every candidate the search ran, in words with its figures (the report's `tried`).
+std::vector<tune_candidate> tried_candidates(const search& s) {
+  std::vector<tune_candidate> out;
+  for (const evaluated& e : s.all) {
+    const candidate& c = e.values;
+    std::string summary = fmt::format(
+        "{} ratio {} floor {}/s window {}, {} retries base {}, timeout {}",
+        c.fleet ? "fleet" : "per-process", detail::format_double(c.ratio), c.floor,
+        format_duration(c.window), c.retries, format_duration(c.base), format_duration(c.timeout));
+    if (c.hedge_attempts > 0) {
+      summary += fmt::format(", hedging {} copies after {}", c.hedge_attempts,
+                             format_duration(c.hedge_delay));
+    }
+    out.push_back({std::move(summary), e.storm, e.baseline, e.verdict});
+  }
+  return out;
+}
+
 }  // namespace
 
 namespace tune_detail {
@@ -483,18 +501,7 @@ tune_report tune(const scenario& storm, const service_description& d, const tune
   shown.push_back(none);
   if (report.other_scope) shown.push_back(*report.other_scope);
   report.candidates_tried = s.tried;
-  for (const evaluated& e : s.all) {
-    const candidate& c = e.values;
-    std::string summary = fmt::format(
-        "{} ratio {} floor {}/s window {}, {} retries base {}, timeout {}",
-        c.fleet ? "fleet" : "per-process", detail::format_double(c.ratio), c.floor,
-        format_duration(c.window), c.retries, format_duration(c.base), format_duration(c.timeout));
-    if (c.hedge_attempts > 0) {
-      summary += fmt::format(", hedging {} copies after {}", c.hedge_attempts,
-                             format_duration(c.hedge_delay));
-    }
-    report.tried.push_back({std::move(summary), e.storm, e.baseline, e.verdict});
-  }
+  report.tried = tried_candidates(s);
   gather_evidence(report, shown, options.threads, [&s](std::size_t finished) {
     if (s.options.progress) s.tell(finished);
   });

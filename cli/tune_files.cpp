@@ -81,8 +81,11 @@ bool staged_files::prepare(std::string_view command) {
       discard();
       return false;
     }
+    // A probe: the folder takes the file. Removed at once, so that a search interrupted (Ctrl-C)
+    // leaves nothing behind; write() creates it again.
     ::close(fd);
-    o.created = true;
+    ::unlink(o.temporary.c_str());
+    o.prepared = true;
   }
   return true;
 }
@@ -103,7 +106,7 @@ fs::path staged_files::temporary(std::string_view flag) const {
 
 bool staged_files::write(std::string_view command, std::string_view flag, const std::string& text) {
   output* o = find(flag);
-  if (o == nullptr || !o->created) return false;
+  if (o == nullptr || !o->prepared) return false;
   // As write_text_file, with the error naming the target (the temporary file is ours).
   errno = 0;
   std::FILE* file = std::fopen(o->temporary.c_str(), "wb");
@@ -123,7 +126,7 @@ bool staged_files::write(std::string_view command, std::string_view flag, const 
 }
 
 void staged_files::mark_written(std::string_view flag) {
-  if (output* o = find(flag)) o->written = o->created;
+  if (output* o = find(flag)) o->written = o->prepared;
 }
 
 bool staged_files::commit(std::string_view command) {
@@ -137,7 +140,7 @@ bool staged_files::commit(std::string_view command) {
       discard();
       return false;
     }
-    o.created = false;
+    o.renamed = true;
   }
   discard();
   return true;
@@ -145,10 +148,11 @@ bool staged_files::commit(std::string_view command) {
 
 void staged_files::discard() noexcept {
   for (output& o : outputs_) {
-    if (!o.created) continue;
+    // Whatever wrote it (write() or a program such as gnuplot), a temporary file not renamed is
+    // removed (nothing happens when there is none).
+    if (!o.prepared || o.renamed) continue;
     std::error_code ec;
     fs::remove(o.temporary, ec);
-    o.created = false;
     o.written = false;
   }
 }

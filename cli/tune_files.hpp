@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // The files `stormguard tune` writes (--out, --export, --write-scenario, --plot), written all or
-// none. Before the search each output gets a temporary file beside its target (which proves that
-// the folder takes a file, before minutes of searching); after it, each text goes into its
-// temporary file, and only when every one is written are they renamed over their targets (a
-// rename within one folder replaces the target whole). Whatever is not renamed is removed. Not
-// thread-safe: one command's outputs.
+// none. Before the search a temporary file is created beside each target and removed again (which
+// proves that the folder takes a file, before minutes of searching, and leaves nothing behind if
+// the search is interrupted); after it, each text goes into its temporary file, and only when
+// every one is written are they renamed over their targets (a rename within one folder replaces
+// the target whole). Whatever is not renamed is removed. Not thread-safe: one command's outputs.
 #ifndef STORMGUARD_CLI_TUNE_FILES_HPP
 #define STORMGUARD_CLI_TUNE_FILES_HPP
 
@@ -27,8 +27,8 @@ class staged_files {
   /// output carries the report) or names the same file as an output added before.
   [[nodiscard]] std::optional<std::string> add(const std::string& flag, const std::string& path);
 
-  /// Creates each output's temporary file; false, after an error message naming the flag and
-  /// the path, when one cannot be created (those created are removed).
+  /// Checks that each output's temporary file can be created (created and removed at once);
+  /// false, after an error message naming the flag and the path, when one cannot.
   [[nodiscard]] bool prepare(std::string_view command);
 
   /// The temporary file of `flag`'s output (a program such as gnuplot may write it).
@@ -52,7 +52,8 @@ class staged_files {
     std::string flag;
     std::filesystem::path target;
     std::filesystem::path temporary;
-    bool created = false;
+    bool prepared = false;  // prepare() found that the temporary file can be created
+    bool renamed = false;   // commit() renamed it over the target
     bool written = false;
   };
   output* find(std::string_view flag);

@@ -257,6 +257,8 @@ TEST_F(TuneCli, ThePolicyFileHasTheGrpcCodesOfItsExport) {
   ASSERT_TRUE(method.contains("retryPolicy")) << method.dump();
   EXPECT_EQ(policy.at("retryable_grpc_codes"), method.at("retryPolicy").at("retryableStatusCodes"))
       << policy.dump() << method.dump();
+  // No temporary file is left beside them: s.json, tuned.json, service-config.json.
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir_), {}), 3);
 }
 
 TEST_F(TuneCli, AnImpossibleGoalExitsThreeWithItsReason) {

@@ -209,6 +209,20 @@ TEST_F(TuneCli, WithoutRoomForARetryTheReasonsSayNoRetryAndNoBudget) {
   EXPECT_EQ(all.find("ratio"), std::string::npos) << all;
 }
 
+// A tail with no room for a retry: the search hedges or makes one attempt; the budget of the other
+// scope shown beside the tuned policy is a budget (an unhedged candidate without retries has none).
+TEST_F(TuneCli, TheOtherScopeShownIsABudget) {
+  const run_result r =
+      run("tune --rate 200 --clients 4 --workers 10 --p50 20ms --p99 100ms --deadline 250ms --json",
+          false);
+  ASSERT_TRUE(r.exit_code == 0 || r.exit_code == 3) << r.output;
+  const auto doc = nlohmann::json::parse(r.output);
+  if (!doc.at("other_scope").is_null()) {
+    EXPECT_NE(doc.at("other_scope").at("policy").at("budget").at("kind"), "none")
+        << doc.at("other_scope").dump();
+  }
+}
+
 // A capacity that is not a whole number of workers of --p50 is said, with what is simulated.
 TEST_F(TuneCli, ACapacityRoundedToWholeWorkersIsSaid) {
   const run_result r = run("tune --rate 20 --clients 2 --capacity 49 --max-candidates 4");

@@ -11,6 +11,7 @@
 #include <stdexcept>
 #include <tuple>
 #include <utility>
+#include <variant>
 
 #include "app/tune.hpp"
 #include "app/tune_internal.hpp"
@@ -478,11 +479,15 @@ tune_report tune(const scenario& storm, const service_description& d, const tune
   report.policy = s.all[best].policy;
   report.verdict = s.all[best].verdict;
   report.reasons = explain(d, storm, s.all[best].values);
-  // The best of the other scope, evaluated with the tuned values where it was not in the grid.
-  if (d.clients > 1) {
+  // The best of the other scope, evaluated with the tuned values where it was not in the grid;
+  // only candidates with a budget (one without retries or copies has none, of either scope).
+  const auto budgeted = [&s](std::size_t i) {
+    return !std::holds_alternative<no_budget>(s.all[i].policy.budget);
+  };
+  if (d.clients > 1 && budgeted(best)) {
     std::vector<std::size_t> other;
     for (std::size_t i = 0; i < s.all.size(); ++i) {
-      if (s.all[i].values.fleet != s.all[best].values.fleet) other.push_back(i);
+      if (s.all[i].values.fleet != s.all[best].values.fleet && budgeted(i)) other.push_back(i);
     }
     if (!other.empty()) {
       const std::size_t o = s.best_of(other);

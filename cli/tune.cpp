@@ -9,6 +9,8 @@
 #include <fmt/format.h>
 
 #include <cerrno>
+#include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -26,6 +28,7 @@
 #include "stormguard/config/export.hpp"
 #include "stormguard/detail/format.hpp"
 #include "stormguard/duration_text.hpp"
+#include "tune_files.hpp"
 #include "usage.hpp"
 
 namespace stormguard::cli {
@@ -45,6 +48,7 @@ struct tune_flags {
   std::string out, export_to, plot, write_scenario;
   bool json = false;
   std::vector<CLI::Option*> given_options;
+  CLI::Option* scenario_option = nullptr;  // given (count > 0) even when empty ('')
 };
 
 struct usage_error {
@@ -89,7 +93,7 @@ std::uint64_t whole_flag(std::string_view flag, const std::string& text, std::ui
 sim::service_description describe_service(const tune_flags& f) {
   sim::service_description d;
   if (given(f, "--rate")) {
-    d.requests_per_second = number_flag("--rate", f.rate, 1e-9, 1e12, "(0, 166666]");
+    d.requests_per_second = number_flag("--rate", f.rate, 1e-9, 1e12, "[1, 166666]");
   }
   if (given(f, "--clients")) {
     d.clients = static_cast<int>(whole_flag("--clients", f.clients, 1, 100'000));
@@ -106,6 +110,18 @@ sim::service_description describe_service(const tune_flags& f) {
     const auto w = sim::workers_for(c, d.p50);
     if (!w) bad("--capacity", "must give 1 to 1000000 workers of --p50 each", f.capacity);
     d.workers = *w;
+    // The simulated server has whole workers of --p50 each: say when that is not the capacity.
+    const double exact = c * std::chrono::duration<double>(d.p50).count();
+    if (std::abs(exact - d.workers) > 1e-9 * exact) {
+      report_warning(
+          k_command,
+          printable_message(fmt::format(
+              "--capacity {}: {} workers of --p50 {} each; the server is simulated "
+              "with whole workers: {} worker{}, {} req/s",
+              f.capacity, detail::format_double(exact), format_duration(d.p50), d.workers,
+              d.workers == 1 ? "" : "s",
+              detail::format_double(d.workers / std::chrono::duration<double>(d.p50).count()))));
+    }
   }
   return d;
 }
@@ -161,6 +177,46 @@ void read_goal(const tune_flags& f, tune_inputs& in) {
   }
 }
 
+// A problem of the service (sim::check_description) as a usage_error naming what the user gave:
+// the flag ("--p50 must be ..."), or the scenario's field when the value came from SCENARIO. A
+// healthy attempt no shorter than the deadline blames the value given of the two, with both.
+void check_service(const tune_flags& f, const sim::service_description& d) {
+  const bool from_scenario = !f.scenario.empty();
+  if (d.deadline <= d.p50 && !given(f, "--deadline")) {
+    throw usage_error{fmt::format(
+        "{} {} is no shorter than the callers' deadline ({}, the default; --deadline sets it): "
+        "a healthy attempt must end before the deadline",
+        from_scenario ? "SCENARIO's server.service_time" : "--p50",
+        from_scenario ? format_duration(d.p50) : f.p50, format_duration(d.deadline))};
+  }
+  auto problem = sim::check_description(d);
+  if (!problem) return;
+  // "deadline: must be ..." as every flag's message: "--deadline must be ...".
+  const auto colon = problem->find(": ");
+  std::string field = problem->substr(0, colon);
+  std::string what = "--" + field;
+  if (from_scenario && field != "deadline" && field != "error-rate" &&
+      !(field == "clients" && given(f, "--clients"))) {
+    what = "SCENARIO's " + std::string(field == "rate"      ? "requests_per_second"
+                                       : field == "workers" ? "server.workers"
+                                       : field == "p50"     ? "server.service_time (the p50)"
+                                       : field == "p99"     ? "service_time + stall (the p99)"
+                                                            : field);
+  }
+  std::string why = problem->substr(colon + 2);
+  // The value as the user typed it, quoted as every flag's error quotes it.
+  const std::pair<const char*, const std::string*> typed[] = {
+      {"rate", &f.rate}, {"clients", &f.clients}, {"workers", &f.workers},
+      {"p50", &f.p50},   {"p99", &f.p99},         {"deadline", &f.deadline}};
+  const auto got = why.rfind(", got ");
+  for (const auto& [name, text] : typed) {
+    if (field == name && what == "--" + field && given(f, what) && got != std::string::npos) {
+      why = why.substr(0, got) + ", got " + detail::quote_for_message(*text);
+    }
+  }
+  throw usage_error{what + " " + why};
+}
+
 // The inputs, or a usage_error.
 tune_inputs read_inputs(const tune_flags& f) {
   tune_inputs in;
@@ -170,6 +226,11 @@ tune_inputs read_inputs(const tune_flags& f) {
                                 ? number_flag("--error-rate", f.error_rate, 0.0, 0.5, "[0, 0.5]")
                                 : 0.01;
   const std::uint64_t seed = given(f, "--seed") ? whole_flag("--seed", f.seed, 0, UINT64_MAX) : 42;
+  if (f.scenario_option != nullptr && f.scenario_option->count() > 0 && f.scenario.empty()) {
+    throw usage_error{"SCENARIO must be a built-in scenario (" + sim::builtin_scenario_names() +
+                      ") or a scenario file, got \"\" (leave it out to describe the service "
+                      "with --rate, --clients, --workers or --capacity, --p50, --p99)"};
+  }
   if (!f.scenario.empty()) {
     for (const char* flag : {"--rate", "--workers", "--capacity", "--p50", "--p99"}) {
       if (given(f, flag)) {
@@ -189,55 +250,102 @@ tune_inputs read_inputs(const tune_flags& f) {
     in.service.deadline = deadline;
     in.service.error_rate = error_rate;
   }
-  if (auto problem = sim::check_description(in.service)) {
-    // "deadline: must be ..." as every flag's message: "--deadline must be ...".
-    const auto colon = problem->find(": ");
-    throw usage_error{"--" + problem->substr(0, colon) + " " + problem->substr(colon + 2)};
-  }
+  check_service(f, in.service);
   if (f.scenario.empty()) in.storm = sim::service_scenario(in.service, seed);
   read_goal(f, in);
   return in;
 }
 
-bool write_outputs(const tune_flags& f, const tune_inputs& in, const sim::tune_report& report) {
+// Every output file given, checked before anything runs: a usage_error for "-" or two flags
+// naming one file.
+void stage_outputs(const tune_flags& f, const tune_inputs& in, staged_files& files) {
+  const std::pair<const char*, const std::string*> outputs[] = {
+      {"--out", &f.out},
+      {"--export", &in.export_file},
+      {"--write-scenario", &f.write_scenario},
+      {"--plot", &f.plot}};
+  for (const auto& [flag, path] : outputs) {
+    if (!given(f, flag)) continue;
+    if (auto problem = files.add(flag, *path)) throw usage_error{*problem};
+  }
+}
+
+// The report on stdout, then the files, all or none (staged_files): false after an error.
+bool write_outputs(const tune_flags& f, const tune_inputs& in, const sim::tune_report& report,
+                   staged_files& files) {
   if (!write_all(stdout, f.json ? sim::to_json(report) : sim::format_report(report))) {
     report_error(k_command, "cannot write to standard output: " + errno_text(errno));
     return false;
   }
   std::fflush(stdout);
   if (given(f, "--write-scenario") &&
-      !write_text_file(k_command, f.write_scenario, sim::to_json(in.storm), "--write-scenario")) {
+      !files.write(k_command, "--write-scenario", sim::to_json(in.storm))) {
     return false;
   }
-  if (!report.verdict.met) return true;
-  if (given(f, "--out") &&
-      !write_text_file(k_command, f.out, config::to_json(std::vector{report.policy}), "--out")) {
-    return false;
-  }
-  if (in.target) {
-    const auto exported = config::export_policy(report.policy, *in.target);
-    for (const std::string& w : exported.warnings) {
-      report_warning(
-          k_command,
-          printable_message("--export " + std::string(config::to_string(*in.target)) + ": " + w));
-    }
-    if (!write_text_file(k_command, in.export_file, exported.text, "--export")) return false;
-  }
-  if (given(f, "--plot")) {
-    if (auto error = run_gnuplot(
-            sim::gnuplot_script(report.at_fleet, *sim::plot_format_for(f.plot), f.plot))) {
-      report_error(k_command, fmt::format("cannot draw the plot {}: {}",
-                                          detail::quote_for_message(f.plot), *error));
+  if (report.verdict.met) {
+    if (given(f, "--out") &&
+        !files.write(k_command, "--out", config::to_json(std::vector{report.policy}))) {
       return false;
     }
+    if (in.target) {
+      const auto exported = config::export_policy(report.policy, *in.target);
+      for (const std::string& w : exported.warnings) {
+        report_warning(
+            k_command,
+            printable_message("--export " + std::string(config::to_string(*in.target)) + ": " + w));
+      }
+      if (!files.write(k_command, "--export", exported.text)) return false;
+    }
+    if (given(f, "--plot")) {
+      const std::string into = files.temporary("--plot").string();
+      if (auto error = run_gnuplot(
+              sim::gnuplot_script(report.at_fleet, *sim::plot_format_for(f.plot), into))) {
+        report_error(k_command, fmt::format("cannot draw the plot {}: {}",
+                                            detail::quote_for_message(f.plot), *error));
+        return false;
+      }
+      files.mark_written("--plot");
+    }
   }
-  return true;
+  return files.commit(k_command);
+}
+
+// The progress bar on a terminal, and on stderr the estimate of the search's time when it is more
+// than a minute: once the first two simulations have ended (the default policies in the storm,
+// which retry the most: an upper estimate), and again at a tenth of the simulations planned.
+sim::progress_callback progress_with_estimate(progress_bar& bar) {
+  const auto start = std::chrono::steady_clock::now();
+  return [draw = bar.callback(), start, told = 0](std::size_t done, std::size_t total) mutable {
+    const bool first = told == 0 && done >= 2;
+    const bool tenth = told < 2 && done * 10 >= total && done >= 3;
+    if ((first || tenth) && done < total) {
+      told = tenth ? 2 : 1;
+      const std::chrono::duration<double> spent = std::chrono::steady_clock::now() - start;
+      const double left =
+          spent.count() * static_cast<double>(total - done) / static_cast<double>(done);
+      if (spent.count() + left > 60.0) {
+        if (draw) write_diagnostic(fmt::format("\r{:{}}\r", "", 79));  // the bar's line
+        report_log(k_command,
+                   first ? fmt::format("about {} simulations; the first {} (the default policies, "
+                                       "which retry the most) took {:.0f} s: the search may take "
+                                       "up to about {:.0f} min",
+                                       total, done, spent.count(),
+                                       std::ceil((spent.count() + left) / 60.0))
+                         : fmt::format("{} of about {} simulations in {:.0f} s: about {:.0f} min "
+                                       "left",
+                                       done, total, spent.count(), std::ceil(left / 60.0)));
+      }
+    }
+    if (draw) draw(done, total);
+  };
 }
 
 int run_tune(const tune_flags& f) {
   tune_inputs in;
+  staged_files files;
   try {
     in = read_inputs(f);
+    stage_outputs(f, in, files);
   } catch (const usage_error& e) {
     if (!e.message.empty()) report_error(k_command, printable_message(e.message));
     return exit_usage;
@@ -246,8 +354,9 @@ int run_tune(const tune_flags& f) {
     report_error(k_command, "no policy can meet the goal: " + *why);
     return exit_goal_not_met;
   }
+  if (!files.prepare(k_command)) return exit_failure;
   progress_bar bar(detail::escape_control(in.storm.name) + " tune");
-  in.options.progress = bar.callback();
+  in.options.progress = progress_with_estimate(bar);
   sim::tune_report report;
   try {
     report = sim::tune(in.storm, in.service, in.goal, in.options);
@@ -258,7 +367,7 @@ int run_tune(const tune_flags& f) {
     report_error(k_command, "out of memory during the search");
     return exit_failure;
   }
-  if (!write_outputs(f, in, report)) return exit_failure;
+  if (!write_outputs(f, in, report, files)) return exit_failure;
   if (!report.verdict.met) {
     report_error(k_command, "no policy tried meets the goal: " + report.verdict.reason +
                                 " (the closest is printed; nothing written)");
@@ -283,10 +392,10 @@ command add_tune_command(CLI::App& parent) {
       "  1    stdout, --out, --export, --write-scenario or the plot could not be written\n"
       "  2    bad command line: a value out of range (named), an unknown scenario or target\n"
       "  3    no policy can meet the goal, or none tried does (the reason is printed)");
-  sub->add_option("scenario", f->scenario,
-                  "A built-in scenario (" + sim::builtin_scenario_names() +
-                      ") or a scenario file, instead of a description")
-      ->type_name("SCENARIO");
+  f->scenario_option = sub->add_option("scenario", f->scenario,
+                                       "A built-in scenario (" + sim::builtin_scenario_names() +
+                                           ") or a scenario file, instead of a description")
+                           ->type_name("SCENARIO");
   const auto opt = [&](const std::string& name, std::string& into, const std::string& help,
                        const std::string& placeholder) {
     f->given_options.push_back(add_typed_option(*sub, name, into, help, placeholder));

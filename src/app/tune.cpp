@@ -32,8 +32,23 @@ constexpr duration k_incident_end = 20s;
 // p99 of the latencies then falls among the stalls.
 constexpr double k_stall_fraction = 0.02;
 constexpr int k_max_retries = 3;
+// The longest backoff and attempt timeout a policy holds (stormguard::config).
+constexpr duration k_max_policy_time = 1h;
+// Below this rate the 60-s run holds too few requests for its figures to mean anything.
+constexpr double k_min_rate = 1.0;
 
 std::string seconds_text(duration d) { return format_duration(d); }
+
+// A long duration in hours and minutes when it is whole minutes ("2h", "1h5m", "12m"), else as
+// seconds_text.
+std::string long_text(duration d) {
+  const auto minutes = std::chrono::duration_cast<std::chrono::minutes>(d);
+  if (d < 1min || minutes != d) return seconds_text(d);
+  const auto h = minutes.count() / 60;
+  const auto m = minutes.count() % 60;
+  if (h == 0) return fmt::format("{}m", m);
+  return m == 0 ? fmt::format("{}h", h) : fmt::format("{}h{}m", h, m);
+}
 
 duration round_up_10ms(duration d) {
   const duration step = 10ms;
@@ -85,6 +100,26 @@ std::optional<std::string> check_description(const service_description& d) {
   if (requests > 10'000'000) {
     return bad("rate", "must be at most 166666 req/s (60 s of simulated time)",
                detail::format_double(d.requests_per_second));
+  }
+  if (d.requests_per_second < k_min_rate) {
+    return bad("rate",
+               "must be at least 1 req/s: the 60-s run would hold fewer than 60 logical requests "
+               "(10 in the incident), too few for any of the figures tune compares",
+               detail::format_double(d.requests_per_second));
+  }
+  // The rules derive the backoff base (max(5 x p50, 2 x p99)) and the attempt timeout (at least
+  // p99 + p50); a policy holds each up to 1 h.
+  if (5 * d.p50 > k_max_policy_time) {
+    return bad("p50",
+               "must be at most 12m: the backoff base the rules derive, 5 x p50 = " +
+                   long_text(5 * d.p50) + ", must be at most 1h (a policy's limit)",
+               long_text(d.p50));
+  }
+  if (2 * d.p99 > k_max_policy_time) {
+    return bad("p99",
+               "must be at most 30m: the backoff base the rules derive, 2 x p99 = " +
+                   long_text(2 * d.p99) + ", must be at most 1h (a policy's limit)",
+               long_text(d.p99));
   }
   return std::nullopt;
 }
@@ -157,7 +192,10 @@ std::optional<std::string> infeasible(const scenario& storm, const service_descr
         "req/s) even without retries: no retry policy can make up for missing capacity; add "
         "capacity or shed load first",
         detail::format_double(storm.requests_per_second), storm.workers,
-        seconds_text(storm.service_time), detail::format_double(std::floor(capacity)));
+        seconds_text(storm.service_time),
+        // Whole req/s, or three significant digits below 100 (0.139, not 0).
+        capacity >= 100 ? detail::format_double(std::floor(capacity))
+                        : fmt::format("{:.3g}", capacity));
   }
   if (d.deadline <= d.p50) {
     return fmt::format(
@@ -170,7 +208,7 @@ std::optional<std::string> infeasible(const scenario& storm, const service_descr
 
 namespace tune_detail {
 duration base_rule(const service_description& d) {
-  return round_up_10ms(std::max({5 * d.p50, 2 * d.p99, duration(10ms)}));
+  return round_up_10ms(std::max(5 * d.p50, 2 * d.p99));
 }
 }  // namespace tune_detail
 
@@ -188,23 +226,49 @@ std::vector<duration> timeout_candidates(const service_description& d) {
   return out;
 }
 
+namespace {
+
+// Why `timeout`: the rule's value when the deadline leaves room for it, else why it is shorter
+// (timeout_candidates: at most (deadline - base) / 2, at least p99 + p50).
+std::string timeout_reason(const service_description& d, duration timeout) {
+  const duration rule = round_up_10ms(std::max(2 * d.p99, 10 * d.p50));
+  const duration base = tune_detail::base_rule(d);
+  const bool retry_fits = 2 * timeout + base <= d.deadline;
+  std::string compared;
+  for (const duration t : timeout_candidates(d)) {
+    compared += (compared.empty() ? "" : " and ") + seconds_text(t);
+  }
+  if (timeout >= rule) {
+    return fmt::format(
+        "{} is at least max(2 x p99, 10 x p50) = {} (rounded up to 10 ms: a healthy attempt, its "
+        "tail included, is never cut short){}; the search compared {}",
+        seconds_text(timeout), seconds_text(rule),
+        retry_fits
+            ? fmt::format(", and short enough that a retry after one backoff of {} still "
+                          "fits the deadline ({})",
+                          seconds_text(base), seconds_text(d.deadline))
+            : fmt::format("; no retry after it fits the deadline ({})", seconds_text(d.deadline)),
+        compared);
+  }
+  return fmt::format(
+      "{} is shorter than the rule's max(2 x p99, 10 x p50) = {}, which the deadline ({}) has no "
+      "room for: {}; the search compared {}",
+      seconds_text(timeout), seconds_text(rule), seconds_text(d.deadline),
+      retry_fits ? fmt::format("{} is the longest with which a retry after one backoff of {} "
+                               "still fits ((deadline - base) / 2)",
+                               seconds_text(timeout), seconds_text(base))
+                 : fmt::format("{} is p99 + p50 rounded up to 10 ms, the shortest that never cuts "
+                               "a healthy attempt short, and no retry fits the deadline after it",
+                               seconds_text(timeout)),
+      compared);
+}
+
+}  // namespace
+
 policy_rules rules_for(const service_description& d, duration timeout) {
   policy_rules r;
   r.attempt_timeout = timeout;
-  r.reasons.push_back(
-      {"attempt_timeout", seconds_text(timeout),
-       fmt::format("{} is at least max(2 x p99, 10 x p50) = {} (a healthy attempt, its tail "
-                   "included, is never cut short) and short enough that a retry after one "
-                   "backoff still fits the deadline ({}); the search compared {}",
-                   seconds_text(timeout),
-                   seconds_text(round_up_10ms(std::max(2 * d.p99, 10 * d.p50))),
-                   seconds_text(d.deadline), [&] {
-                     std::string all;
-                     for (const duration t : timeout_candidates(d)) {
-                       all += (all.empty() ? "" : " and ") + seconds_text(t);
-                     }
-                     return all;
-                   }())});
+  r.reasons.push_back({"attempt_timeout", seconds_text(timeout), timeout_reason(d, timeout)});
   // base: a retry sooner than a few healthy answers meets the same trouble; 5 × p50, 2 × p99.
   r.base = tune_detail::base_rule(d);
   // Retries and cap against the deadline: (retries + 1) attempts of the attempt timeout and the
@@ -230,7 +294,8 @@ policy_rules rules_for(const service_description& d, duration timeout) {
   r.reasons.push_back(
       {"backoff",
        fmt::format("base {}, cap {}, full jitter", seconds_text(r.base), seconds_text(r.cap)),
-       fmt::format("base is max(5 x p50, 2 x p99) = {}: a retry sooner than a few healthy "
+       fmt::format("base is max(5 x p50, 2 x p99) rounded up to a whole 10 ms (so at least "
+                   "10 ms) = {}: a retry sooner than a few healthy "
                    "answers meets the same trouble; cap is the last retry's ceiling that fits "
                    "the deadline; full jitter spreads the retries of clients that failed "
                    "together (Brooker 2015)",
@@ -268,12 +333,19 @@ config::policy make_policy(const std::string& name, const service_description& d
   p.description = fmt::format("tuned for {} req/s from {} clients (stormguard tune)",
                               detail::format_double(d.requests_per_second), d.clients);
   p.retry.max_retries = c.hedge_attempts > 0 ? 0 : c.retries;
+  // The gRPC codes the HTTP statuses stand for (503 and the others: UNAVAILABLE), written in the
+  // file as `--export grpc` writes them, so that the file and the service config agree.
+  if (c.hedge_attempts == 0 && c.retries > 0) {
+    p.retryable_grpc_codes = config::default_retryable_grpc_codes();
+  }
   p.retry.backoff.base = c.base;
   p.retry.backoff.cap = c.cap;
   p.retry.backoff.multiplier = 2.0;
   p.retry.backoff.jitter = jitter::full;
   const ratio_budget_options ratio{c.ratio, c.window, c.floor};
-  if (c.fleet) {
+  if (c.hedge_attempts == 0 && c.retries == 0) {
+    p.budget = no_budget{};  // no retry and no copy: nothing to budget
+  } else if (c.fleet) {
     fleet_budget_options f;
     f.ratio = ratio;
     f.store.key = name;
@@ -290,6 +362,7 @@ config::policy make_policy(const std::string& name, const service_description& d
     h.options.delay = c.hedge_delay;
     // A status the policy would retry sends the next copy at once (a healthy day's 503s).
     h.non_fatal_statuses = p.statuses;
+    h.non_fatal_grpc_codes = config::default_retryable_grpc_codes();
     p.hedging = h;
   }
   return p;
@@ -305,7 +378,7 @@ std::vector<std::int64_t> floor_candidates(const scenario& storm, bool fleet) {
     // One floor for the fleet: a tenth, a quarter or half of what the server completes in the
     // incident.
     for (const double share : {0.1, 0.25, 0.5}) {
-      add(std::max<std::int64_t>(1, std::llround(share * headroom)));
+      add(std::clamp<std::int64_t>(std::llround(share * headroom), 1, k_max_floor));
     }
   } else {
     // Per process: the floor multiplies by the clients.
@@ -329,6 +402,18 @@ std::vector<tune_reason> explain(const service_description& d, const scenario& s
                      "copies after 2 and 4 x p50 against retries",
                      seconds_text(d.p99), seconds_text(d.p50),
                      (c.hedge_delay + d.p50 / 2) / d.p50)});
+  } else if (c.retries == 0) {
+    // No retry fits: the reasons say so, and nothing about a budget (the policy has none).
+    out.push_back(
+        {"retries", "0",
+         fmt::format("one retry would take up to {} (2 attempts of {} and a backoff of up to {}), "
+                     "more than the deadline of {}: no retry fits, and the policy makes one "
+                     "attempt",
+                     seconds_text(2 * c.timeout + c.base), seconds_text(c.timeout),
+                     seconds_text(c.base), seconds_text(d.deadline))});
+    out.push_back({"budget", "none",
+                   "with 0 retries there is nothing to budget (no backoff, no window, no floor)"});
+    return out;
   } else {
     out.push_back(
         {"retries", std::to_string(c.retries),
@@ -342,10 +427,10 @@ std::vector<tune_reason> explain(const service_description& d, const scenario& s
         {"backoff",
          fmt::format("base {}, cap {}, multiplier 2, full jitter", seconds_text(c.base),
                      seconds_text(c.cap)),
-         fmt::format("base {} (the rule: max(5 x p50, 2 x p99) = {}; the search compared it and "
-                     "twice it): a retry sooner than a few healthy answers meets the same "
-                     "trouble; cap is the last retry's ceiling; full jitter spreads the retries "
-                     "of clients that failed together (Brooker 2015)",
+         fmt::format("base {} (the rule: max(5 x p50, 2 x p99) rounded up to a whole 10 ms = {}; "
+                     "the search compared it and twice it): a retry sooner than a few healthy "
+                     "answers meets the same trouble; cap is the last retry's ceiling; full "
+                     "jitter spreads the retries of clients that failed together (Brooker 2015)",
                      seconds_text(c.base), seconds_text(r.base))});
   }
   out.push_back(
@@ -368,10 +453,12 @@ std::vector<tune_reason> explain(const service_description& d, const scenario& s
                    "server completes in the incident ({:.0f} % of it); the ratio lets {:.1f} % "
                    "more attempts through over the window, above the {:.1f} % a healthy day "
                    "fails; the search compared per-process floors 0, 1, 10, fleet floors of "
-                   "10/25/50 % of that capacity, ratios 0.05, 0.1, 0.2, then refined",
+                   "10/25/50 % of that capacity (at most {}/s, a budget's largest floor), "
+                   "ratios 0.05, 0.1, 0.2, then refined",
                    detail::format_double(total_floor),
                    c.fleet ? "" : fmt::format(" ({} x {} clients)", c.floor, d.clients), headroom,
-                   100.0 * total_floor / headroom, 100.0 * c.ratio, 100.0 * d.error_rate)});
+                   100.0 * total_floor / headroom, 100.0 * c.ratio, 100.0 * d.error_rate,
+                   k_max_floor)});
   return out;
 }
 

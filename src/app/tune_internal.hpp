@@ -29,7 +29,9 @@ struct candidate {
   friend bool operator==(const candidate&, const candidate&) = default;
 };
 
-// The backoff base of the rules: max(5 × p50, 2 × p99, 10 ms), rounded up to 10 ms.
+// The backoff base of the rules: max(5 × p50, 2 × p99), rounded up to a whole 10 ms, so at least
+// 10 ms (docs/tune.md: a shorter sleep is within the error of a timer and a scheduler, so full
+// jitter would spread nothing, and the schedule reads in whole steps).
 [[nodiscard]] duration base_rule(const service_description& d);
 
 // The worst case of one logical request that retries `retries` times: every attempt runs to
@@ -44,8 +46,11 @@ struct schedule {
 [[nodiscard]] config::policy make_policy(const std::string& name, const service_description& d,
                                          const candidate& c);
 
+// The largest budget floor a policy holds (ratio_budget_options::min_retries_per_second).
+inline constexpr std::int64_t k_max_floor = 1'000'000;
+
 // The budget floors the search compares: per process 0, 1, 10; for the fleet a tenth, a quarter
-// and half of the incident's capacity (at least 1).
+// and half of the incident's capacity (at least 1, at most k_max_floor).
 [[nodiscard]] std::vector<std::int64_t> floor_candidates(const scenario& storm, bool fleet);
 
 // A candidate's figures on the storm and the baseline, and its verdict.

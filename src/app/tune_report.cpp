@@ -104,7 +104,8 @@ std::string format_report(const tune_report& r) {
   const bool incident = r.storm.incident.has_value();
   std::string out = fmt::format("stormguard tune: {}; seed {}\n", describe(r.storm), r.storm.seed);
   out += fmt::format("goal: {}\n", goal_text(r.goal));
-  out += fmt::format("tried {} policies ({} simulations)\n\n", r.candidates_tried, r.runs);
+  out += fmt::format("tried {} polic{} ({} simulations)\n\n", r.candidates_tried,
+                     r.candidates_tried == 1 ? "y" : "ies", r.runs);
   out += fmt::format("recommended policy \"{}\" (--out FILE writes it):\n", r.policy.name);
   out += reasons_text(r);
   out += fmt::format("\nat the fleet size ({} clients):\n", r.storm.clients);
@@ -126,11 +127,13 @@ std::string format_report(const tune_report& r) {
           fmt::format("  {:>10.0f} % {:>8} {:>9} {:>9}\n", 100.0 * p.failure_rate,
                       times(p.amplification), times(p.incident_amplification), percent(p.success));
     }
-    out += r.binds_at ? fmt::format(
-                            "  the budget starts to deny retries at a failure rate of "
-                            "{:.0f} %\n",
-                            100.0 * *r.binds_at)
-                      : std::string("  the budget never denies a retry (up to 100 %)\n");
+    out += std::holds_alternative<no_budget>(r.policy.budget)
+               ? std::string("  no budget to bind: the policy makes no retry\n")
+           : r.binds_at ? fmt::format(
+                              "  the budget starts to deny retries at a failure rate of "
+                              "{:.0f} %\n",
+                              100.0 * *r.binds_at)
+                        : std::string("  the budget never denies a retry (up to 100 %)\n");
   }
   out += fmt::format("\nat 10x the fleet, the same goal: {}",
                      r.verdict_10x.met ? "met\n" : "missed: " + r.verdict_10x.reason + "\n");

@@ -5,11 +5,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <mutex>
 #include <stdexcept>
 #include <tuple>
 #include <utility>
+#include <variant>
 
 #include "app/tune.hpp"
 #include "app/tune_internal.hpp"
@@ -105,16 +107,21 @@ struct search {
   tune_goal goal;
   const tune_options& options;
   bool tail = false;
-  std::size_t planned = 0;  // progress units planned (a candidate is one, an evidence run one)
-  std::size_t done = 0;
+  std::size_t planned = 0;  // simulations planned (an estimate, raised as the search goes)
   std::size_t tried = 0;
-  std::size_t runs = 0;
+  std::size_t runs = 0;  // simulations run: progress is told as each one ends
   std::vector<evaluated> all;
 
-  void tell(std::size_t more) {
-    done += more;
-    planned = std::max(planned, done + 1);
-    if (options.progress) options.progress(done, planned);
+  // Tells options.progress that `finished` more simulations of a batch started at runs ended.
+  void tell(std::size_t finished) {
+    planned = std::max(planned, runs + finished + 1);
+    if (options.progress) options.progress(runs + finished, planned);
+  }
+  // A progress callback for a batch that starts now (told from the batch's worker threads, one
+  // call at a time; the search's thread waits for the batch meanwhile).
+  [[nodiscard]] progress_callback batch_progress() {
+    if (!options.progress) return {};
+    return [this](std::size_t finished, std::size_t) { tell(finished); };
   }
 
   // Runs `policies` on every scenario of `scenarios`, in parallel; results[s][p].
@@ -127,9 +134,10 @@ struct search {
                                                   std::vector<strategy_result>(n));
     const unsigned threads =
         parallel_runs(*scenarios.front(), options.threads, n * scenarios.size());
-    parallel_for(n * scenarios.size(), threads, [&](std::size_t i) {
-      out[i / n][i % n] = simulate(*scenarios[i / n], strategies[i % n]);
-    });
+    parallel_for(
+        n * scenarios.size(), threads,
+        [&](std::size_t i) { out[i / n][i % n] = simulate(*scenarios[i / n], strategies[i % n]); },
+        batch_progress());
     runs += n * scenarios.size();
     return out;
   }
@@ -160,7 +168,6 @@ struct search {
       all.push_back(std::move(e));
     }
     tried += fresh.size();
-    tell(fresh.size());
     return indices;
   }
 
@@ -227,6 +234,11 @@ std::vector<candidate> budget_grid(const search& s) {
   std::vector<candidate> out;
   for (const duration timeout : timeout_candidates(s.d)) {
     const policy_rules r = rules_for(s.d, timeout);
+    if (r.retries == 0 && !s.tail) {
+      // No retry fits the deadline and no tail to hedge: nothing to budget, one candidate.
+      out.push_back(candidate{false, 0.1, 0, r.window, 0, r.base, r.cap, timeout, 0, {}});
+      continue;
+    }
     for (const bool fleet : {false, true}) {
       if (fleet && s.d.clients == 1) continue;
       for (const std::int64_t floor : floor_candidates(s.storm, fleet)) {
@@ -261,12 +273,13 @@ std::vector<candidate> schedule_grid(const search& s, const candidate& best) {
 // Stage 3: the ratio and the floor refined together around a candidate, and its window doubled.
 std::vector<candidate> refine_grid(const candidate& best) {
   std::vector<candidate> out;
+  if (best.retries == 0 && best.hedge_attempts == 0) return out;  // no budget to refine
   for (const double ratio_factor : {0.75, 1.0, 1.25}) {
     for (const double floor_factor : {0.5, 1.0, 2.0}) {
       candidate c = best;
       c.ratio = std::round(best.ratio * ratio_factor * 1000.0) / 1000.0;
       c.floor = std::llround(static_cast<double>(best.floor) * floor_factor);
-      if (c.ratio > 0.0 && c != best) out.push_back(c);
+      if (c.ratio > 0.0 && c.floor <= k_max_floor && c != best) out.push_back(c);
     }
   }
   candidate wider = best;
@@ -297,7 +310,6 @@ std::vector<candidate> hedge_grid(const search& s, const candidate& best) {
 tune_goal fill_goal(search& s, const std::vector<config::policy>& defaults) {
   tune_goal g = s.goal;
   const auto results = s.run({&s.storm}, defaults);
-  s.tell(defaults.size());
   if (!g.min_success) {
     double best = 0.0;
     for (const auto& r : results[0]) best = std::max(best, r.success_ratio.value_or(0.0));
@@ -356,7 +368,6 @@ std::size_t hold_at_10x(search& s, std::size_t best, tune_verdict& verdict) {
   std::vector<config::policy> policies;
   for (const std::size_t i : finalists) policies.push_back(s.all[i].policy);
   const auto results = s.run({&wide, &wide_healthy}, policies);
-  s.tell(finalists.size());
   // Each finalist's figures at 10x, judged as at the fleet size; the nearest to the goal wins, in
   // ranking order on a tie (the ranking's order of `finalists` is kept by `order`).
   std::vector<evaluated> wide_figures;
@@ -384,22 +395,46 @@ std::size_t hold_at_10x(search& s, std::size_t best, tune_verdict& verdict) {
   return finalists[*chosen];
 }
 
+// Every candidate the search ran, in words with its figures (the report's `tried`).
+std::vector<tune_candidate> tried_candidates(const search& s) {
+  std::vector<tune_candidate> out;
+  for (const evaluated& e : s.all) {
+    const candidate& c = e.values;
+    std::string summary = fmt::format(
+        "{} ratio {} floor {}/s window {}, {} retries base {}, timeout {}",
+        c.fleet ? "fleet" : "per-process", detail::format_double(c.ratio), c.floor,
+        format_duration(c.window), c.retries, format_duration(c.base), format_duration(c.timeout));
+    if (c.hedge_attempts > 0) {
+      summary += fmt::format(", hedging {} copies after {}", c.hedge_attempts,
+                             format_duration(c.hedge_delay));
+    }
+    out.push_back({std::move(summary), e.storm, e.baseline, e.verdict});
+  }
+  return out;
+}
+
 }  // namespace
 
 namespace tune_detail {
 void gather_evidence(tune_report& report, const std::vector<config::policy>& shown,
-                     unsigned threads);
+                     unsigned threads, const std::function<void(std::size_t)>& finished);
 }  // namespace tune_detail
 
 tune_report tune(const scenario& storm, const service_description& d, const tune_goal& goal,
                  const tune_options& options) {
   if (auto problem = validate(storm)) throw std::invalid_argument(problem->message);
-  search s{storm, baseline_scenario(storm, d.error_rate), d, goal, options, false, 0, 0, 0, 0, {}};
+  search s{storm, baseline_scenario(storm, d.error_rate), d, goal, options, false, 0, 0, 0, {}};
   s.tail = d.p99 > 2 * d.p50;
   const std::vector<config::policy> defaults = default_policies();
   std::vector<candidate> grid = budget_grid(s);
-  s.planned = defaults.size() + std::min(grid.size(), options.max_candidates) + 6 + 14 * 9 +
-              (s.tail ? 21 : 0) + 24;
+  // Simulations: the defaults, two per candidate (the grid, the schedule, refinements of up to 9
+  // candidates: about 5 new ones on friday-night, friday-night-fleet and 20,000 clients, which
+  // tried 20 to 74 candidates after the grid; hedging), the finalists at 10x (two each), the
+  // evidence and the binding rate. An estimate for the progress bar: raised when the search
+  // runs past it.
+  s.planned = defaults.size() +
+              2 * std::min(grid.size() + 6 + 5 * 9 + (s.tail ? 21 : 0), options.max_candidates) +
+              2 * 5 + 3 * 5 + k_failure_rates.size() + 8;
   s.goal = fill_goal(s, defaults);
   s.evaluate(std::move(grid));
   std::size_t best = s.best_of(s.every());
@@ -444,11 +479,15 @@ tune_report tune(const scenario& storm, const service_description& d, const tune
   report.policy = s.all[best].policy;
   report.verdict = s.all[best].verdict;
   report.reasons = explain(d, storm, s.all[best].values);
-  // The best of the other scope, evaluated with the tuned values where it was not in the grid.
-  if (d.clients > 1) {
+  // The best of the other scope, evaluated with the tuned values where it was not in the grid;
+  // only candidates with a budget (one without retries or copies has none, of either scope).
+  const auto budgeted = [&s](std::size_t i) {
+    return !std::holds_alternative<no_budget>(s.all[i].policy.budget);
+  };
+  if (d.clients > 1 && budgeted(best)) {
     std::vector<std::size_t> other;
     for (std::size_t i = 0; i < s.all.size(); ++i) {
-      if (s.all[i].values.fleet != s.all[best].values.fleet) other.push_back(i);
+      if (s.all[i].values.fleet != s.all[best].values.fleet && budgeted(i)) other.push_back(i);
     }
     if (!other.empty()) {
       const std::size_t o = s.best_of(other);
@@ -467,23 +506,13 @@ tune_report tune(const scenario& storm, const service_description& d, const tune
   shown.push_back(none);
   if (report.other_scope) shown.push_back(*report.other_scope);
   report.candidates_tried = s.tried;
-  for (const evaluated& e : s.all) {
-    const candidate& c = e.values;
-    std::string summary = fmt::format(
-        "{} ratio {} floor {}/s window {}, {} retries base {}, timeout {}",
-        c.fleet ? "fleet" : "per-process", detail::format_double(c.ratio), c.floor,
-        format_duration(c.window), c.retries, format_duration(c.base), format_duration(c.timeout));
-    if (c.hedge_attempts > 0) {
-      summary += fmt::format(", hedging {} copies after {}", c.hedge_attempts,
-                             format_duration(c.hedge_delay));
-    }
-    report.tried.push_back({std::move(summary), e.storm, e.baseline, e.verdict});
-  }
-  gather_evidence(report, shown, options.threads);
-  s.tell(3 * shown.size() + k_failure_rates.size());
+  report.tried = tried_candidates(s);
+  gather_evidence(report, shown, options.threads, [&s](std::size_t finished) {
+    if (s.options.progress) s.tell(finished);
+  });
+  s.runs += report.runs;
   report.binds_at = binding_rate(s, report.policy);
-  s.tell(8);
-  report.runs = s.runs + report.runs;
+  report.runs = s.runs;
   if (options.progress) options.progress(s.planned, s.planned);
   return report;
 }
@@ -493,27 +522,33 @@ namespace tune_detail {
 // The evidence of the shown policies: at the fleet size, at 10×, on the baseline; the tuned
 // policy at each failure rate. Adds its simulations to report.runs.
 void gather_evidence(tune_report& report, const std::vector<config::policy>& shown,
-                     unsigned threads) {
+                     unsigned threads, const std::function<void(std::size_t)>& finished) {
   std::vector<strategy> strategies;
   for (const config::policy& p : shown) strategies.push_back(from_policy(p));
-  report.at_fleet = simulate(report.storm, strategies, threads);
+  // `finished` is told the simulations of this function that have ended, as each one ends.
+  const auto from = [&](std::size_t before) -> progress_callback {
+    return [&finished, before](std::size_t done, std::size_t) { finished(before + done); };
+  };
+  const std::size_t n = strategies.size();
+  report.at_fleet = simulate(report.storm, strategies, threads, from(0));
   const scenario wide = ten_times(report.storm);
   report.fleet_10x = wide.clients;
-  for (const strategy_result& r : simulate(wide, strategies, threads).strategies) {
+  for (const strategy_result& r : simulate(wide, strategies, threads, from(n)).strategies) {
     report.at_10x.push_back(tune_figures::of(r));
   }
   const scenario healthy = baseline_scenario(report.storm, report.service.error_rate);
-  for (const strategy_result& r : simulate(healthy, strategies, threads).strategies) {
+  for (const strategy_result& r : simulate(healthy, strategies, threads, from(2 * n)).strategies) {
     report.baseline.push_back(tune_figures::of(r));
   }
-  report.runs += 3 * strategies.size();
+  report.runs += 3 * n;
   if (!report.storm.incident) return;
   std::vector<scenario> rates;
   for (const double rate : k_failure_rates)
     rates.push_back(failure_rate_scenario(report.storm, rate));
   std::vector<strategy_result> out(rates.size());
-  parallel_for(rates.size(), parallel_runs(report.storm, threads, rates.size()),
-               [&](std::size_t i) { out[i] = simulate(rates[i], strategies.front()); });
+  parallel_for(
+      rates.size(), parallel_runs(report.storm, threads, rates.size()),
+      [&](std::size_t i) { out[i] = simulate(rates[i], strategies.front()); }, from(3 * n));
   for (std::size_t i = 0; i < rates.size(); ++i) {
     report.failure_rates.push_back({k_failure_rates[i], out[i].amplification,
                                     out[i].incident_amplification, out[i].success_ratio});

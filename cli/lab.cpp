@@ -603,7 +603,12 @@ void add_transport_option(CLI::App& sub, lab_options& options) {
                        "stormguard.lab.v1.Scenario/Call through stormguard::grpc; " +
                            doc_path("grpc.md") + ")",
                        "http|grpc")
-          ->check(CLI::IsMember({"http", "grpc"}))
+          ->check(CLI::Validator(
+              [](std::string& text) -> std::string {
+                if (text == "http" || text == "grpc") return {};
+                return "must be http or grpc, got " + detail::quote_for_message(text);
+              },
+              "http|grpc"))
           ->capture_default_str();
 }
 

@@ -69,8 +69,8 @@ constexpr const char* k_exit_statuses =
     "--ledger-token-file cannot be read or holds no token, or stdout\n"
     "cannot be written, 2 for a bad command line or scenario (unknown name, "
     "bad\n"
-    "file, --port or --grpc-port outside [0, 65535], --scale outside (0, 1], a bad --idempotency\n"
-    "spec, "
+    "file, --port or --grpc-port outside [0, 65535], the two equal, --scale outside (0, 1], a\n"
+    "bad --idempotency spec, "
     "--fault-after-commit outside [0, 1]).";
 
 // A count per second, to the nearest integer.
@@ -231,6 +231,14 @@ int run(const serve_options& o) {
     ~restore_mask() { pthread_sigmask(SIG_SETMASK, &mask, nullptr); }
   } restore{previous};
 
+  if (o.grpc_port_option != nullptr && o.grpc_port_option->count() > 0 && o.grpc_port != 0 &&
+      o.grpc_port == o.port) {
+    print_error(
+        fmt::format("--grpc-port {} is --port {}: the HTTP and gRPC listeners need a "
+                    "port each",
+                    o.grpc_port, o.port));
+    return exit_usage;
+  }
   if (!(o.fault_after_commit >= 0.0 && o.fault_after_commit <= 1.0)) {
     print_error("--fault-after-commit " + detail::format_double(o.fault_after_commit) +
                 ": must be a probability in [0, 1]");
@@ -252,11 +260,12 @@ int run(const serve_options& o) {
   // script that reads "listening on" knows both listeners are up.
   std::function<void()> stop_grpc;
   std::string grpc_line;
-  if (o.grpc || (o.grpc_port_option != nullptr && o.grpc_port_option->count() > 0)) {
+  const bool grpc_port_given = o.grpc_port_option != nullptr && o.grpc_port_option->count() > 0;
+  if (o.grpc || grpc_port_given) {
 #if defined(STORMGUARD_APP_HAS_GRPC)
     auto grpc = lab::grpc_endpoint::start(*srv, static_cast<std::uint16_t>(o.grpc_port));
     if (!grpc) {
-      print_error("--grpc: " + grpc.error());
+      print_error(std::string(grpc_port_given ? "--grpc-port" : "--grpc") + ": " + grpc.error());
       return exit_failure;
     }
     std::shared_ptr<lab::grpc_endpoint> endpoint = *std::move(grpc);

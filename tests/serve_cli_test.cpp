@@ -299,9 +299,19 @@ TEST(ServeCli, GrpcPortInUseExits1WithTheReasonBeforeAnyLine) {
                              stderr_mode::capture, std::chrono::seconds(5));
   ::close(fd);
   EXPECT_EQ(r.exit_code, 1) << r.err;
-  EXPECT_EQ(r.err,
-            "stormguard serve: error: --grpc: 127.0.0.1:" + port + ": Address already in use\n");
+  EXPECT_EQ(r.err, "stormguard serve: error: --grpc-port: 127.0.0.1:" + port +
+                       ": Address already in use\n");
   EXPECT_EQ(r.out, "") << "no \"listening on\" for a serve that did not start";
+}
+TEST(ServeCli, GrpcPortEqualToThePortIsAUsageError) {
+  const auto r =
+      run_program({k_cli, "serve", "friday-night", "--port", "47005", "--grpc-port", "47005"},
+                  stderr_mode::capture, std::chrono::seconds(5));
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_EQ(r.err,
+            "stormguard serve: error: --grpc-port 47005 is --port 47005: the HTTP and gRPC "
+            "listeners need a port each\n");
+  EXPECT_EQ(r.out, "");
 }
 #else
 TEST(ServeCli, GrpcInABuildWithoutGrpcExits1) {

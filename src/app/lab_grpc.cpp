@@ -5,7 +5,6 @@
 #include "app/lab_grpc.hpp"
 
 #include <grpcpp/grpcpp.h>
-#include <grpcpp/resource_quota.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -127,9 +126,14 @@ class grpc_endpoint::impl {
     builder.AddListeningPort(where, ::grpc::InsecureServerCredentials(), &port_);
     builder.RegisterService(&service_);
     builder.SetMaxReceiveMessageSize(k_max_request_bytes);
-    ::grpc::ResourceQuota quota("stormguard-serve-grpc");
-    quota.Resize(static_cast<std::size_t>(k_memory_quota_bytes));
-    builder.SetResourceQuota(quota);
+    // At most k_max_streams calls at once on one connection (HTTP/2 SETTINGS; a client's further
+    // calls wait in its own queue), and a connection with no call for k_idle_timeout is closed,
+    // as the HTTP listener closes idle connections (server_limits::idle_timeout).
+    builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, k_max_streams);
+    builder.AddChannelArgument(
+        GRPC_ARG_MAX_CONNECTION_IDLE_MS,
+        static_cast<int>(
+            std::chrono::duration_cast<std::chrono::milliseconds>(k_idle_timeout).count()));
     server_ = builder.BuildAndStart();
     if (!server_ || port_ <= 0) {
       server_.reset();
@@ -142,7 +146,10 @@ class grpc_endpoint::impl {
 
   void stop() noexcept {
     if (!server_) return;
-    server_->Shutdown(std::chrono::system_clock::now());
+    // A grace for the answers already given (the server's stop finishes every call it held):
+    // at once, gRPC would cancel the calls whose status is not sent yet, and their clients would
+    // read UNAVAILABLE ("Cancelling all calls"), a retryable code, instead of CANCELLED.
+    server_->Shutdown(std::chrono::system_clock::now() + k_shutdown_grace);
     server_->Wait();
     server_.reset();
   }

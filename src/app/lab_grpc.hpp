@@ -16,11 +16,15 @@
 // a second of the cancellation); one the server still holds when it stops is CANCELLED.
 //
 // Hostile clients: gRPC C++ (HTTP/2) reads and frames every call; a request message is at most
-// 4 KiB (the call's message is a short text) and the gRPC server's memory is bounded by a
-// resource quota of 256 MiB. Internal to the application layer.
+// 4 KiB (the call's message is a short text), a connection carries at most 1,000 calls at once
+// and is closed after 30 s without one. What this does not bound: the number of connections
+// (gRPC 1.51 has no such limit; its listener stops accepting for good once accept() fails for
+// want of descriptors), and so the memory of the calls held (a lost call without a deadline is
+// held until its client cancels it or the server stops). Internal to the application layer.
 #ifndef STORMGUARD_APP_LAB_GRPC_HPP
 #define STORMGUARD_APP_LAB_GRPC_HPP
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -34,8 +38,13 @@ class grpc_endpoint {
  public:
   /// The largest request message a call may carry, in bytes (gRPC answers RESOURCE_EXHAUSTED).
   static constexpr int k_max_request_bytes = 4 * 1024;
-  /// The gRPC server's memory quota, in bytes.
-  static constexpr std::int64_t k_memory_quota_bytes = std::int64_t{256} << 20;
+  /// The most calls one connection carries at once (HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS).
+  static constexpr int k_max_streams = 1000;
+  /// A connection without a call for this long is closed (steady clock).
+  static constexpr std::chrono::seconds k_idle_timeout{30};
+  /// How long stop() lets the answers already given reach their clients before gRPC cancels
+  /// what is left.
+  static constexpr std::chrono::milliseconds k_shutdown_grace{1000};
 
   /// Listens on 127.0.0.1:port (0: the system chooses) for calls to `srv`'s endpoint; `srv`
   /// must outlive this object. An error naming the address when it cannot listen.

@@ -478,14 +478,24 @@ TEST(GrpcHedgeTail, AHedgeCutsP999OfOnePercentStallsTenfoldForFewerThanFivePerce
   });
   test_server server(&service);
   hedging_client plain(server.target(), hedging(2, 20ms));
-  const auto unhedged = p999(run_load(plain, false, k_calls, 32));
+  std::vector<std::chrono::steady_clock::duration> plain_latencies =
+      run_load(plain, false, k_calls, 32);
+  const auto unhedged = p999(plain_latencies);
   const int plain_calls = service.calls();
-  hedging_client hedger(server.target(), hedging(2, 20ms));
+  // The delay as a user would set it, above the healthy calls' latency: 20 ms, or twice the
+  // unhedged p95 on a machine slow enough (a sanitizer build under load) that 20 ms would hedge
+  // healthy calls too. At most 60 ms, so that a hedged p99.9 can still be 10x below 1 s.
+  std::sort(plain_latencies.begin(), plain_latencies.end());
+  const auto healthy = plain_latencies[plain_latencies.size() * 95 / 100];
+  const auto delay = std::clamp(std::chrono::duration_cast<std::chrono::milliseconds>(healthy * 2),
+                                std::chrono::milliseconds(20), std::chrono::milliseconds(60));
+  hedging_client hedger(server.target(), hedging(2, delay));
   const auto hedged = p999(run_load(hedger, true, k_calls, 32));
   const int hedged_attempts = service.calls() - plain_calls;
   const auto ms = [](auto d) { return std::chrono::duration<double, std::milli>(d).count(); };
-  std::printf("p99.9: unhedged %.1f ms, hedged %.1f ms; attempts: %d for %d calls\n", ms(unhedged),
-              ms(hedged), hedged_attempts, k_calls);
+  std::printf(
+      "p99.9: unhedged %.1f ms, hedged %.1f ms (delay %lld ms); attempts: %d for %d calls\n",
+      ms(unhedged), ms(hedged), static_cast<long long>(delay.count()), hedged_attempts, k_calls);
   EXPECT_GE(ms(unhedged), 900.0);
   EXPECT_LE(ms(hedged) * 10, ms(unhedged))
       << "p99.9 hedged " << ms(hedged) << " ms, unhedged " << ms(unhedged) << " ms";

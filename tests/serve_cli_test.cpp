@@ -30,6 +30,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "support/cli_runner.hpp"
@@ -234,16 +235,25 @@ TEST(ServeCli, APortOutOfRangeIsOneMessageNamingTheRangeAndTheValueAsWritten) {
   }
 }
 
-TEST(ServeCli, PortInUseExits1) {
+// A socket listening on 127.0.0.1 at a port the system chose: its descriptor (-1 on failure)
+// and its port.
+std::pair<int, std::string> listening_socket() {
   const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   sockaddr_in a{};
   a.sin_family = AF_INET;
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   socklen_t length = sizeof a;
-  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
-  ASSERT_EQ(::listen(fd, 1), 0);
-  ASSERT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &length), 0);
-  const std::string port = std::to_string(ntohs(a.sin_port));
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::listen(fd, 1) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &length) != 0) {
+    ::close(fd);
+    return {-1, ""};
+  }
+  return {fd, std::to_string(ntohs(a.sin_port))};
+}
+
+TEST(ServeCli, PortInUseExits1) {
+  const auto [fd, port] = listening_socket();
+  ASSERT_GE(fd, 0);
   const auto r = run_program({k_cli, "serve", "friday-night", "--port", port}, stderr_mode::capture,
                              std::chrono::seconds(5));
   ::close(fd);
@@ -286,15 +296,8 @@ TEST(ServeCli, GrpcSecondLineIsItsAddressAndASignalEndsBoth) {
 }
 
 TEST(ServeCli, GrpcPortInUseExits1WithTheReasonBeforeAnyLine) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t length = sizeof a;
-  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
-  ASSERT_EQ(::listen(fd, 1), 0);
-  ASSERT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &length), 0);
-  const std::string port = std::to_string(ntohs(a.sin_port));
+  const auto [fd, port] = listening_socket();
+  ASSERT_GE(fd, 0);
   const auto r = run_program({k_cli, "serve", "friday-night", "--grpc-port", port},
                              stderr_mode::capture, std::chrono::seconds(5));
   ::close(fd);

@@ -102,6 +102,18 @@ sim::scenario with_incident(sim::scenario s, double error_rate, double loss_rate
   return s;
 }
 
+// A call made while another is in service (at most 1 s of waiting for that one to start).
+call_result call_beside_one_in_service(served& s) {
+  std::thread first([&] { (void)call(*s.stub); });
+  const auto until = clock_type::now() + std::chrono::seconds(1);
+  while (s.srv->stats().in_service < 1 && clock_type::now() < until) {
+    std::this_thread::sleep_for(milliseconds(2));
+  }
+  call_result r = call(*s.stub);
+  first.join();
+  return r;
+}
+
 TEST(LabGrpc, ServedCallIsOkAndCountedWithTheHttpEndpoint) {
   served s(tiny_scenario(1, 10, milliseconds(30)));
   const call_result r = call(*s.stub);
@@ -129,13 +141,7 @@ TEST(LabGrpc, IncidentErrorIsUnavailableAtOnceWithoutPushback) {
 TEST(LabGrpc, FullQueueIsUnavailable) {
   // One worker, no queue: the second of two calls at once finds no room.
   served s(tiny_scenario(1, 0, milliseconds(400)));
-  std::thread first([&] { (void)call(*s.stub); });
-  const auto until = clock_type::now() + std::chrono::seconds(1);
-  while (s.srv->stats().in_service < 1 && clock_type::now() < until) {
-    std::this_thread::sleep_for(milliseconds(2));
-  }
-  const call_result r = call(*s.stub);
-  first.join();
+  const call_result r = call_beside_one_in_service(s);
   EXPECT_EQ(r.status.error_code(), ::grpc::StatusCode::UNAVAILABLE);
   EXPECT_EQ(s.srv->stats().rejected, 1);
   EXPECT_EQ(s.srv->stats().served, 1);
@@ -192,13 +198,7 @@ TEST(LabGrpc, ConcurrencyLimitIsResourceExhaustedWithAPositivePushback) {
   limit.min_concurrency = 1;
   limit.max_limit = 1;
   served s(sc);
-  std::thread first([&] { (void)call(*s.stub); });
-  const auto until = clock_type::now() + std::chrono::seconds(1);
-  while (s.srv->stats().in_service < 1 && clock_type::now() < until) {
-    std::this_thread::sleep_for(milliseconds(2));
-  }
-  const call_result r = call(*s.stub);
-  first.join();
+  const call_result r = call_beside_one_in_service(s);
   EXPECT_EQ(r.status.error_code(), ::grpc::StatusCode::RESOURCE_EXHAUSTED);
   ASSERT_NE(pushback(r), "(none)");
   EXPECT_GT(std::stoll(pushback(r)), 0) << "retry no sooner than the limiter's delay";

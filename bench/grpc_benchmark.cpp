@@ -11,8 +11,9 @@
 // one batch of `k_calls` calls; run with repetitions and random interleaving so the sides
 // alternate:
 //
-//   build/bench/grpc_benchmark --benchmark_repetitions=5 \
+//   build/bench/grpc_benchmark --benchmark_repetitions=5
 //       --benchmark_enable_random_interleaving=true --benchmark_report_aggregates_only=true
+//   (one command line)
 #include <benchmark/benchmark.h>
 #include <grpcpp/grpcpp.h>
 #include <signal.h>

@@ -7,13 +7,14 @@
 //    stormguard::grpc::admit first (retry-budget, drop-expired and concurrency-limit on).
 // The two servers are child processes forked at start (before gRPC starts a thread), one per
 // kind, so the client's process CPU (getrusage: every gRPC thread of the client included) is the
-// client's, and a server's CPU is read from /proc/<pid>/stat around each batch. One iteration is
-// one batch of `k_calls` calls; run with repetitions and random interleaving so the sides
-// alternate:
+// client's, and a server's CPU is read from /proc/<pid>/stat around each batch.
+// Each benchmark compares two sides in pairs of adjacent batches of `k_calls` calls (one pair per
+// iteration, the order alternating), so that the machine's drifting load falls on both halves of
+// a pair alike: it reports each side's CPU per call and the median, lowest and highest of the
+// pairs' ratios. Repetitions between separate runs of each side varied by 11-28 % on a 2-core
+// machine; the pairs' ratios are what the targets are read from:
 //
-//   build/bench/grpc_benchmark --benchmark_repetitions=5
-//       --benchmark_enable_random_interleaving=true --benchmark_report_aggregates_only=true
-//   (one command line)
+//   build/bench/grpc_benchmark --benchmark_out=grpc.json --benchmark_out_format=json
 #include <benchmark/benchmark.h>
 #include <grpcpp/grpcpp.h>
 #include <signal.h>
@@ -22,6 +23,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -33,6 +35,7 @@
 #include <mutex>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "stormguard/grpc/admission.hpp"
 #include "stormguard/grpc/client.hpp"
@@ -45,7 +48,8 @@ using stormguard::lab::v1::EchoReply;
 using stormguard::lab::v1::EchoRequest;
 using stormguard::lab::v1::Lab;
 
-constexpr int k_calls = 100'000;  // per batch (one iteration)
+constexpr int k_calls = 50'000;  // per batch (one side of a pair)
+constexpr int k_pairs = 10;      // pairs of batches per run (iterations)
 
 // ------------------------------------------------------------------------------------------------
 // The servers (child processes)
@@ -191,83 +195,146 @@ struct call_slot {
   EchoReply reply;
 };
 
-void run_client(benchmark::State& state, side how, const server_process& server, bool server_cpu) {
-  const int in_flight = static_cast<int>(state.range(0));
-  stormguard::grpc::client_options options;  // the default ratio budget
-  options.hedging.policy = {.max_attempts = 2, .delay = 1s};
-  stormguard::grpc::client client("127.0.0.1:" + std::to_string(server.port),
-                                  grpc::InsecureChannelCredentials(), options);
-  const auto stub = Lab::NewStub(client.channel());
-  EchoRequest request;
-  request.set_text("hello");
-  auto rpc = [&stub](grpc::ClientContext* ctx, const EchoRequest* req, EchoReply* resp,
-                     std::function<void(grpc::Status)> done) {
-    stub->async()->Echo(ctx, req, resp, std::move(done));
-  };
-  const load::start_fn start = [&](std::function<void(bool)> done) {
+// One side of a comparison: a way of making calls against one server, built once, measured in
+// batches. `cpu_of` is the process whose CPU is counted: the server's, or (-1) this process's.
+class side_runner {
+ public:
+  side_runner(side how, const server_process& server, bool server_cpu)
+      : how_(how),
+        cpu_pid_(server_cpu ? server.pid : -1),
+        client_("127.0.0.1:" + std::to_string(server.port), grpc::InsecureChannelCredentials(),
+                options()),
+        stub_(Lab::NewStub(client_.channel())) {
+    request_.set_text("hello");
+  }
+
+  // Connects and warms up: 1,000 calls, not measured.
+  void warm_up(int in_flight) { (void)load(1000, std::min(in_flight, 100), starter()).run(); }
+
+  // Runs `calls` calls, `in_flight` at a time; returns the CPU seconds they took, or a negative
+  // value when a call failed (or, for the hedged side, sent a second copy).
+  double batch(int calls, int in_flight) {
+    const double before = cpu();
+    const int failed = load(calls, in_flight, starter()).run();
+    const double used = cpu() - before;
+    return failed > 0 ? -1.0 : used;
+  }
+
+ private:
+  static stormguard::grpc::client_options options() {
+    stormguard::grpc::client_options o;  // the default ratio budget
+    o.hedging.policy = {.max_attempts = 2, .delay = 1s};
+    return o;
+  }
+  double cpu() const { return cpu_pid_ > 0 ? process_cpu_seconds(cpu_pid_) : self_cpu_seconds(); }
+
+  load::start_fn starter() {
+    return [this](std::function<void(bool)> done) { start(std::move(done)); };
+  }
+  void start(std::function<void(bool)> done) {
     auto* slot = new call_slot;
-    switch (how) {
+    auto rpc = [this](grpc::ClientContext* ctx, const EchoRequest* req, EchoReply* resp,
+                      std::function<void(grpc::Status)> end) {
+      stub_->async()->Echo(ctx, req, resp, std::move(end));
+    };
+    switch (how_) {
       case side::bare:
-        stub->async()->Echo(&slot->context, &request, &slot->reply,
-                            [slot, done = std::move(done)](const grpc::Status& s) {
-                              delete slot;
-                              done(s.ok());
-                            });
+        stub_->async()->Echo(&slot->context, &request_, &slot->reply,
+                             [slot, done = std::move(done)](const grpc::Status& s) {
+                               delete slot;
+                               done(s.ok());
+                             });
         break;
       case side::client:
-        client.async_call(rpc, request, &slot->reply, {.idempotent = true},
-                          [slot, done = std::move(done)](stormguard::grpc::result r) {
-                            delete slot;
-                            done(r.ok());
-                          });
+        client_.async_call(rpc, request_, &slot->reply, {.idempotent = true},
+                           [slot, done = std::move(done)](stormguard::grpc::result r) {
+                             delete slot;
+                             done(r.ok());
+                           });
         break;
       case side::hedged:
-        client.async_hedged_call(rpc, request, &slot->reply, {.idempotent = true},
-                                 [slot, done = std::move(done)](stormguard::grpc::result r) {
-                                   delete slot;
-                                   done(r.ok() && r.hedges.sent == 1);
-                                 });
+        client_.async_hedged_call(rpc, request_, &slot->reply, {.idempotent = true},
+                                  [slot, done = std::move(done)](stormguard::grpc::result r) {
+                                    delete slot;
+                                    done(r.ok() && r.hedges.sent == 1);
+                                  });
         break;
     }
-  };
-  (void)load(1000, std::min(in_flight, 100), start).run();  // connect and warm up
-  double cpu = 0;
-  double wall = 0;
+  }
+
+  side how_;
+  pid_t cpu_pid_;
+  stormguard::grpc::client client_;
+  std::unique_ptr<Lab::Stub> stub_;
+  EchoRequest request_;
+};
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+// Side `b` against side `a`, in pairs of adjacent batches: each iteration runs one batch of
+// `k_calls` on each side, the order alternating, so the machine's load drifts under both halves of
+// a pair alike. Reports each side's CPU per call (the sums) and the median of the pairs' ratios
+// b / a with the pairs' lowest and highest.
+void run_pairs(benchmark::State& state, side_runner& a, side_runner& b) {
+  const int in_flight = static_cast<int>(state.range(0));
+  a.warm_up(in_flight);
+  b.warm_up(in_flight);
+  double cpu_a = 0;
+  double cpu_b = 0;
+  std::vector<double> ratios;
   for (auto _ : state) {
-    const double before = server_cpu ? process_cpu_seconds(server.pid) : self_cpu_seconds();
-    const auto began = std::chrono::steady_clock::now();
-    const int failed = load(k_calls, in_flight, start).run();
-    wall += std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
-    cpu += (server_cpu ? process_cpu_seconds(server.pid) : self_cpu_seconds()) - before;
-    if (failed > 0) {
-      state.SkipWithError((std::to_string(failed) + " calls failed or hedged").c_str());
+    const bool a_first = ratios.size() % 2 == 0;
+    const double first = (a_first ? a : b).batch(k_calls, in_flight);
+    const double second = (a_first ? b : a).batch(k_calls, in_flight);
+    if (first < 0 || second < 0) {
+      state.SkipWithError("a call failed (or the hedged side sent a second copy)");
       return;
     }
+    const double on_a = a_first ? first : second;
+    const double on_b = a_first ? second : first;
+    cpu_a += on_a;
+    cpu_b += on_b;
+    if (on_a > 0) ratios.push_back(on_b / on_a);
   }
   const double calls = static_cast<double>(state.iterations()) * k_calls;
-  state.counters["cpu_us/call"] = cpu / calls * 1e6;
-  state.counters["calls/s"] = calls / wall;
+  state.counters["a_us/call"] = cpu_a / calls * 1e6;
+  state.counters["b_us/call"] = cpu_b / calls * 1e6;
+  if (!ratios.empty()) {
+    state.counters["b/a_median"] = median(ratios);
+    state.counters["b/a_min"] = *std::min_element(ratios.begin(), ratios.end());
+    state.counters["b/a_max"] = *std::max_element(ratios.begin(), ratios.end());
+  }
 }
 
-// Client CPU per call.
-void BM_ClientBareStub(benchmark::State& state) { run_client(state, side::bare, g_bare, false); }
-void BM_ClientAsyncCall(benchmark::State& state) { run_client(state, side::client, g_bare, false); }
-void BM_ClientHedgedCall(benchmark::State& state) {
-  run_client(state, side::hedged, g_bare, false);
+// Client CPU per call: a = the bare stub, b = async_call (same server, channel made alike).
+void BM_ClientAsyncCallVsBareStub(benchmark::State& state) {
+  side_runner a(side::bare, g_bare, false);
+  side_runner b(side::client, g_bare, false);
+  run_pairs(state, a, b);
 }
-// Server CPU per call, the bare stub as client.
-void BM_ServerBareHandler(benchmark::State& state) { run_client(state, side::bare, g_bare, true); }
-void BM_ServerAdmitFirst(benchmark::State& state) {
-  run_client(state, side::bare, g_admitting, true);
+// Client CPU per call: a = async_call, b = async_hedged_call whose first copy answers.
+void BM_ClientHedgedVsAsyncCall(benchmark::State& state) {
+  side_runner a(side::client, g_bare, false);
+  side_runner b(side::hedged, g_bare, false);
+  run_pairs(state, a, b);
+}
+// Server CPU per call, the bare stub as client: a = the bare handler, b = the handler that admits.
+void BM_ServerAdmitVsBareHandler(benchmark::State& state) {
+  side_runner a(side::bare, g_bare, true);
+  side_runner b(side::bare, g_admitting, true);
+  run_pairs(state, a, b);
 }
 
+// One iteration is a pair of batches; k_pairs pairs per run (2 x 500,000 calls).
 #define STORMGUARD_GRPC_BENCH(fn) \
-  BENCHMARK(fn)->Arg(1)->Arg(1000)->Iterations(1)->Unit(benchmark::kMillisecond)->UseRealTime()
-STORMGUARD_GRPC_BENCH(BM_ClientBareStub);
-STORMGUARD_GRPC_BENCH(BM_ClientAsyncCall);
-STORMGUARD_GRPC_BENCH(BM_ClientHedgedCall);
-STORMGUARD_GRPC_BENCH(BM_ServerBareHandler);
-STORMGUARD_GRPC_BENCH(BM_ServerAdmitFirst);
+  BENCHMARK(fn)->Arg(1)->Arg(1000)->Iterations(k_pairs)->Unit(benchmark::kSecond)->UseRealTime()
+STORMGUARD_GRPC_BENCH(BM_ClientAsyncCallVsBareStub);
+STORMGUARD_GRPC_BENCH(BM_ClientHedgedVsAsyncCall);
+STORMGUARD_GRPC_BENCH(BM_ServerAdmitVsBareHandler);
 
 }  // namespace
 

@@ -563,7 +563,7 @@ int run(const lab_options& o) {
     try {
       // One run per --defence row, each against its own server; rows after the first are named
       // "strategy @defence".
-      lab::lab_report all{r->scenario, {}};
+      lab::lab_report all{r->scenario, {}, false, transport_of(o)};
       for (const defence_row& row : rows) {
         lab::fleet_options run{bar.callback(), &g_stop, m.fleet ? &*m.fleet : nullptr};
         run.transport = transport_of(o);

@@ -507,7 +507,7 @@ outcome<lab::lab_report, std::string> run_lab_fleet_store(const lab_fleet_store_
                                                           const std::atomic<bool>* stop) {
   const std::optional<duration> kill_at = kill_time(o.kill_at);
   const std::optional<duration> restart_at = kill_time(o.restart_at);
-  lab::lab_report report{s, {}, false};
+  lab::lab_report report{s, {}, false, o.transport};
   for (std::size_t i = 0; i < strategies.size(); ++i) {
     if (stop != nullptr && stop->load()) {
       report.interrupted = true;

@@ -148,6 +148,7 @@ TEST_F(LabCli, OverGrpcTheJsonHasTheLabAndSimObjects) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("\"lab\":{\"name\":\"none\""), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("\"sim\":{\"name\":\"none\""), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("\"transport\":\"grpc\""), std::string::npos) << r.output;
 }
 #else
 TEST_F(LabCli, OverGrpcInABuildWithoutGrpcExitsOne) {

@@ -521,7 +521,7 @@ outcome<lab_report, std::string> run_lab(const sim::scenario& s,
   if (auto problem = sim::check_work(s, strategies)) {
     throw std::invalid_argument("stormguard::lab::run_lab: " + problem->message);
   }
-  lab_report report{s, {}, false};
+  lab_report report{s, {}, false, options.transport};
   const std::size_t ticks =
       static_cast<std::size_t>((s.length.count() + k_tick_ns - 1) / k_tick_ns);
   for (std::size_t i = 0; i < strategies.size(); ++i) {
@@ -577,7 +577,10 @@ outcome<lab_report, std::string> run_lab(const sim::scenario& s,
 std::string to_json(const lab_report& report) {
   sim::engine::json_writer w;
   w.begin_report(report.scenario.name, report.scenario.seed);
-  w.field("interrupted", report.interrupted).key("strategies").begin_array();
+  w.field("interrupted", report.interrupted)
+      .field("transport", report.transport == lab_transport_kind::grpc ? "grpc" : "http")
+      .key("strategies")
+      .begin_array();
   for (const lab_comparison& c : report.strategies) {
     w.begin_object().field("name", c.name).field("completed", c.completed);
     w.key("lab").raw(sim::to_json(c.lab)).key("sim").raw(sim::to_json(c.sim));
@@ -606,9 +609,10 @@ std::string to_json(const lab_report& report) {
 std::string format_table(const lab_report& report) {
   const auto& s = report.scenario;
   std::string out = fmt::format(
-      "{}: {:g} req/s, {} client{}, {} worker{}, queue {}, seed {}; each figure lab / sim\n\n",
+      "{}: {:g} req/s, {} client{}, {} worker{}, queue {}, seed {}{}; each figure lab / sim\n\n",
       s.name, s.requests_per_second, s.clients, s.clients == 1 ? "" : "s", s.workers,
-      s.workers == 1 ? "" : "s", s.queue_limit, s.seed);
+      s.workers == 1 ? "" : "s", s.queue_limit, s.seed,
+      report.transport == lab_transport_kind::grpc ? "; over gRPC" : "");
   out +=
       fmt::format("{:<14} {:>17} {:>17} {:>17} {:>19} {:>21} {:>15}\n", "strategy", "amplification",
                   "incident ampl.", "peak load", "success", "p99 (ms)", "recovery (s)");

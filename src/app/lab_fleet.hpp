@@ -284,6 +284,8 @@ struct lab_report {
   /// One comparison per strategy, in the order given.
   std::vector<lab_comparison> strategies;
   bool interrupted = false;  ///< stopped before every strategy ran to its end
+  /// The transport the clients' attempts took (`lab --transport`).
+  lab_transport_kind transport = lab_transport_kind::http;
 
   /// Every strategy's run is valid (lab_comparison::valid).
   [[nodiscard]] bool valid() const noexcept {
@@ -304,14 +306,16 @@ struct lab_report {
                                                        std::span<const sim::strategy> strategies,
                                                        const fleet_options& options = {});
 
-/// One JSON object: "scenario", "seed", "interrupted", "strategies" (an array, each with "name",
+/// One JSON object: "scenario", "seed", "interrupted", "transport" ("http" or "grpc"),
+/// "strategies" (an array, each with "name",
 /// "completed", and objects "lab" and "sim", each holding the fields of `stormguard simulate
 /// --json`'s strategies: sim::to_json(strategy_result); then "valid", "invalid_reason" (null when
 /// valid) and "comparable": false for a run stopped early, whose lab figures cover only the time
 /// it ran while the simulator's cover the whole scenario), then "valid" (every strategy valid).
 [[nodiscard]] std::string to_json(const lab_report& report);
 
-/// The table: one row per strategy, each figure as "lab / sim" (amplification, incident
+/// The table (its first line names the transport when it is gRPC): one row per strategy, each
+/// figure as "lab / sim" (amplification, incident
 /// amplification, peak load, success, p99 of successes, recovery); a row stopped early says its
 /// figures are not comparable, an invalid one says why after the table.
 [[nodiscard]] std::string format_table(const lab_report& report);

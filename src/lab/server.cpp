@@ -224,10 +224,10 @@ class server::impl {
   }
 
   // server::submit: queued for the loop thread (or answered here once stopped).
-  void submit(const transport_attempt& attempt, std::function<bool()> gone,
+  void submit(transport_attempt attempt, std::function<bool()> gone,
               std::function<void(const transport_answer&)> done) {
     inbox_.submit(std::make_unique<detail::transport_call>(detail::transport_call{
-        .attempt = attempt, .gone = std::move(gone), .done = std::move(done)}));
+        .attempt = std::move(attempt), .gone = std::move(gone), .done = std::move(done)}));
   }
 
   // Ends the loop, then frees everything on the calling thread (the loop no longer runs).
@@ -784,9 +784,9 @@ server_stats server::stats() const noexcept { return impl_->stats(); }
 std::string server::last_store_failure() const { return impl_->last_store_failure(); }
 bool server::start_clock() noexcept { return impl_->start_clock(); }
 void server::stop() noexcept { impl_->stop(); }
-void server::submit(const transport_attempt& attempt, std::function<bool()> gone,
+void server::submit(transport_attempt attempt, std::function<bool()> gone,
                     std::function<void(const transport_answer&)> done) {
-  impl_->submit(attempt, std::move(gone), std::move(done));
+  impl_->submit(std::move(attempt), std::move(gone), std::move(done));
 }
 
 }  // namespace stormguard::lab

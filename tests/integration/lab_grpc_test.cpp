@@ -317,6 +317,8 @@ TEST(LabGrpcFleet, MeasuresNoneAndNaiveOverGrpcNextToTheSimulator) {
   options.transport = lab::lab_transport_kind::grpc;
   const auto report = lab::run_lab(s, strategies, options);
   ASSERT_TRUE(report) << report.error();
+  EXPECT_EQ((*report).transport, lab::lab_transport_kind::grpc);
+  EXPECT_NE(lab::format_table(*report).find("; over gRPC;"), std::string::npos);
   ASSERT_EQ((*report).strategies.size(), 2U);
   const lab::lab_comparison& none = (*report).strategies[0];
   EXPECT_TRUE(none.valid) << none.invalid_reason;

@@ -357,7 +357,7 @@ class STORMGUARD_EXPORT server {
   /// answers a lost attempt unanswered once its caller has gone. `done` must not throw (an
   /// exception is dropped) and must not call back into this server. Thread-safe; the server
   /// must outlive every submit() call. Throws std::bad_alloc only.
-  void submit(const transport_attempt& attempt, std::function<bool()> gone,
+  void submit(transport_attempt attempt, std::function<bool()> gone,
               std::function<void(const transport_answer&)> done);
   /// Stops the loop, closes the listener and every connection (requests in the queue, in
   /// service or lost are dropped unanswered) and joins the thread. Idempotent.

@@ -4,16 +4,22 @@
 // finishes the call with the answer, on whichever thread the answer comes.
 #include "app/lab_grpc.hpp"
 
+#include <fcntl.h>
 #include <grpcpp/grpcpp.h>
+#include <grpcpp/server_posix.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <optional>
 #include <string_view>
+#include <thread>
 #include <utility>
 
 #include "stormguard/admission/retry_signals.hpp"
@@ -88,42 +94,57 @@ class scenario_service final : public v1::Scenario::CallbackService {
   server& srv_;
 };
 
-// The system's reason why 127.0.0.1:port cannot be bound now, or "".
-std::string bind_error(std::uint16_t port) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return std::strerror(errno);
+// A listening socket on 127.0.0.1:port (non-blocking, close-on-exec), or the system's reason.
+outcome<int, std::string> listen_on(std::uint16_t port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0) return failure{std::string(std::strerror(errno))};
   sockaddr_in address{};
   address.sin_family = AF_INET;
   address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   address.sin_port = htons(port);
   const int one = 1;
-  (void)::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);  // as gRPC binds
-  std::string why;
-  if (::bind(fd, reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0) {
-    why = std::strerror(errno);
+  (void)::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);  // no SO_REUSEPORT
+  if (::bind(fd, reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0 ||
+      ::listen(fd, SOMAXCONN) != 0) {
+    const std::string why = std::strerror(errno);
+    ::close(fd);
+    return failure{why};
   }
-  ::close(fd);
-  return why;
+  return fd;
+}
+
+std::uint16_t port_of(int fd) {
+  sockaddr_in address{};
+  socklen_t size = sizeof address;
+  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &size) != 0) return 0;
+  return ntohs(address.sin_port);
 }
 
 }  // namespace
 
+// The listening socket is ours, not gRPC's: gRPC 1.51's listener stops accepting for good the
+// first time accept() fails for want of descriptors (EMFILE), so this accepts on a thread of its
+// own, pausing k_accept_pause after such a failure as the HTTP listener does, and hands each
+// connection to the gRPC server (grpc::AddInsecureChannelFromFd), which reads and frames it with
+// the server's channel arguments.
 class grpc_endpoint::impl {
  public:
   explicit impl(server& srv) : service_(srv) {}
+  impl(const impl&) = delete;
+  impl& operator=(const impl&) = delete;
+  ~impl() { stop(); }
 
   std::string open(std::uint16_t port) {
     const std::string where = "127.0.0.1:" + std::to_string(port);
-    // gRPC says only "cannot listen" (and logs its own error): a bind of our own first gives
-    // the system's reason for a port that is taken or not permitted.
-    if (port != 0) {
-      if (std::string why = bind_error(port); !why.empty()) return where + ": " + why;
-    }
+    auto listening = listen_on(port);
+    if (!listening) return where + ": " + listening.error();
+    listen_fd_ = *listening;
+    port_ = port_of(listen_fd_);
+    int wake[2];
+    if (::pipe2(wake, O_CLOEXEC | O_NONBLOCK) != 0) return where + ": " + std::strerror(errno);
+    wake_read_ = wake[0];
+    wake_write_ = wake[1];
     ::grpc::ServerBuilder builder;
-    // One listener per port: without SO_REUSEPORT, a second server on the port fails to bind
-    // instead of sharing its calls.
-    builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
-    builder.AddListeningPort(where, ::grpc::InsecureServerCredentials(), &port_);
     builder.RegisterService(&service_);
     builder.SetMaxReceiveMessageSize(k_max_request_bytes);
     // At most k_max_streams calls at once on one connection (HTTP/2 SETTINGS; a client's further
@@ -135,16 +156,30 @@ class grpc_endpoint::impl {
         static_cast<int>(
             std::chrono::duration_cast<std::chrono::milliseconds>(k_idle_timeout).count()));
     server_ = builder.BuildAndStart();
-    if (!server_ || port_ <= 0) {
+    if (!server_ || port_ == 0) {
       server_.reset();
-      return where + ": cannot listen (in use, or not permitted)";
+      return where + ": gRPC could not start its server";
     }
+    acceptor_ = std::thread([this] { accept_loop(); });
     return {};
   }
 
-  [[nodiscard]] std::uint16_t port() const noexcept { return static_cast<std::uint16_t>(port_); }
+  [[nodiscard]] std::uint16_t port() const noexcept { return port_; }
+  [[nodiscard]] std::int64_t accept_pauses() const noexcept {
+    return accept_pauses_.load(std::memory_order_relaxed);
+  }
 
   void stop() noexcept {
+    if (acceptor_.joinable()) {
+      const char byte = 0;
+      while (::write(wake_write_, &byte, 1) < 0 && errno == EINTR) {
+      }
+      acceptor_.join();
+    }
+    for (int* fd : {&listen_fd_, &wake_read_, &wake_write_}) {
+      if (*fd >= 0) ::close(*fd);
+      *fd = -1;
+    }
     if (!server_) return;
     // A grace for the answers already given (the server's stop finishes every call it held):
     // at once, gRPC would cancel the calls whose status is not sent yet, and their clients would
@@ -155,9 +190,42 @@ class grpc_endpoint::impl {
   }
 
  private:
+  // Until stop(): waits for connections (or the wake-up), accepts every one waiting and hands it
+  // to gRPC; after a failure for want of descriptors or memory, waits k_accept_pause first.
+  void accept_loop() noexcept {
+    int wait_ms = -1;
+    for (;;) {
+      pollfd fds[2] = {{wake_read_, POLLIN, 0}, {listen_fd_, POLLIN, 0}};
+      const int ready = ::poll(fds, wait_ms < 0 ? 2 : 1, wait_ms);
+      if (ready < 0 && errno != EINTR) return;
+      if (ready > 0 && (fds[0].revents & POLLIN) != 0) return;  // stop()
+      wait_ms = -1;
+      for (;;) {
+        const int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+        if (fd >= 0) {
+          const int one = 1;
+          (void)::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+          ::grpc::AddInsecureChannelFromFd(server_.get(), fd);  // gRPC owns and closes it
+          continue;
+        }
+        if (errno == EINTR || errno == ECONNABORTED) continue;
+        if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+          accept_pauses_.fetch_add(1, std::memory_order_relaxed);
+          wait_ms = static_cast<int>(k_accept_pause.count());
+        }
+        break;  // EAGAIN: nothing more waits; anything else: poll again
+      }
+    }
+  }
+
   scenario_service service_;
-  int port_ = 0;
+  std::uint16_t port_ = 0;
+  int listen_fd_ = -1;
+  int wake_read_ = -1;
+  int wake_write_ = -1;
+  std::atomic<std::int64_t> accept_pauses_{0};
   std::unique_ptr<::grpc::Server> server_;
+  std::thread acceptor_;
 };
 
 outcome<std::unique_ptr<grpc_endpoint>, std::string> grpc_endpoint::start(server& srv,
@@ -171,6 +239,7 @@ grpc_endpoint::grpc_endpoint(std::unique_ptr<impl> p) noexcept : impl_(std::move
 grpc_endpoint::~grpc_endpoint() { stop(); }
 
 std::uint16_t grpc_endpoint::port() const noexcept { return impl_->port(); }
+std::int64_t grpc_endpoint::accept_pauses() const noexcept { return impl_->accept_pauses(); }
 std::string grpc_endpoint::address() const { return "127.0.0.1:" + std::to_string(port()); }
 void grpc_endpoint::stop() noexcept { impl_->stop(); }
 

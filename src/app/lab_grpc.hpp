@@ -17,10 +17,12 @@
 //
 // Hostile clients: gRPC C++ (HTTP/2) reads and frames every call; a request message is at most
 // 4 KiB (the call's message is a short text), a connection carries at most 1,000 calls at once
-// and is closed after 30 s without one. What this does not bound: the number of connections
-// (gRPC 1.51 has no such limit; its listener stops accepting for good once accept() fails for
-// want of descriptors), and so the memory of the calls held (a lost call without a deadline is
-// held until its client cancels it or the server stops). Internal to the application layer.
+// and is closed after 30 s without one. The listening socket is this endpoint's own (gRPC 1.51's
+// listener stops accepting for good the first time accept() fails for want of descriptors): out
+// of descriptors, it pauses 100 ms and accepts again, as the HTTP listener does, and hands each
+// connection to gRPC. What this does not bound: the number of connections (short of the
+// descriptors), and so the memory of the calls held (a lost call without a deadline is held
+// until its client cancels it or the server stops). Internal to the application layer.
 #ifndef STORMGUARD_APP_LAB_GRPC_HPP
 #define STORMGUARD_APP_LAB_GRPC_HPP
 
@@ -45,6 +47,10 @@ class grpc_endpoint {
   /// How long stop() lets the answers already given reach their clients before gRPC cancels
   /// what is left.
   static constexpr std::chrono::milliseconds k_shutdown_grace{1000};
+  /// After accept() fails for want of descriptors or memory (EMFILE, ENFILE, ENOBUFS, ENOMEM),
+  /// the listener waits this long (steady clock) before it accepts again; the connections
+  /// meanwhile wait in the system's backlog.
+  static constexpr std::chrono::milliseconds k_accept_pause{100};
 
   /// Listens on 127.0.0.1:port (0: the system chooses) for calls to `srv`'s endpoint; `srv`
   /// must outlive this object. An error naming the address when it cannot listen.
@@ -57,6 +63,9 @@ class grpc_endpoint {
 
   /// The port it listens on.
   [[nodiscard]] std::uint16_t port() const noexcept;
+  /// How many times accept() failed for want of descriptors or memory and the listener paused
+  /// (k_accept_pause) since start.
+  [[nodiscard]] std::int64_t accept_pauses() const noexcept;
   /// "127.0.0.1:PORT", as a gRPC target.
   [[nodiscard]] std::string address() const;
   /// Shuts the gRPC server down at once (calls in flight are cancelled) and waits for every

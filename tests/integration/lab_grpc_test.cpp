@@ -6,10 +6,16 @@
 // and a stop with calls held. Real time: tiny scenarios, every bound with a tolerance.
 #include "app/lab_grpc.hpp"
 
+#include <fcntl.h>
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <chrono>
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <string>
@@ -258,6 +264,58 @@ TEST(LabGrpc, CallAfterTheServerStoppedIsCancelledNotHeld) {
   const call_result r = call(*s.stub, {}, milliseconds(2000));
   EXPECT_EQ(r.status.error_code(), ::grpc::StatusCode::CANCELLED);
   EXPECT_LT(r.took, milliseconds(1000));
+}
+
+// Out of descriptors: connections wait in the backlog while accept() fails with EMFILE. The
+// listener pauses (gRPC 1.51's own listener stopped accepting for good here) and, once
+// descriptors are free again, accepts the waiting connections and new calls are answered.
+TEST(LabGrpc, OutOfDescriptorsTheListenerPausesAndAcceptsAgain) {
+  served s(tiny_scenario(1, 10, milliseconds(1)));
+  ASSERT_TRUE(call(*s.stub).status.ok());
+  // Sockets for five connections first, then every free descriptor taken (a lower soft limit
+  // keeps that small), then the connections: they reach the backlog, and accept() has no
+  // descriptor to give them.
+  rlimit old{};
+  ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &old), 0);
+  std::vector<int> clients;
+  for (int i = 0; i < 5; ++i) clients.push_back(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  std::vector<int> fillers;
+  const int probe = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(probe, 0);
+  fillers.push_back(probe);
+  rlimit low = old;
+  low.rlim_cur = static_cast<rlim_t>(probe) + 64;
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &low), 0);
+  for (int i = 0; i < 100'000; ++i) {
+    const int fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) break;
+    fillers.push_back(fd);
+  }
+  sockaddr_in to{};
+  to.sin_family = AF_INET;
+  to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  to.sin_port = htons(s.grpc->port());
+  for (const int fd : clients) {
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(::connect(fd, reinterpret_cast<const sockaddr*>(&to), sizeof to), 0);
+  }
+  const auto until = clock_type::now() + std::chrono::seconds(3);
+  while (s.grpc->accept_pauses() == 0 && clock_type::now() < until) {
+    std::this_thread::sleep_for(milliseconds(5));
+  }
+  const std::int64_t pauses = s.grpc->accept_pauses();
+  for (const int fd : fillers) ::close(fd);
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &old), 0);
+  EXPECT_GT(pauses, 0) << "accept() never failed for want of descriptors";
+  // A new connection (a channel of its own subchannel pool: gRPC would share the first
+  // channel's connection otherwise) is answered.
+  ::grpc::ChannelArguments own_connection;
+  own_connection.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+  const auto fresh = v1::Scenario::NewStub(sg_grpc::make_channel(
+      s.grpc->address(), ::grpc::InsecureChannelCredentials(), own_connection));
+  const call_result after = call(*fresh, {}, milliseconds(5000));
+  EXPECT_TRUE(after.status.ok()) << after.status.error_message();
+  for (const int fd : clients) ::close(fd);
 }
 
 TEST(LabGrpc, StormguardClientRetriesTheIncidentsErrorsAndEveryAttemptIsCounted) {

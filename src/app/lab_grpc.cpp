@@ -18,6 +18,8 @@
 #include <chrono>
 #include <cstring>
 #include <optional>
+#include <stdexcept>
+#include <string>
 #include <string_view>
 #include <thread>
 #include <utility>
@@ -64,16 +66,24 @@ transport_attempt read_call(const ::grpc::CallbackServerContext& ctx) {
 
 class scenario_service final : public v1::Scenario::CallbackService {
  public:
-  explicit scenario_service(server& srv) : srv_(srv) {}
+  scenario_service(server& srv, std::int64_t max_calls) : srv_(srv), max_calls_(max_calls) {}
 
   ::grpc::ServerUnaryReactor* Call(::grpc::CallbackServerContext* ctx, const v1::CallRequest*,
                                    v1::CallReply* reply) override {
     ::grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+    if (held_.fetch_add(1, std::memory_order_relaxed) >= max_calls_) {
+      held_.fetch_sub(1, std::memory_order_relaxed);
+      reactor->Finish(::grpc::Status(
+          ::grpc::StatusCode::RESOURCE_EXHAUSTED,
+          "serve holds " + std::to_string(max_calls_) + " calls already; try again later"));
+      return reactor;
+    }
     // The context, the reply and the reactor live until Finish; `gone` is never asked after
-    // `done` (lab::server::submit).
+    // `done`, which comes once (lab::server::submit).
     srv_.submit(
         read_call(*ctx), [ctx] { return ctx->IsCancelled(); },
-        [ctx, reactor, reply](const transport_answer& answer) {
+        [this, ctx, reactor, reply](const transport_answer& answer) {
+          held_.fetch_sub(1, std::memory_order_relaxed);
           if (answer.unanswered) {
             return reactor->Finish(::grpc::Status(::grpc::StatusCode::CANCELLED,
                                                   "the scenario's server stopped or lost it"));
@@ -92,6 +102,8 @@ class scenario_service final : public v1::Scenario::CallbackService {
 
  private:
   server& srv_;
+  std::int64_t max_calls_;
+  std::atomic<std::int64_t> held_{0};  // calls handed to srv_ and not yet answered
 };
 
 // A listening socket on 127.0.0.1:port (non-blocking, close-on-exec), or the system's reason.
@@ -129,7 +141,7 @@ std::uint16_t port_of(int fd) {
 // the server's channel arguments.
 class grpc_endpoint::impl {
  public:
-  explicit impl(server& srv) : service_(srv) {}
+  impl(server& srv, std::int64_t max_calls) : service_(srv, max_calls) {}
   impl(const impl&) = delete;
   impl& operator=(const impl&) = delete;
   ~impl() { stop(); }
@@ -229,8 +241,14 @@ class grpc_endpoint::impl {
 };
 
 outcome<std::unique_ptr<grpc_endpoint>, std::string> grpc_endpoint::start(server& srv,
-                                                                          std::uint16_t port) {
-  auto p = std::make_unique<impl>(srv);
+                                                                          std::uint16_t port,
+                                                                          std::int64_t max_calls) {
+  if (max_calls < 1) {
+    throw std::invalid_argument(
+        "stormguard::lab::grpc_endpoint::start: max_calls must be >= 1, got " +
+        std::to_string(max_calls));
+  }
+  auto p = std::make_unique<impl>(srv, max_calls);
   if (std::string error = p->open(port); !error.empty()) return failure{std::move(error)};
   return std::unique_ptr<grpc_endpoint>(new grpc_endpoint(std::move(p)));
 }

@@ -20,9 +20,10 @@
 // and is closed after 30 s without one. The listening socket is this endpoint's own (gRPC 1.51's
 // listener stops accepting for good the first time accept() fails for want of descriptors): out
 // of descriptors, it pauses 100 ms and accepts again, as the HTTP listener does, and hands each
-// connection to gRPC. What this does not bound: the number of connections (short of the
-// descriptors), and so the memory of the calls held (a lost call without a deadline is held
-// until its client cancels it or the server stops). Internal to the application layer.
+// connection to gRPC. It holds at most 10,000 calls at once (answering RESOURCE_EXHAUSTED beyond
+// them), which bounds the memory of the calls held (a lost call without a deadline is held until
+// its client cancels it or the server stops) and the time stop() takes; the number of
+// connections is bounded by the descriptors alone. Internal to the application layer.
 #ifndef STORMGUARD_APP_LAB_GRPC_HPP
 #define STORMGUARD_APP_LAB_GRPC_HPP
 
@@ -52,10 +53,15 @@ class grpc_endpoint {
   /// meanwhile wait in the system's backlog.
   static constexpr std::chrono::milliseconds k_accept_pause{100};
 
-  /// Listens on 127.0.0.1:port (0: the system chooses) for calls to `srv`'s endpoint; `srv`
-  /// must outlive this object. An error naming the address when it cannot listen.
+  /// The most calls the endpoint holds at once (waiting, in service or lost, until answered):
+  /// a call beyond it is answered RESOURCE_EXHAUSTED at once and is not an attempt. It bounds
+  /// the memory of the calls held (about 16 KB each) and the time stop() takes.
+  static constexpr std::int64_t k_max_calls = 10'000;
+  /// Listens on 127.0.0.1:port (0: the system chooses) for calls to `srv`'s endpoint, holding
+  /// at most `max_calls` at once; `srv` must outlive this object. An error naming the address
+  /// when it cannot listen; std::invalid_argument when max_calls < 1.
   [[nodiscard]] static outcome<std::unique_ptr<grpc_endpoint>, std::string> start(
-      server& srv, std::uint16_t port);
+      server& srv, std::uint16_t port, std::int64_t max_calls = k_max_calls);
   /// stop()s.
   ~grpc_endpoint();
   grpc_endpoint(const grpc_endpoint&) = delete;

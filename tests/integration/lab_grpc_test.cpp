@@ -48,11 +48,12 @@ struct served {
   std::unique_ptr<lab::grpc_endpoint> grpc;
   std::unique_ptr<v1::Scenario::Stub> stub;
 
-  explicit served(const sim::scenario& s) {
+  explicit served(const sim::scenario& s,
+                  std::int64_t max_calls = lab::grpc_endpoint::k_max_calls) {
     auto started = lab::server::start(s, {});
     if (!started) throw std::runtime_error(started.error());
     srv = *std::move(started);
-    auto listening = lab::grpc_endpoint::start(*srv, 0);
+    auto listening = lab::grpc_endpoint::start(*srv, 0, max_calls);
     if (!listening) throw std::runtime_error(listening.error());
     grpc = *std::move(listening);
     // C-core's own retries off (stormguard::grpc::make_channel): with them on, gRPC 1.51 strips
@@ -164,6 +165,35 @@ TEST(LabGrpc, LostCallEndsAtTheCallersDeadlineAndIsFreedOnceCancelled) {
   const auto began = clock_type::now();
   s.grpc->stop();
   EXPECT_LT(clock_type::now() - began, std::chrono::milliseconds(1800));
+}
+
+// At most max_calls held at once: the next call is RESOURCE_EXHAUSTED at once (not an attempt),
+// and once the held ones have ended (their deadline, then the server's sweep) calls are held again.
+TEST(LabGrpc, CallsBeyondTheMostHeldAreResourceExhaustedAtOnce) {
+  served s(with_incident(tiny_scenario(), 0.0, 1.0), 3);
+  std::vector<std::thread> held;
+  for (int i = 0; i < 3; ++i)
+    held.emplace_back([&] { (void)call(*s.stub, {}, milliseconds(300)); });
+  const auto until = clock_type::now() + std::chrono::seconds(2);
+  while (s.srv->stats().lost < 3 && clock_type::now() < until) {
+    std::this_thread::sleep_for(milliseconds(2));
+  }
+  ASSERT_EQ(s.srv->stats().lost, 3);
+  const call_result beyond = call(*s.stub, {}, milliseconds(2000));
+  EXPECT_EQ(beyond.status.error_code(), ::grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_EQ(beyond.status.error_message(), "serve holds 3 calls already; try again later");
+  EXPECT_LT(beyond.took, milliseconds(1000));
+  EXPECT_EQ(s.srv->stats().lost, 3) << "not an attempt";
+  for (std::thread& t : held) t.join();
+  // Freed within a second of their cancellation: a call is held (lost) again.
+  ::grpc::StatusCode again = ::grpc::StatusCode::RESOURCE_EXHAUSTED;
+  const auto freed_by = clock_type::now() + std::chrono::seconds(3);
+  while (again == ::grpc::StatusCode::RESOURCE_EXHAUSTED && clock_type::now() < freed_by) {
+    again = call(*s.stub, {}, milliseconds(100)).status.error_code();
+    if (again == ::grpc::StatusCode::RESOURCE_EXHAUSTED)
+      std::this_thread::sleep_for(milliseconds(50));
+  }
+  EXPECT_EQ(again, ::grpc::StatusCode::DEADLINE_EXCEEDED);
 }
 
 TEST(LabGrpc, RetryOverTheServersBudgetIsRefusedWithDoNotRetry) {

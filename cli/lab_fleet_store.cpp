@@ -18,11 +18,13 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <mutex>
 #include <optional>
 #include <stdexcept>
 #include <string_view>
 #include <thread>
 #include <variant>
+#include <vector>
 
 #include "command.hpp"
 #include "lab_fleet_syncers.hpp"
@@ -109,9 +111,31 @@ std::optional<child> spawn(const std::vector<std::string>& args, bool quiet_outp
   return child{pid, fds[0]};
 }
 
-// Reads the child's whole stdout, then reaps it; how it ended: exited with its status
-// (child_status::kind::exited) or killed by a signal (kind::signaled, the signal's number).
-child_status finish(const child& c, std::string& out) {
+// The workers that may still be signalled. A worker leaves (under the mutex) before it is reaped,
+// so a signal never reaches a process that has reused its pid.
+class live_workers {
+ public:
+  explicit live_workers(const std::vector<child>& workers) {
+    for (const child& w : workers) pids_.push_back(w.pid);
+  }
+  void reaping(pid_t pid) {
+    const std::lock_guard hold(mutex_);
+    std::erase(pids_, pid);
+  }
+  void signal_all(int signal) {
+    const std::lock_guard hold(mutex_);
+    for (const pid_t pid : pids_) ::kill(pid, signal);
+  }
+
+ private:
+  std::mutex mutex_;
+  std::vector<pid_t> pids_;
+};
+
+// Reads the child's whole stdout, then reaps it (leaving `live` first, when given); how it ended:
+// exited with its status (child_status::kind::exited) or killed by a signal (kind::signaled, the
+// signal's number).
+child_status finish(const child& c, std::string& out, live_workers* live = nullptr) {
   char buffer[8192];
   for (;;) {
     const ssize_t n = ::read(c.out, buffer, sizeof buffer);
@@ -124,6 +148,7 @@ child_status finish(const child& c, std::string& out) {
     }
   }
   ::close(c.out);
+  if (live != nullptr) live->reaping(c.pid);
   int status = 0;
   while (::waitpid(c.pid, &status, 0) < 0 && errno == EINTR) {
   }
@@ -324,11 +349,12 @@ std::string signal_name(int signal) {
 // by SIGINT/SIGTERM reported part of its run: its report is kept when this process was stopped
 // too (Ctrl-C reaches the whole process group: the run is interrupted, its partial report
 // printed), and counts as a worker killed otherwise (stopped alone, its part is cut short).
-collected collect(const std::vector<child>& workers, const std::atomic<bool>* stop) {
+collected collect(const std::vector<child>& workers, const std::atomic<bool>* stop,
+                  live_workers& live) {
   collected c;
   for (std::size_t k = 0; k < workers.size(); ++k) {
     std::string out;
-    const child_status end = finish(workers[k], out);
+    const child_status end = finish(workers[k], out, &live);
     const std::string name =
         fmt::format("worker {}/{} (pid {})", k, workers.size(), workers[k].pid);
     const bool interrupted = stop != nullptr && stop->load();
@@ -353,6 +379,21 @@ collected collect(const std::vector<child>& workers, const std::atomic<bool>* st
     }
   }
   return c;
+}
+
+// Passes a stop on to the workers (SIGINT), once `stop` is set: a SIGINT or SIGTERM sent to this
+// process alone (`kill PID`, where a terminal's Ctrl-C reaches the whole process group) would
+// otherwise wait for the end of the run. A worker that has the signal already stops the same.
+std::jthread forward_stop(live_workers& live, const std::atomic<bool>* stop) {
+  return std::jthread([&live, stop](std::stop_token token) {
+    while (!token.stop_requested()) {
+      if (stop != nullptr && stop->load()) {
+        live.signal_all(SIGINT);
+        return;
+      }
+      std::this_thread::sleep_for(10ms);
+    }
+  });
 }
 
 // Kills worker 0 of `workers` with SIGKILL at `at` (--fleet-worker-kill-at), unless the run
@@ -552,8 +593,10 @@ outcome<lab::lab_report, std::string> run_lab_fleet_store(const lab_fleet_store_
     if (const std::optional<duration> at = kill_time(o.worker_kill_at)) {
       worker_killer = kill_worker(workers.front().pid, workers.size(), start + *at);
     }
-    collected done = collect(workers, stop);
-    for (std::jthread* t : {&killer, &flusher, &worker_killer}) {
+    live_workers live(workers);
+    std::jthread forwarder = forward_stop(live, stop);
+    collected done = collect(workers, stop, live);
+    for (std::jthread* t : {&forwarder, &killer, &flusher, &worker_killer}) {
       if (t->joinable()) {
         t->request_stop();
         t->join();
@@ -591,6 +634,10 @@ outcome<lab::lab_report, std::string> run_lab_fleet_store(const lab_fleet_store_
     c.store_forgot_at_s = forgot.at_s;
     c.store_forgot_in_incident = forgot.in_incident;
     report.strategies.push_back(std::move(c));
+    if (stop != nullptr && stop->load()) {  // this run was cut short: no further one (as run_lab)
+      report.interrupted = true;
+      break;
+    }
   }
   return report;
 }

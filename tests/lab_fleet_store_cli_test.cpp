@@ -18,6 +18,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -303,6 +304,57 @@ TEST_F(LabFleetStoreCli, AWorkerStoppedAloneBySigtermMakesTheRunInvalid) {
   const double sim = run.at("sim").at("logical_requests").get<double>();
   EXPECT_GT(requests, 0.3 * sim);
   EXPECT_LT(requests, 0.7 * sim);
+}
+
+// SIGTERM to the lab process alone (not to its process group, as a terminal's Ctrl-C): it passes
+// the stop on to its workers, and the run ends early with the partial report (exit 143) instead
+// of at the end of the run.
+TEST_F(LabFleetStoreCli, SigtermToTheLabAloneStopsItsWorkersToo) {
+  const fs::path err =
+      fs::temp_directory_path() / ("stormguard-lab-fleet-stop-" + std::to_string(getpid()));
+  // exec: the shell's pid is the lab's.
+  const std::string line = std::string("exec '") + STORMGUARD_CLI_PATH + "' lab '" + file_ +
+                           "' --scale 1 -s full+fleet --fleet-store auto --json --processes 2 2>'" +
+                           err.string() + "'";
+  FILE* pipe = ::popen(line.c_str(), "r");
+  ASSERT_NE(pipe, nullptr);
+  // The lab is the parent of worker 1/2; it is stopped about 3 s into the 11-s run.
+  pid_t worker = 0;
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (worker == 0 && std::chrono::steady_clock::now() < until) {
+    worker = find_process({file_, "--fleet-worker", "1/2"});
+    if (worker == 0) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  pid_t lab = 0;
+  if (worker != 0) {
+    std::ifstream stat("/proc/" + std::to_string(worker) + "/stat");
+    const std::string text{std::istreambuf_iterator<char>(stat), {}};
+    std::istringstream fields(text.substr(text.rfind(')') + 2));
+    std::string state;
+    fields >> state >> lab;  // fields 3 and 4: state, ppid
+  }
+  std::chrono::steady_clock::time_point signalled{};
+  if (lab > 0) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(4500));
+    signalled = std::chrono::steady_clock::now();
+    ::kill(lab, SIGTERM);
+  }
+  std::string out;
+  char buffer[4096];
+  std::size_t n = 0;
+  while ((n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) out.append(buffer, n);
+  const auto ended = std::chrono::steady_clock::now();
+  const int status = ::pclose(pipe);
+  std::ifstream in(err);
+  const std::string errors{std::istreambuf_iterator<char>(in), {}};
+  fs::remove(err);
+  ASSERT_GT(lab, 0) << "the lab process never seen; " << errors;
+  EXPECT_LT(ended - signalled, std::chrono::seconds(3)) << "the run went on to its end";
+  ASSERT_TRUE(WIFEXITED(status)) << errors;
+  EXPECT_EQ(WEXITSTATUS(status), 143) << errors;
+  const nlohmann::json report = nlohmann::json::parse(out);
+  EXPECT_TRUE(report.at("interrupted").get<bool>());
+  EXPECT_FALSE(report.at("strategies").at(0).at("completed").get<bool>());
 }
 
 TEST_F(LabFleetStoreCli, AWorkerReportsItsOwnTransportFailures) {

@@ -255,38 +255,78 @@ pid_t find_process(const std::vector<std::string>& words) {
   return 0;
 }
 
+// `lab FILE --scale 1 -s full+fleet --fleet-store auto --json --processes 2` through popen (the
+// shell exec'd: its pid is the lab's), its stderr to a file of its own.
+class two_worker_lab {
+ public:
+  two_worker_lab(const std::string& file, const std::string& tag)
+      : file_(file),
+        err_(fs::temp_directory_path() /
+             ("stormguard-lab-fleet-" + tag + "-" + std::to_string(getpid()))) {
+    const std::string line = std::string("exec '") + STORMGUARD_CLI_PATH + "' lab '" + file +
+                             "' --scale 1 -s full+fleet --fleet-store auto --json --processes 2 "
+                             "2>'" +
+                             err_.string() + "'";
+    pipe_ = ::popen(line.c_str(), "r");
+  }
+  two_worker_lab(const two_worker_lab&) = delete;
+  two_worker_lab& operator=(const two_worker_lab&) = delete;
+  ~two_worker_lab() {
+    if (pipe_ != nullptr) (void)finish();
+  }
+  [[nodiscard]] bool started() const { return pipe_ != nullptr; }
+
+  // Worker 1/2's pid once it runs (the workers start 1.5 s before the run), or 0 after 10 s.
+  [[nodiscard]] pid_t worker() const {
+    pid_t pid = 0;
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (pid == 0 && std::chrono::steady_clock::now() < until) {
+      pid = find_process({file_, "--fleet-worker", "1/2"});
+      if (pid == 0) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return pid;
+  }
+
+  struct ended {
+    int status = -1;
+    std::string out;
+    std::string err;
+  };
+  // Reads its stdout to the end and waits for it.
+  ended finish() {
+    ended e;
+    char buffer[4096];
+    std::size_t n = 0;
+    while ((n = std::fread(buffer, 1, sizeof buffer, pipe_)) > 0) e.out.append(buffer, n);
+    e.status = ::pclose(pipe_);
+    pipe_ = nullptr;
+    std::ifstream in(err_);
+    e.err.assign(std::istreambuf_iterator<char>(in), {});
+    fs::remove(err_);
+    return e;
+  }
+
+ private:
+  std::string file_;
+  fs::path err_;
+  FILE* pipe_ = nullptr;
+};
+
 // A worker stopped alone by SIGTERM (sent by someone else than the lab: an operator, a service
 // manager) finishes early and prints the report of the part it ran; the lab does not count that
 // short part as a whole one (before, the run was reported valid with that worker's part cut
 // short): the run is invalid, the reason names the worker, its pid and the signal, and the other
 // worker's part is reported (exit 3).
 TEST_F(LabFleetStoreCli, AWorkerStoppedAloneBySigtermMakesTheRunInvalid) {
-  const fs::path err =
-      fs::temp_directory_path() / ("stormguard-lab-fleet-term-" + std::to_string(getpid()));
-  const std::string line = std::string("'") + STORMGUARD_CLI_PATH + "' lab '" + file_ +
-                           "' --scale 1 -s full+fleet --fleet-store auto --json --processes 2 2>'" +
-                           err.string() + "'";
-  FILE* pipe = ::popen(line.c_str(), "r");
-  ASSERT_NE(pipe, nullptr);
-  // The workers start 1.5 s before the run; worker 1 is stopped about 3 s into its 11 s.
-  pid_t worker = 0;
-  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (worker == 0 && std::chrono::steady_clock::now() < until) {
-    worker = find_process({file_, "--fleet-worker", "1/2"});
-    if (worker == 0) std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  two_worker_lab lab(file_, "term");
+  ASSERT_TRUE(lab.started());
+  // Worker 1 is stopped about 3 s into its 11 s.
+  const pid_t worker = lab.worker();
   if (worker != 0) {
     std::this_thread::sleep_for(std::chrono::milliseconds(4500));
     ::kill(worker, SIGTERM);
   }
-  std::string out;
-  char buffer[4096];
-  std::size_t n = 0;
-  while ((n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) out.append(buffer, n);
-  const int status = ::pclose(pipe);
-  std::ifstream in(err);
-  const std::string errors{std::istreambuf_iterator<char>(in), {}};
-  fs::remove(err);
+  const auto [status, out, errors] = lab.finish();
   ASSERT_NE(worker, 0) << "worker 1/2 never seen; " << errors;
   ASSERT_TRUE(WIFEXITED(status)) << errors;
   EXPECT_EQ(WEXITSTATUS(status), 3) << errors;
@@ -310,45 +350,27 @@ TEST_F(LabFleetStoreCli, AWorkerStoppedAloneBySigtermMakesTheRunInvalid) {
 // the stop on to its workers, and the run ends early with the partial report (exit 143) instead
 // of at the end of the run.
 TEST_F(LabFleetStoreCli, SigtermToTheLabAloneStopsItsWorkersToo) {
-  const fs::path err =
-      fs::temp_directory_path() / ("stormguard-lab-fleet-stop-" + std::to_string(getpid()));
-  // exec: the shell's pid is the lab's.
-  const std::string line = std::string("exec '") + STORMGUARD_CLI_PATH + "' lab '" + file_ +
-                           "' --scale 1 -s full+fleet --fleet-store auto --json --processes 2 2>'" +
-                           err.string() + "'";
-  FILE* pipe = ::popen(line.c_str(), "r");
-  ASSERT_NE(pipe, nullptr);
+  two_worker_lab lab(file_, "stop");
+  ASSERT_TRUE(lab.started());
   // The lab is the parent of worker 1/2; it is stopped about 3 s into the 11-s run.
-  pid_t worker = 0;
-  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (worker == 0 && std::chrono::steady_clock::now() < until) {
-    worker = find_process({file_, "--fleet-worker", "1/2"});
-    if (worker == 0) std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  pid_t lab = 0;
+  const pid_t worker = lab.worker();
+  pid_t parent = 0;
   if (worker != 0) {
     std::ifstream stat("/proc/" + std::to_string(worker) + "/stat");
     const std::string text{std::istreambuf_iterator<char>(stat), {}};
     std::istringstream fields(text.substr(text.rfind(')') + 2));
     std::string state;
-    fields >> state >> lab;  // fields 3 and 4: state, ppid
+    fields >> state >> parent;  // fields 3 and 4: state, ppid
   }
   std::chrono::steady_clock::time_point signalled{};
-  if (lab > 0) {
+  if (parent > 0) {
     std::this_thread::sleep_for(std::chrono::milliseconds(4500));
     signalled = std::chrono::steady_clock::now();
-    ::kill(lab, SIGTERM);
+    ::kill(parent, SIGTERM);
   }
-  std::string out;
-  char buffer[4096];
-  std::size_t n = 0;
-  while ((n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) out.append(buffer, n);
+  const auto [status, out, errors] = lab.finish();
   const auto ended = std::chrono::steady_clock::now();
-  const int status = ::pclose(pipe);
-  std::ifstream in(err);
-  const std::string errors{std::istreambuf_iterator<char>(in), {}};
-  fs::remove(err);
-  ASSERT_GT(lab, 0) << "the lab process never seen; " << errors;
+  ASSERT_GT(parent, 0) << "the lab process never seen; " << errors;
   EXPECT_LT(ended - signalled, std::chrono::seconds(3)) << "the run went on to its end";
   ASSERT_TRUE(WIFEXITED(status)) << errors;
   EXPECT_EQ(WEXITSTATUS(status), 143) << errors;

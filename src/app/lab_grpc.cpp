@@ -209,8 +209,11 @@ class grpc_endpoint::impl {
     for (;;) {
       pollfd fds[2] = {{wake_read_, POLLIN, 0}, {listen_fd_, POLLIN, 0}};
       const int ready = ::poll(fds, wait_ms < 0 ? 2 : 1, wait_ms);
-      if (ready < 0 && errno != EINTR) return;
       if (ready > 0 && (fds[0].revents & POLLIN) != 0) return;  // stop()
+      if (ready < 0 && errno != EINTR) {  // ENOMEM: never a reason to stop accepting for good
+        wait_ms = static_cast<int>(k_accept_pause.count());
+        continue;
+      }
       wait_ms = -1;
       for (;;) {
         const int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);

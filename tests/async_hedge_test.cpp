@@ -444,6 +444,60 @@ TEST_F(AsyncHedge, AStopTokenCancelsTheCall) {
   EXPECT_EQ(clock.now(), time_point{} + 5ms);
 }
 
+// Copies that watch the call's stop themselves, as an HTTP transfer given call.stop does: the
+// stop ends a copy at once, inside request_stop(), before the call's own stop callback (which
+// only posts) has run. Cancelled through their slots, they complete posted.
+struct stop_watching_copies {
+  asio::io_context* io;
+  copy_log* log;
+  std::vector<std::unique_ptr<std::stop_callback<std::function<void()>>>>* watches;
+
+  template <class Token>
+  auto operator()(const attempt_context& ctx, Token&& token) {
+    return asio::async_initiate<Token, void(std::error_code, int)>(
+        [this, ctx](auto handler) {
+          log->started.push_back(ctx);
+          auto slot = asio::get_associated_cancellation_slot(handler);
+          auto h = std::make_shared<std::optional<decltype(handler)>>(std::move(handler));
+          const auto finish = [h, l = log, copy = ctx.attempt] {
+            if (!*h) return;
+            auto done = std::move(**h);
+            h->reset();
+            l->completed.push_back(copy);
+            std::move(done)(k_aborted, 0);
+          };
+          if (slot.is_connected()) {
+            slot.assign([finish, l = log, copy = ctx.attempt, io = io](asio::cancellation_type) {
+              l->cancelled.push_back(copy);
+              asio::post(*io, finish);
+            });
+          }
+          watches->push_back(
+              std::make_unique<std::stop_callback<std::function<void()>>>(ctx.stop, finish));
+        },
+        token);
+  }
+};
+
+TEST_F(AsyncHedge, ACopyThatSeesTheStopFirstStillEndsTheCallCancelled) {
+  hedger hedge(policy(2, 20ms), clock, rng);
+  std::stop_source stop;
+  std::vector<std::unique_ptr<std::stop_callback<std::function<void()>>>> watches;
+  std::optional<result_t> out;
+  stormguard::async_hedge<virtual_timer>(
+      hedge, io.get_executor(), stop_watching_copies{&io, &log, &watches},
+      stormguard::default_classifier{}, call_options{.stop = stop.get_token()},
+      [&](result_t r) { out = std::move(r); });
+  sched.at(time_point{} + 30ms, [&](std::error_code) { stop.request_stop(); });
+  sched.run(clock);
+  ASSERT_TRUE(out);
+  EXPECT_EQ(out->reason, end_reason::cancelled);  // not the stopped copy's error as a verdict
+  EXPECT_EQ(out->report.sent, 2);
+  EXPECT_EQ(out->report.cancelled, 2);  // both copies were in flight when the stop came
+  EXPECT_EQ(log.completed.size(), 2U);
+  watches.clear();
+}
+
 TEST_F(AsyncHedge, CancelledBeforeTheFirstCopySendsNothing) {
   hedger hedge(policy(), clock, rng);
   std::stop_source stop;

@@ -523,6 +523,14 @@ class async_hedge_op : public std::enable_shared_from_this<
     if (!open) return settle();
     result_.last_error.emplace(std::move(r).error());
     if (caller_cancelled_) return settle();
+    if (call_.stop.stop_requested()) {
+      // The stop reached this copy (its operation sees call.stop too) before the stop callback's
+      // post reached the call: the call is cancelled, this copy with it, as if in that order
+      // (no verdict, no record).
+      on_cancel(::asio::cancellation_type::terminal);
+      ++result_.report.cancelled;
+      return settle();
+    }
     const hedge_verdict verdict = to_verdict(std::as_const(*result_.last_error));
     if constexpr (!std::same_as<B, no_budget>) {
       if (verdict.what != hedge_verdict::kind::wait) {

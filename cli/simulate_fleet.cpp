@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
 #include <optional>
 #include <variant>
 
@@ -34,7 +35,7 @@ namespace {
 
 using namespace std::chrono_literals;
 
-constexpr std::int64_t k_max_clients = 100'000;  // the scenario format's limit
+constexpr std::int64_t k_max_clients = 1'000'000;  // the scenario format's limit
 constexpr std::size_t k_max_sizes = 1000;
 
 void print_error(const std::string& message) { report_error("simulate", message); }
@@ -65,9 +66,9 @@ void for_each_fleet(std::vector<sim::strategy>& strategies, F&& f) {
 std::optional<std::vector<int>> parse_sizes(const std::string& spec) {
   const std::string list = spec.substr(spec.find('=') + 1);
   const auto bad = [&](std::string_view why) {
-    print_error(
-        fmt::format("--sweep clients=LIST|LO:HI:STEP needs fleet sizes in [1, 100000] ({}), got {}",
-                    why, quote_value(spec)));
+    print_error(fmt::format(
+        "--sweep clients=LIST|LO:HI:STEP needs fleet sizes in [1, 1000000] ({}), got {}", why,
+        quote_value(spec)));
     return std::nullopt;
   };
   std::vector<int> sizes;
@@ -109,7 +110,7 @@ void add_fleet_flags(CLI::App& sub, fleet_flags& f) {
   f.clients_option = add_typed_option(
       sub, "--clients", f.clients,
       "Time-series scenarios: spread the same total load over N clients (each rate/N, each with "
-      "its own budget), 1 to 100000",
+      "its own budget), 1 to 1000000",
       "N");
   f.scale_option = add_typed_option(
       sub, "--scale", f.scale,
@@ -123,6 +124,11 @@ void add_fleet_flags(CLI::App& sub, fleet_flags& f) {
       sub, "--store-outage", f.store_outage,
       "Fleet budgets: the store does not answer from START to END of the scenario (e.g. 12s:18s)",
       "START:END");
+  f.store_capacity_option = add_typed_option(
+      sub, "--store-capacity", f.store_capacity,
+      "Fleet budgets: the syncs per second the store serves in the model; beyond, syncs queue "
+      "(default 29000, one Redis; 1 to 1000000000, or unlimited)",
+      "N|unlimited");
   f.fleet_sync_option = add_typed_option(
       sub, "--fleet-sync", f.fleet_sync,
       "Fleet budgets: their sync_interval (default: the policy's; 10ms to 10s)", "DURATION");
@@ -134,6 +140,7 @@ bool fleet_flags_apply(const fleet_flags& f, const sim::model_info& model) {
        {std::pair{f.clients_option, "--clients"}, std::pair{f.scale_option, "--scale"},
         std::pair{f.store_rtt_option, "--store-rtt"},
         std::pair{f.store_outage_option, "--store-outage"},
+        std::pair{f.store_capacity_option, "--store-capacity"},
         std::pair{f.fleet_sync_option, "--fleet-sync"}}) {
     if (given(option)) {
       print_error(fmt::format("{} applies only to time-series scenarios (not to {}){}", name,
@@ -152,7 +159,7 @@ bool apply_fleet_flags(const fleet_flags& f, sim::scenario& s,
   if (given(f.clients_option)) {
     const auto n = parse_clients(f.clients);
     if (!n) {
-      print_error(fmt::format("--clients must be an integer in [1, 100000], got {}",
+      print_error(fmt::format("--clients must be an integer in [1, 1000000], got {}",
                               quote_value(f.clients)));
       return false;
     }
@@ -202,6 +209,21 @@ bool apply_fleet_flags(const fleet_flags& f, sim::scenario& s,
     for (sim::strategy& strat : strategies) {
       strat.fleet_store.outage = sim::fleet_store_outage{*start, *end};
     }
+  }
+  if (given(f.store_capacity_option)) {
+    double capacity = std::numeric_limits<double>::infinity();
+    if (f.store_capacity != "unlimited") {
+      const auto x = parse_decimal_number(f.store_capacity);
+      if (!x || !(*x >= 1.0 && *x <= 1e9)) {
+        print_error(fmt::format(
+            "--store-capacity must be a number of syncs per second in [1, 1000000000] or "
+            "unlimited, got {}",
+            quote_value(f.store_capacity)));
+        return false;
+      }
+      capacity = *x;
+    }
+    for (sim::strategy& strat : strategies) strat.fleet_store.capacity = capacity;
   }
   if (given(f.fleet_sync_option)) {
     const auto every = parse_time(f.fleet_sync, 10ms, 10s);

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // `stormguard simulate`'s fleet options for time-series scenarios: --clients N and --scale X
 // (the fleet's size), the store model of fleet budgets (--store-rtt, --store-outage,
-// --fleet-sync), and the clients sweep (--sweep clients=LIST|LO:HI:STEP), which reruns the
-// scenario at each fleet size and reports amplification, incident amplification, success and
-// recovery per strategy and size (table, --csv, --plot, --json).
+// --store-capacity, --fleet-sync), and the clients sweep (--sweep clients=LIST|LO:HI:STEP), which
+// reruns the scenario at each fleet size and reports amplification, incident amplification, success
+// and recovery per strategy and size (table, --csv, --plot, --json).
 #ifndef STORMGUARD_CLI_SIMULATE_FLEET_HPP
 #define STORMGUARD_CLI_SIMULATE_FLEET_HPP
 
@@ -28,11 +28,14 @@ struct fleet_flags {
   CLI::Option* store_rtt_option = nullptr;
   std::string store_outage;
   CLI::Option* store_outage_option = nullptr;
+  std::string store_capacity;
+  CLI::Option* store_capacity_option = nullptr;
   std::string fleet_sync;
   CLI::Option* fleet_sync_option = nullptr;
 };
 
-// Adds --clients, --scale, --store-rtt, --store-outage and --fleet-sync to `simulate`.
+// Adds --clients, --scale, --store-rtt, --store-outage, --store-capacity and --fleet-sync to
+// `simulate`.
 void add_fleet_flags(CLI::App& sub, fleet_flags& flags);
 
 // False (after printing why) when a fleet flag is given for a model other than the time series.

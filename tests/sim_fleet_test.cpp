@@ -4,8 +4,12 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdint>
+#include <limits>
 #include <optional>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "stormguard/sim/scenario.hpp"
@@ -105,6 +109,55 @@ TEST(SimFleet, AStoreOutageDuringTheIncidentFallsBackToTheLocalRatio) {
   EXPECT_LE(*out.amplification, 1.15);
   EXPECT_LE(*out.incident_amplification, 1.30);
   EXPECT_TRUE(out.recovery_s.has_value());
+}
+
+// The store serves its capacity and no more: at a quarter of what the fleet asks of it (its busiest
+// second without a limit), no second of store time serves more than the capacity, syncs queue
+// past the syncer's 100 ms timeout (the store saturated), and the budgets, falling back to local
+// counts, still hold the storm as in an outage.
+TEST(SimFleet, AStoreServesItsCapacityAndSyncsBeyondWaitPastTheTimeout) {
+  const sim::scenario s = fleet_night(2000);
+  sim::strategy strat = *sim::find_strategy("full+fleet");
+  strat.fleet_store.capacity = std::numeric_limits<double>::infinity();
+  const auto unlimited = sim::simulate(s, strat);
+  EXPECT_EQ(unlimited.store_sync_timeouts, 0);
+  ASSERT_GT(unlimited.store_busiest_second, 400);
+  const double capacity = std::floor(static_cast<double>(unlimited.store_busiest_second) / 4.0);
+  strat.fleet_store.capacity = capacity;
+  const auto saturated = sim::simulate(s, strat);
+  EXPECT_LE(static_cast<double>(saturated.store_busiest_second), capacity);
+  EXPECT_GE(static_cast<double>(saturated.store_busiest_second), 0.98 * capacity);
+  EXPECT_GT(saturated.store_sync_timeouts, 0);
+  EXPECT_LE(saturated.store_sync_timeouts, saturated.store_syncs);
+  EXPECT_LE(*saturated.amplification, 1.15);
+  EXPECT_LE(*saturated.incident_amplification, 1.30);
+}
+
+// friday-night-fleet asks far less of one Redis than it serves (29,000 syncs/s by default): the
+// default store never makes a sync wait past its timeout, and serves every sync it is sent.
+TEST(SimFleet, TheDefaultStoreIsFarFromSaturatedAt2000Clients) {
+  const sim::scenario s = fleet_night(2000);
+  const sim::strategy strat = *sim::find_strategy("full+fleet");
+  EXPECT_EQ(strat.fleet_store.capacity, 29'000.0);
+  const auto r = sim::simulate(s, strat);
+  EXPECT_GT(r.store_syncs, 0);
+  EXPECT_EQ(r.store_sync_timeouts, 0);
+  EXPECT_LT(r.store_busiest_second, 29'000);
+}
+
+TEST(SimFleet, AStoreCapacityOutsideItsRangeIsRefusedNamingTheField) {
+  const sim::scenario s = fleet_night(20);
+  for (const double bad :
+       {0.0, 0.5, -1.0, 2e9, std::nan(""), -std::numeric_limits<double>::infinity()}) {
+    sim::strategy strat = *sim::find_strategy("full+fleet");
+    strat.fleet_store.capacity = bad;
+    try {
+      (void)sim::simulate(s, strat);
+      ADD_FAILURE() << "capacity " << bad << " was accepted";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("fleet_store.capacity"), std::string::npos) << e.what();
+    }
+  }
 }
 
 TEST(SimFleet, TheRunIsDeterministic) {

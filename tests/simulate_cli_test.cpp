@@ -330,6 +330,12 @@ TEST_F(SimulateCli, OptionsThatDoNotApplyAreUsageErrors) {
                            "--scale 2",
                            "--store-rtt 11s",
                            "--store-outage 5s:2s",
+                           "--store-capacity 0",
+                           "--store-capacity 0.5",
+                           "--store-capacity 2000000000",
+                           "--store-capacity nan",
+                           "--store-capacity lots",
+                           "layers --store-capacity 100",
                            "--fleet-sync 5ms",
                            "--sweep load=1:2:0",
                            "--sweep load=5",
@@ -339,6 +345,29 @@ TEST_F(SimulateCli, OptionsThatDoNotApplyAreUsageErrors) {
     EXPECT_EQ(r.exit_code, 2) << args << ": " << r.output;
     EXPECT_NE(r.output.find("error:"), std::string::npos) << args << ": " << r.output;
   }
+}
+
+// --store-capacity: a bad value names the flag, its range and the value; a store far below what
+// the fleet asks saturates (syncs wait past the syncer's timeout), an unlimited one never does.
+TEST_F(SimulateCli, StoreCapacityQueuesTheSyncsBeyondIt) {
+  const auto bad = run_cli("simulate friday-night-fleet -s full+fleet --store-capacity 0");
+  EXPECT_EQ(bad.exit_code, 2) << bad.output;
+  EXPECT_NE(bad.output.find("--store-capacity must be a number of syncs per second in [1, "
+                            "1000000000] or unlimited, got \"0\""),
+            std::string::npos)
+      << bad.output;
+  const auto small =
+      run_cli("simulate friday-night-fleet -s full+fleet --store-capacity 500 --json", false);
+  ASSERT_EQ(small.exit_code, 0) << small.output;
+  const auto row = nlohmann::json::parse(small.output).at("strategies").at(0);
+  EXPECT_LE(row.at("store_busiest_second").get<int>(), 500) << row.dump();
+  EXPECT_GT(row.at("store_sync_timeouts").get<int>(), 0) << row.dump();
+  const auto unlimited =
+      run_cli("simulate friday-night-fleet -s full+fleet --store-capacity unlimited --json", false);
+  ASSERT_EQ(unlimited.exit_code, 0) << unlimited.output;
+  const auto free_row = nlohmann::json::parse(unlimited.output).at("strategies").at(0);
+  EXPECT_GT(free_row.at("store_busiest_second").get<int>(), 500) << free_row.dump();
+  EXPECT_EQ(free_row.at("store_sync_timeouts").get<int>(), 0) << free_row.dump();
 }
 
 // --clients beside a clients sweep would be ignored (the sweep sets the fleet size): refused.
@@ -377,10 +406,17 @@ TEST_F(SimulateCli, ClientsSweepSpreadsTheLoadOverEachFleetSize) {
   for (const auto& row : doc.at("sweep")) {
     std::vector<std::string> keys;
     for (const auto& [k, v] : row.items()) keys.push_back(k);
-    EXPECT_EQ(keys.size(), 6u) << row.dump();
+    EXPECT_EQ(keys.size(), 7u) << row.dump();
     EXPECT_TRUE(row.contains("incident_amplification") && row.contains("success_ratio") &&
-                row.contains("recovery_s"))
+                row.contains("recovery_s") && row.contains("store_load"))
         << row.dump();
+    // The store's load only where a fleet budget has a store: a share of its 29,000 syncs/s.
+    if (row.at("strategy") == "full+fleet") {
+      EXPECT_GT(row.at("store_load").get<double>(), 0.0) << row.dump();
+      EXPECT_LT(row.at("store_load").get<double>(), 1.0) << row.dump();
+    } else {
+      EXPECT_TRUE(row.at("store_load").is_null()) << row.dump();
+    }
   }
   const auto same = run_cli("simulate friday-night-fleet -s full+budget --clients 1 --json", false);
   EXPECT_NE(same.output.find("\"amplification\":1.0386"), std::string::npos) << same.output;

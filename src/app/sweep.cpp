@@ -248,10 +248,15 @@ clients_sweep_report sweep_clients(const scenario& s, std::span<const strategy> 
       [&](std::size_t i) {
         scenario at = s;
         at.clients = sizes[i / k];
-        const strategy_result r = simulate(at, strategies[i % k]);
+        const strategy& strat = strategies[i % k];
+        const strategy_result r = simulate(at, strat);
+        std::optional<double> store_load;
+        if (r.store_syncs > 0 && std::isfinite(strat.fleet_store.capacity)) {
+          store_load = static_cast<double>(r.store_busiest_second) / strat.fleet_store.capacity;
+        }
         report.points[i] = clients_point{
-            at.clients,      r.name,       r.amplification,      r.incident_amplification,
-            r.success_ratio, r.recovery_s, r.recovery_measurable};
+            at.clients,      r.name,       r.amplification,       r.incident_amplification,
+            r.success_ratio, r.recovery_s, r.recovery_measurable, store_load};
       },
       progress);
   return report;
@@ -265,6 +270,7 @@ std::string to_json(const clients_sweep_report& report) {
     w.field("strategy", p.strategy).fixed("amplification", p.amplification, 4);
     w.fixed("incident_amplification", p.incident_amplification, 4);
     w.fixed("success_ratio", p.success_ratio, 4).fixed("recovery_s", p.recovery_s, 1);
+    w.fixed("store_load", p.store_load, 4);
     w.end_object();
   }
   return std::move(w.end_array().end_object()).line();
@@ -272,11 +278,12 @@ std::string to_json(const clients_sweep_report& report) {
 
 std::string to_csv(const clients_sweep_report& report) {
   std::string out =
-      "clients,strategy,amplification,incident_amplification,success_ratio,recovery_s\n";
+      "clients,strategy,amplification,incident_amplification,success_ratio,recovery_s,"
+      "store_load\n";
   for (const clients_point& p : report.points) {
-    out += fmt::format("{},{},{},{},{},{}\n", p.clients, p.strategy, cell(p.amplification, 4),
+    out += fmt::format("{},{},{},{},{},{},{}\n", p.clients, p.strategy, cell(p.amplification, 4),
                        cell(p.incident_amplification, 4), cell(p.success_ratio, 4),
-                       cell(p.recovery_s, 1));
+                       cell(p.recovery_s, 1), cell(p.store_load, 4));
   }
   return out;
 }
@@ -287,8 +294,8 @@ std::string format_table(const clients_sweep_report& report) {
       "{}: clients sweep, seed {} ({} logical req/s shared by the fleet; each client rate/N)\n\n",
       detail::escape_control(s.name), s.seed,
       detail::format_grouped(static_cast<std::int64_t>(std::llround(s.requests_per_second))));
-  out += fmt::format("{:<16} {:>8} {:>13} {:>9} {:>8} {:>9}\n", "strategy", "clients",
-                     "amplification", "incident", "success", "recovery");
+  out += fmt::format("{:<16} {:>9} {:>13} {:>9} {:>8} {:>9} {:>6}\n", "strategy", "clients",
+                     "amplification", "incident", "success", "recovery", "store");
   const auto times = [](const std::optional<double>& v) {
     return v ? fmt::format("{:.2f}x", *v) : std::string("-");
   };
@@ -301,15 +308,17 @@ std::string format_table(const clients_sweep_report& report) {
                                    : !p.recovery_measurable ? "n/a"
                                    : p.recovery_s           ? fmt::format("{:.0f} s", *p.recovery_s)
                                                             : "never";
-      out += fmt::format(
-          "{:<16} {:>8} {:>13} {:>9} {:>8} {:>9}\n", p.strategy, detail::format_grouped(p.clients),
-          times(p.amplification), s.incident ? times(p.incident_amplification) : "-",
-          p.success_ratio ? fmt::format("{:.1f} %", *p.success_ratio * 100) : "-", recovery);
+      out += fmt::format("{:<16} {:>9} {:>13} {:>9} {:>8} {:>9} {:>6}\n", p.strategy,
+                         detail::format_grouped(p.clients), times(p.amplification),
+                         s.incident ? times(p.incident_amplification) : "-",
+                         p.success_ratio ? fmt::format("{:.1f} %", *p.success_ratio * 100) : "-",
+                         recovery, p.store_load ? fmt::format("{:.2f}", *p.store_load) : "-");
     }
   }
   out +=
       "\namplification = attempts / logical requests; incident = the same for requests that "
-      "started during the incident; recovery = incident end to 5 s of >= 95 % success\n";
+      "started during the incident; recovery = incident end to 5 s of >= 95 % success; store = "
+      "a fleet budget's store, its busiest second / its capacity (1.00: saturated)\n";
   return out;
 }
 

@@ -127,6 +127,10 @@ struct clients_point {
   std::optional<double> success_ratio;           ///< strategy_result::success_ratio
   std::optional<double> recovery_s;              ///< strategy_result::recovery_s
   bool recovery_measurable = false;              ///< strategy_result::recovery_measurable
+  /// The fleet budget's modelled store: its busiest second's syncs ÷ its capacity
+  /// (strategy_result::store_busiest_second ÷ fleet_store_model::capacity; above 0.98 it is
+  /// saturated and syncs queue). Empty without a fleet budget or with an unlimited store.
+  std::optional<double> store_load;
 };
 
 /// A clients sweep (`simulate --sweep clients=...`): for each fleet size in the order given, one
@@ -138,7 +142,7 @@ struct clients_sweep_report {
   std::vector<clients_point> points;    ///< size-major: points[k * strategies.size() + a]
 };
 
-/// Runs `s` at every fleet size of `sizes` (each in [1, 100000]) with every strategy, on
+/// Runs `s` at every fleet size of `sizes` (each in [1, 1000000]) with every strategy, on
 /// parallel_runs(s, threads, runs) threads; the report does not depend on the thread count.
 /// `progress` is told as each run ends. Throws what simulate throws (an invalid scenario) and
 /// std::bad_alloc.
@@ -148,12 +152,13 @@ struct clients_sweep_report {
                                                  const progress_callback& progress = {});
 
 /// The clients sweep as JSON: {"scenario", "seed", "sweep": [{"clients", "strategy",
-/// "amplification", "incident_amplification", "success_ratio", "recovery_s"}...]}, ratios with 4
+/// "amplification", "incident_amplification", "success_ratio", "recovery_s", "store_load"}...]},
+/// ratios with 4
 /// decimals and seconds with 1, as the table rounds them (null: no value). Ends with a newline.
 [[nodiscard]] std::string to_json(const clients_sweep_report& report);
 
 /// One CSV row per point (clients,strategy,amplification,incident_amplification,success_ratio,
-/// recovery_s), with the JSON's decimals; an empty cell where the JSON has null.
+/// recovery_s,store_load), with the JSON's decimals; an empty cell where the JSON has null.
 [[nodiscard]] std::string to_csv(const clients_sweep_report& report);
 
 /// The table: one row per strategy and fleet size, grouped by strategy, with a legend.

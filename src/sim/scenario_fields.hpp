@@ -180,7 +180,7 @@ void describe(V& v, S& s) {
   v.time(required("duration"), s.length, positive_up_to(std::chrono::hours(1)));
   v.number(scaled("requests_per_second", scaling::times), s.requests_per_second, positive());
   v.check("requests_per_second", [&s] { return request_bound_problem(s); });
-  v.integer(scaled("clients", scaling::rounded_at_least_one), s.clients, between(1, 100'000));
+  v.integer(scaled("clients", scaling::rounded_at_least_one), s.clients, between(1, 1'000'000));
   v.time(required("timeout"), s.timeout, positive_up_to(std::chrono::hours(1)));
   v.object(required("server"), s, [](auto& w, auto& server) { describe_server(w, server); });
   v.object(spec{.name = "incident", .nullable = true}, s.incident,

@@ -127,13 +127,18 @@ TEST(SyncHedge, ANegativePushbackStopsFurtherCopies) {
 
 TEST(SyncHedge, APushbackDelayPostponesTheNextCopy) {
   concurrent_server server({{0ms, 503, "later", "grpc-retry-pushback-ms: 250\r\n"}, {0ms, 200}});
-  client_options o = hedged(2, 10ms);
+  // A hedging delay of 2 s, so that the first copy's answer (at once) always comes before it,
+  // even on a loaded machine: with 10 ms the second copy sometimes left on the delay, before the
+  // pushback was read, and the call ended in 20 ms.
+  client_options o = hedged(2, 2s);
   o.hedging->non_fatal_statuses = {503};  // without the pushback: the next copy at once
   client c(o);
   const auto start = steady::now();
   const result r = c.perform(at(server));
   ASSERT_TRUE(r.ok());
-  EXPECT_GE(steady::now() - start, 240ms);
+  const auto took = steady::now() - start;
+  EXPECT_GE(took, 240ms);   // the pushback's 250 ms, not "at once"
+  EXPECT_LT(took, 1900ms);  // nor the hedging delay
   EXPECT_EQ(r.hedging->winner, 2);
 }
 

@@ -18,6 +18,13 @@
 ///  s.fleet_store.outage = stormguard::sim::fleet_store_outage{10s, 20s};
 /// \endcode
 ///
+/// The store serves `capacity` syncs per second, one at a time in the order they arrive (one Redis
+/// runs one script at a time): beyond it syncs queue, their answers come later by their wait, and
+/// one that waits past `timeout` fails there although the store still applies it (Redis runs a
+/// script whose client has given up; the budget keeps its deltas, and its next sync counts them
+/// again). So the model shows where one store saturates: `strategy_result::store_syncs`,
+/// `store_sync_timeouts` and `store_busiest_second` report its load.
+///
 /// A client acts (and so syncs) only when one of its requests does; a background syncer also
 /// syncs an idle process every max_sync_interval: the model replays the latest such sync when the
 /// client next acts (see src/sim/engine/include/stormguard_engine/fleet_sync.hpp). Plain values.
@@ -46,6 +53,13 @@ struct fleet_store_model {
   /// How long a sync that the store does not answer takes to fail (the syncer's command
   /// timeout, redis_sync_options::timeout). In [1 ms, 10 s]; default 100 ms.
   duration timeout = std::chrono::milliseconds(100);
+  /// The syncs per second the store serves, in [1, 10^9], or +infinity: no limit (syncs never
+  /// wait for each other). Default 29,000: one Redis 7 on the 2 shared cores the figures of
+  /// docs/budgets.md ("Store load") were measured on saturated at 29,300–32,400 syncs/s of
+  /// fleet protocol 3 (`build/bench/fleet_store_benchmark`), the lowest rounded down. The
+  /// simulator throws std::invalid_argument naming `fleet_store.capacity` and the value for one
+  /// outside that range (NaN included).
+  double capacity = 29'000.0;
   /// When the store is away, if ever.
   std::optional<fleet_store_outage> outage;
   /// true: the store is real, not modelled (`stormguard lab --fleet-store`): the engine runs no

@@ -176,9 +176,17 @@ struct strategy_result {
   std::int64_t hedges_refused = 0;    ///< copies the budget refused (not sent)
   std::int64_t hedges_cancelled = 0;  ///< copies in flight when another ended their request
 
-  std::int64_t events = 0;            ///< events processed (for performance measurements)
-  std::vector<time_bin> series;       ///< one bin per started second of simulated time
-  std::vector<fine_bin> fine_series;  ///< one bin per started 100 ms (k_fine_bin), for plots
+  /// The fleet budget's modelled store (sim::fleet_store_model; 0 without a fleet budget, and in
+  /// the lab with a real store): the syncs it served, those of them whose wait in its queue
+  /// passed the syncer's timeout (applied, the client never answered: the store is saturated),
+  /// and the most syncs it served in one second of its time (÷ fleet_store_model::capacity: its
+  /// busiest second's load).
+  std::int64_t store_syncs = 0;
+  std::int64_t store_sync_timeouts = 0;   ///< see store_syncs
+  std::int64_t store_busiest_second = 0;  ///< see store_syncs
+  std::int64_t events = 0;                ///< events processed (for performance measurements)
+  std::vector<time_bin> series;           ///< one bin per started second of simulated time
+  std::vector<fine_bin> fine_series;      ///< one bin per started 100 ms (k_fine_bin), for plots
 
   /// Calls `f(name, member, decimals)` for every figure `simulate --json` writes, in the order it
   /// writes them, with the key it gives it: the strategy's name and its defences (strings), the
@@ -223,6 +231,9 @@ struct strategy_result {
     f("hedges_won", r.hedges_won, 0);
     f("hedges_refused", r.hedges_refused, 0);
     f("hedges_cancelled", r.hedges_cancelled, 0);
+    f("store_syncs", r.store_syncs, 0);
+    f("store_sync_timeouts", r.store_sync_timeouts, 0);
+    f("store_busiest_second", r.store_busiest_second, 0);
   }
 
   /// Calls `f(name, counter)` for every counter of a result (each std::int64_t figure of
@@ -264,7 +275,9 @@ inline constexpr double k_max_estimated_attempts = 50'000'000;
     const scenario& s, std::span<const strategy> strategies);
 
 /// The memory one run of `s` is estimated to need, in bytes (32 bytes per expected logical
-/// request: its state and its latency), and the memory that the runs side by side of
+/// request: its state and its latency; per client, the largest client of any budget kind with
+/// its generator and the fleet store model's state: 1,168 bytes on x86-64 with GCC 12), and the
+/// memory that the runs side by side of
 /// simulate(s, strategies, threads) may take together: k_max_parallel_bytes.
 [[nodiscard]] STORMGUARD_EXPORT double estimated_run_bytes(const scenario& s) noexcept;
 /// The memory, in bytes, that the runs side by side of simulate() may take together (768 MiB).

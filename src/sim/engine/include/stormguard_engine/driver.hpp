@@ -240,7 +240,12 @@ class driver {
       in_flight_attempts += r.copies_in_flight();
       if (r.state != request_state::ended) ++requests_in_flight;
     }
-    return metrics_.finish(in_flight_attempts, requests_in_flight);
+    strategy_result r = metrics_.finish(in_flight_attempts, requests_in_flight);
+    const store_load load = fleet_.load();
+    r.store_syncs = load.syncs;
+    r.store_sync_timeouts = load.sync_timeouts;
+    r.store_busiest_second = load.busiest_second;
+    return r;
   }
 
  private:

@@ -161,6 +161,8 @@ class fleet {
   // Client i's budget (i < the scenario's clients), for a caller that syncs it with a real store.
   [[nodiscard]] B& client_budget(std::uint32_t i) { return clients_[i].budget; }
   [[nodiscard]] std::uint32_t clients_count() const noexcept { return clients_count_; }
+  // What the modelled fleet store served (zero without one).
+  [[nodiscard]] store_load load() const noexcept { return sync_.load(); }
 
  private:
   // The request's client, after its budget's sync step at `now` (fleet_sync.hpp; nothing for a

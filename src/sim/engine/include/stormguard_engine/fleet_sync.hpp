@@ -15,6 +15,10 @@
 //   3. if the budget says a sync is due, its deltas go to the store now and the answer is due
 //      one round trip later (at once when the round trip is 0); a sync started in the store's
 //      outage fails after the model's timeout.
+// The store serves one sync per 1/capacity seconds, in the order the steps send them: a sync that
+// finds the store busy waits, is applied when served, and answers its wait later; one whose wait
+// and round trip pass the timeout fails at the timeout, applied all the same (store_load counts
+// the syncs served, those timeouts and the busiest second of store time).
 // The store: the fleet's window of requests and retries in slots of the store's time (the
 // scenario's clock: one clock for the store, as Redis's TIME), the library's fleet_window (deltas
 // clamped as fleet_window_store clamps them) and each client's claim (the credit handed out at
@@ -25,15 +29,25 @@
 #define STORMGUARD_ENGINE_FLEET_SYNC_HPP
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
+#include <stdexcept>
 #include <vector>
 
+#include "stormguard/detail/format.hpp"
 #include "stormguard/fleet_budget.hpp"
 #include "stormguard/sim/fleet_store.hpp"
 #include "stormguard/sim/scenario.hpp"
 #include "stormguard/sim/strategy.hpp"
 
 namespace stormguard::sim::engine {
+
+// What the modelled store served in a run (strategy_result's store_* counters).
+struct store_load {
+  std::int64_t syncs = 0;           // syncs the store served (applied)
+  std::int64_t sync_timeouts = 0;   // of them, those whose wait in its queue passed the timeout
+  std::int64_t busiest_second = 0;  // the most syncs served in one second of store time
+};
 
 // Any budget but the fleet budget: no store, no step.
 template <class B>
@@ -42,6 +56,7 @@ class fleet_sync {
   template <class Config>
   fleet_sync(const scenario&, const strategy&, const Config&) noexcept {}
   void step(std::uint32_t, B&, std::int64_t) noexcept {}
+  [[nodiscard]] store_load load() const noexcept { return {}; }
 };
 
 template <>
@@ -49,9 +64,28 @@ class fleet_sync<fleet_budget> {
  public:
   fleet_sync(const scenario& s, const strategy& strat, const fleet_budget_options& o)
       : model_(strat.fleet_store),
+        service_ns_(service_ns(strat.fleet_store.capacity)),
         max_sync_(o.max_sync_interval.count()),
         window_(o.ratio.window),
         clients_(static_cast<std::size_t>(std::max(1, s.clients))) {}
+
+  // The time one sync holds the store, in ns: 0 for an unlimited store. Throws
+  // std::invalid_argument for a capacity outside [1, 10^9] syncs/s that is not +infinity.
+  [[nodiscard]] static double service_ns(double capacity) {
+    if (std::isinf(capacity) && capacity > 0) return 0.0;
+    if (!(capacity >= 1.0 && capacity <= 1e9)) {
+      throw std::invalid_argument(
+          "fleet_store.capacity must be a number of syncs per second in [1, 1000000000] or "
+          "infinity (no limit), got " +
+          stormguard::detail::format_double(capacity));
+    }
+    return 1e9 / capacity;
+  }
+
+  [[nodiscard]] store_load load() const noexcept { return load_; }
+
+  // The store model's memory per client, in bytes, at most (estimated_run_bytes).
+  static constexpr std::size_t k_client_bytes = 64;
 
   // The step before a call of client `i`'s budget `b` at `now` (ns of the scenario's clock).
   void step(std::uint32_t i, fleet_budget& b, std::int64_t now) {
@@ -96,8 +130,9 @@ class fleet_sync<fleet_budget> {
       c.done_at = sent + model_.timeout.count();
       return;
     }
+    const std::int64_t wait = queue(now);  // the store's own time: it serves the sync at now + wait
     const fleet_terms terms = b.terms();
-    const fleet_deltas total = window_.add(at(now), d);  // the library's window, clamped
+    const fleet_deltas total = window_.add(at(now + wait), d);  // the library's window, clamped
     if (!c.synced) {
       c.synced = true;
       ++live_;
@@ -110,8 +145,29 @@ class fleet_sync<fleet_budget> {
     c.claim = std::max<std::int64_t>(credit, 0);
     claimed_ += c.claim;
     c.answer = fleet_answer{view, credit};
+    if (wait > 0 && model_.round_trip.count() + wait > model_.timeout.count()) {
+      ++load_.sync_timeouts;  // applied by the store, never heard of by the client
+      c.ok = false;
+      c.done_at = sent + model_.timeout.count();
+      return;
+    }
     c.ok = true;
-    c.done_at = sent + model_.round_trip.count();
+    c.done_at = sent + model_.round_trip.count() + wait;
+  }
+
+  // A sync reaches the store at `now`: it is served once the store is free, and counted.
+  // Returns its wait in ns (0 for an unlimited store, or one that is free).
+  std::int64_t queue(std::int64_t now) {
+    const double begin = std::max(static_cast<double>(now), free_at_);
+    free_at_ = begin + service_ns_;
+    const auto second = static_cast<std::int64_t>(begin / 1e9);
+    if (second != second_) {
+      second_ = second;
+      in_second_ = 0;
+    }
+    ++load_.syncs;
+    load_.busiest_second = std::max(load_.busiest_second, ++in_second_);
+    return std::llround(begin - static_cast<double>(now));
   }
 
   static void deliver(state& c, fleet_budget& b, std::int64_t now) {
@@ -125,11 +181,17 @@ class fleet_sync<fleet_budget> {
   }
 
   fleet_store_model model_;
+  double service_ns_;         // 1/capacity, in ns (0: no limit)
+  double free_at_ = 0.0;      // when the store has served every sync it has been sent, ns
+  std::int64_t second_ = -1;  // the second of store time being counted, and its syncs
+  std::int64_t in_second_ = 0;
+  store_load load_{};
   std::int64_t max_sync_;
   fleet_window window_;
   std::int64_t live_ = 0;
   std::int64_t claimed_ = 0;  // the sum of the clients' claims
   std::vector<state> clients_;
+  static_assert(sizeof(state) <= k_client_bytes);
 };
 
 }  // namespace stormguard::sim::engine

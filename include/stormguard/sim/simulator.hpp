@@ -175,7 +175,6 @@ struct strategy_result {
   std::int64_t hedges_won = 0;        ///< logical requests whose success came from such a copy
   std::int64_t hedges_refused = 0;    ///< copies the budget refused (not sent)
   std::int64_t hedges_cancelled = 0;  ///< copies in flight when another ended their request
-
   /// The fleet budget's modelled store (sim::fleet_store_model; 0 without a fleet budget, and in
   /// the lab with a real store): the syncs it served, those of them whose wait in its queue
   /// passed the syncer's timeout (applied, the client never answered: the store is saturated),
@@ -184,9 +183,10 @@ struct strategy_result {
   std::int64_t store_syncs = 0;
   std::int64_t store_sync_timeouts = 0;   ///< see store_syncs
   std::int64_t store_busiest_second = 0;  ///< see store_syncs
-  std::int64_t events = 0;                ///< events processed (for performance measurements)
-  std::vector<time_bin> series;           ///< one bin per started second of simulated time
-  std::vector<fine_bin> fine_series;      ///< one bin per started 100 ms (k_fine_bin), for plots
+
+  std::int64_t events = 0;            ///< events processed (for performance measurements)
+  std::vector<time_bin> series;       ///< one bin per started second of simulated time
+  std::vector<fine_bin> fine_series;  ///< one bin per started 100 ms (k_fine_bin), for plots
 
   /// Calls `f(name, member, decimals)` for every figure `simulate --json` writes, in the order it
   /// writes them, with the key it gives it: the strategy's name and its defences (strings), the

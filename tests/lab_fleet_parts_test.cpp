@@ -6,8 +6,12 @@
 
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "app/lab_fleet.hpp"
+#include "stormguard/lab/server.hpp"
+#include "stormguard/sim/scenario.hpp"
+#include "stormguard/sim/simulator.hpp"
 #include "stormguard/version.hpp"
 
 namespace {
@@ -77,6 +81,24 @@ TEST(LabWire, ALineOfAnotherVersionIsRefusedNamingIt) {
   EXPECT_NE(message.find("\"wire\" is 99"), std::string::npos) << message;
   EXPECT_NE(message.find("lab wire " + std::to_string(k_lab_wire_version)), std::string::npos)
       << message;
+}
+
+// The parts' counters add up; the store's busiest second is a peak: the largest part's.
+TEST(LabParts, MergingAddsTheCountersAndTakesTheBusiestSecondsPeak) {
+  stormguard::sim::strategy_result a;
+  a.name = "full+fleet";
+  a.store_syncs = 10;
+  a.store_sync_timeouts = 1;
+  a.store_busiest_second = 5;
+  stormguard::sim::strategy_result b = a;
+  b.store_syncs = 20;
+  b.store_busiest_second = 7;
+  const std::vector<stormguard::sim::strategy_result> parts{a, b};
+  const auto m = stormguard::lab::merge_parts(stormguard::sim::friday_night(), parts,
+                                              stormguard::lab::server_stats{});
+  EXPECT_EQ(m.store_syncs, 30);
+  EXPECT_EQ(m.store_sync_timeouts, 2);
+  EXPECT_EQ(m.store_busiest_second, 7);
 }
 
 }  // namespace

@@ -164,7 +164,7 @@ struct fleet_result {
 /// summed; amplification, incident amplification, success, peak load and recovery recomputed as
 /// the simulator computes them, for the whole scenario `s`), with the server's counters `st`
 /// (lost, wasted work, served, rejected, dropped). The p99 and p99.9 latencies are the largest
-/// of the parts' (an upper bound of the fleet's).
+/// of the parts' (an upper bound of the fleet's), and so is store_busiest_second.
 [[nodiscard]] sim::strategy_result merge_parts(const sim::scenario& s,
                                                std::span<const sim::strategy_result> parts,
                                                const server_stats& st);

@@ -82,6 +82,12 @@ sim::strategy_result merge_parts(const sim::scenario& s,
     larger(m.p99_latency_ms, p.p99_latency_ms);
     larger(m.p999_latency_ms, p.p999_latency_ms);
   }
+  // A peak, not a count (summed above with the counters): the parts' modelled stores do not add
+  // up second by second.
+  m.store_busiest_second = 0;
+  for (const sim::strategy_result& p : parts) {
+    m.store_busiest_second = std::max(m.store_busiest_second, p.store_busiest_second);
+  }
   m.lost = st.lost;
   m.wasted_work = std::max<std::int64_t>(0, st.served - st.served_in_time);
   m.served = st.served + st.in_service;

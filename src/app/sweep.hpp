@@ -153,8 +153,8 @@ struct clients_sweep_report {
 
 /// The clients sweep as JSON: {"scenario", "seed", "sweep": [{"clients", "strategy",
 /// "amplification", "incident_amplification", "success_ratio", "recovery_s", "store_load"}...]},
-/// ratios with 4
-/// decimals and seconds with 1, as the table rounds them (null: no value). Ends with a newline.
+/// ratios with 4 decimals and seconds with 1, as the table rounds them (null: no value). Ends with
+/// a newline.
 [[nodiscard]] std::string to_json(const clients_sweep_report& report);
 
 /// One CSV row per point (clients,strategy,amplification,incident_amplification,success_ratio,

@@ -237,8 +237,9 @@ struct strategy_result {
   }
 
   /// Calls `f(name, counter)` for every counter of a result (each std::int64_t figure of
-  /// for_each_key, in its order). Every counter is a count over the run, so the parts of one
-  /// run add up: the lab's multi-process runs send, read and sum a part's figures through it.
+  /// for_each_key, in its order). Every counter but store_busiest_second (a peak: the lab's
+  /// merge takes the parts' largest) is a count over the run, so the parts of one run add up: the
+  /// lab's multi-process runs send, read and sum a part's figures through it.
   template <class R, class F>
   static void for_each_counter(R& r, F&& f) {
     for_each_key(r, [&f](const char* name, auto& member, int) {

@@ -5,9 +5,12 @@
 //    async_hedged_call (2 copies, a delay of 1 s no call reaches), at 1 and 1,000 calls in flight;
 //  - the server's CPU per call: a bare callback handler, and the same handler calling
 //    stormguard::grpc::admit first (retry-budget, drop-expired and concurrency-limit on).
-// The two servers are child processes forked at start (before gRPC starts a thread), one per
-// kind, so the client's process CPU (getrusage: every gRPC thread of the client included) is the
-// client's, and a server's CPU is read from /proc/<pid>/stat around each batch.
+// The servers are child processes forked at start (before gRPC starts a thread), so the client's
+// process CPU (getrusage: every gRPC thread of the client included) is the client's, and a
+// server's CPU is read from /proc/<pid>/stat around each batch. The server comparison runs both
+// sides on one server process, one channel and one connection, switching the handler's admission
+// on and off between batches (a control pipe): two server processes, or two channels, differ by
+// more than the admission costs (their thread pools and pollers settle differently).
 // Each benchmark compares two sides in pairs of adjacent batches of `k_calls` calls (one pair per
 // iteration, the order alternating), so that the machine's drifting load falls on both halves of
 // a pair alike: it reports each side's CPU per call and the median, lowest and highest of the
@@ -37,6 +40,7 @@
 #include <mutex>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "stormguard/grpc/admission.hpp"
@@ -57,14 +61,18 @@ constexpr int k_pairs = 10;      // pairs of batches per run (iterations)
 // The servers (child processes)
 // ------------------------------------------------------------------------------------------------
 
-// A callback service answering Echo at once, admitting first when `admission` is set.
+// In a server process: whether its handler admits first (switched by the control pipe).
+std::atomic<bool> g_admitting_now{false};
+
+// A callback service answering Echo at once, admitting first when `admission` is set and
+// switched on.
 class echo_service final : public Lab::CallbackService {
  public:
   explicit echo_service(stormguard::grpc::server_admission* admission) : admission_(admission) {}
   grpc::ServerUnaryReactor* Echo(grpc::CallbackServerContext* ctx, const EchoRequest* req,
                                  EchoReply* reply) override {
     auto* reactor = ctx->DefaultReactor();
-    if (admission_ != nullptr) {
+    if (admission_ != nullptr && g_admitting_now.load(std::memory_order_relaxed)) {
       auto ticket = stormguard::grpc::admit(*ctx, *admission_);
       if (!ticket) {
         reactor->Finish(ticket.refusal());
@@ -98,18 +106,42 @@ void pin_to_cpu(int cpu) {
 struct server_process {
   pid_t pid = -1;
   int port = 0;
+  int control = -1;  // write '1' (admit) or '0' (bare); the server answers on `ack`
+  int ack = -1;
+
+  // Switches the server's handler between admitting first and bare; returns once it has.
+  void set_admitting(bool on) const {
+    const char c = on ? '1' : '0';
+    char reply = 0;
+    if (::write(control, &c, 1) != 1 || ::read(ack, &reply, 1) != 1) std::abort();
+  }
 };
 
-// Forks a server; returns in the parent once it listens.
+// The server's side of the control pipe: sets g_admitting_now per byte read, acknowledges each.
+void serve_control(int control, int ack) {
+  char c = 0;
+  while (::read(control, &c, 1) == 1) {
+    g_admitting_now.store(c == '1', std::memory_order_relaxed);
+    if (::write(ack, &c, 1) != 1) return;
+  }
+}
+
+// Forks a server; returns in the parent once it listens. With `admit`, the handler can admit
+// first (switched on with set_admitting).
 server_process start_server(bool admit) {
   int ready[2];
-  if (::pipe(ready) != 0) std::abort();
+  int control[2];
+  int ack[2];
+  if (::pipe(ready) != 0 || ::pipe(control) != 0 || ::pipe(ack) != 0) std::abort();
   server_process s;
   s.pid = ::fork();
   if (s.pid == 0) {
     (void)::prctl(PR_SET_PDEATHSIG, SIGTERM);  // never outlive the benchmark
     ::close(ready[0]);
+    ::close(control[1]);
+    ::close(ack[0]);
     pin_to_cpu(1);
+    std::thread(serve_control, control[0], ack[1]).detach();
     std::unique_ptr<stormguard::grpc::server_admission> admission;
     if (admit) {
       admission = std::make_unique<stormguard::grpc::server_admission>(
@@ -131,8 +163,12 @@ server_process start_server(bool admit) {
     ::_exit(0);
   }
   ::close(ready[1]);
+  ::close(control[0]);
+  ::close(ack[1]);
   if (::read(ready[0], &s.port, sizeof s.port) != sizeof s.port) std::abort();
   ::close(ready[0]);
+  s.control = control[1];
+  s.ack = ack[0];
   return s;
 }
 
@@ -301,17 +337,16 @@ double median(std::vector<double> v) {
 // `k_calls` on each side, the order alternating, so the machine's load drifts under both halves of
 // a pair alike. Reports each side's CPU per call (the sums) and the median of the pairs' ratios
 // b / a with the pairs' lowest and highest.
-void run_pairs(benchmark::State& state, side_runner& a, side_runner& b) {
+using batch_fn = std::function<double(int calls, int in_flight)>;
+void run_pairs(benchmark::State& state, const batch_fn& batch_a, const batch_fn& batch_b) {
   const int in_flight = static_cast<int>(state.range(0));
-  a.warm_up(in_flight);
-  b.warm_up(in_flight);
   double cpu_a = 0;
   double cpu_b = 0;
   std::vector<double> ratios;
   for (auto _ : state) {
     const bool a_first = ratios.size() % 2 == 0;
-    const double first = (a_first ? a : b).batch(k_calls, in_flight);
-    const double second = (a_first ? b : a).batch(k_calls, in_flight);
+    const double first = (a_first ? batch_a : batch_b)(k_calls, in_flight);
+    const double second = (a_first ? batch_b : batch_a)(k_calls, in_flight);
     if (first < 0 || second < 0) {
       state.SkipWithError("a call failed (or the hedged side sent a second copy)");
       return;
@@ -332,6 +367,15 @@ void run_pairs(benchmark::State& state, side_runner& a, side_runner& b) {
   }
 }
 
+void run_pairs(benchmark::State& state, side_runner& a, side_runner& b) {
+  const int in_flight = static_cast<int>(state.range(0));
+  a.warm_up(in_flight);
+  b.warm_up(in_flight);
+  run_pairs(
+      state, [&a](int calls, int n) { return a.batch(calls, n); },
+      [&b](int calls, int n) { return b.batch(calls, n); });
+}
+
 // Client CPU per call: a = the bare stub, b = async_call (same server, channel made alike).
 void BM_ClientAsyncCallVsBareStub(benchmark::State& state) {
   side_runner a(side::bare, g_bare, false);
@@ -344,11 +388,20 @@ void BM_ClientHedgedVsAsyncCall(benchmark::State& state) {
   side_runner b(side::hedged, g_bare, false);
   run_pairs(state, a, b);
 }
-// Server CPU per call, the bare stub as client: a = the bare handler, b = the handler that admits.
+// Server CPU per call, the bare stub as client: a = the bare handler, b = the handler that admits;
+// one server process, one channel, the admission switched between batches.
 void BM_ServerAdmitVsBareHandler(benchmark::State& state) {
-  side_runner a(side::bare, g_bare, true);
-  side_runner b(side::bare, g_admitting, true);
-  run_pairs(state, a, b);
+  side_runner stub(side::bare, g_admitting, true);
+  const auto on = [&stub](bool admitting) {
+    return [&stub, admitting](int calls, int in_flight) {
+      g_admitting.set_admitting(admitting);
+      return stub.batch(calls, in_flight);
+    };
+  };
+  g_admitting.set_admitting(true);
+  stub.warm_up(static_cast<int>(state.range(0)));
+  run_pairs(state, on(false), on(true));
+  g_admitting.set_admitting(false);
 }
 
 // One iteration is a pair of batches; k_pairs pairs per run (2 x 500,000 calls).

@@ -132,6 +132,12 @@ void add_fleet_flags(CLI::App& sub, fleet_flags& f) {
   f.fleet_sync_option = add_typed_option(
       sub, "--fleet-sync", f.fleet_sync,
       "Fleet budgets: their sync_interval (default: the policy's; 10ms to 10s)", "DURATION");
+  f.fleet_shards_option = add_typed_option(
+      sub, "--fleet-shards", f.fleet_shards,
+      "Fleet budgets: keep each in K shards, each with its own store of --store-capacity "
+      "(default: the policy's, 1; 1 to 1024, or auto: enough that no store is more than half "
+      "busy with every client syncing each sync_interval)",
+      "K|auto");
 }
 
 bool fleet_flags_apply(const fleet_flags& f, const sim::model_info& model) {
@@ -141,7 +147,8 @@ bool fleet_flags_apply(const fleet_flags& f, const sim::model_info& model) {
         std::pair{f.store_rtt_option, "--store-rtt"},
         std::pair{f.store_outage_option, "--store-outage"},
         std::pair{f.store_capacity_option, "--store-capacity"},
-        std::pair{f.fleet_sync_option, "--fleet-sync"}}) {
+        std::pair{f.fleet_sync_option, "--fleet-sync"},
+        std::pair{f.fleet_shards_option, "--fleet-shards"}}) {
     if (given(option)) {
       print_error(fmt::format("{} applies only to time-series scenarios (not to {}){}", name,
                               model.name,
@@ -235,6 +242,28 @@ bool apply_fleet_flags(const fleet_flags& f, sim::scenario& s,
     for_each_fleet(strategies, [&](sim::strategy&, fleet_budget_options& o) {
       o.sync_interval = *every;
       o.max_sync_interval = std::max(o.max_sync_interval, *every);
+    });
+  }
+  if (given(f.fleet_shards_option)) {
+    const bool automatic = f.fleet_shards == "auto";
+    std::int64_t k = 0;
+    if (!automatic) {
+      const auto n = parse_clients(f.fleet_shards);  // an integer in [1, 1000000]
+      if (!n || *n > fleet_budget::k_max_shards) {
+        print_error(fmt::format("--fleet-shards must be an integer in [1, 1024] or auto, got {}",
+                                quote_value(f.fleet_shards)));
+        return false;
+      }
+      k = *n;
+    }
+    for_each_fleet(strategies, [&](sim::strategy& strat, fleet_budget_options& o) {
+      // auto: the scenario's clients, each syncing every sync_interval, at most half of one
+      // store's capacity each (an unlimited store needs one).
+      const double capacity = strat.fleet_store.capacity;
+      o.shards = !automatic ? k
+                 : std::isinf(capacity)
+                     ? 1
+                     : fleet_budget::shards_for(s.clients, o.sync_interval, capacity, 0.5);
     });
   }
   return true;

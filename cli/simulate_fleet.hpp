@@ -32,9 +32,12 @@ struct fleet_flags {
   CLI::Option* store_capacity_option = nullptr;
   std::string fleet_sync;
   CLI::Option* fleet_sync_option = nullptr;
+  std::string fleet_shards;
+  CLI::Option* fleet_shards_option = nullptr;
 };
 
-// Adds --clients, --scale, --store-rtt, --store-outage, --store-capacity and --fleet-sync to
+// Adds --clients, --scale, --store-rtt, --store-outage, --store-capacity, --fleet-sync and
+// --fleet-shards to
 // `simulate`.
 void add_fleet_flags(CLI::App& sub, fleet_flags& flags);
 

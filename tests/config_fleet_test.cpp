@@ -58,6 +58,26 @@ TEST(FleetPolicy, ToJsonWritesARatioBudgetWithItsFleetAndRoundTrips) {
   EXPECT_EQ(stormguard::test_support::value_of(config::parse_policies(text)), p);
 }
 
+// "shards": K keeps the budget in K shards; "auto" sizes K from expected_clients (each syncing
+// every sync_interval, no store more than half busy at the measured capacity) and is written
+// back as the number it chose; one shard is written as nothing (files before shards read it).
+TEST(FleetPolicy, ShardsAreReadAsANumberOrSizedFromTheFleetAndRoundTrip) {
+  const auto three = stormguard::test_support::value_of(config::parse_policies(
+      one(R"({"kind": "ratio", "fleet": {"store": "redis://db:6380/2", "key": "k", "shards": 3}})")));
+  EXPECT_EQ(std::get<stormguard::fleet_budget_options>(three[0].budget).shards, 3);
+  const std::string text = config::to_json(three);
+  EXPECT_NE(text.find(R"("shards": 3)"), std::string::npos) << text;
+  EXPECT_EQ(stormguard::test_support::value_of(config::parse_policies(text)), three);
+  const auto sized = stormguard::test_support::value_of(config::parse_policies(one(
+      R"({"kind": "ratio", "fleet": {"key": "k", "expected_clients": 100000, "shards": "auto"}})")));
+  EXPECT_EQ(std::get<stormguard::fleet_budget_options>(sized[0].budget).shards,
+            stormguard::fleet_budget::shards_for(100'000, 100ms, 29'000.0, 0.5));
+  const auto one_shard = stormguard::test_support::value_of(
+      config::parse_policies(one(R"({"kind": "ratio", "fleet": {"key": "k"}})")));
+  EXPECT_EQ(std::get<stormguard::fleet_budget_options>(one_shard[0].budget).shards, 1);
+  EXPECT_EQ(config::to_json(one_shard).find("shards"), std::string::npos);
+}
+
 TEST(FleetPolicy, APasswordIsNeverWritten) {
   const auto p = stormguard::test_support::value_of(config::parse_policies(
       one(R"({"kind": "ratio", "fleet": {"store": "redis://app:hunter2@db:6379", "key": "k"}})")));
@@ -102,6 +122,14 @@ INSTANTIATE_TEST_SUITE_P(
                 "policies[0].budget.fleet.max_sync_interval", "100ms"},
         hostile{R"({"kind": "ratio", "fleet": {"key": "k", "expected_clients": -1}})",
                 "policies[0].budget.fleet.expected_clients", "10000000"},
+        hostile{R"({"kind": "ratio", "fleet": {"key": "k", "shards": 0}})",
+                "policies[0].budget.fleet.shards", "1024"},
+        hostile{R"({"kind": "ratio", "fleet": {"key": "k", "shards": 1025}})",
+                "policies[0].budget.fleet.shards", "1024"},
+        hostile{R"({"kind": "ratio", "fleet": {"key": "k", "shards": "many"}})",
+                "policies[0].budget.fleet.shards", "or \"auto\", got \"many\""},
+        hostile{R"({"kind": "ratio", "fleet": {"key": "k", "shards": "auto"}})",
+                "policies[0].budget.fleet.shards", "\"expected_clients\" > 0"},
         hostile{R"({"kind": "ratio", "fleet": {"key": "k", "password_env": "A B"}})",
                 "policies[0].budget.fleet.password_env", "environment variable"},
         hostile{R"({"kind": "ratio", "fleet": {"key": "k", "colour": 1}})",

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -72,6 +73,13 @@ TEST(FleetBudgetOptions, BadValuesNameTheField) {
   o = options_with(0.1, 10);
   o.expected_clients = -1;
   EXPECT_NE(error_of(o).find("expected_clients"), std::string::npos);
+  for (const std::int64_t bad : {std::int64_t{0}, std::int64_t{-1}, std::int64_t{1025}}) {
+    o = options_with(0.1, 10);
+    o.shards = bad;
+    EXPECT_NE(error_of(o).find("shards must be in [1, 1024], got " + std::to_string(bad)),
+              std::string::npos)
+        << error_of(o);
+  }
   o = options_with(-0.5, 10);  // the ratio fields: ratio_budget's own validation
   EXPECT_NE(error_of(o).find("ratio must be in [0, 1000], got -0.5"), std::string::npos);
   EXPECT_EQ(error_of(options_with(0.1, 10)), "");
@@ -326,13 +334,17 @@ struct fleet_totals {
 };
 // `claims`: the store hands out credit (fleet_window_store's four-argument sync, what the Redis
 // script does); false: a store that only counts.
+// `shards`: the budget kept in K shards, one store each, client c on shard c mod K.
 fleet_totals run_failing_fleet(int clients, double rate_per_client, int seconds,
-                               bool claims = false) {
-  fleet_window_store store(10s, 6s);
+                               bool claims = false, int shards = 1) {
+  std::vector<fleet_window_store> stores(static_cast<std::size_t>(shards),
+                                         fleet_window_store(10s, 6s));
   std::vector<std::unique_ptr<fleet_budget>> budgets;
   std::vector<std::string> names;
   for (int c = 0; c < clients; ++c) {
-    budgets.push_back(std::make_unique<fleet_budget>(options_with(0.1, 10)));
+    auto o = options_with(0.1, 10);
+    o.shards = shards;
+    budgets.push_back(std::make_unique<fleet_budget>(o));
     names.push_back("client-" + std::to_string(c));
   }
   random_generator g(7);
@@ -358,6 +370,7 @@ fleet_totals run_failing_fleet(int clients, double rate_per_client, int seconds,
       if (b.sync_due(now)) {
         const fleet_deltas out = b.begin_sync(now);
         const std::string& name = names[static_cast<std::size_t>(c)];
+        fleet_window_store& store = stores[static_cast<std::size_t>(c % shards)];
         if (claims) {
           b.end_sync(now, store.sync(now, name, out, b.terms()));
         } else {
@@ -499,6 +512,73 @@ TEST(FleetBudget, WithClaimsTwoHundredClientsSyncingEvery100msGrantWhatOneShared
   const auto shared = static_cast<double>(t.shared_retries);
   EXPECT_LE(static_cast<double>(t.retries), shared * 1.02) << t.retries << " vs " << shared;
   EXPECT_GE(static_cast<double>(t.retries), shared * 0.9) << t.retries << " vs " << shared;
+}
+
+// Shards (fleet_budget_options::shards): K budgets, each with the ratio of its own processes'
+// requests and 1/K of the floor, sum to the fleet's allowance: spread evenly, the fleet grants
+// what one shared budget would, never more.
+TEST(FleetBudget, FourShardsOfAnEvenFleetGrantWhatOneSharedBudgetWould) {
+  const fleet_totals one = run_failing_fleet(200, 10.0, 30, true, 1);
+  const fleet_totals four = run_failing_fleet(200, 10.0, 30, true, 4);
+  EXPECT_EQ(four.requests, one.requests);
+  const auto shared = static_cast<double>(four.shared_retries);
+  EXPECT_LE(static_cast<double>(four.retries), shared * 1.02) << four.retries << " vs " << shared;
+  EXPECT_GE(static_cast<double>(four.retries), shared * 0.9) << four.retries << " vs " << shared;
+  EXPECT_NEAR(static_cast<double>(four.retries), static_cast<double>(one.retries),
+              0.03 * static_cast<double>(one.retries));
+}
+
+// What sharding costs: a shard spends only its own allowance. When only the processes of one
+// shard of four make requests, they have their ratio and a quarter of the floor, where one
+// shared budget would give them the whole floor.
+TEST(FleetBudget, AShardSpendsOnlyItsOwnPartOfTheFloor) {
+  auto o = options_with(0.0, 10);  // the floor alone: 10/s · 10 s = 100 retries for the fleet
+  o.shards = 4;
+  fleet_budget b(o);
+  fleet_window_store shard0(10s, 6s);
+  random_generator g(1);
+  (void)b.try_admit(t0, g);
+  ASSERT_TRUE(b.sync_due(t0));
+  const fleet_deltas out = b.begin_sync(t0);
+  b.end_sync(t0, shard0.sync(t0, "only", out, b.terms()));
+  EXPECT_EQ(b.terms().reserve, 25'000'000);  // 25 retries in micro-retries
+  EXPECT_EQ(grants_until_refused(b, t0, g), 25);
+  // Unsharded, the same process alone holds the fleet's whole floor.
+  fleet_budget whole(options_with(0.0, 10));
+  fleet_window_store store(10s, 6s);
+  (void)whole.try_admit(t0, g);
+  const fleet_deltas d = whole.begin_sync(t0);
+  whole.end_sync(t0, store.sync(t0, "only", d, whole.terms()));
+  EXPECT_EQ(grants_until_refused(whole, t0, g), 100);
+}
+
+TEST(FleetBudget, ShardsForSizesAFleetToItsStores) {
+  // 2,000 busy processes at 100 ms ask 20,000 syncs/s; one store of 29,000 at most half busy
+  // serves 14,500: two shards.
+  EXPECT_EQ(fleet_budget::shards_for(2000, 100ms, 29'000.0, 0.5), 2);
+  EXPECT_EQ(fleet_budget::shards_for(1000, 100ms, 29'000.0, 0.5), 1);
+  EXPECT_EQ(fleet_budget::shards_for(0, 100ms, 29'000.0, 0.5), 1);
+  EXPECT_EQ(fleet_budget::shards_for(100'000, 100ms, 29'000.0, 0.5), 69);
+  EXPECT_EQ(fleet_budget::shards_for(10'000'000, 10ms, 1.0, 1.0), fleet_budget::k_max_shards);
+  const auto error = [](auto f) {
+    try {
+      (void)f();
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_NE(error([] { return fleet_budget::shards_for(-1, 100ms, 29'000.0); }).find("clients"),
+            std::string::npos);
+  EXPECT_NE(error([] { return fleet_budget::shards_for(1, 0ms, 29'000.0); }).find("sync_interval"),
+            std::string::npos);
+  EXPECT_NE(error([] { return fleet_budget::shards_for(1, 100ms, 0.0); }).find("store_capacity"),
+            std::string::npos);
+  EXPECT_NE(error([] { return fleet_budget::shards_for(1, 100ms, std::nan("")); })
+                .find("store_capacity"),
+            std::string::npos);
+  EXPECT_NE(error([] { return fleet_budget::shards_for(1, 100ms, 29'000.0, 1.5); }).find("share"),
+            std::string::npos);
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "stormguard/sim/scenario.hpp"
@@ -131,6 +132,30 @@ TEST(SimFleet, AStoreServesItsCapacityAndSyncsBeyondWaitPastTheTimeout) {
   EXPECT_LE(saturated.store_sync_timeouts, saturated.store_syncs);
   EXPECT_LE(*saturated.amplification, 1.15);
   EXPECT_LE(*saturated.incident_amplification, 1.30);
+}
+
+// Shards (fleet_budget_options::shards): the store saturated above, kept in eight shards of the
+// same capacity each, serves every sync in time (no shard's busiest second above its capacity,
+// no timeout), and the budgets decide as with one unlimited store.
+TEST(SimFleet, ShardsSpreadASaturatedStoreSoEverySyncIsServedInTime) {
+  const sim::scenario s = fleet_night(2000);
+  sim::strategy strat = *sim::find_strategy("full+fleet");
+  strat.fleet_store.capacity = std::numeric_limits<double>::infinity();
+  const auto unlimited = sim::simulate(s, strat);
+  ASSERT_GT(unlimited.store_busiest_second, 400);
+  const double capacity = std::floor(static_cast<double>(unlimited.store_busiest_second) / 4.0);
+  strat.fleet_store.capacity = capacity;
+  std::get<stormguard::fleet_budget_options>(strat.budget).shards = 8;
+  const auto sharded = sim::simulate(s, strat);
+  EXPECT_EQ(sharded.store_syncs, unlimited.store_syncs);
+  EXPECT_EQ(sharded.store_sync_timeouts, 0);
+  EXPECT_LE(static_cast<double>(sharded.store_busiest_second), capacity);
+  EXPECT_NEAR(*sharded.amplification, *unlimited.amplification, 0.01);
+  EXPECT_NEAR(*sharded.incident_amplification, *unlimited.incident_amplification, 0.03);
+  EXPECT_EQ(sharded.recovery_s, unlimited.recovery_s);
+  // One store of that capacity, unsharded, is saturated (the test above).
+  std::get<stormguard::fleet_budget_options>(strat.budget).shards = 1;
+  EXPECT_GT(sim::simulate(s, strat).store_sync_timeouts, 0);
 }
 
 // friday-night-fleet asks far less of one Redis than it serves (29,000 syncs/s by default): the

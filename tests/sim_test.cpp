@@ -1496,7 +1496,7 @@ TEST(Plot, ClientsSweepGivesEachStrategyItsOwnLineType) {
   for (const sim::strategy& st : builtins) report.strategies.push_back(st.name);
   for (int clients : report.sizes) {
     for (const sim::strategy& st : builtins) {
-      report.points.push_back({clients, st.name, 1.5, 2.0, 1.0, 3.0, true});
+      report.points.push_back({clients, st.name, 1.5, 2.0, 1.0, 3.0, true, {}});
     }
   }
   const std::string script = sim::gnuplot_script(report, sim::plot_format::svg, "x.svg");

@@ -337,6 +337,10 @@ TEST_F(SimulateCli, OptionsThatDoNotApplyAreUsageErrors) {
                            "--store-capacity lots",
                            "layers --store-capacity 100",
                            "--fleet-sync 5ms",
+                           "--fleet-shards 0",
+                           "--fleet-shards 1025",
+                           "--fleet-shards many",
+                           "layers --fleet-shards 2",
                            "--sweep load=1:2:0",
                            "--sweep load=5",
                            "--threads 0",
@@ -368,6 +372,26 @@ TEST_F(SimulateCli, StoreCapacityQueuesTheSyncsBeyondIt) {
   const auto free_row = nlohmann::json::parse(unlimited.output).at("strategies").at(0);
   EXPECT_GT(free_row.at("store_busiest_second").get<int>(), 500) << free_row.dump();
   EXPECT_EQ(free_row.at("store_sync_timeouts").get<int>(), 0) << free_row.dump();
+}
+
+// --fleet-shards keeps each fleet budget in K shards, each a store of --store-capacity: a store
+// that one key saturates serves every sync in time over eight.
+TEST_F(SimulateCli, FleetShardsSpreadTheSyncsOverStores) {
+  const auto bad = run_cli("simulate friday-night-fleet -s full+fleet --fleet-shards 0");
+  EXPECT_EQ(bad.exit_code, 2) << bad.output;
+  EXPECT_NE(bad.output.find("--fleet-shards must be an integer in [1, 1024] or auto, got \"0\""),
+            std::string::npos)
+      << bad.output;
+  for (const char* shards : {"8", "auto"}) {
+    const auto r = run_cli(std::string("simulate friday-night-fleet -s full+fleet "
+                                       "--store-capacity 1000 --json --fleet-shards ") +
+                               shards,
+                           false);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    const auto row = nlohmann::json::parse(r.output).at("strategies").at(0);
+    EXPECT_LE(row.at("store_busiest_second").get<int>(), 500) << shards << row.dump();
+    EXPECT_EQ(row.at("store_sync_timeouts").get<int>(), 0) << shards << row.dump();
+  }
 }
 
 // --clients beside a clients sweep would be ignored (the sweep sets the fleet size): refused.

@@ -154,6 +154,19 @@ struct fleet_budget_options {
   /// `simulate --scale X`) uses X, so that a fractional floor (0.5/s) stays exact. In (0, 1];
   /// default 1. Not a policy-file setting.
   double floor_scale = 1.0;
+  /// The number of shards K the fleet's budget is kept in, in [1, 1024]; default 1 (one budget,
+  /// one store key). With K > 1 the fleet keeps K independent budgets, each under its own store
+  /// key (`KEY#S/K` for shard S: distinct hash tags, so a Redis Cluster can place them on
+  /// different masters) and each with 1/K of the floor; a process spends from one shard only
+  /// (stormguard::fleet::attach chooses it), with the ratio over the requests of that shard's
+  /// processes. A store then serves 1/K of the fleet's syncs per key. The K allowances sum to
+  /// the fleet's exactly (ratio · R + floor · window: the budget is linear in the requests), so
+  /// sharding never lets the fleet spend more; what it costs is the other way: a shard whose
+  /// processes fail more than the others cannot spend their unused allowance
+  /// (docs/budgets.md, "Shards"). Every process of a fleet must use the same K (processes with
+  /// another K keep other keys: a separate budget). fleet_budget itself uses K only to take its
+  /// part of the floor (and of expected_clients before its first sync).
+  std::int64_t shards = 1;
   /// The store the fleet shares (not used by the budget itself; see fleet_store_options).
   fleet_store_options store;
 
@@ -255,7 +268,7 @@ class STORMGUARD_EXPORT fleet_budget {
   /// Validates `options`; throws std::invalid_argument naming the field and the value: the ratio
   /// fields as ratio_budget does, sync_interval outside [10 ms, 10 s], max_sync_interval outside
   /// [sync_interval, 60 s], sync_every_requests outside [1, 1,000,000], expected_clients outside
-  /// [0, 10,000,000].
+  /// [0, 10,000,000], shards outside [1, 1024].
   explicit fleet_budget(fleet_budget_options options = {});
   fleet_budget(const fleet_budget&) = delete;
   fleet_budget& operator=(const fleet_budget&) = delete;
@@ -325,6 +338,27 @@ class STORMGUARD_EXPORT fleet_budget {
 
   /// One retry in micro-retries.
   static constexpr std::int64_t k_scale = ratio_budget::k_scale;
+
+  /// The most shards a fleet budget is kept in (fleet_budget_options::shards).
+  static constexpr std::int64_t k_max_shards = 1024;
+  /// The syncs per second one store is taken to serve when nothing else is known: one Redis 7
+  /// on the 2 shared cores of docs/budgets.md ("Store load") saturated at 29,300–32,400 syncs/s
+  /// (`build/bench/fleet_store_benchmark`), the lowest rounded down. The simulator's default
+  /// store capacity and a policy's `"shards": "auto"` use it.
+  static constexpr double k_measured_store_capacity = 29'000.0;
+
+  /// The shards a fleet needs so that no store serves more than `share` of `store_capacity`:
+  /// ceil(clients ÷ sync_interval ÷ (store_capacity · share)), at least 1, at most k_max_shards
+  /// (a fleet that would need more gets k_max_shards; raise sync_interval). `clients`: the
+  /// fleet's busy processes, each syncing every `sync_interval` (the most a fleet asks of its
+  /// store); `store_capacity`: the syncs per second one store (one Redis, one Cluster master)
+  /// serves, > 0 (docs/budgets.md, "Store load": about 29,000 for Redis 7 on the machine
+  /// measured); `share` in (0, 1] (the head room: 0.5 keeps each store at most half busy).
+  /// Throws std::invalid_argument naming the parameter and the value for clients < 0,
+  /// sync_interval <= 0, a capacity that is not a positive finite number, or a share outside
+  /// (0, 1].
+  [[nodiscard]] static std::int64_t shards_for(std::int64_t clients, duration sync_interval,
+                                               double store_capacity, double share = 0.5);
 
  private:
   using counts = detail::fleet_counts;

@@ -127,7 +127,8 @@ struct clients_point {
   std::optional<double> success_ratio;           ///< strategy_result::success_ratio
   std::optional<double> recovery_s;              ///< strategy_result::recovery_s
   bool recovery_measurable = false;              ///< strategy_result::recovery_measurable
-  /// The fleet budget's modelled store: its busiest second's syncs ÷ its capacity
+  /// The fleet budget's modelled store (its busiest shard's, when kept in shards): its busiest
+  /// second's syncs ÷ its capacity
   /// (strategy_result::store_busiest_second ÷ fleet_store_model::capacity; above 0.98 it is
   /// saturated and syncs queue). Empty without a fleet budget or with an unlimited store.
   std::optional<double> store_load;

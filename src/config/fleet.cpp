@@ -72,7 +72,8 @@ fleet_store_options read_fleet_object(const json& value, const std::string& path
   }
   sj::object_reader r(
       value, path,
-      {"store", "key", "sync_interval", "max_sync_interval", "expected_clients", "password_env"});
+      {"store", "key", "sync_interval", "max_sync_interval", "expected_clients", "password_env",
+       "shards"});
   fleet_store_options store;
   if (r.has("store")) {
     store.url = r.string("store");
@@ -92,6 +93,23 @@ fleet_store_options read_fleet_object(const json& value, const std::string& path
     o.max_sync_interval = o.sync_interval;  // the default (2 s) below a longer sync_interval
   }
   if (r.has("expected_clients")) o.expected_clients = r.integer("expected_clients", 0, 10'000'000);
+  if (r.has("shards")) {
+    const json& k = value["shards"];
+    if (k.is_string() && k.get<std::string>() == "auto") {
+      if (o.expected_clients <= 0) {
+        sj::fail(r.field("shards"),
+                 "\"auto\" sizes the shards from the fleet: it needs \"expected_clients\" > 0");
+      }
+      // Every process busy, syncing each sync_interval; each store at most half busy.
+      o.shards = fleet_budget::shards_for(o.expected_clients, o.sync_interval,
+                                          fleet_budget::k_measured_store_capacity, 0.5);
+    } else if (k.is_string()) {
+      sj::fail(r.field("shards"),
+               "must be an integer in [1, 1024] or \"auto\", got " + sj::quote(k));
+    } else {
+      o.shards = r.integer("shards", 1, fleet_budget::k_max_shards);
+    }
+  }
   return store;
 }
 
@@ -142,6 +160,7 @@ void write_fleet_budget(const budget_options& options, ordered_json& b) {
   f["sync_interval"] = format_duration(o->sync_interval);
   f["max_sync_interval"] = format_duration(o->max_sync_interval);
   f["expected_clients"] = o->expected_clients;
+  if (o->shards != 1) f["shards"] = o->shards;  // absent: one (as files before shards read)
   if (!o->store.password_env.empty()) f["password_env"] = o->store.password_env;
   b["fleet"] = std::move(f);
 }

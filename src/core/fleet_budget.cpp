@@ -40,6 +40,9 @@ const fleet_budget_options& validated(const fleet_budget_options& o) {
   if (o.expected_clients < 0 || o.expected_clients > 10'000'000) {
     reject("expected_clients must be in [0, 10000000], got " + std::to_string(o.expected_clients));
   }
+  if (o.shards < 1 || o.shards > fleet_budget::k_max_shards) {
+    reject("shards must be in [1, 1024], got " + std::to_string(o.shards));
+  }
   return o;
 }
 
@@ -57,12 +60,33 @@ fleet_budget::fleet_budget(fleet_budget_options options)
     : options_(validated(options)),
       deposit_amount_(std::llround(options_.ratio.ratio * static_cast<double>(k_scale))),
       // floor/s · window(s) · 10^6 = floor · window(ns) / 1000, as ratio_budget's reserve.
+      // A shard keeps 1/K of the fleet's floor.
       fleet_reserve_(std::llround(static_cast<double>(options_.ratio.min_retries_per_second) *
                                   static_cast<double>(options_.ratio.window.count() / 1000) *
-                                  options_.floor_scale)),
+                                  options_.floor_scale / static_cast<double>(options_.shards))),
       slice_ns_((options_.ratio.window.count() + ratio_budget::k_slices - 1) /
                 ratio_budget::k_slices),
       local_(slice_ns_) {}
+
+std::int64_t fleet_budget::shards_for(std::int64_t clients, duration sync_interval,
+                                      double store_capacity, double share) {
+  if (clients < 0) reject("shards_for: clients must be >= 0, got " + std::to_string(clients));
+  if (sync_interval <= duration::zero()) {
+    reject("shards_for: sync_interval must be > 0, got " + format_duration(sync_interval));
+  }
+  if (!(store_capacity > 0.0 && std::isfinite(store_capacity))) {
+    reject("shards_for: store_capacity must be a positive number of syncs per second, got " +
+           detail::format_double(store_capacity));
+  }
+  if (!(share > 0.0 && share <= 1.0)) {
+    reject("shards_for: share must be in (0, 1], got " + detail::format_double(share));
+  }
+  const double asked = static_cast<double>(clients) /
+                       std::chrono::duration<double>(sync_interval).count();  // syncs per second
+  const double k = std::ceil(asked / (store_capacity * share));
+  if (!(k < static_cast<double>(k_max_shards))) return k_max_shards;
+  return std::max<std::int64_t>(1, static_cast<std::int64_t>(k));
+}
 
 bool fleet_budget::joined(time_point now) const noexcept {
   return has_joined_ && now - last_success_ <= 3 * options_.max_sync_interval;
@@ -98,7 +122,11 @@ void fleet_budget::spend(std::int64_t amount) noexcept {
 
 bool fleet_budget::withdraw_local(time_point now) noexcept {
   // The fallback: a ratio budget over this process's own window, with its part of the floor.
-  std::int64_t clients = live_clients_ > 0 ? live_clients_ : options_.expected_clients;
+  // live_clients_ counts this shard's processes; expected_clients the whole fleet's.
+  std::int64_t clients =
+      live_clients_ > 0
+          ? live_clients_
+          : (options_.expected_clients + options_.shards - 1) / options_.shards;
   const std::int64_t reserve = clients > 0 ? fleet_reserve_ / clients : 0;
   const counts total = local_.total(now);
   const std::int64_t balance = total.requests * deposit_amount_ + reserve - total.retries * k_scale;

@@ -1,7 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "stormguard/fleet/attach.hpp"
 
+#include <cstdint>
 #include <cstdlib>
+#include <random>
+#include <stdexcept>
+#include <string>
 #include <variant>
 
 namespace stormguard::fleet {
@@ -15,6 +19,19 @@ clock& library_clock() {
 
 }  // namespace
 
+std::string shard_key(const std::string& key, std::int64_t shard, std::int64_t shards) {
+  if (shards < 1 || shards > fleet_budget::k_max_shards) {
+    throw std::invalid_argument("stormguard::fleet::shard_key: shards must be in [1, 1024], got " +
+                                std::to_string(shards));
+  }
+  if (shard < 0 || shard >= shards) {
+    throw std::invalid_argument("stormguard::fleet::shard_key: shard must be in [0, " +
+                                std::to_string(shards) + "), got " + std::to_string(shard));
+  }
+  if (shards == 1) return key;
+  return key + "#" + std::to_string(shard) + "/" + std::to_string(shards);
+}
+
 bool wants_store(const budget_options& options) noexcept {
   const auto* o = std::get_if<fleet_budget_options>(&options);
   return o != nullptr && !o->store.url.empty();
@@ -27,7 +44,20 @@ std::unique_ptr<redis_sync> attach(any_budget& budget, attach_options options) {
       const fleet_store_options& store = b.options().store;
       redis_sync_options o;
       o.url = store.url;
-      o.key = store.key + options.key_suffix;
+      const std::int64_t shards = b.options().shards;
+      std::int64_t shard = 0;
+      if (shards > 1) {
+        if (options.shard < -1 || options.shard >= shards) {
+          throw std::invalid_argument(
+              "stormguard::fleet::attach_options::shard must be -1 (drawn) or in [0, " +
+              std::to_string(shards) + ") for a budget of " + std::to_string(shards) +
+              " shards, got " + std::to_string(options.shard));
+        }
+        shard = options.shard >= 0 ? options.shard
+                                   : static_cast<std::int64_t>(std::random_device{}() %
+                                                               static_cast<std::uint64_t>(shards));
+      }
+      o.key = shard_key(store.key + options.key_suffix, shard, shards);
       o.timeout = options.timeout;
       o.on_sync = std::move(options.on_sync);
       if (!store.password_env.empty()) {

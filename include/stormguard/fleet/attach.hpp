@@ -27,6 +27,7 @@
 #ifndef STORMGUARD_FLEET_ATTACH_HPP
 #define STORMGUARD_FLEET_ATTACH_HPP
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -53,7 +54,21 @@ struct attach_options {
   duration timeout = std::chrono::milliseconds(100);
   /// redis_sync_options::on_sync (e.g. sync_hook(fleet_metrics.hook(NAME))). Empty = none.
   std::function<void(const redis_sync_stats&)> on_sync{};
+  /// For a budget kept in K > 1 shards (fleet_budget_options::shards): the shard this process
+  /// spends from, in [0, K). -1 (the default): drawn uniformly at attach from std::random_device
+  /// (each process keeps it for its life; over many processes the shards fill evenly). A value
+  /// outside [-1, K) throws std::invalid_argument naming attach_options::shard. Ignored when
+  /// K = 1.
+  std::int64_t shard = -1;
 };
+
+/// The store key of shard `shard` of a budget kept in `shards` shards under `key`: `key` itself
+/// when shards is 1 (the key of an unsharded fleet, unchanged), else `key#shard/shards`
+/// (e.g. "checkout-api#2/3"): a distinct hash tag per shard, and a key no process with another
+/// shard count shares. Throws std::invalid_argument for shards outside [1, 1024] or a shard
+/// outside [0, shards).
+[[nodiscard]] STORMGUARD_EXPORT std::string shard_key(const std::string& key, std::int64_t shard,
+                                                      std::int64_t shards);
 
 /// An on_sync callable that hands `sink` a Sample {ok, latency, live_clients, share_ppm,
 /// fallback, refused} built from each sync's counts: with stormguard::metrics::fleet_metrics,
@@ -67,7 +82,8 @@ template <class Sample, class Sink>
 }
 
 /// When `budget` holds a fleet_budget whose options name a store URL, a started redis_sync for
-/// it (background thread) on the key `store.key + key_suffix`; otherwise nullptr (another kind,
+/// it (background thread) on the key `store.key + key_suffix` (with K > 1 shards, that key's
+/// shard_key for the shard of attach_options::shard); otherwise nullptr (another kind,
 /// or a fleet budget without a store: it stays in its fallback). The syncer must be destroyed
 /// before the budget. Throws std::invalid_argument as redis_sync's constructor (naming the field,
 /// the URL redacted); never contacts Redis (the first sync does, on the syncer's thread).

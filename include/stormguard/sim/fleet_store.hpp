@@ -35,6 +35,7 @@
 #include <optional>
 
 #include "stormguard/clock.hpp"
+#include "stormguard/fleet_budget.hpp"
 
 namespace stormguard::sim {
 
@@ -59,7 +60,7 @@ struct fleet_store_model {
   /// fleet protocol 3 (`build/bench/fleet_store_benchmark`), the lowest rounded down. The
   /// simulator throws std::invalid_argument naming `fleet_store.capacity` and the value for one
   /// outside that range (NaN included).
-  double capacity = 29'000.0;
+  double capacity = fleet_budget::k_measured_store_capacity;
   /// When the store is away, if ever.
   std::optional<fleet_store_outage> outage;
   /// true: the store is real, not modelled (`stormguard lab --fleet-store`): the engine runs no

@@ -19,6 +19,10 @@
 // finds the store busy waits, is applied when served, and answers its wait later; one whose wait
 // and round trip pass the timeout fails at the timeout, applied all the same (store_load counts
 // the syncs served, those timeouts and the busiest second of store time).
+// A budget kept in K shards (fleet_budget_options::shards) has K such stores, each with its own
+// window, claims, live clients and capacity (one Redis or Cluster master per shard); client i
+// spends from shard i mod K (stormguard::fleet::attach draws a shard per process: the model
+// deals them out evenly instead). store_load's busiest second is the busiest shard's.
 // The store: the fleet's window of requests and retries in slots of the store's time (the
 // scenario's clock: one clock for the store, as Redis's TIME), the library's fleet_window (deltas
 // clamped as fleet_window_store clamps them) and each client's claim (the credit handed out at
@@ -66,7 +70,9 @@ class fleet_sync<fleet_budget> {
       : model_(strat.fleet_store),
         service_ns_(service_ns(strat.fleet_store.capacity)),
         max_sync_(o.max_sync_interval.count()),
-        window_(o.ratio.window),
+        shards_(static_cast<std::size_t>(
+                    std::clamp<std::int64_t>(o.shards, 1, fleet_budget::k_max_shards)),
+                shard(o.ratio.window)),
         clients_(static_cast<std::size_t>(std::max(1, s.clients))) {}
 
   // The time one sync holds the store, in ns: 0 for an unlimited store. Throws
@@ -107,6 +113,16 @@ class fleet_sync<fleet_budget> {
   }
 
  private:
+  // One shard's store: its window, the claims it holds, its live clients and its queue.
+  struct shard {
+    explicit shard(duration length) : window(length) {}
+    fleet_window window;
+    std::int64_t live = 0;
+    std::int64_t claimed = 0;   // the sum of its clients' claims
+    double free_at = 0.0;       // when it has served every sync it has been sent, ns
+    std::int64_t second = -1;   // the second of store time being counted, and its syncs
+    std::int64_t in_second = 0;
+  };
   struct state {
     std::int64_t done_at = -1;  // when the answer of the sync in flight arrives; -1: none
     std::int64_t last_start = 0;
@@ -122,7 +138,7 @@ class fleet_sync<fleet_budget> {
   }
 
   // Client `i` sends its deltas at `sent` (<= now); the store answers at store time `now`.
-  void start(std::uint32_t, state& c, fleet_budget& b, std::int64_t sent, std::int64_t now) {
+  void start(std::uint32_t i, state& c, fleet_budget& b, std::int64_t sent, std::int64_t now) {
     const fleet_deltas d = b.begin_sync(at(sent));
     c.last_start = sent;
     if (store_down(sent)) {
@@ -130,20 +146,22 @@ class fleet_sync<fleet_budget> {
       c.done_at = sent + model_.timeout.count();
       return;
     }
-    const std::int64_t wait = queue(now);  // the store's own time: it serves the sync at now + wait
+    shard& store = shards_[i % shards_.size()];
+    // The store's own time: it serves the sync at now + wait.
+    const std::int64_t wait = queue(store, now);
     const fleet_terms terms = b.terms();
-    const fleet_deltas total = window_.add(at(now + wait), d);  // the library's window, clamped
+    const fleet_deltas total = store.window.add(at(now + wait), d);  // the library's, clamped
     if (!c.synced) {
       c.synced = true;
-      ++live_;
+      ++store.live;
     }
     // The store hands out credit as fleet_window_store does: the library's formula, with the
     // other clients' claims subtracted; this client's claim replaces its last one.
-    claimed_ -= c.claim;
-    const fleet_view view{total.requests, total.retries, live_};
-    const std::int64_t credit = fleet_budget::claim(view, terms, claimed_);
+    store.claimed -= c.claim;
+    const fleet_view view{total.requests, total.retries, store.live};
+    const std::int64_t credit = fleet_budget::claim(view, terms, store.claimed);
     c.claim = std::max<std::int64_t>(credit, 0);
-    claimed_ += c.claim;
+    store.claimed += c.claim;
     c.answer = fleet_answer{view, credit};
     if (wait > 0 && model_.round_trip.count() + wait > model_.timeout.count()) {
       ++load_.sync_timeouts;  // applied by the store, never heard of by the client
@@ -157,16 +175,16 @@ class fleet_sync<fleet_budget> {
 
   // A sync reaches the store at `now`: it is served once the store is free, and counted.
   // Returns its wait in ns (0 for an unlimited store, or one that is free).
-  std::int64_t queue(std::int64_t now) {
-    const double begin = std::max(static_cast<double>(now), free_at_);
-    free_at_ = begin + service_ns_;
+  std::int64_t queue(shard& store, std::int64_t now) {
+    const double begin = std::max(static_cast<double>(now), store.free_at);
+    store.free_at = begin + service_ns_;
     const auto second = static_cast<std::int64_t>(begin / 1e9);
-    if (second != second_) {
-      second_ = second;
-      in_second_ = 0;
+    if (second != store.second) {
+      store.second = second;
+      store.in_second = 0;
     }
     ++load_.syncs;
-    load_.busiest_second = std::max(load_.busiest_second, ++in_second_);
+    load_.busiest_second = std::max(load_.busiest_second, ++store.in_second);
     return std::llround(begin - static_cast<double>(now));
   }
 
@@ -181,15 +199,10 @@ class fleet_sync<fleet_budget> {
   }
 
   fleet_store_model model_;
-  double service_ns_;         // 1/capacity, in ns (0: no limit)
-  double free_at_ = 0.0;      // when the store has served every sync it has been sent, ns
-  std::int64_t second_ = -1;  // the second of store time being counted, and its syncs
-  std::int64_t in_second_ = 0;
+  double service_ns_;  // 1/capacity, in ns (0: no limit)
   store_load load_{};
   std::int64_t max_sync_;
-  fleet_window window_;
-  std::int64_t live_ = 0;
-  std::int64_t claimed_ = 0;  // the sum of the clients' claims
+  std::vector<shard> shards_;  // K (a shard without clients spends nothing, as in a real fleet)
   std::vector<state> clients_;
   static_assert(sizeof(state) <= k_client_bytes);
 };

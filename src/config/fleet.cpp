@@ -70,10 +70,9 @@ fleet_store_options read_fleet_object(const json& value, const std::string& path
     sj::fail(path,
              "must be an object {\"store\": URL, \"key\": KEY, ...}, got " + sj::quote(value));
   }
-  sj::object_reader r(
-      value, path,
-      {"store", "key", "sync_interval", "max_sync_interval", "expected_clients", "password_env",
-       "shards"});
+  sj::object_reader r(value, path,
+                      {"store", "key", "sync_interval", "max_sync_interval", "expected_clients",
+                       "password_env", "shards"});
   fleet_store_options store;
   if (r.has("store")) {
     store.url = r.string("store");

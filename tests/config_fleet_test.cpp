@@ -62,8 +62,8 @@ TEST(FleetPolicy, ToJsonWritesARatioBudgetWithItsFleetAndRoundTrips) {
 // every sync_interval, no store more than half busy at the measured capacity) and is written
 // back as the number it chose; one shard is written as nothing (files before shards read it).
 TEST(FleetPolicy, ShardsAreReadAsANumberOrSizedFromTheFleetAndRoundTrip) {
-  const auto three = stormguard::test_support::value_of(config::parse_policies(
-      one(R"({"kind": "ratio", "fleet": {"store": "redis://db:6380/2", "key": "k", "shards": 3}})")));
+  const auto three = stormguard::test_support::value_of(config::parse_policies(one(
+      R"({"kind": "ratio", "fleet": {"store": "redis://db:6380/2", "key": "k", "shards": 3}})")));
   EXPECT_EQ(std::get<stormguard::fleet_budget_options>(three[0].budget).shards, 3);
   const std::string text = config::to_json(three);
   EXPECT_NE(text.find(R"("shards": 3)"), std::string::npos) << text;

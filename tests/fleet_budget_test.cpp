@@ -3,8 +3,8 @@
 
 #include <gtest/gtest.h>
 
-#include <cmath>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <memory>
 #include <stdexcept>
@@ -574,9 +574,9 @@ TEST(FleetBudget, ShardsForSizesAFleetToItsStores) {
             std::string::npos);
   EXPECT_NE(error([] { return fleet_budget::shards_for(1, 100ms, 0.0); }).find("store_capacity"),
             std::string::npos);
-  EXPECT_NE(error([] { return fleet_budget::shards_for(1, 100ms, std::nan("")); })
-                .find("store_capacity"),
-            std::string::npos);
+  EXPECT_NE(
+      error([] { return fleet_budget::shards_for(1, 100ms, std::nan("")); }).find("store_capacity"),
+      std::string::npos);
   EXPECT_NE(error([] { return fleet_budget::shards_for(1, 100ms, 29'000.0, 1.5); }).find("share"),
             std::string::npos);
 }

@@ -123,10 +123,9 @@ void fleet_budget::spend(std::int64_t amount) noexcept {
 bool fleet_budget::withdraw_local(time_point now) noexcept {
   // The fallback: a ratio budget over this process's own window, with its part of the floor.
   // live_clients_ counts this shard's processes; expected_clients the whole fleet's.
-  std::int64_t clients =
-      live_clients_ > 0
-          ? live_clients_
-          : (options_.expected_clients + options_.shards - 1) / options_.shards;
+  std::int64_t clients = live_clients_ > 0
+                             ? live_clients_
+                             : (options_.expected_clients + options_.shards - 1) / options_.shards;
   const std::int64_t reserve = clients > 0 ? fleet_reserve_ / clients : 0;
   const counts total = local_.total(now);
   const std::int64_t balance = total.requests * deposit_amount_ + reserve - total.retries * k_scale;

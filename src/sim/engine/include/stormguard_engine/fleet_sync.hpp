@@ -118,9 +118,9 @@ class fleet_sync<fleet_budget> {
     explicit shard(duration length) : window(length) {}
     fleet_window window;
     std::int64_t live = 0;
-    std::int64_t claimed = 0;   // the sum of its clients' claims
-    double free_at = 0.0;       // when it has served every sync it has been sent, ns
-    std::int64_t second = -1;   // the second of store time being counted, and its syncs
+    std::int64_t claimed = 0;  // the sum of its clients' claims
+    double free_at = 0.0;      // when it has served every sync it has been sent, ns
+    std::int64_t second = -1;  // the second of store time being counted, and its syncs
     std::int64_t in_second = 0;
   };
   struct state {

@@ -16,6 +16,7 @@
 #include "stormguard/detail/redis_url.hpp"
 
 #ifdef STORMGUARD_CLI_HAS_FLEET
+#include "stormguard/fleet/attach.hpp"
 #include "stormguard/fleet/redis_sync.hpp"
 #endif
 
@@ -163,7 +164,11 @@ std::function<std::shared_ptr<void>(std::size_t, fleet_budget&, clock&)> worker_
                                   " (budget.fleet.password_env) is not set: no password");
       }
     });
-    so.key = shared->store.key;
+    // A budget kept in K shards: the lab's clients are dealt out over them in turn, so that
+    // every shard is used (a real process draws its shard: fleet::attach).
+    const std::int64_t shards = budget.options().shards;
+    so.key =
+        fleet::shard_key(shared->store.key, static_cast<std::int64_t>(client) % shards, shards);
     so.client_id = "p" + std::to_string(shared->store.part) + "-c" + std::to_string(client);
     so.start_thread = false;
     auto* sync = new fleet::redis_sync(budget, std::move(so), time, std::move(log));

@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "stormguard/fleet/attach.hpp"
 #include "stormguard/fleet/redis_sync.hpp"
 #include "stormguard/fleet_budget.hpp"
 #include "stormguard/random.hpp"
@@ -335,6 +336,66 @@ TEST(RedisFleetSync, ThreeProcessesSeeOneFleet) {
   EXPECT_EQ(budgets[0]->share_ppm(), 166'666);
   EXPECT_EQ(budgets[0]->credit_micro(), 26'666'560);
   EXPECT_TRUE(syncs[0]->stats().store_up);
+}
+
+// A budget kept in shards: attach() puts each process's syncer on its shard's key, KEY#S/K, so
+// the shards' states live apart (distinct hash tags: a Redis Cluster may put them on different
+// masters); each shard counts only its processes and holds 1/K of the floor. The unsharded key
+// is never written.
+TEST(RedisFleetSync, AShardedBudgetKeepsEachShardUnderItsOwnKey) {
+  const std::string key = unique_key("shards");
+  fleet_budget_options o = fleet_options();
+  o.shards = 2;
+  o.store.url = redis_server::shared().url();
+  o.store.key = key;
+  stormguard::real_clock clock;  // attach() starts each syncer's thread: real time
+  random_generator g(1);
+  std::vector<std::unique_ptr<stormguard::any_budget>> budgets;
+  std::vector<std::unique_ptr<redis_sync>> syncs;
+  for (std::int64_t shard : {0, 1, 1}) {
+    budgets.push_back(std::make_unique<stormguard::any_budget>(stormguard::budget_options(o)));
+    stormguard::fleet::attach_options a;
+    a.shard = shard;
+    syncs.push_back(stormguard::fleet::attach(*budgets.back(), std::move(a)));
+    ASSERT_NE(syncs.back(), nullptr);
+    for (int r = 0; r < 100; ++r) (void)budgets.back()->try_admit(clock.now(), g);
+    ASSERT_TRUE(syncs.back()->sync_once(true));
+  }
+  ASSERT_TRUE(syncs[0]->sync_once(true));
+  ASSERT_TRUE(syncs[1]->sync_once(true));
+  EXPECT_EQ(syncs[0]->stats().live_clients, 1);  // shard 0: one process
+  EXPECT_EQ(syncs[1]->stats().live_clients, 2);  // shard 1: two
+  EXPECT_EQ(redis_text({"EXISTS", "{" + key + "#0/2}:version"}), "1");
+  EXPECT_EQ(redis_text({"EXISTS", "{" + key + "#1/2}:version"}), "1");
+  EXPECT_EQ(redis_text({"EXISTS", "{" + key + "}:version"}), "0");
+  budgets[0]->visit([](auto& b) {
+    if constexpr (std::is_same_v<std::remove_cvref_t<decltype(b)>, fleet_budget>) {
+      EXPECT_EQ(b.terms().reserve, 50'000'000);  // half of 10/s over 10 s
+    } else {
+      ADD_FAILURE() << "not a fleet budget";
+    }
+  });
+  stormguard::fleet::attach_options bad;
+  bad.shard = 2;
+  try {
+    (void)stormguard::fleet::attach(*budgets[0], std::move(bad));
+    ADD_FAILURE() << "shard 2 of 2 was accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("attach_options::shard"), std::string::npos) << e.what();
+  }
+  for (auto& sync : syncs) sync.reset();  // before their budgets
+}
+
+TEST(FleetShardKey, NamesEachShardApartAndKeepsTheUnshardedKey) {
+  using stormguard::fleet::shard_key;
+  EXPECT_EQ(shard_key("checkout-api", 0, 1), "checkout-api");
+  EXPECT_EQ(shard_key("checkout-api", 2, 3), "checkout-api#2/3");
+  EXPECT_NE(shard_key("k", 0, 2), shard_key("k", 0, 4));  // another K, another key
+  for (const auto& [shard, shards] :
+       {std::pair<std::int64_t, std::int64_t>{0, 0}, {3, 3}, {-1, 2}, {0, 1025}}) {
+    EXPECT_THROW((void)shard_key("k", shard, shards), std::invalid_argument)
+        << shard << " of " << shards;
+  }
 }
 
 TEST(RedisFleetSync, AStoreThatIsDownFallsBackAndSaysSoOnce) {

@@ -11,10 +11,13 @@
 #include <atomic>
 #include <bit>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <memory>
+#include <stdexcept>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -78,8 +81,8 @@ void redis_command(const std::vector<std::string>& args) {
 
 // One Redis command's reply as text on the shared server: a string, an integer in decimal,
 // "(nil)" or "(error) ..." (test checks only).
-std::string redis_text(const std::vector<std::string>& args) {
-  redisContext* c = redisConnect("127.0.0.1", redis_server::shared().port());
+std::string redis_text(const std::vector<std::string>& args, std::uint16_t port = 0) {
+  redisContext* c = redisConnect("127.0.0.1", port != 0 ? port : redis_server::shared().port());
   if (c == nullptr || c->err != 0) {
     if (c != nullptr) redisFree(c);
     return "(no connection)";
@@ -384,6 +387,117 @@ TEST(RedisFleetSync, AShardedBudgetKeepsEachShardUnderItsOwnKey) {
     EXPECT_NE(std::string(e.what()).find("attach_options::shard"), std::string::npos) << e.what();
   }
   for (auto& sync : syncs) sync.reset();  // before their budgets
+}
+
+// A Redis Cluster of three masters and three replicas on loopback (cluster-node-timeout 1 s),
+// started by the test and formed with redis-cli --cluster create.
+class redis_cluster {
+ public:
+  redis_cluster() {
+    const std::vector<std::string> config{"cluster-enabled yes", "cluster-node-timeout 1000",
+                                          "cluster-config-file nodes.conf"};
+    for (int i = 0; i < 6; ++i) nodes_.push_back(std::make_unique<redis_server>("", config));
+    std::string create = "redis-cli --cluster create";
+    for (const auto& n : nodes_) create += " 127.0.0.1:" + std::to_string(n->port());
+    create += " --cluster-replicas 1 --cluster-yes >/dev/null 2>&1";
+    if (std::system(create.c_str()) != 0) throw std::runtime_error("redis-cli --cluster create");
+    if (!wait_until_ok()) throw std::runtime_error("the cluster did not reach cluster_state:ok");
+    // A replica takes over only once it has synced with its master.
+    for (int tries = 0; replicas_up() < 3; ++tries) {
+      if (tries == 150) throw std::runtime_error("the replicas did not sync with their masters");
+      std::this_thread::sleep_for(100ms);
+    }
+  }
+  int replicas_up() {
+    int up = 0;
+    for (const auto& n : nodes_) {
+      const std::string info = redis_text({"INFO", "replication"}, n->port());
+      if (info.find("role:slave") != std::string::npos &&
+          info.find("master_link_status:up") != std::string::npos) {
+        ++up;
+      }
+    }
+    return up;
+  }
+  redis_server& node(std::size_t i) { return *nodes_.at(i); }
+  std::size_t size() const { return nodes_.size(); }
+  // The index of the live node that serves `key`'s slot as master (the others, replicas
+  // included, answer MOVED), or size() when none does.
+  std::size_t master_of(const std::string& key) {
+    for (std::size_t i = 0; i < nodes_.size(); ++i) {
+      if (nodes_[i]->pid() <= 0) continue;
+      const std::string reply = redis_text({"GET", key}, nodes_[i]->port());
+      if (!reply.starts_with("(error)") && !reply.starts_with("(no")) return i;
+    }
+    return nodes_.size();
+  }
+  // Waits (at most 15 s) until every live node says cluster_state:ok.
+  bool wait_until_ok() {
+    for (int tries = 0; tries < 150; ++tries) {
+      bool ok = true;
+      for (const auto& n : nodes_) {
+        if (n->pid() <= 0) continue;
+        const std::string info = redis_text({"CLUSTER", "INFO"}, n->port());
+        ok = ok && info.find("cluster_state:ok") != std::string::npos;
+      }
+      if (ok) return true;
+      std::this_thread::sleep_for(100ms);
+    }
+    return false;
+  }
+
+ private:
+  std::vector<std::unique_ptr<redis_server>> nodes_;
+};
+
+// A budget kept in three shards on a Redis Cluster: each shard's key hashes to its own slot;
+// a syncer given any node follows the cluster's MOVED redirection to the master of its slot,
+// and after that master is killed (its replica promoted, cluster-node-timeout 1 s) finds the new
+// master through the nodes it learnt (CLUSTER SLOTS) and rejoins.
+TEST(RedisFleetCluster, ShardsFollowMovedAndAFailover) {
+  redis_cluster cluster;
+  const std::string key = unique_key("cluster");
+  manual_clock clock;
+  random_generator g(1);
+  fleet_budget_options o = fleet_options();
+  o.shards = 3;
+  const std::string shard0 = stormguard::fleet::shard_key(key, 0, 3);
+  const std::size_t master0 = cluster.master_of("{" + shard0 + "}:version");
+  ASSERT_LT(master0, cluster.size());
+  // Point every syncer at a node other than shard 0's master: its first sync is redirected.
+  const std::size_t seed = (master0 + 1) % cluster.size();
+  std::vector<std::unique_ptr<fleet_budget>> budgets;
+  std::vector<std::unique_ptr<redis_sync>> syncs;
+  for (std::int64_t s = 0; s < 3; ++s) {
+    budgets.push_back(std::make_unique<fleet_budget>(o));
+    redis_sync_options so =
+        sync_options(stormguard::fleet::shard_key(key, s, 3), "p" + std::to_string(s));
+    so.url = cluster.node(seed).url();
+    syncs.push_back(std::make_unique<redis_sync>(*budgets.back(), so, clock));
+    for (int r = 0; r < 100; ++r) (void)budgets.back()->try_admit(clock.now(), g);
+    ASSERT_TRUE(syncs.back()->sync_once(true)) << "shard " << s;
+    EXPECT_EQ(syncs.back()->stats().live_clients, 1) << "shard " << s;
+  }
+  EXPECT_EQ(redis_text({"EXISTS", "{" + shard0 + "}:version"}, cluster.node(master0).port()), "1");
+  // Kill shard 0's master; its replica takes over its slots.
+  cluster.node(master0).kill();
+  ASSERT_TRUE(cluster.wait_until_ok());
+  // A sync within 10 s (the failure detection takes cluster-node-timeout, the promotion a little
+  // more; a syncer whose master died fails once, then finds the new one).
+  const auto rejoins = [&clock](redis_sync& sync) {
+    for (int tries = 0; tries < 100; ++tries) {
+      clock.advance(100ms);
+      if (sync.sync_once(true)) return true;
+      std::this_thread::sleep_for(100ms);
+    }
+    return false;
+  };
+  ASSERT_TRUE(rejoins(*syncs[0])) << syncs[0]->stats().errors << " failed syncs";
+  EXPECT_EQ(budgets[0]->current_mode(clock.now()), fleet_budget::mode::joined);
+  const std::size_t promoted = cluster.master_of("{" + shard0 + "}:version");
+  EXPECT_NE(promoted, master0);
+  EXPECT_LT(promoted, cluster.size());
+  for (std::size_t s = 1; s < 3; ++s) EXPECT_TRUE(rejoins(*syncs[s])) << "shard " << s;
 }
 
 TEST(FleetShardKey, NamesEachShardApartAndKeepsTheUnshardedKey) {
@@ -710,8 +824,10 @@ long long script_calls(const std::map<std::string, long long>& before,
                        const std::map<std::string, long long>& after) {
   long long n = 0;
   for (const auto& [name, calls] : after) {
+    // The round trip itself, and what a connection sends once (SCRIPT LOAD, AUTH, CLUSTER
+    // SLOTS to learn a cluster's nodes).
     if (name == "evalsha" || name == "eval" || name == "info" || name.starts_with("script") ||
-        name == "hello" || name == "auth") {
+        name == "hello" || name == "auth" || name.starts_with("cluster")) {
       continue;
     }
     const auto it = before.find(name);

@@ -8,6 +8,7 @@
 #include <array>
 #include <charconv>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <span>
 #include <stdexcept>
@@ -258,8 +259,25 @@ struct redis_sync::impl {
   duration retention{};   // how long the store keeps the state after a sync (the script's retain)
   std::string shown_url;  // redacted
 
+  // A Redis server the store may be reached at.
+  struct node {
+    std::string host;
+    int port = 0;
+    friend bool operator==(const node&, const node&) = default;
+  };
+  // The most nodes remembered (the URL's, and a Redis Cluster's), the most tried by one connect,
+  // and the most redirections one exchange follows.
+  static constexpr std::size_t k_max_nodes = 64;
+  static constexpr std::size_t k_nodes_per_connect = 3;
+  static constexpr int k_max_redirects = 3;
+
   detail::mutex mutex;  // one sync at a time; guards the connection and the stats
   context_ptr ctx STORMGUARD_GUARDED_BY(mutex);
+  // The nodes known to serve the store: the URL's first; with a Redis Cluster, those its
+  // CLUSTER SLOTS lists and its MOVED redirections name. `current` is the one connected to (or
+  // tried next).
+  std::vector<node> nodes STORMGUARD_GUARDED_BY(mutex);
+  std::size_t current STORMGUARD_GUARDED_BY(mutex) = 0;
   std::string sha STORMGUARD_GUARDED_BY(mutex);
   redis_sync_stats stats STORMGUARD_GUARDED_BY(mutex);
   bool said_down STORMGUARD_GUARDED_BY(mutex) = false;
@@ -301,6 +319,7 @@ struct redis_sync::impl {
       endpoint.has_password = true;
     }
     if (options.client_id.empty()) options.client_id = generated_client_id();
+    nodes.push_back(node{endpoint.host, endpoint.port});
     version_key = "{" + options.key + "}:version";
     window_key = "{" + options.key + "}:window";
     clients_key = "{" + options.key + "}:clients";
@@ -336,12 +355,18 @@ struct redis_sync::impl {
   }
 
   reply_ptr command(const std::vector<std::string>& args) STORMGUARD_REQUIRES(mutex) {
+    return command(ctx.get(), args);
+  }
+  static reply_ptr command(redisContext* c, const std::vector<std::string>& args) {
     const std::vector<std::string_view> views(args.begin(), args.end());
-    return command(std::span<const std::string_view>(views));
+    return command(c, std::span<const std::string_view>(views));
   }
 
   // The same over views (no copy: a sync's arguments are built in place); at most 32.
   reply_ptr command(std::span<const std::string_view> args) STORMGUARD_REQUIRES(mutex) {
+    return command(ctx.get(), args);
+  }
+  static reply_ptr command(redisContext* c, std::span<const std::string_view> args) {
     std::array<const char*, 32> argv{};
     std::array<std::size_t, 32> lens{};
     const std::size_t n = std::min(args.size(), argv.size());
@@ -350,39 +375,113 @@ struct redis_sync::impl {
       lens[i] = args[i].size();
     }
     auto* raw = static_cast<redisReply*>(
-        redisCommandArgv(ctx.get(), static_cast<int>(n), argv.data(), lens.data()));
+        redisCommandArgv(c, static_cast<int>(n), argv.data(), lens.data()));
     if (raw == nullptr) {
       throw failure(std::string(args.front()) + ": " +
-                    (ctx->errstr[0] != '\0' ? ctx->errstr : "no reply"));
+                    (c->errstr[0] != '\0' ? c->errstr : "no reply"));
     }
     return reply_ptr(raw);
   }
 
-  void connect() STORMGUARD_REQUIRES(mutex) {
+  // A connection to `to`, authenticated, on the URL's database, with the script loaded.
+  context_ptr open(const node& to) STORMGUARD_REQUIRES(mutex) {
     const auto us = std::chrono::duration_cast<std::chrono::microseconds>(options.timeout).count();
     const timeval tv{static_cast<time_t>(us / 1'000'000), static_cast<suseconds_t>(us % 1'000'000)};
-    ctx.reset(redisConnectWithTimeout(endpoint.host.c_str(), endpoint.port, tv));
-    if (!ctx) throw failure("connect: cannot allocate a hiredis context");
-    if (ctx->err != 0) throw failure(std::string("connect: ") + ctx->errstr);
-    if (redisSetTimeout(ctx.get(), tv) != REDIS_OK) throw failure("setting the timeout");
+    context_ptr c(redisConnectWithTimeout(to.host.c_str(), to.port, tv));
+    if (!c) throw failure("connect: cannot allocate a hiredis context");
+    if (c->err != 0) throw failure(std::string("connect: ") + c->errstr);
+    if (redisSetTimeout(c.get(), tv) != REDIS_OK) throw failure("setting the timeout");
     if (endpoint.has_password) {
       std::vector<std::string> auth{"AUTH"};
       if (!endpoint.user.empty()) auth.push_back(endpoint.user);
       auth.push_back(endpoint.password);
-      const reply_ptr r = command(auth);
+      const reply_ptr r = command(c.get(), auth);
       // The server's own words on AUTH never echo the password; say only that it was refused.
       if (r->type == REDIS_REPLY_ERROR) throw failure("AUTH refused");
     }
     if (endpoint.db != 0) {
-      const reply_ptr r = command({"SELECT", std::to_string(endpoint.db)});
+      const reply_ptr r = command(c.get(), {"SELECT", std::to_string(endpoint.db)});
       if (r->type == REDIS_REPLY_ERROR) throw failure(std::string("SELECT: ") + r->str);
     }
-    const reply_ptr r = command({"SCRIPT", "LOAD", std::string(k_script)});
+    const reply_ptr r = command(c.get(), {"SCRIPT", "LOAD", std::string(k_script)});
     if (r->type != REDIS_REPLY_STRING) {
       throw failure(std::string("SCRIPT LOAD: ") +
                     (r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply"));
     }
     sha.assign(r->str, r->len);
+    return c;
+  }
+
+  // The index of `n` among the known nodes, added (when there is room) if new.
+  std::size_t remember(const node& n) STORMGUARD_REQUIRES(mutex) {
+    const auto it = std::find(nodes.begin(), nodes.end(), n);
+    if (it != nodes.end()) return static_cast<std::size_t>(it - nodes.begin());
+    if (nodes.size() >= k_max_nodes) return current;
+    nodes.push_back(n);
+    return nodes.size() - 1;
+  }
+
+  // Connects to the current node, or, when it does not answer, to the next known ones (at most
+  // k_nodes_per_connect per sync): after a Redis Cluster's failover the old master is gone, and
+  // any other node redirects to the new one. On a cluster, remembers its nodes (CLUSTER SLOTS;
+  // a server without cluster support answers an error, ignored).
+  void connect() STORMGUARD_REQUIRES(mutex) {
+    std::string why;
+    const std::size_t n = nodes.size();
+    for (std::size_t k = 0; k < std::min(n, k_nodes_per_connect); ++k) {
+      const std::size_t i = (current + k) % n;
+      try {
+        ctx = open(nodes[i]);
+        current = i;
+        learn_cluster_nodes();
+        return;
+      } catch (const failure& e) {
+        ctx.reset();
+        why = e.what();
+      }
+    }
+    current = (current + 1) % n;  // the next sync starts from the next node
+    throw failure(why);
+  }
+
+  void learn_cluster_nodes() STORMGUARD_REQUIRES(mutex) {
+    const reply_ptr r = command({"CLUSTER", "SLOTS"});
+    if (r->type != REDIS_REPLY_ARRAY) return;  // not a cluster
+    const std::string own_host = nodes[current].host;
+    for (std::size_t i = 0; i < r->elements; ++i) {
+      const redisReply* range = r->element[i];
+      if (range->type != REDIS_REPLY_ARRAY) continue;
+      for (std::size_t j = 2; j < range->elements; ++j) {  // [start, end, master, replicas...]
+        const redisReply* at = range->element[j];
+        if (at->type != REDIS_REPLY_ARRAY || at->elements < 2 ||
+            at->element[0]->type != REDIS_REPLY_STRING ||
+            at->element[1]->type != REDIS_REPLY_INTEGER) {
+          continue;
+        }
+        std::string host(at->element[0]->str, at->element[0]->len);
+        // An empty or unknown ("?") endpoint is the node we asked, as Redis documents.
+        if (host.empty() || host == "?") host = own_host;
+        (void)remember(node{std::move(host), static_cast<int>(at->element[1]->integer)});
+      }
+    }
+  }
+
+  // A Redis Cluster's redirection ("MOVED 3999 127.0.0.1:6381", "ASK 3999 127.0.0.1:6381"):
+  // the node it names, or nullopt for any other reply.
+  static std::optional<node> redirected(std::string_view error, std::string_view kind) {
+    if (!error.starts_with(kind)) return std::nullopt;
+    const std::size_t space = error.rfind(' ');
+    const std::size_t colon = error.rfind(':');
+    if (space == std::string_view::npos || colon == std::string_view::npos || colon < space) {
+      return std::nullopt;
+    }
+    int port = 0;
+    const std::string_view digits = error.substr(colon + 1);
+    const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), port);
+    if (ec != std::errc() || end != digits.data() + digits.size() || port <= 0 || port > 65535) {
+      return std::nullopt;
+    }
+    return node{std::string(error.substr(space + 1, colon - space - 1)), port};
   }
 
   // What one exchange returns besides the answer (the script's elements 5 to 8).
@@ -425,11 +524,44 @@ struct redis_sync::impl {
                                           number(known ? epoch : 0),
                                           number(known ? bucket : -1),
                                           number(held)};
-    reply_ptr r = command(args);
-    if (r->type == REDIS_REPLY_ERROR && std::string_view(r->str, r->len).starts_with("NOSCRIPT")) {
-      args[0] = "EVAL";  // the server lost its script cache (a restart, SCRIPT FLUSH)
-      args[1] = k_script;
-      r = command(args);
+    // Sends the exchange on `c`, once more with EVAL when the server lost its script cache (a
+    // restart, SCRIPT FLUSH, a node of a cluster that never loaded it).
+    const auto send = [&args, this](redisContext* c) {
+      args[0] = "EVALSHA";
+      args[1] = sha;
+      reply_ptr reply = command(c, args);
+      if (reply->type == REDIS_REPLY_ERROR &&
+          std::string_view(reply->str, reply->len).starts_with("NOSCRIPT")) {
+        args[0] = "EVAL";
+        args[1] = k_script;
+        reply = command(c, args);
+      }
+      return reply;
+    };
+    reply_ptr r = send(ctx.get());
+    // A Redis Cluster: MOVED names the master that now serves the key's slot (after a failover
+    // or a resharding): connect to it and send again. ASK names the node the slot is moving to,
+    // for this command only (ASKING first, on a connection of its own).
+    for (int hop = 0; r->type == REDIS_REPLY_ERROR; ++hop) {
+      const std::string_view error(r->str, r->len);
+      const auto moved = redirected(error, "MOVED ");
+      const auto ask = moved ? std::nullopt : redirected(error, "ASK ");
+      if (!moved && !ask) break;
+      if (hop == k_max_redirects) {
+        throw failure("more than " + std::to_string(k_max_redirects) +
+                      " redirections of a Redis Cluster: " + std::string(error));
+      }
+      if (moved) {
+        ctx.reset();
+        current = remember(*moved);
+        ctx = open(*moved);
+        r = send(ctx.get());
+      } else {
+        context_ptr once = open(*ask);
+        const reply_ptr asking = command(once.get(), {"ASKING"});
+        if (asking->type == REDIS_REPLY_ERROR) throw failure("ASKING: " + std::string(asking->str));
+        r = send(once.get());
+      }
     }
     if (r->type == REDIS_REPLY_ERROR) {
       const std::string_view error(r->str, r->len);

@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
@@ -214,19 +215,28 @@ std::uint16_t redis_server::unused_port() {
 
 redis_server::redis_server() : redis_server(std::string()) {}
 
-redis_server::redis_server(const std::string& password) {
+redis_server::redis_server(const std::string& password) : redis_server(password, {}) {}
+
+redis_server::redis_server(const std::string& password, const std::vector<std::string>& config) {
   const std::string exe = find_redis_server();
   dir_ = make_temp_dir();
   const auto log = dir_ / "redis.log";
-  if (!password.empty()) {
+  if (!password.empty() || !config.empty()) {
     std::ofstream conf(dir_ / "redis.conf");
-    conf << "requirepass \"" << password << "\"\n";
+    if (!password.empty()) conf << "requirepass \"" << password << "\"\n";
+    for (const std::string& line : config) conf << line << "\n";
     if (!conf.flush()) throw std::runtime_error("redis_server: cannot write redis.conf");
   }
   std::string last_failure;
   try {
+    // A cluster node also listens on its port + 10,000 (the cluster bus): at most 55,535.
+    const bool cluster =
+        std::find(config.begin(), config.end(), "cluster-enabled yes") != config.end();
     for (int attempt = 0; attempt < k_port_attempts; ++attempt) {
       port_ = unused_port();
+      for (int again = 0; cluster && port_ > 55'535 && again < 1000; ++again) {
+        port_ = unused_port();
+      }
       pid_ = spawn(exe, port_, dir_, log);
       const auto deadline = std::chrono::steady_clock::now() + k_start_timeout;
       for (;;) {

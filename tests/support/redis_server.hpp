@@ -26,6 +26,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 namespace stormguard::test_support {
 
@@ -37,6 +38,9 @@ class redis_server {
   /// configuration file in the server's directory, not its command line; empty = none). A letter,
   /// digit or punctuation other than '"' and '\' only.
   explicit redis_server(const std::string& password);
+  /// The same, with more lines of configuration in that file (e.g. "cluster-enabled yes"; each
+  /// line as redis.conf writes it, without a newline).
+  redis_server(const std::string& password, const std::vector<std::string>& config);
   /// SIGTERM (redis-server then exits without saving), waits for it (at most 5 s, then SIGKILL)
   /// and deletes its directory.
   ~redis_server();

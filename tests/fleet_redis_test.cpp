@@ -500,6 +500,37 @@ TEST(RedisFleetCluster, ShardsFollowMovedAndAFailover) {
   for (std::size_t s = 1; s < 3; ++s) EXPECT_TRUE(rejoins(*syncs[s])) << "shard " << s;
 }
 
+// redis+sentinel://: the syncer asks the sentinels for the master, and after the master is
+// killed (its replica promoted: down-after 1 s) asks again and rejoins on the new master, whose
+// state the replica kept.
+TEST(RedisFleetSentinel, TheSyncerFindsTheMasterAndFollowsAFailover) {
+  stormguard::test_support::redis_sentinel_set set;
+  const std::string key = unique_key("sentinel");
+  manual_clock clock;
+  random_generator g(1);
+  fleet_budget budget(fleet_options());
+  redis_sync_options so = sync_options(key, "p0");
+  so.url = set.url();
+  redis_sync sync(budget, so, clock);
+  for (int r = 0; r < 100; ++r) (void)budget.try_admit(clock.now(), g);
+  ASSERT_TRUE(sync.sync_once(true));
+  EXPECT_EQ(
+      stormguard::test_support::redis_cli(set.master().port(), "exists '{" + key + "}:version'"),
+      "1");
+  ASSERT_TRUE(set.kill_master_and_wait_for_failover());
+  bool rejoined = false;
+  for (int tries = 0; tries < 100 && !rejoined; ++tries) {
+    clock.advance(100ms);
+    rejoined = sync.sync_once(true);
+    if (!rejoined) std::this_thread::sleep_for(100ms);
+  }
+  ASSERT_TRUE(rejoined) << sync.stats().errors << " failed syncs";
+  EXPECT_EQ(budget.current_mode(clock.now()), fleet_budget::mode::joined);
+  EXPECT_EQ(
+      stormguard::test_support::redis_cli(set.replica().port(), "exists '{" + key + "}:version'"),
+      "1");
+}
+
 TEST(FleetShardKey, NamesEachShardApartAndKeepsTheUnshardedKey) {
   using stormguard::fleet::shard_key;
   EXPECT_EQ(shard_key("checkout-api", 0, 1), "checkout-api");

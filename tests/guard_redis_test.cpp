@@ -186,6 +186,34 @@ TEST(RedisOptions, UserInfoIsSentWithAuthAndAWrongPasswordIsNeverShown) {
   EXPECT_NE(message.find("AUTH"), std::string::npos) << message;
 }
 
+// redis+sentinel://: each new connection goes to the master the sentinels name; after the
+// master is killed and its replica promoted, the store's broken connections are replaced by
+// connections to the new master (a write within 10 s lands on the former replica).
+TEST(RedisOptions, ASentinelUrlFollowsTheMasterThroughAFailover) {
+  stormguard::test_support::redis_sentinel_set set;
+  auto store = make_redis_store({.url = set.url(), .prefix = "sentinel", .timeout = 500ms});
+  store->query("SET", {"sentinel:before", "1"});
+  EXPECT_EQ(stormguard::test_support::redis_cli(set.master().port(), "get sentinel:before"), "1");
+  ASSERT_TRUE(set.kill_master_and_wait_for_failover());
+  bool written = false;
+  for (int tries = 0; tries < 100 && !written; ++tries) {
+    try {
+      store->query("SET", {"sentinel:after", "2"});
+      written = true;
+    } catch (const stormguard::guard::store_error&) {
+      std::this_thread::sleep_for(100ms);  // a pooled connection to the dead master, discarded
+    }
+  }
+  ASSERT_TRUE(written);
+  EXPECT_EQ(stormguard::test_support::redis_cli(set.replica().port(), "get sentinel:after"), "2");
+  // Asked about a master they do not monitor, the sentinels say so, and the store names them.
+  std::string url = set.url();
+  url.replace(url.rfind('/'), std::string::npos, "/no-such-master");
+  const std::string message = store_error_message([&] { (void)make_redis_store({.url = url}); });
+  EXPECT_NE(message.find("monitors no master named \"no-such-master\""), std::string::npos)
+      << message;
+}
+
 TEST(RedisOptions, BadPrefixTimeoutOrMaxConnectionsIsRejectedNamingTheField) {
   const std::string url = "redis://127.0.0.1:1/0";  // never reached: options are checked first
   for (const std::string& prefix :

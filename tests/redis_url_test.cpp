@@ -5,6 +5,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 namespace {
 
@@ -50,6 +51,36 @@ TEST(RedisUrl, ErrorsNameTheFieldAndNeverThePassword) {
                           "redis://[::1", "redis://h?x=1", "redis://u:p%4@h", "redis://h:0"}) {
     EXPECT_NE(error_of(bad), "") << bad;
   }
+}
+
+TEST(RedisUrl, ASentinelUrlNamesItsSentinelsAndTheMaster) {
+  auto r =
+      parse_redis_url("redis+sentinel://app:s3cret@10.0.0.1,10.0.0.2:26380,[::1]/orders/3", "f");
+  ASSERT_EQ(r.sentinels.size(), 3U);
+  EXPECT_EQ(r.sentinels[0], (std::pair<std::string, int>{"10.0.0.1", 26379}));
+  EXPECT_EQ(r.sentinels[1], (std::pair<std::string, int>{"10.0.0.2", 26380}));
+  EXPECT_EQ(r.sentinels[2], (std::pair<std::string, int>{"::1", 26379}));
+  EXPECT_EQ(r.sentinel_master, "orders");
+  EXPECT_EQ(r.db, 3);
+  EXPECT_EQ(r.user, "app");
+  EXPECT_EQ(r.password, "s3cret");
+  EXPECT_EQ(r.host, "10.0.0.1");  // the first sentinel
+  r = parse_redis_url("redis+sentinel://s1/m", "f");
+  EXPECT_EQ(r.sentinels.size(), 1U);
+  EXPECT_EQ(r.db, 0);
+  EXPECT_TRUE(parse_redis_url("redis://h", "f").sentinels.empty());
+  for (const char* bad :
+       {"redis+sentinel://s1", "redis+sentinel://s1/", "redis+sentinel://s1/a b",
+        "redis+sentinel://s1,/m", "redis+sentinel://s1:0/m", "redis+sentinel://s1/m/",
+        "redis+sentinel://s1/m/x", "redis+sentinel://:hunter2@s1"}) {
+    const std::string e = error_of(bad);
+    EXPECT_NE(e, "") << bad;
+    EXPECT_EQ(e.find("hunter2"), std::string::npos) << e;
+  }
+  std::string seventeen = "redis+sentinel://h";
+  for (int i = 0; i < 16; ++i) seventeen += ",h";
+  EXPECT_NE(error_of(seventeen + "/m").find("at most 16 sentinels"), std::string::npos);
+  EXPECT_NE(error_of("redis+sentinel://s1").find("/MASTER"), std::string::npos);
 }
 
 TEST(RedisUrl, RedactsWhateverTheTextIs) {

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "redis/sentinel.hpp"
 #include "redis/sigpipe_guard.hpp"
 #include "stormguard/detail/format.hpp"
 #include "stormguard/detail/mutex.hpp"
@@ -427,6 +428,20 @@ struct redis_sync::impl {
   // a server without cluster support answers an error, ignored).
   void connect() STORMGUARD_REQUIRES(mutex) {
     std::string why;
+    if (!endpoint.sentinels.empty()) {
+      // Redis Sentinel: the master is wherever the sentinels say now.
+      const auto us =
+          std::chrono::duration_cast<std::chrono::microseconds>(options.timeout).count();
+      const timeval tv{static_cast<time_t>(us / 1'000'000),
+                       static_cast<suseconds_t>(us % 1'000'000)};
+      const auto master = redis_detail::master_from_sentinels(endpoint, tv, why);
+      if (!master) throw failure("no sentinel named the master: " + why);
+      const node at{master->first, master->second};
+      ctx = open(at);
+      nodes.assign(1, at);
+      current = 0;
+      return;
+    }
     const std::size_t n = nodes.size();
     for (std::size_t k = 0; k < std::min(n, k_nodes_per_connect); ++k) {
       const std::size_t i = (current + k) % n;

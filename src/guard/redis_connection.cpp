@@ -19,15 +19,7 @@ namespace stormguard::guard::internal {
 endpoint parse_url(const std::string& url) {
   // The one parser of Redis URLs (shared with the fleet's syncer); its messages redact the
   // password.
-  const detail::redis_url parsed = detail::parse_redis_url(url, "redis_options.url");
-  endpoint e;
-  e.host = parsed.host;
-  e.port = parsed.port;
-  e.db = parsed.db;
-  e.user = parsed.user;
-  e.password = parsed.password;
-  e.has_password = parsed.has_password;
-  return e;
+  return detail::parse_redis_url(url, "redis_options.url");
 }
 
 }  // namespace stormguard::guard::internal

@@ -17,6 +17,7 @@
 
 #include "guard/redis_scripts.hpp"
 #include "redis/sigpipe_guard.hpp"
+#include "stormguard/detail/redis_url.hpp"
 
 namespace stormguard::guard::internal {
 
@@ -75,17 +76,13 @@ inline std::string upper_ascii(std::string_view s) {
   return out;
 }
 
-struct endpoint {
-  std::string host;
-  int port = 6379;
-  long long db = 0;
-  std::string user;      ///< the ACL user; empty: AUTH PASSWORD alone
-  std::string password;  ///< sent with AUTH after connecting when has_password
-  bool has_password = false;
-};
+/// The parsed URL (host, port, db, user, password; with redis+sentinel://, the sentinels and
+/// the master's name).
+using endpoint = stormguard::detail::redis_url;
 
-/// redis://[[USER:]PASSWORD@]HOST[:PORT][/DB] through stormguard/detail/redis_url.hpp (the one
-/// parser). Throws std::invalid_argument naming redis_options.url, the password redacted.
+/// redis://[[USER:]PASSWORD@]HOST[:PORT][/DB] or redis+sentinel://...
+/// through stormguard/detail/redis_url.hpp (the one parser). Throws std::invalid_argument naming
+/// redis_options.url, the password redacted.
 [[nodiscard]] endpoint parse_url(const std::string& url);
 
 }  // namespace stormguard::guard::internal

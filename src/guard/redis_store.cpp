@@ -45,6 +45,7 @@
 #include "guard/pool.hpp"
 #include "guard/redis_connection.hpp"
 #include "guard/redis_scripts.hpp"
+#include "redis/sentinel.hpp"
 #include "stormguard/detail/format.hpp"
 #include "stormguard/detail/redact.hpp"
 #include "stormguard/detail/redis_url.hpp"
@@ -500,10 +501,21 @@ class redis_store final : public store {
   /// pipelined round trip after the connect.
   std::unique_ptr<connection> open() const {
     const timeval tv = timeout_timeval();
+    std::string host = endpoint_.host;
+    int port = endpoint_.port;
+    if (!endpoint_.sentinels.empty()) {
+      // Redis Sentinel: each new connection goes to the master the sentinels name now (after a
+      // failover the pool's broken connections are discarded and replaced by new ones).
+      std::string why;
+      const auto master = redis_detail::master_from_sentinels(endpoint_, tv, why);
+      if (!master) throw store_error(where_ + ": connect: no sentinel named the master: " + why);
+      host = master->first;
+      port = master->second;
+    }
     redisContext* ctx = nullptr;
     {
       const sigpipe_guard no_sigpipe;
-      ctx = redisConnectWithTimeout(endpoint_.host.c_str(), endpoint_.port, tv);
+      ctx = redisConnectWithTimeout(host.c_str(), port, tv);
     }
     if (ctx == nullptr) throw store_error(where_ + ": connect: cannot allocate a hiredis context");
     auto conn = std::make_unique<connection>(ctx);

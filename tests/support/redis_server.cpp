@@ -15,9 +15,11 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <iterator>
 #include <memory>
 #include <mutex>
 #include <stdexcept>
@@ -155,6 +157,13 @@ pid_t spawn(const std::string& exe, std::uint16_t port, const std::filesystem::p
   // never on the command line.
   if (const auto conf = dir / "redis.conf"; std::filesystem::exists(conf)) {
     args.insert(args.begin() + 1, conf.string());
+    // A configuration that monitors a master is a sentinel's (redis-server --sentinel, which
+    // rewrites its file: the file stays in the server's directory).
+    std::ifstream in(conf);
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (text.find("sentinel monitor ") != std::string::npos) {
+      args.insert(args.begin() + 2, "--sentinel");
+    }
   }
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
@@ -324,6 +333,86 @@ redis_server& redis_server::shared() {
     throw;
   }
   return *server;
+}
+
+std::string redis_cli(std::uint16_t port, const std::string& args) {
+  const std::string command = "redis-cli -p " + std::to_string(port) + " " + args + " 2>/dev/null";
+  FILE* out = ::popen(command.c_str(), "r");
+  if (out == nullptr) return "";
+  std::string text;
+  char buffer[512];
+  while (const std::size_t n = std::fread(buffer, 1, sizeof buffer, out)) text.append(buffer, n);
+  (void)::pclose(out);
+  while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
+  return text;
+}
+
+namespace {
+
+// Polls `ready` every 100 ms for at most 15 s.
+template <class F>
+bool within_15s(F&& ready) {
+  for (int tries = 0; tries < 150; ++tries) {
+    if (ready()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return false;
+}
+
+}  // namespace
+
+redis_sentinel_set::redis_sentinel_set() {
+  master_ = std::make_unique<redis_server>();
+  const std::string master_port = std::to_string(master_->port());
+  replica_ = std::make_unique<redis_server>(
+      "", std::vector<std::string>{"replicaof 127.0.0.1 " + master_port});
+  if (!within_15s([this] {
+        return redis_cli(replica_->port(), "info replication").find("master_link_status:up") !=
+               std::string::npos;
+      })) {
+    throw std::runtime_error("redis_sentinel_set: the replica did not sync with its master");
+  }
+  const std::string name = k_master_name;
+  for (int i = 0; i < 3; ++i) {
+    sentinels_.push_back(std::make_unique<redis_server>(
+        "",
+        std::vector<std::string>{"sentinel monitor " + name + " 127.0.0.1 " + master_port + " 2",
+                                 "sentinel down-after-milliseconds " + name + " 1000",
+                                 "sentinel failover-timeout " + name + " 3000"}));
+  }
+  for (const auto& s : sentinels_) {
+    if (!within_15s([&s, &name] {
+          const std::string master = redis_cli(s->port(), "sentinel master " + name);
+          return master.find("num-slaves\n1") != std::string::npos &&
+                 master.find("num-other-sentinels\n2") != std::string::npos;
+        })) {
+      throw std::runtime_error(
+          "redis_sentinel_set: a sentinel did not see the replica and the "
+          "other sentinels");
+    }
+  }
+}
+
+std::string redis_sentinel_set::url() const {
+  std::string hosts;
+  for (const auto& s : sentinels_) {
+    if (!hosts.empty()) hosts += ",";
+    hosts += "127.0.0.1:" + std::to_string(s->port());
+  }
+  return "redis+sentinel://" + hosts + "/" + k_master_name;
+}
+
+bool redis_sentinel_set::kill_master_and_wait_for_failover() {
+  master_->kill();
+  const std::string replica_port = std::to_string(replica_->port());
+  return within_15s([this, &replica_port] {
+    for (const auto& s : sentinels_) {
+      const std::string addr =
+          redis_cli(s->port(), std::string("sentinel get-master-addr-by-name ") + k_master_name);
+      if (addr.find(replica_port) == std::string::npos) return false;
+    }
+    return redis_cli(replica_->port(), "role").rfind("master", 0) == 0;
+  });
 }
 
 }  // namespace stormguard::test_support

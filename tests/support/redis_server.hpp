@@ -25,6 +25,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -72,6 +73,33 @@ class redis_server {
   std::filesystem::path dir_;
   std::uint16_t port_ = 0;
   pid_t pid_ = -1;
+};
+
+/// One line of `redis-cli -p PORT ARGS...` (its whole output, trailing newline removed; "" when
+/// it could not run). Test set-up only: ARGS are passed through a shell.
+std::string redis_cli(std::uint16_t port, const std::string& args);
+
+/// A master, its replica and three Redis Sentinels (quorum 2, down-after 1 s, failover-timeout
+/// 3 s) on 127.0.0.1, each a redis_server of its own; the constructor waits (at most 15 s) until
+/// the replica has synced and the sentinels see the replica and each other. Throws
+/// std::runtime_error when they do not.
+class redis_sentinel_set {
+ public:
+  redis_sentinel_set();
+  /// The name the sentinels know the master by.
+  static constexpr const char* k_master_name = "stormguard-master";
+  /// "redis+sentinel://127.0.0.1:S1,127.0.0.1:S2,127.0.0.1:S3/stormguard-master".
+  [[nodiscard]] std::string url() const;
+  [[nodiscard]] redis_server& master() { return *master_; }
+  [[nodiscard]] redis_server& replica() { return *replica_; }
+  /// Kills the master (SIGKILL) and waits (at most 15 s) until the sentinels name the replica
+  /// as the master; false when they do not.
+  bool kill_master_and_wait_for_failover();
+
+ private:
+  std::unique_ptr<redis_server> master_;
+  std::unique_ptr<redis_server> replica_;
+  std::vector<std::unique_ptr<redis_server>> sentinels_;
 };
 
 }  // namespace stormguard::test_support

@@ -3,6 +3,12 @@
 // fleet budget's Redis syncer (header-only, standard library only).
 //
 //   redis://[[USER:]PASSWORD@]HOST[:PORT][/DB]
+//   redis+sentinel://[[USER:]PASSWORD@]HOST[:PORT][,HOST[:PORT]]...]/MASTER[/DB]
+//
+// The second form names Redis Sentinels (PORT default 26379, at most 16) and the name of the
+// master they monitor (1 to 200 of A-Z a-z 0-9 . _ -): a client asks them for the master's
+// address (SENTINEL get-master-addr-by-name) and asks again after a failover. USER and PASSWORD
+// are the master's (the sentinels are asked without them).
 //
 // USER and PASSWORD may be percent-encoded (RFC 3986 §2.1; "%40" for '@'); HOST may be an IPv6
 // address in brackets ([::1]); PORT is 1..65535 (default 6379); DB is 0..2147483647 (default 0).
@@ -17,6 +23,8 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 namespace stormguard::detail {
 
@@ -28,6 +36,11 @@ struct redis_url {
   std::string user;      ///< the ACL user; empty = the default user
   std::string password;  ///< empty when has_password is false
   bool has_password = false;
+  /// redis+sentinel://: the sentinels' addresses (host, port) in the URL's order, and the name
+  /// of the master they monitor; host and port above are then the first sentinel's. Empty for
+  /// redis://.
+  std::vector<std::pair<std::string, int>> sentinels;
+  std::string sentinel_master;  ///< the monitored master's name; empty for redis://
 };
 
 /// `url` with the password (if any) replaced by "***": safe to print. Works on unparsable text
@@ -104,13 +117,17 @@ inline bool decimal(std::string_view text, std::int64_t lo, std::int64_t hi, std
                                  "\": " + std::string(why));
   };
   constexpr std::string_view scheme = "redis://";
+  constexpr std::string_view sentinel_scheme = "redis+sentinel://";
   if (url.substr(0, 9) == "rediss://") {
     throw bad("TLS (rediss://) needs hiredis >= 1.0, which Debian 12 does not have: use redis://");
   }
-  if (url.substr(0, scheme.size()) != scheme) {
-    throw bad("expected redis://[[USER:]PASSWORD@]HOST[:PORT][/DB]");
+  const bool sentinel = url.substr(0, sentinel_scheme.size()) == sentinel_scheme;
+  if (!sentinel && url.substr(0, scheme.size()) != scheme) {
+    throw bad(
+        "expected redis://[[USER:]PASSWORD@]HOST[:PORT][/DB] or "
+        "redis+sentinel://[[USER:]PASSWORD@]HOST[:PORT][,HOST[:PORT]...]/MASTER[/DB]");
   }
-  std::string_view rest = url.substr(scheme.size());
+  std::string_view rest = url.substr(sentinel ? sentinel_scheme.size() : scheme.size());
   if (const auto at = rest.rfind('@');
       at != std::string_view::npos && rest.find_first_of("/?#") < at) {
     throw bad("the user info holds '/', '?' or '#': percent-encode them (%2F, %3F, %23)");
@@ -123,7 +140,26 @@ inline bool decimal(std::string_view text, std::int64_t lo, std::int64_t hi, std
   if (const auto slash = rest.find('/'); slash != std::string_view::npos) {
     path = rest.substr(slash + 1);
     rest = rest.substr(0, slash);
-    if (path.empty()) throw bad("an empty DB after '/' (write /0, or no '/')");
+    if (path.empty() && !sentinel) throw bad("an empty DB after '/' (write /0, or no '/')");
+  }
+  if (sentinel) {
+    // /MASTER[/DB]
+    const auto slash = path.find('/');
+    const std::string_view name = path.substr(0, slash);
+    if (name.empty() || name.size() > 200) {
+      throw bad(
+          "redis+sentinel:// needs /MASTER, the monitored master's name (1 to 200 characters)");
+    }
+    for (const char c : name) {
+      const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                      c == '.' || c == '_' || c == '-';
+      if (!ok) throw bad("MASTER may hold only A-Z a-z 0-9 . _ -");
+    }
+    r.sentinel_master = std::string(name);
+    path = slash == std::string_view::npos ? std::string_view{} : path.substr(slash + 1);
+    if (slash != std::string_view::npos && path.empty()) {
+      throw bad("an empty DB after '/' (write /0, or no '/')");
+    }
   }
   if (const auto at = rest.rfind('@'); at != std::string_view::npos) {
     const std::string_view userinfo = rest.substr(0, at);
@@ -139,31 +175,51 @@ inline bool decimal(std::string_view text, std::int64_t lo, std::int64_t hi, std
     }
     r.has_password = true;
   }
-  std::string_view port;
-  if (!rest.empty() && rest.front() == '[') {
-    const auto close = rest.find(']');
-    if (close == std::string_view::npos) throw bad("'[' without ']' around an IPv6 host");
-    r.host = std::string(rest.substr(1, close - 1));
-    rest.remove_prefix(close + 1);
-    if (!rest.empty()) {
-      if (rest.front() != ':') throw bad("expected ':' PORT after the IPv6 host");
-      port = rest.substr(1);
-      if (port.empty()) throw bad("an empty PORT after ':'");
+  // HOST[:PORT] (an IPv6 HOST in brackets) into host and port.
+  const auto host_port = [&bad](std::string_view text, std::string& host, int& port_out) {
+    std::string_view port;
+    if (!text.empty() && text.front() == '[') {
+      const auto close = text.find(']');
+      if (close == std::string_view::npos) throw bad("'[' without ']' around an IPv6 host");
+      host = std::string(text.substr(1, close - 1));
+      text.remove_prefix(close + 1);
+      if (!text.empty()) {
+        if (text.front() != ':') throw bad("expected ':' PORT after the IPv6 host");
+        port = text.substr(1);
+        if (port.empty()) throw bad("an empty PORT after ':'");
+      }
+    } else {
+      const auto colon = text.find(':');
+      host = std::string(text.substr(0, colon));
+      if (colon != std::string_view::npos) {
+        port = text.substr(colon + 1);
+        if (port.empty()) throw bad("an empty PORT after ':'");
+      }
     }
+    if (host.empty()) throw bad("no HOST");
+    std::int64_t value = 0;
+    if (!port.empty()) {
+      if (!decimal(port, 1, 65535, value)) throw bad("PORT must be a number in [1, 65535]");
+      port_out = static_cast<int>(value);
+    }
+  };
+  if (sentinel) {
+    constexpr std::size_t k_max_sentinels = 16;
+    for (;;) {
+      const auto comma = rest.find(',');
+      std::pair<std::string, int> one{std::string(), 26379};
+      host_port(rest.substr(0, comma), one.first, one.second);
+      if (r.sentinels.size() == k_max_sentinels) throw bad("at most 16 sentinels");
+      r.sentinels.push_back(std::move(one));
+      if (comma == std::string_view::npos) break;
+      rest.remove_prefix(comma + 1);
+    }
+    r.host = r.sentinels.front().first;
+    r.port = r.sentinels.front().second;
   } else {
-    const auto colon = rest.find(':');
-    r.host = std::string(rest.substr(0, colon));
-    if (colon != std::string_view::npos) {
-      port = rest.substr(colon + 1);
-      if (port.empty()) throw bad("an empty PORT after ':'");
-    }
+    host_port(rest, r.host, r.port);
   }
-  if (r.host.empty()) throw bad("no HOST");
   std::int64_t value = 0;
-  if (!port.empty()) {
-    if (!decimal(port, 1, 65535, value)) throw bad("PORT must be a number in [1, 65535]");
-    r.port = static_cast<int>(value);
-  }
   if (!path.empty()) {
     if (!decimal(path, 0, 2147483647, value)) throw bad("DB must be a number in [0, 2147483647]");
     r.db = value;

@@ -441,9 +441,12 @@ int run_fleet_store(const lab_options& o, const lab_run& r) {
     return exit_usage;
   }
   if (!fault_options_ok(o.fleet, r.scenario)) return exit_usage;
-  if (o.fleet.store != "auto" && o.fleet.store.rfind("redis://", 0) != 0) {
-    print_error("--fleet-store must be redis://HOST[:PORT][/DB] or auto, got " +
-                detail::quote_for_message(detail::redact_redis_url(o.fleet.store)));
+  if (o.fleet.store != "auto" && o.fleet.store.rfind("redis://", 0) != 0 &&
+      o.fleet.store.rfind("redis+sentinel://", 0) != 0) {
+    print_error(
+        "--fleet-store must be redis://HOST[:PORT][/DB] (a Redis, or any node of a Redis "
+        "Cluster), redis+sentinel://HOST[:PORT][,HOST[:PORT]...]/MASTER[/DB] or auto, got " +
+        detail::quote_for_message(detail::redact_redis_url(o.fleet.store)));
     return exit_usage;
   }
   if (o.fleet.store != "auto") {
@@ -674,8 +677,9 @@ command add_lab_command(CLI::App& parent) {
   options->fleet_options.push_back(add_typed_option(
       *sub, "--fleet-store", options->fleet.store,
       "Run the fleet in --processes OS processes whose fleet budgets share this Redis "
-      "(redis://HOST[:PORT][/DB]), or auto: a redis-server started for the run on a "
-      "loopback port (" +
+      "(redis://HOST[:PORT][/DB]: a Redis, or any node of a Redis Cluster; "
+      "redis+sentinel://HOST[:PORT][,...]/MASTER: through Redis Sentinel), or auto: a "
+      "redis-server started for the run on a loopback port (" +
           doc_path("lab.md") + ")",
       "URL|auto"));
   options->fleet_options.push_back(add_typed_option(

@@ -115,7 +115,9 @@ class fleet_budget;
 /// builds the budget from a policy attaches a syncer with these settings when the fleet
 /// component is built (without a store the budget stays in its fallback, a local ratio budget).
 struct fleet_store_options {
-  /// redis://[[USER:]PASSWORD@]HOST[:PORT][/DB], or empty: no store (the simulator models one).
+  /// redis://[[USER:]PASSWORD@]HOST[:PORT][/DB] (a Redis, or any node of a Redis Cluster: the
+  /// syncer follows MOVED), redis+sentinel://[[USER:]PASSWORD@]HOST[:PORT][,...]/MASTER[/DB]
+  /// (the master found through Redis Sentinel), or empty: no store (the simulator models one).
   /// Secret when it holds a password: print it through stormguard::redact().
   std::string url;
   /// The service's fleet key: 1 to 200 printable ASCII characters other than '{' and '}'. Every

@@ -101,7 +101,10 @@ struct redis_sync_stats;
 
 /// Where and how a redis_sync talks to Redis.
 struct redis_sync_options {
-  /// redis://[[USER:]PASSWORD@]HOST[:PORT][/DB] (see stormguard/detail/redis_url.hpp).
+  /// redis://[[USER:]PASSWORD@]HOST[:PORT][/DB] (a Redis, or any node of a Redis Cluster: a
+  /// sync follows MOVED and ASK, and after a failover the syncer connects to another node it
+  /// learnt from CLUSTER SLOTS), or redis+sentinel://[[USER:]PASSWORD@]HOST[:PORT][,...]/MASTER
+  /// (each connection asks the sentinels for the master) (stormguard/detail/redis_url.hpp).
   std::string url;
   /// The service's fleet key: 1 to 200 printable ASCII characters other than '{' and '}'.
   std::string key;

@@ -74,7 +74,11 @@ struct postgres_options {
 
 /// A Redis server (hiredis), shared by the replicas of a fleet.
 struct redis_options {
-  std::string url{};  ///< redis://HOST[:PORT][/DB] (PORT default 6379, DB default 0); not empty
+  /// redis://HOST[:PORT][/DB] (PORT default 6379, DB default 0), or
+  /// redis+sentinel://HOST[:PORT][,HOST[:PORT]...]/MASTER[/DB]: each new connection goes to the
+  /// master the sentinels name then (docs/budgets.md, "Sentinel"); not empty. A Redis Cluster is
+  /// not supported yet (the store's keys span slots).
+  std::string url{};
   std::string prefix{default_table};        ///< prefix of every key written, before ':'; 1..63
                                             ///< characters of printable ASCII without spaces
                                             ///< (also the connections' CLIENT SETNAME)

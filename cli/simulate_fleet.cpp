@@ -161,6 +161,11 @@ bool fleet_flags_apply(const fleet_flags& f, const sim::model_info& model) {
   return true;
 }
 
+// --fleet-shards K|auto on every fleet budget (after --clients and --store-capacity, which auto
+// reads); false after printing why not.
+static bool apply_fleet_shards(const fleet_flags& f, const sim::scenario& s,
+                               std::vector<sim::strategy>& strategies);
+
 bool apply_fleet_flags(const fleet_flags& f, sim::scenario& s,
                        std::vector<sim::strategy>& strategies) {
   if (given(f.clients_option)) {
@@ -244,6 +249,11 @@ bool apply_fleet_flags(const fleet_flags& f, sim::scenario& s,
       o.max_sync_interval = std::max(o.max_sync_interval, *every);
     });
   }
+  return apply_fleet_shards(f, s, strategies);
+}
+
+static bool apply_fleet_shards(const fleet_flags& f, const sim::scenario& s,
+                               std::vector<sim::strategy>& strategies) {
   if (given(f.fleet_shards_option)) {
     const bool automatic = f.fleet_shards == "auto";
     std::int64_t k = 0;

@@ -116,16 +116,28 @@ TEST(SimFleet, AStoreOutageDuringTheIncidentFallsBackToTheLocalRatio) {
 // second without a limit), no second of store time serves more than the capacity, syncs queue
 // past the syncer's 100 ms timeout (the store saturated), and the budgets, falling back to local
 // counts, still hold the storm as in an outage.
+// full+fleet on friday-night-fleet at 2,000 clients with a store without a limit, and a capacity
+// of a quarter of that store's busiest second.
+struct saturating_case {
+  sim::scenario scenario = fleet_night(2000);
+  sim::strategy strategy = *sim::find_strategy("full+fleet");
+  sim::strategy_result unlimited;
+  double capacity = 0;
+  saturating_case() {
+    strategy.fleet_store.capacity = std::numeric_limits<double>::infinity();
+    unlimited = sim::simulate(scenario, strategy);
+    capacity = std::floor(static_cast<double>(unlimited.store_busiest_second) / 4.0);
+    strategy.fleet_store.capacity = capacity;
+  }
+};
+
 TEST(SimFleet, AStoreServesItsCapacityAndSyncsBeyondWaitPastTheTimeout) {
-  const sim::scenario s = fleet_night(2000);
-  sim::strategy strat = *sim::find_strategy("full+fleet");
-  strat.fleet_store.capacity = std::numeric_limits<double>::infinity();
-  const auto unlimited = sim::simulate(s, strat);
+  saturating_case c;
+  const auto& unlimited = c.unlimited;
+  const double capacity = c.capacity;
   EXPECT_EQ(unlimited.store_sync_timeouts, 0);
   ASSERT_GT(unlimited.store_busiest_second, 400);
-  const double capacity = std::floor(static_cast<double>(unlimited.store_busiest_second) / 4.0);
-  strat.fleet_store.capacity = capacity;
-  const auto saturated = sim::simulate(s, strat);
+  const auto saturated = sim::simulate(c.scenario, c.strategy);
   EXPECT_LE(static_cast<double>(saturated.store_busiest_second), capacity);
   EXPECT_GE(static_cast<double>(saturated.store_busiest_second), 0.98 * capacity);
   EXPECT_GT(saturated.store_sync_timeouts, 0);
@@ -138,13 +150,12 @@ TEST(SimFleet, AStoreServesItsCapacityAndSyncsBeyondWaitPastTheTimeout) {
 // same capacity each, serves every sync in time (no shard's busiest second above its capacity,
 // no timeout), and the budgets decide as with one unlimited store.
 TEST(SimFleet, ShardsSpreadASaturatedStoreSoEverySyncIsServedInTime) {
-  const sim::scenario s = fleet_night(2000);
-  sim::strategy strat = *sim::find_strategy("full+fleet");
-  strat.fleet_store.capacity = std::numeric_limits<double>::infinity();
-  const auto unlimited = sim::simulate(s, strat);
+  saturating_case c;
+  const sim::scenario& s = c.scenario;
+  sim::strategy& strat = c.strategy;
+  const auto& unlimited = c.unlimited;
+  const double capacity = c.capacity;
   ASSERT_GT(unlimited.store_busiest_second, 400);
-  const double capacity = std::floor(static_cast<double>(unlimited.store_busiest_second) / 4.0);
-  strat.fleet_store.capacity = capacity;
   std::get<stormguard::fleet_budget_options>(strat.budget).shards = 8;
   const auto sharded = sim::simulate(s, strat);
   EXPECT_EQ(sharded.store_syncs, unlimited.store_syncs);

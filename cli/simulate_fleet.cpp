@@ -266,15 +266,33 @@ static bool apply_fleet_shards(const fleet_flags& f, const sim::scenario& s,
       }
       k = *n;
     }
+    bool ok = true;
     for_each_fleet(strategies, [&](sim::strategy& strat, fleet_budget_options& o) {
+      if (!automatic) {
+        o.shards = k;
+        return;
+      }
       // auto: the scenario's clients, each syncing every sync_interval, at most half of one
       // store's capacity each (an unlimited store needs one).
       const double capacity = strat.fleet_store.capacity;
-      o.shards = !automatic ? k
-                 : std::isinf(capacity)
-                     ? 1
-                     : fleet_budget::shards_for(s.clients, o.sync_interval, capacity, 0.5);
+      const std::int64_t needed =
+          std::isinf(capacity) ? 1
+                               : fleet_budget::shards_for(s.clients, o.sync_interval, capacity, 0.5);
+      if (needed > fleet_budget::k_max_shards) {
+        if (ok) {
+          print_error(fmt::format(
+              "--fleet-shards auto: {} needs {} shards for {} clients at --store-capacity {}, "
+              "more than 1024: raise --fleet-sync or the capacity, or give a number",
+              strat.name, needed, s.clients, detail::format_double(capacity)));
+        }
+        ok = false;
+        return;
+      }
+      o.shards = needed;
+      report_log("simulate", fmt::format("--fleet-shards auto: {} kept in {} shard{}", strat.name,
+                                         needed, needed == 1 ? "" : "s"));
     });
+    if (!ok) return false;
   }
   return true;
 }

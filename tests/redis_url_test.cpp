@@ -81,6 +81,20 @@ TEST(RedisUrl, ASentinelUrlNamesItsSentinelsAndTheMaster) {
   for (int i = 0; i < 16; ++i) seventeen += ",h";
   EXPECT_NE(error_of(seventeen + "/m").find("at most 16 sentinels"), std::string::npos);
   EXPECT_NE(error_of("redis+sentinel://s1").find("/MASTER"), std::string::npos);
+  EXPECT_NE(error_of("redis+sentinel://127.0.0.1 :26379/m").find("HOST holds a space"),
+            std::string::npos);
+  EXPECT_NE(error_of("redis://ca che:6379").find("HOST holds a space"), std::string::npos);
+}
+
+// Text that is not a URL (no "://") may still carry a password before an '@': hidden whole.
+TEST(RedisUrl, TextWithoutASchemeSeparatorHidesWhatPrecedesItsLastAt) {
+  EXPECT_EQ(redact_redis_url("redis+sentinel//u:sPw9@127.0.0.1/m"), "***@127.0.0.1/m");
+  EXPECT_EQ(redact_redis_url("u:sPw9@127.0.0.1"), "***@127.0.0.1");
+  EXPECT_EQ(redact_redis_url("redis:/u:sPw9@h"), "***@h");
+  EXPECT_EQ(redact_redis_url("cache:6379"), "cache:6379");
+  const std::string e = error_of("redis:/u:sPw9@h");
+  EXPECT_NE(e, "");
+  EXPECT_EQ(e.find("sPw9"), std::string::npos) << e;
 }
 
 TEST(RedisUrl, RedactsWhateverTheTextIs) {

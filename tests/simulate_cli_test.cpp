@@ -340,6 +340,7 @@ TEST_F(SimulateCli, OptionsThatDoNotApplyAreUsageErrors) {
                            "--fleet-shards 0",
                            "--fleet-shards 1025",
                            "--fleet-shards many",
+                           "friday-night-fleet --store-capacity 1 --fleet-shards auto",
                            "layers --fleet-shards 2",
                            "--sweep load=1:2:0",
                            "--sweep load=5",

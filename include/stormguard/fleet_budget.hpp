@@ -350,8 +350,9 @@ class STORMGUARD_EXPORT fleet_budget {
   static constexpr double k_measured_store_capacity = 29'000.0;
 
   /// The shards a fleet needs so that no store serves more than `share` of `store_capacity`:
-  /// ceil(clients ÷ sync_interval ÷ (store_capacity · share)), at least 1, at most k_max_shards
-  /// (a fleet that would need more gets k_max_shards; raise sync_interval). `clients`: the
+  /// ceil(clients ÷ sync_interval ÷ (store_capacity · share)), at least 1, saturated at INT64_MAX;
+  /// it may exceed k_max_shards, which callers refuse (a policy's "auto", `simulate
+  /// --fleet-shards auto`: raise sync_interval, or set the shards). `clients`: the
   /// fleet's busy processes, each syncing every `sync_interval` (the most a fleet asks of its
   /// store); `store_capacity`: the syncs per second one store (one Redis, one Cluster master)
   /// serves, > 0 (docs/budgets.md, "Store load": about 29,000 for Redis 7 on the machine

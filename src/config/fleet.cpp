@@ -100,8 +100,15 @@ fleet_store_options read_fleet_object(const json& value, const std::string& path
                  "\"auto\" sizes the shards from the fleet: it needs \"expected_clients\" > 0");
       }
       // Every process busy, syncing each sync_interval; each store at most half busy.
-      o.shards = fleet_budget::shards_for(o.expected_clients, o.sync_interval,
-                                          fleet_budget::k_measured_store_capacity, 0.5);
+      const std::int64_t needed = fleet_budget::shards_for(
+          o.expected_clients, o.sync_interval, fleet_budget::k_measured_store_capacity, 0.5);
+      if (needed > fleet_budget::k_max_shards) {
+        sj::fail(r.field("shards"),
+                 "\"auto\" needs " + std::to_string(needed) + " shards for " +
+                     std::to_string(o.expected_clients) +
+                     " expected_clients, more than 1024: raise sync_interval");
+      }
+      o.shards = needed;
     } else if (k.is_string()) {
       sj::fail(r.field("shards"),
                "must be an integer in [1, 1024] or \"auto\", got " + sj::quote(k));

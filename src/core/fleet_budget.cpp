@@ -84,7 +84,7 @@ std::int64_t fleet_budget::shards_for(std::int64_t clients, duration sync_interv
   const double asked = static_cast<double>(clients) /
                        std::chrono::duration<double>(sync_interval).count();  // syncs per second
   const double k = std::ceil(asked / (store_capacity * share));
-  if (!(k < static_cast<double>(k_max_shards))) return k_max_shards;
+  if (!(k < 9.2e18)) return INT64_MAX;
   return std::max<std::int64_t>(1, static_cast<std::int64_t>(k));
 }
 

@@ -46,10 +46,16 @@ struct redis_url {
 /// `url` with the password (if any) replaced by "***": safe to print. Works on unparsable text
 /// too: whatever sits between "://" and the last '@' of the text is the user info (a password
 /// holding an unencoded '/', '?', '#', '@', space or quote is hidden whole), its part after the
-/// first ':' hidden, or all of it when it has no ':'.
+/// first ':' hidden, or all of it when it has no ':'. Text without "://" that holds an '@' is
+/// shown from its last '@' on, "***" before it.
 [[nodiscard]] inline std::string redact_redis_url(std::string_view url) {
   const auto scheme_end = url.find("://");
-  if (scheme_end == std::string_view::npos) return std::string(url);
+  if (scheme_end == std::string_view::npos) {
+    // Not a URL ("redis:/u:pw@h", "u:pw@h"): whatever precedes the last '@' may hold a password.
+    const auto at = url.rfind('@');
+    if (at == std::string_view::npos) return std::string(url);
+    return "***" + std::string(url.substr(at));
+  }
   const std::size_t authority = scheme_end + 3;
   const auto at = url.rfind('@');
   if (at == std::string_view::npos || at < authority) return std::string(url);
@@ -197,6 +203,11 @@ inline bool decimal(std::string_view text, std::int64_t lo, std::int64_t hi, std
       }
     }
     if (host.empty()) throw bad("no HOST");
+    for (const char c : host) {
+      if (static_cast<unsigned char>(c) <= 0x20 || c == 0x7f || c == ',' || c == '@') {
+        throw bad("HOST holds a space, a control character, ',' or '@'");
+      }
+    }
     std::int64_t value = 0;
     if (!port.empty()) {
       if (!decimal(port, 1, 65535, value)) throw bad("PORT must be a number in [1, 65535]");

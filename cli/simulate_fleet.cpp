@@ -276,8 +276,9 @@ static bool apply_fleet_shards(const fleet_flags& f, const sim::scenario& s,
       // store's capacity each (an unlimited store needs one).
       const double capacity = strat.fleet_store.capacity;
       const std::int64_t needed =
-          std::isinf(capacity) ? 1
-                               : fleet_budget::shards_for(s.clients, o.sync_interval, capacity, 0.5);
+          std::isinf(capacity)
+              ? 1
+              : fleet_budget::shards_for(s.clients, o.sync_interval, capacity, 0.5);
       if (needed > fleet_budget::k_max_shards) {
         if (ok) {
           print_error(fmt::format(

@@ -103,10 +103,9 @@ fleet_store_options read_fleet_object(const json& value, const std::string& path
       const std::int64_t needed = fleet_budget::shards_for(
           o.expected_clients, o.sync_interval, fleet_budget::k_measured_store_capacity, 0.5);
       if (needed > fleet_budget::k_max_shards) {
-        sj::fail(r.field("shards"),
-                 "\"auto\" needs " + std::to_string(needed) + " shards for " +
-                     std::to_string(o.expected_clients) +
-                     " expected_clients, more than 1024: raise sync_interval");
+        sj::fail(r.field("shards"), "\"auto\" needs " + std::to_string(needed) + " shards for " +
+                                        std::to_string(o.expected_clients) +
+                                        " expected_clients, more than 1024: raise sync_interval");
       }
       o.shards = needed;
     } else if (k.is_string()) {

@@ -541,9 +541,11 @@ struct redis_sync::impl {
                                           number(held)};
     // Sends the exchange on `c`, once more with EVAL when the server lost its script cache (a
     // restart, SCRIPT FLUSH, a node of a cluster that never loaded it).
-    const auto send = [&args, this](redisContext* c) {
+    // The script's SHA1 is the same on every node (SCRIPT LOAD of the same text).
+    const std::string script_sha = sha;
+    const auto send = [&args, &script_sha](redisContext* c) {
       args[0] = "EVALSHA";
-      args[1] = sha;
+      args[1] = script_sha;
       reply_ptr reply = command(c, args);
       if (reply->type == REDIS_REPLY_ERROR &&
           std::string_view(reply->str, reply->len).starts_with("NOSCRIPT")) {

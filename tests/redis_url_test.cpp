@@ -91,6 +91,7 @@ TEST(RedisUrl, TextWithoutASchemeSeparatorHidesWhatPrecedesItsLastAt) {
   EXPECT_EQ(redact_redis_url("redis+sentinel//u:sPw9@127.0.0.1/m"), "***@127.0.0.1/m");
   EXPECT_EQ(redact_redis_url("u:sPw9@127.0.0.1"), "***@127.0.0.1");
   EXPECT_EQ(redact_redis_url("redis:/u:sPw9@h"), "***@h");
+  EXPECT_EQ(redact_redis_url("u:sPw9@h://x"), "***@h://x");  // the '@' before "://"
   EXPECT_EQ(redact_redis_url("cache:6379"), "cache:6379");
   const std::string e = error_of("redis:/u:sPw9@h");
   EXPECT_NE(e, "");

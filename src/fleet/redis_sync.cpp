@@ -384,10 +384,15 @@ struct redis_sync::impl {
     return reply_ptr(raw);
   }
 
+  // One round trip's timeout as hiredis takes it.
+  timeval timeout_tv() const {
+    const auto us = std::chrono::duration_cast<std::chrono::microseconds>(options.timeout).count();
+    return timeval{static_cast<time_t>(us / 1'000'000), static_cast<suseconds_t>(us % 1'000'000)};
+  }
+
   // A connection to `to`, authenticated, on the URL's database, with the script loaded.
   context_ptr open(const node& to) STORMGUARD_REQUIRES(mutex) {
-    const auto us = std::chrono::duration_cast<std::chrono::microseconds>(options.timeout).count();
-    const timeval tv{static_cast<time_t>(us / 1'000'000), static_cast<suseconds_t>(us % 1'000'000)};
+    const timeval tv = timeout_tv();
     context_ptr c(redisConnectWithTimeout(to.host.c_str(), to.port, tv));
     if (!c) throw failure("connect: cannot allocate a hiredis context");
     if (c->err != 0) throw failure(std::string("connect: ") + c->errstr);
@@ -430,11 +435,7 @@ struct redis_sync::impl {
     std::string why;
     if (!endpoint.sentinels.empty()) {
       // Redis Sentinel: the master is wherever the sentinels say now.
-      const auto us =
-          std::chrono::duration_cast<std::chrono::microseconds>(options.timeout).count();
-      const timeval tv{static_cast<time_t>(us / 1'000'000),
-                       static_cast<suseconds_t>(us % 1'000'000)};
-      const auto master = redis_detail::master_from_sentinels(endpoint, tv, why);
+      const auto master = redis_detail::master_from_sentinels(endpoint, timeout_tv(), why);
       if (!master) throw failure("no sentinel named the master: " + why);
       const node at{master->first, master->second};
       ctx = open(at);

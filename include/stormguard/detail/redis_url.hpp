@@ -46,19 +46,18 @@ struct redis_url {
 /// `url` with the password (if any) replaced by "***": safe to print. Works on unparsable text
 /// too: whatever sits between "://" and the last '@' of the text is the user info (a password
 /// holding an unencoded '/', '?', '#', '@', space or quote is hidden whole), its part after the
-/// first ':' hidden, or all of it when it has no ':'. Text without "://" that holds an '@' is
-/// shown from its last '@' on, "***" before it.
+/// first ':' hidden, or all of it when it has no ':'. Text without "://", or whose last '@'
+/// precedes "://", is shown from that '@' on, "***" before it.
 [[nodiscard]] inline std::string redact_redis_url(std::string_view url) {
+  const auto at = url.rfind('@');
+  if (at == std::string_view::npos) return std::string(url);
   const auto scheme_end = url.find("://");
-  if (scheme_end == std::string_view::npos) {
-    // Not a URL ("redis:/u:pw@h", "u:pw@h"): whatever precedes the last '@' may hold a password.
-    const auto at = url.rfind('@');
-    if (at == std::string_view::npos) return std::string(url);
+  if (scheme_end == std::string_view::npos || at < scheme_end + 3) {
+    // Not a URL, or its last '@' before "://" ("redis:/u:pw@h", "u:pw@h", "u:pw@h://x"):
+    // whatever precedes that '@' may hold a password.
     return "***" + std::string(url.substr(at));
   }
   const std::size_t authority = scheme_end + 3;
-  const auto at = url.rfind('@');
-  if (at == std::string_view::npos || at < authority) return std::string(url);
   const std::string_view userinfo = url.substr(authority, at - authority);
   const auto colon = userinfo.find(':');
   std::string out(url.substr(0, authority));

@@ -389,66 +389,7 @@ TEST(RedisFleetSync, AShardedBudgetKeepsEachShardUnderItsOwnKey) {
   for (auto& sync : syncs) sync.reset();  // before their budgets
 }
 
-// A Redis Cluster of three masters and three replicas on loopback (cluster-node-timeout 1 s),
-// started by the test and formed with redis-cli --cluster create.
-class redis_cluster {
- public:
-  redis_cluster() {
-    const std::vector<std::string> config{"cluster-enabled yes", "cluster-node-timeout 1000",
-                                          "cluster-config-file nodes.conf"};
-    for (int i = 0; i < 6; ++i) nodes_.push_back(std::make_unique<redis_server>("", config));
-    std::string create = "redis-cli --cluster create";
-    for (const auto& n : nodes_) create += " 127.0.0.1:" + std::to_string(n->port());
-    create += " --cluster-replicas 1 --cluster-yes >/dev/null 2>&1";
-    if (std::system(create.c_str()) != 0) throw std::runtime_error("redis-cli --cluster create");
-    if (!wait_until_ok()) throw std::runtime_error("the cluster did not reach cluster_state:ok");
-    // A replica takes over only once it has synced with its master.
-    for (int tries = 0; replicas_up() < 3; ++tries) {
-      if (tries == 150) throw std::runtime_error("the replicas did not sync with their masters");
-      std::this_thread::sleep_for(100ms);
-    }
-  }
-  int replicas_up() {
-    int up = 0;
-    for (const auto& n : nodes_) {
-      const std::string info = redis_text({"INFO", "replication"}, n->port());
-      if (info.find("role:slave") != std::string::npos &&
-          info.find("master_link_status:up") != std::string::npos) {
-        ++up;
-      }
-    }
-    return up;
-  }
-  redis_server& node(std::size_t i) { return *nodes_.at(i); }
-  std::size_t size() const { return nodes_.size(); }
-  // The index of the live node that serves `key`'s slot as master (the others, replicas
-  // included, answer MOVED), or size() when none does.
-  std::size_t master_of(const std::string& key) {
-    for (std::size_t i = 0; i < nodes_.size(); ++i) {
-      if (nodes_[i]->pid() <= 0) continue;
-      const std::string reply = redis_text({"GET", key}, nodes_[i]->port());
-      if (!reply.starts_with("(error)") && !reply.starts_with("(no")) return i;
-    }
-    return nodes_.size();
-  }
-  // Waits (at most 15 s) until every live node says cluster_state:ok.
-  bool wait_until_ok() {
-    for (int tries = 0; tries < 150; ++tries) {
-      bool ok = true;
-      for (const auto& n : nodes_) {
-        if (n->pid() <= 0) continue;
-        const std::string info = redis_text({"CLUSTER", "INFO"}, n->port());
-        ok = ok && info.find("cluster_state:ok") != std::string::npos;
-      }
-      if (ok) return true;
-      std::this_thread::sleep_for(100ms);
-    }
-    return false;
-  }
-
- private:
-  std::vector<std::unique_ptr<redis_server>> nodes_;
-};
+using stormguard::test_support::redis_cluster;
 
 // A budget kept in three shards on a Redis Cluster: each shard's key hashes to its own slot;
 // a syncer given any node follows the cluster's MOVED redirection to the master of its slot,

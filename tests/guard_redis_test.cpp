@@ -12,6 +12,8 @@
 #include <functional>
 #include <latch>
 #include <memory>
+#include <optional>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -212,6 +214,154 @@ TEST(RedisOptions, ASentinelUrlFollowsTheMasterThroughAFailover) {
   const std::string message = store_error_message([&] { (void)make_redis_store({.url = url}); });
   EXPECT_NE(message.find("monitors no master named \"no-such-master\""), std::string::npos)
       << message;
+}
+
+// The sum of `rejected_calls` of the store's record commands (EVALSHA, HMGET) in every live
+// node's INFO commandstats: a command sent to a node that does not serve its slot is rejected
+// with MOVED and counted there. (The test's own GETs through redis-cli are not counted.)
+long long rejected_calls(stormguard::test_support::redis_cluster& cluster) {
+  long long total = 0;
+  for (std::size_t i = 0; i < cluster.size(); ++i) {
+    if (cluster.node(i).pid() <= 0) continue;
+    std::istringstream stats(
+        stormguard::test_support::redis_cli(cluster.node(i).port(), "info commandstats"));
+    for (std::string line; std::getline(stats, line);) {
+      if (!line.starts_with("cmdstat_evalsha:") && !line.starts_with("cmdstat_hmget:")) continue;
+      const std::size_t at = line.find("rejected_calls=");
+      if (at != std::string::npos) total += std::stoll(line.substr(at + 15));
+    }
+  }
+  return total;
+}
+
+// A redis:// URL naming one node of a Redis Cluster (3 masters, 3 replicas): the store reads the
+// slot map and sends each record's commands straight to the master of its slot — no node ever
+// rejects one (MOVED), so the store's slot arithmetic (CRC16, hash tags) agrees with the
+// servers' on keys with and without braces — and every record is on that master.
+TEST(RedisCluster, EachRecordGoesStraightToTheMasterOfItsSlot) {
+  stormguard::test_support::redis_cluster cluster;
+  const std::size_t seed = 3;  // a replica after --cluster create: it redirects everything
+  auto store = make_redis_store({.url = cluster.node(seed).url(), .prefix = "c"});
+  const long long before = rejected_calls(cluster);
+  const std::vector<std::string> principals = {"p", "{p}", "a{b}c", "{}x", "x{", "}{y}", "{{z}}"};
+  std::size_t n = 0;
+  for (const auto& principal : principals) {
+    for (int k = 0; k < 12; ++k, ++n) {
+      const std::string key = "key-" + std::to_string(k) + (k % 3 == 0 ? "{t" : "}");
+      ASSERT_EQ(store->begin({principal, key}, fp_of(1), "t", t0, k_lease, k_ttl).outcome,
+                begin_outcome::acquired);
+      ASSERT_EQ(store->complete({principal, key}, "t", t0, k_ttl,
+                                [](transaction&) {
+                                  return stored_response{201, {}, "ok"};
+                                }),
+                complete_outcome::completed);
+      const auto found = store->find({principal, key}, t0);
+      ASSERT_TRUE(found.has_value());
+      ASSERT_TRUE(found->response.has_value());
+      EXPECT_EQ(found->response->status, 201);
+      const std::string record = record_key_text("c", principal, key);
+      const std::size_t master = cluster.master_of(record);
+      ASSERT_LT(master, cluster.size()) << record;
+      EXPECT_EQ(stormguard::test_support::redis_cli(cluster.node(master).port(),
+                                                    "exists '" + record + "'"),
+                "1")
+          << record;
+    }
+  }
+  EXPECT_EQ(rejected_calls(cluster), before) << "commands sent to a node not serving the slot";
+  // The records spread over the three masters.
+  std::size_t on_first_master = 0;
+  for (std::size_t k = 0; k < 12; ++k) {
+    on_first_master += cluster.master_of(record_key_text(
+                           "c", "p", "key-" + std::to_string(k) + (k % 3 == 0 ? "{t" : "}"))) ==
+                       cluster.master_of(record_key_text("c", "p", "key-0{t"));
+  }
+  EXPECT_LT(on_first_master, 12U);
+  // A query of a key on another master is redirected (MOVED) and answered.
+  const std::string record = record_key_text("c", "p", "key-1}");
+  EXPECT_EQ(single(store->query("HGET", {record, "status"})), "201");
+}
+
+// On a Cluster, complete()'s queued writes must share the record's hash slot: keys with the
+// record's hash tag are committed with it; one key of another slot refuses the whole step before
+// anything is written, naming the key, both slots and the tag to use, and the record stays in
+// progress.
+TEST(RedisCluster, QueuedWritesOfAnotherSlotAreRefusedBeforeAnythingIsWritten) {
+  stormguard::test_support::redis_cluster cluster;
+  auto store = make_redis_store({.url = cluster.node(0).url(), .prefix = "c"});
+  const std::string tag = "{" + record_key_text("c", "p", "k1") + "}";
+  ASSERT_EQ(store->begin({"p", "k1"}, fp_of(1), "t", t0, k_lease, k_ttl).outcome,
+            begin_outcome::acquired);
+  ASSERT_EQ(store->complete({"p", "k1"}, "t", t0, k_ttl,
+                            [&](transaction& tx) {
+                              tx.execute("SET", {tag + ":balance", "5"});
+                              tx.execute("RPUSH", {tag + ":ledger", "charge-1"});
+                              tx.execute("PING", {});  // no key at all
+                              return stored_response{200, {}, "ok"};
+                            }),
+            complete_outcome::completed);
+  EXPECT_EQ(single(store->query("GET", {tag + ":balance"})), "5");
+
+  ASSERT_EQ(store->begin({"p", "k2"}, fp_of(1), "t", t0, k_lease, k_ttl).outcome,
+            begin_outcome::acquired);
+  const std::string tag2 = "{" + record_key_text("c", "p", "k2") + "}";
+  std::string message;
+  try {
+    (void)store->complete({"p", "k2"}, "t", t0, k_ttl, [&](transaction& tx) {
+      tx.execute("SET", {tag2 + ":a", "1"});
+      tx.execute("MSET", {tag2 + ":b", "2", "elsewhere", "3"});
+      return stored_response{200, {}, "ok"};
+    });
+  } catch (const store_error& e) {
+    message = e.what();
+  }
+  EXPECT_NE(message.find("queued command 2 (MSET) names key \"elsewhere\" of hash slot"),
+            std::string::npos)
+      << message;
+  EXPECT_NE(message.find("the hash tag " + tag2), std::string::npos) << message;
+  EXPECT_NE(message.find("nothing was written"), std::string::npos) << message;
+  EXPECT_EQ(single(store->query("EXISTS", {tag2 + ":a"})), "0");
+  EXPECT_EQ(single(store->query("EXISTS", {"elsewhere"})), "0");
+  const auto found = store->find({"p", "k2"}, t0);
+  ASSERT_TRUE(found.has_value());
+  EXPECT_EQ(found->outcome, begin_outcome::in_progress);
+}
+
+// The master of a record's slot killed: its replica is promoted (cluster-node-timeout 1 s); the
+// store's next steps fail (store_error, never a hang) until it reads the new map, then reach the
+// promoted replica, which holds the record.
+TEST(RedisCluster, TheStoreFollowsAFailoverOfARecordsMaster) {
+  stormguard::test_support::redis_cluster cluster;
+  auto store = make_redis_store({.url = cluster.node(0).url(), .prefix = "c", .timeout = 500ms});
+  ASSERT_EQ(store->begin({"p", "k"}, fp_of(1), "t", t0, k_lease, k_ttl).outcome,
+            begin_outcome::acquired);
+  const std::string record = record_key_text("c", "p", "k");
+  const std::size_t master = cluster.master_of(record);
+  ASSERT_LT(master, cluster.size());
+  // The replica has the record before its master dies (WAIT: replicated to one replica).
+  EXPECT_EQ(stormguard::test_support::redis_cli(cluster.node(master).port(), "wait 1 2000"), "1");
+  cluster.node(master).kill();
+  ASSERT_TRUE(cluster.wait_until_ok());
+  std::optional<complete_outcome> done;
+  int failures = 0;
+  for (int tries = 0; tries < 100 && !done; ++tries) {
+    try {
+      done = store->complete({"p", "k"}, "t", t0, k_ttl, [](transaction&) {
+        return stored_response{200, {}, "ok"};
+      });
+    } catch (const store_error&) {
+      ++failures;
+      std::this_thread::sleep_for(100ms);
+    }
+  }
+  ASSERT_TRUE(done.has_value()) << failures << " failures";
+  EXPECT_EQ(*done, complete_outcome::completed);
+  const std::size_t promoted = cluster.master_of(record);
+  ASSERT_LT(promoted, cluster.size());
+  EXPECT_NE(promoted, master);
+  EXPECT_EQ(stormguard::test_support::redis_cli(cluster.node(promoted).port(),
+                                                "hget '" + record + "' state"),
+            "completed");
 }
 
 TEST(RedisOptions, BadPrefixTimeoutOrMaxConnectionsIsRejectedNamingTheField) {

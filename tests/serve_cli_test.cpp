@@ -584,6 +584,21 @@ TEST(ServeCli, IdempotencyOffChargesEveryAttempt) {
   EXPECT_EQ(ledger_rows(url), 2) << "the double charge the guard prevents";
 }
 
+// The payments ledger is one Redis list written by every charge; on a Redis Cluster each
+// charge's record is in its own hash slot, and the store refuses writes outside it: serve says
+// so when it starts (exit 2), instead of answering every charge 503.
+TEST(ServeCli, ARedisClusterForThePaymentsLedgerIsRefusedAtStart) {
+  stormguard::test_support::redis_cluster cluster;
+  const auto r = run_program({k_cli, "serve", "friday-night", "--port", "0", "--idempotency",
+                              "redis:" + cluster.node(0).url()},
+                             stderr_mode::capture, std::chrono::seconds(10));
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("--idempotency: a Redis Cluster cannot keep the payments ledger"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(r.out, "");
+}
+
 TEST(ServeCli, AStoreOutageIsA503WithRetryAfterAndSaidOnceOnStderrWithItsCause) {
   auto redis = std::make_unique<stormguard::test_support::redis_server>();  // ours: we kill it
   const std::string err = (std::filesystem::temp_directory_path() /

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "redis/cluster.hpp"
 #include "redis/sentinel.hpp"
 #include "redis/sigpipe_guard.hpp"
 #include "stormguard/detail/format.hpp"
@@ -261,11 +262,7 @@ struct redis_sync::impl {
   std::string shown_url;  // redacted
 
   // A Redis server the store may be reached at.
-  struct node {
-    std::string host;
-    int port = 0;
-    friend bool operator==(const node&, const node&) = default;
-  };
+  using node = redis_detail::node;
   // The most nodes remembered (the URL's, and a Redis Cluster's), the most tried by one connect,
   // and the most redirections one exchange follows.
   static constexpr std::size_t k_max_nodes = 64;
@@ -462,42 +459,12 @@ struct redis_sync::impl {
 
   void learn_cluster_nodes() STORMGUARD_REQUIRES(mutex) {
     const reply_ptr r = command({"CLUSTER", "SLOTS"});
-    if (r->type != REDIS_REPLY_ARRAY) return;  // not a cluster
-    const std::string own_host = nodes[current].host;
-    for (std::size_t i = 0; i < r->elements; ++i) {
-      const redisReply* range = r->element[i];
-      if (range->type != REDIS_REPLY_ARRAY) continue;
-      for (std::size_t j = 2; j < range->elements; ++j) {  // [start, end, master, replicas...]
-        const redisReply* at = range->element[j];
-        if (at->type != REDIS_REPLY_ARRAY || at->elements < 2 ||
-            at->element[0]->type != REDIS_REPLY_STRING ||
-            at->element[1]->type != REDIS_REPLY_INTEGER) {
-          continue;
-        }
-        std::string host(at->element[0]->str, at->element[0]->len);
-        // An empty or unknown ("?") endpoint is the node we asked, as Redis documents.
-        if (host.empty() || host == "?") host = own_host;
-        (void)remember(node{std::move(host), static_cast<int>(at->element[1]->integer)});
-      }
+    const auto ranges = redis_detail::slot_ranges_of(r.get(), nodes[current].host);
+    if (!ranges) return;  // not a cluster
+    for (const auto& range : *ranges) {
+      (void)remember(range.master);
+      for (const auto& replica : range.replicas) (void)remember(replica);
     }
-  }
-
-  // A Redis Cluster's redirection ("MOVED 3999 127.0.0.1:6381", "ASK 3999 127.0.0.1:6381"):
-  // the node it names, or nullopt for any other reply.
-  static std::optional<node> redirected(std::string_view error, std::string_view kind) {
-    if (!error.starts_with(kind)) return std::nullopt;
-    const std::size_t space = error.rfind(' ');
-    const std::size_t colon = error.rfind(':');
-    if (space == std::string_view::npos || colon == std::string_view::npos || colon < space) {
-      return std::nullopt;
-    }
-    int port = 0;
-    const std::string_view digits = error.substr(colon + 1);
-    const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), port);
-    if (ec != std::errc() || end != digits.data() + digits.size() || port <= 0 || port > 65535) {
-      return std::nullopt;
-    }
-    return node{std::string(error.substr(space + 1, colon - space - 1)), port};
   }
 
   // What one exchange returns besides the answer (the script's elements 5 to 8).
@@ -562,20 +529,19 @@ struct redis_sync::impl {
     // for this command only (ASKING first, on a connection of its own).
     for (int hop = 0; r->type == REDIS_REPLY_ERROR; ++hop) {
       const std::string_view error(r->str, r->len);
-      const auto moved = redirected(error, "MOVED ");
-      const auto ask = moved ? std::nullopt : redirected(error, "ASK ");
-      if (!moved && !ask) break;
+      const auto to = redis_detail::redirection_of(error, nodes[current].host);
+      if (!to) break;
       if (hop == k_max_redirects) {
         throw failure("more than " + std::to_string(k_max_redirects) +
                       " redirections of a Redis Cluster: " + std::string(error));
       }
-      if (moved) {
+      if (!to->ask) {
         ctx.reset();
-        current = remember(*moved);
-        ctx = open(*moved);
+        current = remember(to->to);
+        ctx = open(to->to);
         r = send(ctx.get());
       } else {
-        context_ptr once = open(*ask);
+        context_ptr once = open(to->to);
         const reply_ptr asking = command(once.get(), {"ASKING"});
         if (asking->type == REDIS_REPLY_ERROR) throw failure("ASKING: " + std::string(asking->str));
         r = send(once.get());

@@ -24,8 +24,11 @@
 // once). Lua numbers are doubles, which cannot hold nanoseconds since the epoch exactly, so the
 // scripts compare the decimal texts (le() below).
 //
-// Needs Redis 7 or later (the scripts declare flags: "#!lua"). Not for Redis Cluster:
-// complete()'s script runs the handler's commands on keys it does not declare in KEYS, which a
+// Needs Redis 7 or later (the scripts declare flags: "#!lua"). On a Redis Cluster each step goes
+// to the master serving its record's hash slot (redis_routes.hpp); complete()'s script runs the
+// handler's queued commands on keys it does not declare in KEYS, so on a Cluster their keys are
+// checked first (COMMAND GETKEYS) and one of another slot refuses the step before anything is
+// written (check_same_slot).
 #include <hiredis/hiredis.h>
 #include <sys/time.h>
 
@@ -44,7 +47,9 @@
 #include "guard/codec.hpp"
 #include "guard/pool.hpp"
 #include "guard/redis_connection.hpp"
+#include "guard/redis_routes.hpp"
 #include "guard/redis_scripts.hpp"
+#include "redis/cluster.hpp"
 #include "redis/sentinel.hpp"
 #include "stormguard/detail/format.hpp"
 #include "stormguard/detail/redact.hpp"
@@ -179,11 +184,24 @@ class redis_store final : public store {
         prefix_(o.prefix),
         timeout_(o.timeout),
         where_("redis store " + detail::escape_control(detail::redact_redis_url(o.url), 200)),
-        pool_(o.max_connections, [this] { return open(); }) {
-    // Open one connection now: a store that cannot be reached fails here (stores.hpp).
-    auto first = pool_.acquire();
-    if (o.require_noeviction) check_eviction_policy(first);
-    check_schema(first);
+        routes_(
+            redis_detail::node{endpoint_.host, endpoint_.port}, o.max_connections,
+            [this](const redis_detail::node& n) { return open(n); },
+            [this](pooled& c, argv_builder& argv) { return call(c, argv); }, where_) {
+    // Open one connection now: a store that cannot be reached fails here (stores.hpp). It also
+    // says whether the server is a Redis Cluster (redis_routes.hpp).
+    {
+      auto first = routes_.seed_connection();
+      if (endpoint_.sentinels.empty()) routes_.discover(first);
+      if (o.require_noeviction && !routes_.cluster()) check_eviction_policy(first);
+    }
+    if (o.require_noeviction && routes_.cluster()) {
+      for (const std::size_t master : routes_.masters()) {
+        auto conn = routes_.connection_at(master);
+        check_eviction_policy(conn);
+      }
+    }
+    check_schema();
   }
 
   [[nodiscard]] store_kind kind() const noexcept override { return store_kind::redis; }
@@ -205,8 +223,7 @@ class redis_store final : public store {
     const std::array<std::string_view, 6> args = {now_text,   fp_text,      token,
                                                   lease_text, expires_text, pexpire};
 
-    auto conn = pool_.acquire();
-    const reply_ptr reply = eval(conn, k_begin, key, args);
+    const reply_ptr reply = run_script(k_begin, key, args);
     const redisReply* r = reply.get();
     auto corrupt = [&](std::string_view why) {
       return store_error(where_ + ": begin on " + detail::quote_for_message(key) +
@@ -284,8 +301,8 @@ class redis_store final : public store {
       args.insert(args.end(), commands[i].begin(), commands[i].end());
     }
 
-    auto conn = pool_.acquire();
-    const reply_ptr reply = eval(conn, k_complete, key, args);
+    if (routes_.cluster() && !commands.empty()) check_same_slot(key, commands);
+    const reply_ptr reply = run_script(k_complete, key, args);
     if (reply->type != REDIS_REPLY_INTEGER) {
       throw store_error(where_ + ": complete on " + detail::quote_for_message(key) +
                         ": unexpected reply");
@@ -303,8 +320,7 @@ class redis_store final : public store {
           std::string_view("body")}) {
       argv.add(a);
     }
-    auto conn = pool_.acquire();
-    const reply_ptr reply = call(conn, argv);
+    const reply_ptr reply = routes_.run(key, [&](pooled& conn) { return call(conn, argv); });
     const redisReply* r = reply.get();
     if (r->type != REDIS_REPLY_ARRAY || r->elements != 7) {
       throw store_error(where_ + ": find on " + detail::quote_for_message(key) +
@@ -340,8 +356,7 @@ class redis_store final : public store {
   void release(const record_key& id, std::string_view token) override {
     const std::string key = record_key_of(id);
     const std::array<std::string_view, 1> args = {token};
-    auto conn = pool_.acquire();
-    (void)eval(conn, k_release, key, args);
+    (void)run_script(k_release, key, args);
   }
 
   std::size_t purge_expired(wall_time_point) override { return 0; }
@@ -361,8 +376,9 @@ class redis_store final : public store {
     argv.reserve(params.size() + 1);
     argv.add(statement);
     for (const auto p : params) argv.add(p);
-    auto conn = pool_.acquire();
-    const reply_ptr reply = call(conn, argv);
+    // On a Redis Cluster: sent to the seed, and redirected to the node serving its key.
+    const reply_ptr reply =
+        routes_.run(std::nullopt, [&](pooled& conn) { return call(conn, argv); });
     if (reply->type == REDIS_REPLY_ERROR) {
       throw store_error(where_ + ": " + detail::escape_control(statement, 80) + ": " +
                         detail::escape_control(text_of(*reply)));
@@ -403,7 +419,7 @@ class redis_store final : public store {
   }
 
  private:
-  using pooled = internal::pool<connection>::lease;
+  using pooled = internal::redis_routes::pooled;
 
   /// Refuses a server whose maxmemory-policy may evict keys: an evicted record lets a retry run
   /// its request again, and an evicted ledger row loses a write that was answered as done.
@@ -435,7 +451,7 @@ class redis_store final : public store {
   /// Marks a prefix without a version as version 1 (SET NX: two processes opening it at once
   /// write one value), then refuses a prefix of another version (internal::schema_check). The
   /// key `<prefix>:schema` cannot be a record's (`<prefix>:<length>:...`) and has no expiry.
-  void check_schema(pooled& conn) const {
+  void check_schema() {
     const std::string key = prefix_ + ":schema";
     const std::string version = std::to_string(internal::k_record_schema_version);
     argv_builder set;
@@ -443,11 +459,11 @@ class redis_store final : public store {
                                      std::string_view(version), std::string_view("NX")}) {
       set.add(a);
     }
-    const reply_ptr written = call(conn, set);
+    const reply_ptr written = routes_.run(key, [&](pooled& conn) { return call(conn, set); });
     argv_builder get;
     get.add("GET");
     get.add(key);
-    const reply_ptr read = call(conn, get);
+    const reply_ptr read = routes_.run(key, [&](pooled& conn) { return call(conn, get); });
     for (const redisReply* r : {written.get(), read.get()}) {
       if (r->type == REDIS_REPLY_ERROR) {
         throw store_error(where_ + ": cannot read or write the schema version (" +
@@ -499,10 +515,10 @@ class redis_store final : public store {
   /// A new connection: connected, timeouts set, the database selected, named (CLIENT SETNAME
   /// PREFIX: CLIENT LIST shows the store's connections) and the scripts loaded — all in one
   /// pipelined round trip after the connect.
-  std::unique_ptr<connection> open() const {
+  std::unique_ptr<connection> open(const redis_detail::node& at) const {
     const timeval tv = timeout_timeval();
-    std::string host = endpoint_.host;
-    int port = endpoint_.port;
+    std::string host = at.host;
+    int port = at.port;
     if (!endpoint_.sentinels.empty()) {
       // Redis Sentinel: each new connection goes to the master the sentinels name now (after a
       // failover the pool's broken connections are discarded and replaced by new ones).
@@ -606,18 +622,87 @@ class redis_store final : public store {
         conn->sha[script] = std::string(text_of(*loaded));
         continue;
       }
+      return reply;  // another error: run_script says it (after a redirection is followed)
+    }
+  }
+
+  /// A script on `key`, where its slot is served; an error reply throws store_error.
+  reply_ptr run_script(script_id script, std::string_view key,
+                       std::span<const std::string_view> args) {
+    reply_ptr reply = routes_.run(key, [&](pooled& conn) { return eval(conn, script, key, args); });
+    if (reply->type == REDIS_REPLY_ERROR) {
       static constexpr std::array<std::string_view, k_script_count> names = {"begin", "complete",
                                                                              "release"};
       throw store_error(where_ + ": " + std::string(names[script]) + " on " +
-                        detail::quote_for_message(key) + ": " + detail::escape_control(message));
+                        detail::quote_for_message(key) + ": " +
+                        detail::escape_control(text_of(*reply)));
     }
+    return reply;
+  }
+
+  /// On a Redis Cluster, complete()'s script may only touch keys of its record's slot (a script
+  /// runs on one node, and Redis refuses another slot's key only when the script reaches it,
+  /// after the commands before it were written). So the keys of every queued command are asked
+  /// for first (COMMAND GETKEYS, pipelined: one round trip) and a key of another slot refuses
+  /// the whole step, store_error, before anything is written.
+  void check_same_slot(std::string_view key,
+                       const std::vector<std::vector<std::string>>& commands) {
+    const std::uint16_t record_slot = redis_detail::slot_of(key);
+    const reply_ptr keys = routes_.run(key, [&](pooled& conn) {
+      const sigpipe_guard no_sigpipe;
+      for (const auto& c : commands) {
+        argv_builder argv;
+        argv.reserve(c.size() + 2);
+        argv.add("COMMAND");
+        argv.add("GETKEYS");
+        for (const auto& a : c) argv.add(a);
+        if (redisAppendCommandArgv(conn->ctx, argv.argc(), argv.argv(), argv.argvlen()) !=
+            REDIS_OK) {
+          const store_error e = io_error(conn->ctx, "COMMAND GETKEYS");
+          conn.discard();
+          throw e;
+        }
+      }
+      // The replies, gathered as one array reply's elements would be: checked below.
+      std::vector<reply_ptr> replies;
+      for (std::size_t i = 0; i < commands.size(); ++i) {
+        void* raw = nullptr;
+        if (redisGetReply(conn->ctx, &raw) != REDIS_OK) {
+          const store_error e = io_error(conn->ctx, "COMMAND GETKEYS");
+          conn.discard();
+          throw e;
+        }
+        replies.emplace_back(static_cast<redisReply*>(raw));
+      }
+      for (std::size_t i = 0; i < replies.size(); ++i) {
+        const redisReply* r = replies[i].get();
+        if (r->type != REDIS_REPLY_ARRAY) continue;  // no keys, or an error the script reports
+        for (std::size_t j = 0; j < r->elements; ++j) {
+          if (!is_text(r->element[j])) continue;
+          const std::string_view k = text_of(*r->element[j]);
+          const std::uint16_t slot = redis_detail::slot_of(k);
+          if (slot == record_slot) continue;
+          throw store_error(
+              where_ + ": complete on " + detail::quote_for_message(key) + ": queued command " +
+              std::to_string(i + 1) + " (" + detail::escape_control(commands[i][0], 40) +
+              ") names key " + detail::quote_for_message(k) + " of hash slot " +
+              std::to_string(slot) + ", the record is in slot " + std::to_string(record_slot) +
+              ": on a Redis Cluster the handler's writes must share the record's slot (a key "
+              "with the hash tag {" +
+              detail::escape_control(redis_detail::hashed_part_of(key), 300) +
+              "}); nothing was written");
+        }
+      }
+      return reply_ptr{};  // nothing to say: every key is in the record's slot
+    });
+    (void)keys;
   }
 
   endpoint endpoint_;
   std::string prefix_;
   std::chrono::milliseconds timeout_;
   std::string where_;
-  internal::pool<connection> pool_;
+  internal::redis_routes routes_;
 };
 
 }  // namespace

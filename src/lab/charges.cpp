@@ -183,8 +183,20 @@ charges_endpoint::charges_endpoint(const payments_options& options)
                " (seq BIGSERIAL PRIMARY KEY, id TEXT NOT NULL UNIQUE, principal TEXT NOT NULL, "
                "idem_key TEXT NOT NULL, amount BIGINT NOT NULL, currency TEXT NOT NULL)";
       break;
-    case guard::store_kind::redis:  // a list, created by the first RPUSH
+    case guard::store_kind::redis: {  // a list, created by the first RPUSH
+      // On a Redis Cluster every charge's record has its own hash slot, and the store refuses a
+      // handler's write outside it (docs/idempotency.md, "Redis Sentinel and Redis Cluster"):
+      // one ledger list for every charge cannot be written there. Said now, not per charge.
+      const auto info = store_->query("INFO", {"cluster"});
+      if (!info.empty() && !info.front().empty() && info.front().front() &&
+          info.front().front()->find("cluster_enabled:1") != std::string::npos) {
+        throw std::invalid_argument(
+            "a Redis Cluster cannot keep the payments ledger (one list written by "
+            "every charge, whose records are in other hash slots); use one Redis server, or "
+            "redis+sentinel:// for failover");
+      }
       break;
+    }
   }
   if (!create.empty()) {
     try {

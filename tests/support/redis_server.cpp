@@ -415,4 +415,57 @@ bool redis_sentinel_set::kill_master_and_wait_for_failover() {
   });
 }
 
+redis_cluster::redis_cluster() {
+  const std::vector<std::string> config{"cluster-enabled yes", "cluster-node-timeout 1000",
+                                        "cluster-config-file nodes.conf"};
+  for (int i = 0; i < 6; ++i) nodes_.push_back(std::make_unique<redis_server>("", config));
+  std::string create = "redis-cli --cluster create";
+  for (const auto& n : nodes_) create += " 127.0.0.1:" + std::to_string(n->port());
+  create += " --cluster-replicas 1 --cluster-yes >/dev/null 2>&1";
+  if (std::system(create.c_str()) != 0) throw std::runtime_error("redis-cli --cluster create");
+  if (!wait_until_ok()) throw std::runtime_error("the cluster did not reach cluster_state:ok");
+  // A replica takes over only once it has synced with its master.
+  for (int tries = 0; replicas_up() < 3; ++tries) {
+    if (tries == 150) throw std::runtime_error("the replicas did not sync with their masters");
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+}
+
+int redis_cluster::replicas_up() {
+  int up = 0;
+  for (const auto& n : nodes_) {
+    const std::string info = redis_cli(n->port(), "info replication");
+    if (info.find("role:slave") != std::string::npos &&
+        info.find("master_link_status:up") != std::string::npos) {
+      ++up;
+    }
+  }
+  return up;
+}
+
+std::size_t redis_cluster::master_of(const std::string& key) {
+  for (std::size_t i = 0; i < nodes_.size(); ++i) {
+    if (nodes_[i]->pid() <= 0) continue;
+    const std::string reply = redis_cli(nodes_[i]->port(), "get '" + key + "'");
+    if (!reply.starts_with("MOVED") && !reply.starts_with("ASK") &&
+        !reply.starts_with("CLUSTERDOWN") && !reply.starts_with("Could not connect")) {
+      return i;
+    }
+  }
+  return nodes_.size();
+}
+
+bool redis_cluster::wait_until_ok() {
+  for (int tries = 0; tries < 150; ++tries) {
+    bool ok = true;
+    for (const auto& n : nodes_) {
+      if (n->pid() <= 0) continue;
+      ok = ok && redis_cli(n->port(), "cluster info").find("cluster_state:ok") != std::string::npos;
+    }
+    if (ok) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return false;
+}
+
 }  // namespace stormguard::test_support

@@ -102,6 +102,26 @@ class redis_sentinel_set {
   std::vector<std::unique_ptr<redis_server>> sentinels_;
 };
 
+/// A Redis Cluster of three masters and three replicas on 127.0.0.1 (cluster-node-timeout 1 s),
+/// each a redis_server of its own, formed with `redis-cli --cluster create`; the constructor
+/// waits (at most 15 s each) until every node says cluster_state:ok and every replica has synced
+/// with its master. Throws std::runtime_error when they do not.
+class redis_cluster {
+ public:
+  redis_cluster();
+  [[nodiscard]] redis_server& node(std::size_t i) { return *nodes_.at(i); }
+  [[nodiscard]] std::size_t size() const { return nodes_.size(); }
+  /// The index of the live node that serves `key`'s slot as master (the others, replicas
+  /// included, answer MOVED), or size() when none does.
+  [[nodiscard]] std::size_t master_of(const std::string& key);
+  /// Waits (at most 15 s) until every live node says cluster_state:ok; false when one does not.
+  bool wait_until_ok();
+
+ private:
+  [[nodiscard]] int replicas_up();
+  std::vector<std::unique_ptr<redis_server>> nodes_;
+};
+
 }  // namespace stormguard::test_support
 
 #endif  // STORMGUARD_TESTS_SUPPORT_REDIS_SERVER_HPP

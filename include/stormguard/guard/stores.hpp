@@ -76,14 +76,17 @@ struct postgres_options {
 struct redis_options {
   /// redis://HOST[:PORT][/DB] (PORT default 6379, DB default 0), or
   /// redis+sentinel://HOST[:PORT][,HOST[:PORT]...]/MASTER[/DB]: each new connection goes to the
-  /// master the sentinels name then (docs/budgets.md, "Sentinel"); not empty. A Redis Cluster is
-  /// not supported yet (the store's keys span slots).
+  /// master the sentinels name then (docs/budgets.md, "Sentinel"); not empty. A redis:// URL may
+  /// name any node of a Redis Cluster: the store reads the slot map (CLUSTER SLOTS) when it
+  /// opens, sends each record's commands to the master of its hash slot, follows MOVED and ASK,
+  /// and reads the map again when a master fails (docs/idempotency.md, "Redis Cluster"). On a
+  /// Cluster the handler's queued writes must be keys of the record's slot.
   std::string url{};
   std::string prefix{default_table};        ///< prefix of every key written, before ':'; 1..63
                                             ///< characters of printable ASCII without spaces
                                             ///< (also the connections' CLIENT SETNAME)
   std::chrono::milliseconds timeout{2000};  ///< connect and command timeout; > 0
-  std::size_t max_connections = 8;          ///< 1..1024
+  std::size_t max_connections = 8;          ///< 1..1024; on a Redis Cluster, per node
   /// Whether opening the store checks that the server's maxmemory-policy is noeviction and
   /// refuses (store_error naming the setting and its value) otherwise: any other policy may evict
   /// records under memory pressure, and a retry then runs its request again. Set it to false

@@ -19,14 +19,21 @@
 //                            sync), sent by hiredis with the arguments redis_sync sent: the
 //                            baseline of the same run. Each sync is one budget's round trip.
 //
+// redis-server runs on a core of its own (give_redis_a_core, below; the context line
+// "redis_server_core" says which).
+//
 // Reproduce: cmake --build build --target fleet_store_benchmark &&
 //            build/bench/fleet_store_benchmark (docs/performance.md).
 #include <benchmark/benchmark.h>
 #include <hiredis/hiredis.h>
+#include <sched.h>
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <thread>
@@ -60,6 +67,11 @@ std::int64_t commands_processed() {
   redisFree(c);
   return n;
 }
+
+// What a busy process reports per sync in the saturation benchmarks' busy variants: 10 requests
+// and one retry (100 requests/s at the default sync_interval of 100 ms, 10 % of them retried).
+constexpr int k_busy_requests = 10;
+constexpr int k_busy_retries = 1;
 
 // The script of fleet protocol 2, as src/fleet/redis_sync.cpp had it before protocol 3: the
 // baseline of BM_FleetStoreSaturationProtocol2 (KEYS window, clients, claims, version; ARGV
@@ -293,9 +305,20 @@ void BM_FleetStoreSaturation(benchmark::State& state) {
   for (auto& s : syncs) (void)s->sync_once(true);  // every budget has joined
   const std::int64_t before = state.threads() == 1 ? commands_processed() : 0;
   const double before_usec = state.threads() == 1 ? script_usec() : 0;
+  // Busy (range 1): each sync reports 10 requests and a retry, as a process that syncs because
+  // it acts does (k_busy_requests, k_busy_retries); idle (range 0): nothing to report.
+  const bool active = state.range(0) == 1;
+  stormguard::random_generator g(static_cast<std::uint64_t>(state.thread_index()) + 1);
   const redis_busy busy(state);
   std::size_t i = 0;
   for (auto _ : state) {
+    if (active) {
+      const auto now = clock.now();
+      for (int r = 0; r < k_busy_requests; ++r) (void)budgets[i]->try_admit(now, g);
+      for (int r = 0; r < k_busy_retries; ++r) {
+        (void)budgets[i]->try_withdraw(now, stormguard::attempt_status::failure, g);
+      }
+    }
     benchmark::DoNotOptimize(syncs[i]->sync_once(true));
     i = (i + 1) % syncs.size();
   }
@@ -309,7 +332,14 @@ void BM_FleetStoreSaturation(benchmark::State& state) {
         (script_usec() - before_usec) / static_cast<double>(state.iterations());
   }
 }
-BENCHMARK(BM_FleetStoreSaturation)->Threads(1)->Threads(2)->Threads(4)->UseRealTime();
+BENCHMARK(BM_FleetStoreSaturation)
+    ->ArgName("busy")
+    ->Arg(0)
+    ->Arg(1)
+    ->Threads(1)
+    ->Threads(2)
+    ->Threads(4)
+    ->UseRealTime();
 
 void BM_FleetStoreSaturationProtocol2(benchmark::State& state) {
   constexpr int k_budgets = 50;
@@ -326,13 +356,21 @@ void BM_FleetStoreSaturationProtocol2(benchmark::State& state) {
                               : std::string();
   if (loaded != nullptr) freeReplyObject(loaded);
   // The arguments redis_sync sent (default budget: 10-s window, 1-s slices, 6-s heartbeat,
-  // ratio 0.1, floor 10/s), for a budget with no traffic, as BM_FleetStoreSaturation's.
+  // ratio 0.1, floor 10/s), as BM_FleetStoreSaturation's: idle (range 0) no deltas; busy
+  // (range 1) k_busy_requests requests and k_busy_retries retries per sync, and the process's own
+  // requests of the window (its 10 slices of k_busy_requests per sync: 10 syncs per slice at
+  // 100 ms).
+  const bool active = state.range(0) == 1;
+  const std::string requests = active ? std::to_string(k_busy_requests) : "0";
+  const std::string retries = active ? std::to_string(k_busy_retries) : "0";
+  const std::string own = active ? std::to_string(k_busy_requests * 100) : "0";
   std::vector<std::vector<std::string>> calls;
   for (int i = 0; i < k_budgets; ++i) {
     calls.push_back({"EVALSHA", sha, "4", "{bench-protocol-2}:window", "{bench-protocol-2}:clients",
                      "{bench-protocol-2}:claims", "{bench-protocol-2}:version",
-                     "t" + std::to_string(state.thread_index()) + "-c" + std::to_string(i), "0",
-                     "0", "1000", "10", "6000", "10000000", "0", "100000", "100000000", "2"});
+                     "t" + std::to_string(state.thread_index()) + "-c" + std::to_string(i),
+                     requests, retries, "1000", "10", "6000", "10000000", own, "100000",
+                     "100000000", "2"});
   }
   std::vector<std::vector<const char*>> argv(calls.size());
   std::vector<std::vector<std::size_t>> lens(calls.size());
@@ -342,9 +380,23 @@ void BM_FleetStoreSaturationProtocol2(benchmark::State& state) {
       lens[i].push_back(a.size());
     }
   }
+  // One connection per budget, as each process's redis_sync keeps its own (BM_FleetStoreSaturation
+  // too): Redis serves as many connections with either protocol.
+  std::vector<redisContext*> connections;
+  for (int i = 0; i < k_budgets; ++i) {
+    redisContext* own = redisConnect("127.0.0.1", redis_server::shared().port());
+    if (own == nullptr || own->err != 0) {
+      state.SkipWithError("cannot connect to redis-server");
+      if (own != nullptr) redisFree(own);
+      for (redisContext* o : connections) redisFree(o);
+      redisFree(c);
+      return;
+    }
+    connections.push_back(own);
+  }
   const auto sync = [&](std::size_t i) {
-    auto* r = static_cast<redisReply*>(
-        redisCommandArgv(c, static_cast<int>(argv[i].size()), argv[i].data(), lens[i].data()));
+    auto* r = static_cast<redisReply*>(redisCommandArgv(
+        connections[i], static_cast<int>(argv[i].size()), argv[i].data(), lens[i].data()));
     const bool ok = r != nullptr && r->type == REDIS_REPLY_ARRAY && r->elements == 4;
     if (r != nullptr) freeReplyObject(r);
     return ok;
@@ -369,8 +421,57 @@ void BM_FleetStoreSaturationProtocol2(benchmark::State& state) {
     state.counters["redis_us/sync"] =
         (script_usec() - before_usec) / static_cast<double>(state.iterations());
   }
+  for (redisContext* o : connections) redisFree(o);
   redisFree(c);
 }
-BENCHMARK(BM_FleetStoreSaturationProtocol2)->Threads(1)->Threads(2)->Threads(4)->UseRealTime();
+BENCHMARK(BM_FleetStoreSaturationProtocol2)
+    ->ArgName("busy")
+    ->Arg(0)
+    ->Arg(1)
+    ->Threads(1)
+    ->Threads(2)
+    ->Threads(4)
+    ->UseRealTime();
+
+// Gives redis-server a core of its own, as a production Redis has: the last CPU this process may
+// run on goes to Redis, the others to the benchmark's threads (which inherit the main thread's
+// set). On a machine of two cores shared with its own clients, Redis's saturation otherwise
+// measures the clients' scheduling as much as Redis. STORMGUARD_BENCH_SHARED_CORES=1 leaves
+// every thread on every core. Returns what was done, for the report's context.
+std::string give_redis_a_core() {
+  if (const char* shared = std::getenv("STORMGUARD_BENCH_SHARED_CORES");
+      shared != nullptr && std::string_view(shared) == "1") {
+    return "no (STORMGUARD_BENCH_SHARED_CORES=1)";
+  }
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  if (sched_getaffinity(0, sizeof allowed, &allowed) != 0 || CPU_COUNT(&allowed) < 2) {
+    return "no (fewer than 2 CPUs)";
+  }
+  int last = -1;
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+    if (CPU_ISSET(cpu, &allowed)) last = cpu;
+  }
+  cpu_set_t redis_set;
+  CPU_ZERO(&redis_set);
+  CPU_SET(last, &redis_set);
+  cpu_set_t ours = allowed;
+  CPU_CLR(last, &ours);
+  if (sched_setaffinity(redis_server::shared().pid(), sizeof redis_set, &redis_set) != 0 ||
+      sched_setaffinity(0, sizeof ours, &ours) != 0) {
+    return std::string("no (sched_setaffinity: ") + std::strerror(errno) + ")";
+  }
+  return "CPU " + std::to_string(last) + " (the benchmark: the other " +
+         std::to_string(CPU_COUNT(&ours)) + ")";
+}
 
 }  // namespace
+
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::AddCustomContext("redis_server_core", give_redis_a_core());
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

@@ -278,6 +278,33 @@ TEST(RedisCluster, EachRecordGoesStraightToTheMasterOfItsSlot) {
   }
   EXPECT_LT(on_first_master, 12U);
   // A query of a key on another master is redirected (MOVED) and answered.
+  // Eight threads at once, each with its own records and all with one shared key: the pools of
+  // the three masters are shared, and the shared key is acquired exactly once.
+  std::atomic<int> acquired{0};
+  std::atomic<int> completed{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&, t] {
+      const std::string token = "t" + std::to_string(t);
+      if (store->begin({"p", "shared"}, fp_of(2), token, t0, k_lease, k_ttl).outcome ==
+          begin_outcome::acquired) {
+        ++acquired;
+      }
+      for (int k = 0; k < 10; ++k) {
+        const std::string key = token + "-" + std::to_string(k);  // record_key holds views
+        const record_key id{"q", key};
+        const auto b = store->begin(id, fp_of(3), token, t0, k_lease, k_ttl).outcome;
+        const auto c = store->complete(id, token, t0, k_ttl, [](transaction&) {
+          return stored_response{200, {}, "ok"};
+        });
+        if (b == begin_outcome::acquired && c == complete_outcome::completed) ++completed;
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(acquired.load(), 1);
+  EXPECT_EQ(completed.load(), 80);
+  EXPECT_EQ(rejected_calls(cluster), before);
   const std::string record = record_key_text("c", "p", "key-1}");
   EXPECT_EQ(single(store->query("HGET", {record, "status"})), "201");
 }

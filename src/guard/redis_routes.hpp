@@ -43,9 +43,11 @@ class redis_routes {
   /// or null when it read its replies itself (nothing to redirect).
   using sender = std::function<reply_ptr(pooled&)>;
 
-  /// The most nodes a cluster's map may name, and the most redirections one command follows.
+  /// The most nodes a cluster's map may name, the most redirections one command follows, and
+  /// the most nodes asked for the map after a failure (each may cost a connect timeout).
   static constexpr std::size_t k_max_nodes = 64;
   static constexpr int k_max_redirects = 3;
+  static constexpr std::size_t k_nodes_per_relearn = 3;
 
   redis_routes(node seed, std::size_t max_connections, opener open, caller call, std::string where)
       : max_connections_(max_connections),
@@ -109,10 +111,13 @@ class redis_routes {
       } catch (const store_error&) {
         // Nothing was sent: the node is gone (a failed master). Read the map again from another
         // node and try where it points now, if that is elsewhere.
+        // A command with no key known here goes to the next node, which redirects it.
         const std::size_t before = at;
-        if (hop < k_max_redirects && relearn(at) && key) {
+        if (hop < k_max_redirects) {
+          const bool learnt = relearn(at);
           const stormguard::detail::lock hold(mutex_);
-          at = slot_node_[redis_detail::slot_of(*key)];
+          if (key && learnt) at = slot_node_[redis_detail::slot_of(*key)];
+          if (!key) at = (at + 1) % nodes_.size();
         }
         if (at == before || hop == k_max_redirects) throw;
         continue;
@@ -192,16 +197,22 @@ class redis_routes {
     }
   }
 
-  /// Reads the slot map again from the first known node other than `failed` that answers
-  /// CLUSTER SLOTS; false when none did.
+  /// Reads the slot map again from the first of at most k_nodes_per_relearn known nodes other
+  /// than `failed` (taken in turn, from where the last look stopped) that answers CLUSTER SLOTS;
+  /// false when none did. Bounded: a step waits for at most that many connect timeouts.
   bool relearn(std::size_t failed) {
     std::size_t count = 0;
+    std::size_t start = 0;
     {
       const stormguard::detail::lock hold(mutex_);
       count = nodes_.size();
+      start = relearn_from_++;
     }
-    for (std::size_t i = 0; i < count; ++i) {
+    std::size_t asked = 0;
+    for (std::size_t k = 0; k < count && asked < k_nodes_per_relearn; ++k) {
+      const std::size_t i = (start + k) % count;
       if (i == failed) continue;
+      ++asked;
       try {
         auto conn = pool_at(i).acquire();
         argv_builder argv;
@@ -228,6 +239,7 @@ class redis_routes {
   stormguard::detail::mutex mutex_;
   std::vector<node> nodes_ STORMGUARD_GUARDED_BY(mutex_);
   std::vector<pool_ptr> pools_ STORMGUARD_GUARDED_BY(mutex_);
+  std::size_t relearn_from_ STORMGUARD_GUARDED_BY(mutex_) = 0;  // the next relearn's first node
   // The index in nodes_ of the master serving each slot (0, the seed, until known).
   std::array<std::uint16_t, redis_detail::k_cluster_slots> slot_node_
       STORMGUARD_GUARDED_BY(mutex_){};

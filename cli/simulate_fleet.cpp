@@ -168,6 +168,24 @@ static bool apply_fleet_shards(const fleet_flags& f, const sim::scenario& s,
 
 bool apply_fleet_flags(const fleet_flags& f, sim::scenario& s,
                        std::vector<sim::strategy>& strategies) {
+  // The store's flags change only strategies with a fleet budget: with none selected they would
+  // change nothing, silently.
+  std::size_t fleets = 0;
+  for_each_fleet(strategies, [&](sim::strategy&, fleet_budget_options&) { ++fleets; });
+  for (const auto& [option, name] : {std::pair{f.store_rtt_option, "--store-rtt"},
+                                     std::pair{f.store_outage_option, "--store-outage"},
+                                     std::pair{f.store_capacity_option, "--store-capacity"},
+                                     std::pair{f.fleet_sync_option, "--fleet-sync"},
+                                     std::pair{f.fleet_shards_option, "--fleet-shards"}}) {
+    if (given(option) && fleets == 0) {
+      print_error(fmt::format(
+          "{} applies to strategies with a fleet budget, and none of the {} selected has one: "
+          "add one with -s (full+fleet, hedged+fleet, or a policy file whose budget has a "
+          "\"fleet\" section)",
+          name, strategies.size()));
+      return false;
+    }
+  }
   if (given(f.clients_option)) {
     const auto n = parse_clients(f.clients);
     if (!n) {

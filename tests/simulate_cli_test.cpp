@@ -342,6 +342,8 @@ TEST_F(SimulateCli, OptionsThatDoNotApplyAreUsageErrors) {
                            "--fleet-shards many",
                            "friday-night-fleet --store-capacity 1 --fleet-shards auto",
                            "layers --fleet-shards 2",
+                           "friday-night -s full --fleet-shards 2",
+                           "friday-night -s none -s full+budget --store-capacity 100",
                            "--sweep load=1:2:0",
                            "--sweep load=5",
                            "--threads 0",
@@ -350,6 +352,23 @@ TEST_F(SimulateCli, OptionsThatDoNotApplyAreUsageErrors) {
     EXPECT_EQ(r.exit_code, 2) << args << ": " << r.output;
     EXPECT_NE(r.output.find("error:"), std::string::npos) << args << ": " << r.output;
   }
+}
+
+// The store's flags change only fleet budgets: with no such strategy selected they are refused,
+// naming the flag, rather than changing nothing.
+TEST_F(SimulateCli, StoreFlagsWithoutAFleetStrategyAreRefusedNamingTheFlag) {
+  for (const std::string flag : {"--store-rtt 1ms", "--store-outage 10s:12s",
+                                 "--store-capacity 1000", "--fleet-sync 1s", "--fleet-shards 2"}) {
+    const auto r = run_cli("simulate friday-night -s full -s full+budget " + flag);
+    EXPECT_EQ(r.exit_code, 2) << flag << ": " << r.output;
+    EXPECT_NE(r.output.find(flag.substr(0, flag.find(' ')) +
+                            " applies to strategies with a fleet budget, and none of the 2 "
+                            "selected has one"),
+              std::string::npos)
+        << r.output;
+  }
+  EXPECT_EQ(
+      run_cli("simulate friday-night -s full -s full+fleet --fleet-shards 2", false).exit_code, 0);
 }
 
 // --store-capacity: a bad value names the flag, its range and the value; a store far below what

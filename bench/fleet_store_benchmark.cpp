@@ -287,6 +287,11 @@ void BM_FleetStoreLoad(benchmark::State& state) {
 }
 BENCHMARK(BM_FleetStoreLoad)->Arg(200)->Iterations(1)->Unit(benchmark::kSecond)->UseRealTime();
 
+// The runs of both saturation benchmarks: idle and busy syncs, from 1, 2 and 4 threads.
+void saturation_runs(benchmark::internal::Benchmark* b) {
+  b->ArgName("busy")->Arg(0)->Arg(1)->Threads(1)->Threads(2)->Threads(4)->UseRealTime();
+}
+
 void BM_FleetStoreSaturation(benchmark::State& state) {
   stormguard::real_clock clock;
   constexpr int k_budgets = 50;
@@ -332,14 +337,7 @@ void BM_FleetStoreSaturation(benchmark::State& state) {
         (script_usec() - before_usec) / static_cast<double>(state.iterations());
   }
 }
-BENCHMARK(BM_FleetStoreSaturation)
-    ->ArgName("busy")
-    ->Arg(0)
-    ->Arg(1)
-    ->Threads(1)
-    ->Threads(2)
-    ->Threads(4)
-    ->UseRealTime();
+BENCHMARK(BM_FleetStoreSaturation)->Apply(saturation_runs);
 
 void BM_FleetStoreSaturationProtocol2(benchmark::State& state) {
   constexpr int k_budgets = 50;
@@ -424,14 +422,7 @@ void BM_FleetStoreSaturationProtocol2(benchmark::State& state) {
   for (redisContext* o : connections) redisFree(o);
   redisFree(c);
 }
-BENCHMARK(BM_FleetStoreSaturationProtocol2)
-    ->ArgName("busy")
-    ->Arg(0)
-    ->Arg(1)
-    ->Threads(1)
-    ->Threads(2)
-    ->Threads(4)
-    ->UseRealTime();
+BENCHMARK(BM_FleetStoreSaturationProtocol2)->Apply(saturation_runs);
 
 // Gives redis-server a core of its own, as a production Redis has: the last CPU this process may
 // run on goes to Redis, the others to the benchmark's threads (which inherit the main thread's

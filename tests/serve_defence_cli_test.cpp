@@ -119,12 +119,14 @@ TEST(ServeDefenceCli, DropExpiredNeverStartsWhatCannotFinishBeforeItsDeadline) {
 // A concurrency limit of one: while a request is outstanding, the next is refused at once with
 // 503 and a Retry-After of 1 to 5 s (jittered so that refused clients come back spread out).
 TEST(ServeDefenceCli, TheConcurrencyLimitRefusesWithAJitteredRetryAfter) {
-  scenario_file s(R"({"workers": 1, "queue_limit": 10, "service_time": "400ms",
+  // The first request holds the one slot for 1 s; the second starts 400 ms after it (margin
+  // for a loaded machine that is slow to start the first curl).
+  scenario_file s(R"({"workers": 1, "queue_limit": 10, "service_time": "1s",
                    "defences": {"concurrency-limit": {"initial_limit": 1, "min_concurrency": 1}}})");
   const std::string out =
       with_serve(s.path, "--defence concurrency-limit",
                  "curl -s -o /dev/null -w 'first %{http_code}\\n' ${url}orders/1 & p1=$!; "
-                 "sleep 0.1; curl -s -i ${url}orders/2 | tr -d '\\r'; wait $p1; "
+                 "sleep 0.4; curl -s -i ${url}orders/2 | tr -d '\\r'; wait $p1; "
                  "curl -s -o /dev/null -w 'after %{http_code}\\n' ${url}orders/3; "
                  "curl -s ${url}metrics | grep '^stormguard_serve_defence_decisions_total'");
   EXPECT_NE(out.find("first 200"), std::string::npos) << out;

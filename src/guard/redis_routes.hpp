@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <array>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -19,6 +20,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -88,9 +90,15 @@ class redis_routes {
     return out;
   }
   [[nodiscard]] pooled connection_at(std::size_t index) { return pool_at(index).acquire(); }
+  /// "HOST:PORT" of a node, for messages.
+  [[nodiscard]] std::string name_of(std::size_t index) {
+    const node n = node_at(index);
+    return n.host + ":" + std::to_string(n.port);
+  }
 
   /// Runs `send` where `key`'s slot is served (nullopt: a command with no key known here, sent to
-  /// the seed and redirected like any other), following at most k_max_redirects MOVED or ASK.
+  /// the seed and redirected like any other), following at most k_max_redirects MOVED or ASK,
+  /// and sending again after a TRYAGAIN (at most k_max_redirects times, 10 ms · 2^n apart).
   /// Returns the reply, an error reply included (not a redirection); throws store_error when no
   /// node serving the slot can be reached or the redirections do not end.
   reply_ptr run(std::optional<std::string_view> key, const sender& send) {
@@ -137,6 +145,13 @@ class redis_routes {
         throw;
       }
       if (!reply || reply->type != REDIS_REPLY_ERROR) return reply;
+      if (text_of(*reply).starts_with("TRYAGAIN") && hop < k_max_redirects) {
+        // A slot being migrated holds some of the command's keys here and some on the other
+        // node: nothing ran. Again shortly, on the same node (10, 20, then 40 ms), as the
+        // cluster specification advises; then the TRYAGAIN is the reply.
+        std::this_thread::sleep_for(std::chrono::milliseconds(10) * (1 << hop));
+        continue;
+      }
       const auto to = redis_detail::redirection_of(text_of(*reply), node_at(at).host);
       if (!to) return reply;
       if (hop == k_max_redirects) {

@@ -28,7 +28,8 @@
 // to the master serving its record's hash slot (redis_routes.hpp); complete()'s script runs the
 // handler's queued commands on keys it does not declare in KEYS, so on a Cluster their keys are
 // checked first (COMMAND GETKEYS) and one of another slot refuses the step before anything is
-// written (check_same_slot).
+// written; the others are declared in KEYS, so that the server checks them too (a slot being
+// migrated answers ASK or TRYAGAIN, never runs the script where only some of them are).
 #include <hiredis/hiredis.h>
 #include <sys/time.h>
 
@@ -198,7 +199,7 @@ class redis_store final : public store {
     if (o.require_noeviction && routes_.cluster()) {
       for (const std::size_t master : routes_.masters()) {
         auto conn = routes_.connection_at(master);
-        check_eviction_policy(conn);
+        check_eviction_policy(conn, " (node " + routes_.name_of(master) + ")");
       }
     }
     check_schema();
@@ -301,8 +302,10 @@ class redis_store final : public store {
       args.insert(args.end(), commands[i].begin(), commands[i].end());
     }
 
-    if (routes_.cluster() && !commands.empty()) check_same_slot(key, commands);
-    const reply_ptr reply = run_script(k_complete, key, args);
+    const std::vector<std::string> declared = routes_.cluster() && !commands.empty()
+                                                  ? keys_in_the_records_slot(key, commands)
+                                                  : std::vector<std::string>{};
+    const reply_ptr reply = run_script(k_complete, key, args, declared);
     if (reply->type != REDIS_REPLY_INTEGER) {
       throw store_error(where_ + ": complete on " + detail::quote_for_message(key) +
                         ": unexpected reply");
@@ -323,8 +326,9 @@ class redis_store final : public store {
     const reply_ptr reply = routes_.run(key, [&](pooled& conn) { return call(conn, argv); });
     const redisReply* r = reply.get();
     if (r->type != REDIS_REPLY_ARRAY || r->elements != 7) {
-      throw store_error(where_ + ": find on " + detail::quote_for_message(key) +
-                        ": unexpected reply");
+      throw store_error(where_ + ": find on " + detail::quote_for_message(key) + ": " +
+                        (r->type == REDIS_REPLY_ERROR ? detail::escape_control(text_of(*r))
+                                                      : std::string("unexpected reply")));
     }
     auto text = [&](std::size_t i) -> std::optional<std::string_view> {
       if (!is_text(r->element[i])) return std::nullopt;
@@ -423,25 +427,27 @@ class redis_store final : public store {
 
   /// Refuses a server whose maxmemory-policy may evict keys: an evicted record lets a retry run
   /// its request again, and an evicted ledger row loses a write that was answered as done.
-  void check_eviction_policy(pooled& conn) const {
+  /// `node`: on a Redis Cluster, the master checked (" (node HOST:PORT)"), said in the errors.
+  void check_eviction_policy(pooled& conn, const std::string& node = "") const {
     argv_builder argv;
     for (const std::string_view a : {"CONFIG", "GET", "maxmemory-policy"}) argv.add(a);
     const reply_ptr reply = call(conn, argv);
     const redisReply* r = reply.get();
     if (r->type == REDIS_REPLY_ERROR) {
-      throw store_error(where_ + ": cannot read maxmemory-policy (CONFIG GET: " +
+      throw store_error(where_ + node + ": cannot read maxmemory-policy (CONFIG GET: " +
                         detail::escape_control(text_of(*r)) +
                         "); the store needs noeviction: set redis_options.require_noeviction "
                         "to false only when the server is known to be noeviction");
     }
     // RESP2 (the connections never send HELLO): an array [name, value].
     if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 || !is_text(r->element[1])) {
-      throw store_error(where_ + ": CONFIG GET maxmemory-policy: unexpected reply");
+      throw store_error(where_ + node + ": CONFIG GET maxmemory-policy: unexpected reply");
     }
     const std::string_view policy = text_of(*r->element[1]);
     if (policy != "noeviction") {
       throw store_error(
-          where_ + ": the server's maxmemory-policy is " + detail::quote_for_message(policy) +
+          where_ + node + ": the server's maxmemory-policy is " +
+          detail::quote_for_message(policy) +
           ": under memory pressure it would evict idempotency records (a retry then runs its "
           "request again) and the handler's writes; set maxmemory-policy noeviction (redis.conf, "
           "or CONFIG SET maxmemory-policy noeviction)");
@@ -528,14 +534,19 @@ class redis_store final : public store {
       host = master->first;
       port = master->second;
     }
+    // On a Redis Cluster the node is named: it is not always the URL's.
+    const std::string connect =
+        routes_.cluster() ? "connect to " + host + ":" + std::to_string(port) : "connect";
     redisContext* ctx = nullptr;
     {
       const sigpipe_guard no_sigpipe;
       ctx = redisConnectWithTimeout(host.c_str(), port, tv);
     }
-    if (ctx == nullptr) throw store_error(where_ + ": connect: cannot allocate a hiredis context");
+    if (ctx == nullptr) {
+      throw store_error(where_ + ": " + connect + ": cannot allocate a hiredis context");
+    }
     auto conn = std::make_unique<connection>(ctx);
-    if (ctx->err != 0) throw io_error(ctx, "connect");
+    if (ctx->err != 0) throw io_error(ctx, connect);
     if (redisSetTimeout(ctx, tv) != REDIS_OK) throw io_error(ctx, "setting the timeout");
 
     const sigpipe_guard no_sigpipe;
@@ -555,18 +566,19 @@ class redis_store final : public store {
       argv_builder argv;
       for (const auto& a : c) argv.add(a);
       if (redisAppendCommandArgv(ctx, argv.argc(), argv.argv(), argv.argvlen()) != REDIS_OK) {
-        throw io_error(ctx, "connect");
+        throw io_error(ctx, connect);
       }
     }
     std::size_t script = 0;
     for (const auto& c : commands) {
       void* raw = nullptr;
-      if (redisGetReply(ctx, &raw) != REDIS_OK) throw io_error(ctx, "connect");
+      if (redisGetReply(ctx, &raw) != REDIS_OK) throw io_error(ctx, connect);
       const reply_ptr reply(static_cast<redisReply*>(raw));
       if (reply->type == REDIS_REPLY_ERROR) {
         // AUTH's arguments are the credentials: only the command's name is said.
-        throw store_error(where_ + ": connect: " + c[0] + (c[0] == "AUTH" ? "" : " " + c[1]) +
-                          ": " + detail::escape_control(text_of(*reply)));
+        throw store_error(where_ + ": " + connect + ": " + c[0] +
+                          (c[0] == "AUTH" ? "" : " " + c[1]) + ": " +
+                          detail::escape_control(text_of(*reply)));
       }
       if (c[0] == "SCRIPT") {
         if (reply->type != REDIS_REPLY_STRING) {
@@ -594,15 +606,22 @@ class redis_store final : public store {
   }
 
   /// EVALSHA of a script on one key; NOSCRIPT: SCRIPT LOAD and once more. An error reply throws.
+  /// `declared`: more keys declared after the record's (KEYS[2..]; the script reads only
+  /// KEYS[1]): on a Redis Cluster, the keys of the handler's queued commands, so that the
+  /// server checks them before it runs anything (all in one slot; during a slot's migration,
+  /// ASK or TRYAGAIN instead of running on a node that holds only some of them).
   reply_ptr eval(pooled& conn, script_id script, std::string_view key,
-                 std::span<const std::string_view> args) const {
+                 std::span<const std::string_view> args,
+                 std::span<const std::string> declared = {}) const {
+    const std::string count = std::to_string(1 + declared.size());
     for (int attempt = 0;; ++attempt) {
       argv_builder argv;
-      argv.reserve(args.size() + 4);
+      argv.reserve(args.size() + declared.size() + 4);
       argv.add("EVALSHA");
       argv.add(conn->sha[script]);
-      argv.add("1");
+      argv.add(count);
       argv.add(key);
+      for (const auto& d : declared) argv.add(d);
       for (const auto a : args) argv.add(a);
       reply_ptr reply = call(conn, argv);
       if (reply->type != REDIS_REPLY_ERROR) return reply;
@@ -626,76 +645,102 @@ class redis_store final : public store {
     }
   }
 
-  /// A script on `key`, where its slot is served; an error reply throws store_error.
+  /// A script on `key`, where its slot is served; an error reply throws store_error, or
+  /// statement_error when the completing script refused a queued command before running any
+  /// ("(nothing was written)": deterministic, and the store answered).
   reply_ptr run_script(script_id script, std::string_view key,
-                       std::span<const std::string_view> args) {
-    reply_ptr reply = routes_.run(key, [&](pooled& conn) { return eval(conn, script, key, args); });
+                       std::span<const std::string_view> args,
+                       std::span<const std::string> declared = {}) {
+    reply_ptr reply =
+        routes_.run(key, [&](pooled& conn) { return eval(conn, script, key, args, declared); });
     if (reply->type == REDIS_REPLY_ERROR) {
       static constexpr std::array<std::string_view, k_script_count> names = {"begin", "complete",
                                                                              "release"};
-      throw store_error(where_ + ": " + std::string(names[script]) + " on " +
-                        detail::quote_for_message(key) + ": " +
-                        detail::escape_control(text_of(*reply)));
+      const std::string_view message = text_of(*reply);
+      std::string what = where_ + ": " + std::string(names[script]) + " on " +
+                         detail::quote_for_message(key) + ": " + detail::escape_control(message);
+      if (script == k_complete && message.starts_with("ERR queued command ") &&
+          message.ends_with("(nothing was written)")) {
+        throw statement_error(std::move(what));
+      }
+      throw store_error(std::move(what));
     }
     return reply;
   }
 
-  /// On a Redis Cluster, complete()'s script may only touch keys of its record's slot (a script
-  /// runs on one node, and Redis refuses another slot's key only when the script reaches it,
-  /// after the commands before it were written). So the keys of every queued command are asked
-  /// for first (COMMAND GETKEYS, pipelined: one round trip) and a key of another slot refuses
-  /// the whole step, store_error, before anything is written.
-  void check_same_slot(std::string_view key,
-                       const std::vector<std::vector<std::string>>& commands) {
+  /// The replies of COMMAND GETKEYS for each queued command, pipelined on `conn` (one round
+  /// trip); an I/O failure discards the connection and throws store_error.
+  std::vector<reply_ptr> queued_keys(pooled& conn,
+                                     const std::vector<std::vector<std::string>>& commands) const {
+    const sigpipe_guard no_sigpipe;
+    const auto failed = [&] {
+      const store_error e = io_error(conn->ctx, "COMMAND GETKEYS");
+      conn.discard();
+      return e;
+    };
+    for (const auto& c : commands) {
+      argv_builder argv;
+      argv.reserve(c.size() + 2);
+      argv.add("COMMAND");
+      argv.add("GETKEYS");
+      for (const auto& a : c) argv.add(a);
+      if (redisAppendCommandArgv(conn->ctx, argv.argc(), argv.argv(), argv.argvlen()) != REDIS_OK) {
+        throw failed();
+      }
+    }
+    std::vector<reply_ptr> replies;
+    for (std::size_t i = 0; i < commands.size(); ++i) {
+      void* raw = nullptr;
+      if (redisGetReply(conn->ctx, &raw) != REDIS_OK) throw failed();
+      replies.emplace_back(static_cast<redisReply*>(raw));
+    }
+    return replies;
+  }
+
+  /// On a Redis Cluster, complete()'s script runs on one node, and Redis refuses a key of
+  /// another slot only when the script reaches it, after the commands before it were written.
+  /// So the keys of every queued command are asked for first (queued_keys: one round trip) and
+  /// returned, without repeats, to be declared with the script (eval). A key of another slot, or
+  /// the record's own key, refuses the whole step with statement_error before anything is
+  /// written (a command with no key, or one the script will refuse itself, passes here).
+  std::vector<std::string> keys_in_the_records_slot(
+      std::string_view key, const std::vector<std::vector<std::string>>& commands) {
     const std::uint16_t record_slot = redis_detail::slot_of(key);
-    const reply_ptr keys = routes_.run(key, [&](pooled& conn) {
-      const sigpipe_guard no_sigpipe;
-      for (const auto& c : commands) {
-        argv_builder argv;
-        argv.reserve(c.size() + 2);
-        argv.add("COMMAND");
-        argv.add("GETKEYS");
-        for (const auto& a : c) argv.add(a);
-        if (redisAppendCommandArgv(conn->ctx, argv.argc(), argv.argv(), argv.argvlen()) !=
-            REDIS_OK) {
-          const store_error e = io_error(conn->ctx, "COMMAND GETKEYS");
-          conn.discard();
-          throw e;
-        }
-      }
-      // The replies, gathered as one array reply's elements would be: checked below.
-      std::vector<reply_ptr> replies;
-      for (std::size_t i = 0; i < commands.size(); ++i) {
-        void* raw = nullptr;
-        if (redisGetReply(conn->ctx, &raw) != REDIS_OK) {
-          const store_error e = io_error(conn->ctx, "COMMAND GETKEYS");
-          conn.discard();
-          throw e;
-        }
-        replies.emplace_back(static_cast<redisReply*>(raw));
-      }
+    std::vector<std::string> declared;
+    const reply_ptr none = routes_.run(key, [&](pooled& conn) {
+      const std::vector<reply_ptr> replies = queued_keys(conn, commands);
       for (std::size_t i = 0; i < replies.size(); ++i) {
         const redisReply* r = replies[i].get();
         if (r->type != REDIS_REPLY_ARRAY) continue;  // no keys, or an error the script reports
         for (std::size_t j = 0; j < r->elements; ++j) {
           if (!is_text(r->element[j])) continue;
           const std::string_view k = text_of(*r->element[j]);
+          const std::string refused = where_ + ": complete on " + detail::quote_for_message(key) +
+                                      ": queued command " + std::to_string(i + 1) + " (" +
+                                      detail::escape_control(commands[i][0], 40) + ") names key " +
+                                      detail::quote_for_message(k);
+          if (k == key) {
+            throw statement_error(refused +
+                                  ", the record itself, which only the store writes; nothing "
+                                  "was written");
+          }
           const std::uint16_t slot = redis_detail::slot_of(k);
-          if (slot == record_slot) continue;
-          throw store_error(
-              where_ + ": complete on " + detail::quote_for_message(key) + ": queued command " +
-              std::to_string(i + 1) + " (" + detail::escape_control(commands[i][0], 40) +
-              ") names key " + detail::quote_for_message(k) + " of hash slot " +
-              std::to_string(slot) + ", the record is in slot " + std::to_string(record_slot) +
-              ": on a Redis Cluster the handler's writes must share the record's slot (a key "
-              "with the hash tag {" +
-              detail::escape_control(redis_detail::hashed_part_of(key), 300) +
-              "}); nothing was written");
+          if (slot != record_slot) {
+            throw statement_error(refused + " of hash slot " + std::to_string(slot) +
+                                  ", the record is in slot " + std::to_string(record_slot) +
+                                  ": on a Redis Cluster the handler's writes must share the "
+                                  "record's slot (docs/idempotency.md, \"Redis Sentinel and "
+                                  "Redis Cluster\"); nothing was written");
+          }
+          if (std::find(declared.begin(), declared.end(), k) == declared.end()) {
+            declared.emplace_back(k);
+          }
         }
       }
-      return reply_ptr{};  // nothing to say: every key is in the record's slot
+      return reply_ptr{};  // nothing to redirect: the replies were read here
     });
-    (void)keys;
+    (void)none;
+    return declared;
   }
 
   endpoint endpoint_;

@@ -66,11 +66,15 @@ class STORMGUARD_EXPORT store_error : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-/// A statement of the handler failed in a SQL store (a syntax error, a constraint violated): the
-/// transaction certainly rolled back, so — unlike a plain store_error, after which a commit's
-/// outcome may be unknown — the guard releases the key at once (as when the handler throws) and
-/// rethrows. what() names the store, the statement and the server's message. Redis never throws
-/// it: a queued command runs only inside the completing script (see docs/idempotency.md).
+/// A statement of the handler failed in a SQL store (a syntax error, a constraint violated), or
+/// the Redis store refused a queued command before running any (an unknown command, a wrong
+/// number of arguments, a command that cannot run in a script; on a Redis Cluster a key of
+/// another hash slot, or the record's own key): nothing was written, so — unlike a plain
+/// store_error, after which a commit's outcome may be unknown — the guard releases the key at
+/// once (as when the handler throws) and rethrows, and the store counts as having answered (the
+/// guard's short circuit is not moved). what() names the store, the statement and the reason. A
+/// Redis queued command that fails while running is a plain store_error: the commands before it
+/// stay written (see docs/idempotency.md).
 class STORMGUARD_EXPORT statement_error : public store_error {
  public:
   using store_error::store_error;

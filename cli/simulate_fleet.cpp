@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cmath>
 #include <cstdint>
@@ -13,6 +14,7 @@
 #include <cstdlib>
 #include <limits>
 #include <optional>
+#include <utility>
 #include <variant>
 
 #include "app/plot.hpp"
@@ -140,15 +142,21 @@ void add_fleet_flags(CLI::App& sub, fleet_flags& f) {
       "K|auto");
 }
 
+// The flags of the fleet's store (they change only fleet budgets), each with its name.
+static std::array<std::pair<CLI::Option*, const char*>, 5> store_flags(const fleet_flags& f) {
+  return {std::pair{f.store_rtt_option, "--store-rtt"},
+          std::pair{f.store_outage_option, "--store-outage"},
+          std::pair{f.store_capacity_option, "--store-capacity"},
+          std::pair{f.fleet_sync_option, "--fleet-sync"},
+          std::pair{f.fleet_shards_option, "--fleet-shards"}};
+}
+
 bool fleet_flags_apply(const fleet_flags& f, const sim::model_info& model) {
   if (model.kind == sim::model_kind::time_series) return true;
-  for (const auto& [option, name] :
-       {std::pair{f.clients_option, "--clients"}, std::pair{f.scale_option, "--scale"},
-        std::pair{f.store_rtt_option, "--store-rtt"},
-        std::pair{f.store_outage_option, "--store-outage"},
-        std::pair{f.store_capacity_option, "--store-capacity"},
-        std::pair{f.fleet_sync_option, "--fleet-sync"},
-        std::pair{f.fleet_shards_option, "--fleet-shards"}}) {
+  std::vector<std::pair<CLI::Option*, const char*>> flags = {
+      std::pair{f.clients_option, "--clients"}, std::pair{f.scale_option, "--scale"}};
+  for (const auto& flag : store_flags(f)) flags.push_back(flag);
+  for (const auto& [option, name] : flags) {
     if (given(option)) {
       print_error(fmt::format("{} applies only to time-series scenarios (not to {}){}", name,
                               model.name,
@@ -166,18 +174,14 @@ bool fleet_flags_apply(const fleet_flags& f, const sim::model_info& model) {
 static bool apply_fleet_shards(const fleet_flags& f, const sim::scenario& s,
                                std::vector<sim::strategy>& strategies);
 
-bool apply_fleet_flags(const fleet_flags& f, sim::scenario& s,
-                       std::vector<sim::strategy>& strategies) {
-  // The store's flags change only strategies with a fleet budget: with none selected they would
-  // change nothing, silently.
+// The store's flags change only strategies with a fleet budget: with none selected they would
+// change nothing, silently. False after printing which flag.
+static bool store_flags_have_a_fleet(const fleet_flags& f, std::vector<sim::strategy>& strategies) {
   std::size_t fleets = 0;
   for_each_fleet(strategies, [&](sim::strategy&, fleet_budget_options&) { ++fleets; });
-  for (const auto& [option, name] : {std::pair{f.store_rtt_option, "--store-rtt"},
-                                     std::pair{f.store_outage_option, "--store-outage"},
-                                     std::pair{f.store_capacity_option, "--store-capacity"},
-                                     std::pair{f.fleet_sync_option, "--fleet-sync"},
-                                     std::pair{f.fleet_shards_option, "--fleet-shards"}}) {
-    if (given(option) && fleets == 0) {
+  if (fleets > 0) return true;
+  for (const auto& [option, name] : store_flags(f)) {
+    if (given(option)) {
       print_error(fmt::format(
           "{} applies to strategies with a fleet budget, and none of the {} selected has one: "
           "add one with -s (full+fleet, hedged+fleet, or a policy file whose budget has a "
@@ -186,6 +190,12 @@ bool apply_fleet_flags(const fleet_flags& f, sim::scenario& s,
       return false;
     }
   }
+  return true;
+}
+
+bool apply_fleet_flags(const fleet_flags& f, sim::scenario& s,
+                       std::vector<sim::strategy>& strategies) {
+  if (!store_flags_have_a_fleet(f, strategies)) return false;
   if (given(f.clients_option)) {
     const auto n = parse_clients(f.clients);
     if (!n) {

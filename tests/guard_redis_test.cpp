@@ -875,6 +875,17 @@ TEST_F(RedisStore, SelectCannotBeQueued) {
     });
   });
   EXPECT_NE(message.find("statement \"select\""), std::string::npos) << message;
+  // A name with a control byte or a space is refused too (a NUL would cut the name short).
+  for (const std::string name :
+       {std::string("SET\0X", 5), std::string("SET X"), std::string("\x7f")}) {
+    const std::string bad = invalid_argument_message([&] {
+      (void)s->complete({"p", "k"}, "t1", t0, k_ttl, [&](transaction& tx) {
+        tx.execute(name, {"a", "1"});
+        return respond("");
+      });
+    });
+    EXPECT_NE(bad.find("has no spaces or control bytes"), std::string::npos) << bad;
+  }
 }
 
 // --- release and query -----------------------------------------------------------------------
@@ -927,7 +938,10 @@ TEST_F(RedisStore, QueryRefusesCommandsThatChangeThePooledConnection) {
                                                         {"multi", ""},
                                                         {"SUBSCRIBE", "c"},
                                                         {"HELLO", "3"},
-                                                        {"CLIENT", "REPLY"}}) {
+                                                        {"CLIENT", "REPLY"},
+                                                        {"READONLY", ""},
+                                                        {"asking", ""},
+                                                        {"CLIENT", "SETNAME"}}) {
     const std::string message = invalid_argument_message([&] {
       if (arg.empty()) {
         (void)s->query(name, {});

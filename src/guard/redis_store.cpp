@@ -129,6 +129,11 @@ class redis_transaction final : public transaction {
     if (statement.empty()) {
       throw std::invalid_argument("statement \"\": a Redis command's name must not be empty");
     }
+    if (std::any_of(statement.begin(), statement.end(),
+                    [](char c) { return static_cast<unsigned char>(c) <= 0x20 || c == 0x7f; })) {
+      throw std::invalid_argument("statement " + detail::quote_for_message(statement) +
+                                  ": a Redis command's name has no spaces or control bytes");
+    }
     if (upper_ascii(statement) == "SELECT") {
       throw std::invalid_argument("statement " + detail::quote_for_message(statement) +
                                   ": would move the record's own writes to another database; "
@@ -163,15 +168,19 @@ class redis_transaction final : public transaction {
 /// (another database, a MULTI, subscribed, replies turned off, another protocol, closed).
 bool changes_connection_state(std::string_view statement,
                               std::span<const std::string_view> params) {
-  static constexpr std::array<std::string_view, 17> refused = {
-      "SELECT",    "MULTI",      "EXEC",       "DISCARD",     "WATCH",        "UNWATCH",
-      "SUBSCRIBE", "PSUBSCRIBE", "SSUBSCRIBE", "UNSUBSCRIBE", "PUNSUBSCRIBE", "SUNSUBSCRIBE",
-      "MONITOR",   "RESET",      "HELLO",      "AUTH",        "QUIT"};
+  // READONLY and READWRITE: a Redis Cluster's replica connection would serve (stale) reads.
+  static constexpr std::array<std::string_view, 20> refused = {
+      "SELECT",       "MULTI",        "EXEC",       "DISCARD",    "WATCH",
+      "UNWATCH",      "SUBSCRIBE",    "PSUBSCRIBE", "SSUBSCRIBE", "UNSUBSCRIBE",
+      "PUNSUBSCRIBE", "SUNSUBSCRIBE", "MONITOR",    "RESET",      "HELLO",
+      "AUTH",         "QUIT",         "READONLY",   "READWRITE",  "ASKING"};
   const std::string name = upper_ascii(statement);
   if (std::find(refused.begin(), refused.end(), name) != refused.end()) return true;
   if (name == "CLIENT" && !params.empty()) {
+    static constexpr std::array<std::string_view, 6> refused_sub = {
+        "REPLY", "TRACKING", "SETNAME", "NO-EVICT", "NO-TOUCH", "SETINFO"};
     const std::string sub = upper_ascii(params.front());
-    return sub == "REPLY" || sub == "TRACKING";
+    return std::find(refused_sub.begin(), refused_sub.end(), sub) != refused_sub.end();
   }
   return false;
 }

@@ -876,7 +876,7 @@ TEST_F(RedisStore, SelectCannotBeQueued) {
   });
   EXPECT_NE(message.find("statement \"select\""), std::string::npos) << message;
   // A name with a control byte or a space is refused too (a NUL would cut the name short).
-  for (const std::string name :
+  for (const std::string& name :
        {std::string("SET\0X", 5), std::string("SET X"), std::string("\x7f")}) {
     const std::string bad = invalid_argument_message([&] {
       (void)s->complete({"p", "k"}, "t1", t0, k_ttl, [&](transaction& tx) {

@@ -58,6 +58,7 @@ class redis_routes {
         where_(std::move(where)) {
     nodes_.push_back(std::move(seed));
     pools_.push_back(make_pool(0));
+    seed_pool_ = pools_.front().get();
     slot_node_.fill(0);
   }
 
@@ -79,7 +80,7 @@ class redis_routes {
   [[nodiscard]] bool cluster() const noexcept { return cluster_; }
 
   /// A connection of the seed (the URL's server, or the master the sentinels name).
-  [[nodiscard]] pooled seed_connection() { return pool_at(0).acquire(); }
+  [[nodiscard]] pooled seed_connection() { return seed_pool_->acquire(); }
 
   /// The masters of the map now (the seed alone without a cluster).
   [[nodiscard]] std::vector<std::size_t> masters() {
@@ -103,7 +104,7 @@ class redis_routes {
   /// node serving the slot can be reached or the redirections do not end.
   reply_ptr run(std::optional<std::string_view> key, const sender& send) {
     if (!cluster_) {
-      auto conn = pool_at(0).acquire();
+      auto conn = seed_pool_->acquire();  // one server: no lock of the map's
       return send(conn);
     }
     std::size_t at = 0;
@@ -250,7 +251,8 @@ class redis_routes {
   opener open_;
   caller call_;
   std::string where_;
-  bool cluster_ = false;  // written by discover() before the store is shared
+  bool cluster_ = false;                   // written by discover() before the store is shared
+  pool<connection>* seed_pool_ = nullptr;  // pools_[0], set once: the one server's pool
   stormguard::detail::mutex mutex_;
   std::vector<node> nodes_ STORMGUARD_GUARDED_BY(mutex_);
   std::vector<pool_ptr> pools_ STORMGUARD_GUARDED_BY(mutex_);

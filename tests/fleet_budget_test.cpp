@@ -3,12 +3,15 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <thread>
+#include <utility>
 #include <vector>
 
 #include "stormguard/random.hpp"
@@ -324,6 +327,20 @@ TEST(FleetWindowStore, ClampsDeltasAndExpiresClients) {
   EXPECT_THROW(fleet_window_store(10s, 0s), std::invalid_argument);
 }
 
+// Claims that follow need (fleet_budget_options::ask_for_credit): the asker of a process that
+// talks to a fleet_window_store directly (round trip 0).
+struct store_asker {
+  fleet_window_store* store = nullptr;
+  std::string name;
+  fleet_budget* budget = nullptr;
+  std::int64_t asked = 0;  // micro-retries asked for
+  static std::int64_t ask(void* context, time_point now, std::int64_t wanted) noexcept {
+    auto& self = *static_cast<store_asker*>(context);
+    self.asked += wanted;
+    return self.store->ask(now, self.name, wanted, self.budget->terms());
+  }
+};
+
 // A fleet of `clients` processes sharing one store, each sending `rate_per_client` logical
 // requests per second whose every attempt fails (each wants 3 retries), syncing with round trip 0.
 // Returns {logical requests, retries granted} over `seconds`.
@@ -335,17 +352,23 @@ struct fleet_totals {
 // `claims`: the store hands out credit (fleet_window_store's four-argument sync, what the Redis
 // script does); false: a store that only counts.
 // `shards`: the budget kept in K shards, one store each, client c on shard c mod K.
+// `ask`: claims that follow need (fleet_budget_options::ask_for_credit; with `claims`).
 fleet_totals run_failing_fleet(int clients, double rate_per_client, int seconds,
-                               bool claims = false, int shards = 1) {
+                               bool claims = false, int shards = 1, bool ask = false) {
   std::vector<fleet_window_store> stores(static_cast<std::size_t>(shards),
                                          fleet_window_store(10s, 6s));
   std::vector<std::unique_ptr<fleet_budget>> budgets;
   std::vector<std::string> names;
+  std::vector<std::unique_ptr<store_asker>> askers;
   for (int c = 0; c < clients; ++c) {
     auto o = options_with(0.1, 10);
     o.shards = shards;
+    o.ask_for_credit = ask;
     budgets.push_back(std::make_unique<fleet_budget>(o));
     names.push_back("client-" + std::to_string(c));
+    askers.push_back(std::make_unique<store_asker>(store_asker{
+        &stores[static_cast<std::size_t>(c % shards)], names.back(), budgets.back().get()}));
+    budgets.back()->set_asker(&store_asker::ask, askers.back().get());
   }
   random_generator g(7);
   fleet_totals totals;
@@ -550,6 +573,157 @@ TEST(FleetBudget, AShardSpendsOnlyItsOwnPartOfTheFloor) {
   const fleet_deltas d = whole.begin_sync(t0);
   whole.end_sync(t0, store.sync(t0, "only", d, whole.terms()));
   EXPECT_EQ(grants_until_refused(whole, t0, g), 100);
+}
+
+// `clients` processes of `rate` requests/s share one store; one request in `fail_every` fails
+// once (its retry succeeds). Returns {failed requests, their retries granted} over `seconds`.
+std::pair<std::int64_t, std::int64_t> run_rare_failures(int clients, double rate, int fail_every,
+                                                        int seconds, bool ask) {
+  fleet_window_store store(10s, 6s);
+  std::vector<std::unique_ptr<fleet_budget>> budgets;
+  std::vector<std::unique_ptr<store_asker>> askers;
+  for (int c = 0; c < clients; ++c) {
+    auto o = options_with(0.1, 10);
+    o.ask_for_credit = ask;
+    budgets.push_back(std::make_unique<fleet_budget>(o));
+    askers.push_back(std::make_unique<store_asker>(
+        store_asker{&store, "client-" + std::to_string(c), budgets.back().get()}));
+    budgets.back()->set_asker(&store_asker::ask, askers.back().get());
+  }
+  random_generator g(11);
+  std::int64_t requests = 0;
+  std::int64_t failures = 0;
+  std::int64_t retried = 0;
+  std::vector<double> owed(static_cast<std::size_t>(clients), 0.0);
+  const auto step = 50ms;
+  for (time_point now = t0; now < t0 + std::chrono::seconds(seconds); now += step) {
+    for (int c = 0; c < clients; ++c) {
+      auto& b = *budgets[static_cast<std::size_t>(c)];
+      auto& debt = owed[static_cast<std::size_t>(c)];
+      debt += rate * 0.05 * (1.0 + 0.5 * static_cast<double>(c % 7) / 7.0) / (1.0 + 1.5 / 7.0);
+      while (debt >= 1.0) {
+        debt -= 1.0;
+        (void)b.try_admit(now, g);
+        if (++requests % fail_every != 0) continue;
+        ++failures;
+        if (retry(b, now, g)) ++retried;
+      }
+      if (b.sync_due(now)) {
+        const fleet_deltas out = b.begin_sync(now);
+        b.end_sync(now, store.sync(now, askers[static_cast<std::size_t>(c)]->name, out, b.terms()));
+      }
+    }
+  }
+  return {failures, retried};
+}
+
+// At 2,000 processes of 0.1 request/s a share of the allowance is about a sixth of a retry, so
+// with shares alone most of a healthy day's rare failures land on a process without a whole
+// retry and are not retried, though the fleet has ten times the allowance they need. Claims
+// that follow need retry every one of them.
+TEST(FleetBudget, ClaimsThatFollowNeedRetryTheRareFailuresOfAFleetOfTinyShares) {
+  const auto [failures, shares] = run_rare_failures(2000, 0.1, 100, 60, false);
+  const auto [failures_too, asked] = run_rare_failures(2000, 0.1, 100, 60, true);
+  ASSERT_EQ(failures, failures_too);
+  EXPECT_GT(failures, 100);
+  EXPECT_LT(static_cast<double>(shares), 0.6 * static_cast<double>(failures))
+      << shares << " of " << failures;
+  EXPECT_EQ(asked, failures) << asked << " of " << failures;
+}
+
+// Every attempt failing: the asks never hand out more than one shared budget would.
+TEST(FleetBudget, ClaimsThatFollowNeedNeverSpendMoreThanOneSharedBudget) {
+  const fleet_totals t = run_failing_fleet(2000, 1.0, 30, true, 1, true);
+  EXPECT_GT(t.requests, 55'000);
+  const auto shared = static_cast<double>(t.shared_retries);
+  EXPECT_LE(static_cast<double>(t.retries), shared * 1.02) << t.retries << " vs " << shared;
+  EXPECT_GE(static_cast<double>(t.retries), shared * 0.9) << t.retries << " vs " << shared;
+}
+
+TEST(FleetWindowStore, HandsOutWholeRetriesAndGrantsAsksAllOrNothing) {
+  fleet_window_store store(10s, 6s);
+  // 25 requests of 0.1 and a floor of 10.3 retries over the window: 12.8 retries.
+  const stormguard::fleet_terms terms{25, 100'000, 10'300'000, true};
+  const stormguard::fleet_answer a = store.sync(t0, "a", {25, 0}, terms);
+  EXPECT_EQ(a.credit, 12'000'000);  // its share, 12.8, rounded down: the 0.8 stays in the pool
+  EXPECT_EQ(store.sync(t0, "b", {0, 0}, terms).credit, 0);  // share 25/26 of 12.8, all claimed
+  EXPECT_EQ(store.ask(t0, "b", 1'000'000, terms), 0);       // 0.8 unclaimed: all or nothing
+  EXPECT_EQ(store.ask(t0, "b", 800'000, terms), 800'000);
+  EXPECT_EQ(store.claimed(), 12'800'000);
+  EXPECT_EQ(store.ask(t0, "nobody", 1, terms), 0);  // never synced: not live
+  EXPECT_EQ(store.ask(t0 + 7s, "a", 1, terms), 0);  // its heartbeat expired
+  EXPECT_EQ(store.claimed(), 0);
+}
+
+TEST(FleetBudget, AnAskInVainWaitsForTheNextSyncAndTheCreditDrawsAsBefore) {
+  fleet_budget_options o = options_with(0.1, 0);
+  o.ask_for_credit = true;
+  fleet_budget b(o);
+  int calls = 0;
+  struct refusing {
+    int* calls;
+    static std::int64_t ask(void* c, time_point, std::int64_t wanted) noexcept {
+      ++*static_cast<refusing*>(c)->calls;
+      EXPECT_EQ(wanted, 500'000);  // the rest of one retry
+      return -1;                   // the store could not be asked
+    }
+  } asker{&calls};
+  b.set_asker(&refusing::ask, &asker);
+  random_generator g(1);
+  for (int i = 0; i < 5; ++i) (void)b.try_admit(t0, g);  // 0.5 retry of its own deposits
+  scripted_random never({fraction(0.99), fraction(0.99)});
+  EXPECT_FALSE(b.try_withdraw(t0, attempt_status::failure,
+                              never));  // before the first sync: fallback, no ask
+  EXPECT_EQ(calls, 0);
+  (void)b.begin_sync(t0);
+  b.end_sync(t0, stormguard::fleet_answer{fleet_view{5, 0, 1}, 0});  // no claim
+  for (int i = 0; i < 5; ++i) (void)b.try_admit(t0, g);              // 0.5 retry since the sync
+  EXPECT_EQ(b.credit_micro(), 500'000);
+  EXPECT_FALSE(b.try_withdraw(t0, attempt_status::failure,
+                              never));  // asked in vain, then drew on its 0.5 and lost it
+  EXPECT_EQ(calls, 1);
+  for (int i = 0; i < 5; ++i) (void)b.try_admit(t0, g);
+  EXPECT_EQ(b.credit_micro(), 500'000);
+  scripted_random always({fraction(0.0)});
+  EXPECT_TRUE(
+      b.try_withdraw(t0, attempt_status::failure, always));  // no second ask before the next sync
+  EXPECT_EQ(calls, 1);
+  EXPECT_EQ(b.asks(), (std::pair<std::int64_t, std::int64_t>{1, 0}));
+}
+
+TEST(FleetBudget, RemovingTheAskerWaitsForTheAskInProgress) {
+  fleet_budget_options o = options_with(0.1, 0);
+  o.ask_for_credit = true;
+  fleet_budget b(o);
+  struct blocking {
+    std::atomic<bool> entered{false};
+    std::atomic<bool> release{false};
+    std::atomic<bool> returned{false};
+    static std::int64_t ask(void* c, time_point, std::int64_t wanted) noexcept {
+      auto& self = *static_cast<blocking*>(c);
+      self.entered = true;
+      while (!self.release) std::this_thread::yield();
+      self.returned = true;
+      return wanted;
+    }
+  } asker;
+  b.set_asker(&blocking::ask, &asker);
+  random_generator g(1);
+  (void)b.begin_sync(t0);
+  b.end_sync(t0, stormguard::fleet_answer{fleet_view{0, 0, 1}, 0});
+  std::thread retrying([&] {
+    random_generator own(2);
+    EXPECT_TRUE(retry(b, t0, own));  // granted by the ask
+  });
+  while (!asker.entered) std::this_thread::yield();
+  std::thread removing([&] {
+    b.set_asker(nullptr, nullptr);
+    EXPECT_TRUE(asker.returned.load());  // never while the ask still used its context
+  });
+  asker.release = true;
+  retrying.join();
+  removing.join();
+  EXPECT_EQ(b.asks(), (std::pair<std::int64_t, std::int64_t>{1, 1}));
 }
 
 TEST(FleetBudget, ShardsForSizesAFleetToItsStores) {

@@ -169,6 +169,19 @@ struct fleet_budget_options {
   /// another K keep other keys: a separate budget). fleet_budget itself uses K only to take its
   /// part of the floor (and of expected_clients before its first sync).
   std::int64_t shards = 1;
+  /// Claims that follow need (default false: shares only). With true, a store hands a process
+  /// whole retries only (its share rounded down: a share smaller than one retry stays in the
+  /// fleet's pool), and a process whose credit is below one retry when a retry is wanted asks the
+  /// store for the rest of one retry (fleet_budget::set_asker: one round trip, serialised by the
+  /// store, granted from the allowance no process has claimed, all or nothing). A fleet of many
+  /// processes that each send few requests (20,000 clients of 0.1 request/s: a share is a tenth of
+  /// a retry) then retries its rare failures wherever they happen, and still never spends more
+  /// than its allowance. The cost: a retry of a process without credit waits one store round trip
+  /// more (on the thread that decides it: in an async executor, its event loop's thread, for at
+  /// most the syncer's timeout), and each such retry is one more store command. Without an asker
+  /// (no syncer attached, or a store of fleet protocol 3 before this option) the budget draws on
+  /// its fractional credit as with shares. docs/budgets.md, "Claims that follow need".
+  bool ask_for_credit = false;
   /// The store the fleet shares (not used by the budget itself; see fleet_store_options).
   fleet_store_options store;
 
@@ -207,6 +220,9 @@ struct fleet_terms {
   std::int64_t deposit = 0;
   /// The fleet's floor over the window (min_retries_per_second · window), in micro-retries, >= 0.
   std::int64_t reserve = 0;
+  /// True for a budget whose claims follow need (fleet_budget_options::ask_for_credit): the
+  /// store hands out whole retries only, the share rounded down.
+  bool whole_retries = false;
   friend constexpr bool operator==(const fleet_terms&, const fleet_terms&) = default;
 };
 
@@ -283,7 +299,9 @@ class STORMGUARD_EXPORT fleet_budget {
     return true;
   }
   /// retry_budget: may one retry be sent at `now`? In joined mode from the credit (a fractional
-  /// credit is a draw from `g`), in fallback mode from the local ratio budget.
+  /// credit is a draw from `g`; with ask_for_credit and an asker, a credit below one retry first
+  /// asks the store for the rest of one, which blocks the caller for that round trip), in
+  /// fallback mode from the local ratio budget.
   template <class G>
   [[nodiscard]] bool try_withdraw(time_point now, attempt_status, G& g) noexcept {
     return withdraw(now, uniform_int(g, k_scale - 1));
@@ -309,6 +327,22 @@ class STORMGUARD_EXPORT fleet_budget {
   /// Ends a sync that failed (store unavailable, timed out, garbage): the deltas taken by
   /// begin_sync are kept for the next report, and the budget falls back to local counts.
   void sync_failed(time_point now) noexcept;
+
+  /// Asks the store for `wanted` micro-retries (in (0, 10^6]) at `now` (the budget's clock) for
+  /// the process that owns the budget; returns what the store added to this process's claim:
+  /// `wanted`, or 0 when the fleet has less than that unclaimed; negative when the store could not
+  /// be asked (down, timed out, refused). Must not throw; may block for one round trip (bounded
+  /// by the caller's timeout). `context` is the pointer given to set_asker.
+  using credit_asker = std::int64_t (*)(void* context, time_point now,
+                                        std::int64_t wanted) noexcept;
+  /// Sets the asker a budget with ask_for_credit uses in joined mode when a retry finds its
+  /// credit below one retry (stormguard::fleet::redis_sync sets it; the simulator's store model
+  /// too). At most one asker per budget; nullptr removes it, after waiting for asks in progress
+  /// to return (so the context may be destroyed when this returns). Without ask_for_credit the
+  /// asker is never called.
+  void set_asker(credit_asker ask, void* context) noexcept;
+  /// Asks made (set_asker) and asks the store granted, since construction.
+  [[nodiscard]] std::pair<std::int64_t, std::int64_t> asks() const noexcept;
 
   /// The mode at `now` (joined turns to fallback 3 · max_sync_interval after the last success).
   [[nodiscard]] mode current_mode(time_point now) const noexcept;
@@ -337,6 +371,14 @@ class STORMGUARD_EXPORT fleet_budget {
   /// never throws.
   [[nodiscard]] static std::int64_t claim(const fleet_view& totals, const fleet_terms& terms,
                                           std::int64_t claimed) noexcept;
+  /// What a store grants a process that asks for `wanted` micro-retries (a budget whose claims
+  /// follow need): `wanted` when the fleet's allowance (as claim computes it from `totals` and
+  /// `terms`) minus every live process's claim (`claimed`, the asker's own included) is at least
+  /// `wanted`, else 0; 0 for wanted <= 0. The store adds the grant to the asker's claim. The one
+  /// formula of fleet_window_store, the simulator's store model and the Redis script. Saturating;
+  /// never throws.
+  [[nodiscard]] static std::int64_t grant(const fleet_view& totals, const fleet_terms& terms,
+                                          std::int64_t claimed, std::int64_t wanted) noexcept;
 
   /// One retry in micro-retries.
   static constexpr std::int64_t k_scale = ratio_budget::k_scale;
@@ -368,6 +410,7 @@ class STORMGUARD_EXPORT fleet_budget {
 
   void admit(time_point now) noexcept;
   bool withdraw(time_point now, std::int64_t draw) noexcept;
+  bool decide(time_point now, std::int64_t draw) noexcept STORMGUARD_REQUIRES(mutex_);
   bool joined(time_point now) const noexcept STORMGUARD_REQUIRES(mutex_);
   bool withdraw_local(time_point now) noexcept STORMGUARD_REQUIRES(mutex_);
   void refresh(time_point now) noexcept STORMGUARD_REQUIRES(mutex_);
@@ -397,6 +440,13 @@ class STORMGUARD_EXPORT fleet_budget {
   // or the start of the last outage, counting the reports it then still owed): a share's
   // numerator never exceeds it.
   std::int64_t requests_since_base_ STORMGUARD_GUARDED_BY(mutex_) = 0;
+  credit_asker asker_ STORMGUARD_GUARDED_BY(mutex_) = nullptr;
+  void* asker_context_ STORMGUARD_GUARDED_BY(mutex_) = nullptr;
+  std::int64_t asks_in_progress_ STORMGUARD_GUARDED_BY(mutex_) = 0;
+  std::int64_t asks_ STORMGUARD_GUARDED_BY(mutex_) = 0;
+  std::int64_t asks_granted_ STORMGUARD_GUARDED_BY(mutex_) = 0;
+  // An ask found nothing (or no store) since the last sync: no more asks until the next one.
+  bool asked_in_vain_ STORMGUARD_GUARDED_BY(mutex_) = false;
   bool has_joined_ STORMGUARD_GUARDED_BY(mutex_) = false;  // last sync succeeded
   bool syncing_ STORMGUARD_GUARDED_BY(mutex_) = false;
   bool synced_once_ STORMGUARD_GUARDED_BY(mutex_) = false;
@@ -458,6 +508,13 @@ class fleet_window_store {
   /// same credit.
   fleet_answer sync(time_point now, const std::string& client, const fleet_deltas& deltas,
                     const fleet_terms& terms);
+  /// An ask of client `client` at store time `now` for `wanted` micro-retries (a budget whose
+  /// claims follow need, fleet_budget_options::ask_for_credit): fleet_budget::grant over the
+  /// window totals, `terms` (clamped) and every live client's claim; the grant is added to the
+  /// client's claim. Adds no counts and renews no heartbeat; a client that is not live (never
+  /// synced, or its heartbeat expired) is granted 0.
+  std::int64_t ask(time_point now, const std::string& client, std::int64_t wanted,
+                   const fleet_terms& terms);
   /// The sum of the live clients' claims (micro-retries, >= 0) after the last sync.
   [[nodiscard]] std::int64_t claimed() const noexcept { return claimed_; }
 
@@ -475,6 +532,8 @@ class fleet_window_store {
   };
   fleet_view count(time_point now, const std::string& client, const fleet_deltas& deltas,
                    std::int64_t claim);
+  static fleet_terms stated(const fleet_terms& terms) noexcept;
+  void expire(time_point now);
 
   duration heartbeat_ttl_;
   fleet_window window_;
@@ -503,11 +562,7 @@ inline fleet_view fleet_window_store::count(time_point now, const std::string& c
   claimed_ -= it->second.claim;
   it->second = client_state{now + heartbeat_ttl_, claim};
   claimed_ += claim;
-  std::erase_if(clients_, [this, now](const auto& entry) {
-    if (entry.second.expiry > now) return false;
-    claimed_ -= entry.second.claim;
-    return true;
-  });
+  expire(now);
   return fleet_view{total.requests, total.retries, static_cast<std::int64_t>(clients_.size())};
 }
 
@@ -516,16 +571,41 @@ inline fleet_view fleet_window_store::sync(time_point now, const std::string& cl
   return count(now, client, deltas, 0);
 }
 
+inline void fleet_window_store::expire(time_point now) {
+  std::erase_if(clients_, [this, now](const auto& entry) {
+    if (entry.second.expiry > now) return false;
+    claimed_ -= entry.second.claim;
+    return true;
+  });
+}
+
+inline fleet_terms fleet_window_store::stated(const fleet_terms& terms) noexcept {
+  const auto clamp = [](std::int64_t v, std::int64_t most) {
+    return std::clamp<std::int64_t>(v, 0, most);
+  };
+  return fleet_terms{clamp(terms.own_requests, k_max_delta * 1000),
+                     clamp(terms.deposit, k_max_deposit), clamp(terms.reserve, k_max_reserve),
+                     terms.whole_retries};
+}
+
+inline std::int64_t fleet_window_store::ask(time_point now, const std::string& client,
+                                            std::int64_t wanted, const fleet_terms& terms) {
+  expire(now);
+  const auto it = clients_.find(client);
+  if (it == clients_.end()) return 0;
+  const fleet_deltas total = window_.add(now, fleet_deltas{});
+  const fleet_view view{total.requests, total.retries, static_cast<std::int64_t>(clients_.size())};
+  const std::int64_t granted = fleet_budget::grant(view, stated(terms), claimed_, wanted);
+  it->second.claim += granted;
+  claimed_ += granted;
+  return granted;
+}
+
 inline fleet_answer fleet_window_store::sync(time_point now, const std::string& client,
                                              const fleet_deltas& deltas, const fleet_terms& terms) {
   // Expire first, so that the claims of clients gone count no more.
   (void)count(now, client, fleet_deltas{}, 0);
-  const auto clamp = [](std::int64_t v, std::int64_t most) {
-    return std::clamp<std::int64_t>(v, 0, most);
-  };
-  const fleet_terms stated{clamp(terms.own_requests, k_max_delta * 1000),
-                           clamp(terms.deposit, k_max_deposit),
-                           clamp(terms.reserve, k_max_reserve)};
+  const fleet_terms stated = fleet_window_store::stated(terms);
   // The totals with these deltas, and the others' claims (this client's was reset to 0 above).
   const fleet_view view = count(now, client, deltas, 0);
   const std::int64_t credit = fleet_budget::claim(view, stated, claimed_);

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <stdexcept>
 #include <string>
+#include <thread>
 
 #include "stormguard/detail/format.hpp"
 #include "stormguard/detail/uint128.hpp"
@@ -133,9 +134,63 @@ bool fleet_budget::withdraw_local(time_point now) noexcept {
 }
 
 bool fleet_budget::withdraw(time_point now, std::int64_t draw) noexcept {
+  credit_asker ask = nullptr;
+  void* context = nullptr;
+  std::int64_t wanted = 0;
+  {
+    const detail::lock hold(mutex_);
+    refresh(now);
+    if (!options_.ask_for_credit || asker_ == nullptr || asked_in_vain_ || credit_ >= k_scale ||
+        !joined(now)) {
+      return decide(now, draw);
+    }
+    // Claims that follow need: the rest of one retry from what the fleet has not claimed, asked
+    // outside the lock (one round trip).
+    ask = asker_;
+    context = asker_context_;
+    wanted = k_scale - std::max<std::int64_t>(credit_, 0);
+    ++asks_;
+    ++asks_in_progress_;
+  }
+  const std::int64_t got = ask(context, now, wanted);
   const detail::lock hold(mutex_);
-  bool granted = false;
+  --asks_in_progress_;
+  if (got > 0) {
+    // Part of the store's claim for this process from now on; since_take_ carries it past a
+    // sync in flight (whose answer the store computed before this ask).
+    const std::int64_t added = std::min(got, wanted);
+    credit_ += added;
+    since_take_ += added;
+    ++asks_granted_;
+  } else {
+    asked_in_vain_ = true;
+  }
   refresh(now);
+  return decide(now, draw);
+}
+
+void fleet_budget::set_asker(credit_asker ask, void* context) noexcept {
+  for (;;) {
+    {
+      const detail::lock hold(mutex_);
+      if (ask != nullptr || asks_in_progress_ == 0) {
+        asker_ = ask;
+        asker_context_ = ask != nullptr ? context : nullptr;
+        return;
+      }
+    }
+    // An ask in progress still uses the old context: it returns within its round trip.
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+}
+
+std::pair<std::int64_t, std::int64_t> fleet_budget::asks() const noexcept {
+  const detail::lock hold(mutex_);
+  return {asks_, asks_granted_};
+}
+
+bool fleet_budget::decide(time_point now, std::int64_t draw) noexcept {
+  bool granted = false;
   if (joined(now)) {
     if (credit_ >= k_scale) {
       granted = true;
@@ -210,12 +265,15 @@ void fleet_budget::joined_with(time_point now, const fleet_view& view,
   // From a store that hands out credit, the claim it set aside for this process (the other
   // processes' claims subtracted); from one that only counts, the share of what it saw.
   const std::int64_t portion =
-      credit != nullptr ? *credit
-                        : claim(view, fleet_terms{own, deposit_amount_, fleet_reserve_}, 0);
+      credit != nullptr
+          ? *credit
+          : claim(view, fleet_terms{own, deposit_amount_, fleet_reserve_, options_.ask_for_credit},
+                  0);
   // The deposits and grants since begin_sync are this process's own, on top of its claim.
   credit_ = std::clamp<std::int64_t>(portion, -(INT64_MAX / 4), INT64_MAX / 4) +
             std::clamp<std::int64_t>(since_take_, -(INT64_MAX / 4), INT64_MAX / 4);
   since_take_ = 0;
+  asked_in_vain_ = false;
   if (!has_joined_) has_joined_ = true;
   last_success_ = now;
 }
@@ -256,7 +314,7 @@ std::int64_t fleet_budget::share_ppm() const noexcept {
 
 fleet_terms fleet_budget::terms() const noexcept {
   const detail::lock hold(mutex_);
-  return fleet_terms{terms_own_, deposit_amount_, fleet_reserve_};
+  return fleet_terms{terms_own_, deposit_amount_, fleet_reserve_, options_.ask_for_credit};
 }
 
 std::int64_t fleet_budget::share_of(const fleet_view& totals, std::int64_t own) noexcept {
@@ -272,18 +330,37 @@ std::int64_t fleet_budget::share_of(const fleet_view& totals, std::int64_t own) 
   return k_scale / std::max<std::int64_t>(1, totals.live_clients);
 }
 
-std::int64_t fleet_budget::claim(const fleet_view& totals, const fleet_terms& terms,
-                                 std::int64_t claimed) noexcept {
+namespace {
+
+// The fleet's allowance left in its window (saturating: garbage counts must not overflow).
+// Negative when the fleet has granted more than its window allows.
+std::int64_t allowance_of(const fleet_view& totals, const fleet_terms& terms) noexcept {
   const std::int64_t r = std::max<std::int64_t>(0, totals.requests);
   const std::int64_t deposit = std::max<std::int64_t>(0, terms.deposit);
   const std::int64_t reserve = std::clamp<std::int64_t>(terms.reserve, 0, INT64_MAX / 4);
-  // The fleet's allowance left in its window (saturating: garbage counts must not overflow).
-  // Negative when the fleet has granted more than its window allows: each process then carries
-  // its share of the debt, which its deposits repay before it retries again.
   const std::int64_t deposits = std::min(mul_div(r, deposit, 1), INT64_MAX / 4);
-  const std::int64_t spent =
-      std::min(mul_div(std::max<std::int64_t>(0, totals.retries), k_scale, 1), INT64_MAX / 4);
-  const std::int64_t allowance = deposits + reserve - spent;
+  const std::int64_t spent = std::min(
+      mul_div(std::max<std::int64_t>(0, totals.retries), fleet_budget::k_scale, 1), INT64_MAX / 4);
+  return deposits + reserve - spent;
+}
+
+}  // namespace
+
+std::int64_t fleet_budget::grant(const fleet_view& totals, const fleet_terms& terms,
+                                 std::int64_t claimed, std::int64_t wanted) noexcept {
+  if (wanted <= 0) return 0;
+  const std::int64_t unclaimed =
+      allowance_of(totals, terms) - std::clamp<std::int64_t>(claimed, 0, INT64_MAX / 4);
+  return unclaimed >= wanted ? wanted : 0;
+}
+
+std::int64_t fleet_budget::claim(const fleet_view& totals, const fleet_terms& terms,
+                                 std::int64_t claimed) noexcept {
+  const std::int64_t r = std::max<std::int64_t>(0, totals.requests);
+  // The fleet's allowance left in its window. Negative when the fleet has granted more than its
+  // window allows: each process then carries its share of the debt, which its deposits repay
+  // before it retries again.
+  const std::int64_t allowance = allowance_of(totals, terms);
   const std::int64_t share = share_of(fleet_view{r, totals.retries, totals.live_clients},
                                       std::max<std::int64_t>(0, terms.own_requests));
   const std::int64_t target =
@@ -291,7 +368,9 @@ std::int64_t fleet_budget::claim(const fleet_view& totals, const fleet_terms& te
   // Never more than the others have left unclaimed: two processes never hold the same credit.
   const std::int64_t unclaimed =
       std::max<std::int64_t>(0, allowance - std::clamp<std::int64_t>(claimed, 0, INT64_MAX / 4));
-  return std::min(target, unclaimed);
+  const std::int64_t portion = std::min(target, unclaimed);
+  // Claims that follow need: whole retries only; the fractions stay in the pool for askers.
+  return terms.whole_retries && portion > 0 ? portion - portion % k_scale : portion;
 }
 
 std::int64_t fleet_budget::live_clients() const noexcept {

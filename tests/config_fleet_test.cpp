@@ -78,6 +78,20 @@ TEST(FleetPolicy, ShardsAreReadAsANumberOrSizedFromTheFleetAndRoundTrip) {
   EXPECT_EQ(config::to_json(one_shard).find("shards"), std::string::npos);
 }
 
+// "ask_for_credit": claims that follow need; written only when true (files before it read it).
+TEST(FleetPolicy, AskForCreditIsReadAndRoundTrips) {
+  const auto asks = stormguard::test_support::value_of(config::parse_policies(
+      one(R"({"kind": "ratio", "fleet": {"key": "k", "ask_for_credit": true}})")));
+  EXPECT_TRUE(std::get<stormguard::fleet_budget_options>(asks[0].budget).ask_for_credit);
+  const std::string text = config::to_json(asks);
+  EXPECT_NE(text.find(R"("ask_for_credit": true)"), std::string::npos) << text;
+  EXPECT_EQ(stormguard::test_support::value_of(config::parse_policies(text)), asks);
+  const auto shares = stormguard::test_support::value_of(config::parse_policies(
+      one(R"({"kind": "ratio", "fleet": {"key": "k", "ask_for_credit": false}})")));
+  EXPECT_FALSE(std::get<stormguard::fleet_budget_options>(shares[0].budget).ask_for_credit);
+  EXPECT_EQ(config::to_json(shares).find("ask_for_credit"), std::string::npos);
+}
+
 TEST(FleetPolicy, APasswordIsNeverWritten) {
   const auto p = stormguard::test_support::value_of(config::parse_policies(
       one(R"({"kind": "ratio", "fleet": {"store": "redis://app:hunter2@db:6379", "key": "k"}})")));
@@ -122,6 +136,8 @@ INSTANTIATE_TEST_SUITE_P(
                 "policies[0].budget.fleet.max_sync_interval", "100ms"},
         hostile{R"({"kind": "ratio", "fleet": {"key": "k", "expected_clients": -1}})",
                 "policies[0].budget.fleet.expected_clients", "10000000"},
+        hostile{R"({"kind": "ratio", "fleet": {"key": "k", "ask_for_credit": "yes"}})",
+                "policies[0].budget.fleet.ask_for_credit", "boolean, got \"yes\""},
         hostile{R"({"kind": "ratio", "fleet": {"key": "k", "shards": 0}})",
                 "policies[0].budget.fleet.shards", "1024"},
         hostile{R"({"kind": "ratio", "fleet": {"key": "k", "shards": 1025}})",

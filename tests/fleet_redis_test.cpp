@@ -580,18 +580,39 @@ TEST(RedisFleetSync, TheThreadSyncsOnItsOwnAndStopsOnDestruction) {
 // reference model the simulator's store follows): three processes synced through Redis, and
 // three twins doing the same synced through the model, hold the same credit after every sync,
 // while they spend, overspend through a fractional draw, and take each other's unclaimed credit.
-TEST(RedisFleetSync, TheScriptHandsOutWhatTheModelHandsOut) {
+// The twin's asker (claims that follow need): the model, at the test's clock.
+struct model_asker {
+  stormguard::fleet_window_store* model = nullptr;
+  manual_clock* clock = nullptr;
+  std::string name;
+  fleet_budget* budget = nullptr;
+  static std::int64_t ask(void* context, stormguard::time_point, std::int64_t wanted) noexcept {
+    auto& self = *static_cast<model_asker*>(context);
+    return self.model->ask(self.clock->now(), self.name, wanted, self.budget->terms());
+  }
+};
+
+// Three processes on Redis and their twins on the reference model, with the same traffic and
+// draws: the same grants and the same credit after each sync. `ask`: claims that follow need.
+// Returns the asks the store granted the real processes.
+std::int64_t compare_script_and_model(bool ask) {
   const std::string key = unique_key("claims");
   manual_clock clock;
   stormguard::fleet_window_store model(10s, 6s);
   std::vector<std::unique_ptr<fleet_budget>> real;
   std::vector<std::unique_ptr<fleet_budget>> twin;
   std::vector<std::unique_ptr<redis_sync>> syncs;
+  std::vector<std::unique_ptr<model_asker>> askers;
+  fleet_budget_options o = fleet_options();
+  o.ask_for_credit = ask;
   for (int i = 0; i < 3; ++i) {
-    real.push_back(std::make_unique<fleet_budget>(fleet_options()));
-    twin.push_back(std::make_unique<fleet_budget>(fleet_options()));
+    real.push_back(std::make_unique<fleet_budget>(o));
+    twin.push_back(std::make_unique<fleet_budget>(o));
     syncs.push_back(std::make_unique<redis_sync>(
         *real.back(), sync_options(key, "client-" + std::to_string(i)), clock));
+    askers.push_back(std::make_unique<model_asker>(
+        model_asker{&model, &clock, "client-" + std::to_string(i), twin.back().get()}));
+    twin.back()->set_asker(&model_asker::ask, askers.back().get());
   }
   random_generator gr(5);
   random_generator gt(5);
@@ -613,7 +634,7 @@ TEST(RedisFleetSync, TheScriptHandsOutWhatTheModelHandsOut) {
         if (twin[i]->try_withdraw(clock.now(), attempt_status::failure, gt)) ++granted_twin;
       }
       EXPECT_EQ(granted_real, granted_twin) << "round " << round << ", client " << i;
-      ASSERT_TRUE(syncs[i]->sync_once(true));
+      EXPECT_TRUE(syncs[i]->sync_once(true));
       const stormguard::fleet_deltas out = twin[i]->begin_sync(clock.now());
       const stormguard::fleet_answer answer =
           model.sync(clock.now(), "client-" + std::to_string(i), out, twin[i]->terms());
@@ -628,6 +649,66 @@ TEST(RedisFleetSync, TheScriptHandsOutWhatTheModelHandsOut) {
   EXPECT_EQ(checked, 18);
   EXPECT_EQ(window_totals(redis_server::shared().port(), key).first,
             model.sync(clock.now(), "probe", {}).requests);
+  std::int64_t granted = 0;
+  for (std::size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(real[i]->asks(), twin[i]->asks()) << "client " << i;
+    granted += real[i]->asks().second;
+  }
+  return granted;
+}
+
+TEST(RedisFleetSync, TheScriptHandsOutWhatTheModelHandsOut) {
+  EXPECT_EQ(compare_script_and_model(false), 0);
+}
+
+TEST(RedisFleetSync, TheScriptGrantsAsksAsTheModelGrantsThem) {
+  // Whole-retry claims, and asks for the rest of one retry when a process has spent its claim.
+  EXPECT_GT(compare_script_and_model(true), 0);
+}
+
+// Eight processes whose claims follow need, each spending on its own thread after one sync: the
+// asks, serialised by Redis, hand out the fleet's allowance exactly, whole retries only, and
+// never the same retry twice.
+TEST(RedisFleetSync, AsksFromManyThreadsHandOutTheAllowanceExactly) {
+  const std::string key = unique_key("asks");
+  manual_clock clock;
+  fleet_budget_options o = fleet_options();
+  o.ratio.ratio = 0.0;  // the floor alone: 10/s over 10 s, 100 retries
+  o.ask_for_credit = true;
+  constexpr int k_processes = 8;
+  std::vector<std::unique_ptr<fleet_budget>> budgets;
+  std::vector<std::unique_ptr<redis_sync>> syncs;
+  random_generator g(3);
+  for (int i = 0; i < k_processes; ++i) {
+    budgets.push_back(std::make_unique<fleet_budget>(o));
+    syncs.push_back(std::make_unique<redis_sync>(
+        *budgets.back(), sync_options(key, "asker-" + std::to_string(i)), clock));
+    for (int r = 0; r < 5; ++r) (void)budgets.back()->try_admit(clock.now(), g);
+  }
+  // Two rounds of syncs: in the second each process's share is 5 of 40 requests, 12.5 retries,
+  // handed out as 12 (whole retries): 96 claimed, 4 left for asks.
+  for (int round = 0; round < 2; ++round) {
+    for (auto& sync : syncs) ASSERT_TRUE(sync->sync_once(true));
+  }
+  for (const auto& b : budgets) EXPECT_EQ(b->credit_micro(), 12'000'000);
+  std::atomic<int> granted{0};
+  std::vector<std::thread> threads;
+  for (int i = 0; i < k_processes; ++i) {
+    threads.emplace_back([&, i] {
+      random_generator own(static_cast<std::uint64_t>(100 + i));
+      for (int k = 0; k < 200; ++k) {
+        if (budgets[static_cast<std::size_t>(i)]->try_withdraw(clock.now(), attempt_status::failure,
+                                                               own)) {
+          ++granted;
+        }
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  std::int64_t asked = 0;
+  for (const auto& b : budgets) asked += b->asks().second;
+  EXPECT_EQ(asked, 4);
+  EXPECT_EQ(granted.load(), 100);
 }
 
 // What a stormguard 0.1 process leaves in Redis: the window and the live clients, no

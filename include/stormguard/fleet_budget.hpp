@@ -55,7 +55,10 @@
 /// \endcode
 ///
 /// Shares are fractional and never rounded up: at 20,000 clients of 0.1 request/s a share is about
-/// 0.1 retry, and the expected number of retries the fleet is granted in one round is A.
+/// 0.1 retry, and the expected number of retries the fleet is granted in one round is A. With
+/// fleet_budget_options::ask_for_credit the claims follow need instead: the store hands out whole
+/// retries only (the fractions stay in its pool), and a process whose credit is below one retry
+/// asks the store for the rest of one when a retry is wanted (set_asker; fleet_budget::grant).
 ///
 /// Overshoot. A process's view of the fleet is up to L = (its sync interval + the store's round
 /// trip) old. With a store that only counts, what it allots misses the retries the rest of the

@@ -350,6 +350,7 @@ config::policy make_policy(const std::string& name, const service_description& d
     f.ratio = ratio;
     f.store.key = name;
     f.expected_clients = d.clients;
+    f.ask_for_credit = c.ask;
     p.budget = f;
   } else {
     p.budget = ratio;
@@ -459,6 +460,19 @@ std::vector<tune_reason> explain(const service_description& d, const scenario& s
                    c.fleet ? "" : fmt::format(" ({} x {} clients)", c.floor, d.clients), headroom,
                    100.0 * total_floor / headroom, 100.0 * c.ratio, 100.0 * d.error_rate,
                    k_max_floor)});
+  if (c.ask) {
+    const double per_client = d.requests_per_second / static_cast<double>(std::max(1, d.clients)) *
+                              std::chrono::duration<double>(c.window).count() * c.ratio;
+    out.push_back(
+        {"budget.fleet.ask_for_credit", "true",
+         fmt::format("a process's share of the allowance is about {:.2f} retries per window "
+                     "({} req/s from {} clients), so with shares alone a healthy day's rare "
+                     "failures land on processes without a whole retry; with claims that follow "
+                     "need a process without one asks the store for it (one round trip more "
+                     "for that retry), and the fleet still never spends more than its allowance; "
+                     "the search compared both",
+                     per_client, detail::format_double(d.requests_per_second), d.clients)});
+  }
   return out;
 }
 

@@ -25,6 +25,7 @@ struct candidate {
   duration timeout{};       // attempt_timeout
   int hedge_attempts = 0;   // hedging.max_attempts; 0: no hedging
   duration hedge_delay{};   // hedging.delay
+  bool ask = false;         // a fleet budget whose claims follow need (ask_for_credit)
 
   friend bool operator==(const candidate&, const candidate&) = default;
 };
@@ -48,6 +49,11 @@ struct schedule {
 
 // The largest budget floor a policy holds (ratio_budget_options::min_retries_per_second).
 inline constexpr std::int64_t k_max_floor = 1'000'000;
+
+// Whether a process's share of a fleet budget is below one retry per window at the largest
+// ratio the search tries (20,000 clients of 0.1 req/s: a tenth): the search then also tries
+// claims that follow need (fleet_budget_options::ask_for_credit).
+[[nodiscard]] bool tiny_shares(const service_description& d, duration window);
 
 // The budget floors the search compares: per process 0, 1, 10; for the fleet a tenth, a quarter
 // and half of the incident's capacity (at least 1, at most k_max_floor).

@@ -229,6 +229,15 @@ struct search {
   }
 };
 
+}  // namespace
+
+bool tune_detail::tiny_shares(const service_description& d, duration window) {
+  const double per_client = d.requests_per_second / static_cast<double>(std::max(1, d.clients));
+  return per_client * std::chrono::duration<double>(window).count() * k_ratios.back() < 1.0;
+}
+
+namespace {
+
 // Stage 1: the budget's scope, floor and ratio at each attempt timeout, with the rules' schedule.
 std::vector<candidate> budget_grid(const search& s) {
   std::vector<candidate> out;
@@ -245,6 +254,10 @@ std::vector<candidate> budget_grid(const search& s) {
         for (const double ratio : k_ratios) {
           out.push_back(
               candidate{fleet, ratio, floor, r.window, r.retries, r.base, r.cap, timeout, 0, {}});
+          if (fleet && tiny_shares(s.d, r.window)) {
+            out.push_back(candidate{
+                fleet, ratio, floor, r.window, r.retries, r.base, r.cap, timeout, 0, {}, true});
+          }
         }
       }
     }
@@ -400,10 +413,11 @@ std::vector<tune_candidate> tried_candidates(const search& s) {
   std::vector<tune_candidate> out;
   for (const evaluated& e : s.all) {
     const candidate& c = e.values;
-    std::string summary = fmt::format(
-        "{} ratio {} floor {}/s window {}, {} retries base {}, timeout {}",
-        c.fleet ? "fleet" : "per-process", detail::format_double(c.ratio), c.floor,
-        format_duration(c.window), c.retries, format_duration(c.base), format_duration(c.timeout));
+    std::string summary =
+        fmt::format("{} ratio {} floor {}/s window {}, {} retries base {}, timeout {}",
+                    c.fleet ? (c.ask ? "fleet (asks for credit)" : "fleet") : "per-process",
+                    detail::format_double(c.ratio), c.floor, format_duration(c.window), c.retries,
+                    format_duration(c.base), format_duration(c.timeout));
     if (c.hedge_attempts > 0) {
       summary += fmt::format(", hedging {} copies after {}", c.hedge_attempts,
                              format_duration(c.hedge_delay));

@@ -72,7 +72,7 @@ fleet_store_options read_fleet_object(const json& value, const std::string& path
   }
   sj::object_reader r(value, path,
                       {"store", "key", "sync_interval", "max_sync_interval", "expected_clients",
-                       "password_env", "shards"});
+                       "password_env", "shards", "ask_for_credit"});
   fleet_store_options store;
   if (r.has("store")) {
     store.url = r.string("store");
@@ -92,6 +92,12 @@ fleet_store_options read_fleet_object(const json& value, const std::string& path
     o.max_sync_interval = o.sync_interval;  // the default (2 s) below a longer sync_interval
   }
   if (r.has("expected_clients")) o.expected_clients = r.integer("expected_clients", 0, 10'000'000);
+  if (r.has("ask_for_credit")) {
+    const json& v = value["ask_for_credit"];
+    if (!v.is_boolean())
+      sj::fail(r.field("ask_for_credit"), "must be a boolean, got " + sj::quote(v));
+    o.ask_for_credit = v.get<bool>();
+  }
   if (r.has("shards")) {
     const json& k = value["shards"];
     if (k.is_string() && k.get<std::string>() == "auto") {
@@ -165,7 +171,8 @@ void write_fleet_budget(const budget_options& options, ordered_json& b) {
   f["sync_interval"] = format_duration(o->sync_interval);
   f["max_sync_interval"] = format_duration(o->max_sync_interval);
   f["expected_clients"] = o->expected_clients;
-  if (o->shards != 1) f["shards"] = o->shards;  // absent: one (as files before shards read)
+  if (o->shards != 1) f["shards"] = o->shards;        // absent: one (as files before shards read)
+  if (o->ask_for_credit) f["ask_for_credit"] = true;  // absent: shares only
   if (!o->store.password_env.empty()) f["password_env"] = o->store.password_env;
   b["fleet"] = std::move(f);
 }

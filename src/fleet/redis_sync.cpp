@@ -32,10 +32,13 @@ namespace {
 // keys of protocols 1 and 2 ({KEY}:window, {KEY}:clients, {KEY}:claims), only checked. ARGV:
 // requests, retries, slice (ms), slices, heartbeat ttl (ms), largest delta, own requests (the
 // share's numerator), deposit per request and reserve (micro-retries), this process's fleet
-// protocol (k_fleet_protocol), and what the process carries from its last sync: the store's
-// epoch (0 for none), its heartbeat bucket (-1 for none) and the claim it was handed
-// (micro-retries). Returns {requests, retries, live clients, credit, epoch, bucket, forgot,
-// learning (ms left)}.
+// protocol (k_fleet_protocol), what the process carries from its last sync: the store's
+// epoch (0 for none), its heartbeat bucket (-1 for none) and the claim it holds (micro-retries),
+// then 1 when its claims are whole retries (fleet_terms::whole_retries; else 0), and the
+// micro-retries it asks for (an ask of claims that follow need: 0 for a sync). Returns
+// {requests, retries, live clients, credit, epoch, bucket, forgot, learning (ms left)}; for an
+// ask, the credit is what it was granted and the bucket the one it carries. An ask adds no counts
+// and renews no heartbeat; it is granted nothing in learning mode or without a live bucket.
 //
 // {KEY}:version is one string: the protocol, a space, and 49 numbers (struct.pack, little-endian
 // doubles, exact below 2^53):
@@ -88,6 +91,17 @@ else
   created = true
 end
 local g = v[4]
+-- The live clients (from `live`) and the sum of their claims, over the heartbeat buckets.
+local function live_claims(live)
+  local claimed = 0
+  for k = v[6] - 9, v[6] do
+    if k * g > now then
+      live = live + v[C + k % 10]
+      claimed = claimed + v[M + k % 10]
+    end
+  end
+  return live, claimed
+end
 local retain = max(slice * S, ttl + g)
 if created then
   v[3] = now + retain
@@ -120,6 +134,25 @@ for i = 0, slices do
   req = req + v[R + i]
   ret = ret + v[W + i]
 end
+local own = floor(max(0, min(tonumber(ARGV[7]) or 0, maxd * 1000)))
+local deposit = floor(max(0, min(tonumber(ARGV[8]) or 0, 1000000000)))
+local reserve = floor(max(0, min(tonumber(ARGV[9]) or 0, 60000000000000)))
+local allowance = req * deposit + reserve - ret * 1000000
+local wanted = floor(max(0, min(tonumber(ARGV[15]) or 0, 1000000)))
+if wanted > 0 then
+  -- An ask (fleet_budget::grant): no counts, no heartbeat; all of `wanted` from what no live
+  -- process has claimed, added to the asker's claim in its bucket, or nothing.
+  local granted = 0
+  local live, claimed = live_claims(0)
+  if learning == 0 and pe == v[1] and pb > v[6] - 10 and pb <= v[6] and pb * g > now and
+      allowance - claimed >= wanted then
+    v[M + pb % 10] = v[M + pb % 10] + wanted
+    granted = wanted
+  end
+  redis.call('SET', KEYS[1], ours .. ' ' .. struct.pack(F, unpack(v, 1, size)), 'PX',
+    2 * retain + 1000)
+  return {req, ret, live, granted, v[1], pb, forgot, learning}
+end
 -- Heartbeats and claims: this client's previous ones leave their bucket; the live ones summed.
 local held = floor(max(0, min(tonumber(ARGV[13]) or 0, bound)))
 if pe == v[1] and pb > v[6] - 10 and pb <= v[6] and pb * g > now then
@@ -134,18 +167,8 @@ if kb > v[6] then
   end
   v[6] = kb
 end
-local live, claimed = 1, 0
-for k = v[6] - 9, v[6] do
-  if k * g > now then
-    live = live + v[C + k % 10]
-    claimed = claimed + v[M + k % 10]
-  end
-end
+local live, claimed = live_claims(1)
 -- fleet_budget::claim: the share of the allowance, never more than the others left unclaimed.
-local own = floor(max(0, min(tonumber(ARGV[7]) or 0, maxd * 1000)))
-local deposit = floor(max(0, min(tonumber(ARGV[8]) or 0, 1000000000)))
-local reserve = floor(max(0, min(tonumber(ARGV[9]) or 0, 60000000000000)))
-local allowance = req * deposit + reserve - ret * 1000000
 local share
 if req > 0 and own > 0 then
   share = min(1000000, floor(own * 1000000 / req))
@@ -161,6 +184,7 @@ else
   target = -floor(-allowance * share / 1000000)
 end
 local credit = min(target, max(0, allowance - claimed))
+if ARGV[14] == '1' and credit > 0 then credit = credit - credit % 1000000 end
 if learning > 0 then
   if pe == 0 then held = 0 end
   credit = min(credit, held)
@@ -476,10 +500,10 @@ struct redis_sync::impl {
   };
 
   fleet_answer exchange(const fleet_deltas& out, const fleet_terms& terms, bool known,
-                        carried& back) STORMGUARD_REQUIRES(mutex) {
+                        carried& back, long long wanted = 0) STORMGUARD_REQUIRES(mutex) {
     if (!ctx) connect();
     // The numbers written in place (24 characters hold any long long), the rest as views.
-    std::array<std::array<char, 24>, 8> digits{};
+    std::array<std::array<char, 24>, 10> digits{};
     std::size_t used = 0;
     const auto number = [&digits, &used](long long v) {
       auto& d = digits.at(used++);
@@ -487,7 +511,7 @@ struct redis_sync::impl {
       (void)ec;
       return std::string_view(d.data(), static_cast<std::size_t>(end - d.data()));
     };
-    std::array<std::string_view, 20> args{"EVALSHA",
+    std::array<std::string_view, 22> args{"EVALSHA",
                                           sha,
                                           "4",
                                           version_key,
@@ -506,7 +530,9 @@ struct redis_sync::impl {
                                           protocol_text,
                                           number(known ? epoch : 0),
                                           number(known ? bucket : -1),
-                                          number(held)};
+                                          number(held),
+                                          terms.whole_retries ? "1" : "0",
+                                          number(wanted)};
     // Sends the exchange on `c`, once more with EVAL when the server lost its script cache (a
     // restart, SCRIPT FLUSH, a node of a cluster that never loaded it).
     // The script's SHA1 is the same on every node (SCRIPT LOAD of the same text).
@@ -562,6 +588,29 @@ struct redis_sync::impl {
     }
     back = carried{v[4], v[5], v[6] != 0, v[7]};
     return fleet_answer{fleet_view{v[0], v[1], v[2]}, v[3]};
+  }
+
+  // An ask of a budget whose claims follow need (fleet_budget::credit_asker), on the syncer's
+  // connection (after a sync in progress: at most two timeouts in all): the micro-retries
+  // granted, or -1 when there is no connection or no live heartbeat to ask with, or the round
+  // trip failed (the next sync reconnects).
+  std::int64_t ask(std::int64_t wanted) noexcept {
+    const detail::lock hold(mutex);
+    if (!ctx || bucket < 0 || epoch == 0) return -1;
+    try {
+      const redis_detail::sigpipe_guard no_sigpipe;
+      carried back;
+      const fleet_answer a = exchange(fleet_deltas{}, budget.terms(), true, back, wanted);
+      const long long granted = std::clamp<long long>(a.credit, 0, wanted);
+      held += granted;
+      return granted;
+    } catch (...) {
+      ctx.reset();
+      return -1;
+    }
+  }
+  static std::int64_t ask_for(void* context, time_point, std::int64_t wanted) noexcept {
+    return static_cast<impl*>(context)->ask(wanted);
   }
 
   // The wait before the next try after `failures` failed round trips in a row: sync_interval,
@@ -662,6 +711,7 @@ struct redis_sync::impl {
 
 redis_sync::redis_sync(fleet_budget& budget, redis_sync_options options, clock& clock, log_hook log)
     : impl_(std::make_unique<impl>(budget, std::move(options), clock, std::move(log))) {
+  if (budget.options().ask_for_credit) budget.set_asker(&impl::ask_for, impl_.get());
   if (!impl_->options.start_thread) return;
   thread_ = std::jthread([this](std::stop_token stop) {
     // Wake a few times per sync interval (the budget decides whether a sync is due).
@@ -676,6 +726,8 @@ redis_sync::redis_sync(fleet_budget& budget, redis_sync_options options, clock& 
 }
 
 redis_sync::~redis_sync() {
+  // No ask reaches the syncer once it is gone (set_asker waits for one in progress).
+  if (impl_->budget.options().ask_for_credit) impl_->budget.set_asker(nullptr, nullptr);
   if (thread_.joinable()) {
     thread_.request_stop();
     thread_.join();

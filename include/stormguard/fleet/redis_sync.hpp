@@ -12,6 +12,12 @@
 /// Redis is down, slow or answers garbage the budget falls back to its local counts (see
 /// fleet_budget.hpp), the syncer says so once through the log hook, and rejoins when Redis answers.
 ///
+/// Claims that follow need (fleet_budget_options::ask_for_credit): the syncer sets itself as the
+/// budget's asker (fleet_budget::set_asker), so a retry that finds its credit below one retry
+/// asks Redis for the rest of one with the same script, on the syncer's connection and on the
+/// caller's thread: one round trip (after a sync in progress, at most two timeouts). Without a
+/// connection or a live heartbeat the ask fails at once and the budget draws as with shares.
+///
 /// Reconnection: after a failed round trip the connection is dropped and the next try waits a
 /// backoff: sync_interval after the first failure, doubling with each failure in a row, at most
 /// the budget's max_sync_interval, each wait drawn uniformly in [half, all] of it (so that a whole

@@ -105,6 +105,7 @@ class fleet {
           seeds::mix(seeds::mix(seeds::mix(s.seed, k_tag_client), static_cast<std::uint64_t>(i)),
                      strategy_hash);
       clients_.emplace_back(seed, config);
+      sync_.attach(static_cast<std::uint32_t>(i), clients_.back().budget);
     }
     requests_.reserve(static_cast<std::size_t>(expected_requests * 1.05) + 16);
   }
@@ -139,8 +140,12 @@ class fleet {
   [[nodiscard]] retry_decision failed(std::uint32_t id, std::int64_t now, classification verdict) {
     request& r = requests_[id];
     auto& c = client_of(id, now);
-    return r.budget.failed(policy_, c.budget, r.attempt, verdict, duration(r.previous_delay), c.rng,
-                           at(now));
+    retry_decision d = r.budget.failed(policy_, c.budget, r.attempt, verdict,
+                                       duration(r.previous_delay), c.rng, at(now));
+    // A budget that asked its store for credit decided one round trip later.
+    const std::int64_t asked = sync_.take_ask_delay(id % clients_count_);
+    if (d.retry) d.delay += duration(asked);
+    return d;
   }
 
   // A hedged copy after the first asks the client's budget (stormguard::try_charge_hedge); and a

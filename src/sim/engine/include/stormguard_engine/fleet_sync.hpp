@@ -59,7 +59,9 @@ class fleet_sync {
  public:
   template <class Config>
   fleet_sync(const scenario&, const strategy&, const Config&) noexcept {}
+  void attach(std::uint32_t, B&) noexcept {}
   void step(std::uint32_t, B&, std::int64_t) noexcept {}
+  [[nodiscard]] std::int64_t take_ask_delay(std::uint32_t) noexcept { return 0; }
   [[nodiscard]] store_load load() const noexcept { return {}; }
 };
 
@@ -73,7 +75,26 @@ class fleet_sync<fleet_budget> {
         shards_(static_cast<std::size_t>(
                     std::clamp<std::int64_t>(o.shards, 1, fleet_budget::k_max_shards)),
                 shard(o.ratio.window)),
-        clients_(static_cast<std::size_t>(std::max(1, s.clients))) {}
+        clients_(static_cast<std::size_t>(std::max(1, s.clients))),
+        askers_(clients_.size()) {}
+  fleet_sync(const fleet_sync&) = delete;  // the budgets' askers point into it
+  fleet_sync& operator=(const fleet_sync&) = delete;
+
+  // Client i's budget asks this model's store when its claims follow need
+  // (fleet_budget_options::ask_for_credit); a real store's syncer sets its own asker.
+  void attach(std::uint32_t i, fleet_budget& b) noexcept {
+    if (model_.external || !b.options().ask_for_credit) return;
+    askers_[i] = asker{this, &b, i, 0};
+    b.set_asker(&fleet_sync::ask_for, &askers_[i]);
+  }
+
+  // The time client i's last ask took (its round trip and wait, or the timeout), in ns, once:
+  // the retry it decided waits that long more (a sync executor asks, then sleeps its backoff).
+  [[nodiscard]] std::int64_t take_ask_delay(std::uint32_t i) noexcept {
+    const std::int64_t d = static_cast<std::int64_t>(askers_[i].delay_us) * 1000;
+    askers_[i].delay_us = 0;
+    return d;
+  }
 
   // The time one sync holds the store, in ns: 0 for an unlimited store. Throws
   // std::invalid_argument for a capacity outside [1, 10^9] syncs/s that is not +infinity.
@@ -90,8 +111,9 @@ class fleet_sync<fleet_budget> {
 
   [[nodiscard]] store_load load() const noexcept { return load_; }
 
-  // The store model's memory per client, in bytes, at most (estimated_run_bytes).
-  static constexpr std::size_t k_client_bytes = 64;
+  // The store model's memory per client, in bytes, at most (estimated_run_bytes): its state and
+  // its asker.
+  static constexpr std::size_t k_client_bytes = 88;
 
   // The step before a call of client `i`'s budget `b` at `now` (ns of the scenario's clock).
   void step(std::uint32_t i, fleet_budget& b, std::int64_t now) {
@@ -131,7 +153,46 @@ class fleet_sync<fleet_budget> {
     bool ok = false;
     bool synced = false;  // has ever synced (counted as live by the store)
   };
+  // The context of client i's asker.
+  struct asker {
+    fleet_sync* self = nullptr;
+    fleet_budget* budget = nullptr;
+    std::uint32_t client = 0;
+    std::uint32_t delay_us = 0;  // the last ask's round trip and wait (take_ask_delay)
+  };
   static time_point at(std::int64_t t) noexcept { return time_point(duration(t)); }
+
+  static std::int64_t ask_for(void* context, time_point now, std::int64_t wanted) noexcept {
+    auto& a = *static_cast<asker*>(context);
+    return a.self->ask(a, now.time_since_epoch().count(), wanted);
+  }
+
+  // An ask of the client of `a` reaches its shard's store at `now`: granted from what no client
+  // has claimed (fleet_budget::grant, as fleet_window_store and the Redis script grant it), after
+  // the store's queue; in the outage, or past the timeout, it fails after the timeout.
+  std::int64_t ask(asker& a, std::int64_t now, std::int64_t wanted) {
+    const auto us = [](std::int64_t ns) { return static_cast<std::uint32_t>(ns / 1000); };
+    if (store_down(now)) {
+      a.delay_us = us(model_.timeout.count());
+      return -1;
+    }
+    state& c = clients_[a.client];
+    shard& store = shards_[a.client % shards_.size()];
+    const std::int64_t wait = queue(store, now);
+    if (wait > 0 && model_.round_trip.count() + wait > model_.timeout.count()) {
+      ++load_.sync_timeouts;
+      a.delay_us = us(model_.timeout.count());
+      return -1;  // not applied: an ask the client gave up on grants nothing it could spend
+    }
+    a.delay_us = us(model_.round_trip.count() + wait);
+    const fleet_deltas total = store.window.add(at(now + wait), fleet_deltas{});
+    const fleet_view view{total.requests, total.retries, store.live};
+    const std::int64_t granted =
+        fleet_budget::grant(view, a.budget->terms(), store.claimed, wanted);
+    c.claim += granted;
+    store.claimed += granted;
+    return granted;
+  }
 
   [[nodiscard]] bool store_down(std::int64_t t) const noexcept {
     return model_.outage && t >= model_.outage->start.count() && t < model_.outage->end.count();
@@ -204,7 +265,8 @@ class fleet_sync<fleet_budget> {
   std::int64_t max_sync_;
   std::vector<shard> shards_;  // K (a shard without clients spends nothing, as in a real fleet)
   std::vector<state> clients_;
-  static_assert(sizeof(state) <= k_client_bytes);
+  std::vector<asker> askers_;  // one per client, stable: the budgets point at them
+  static_assert(sizeof(state) + sizeof(asker) <= k_client_bytes);
 };
 
 }  // namespace stormguard::sim::engine

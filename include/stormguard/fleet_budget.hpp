@@ -178,8 +178,9 @@ struct fleet_budget_options {
   /// store for the rest of one retry (fleet_budget::set_asker: one round trip, serialised by the
   /// store, granted from the allowance no process has claimed, all or nothing). A fleet of many
   /// processes that each send few requests (20,000 clients of 0.1 request/s: a share is a tenth of
-  /// a retry) then retries its rare failures wherever they happen, and still never spends more
-  /// than its allowance. The cost: a retry of a process without credit waits one store round trip
+  /// a retry) then retries its rare failures wherever they happen, and the store still never
+  /// hands out more than the allowance (docs/budgets.md measures the fleet against one shared
+  /// budget). The cost: a retry of a process without credit waits one store round trip
   /// more (on the thread that decides it: in an async executor, its event loop's thread, for at
   /// most the syncer's timeout), and each such retry is one more store command. Without an asker
   /// (no syncer attached, or a store of fleet protocol 3 before this option) the budget draws on

@@ -465,13 +465,14 @@ std::vector<tune_reason> explain(const service_description& d, const scenario& s
                               std::chrono::duration<double>(c.window).count() * c.ratio;
     out.push_back(
         {"budget.fleet.ask_for_credit", "true",
-         fmt::format("a process's share of the allowance is about {:.2f} retries per window "
-                     "({} req/s from {} clients), so with shares alone a healthy day's rare "
-                     "failures land on processes without a whole retry; with claims that follow "
-                     "need a process without one asks the store for it (one round trip more "
-                     "for that retry), and the fleet still never spends more than its allowance; "
-                     "the search compared both",
-                     per_client, detail::format_double(d.requests_per_second), d.clients)});
+         fmt::format(
+             "a process's share of the allowance is about {:.2f} retries per window "
+             "({} req/s from {} clients), so with shares alone a healthy day's rare "
+             "failures land on processes without a whole retry; with claims that follow "
+             "need a process without one asks the store for it (one round trip more "
+             "for that retry), and the store still never hands out more than the allowance; "
+             "the search compared both",
+             per_client, detail::format_double(d.requests_per_second), d.clients)});
   }
   return out;
 }

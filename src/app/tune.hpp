@@ -125,6 +125,9 @@ struct tune_figures {
   /// the success of a running service, after the budgets have filled (they start empty at the
   /// start of a run). nullopt when no request arrived then.
   std::optional<double> steady_success;
+  /// strategy_result::store_sync_timeouts: syncs of a fleet budget that waited past the timeout
+  /// in the modelled store's queue (the store saturated).
+  std::int64_t store_sync_timeouts = 0;
 
   /// The figures of one simulator result.
   [[nodiscard]] static tune_figures of(const strategy_result& r);

@@ -33,6 +33,7 @@ tune_figures tune_figures::of(const strategy_result& r) {
   f.recovery_measurable = r.recovery_measurable;
   f.p99_latency_ms = r.p99_latency_ms;
   f.budget_exhausted = r.budget_exhausted + r.hedges_refused;
+  f.store_sync_timeouts = r.store_sync_timeouts;
   std::int64_t arrived = 0;
   std::int64_t succeeded = 0;
   const auto from = static_cast<std::size_t>(k_warm_up / std::chrono::seconds(1));
@@ -82,6 +83,14 @@ tune_verdict judge(const tune_goal& goal, const tune_figures& storm, const tune_
                               100 * goal.min_baseline_success));
   }
   if (missed != nullptr) *missed = static_cast<int>(why.size());
+  const std::int64_t timeouts = storm.store_sync_timeouts + baseline.store_sync_timeouts;
+  if (!why.empty() && timeouts > 0) {
+    // Why, when it is the store: its budgets fell back to local counts.
+    why.push_back(
+        fmt::format("the fleet's store saturated ({} syncs timed out in its queue: "
+                    "keep the budget in shards, budget.fleet.shards)",
+                    timeouts));
+  }
   tune_verdict v;
   v.met = why.empty();
   for (const std::string& w : why) v.reason += (v.reason.empty() ? "" : "; ") + w;

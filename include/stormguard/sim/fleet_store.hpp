@@ -27,7 +27,11 @@
 ///
 /// A client acts (and so syncs) only when one of its requests does; a background syncer also
 /// syncs an idle process every max_sync_interval: the model replays the latest such sync when the
-/// client next acts (see src/sim/engine/include/stormguard_engine/fleet_sync.hpp). Plain values.
+/// client next acts (see src/sim/engine/include/stormguard_engine/fleet_sync.hpp). For a budget
+/// whose claims follow need (fleet_budget_options::ask_for_credit) the model runs each client's
+/// background syncer on time instead (a sync sync_interval after a request, an idle one every
+/// max_sync_interval), and its asks go to the store with their round trip, which delays the retry
+/// (docs/budgets.md, "Claims that follow need"). Plain values.
 #ifndef STORMGUARD_SIM_FLEET_STORE_HPP
 #define STORMGUARD_SIM_FLEET_STORE_HPP
 

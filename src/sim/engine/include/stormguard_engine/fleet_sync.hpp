@@ -15,6 +15,11 @@
 //   3. if the budget says a sync is due, its deltas go to the store now and the answer is due
 //      one round trip later (at once when the round trip is 0); a sync started in the store's
 //      outage fails after the model's timeout.
+// A budget whose claims follow need (ask_for_credit) differs: its background syncer runs on time
+// (drain: a look sync_interval after each sync began, a sync then if the client made a request
+// since, else one at max_sync_interval), instead of the replay of step 2, since the pool its asks
+// draw from must hear of every grant as a real syncer reports it; and its asks reach the store
+// (ask) with a round trip that delays the retry (take_ask_delay).
 // The store serves one sync per 1/capacity seconds, in the order the steps send them: a sync that
 // finds the store busy waits, is applied when served, and answers its wait later; one whose wait
 // and round trip pass the timeout fails at the timeout, applied all the same (store_load counts
@@ -35,6 +40,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <functional>
+#include <queue>
 #include <stdexcept>
 #include <vector>
 
@@ -72,6 +79,7 @@ class fleet_sync<fleet_budget> {
       : model_(strat.fleet_store),
         service_ns_(service_ns(strat.fleet_store.capacity)),
         max_sync_(o.max_sync_interval.count()),
+        sync_(o.sync_interval.count()),
         shards_(static_cast<std::size_t>(
                     std::clamp<std::int64_t>(o.shards, 1, fleet_budget::k_max_shards)),
                 shard(o.ratio.window)),
@@ -113,13 +121,23 @@ class fleet_sync<fleet_budget> {
 
   // The store model's memory per client, in bytes, at most (estimated_run_bytes): its state and
   // its asker.
-  static constexpr std::size_t k_client_bytes = 88;
+  static constexpr std::size_t k_client_bytes = 112;
 
   // The step before a call of client `i`'s budget `b` at `now` (ns of the scenario's clock).
   void step(std::uint32_t i, fleet_budget& b, std::int64_t now) {
     if (model_.external) return;  // a real store: the caller's syncers keep the budgets in step
+    drain(now);
     state& c = clients_[i];
     deliver(c, b, now);
+    if (askers_[i].budget != nullptr) {
+      // A budget that asks: its background syncer runs on time (drain), and syncs now if due.
+      if (c.done_at < 0 && b.sync_due(at(now))) {
+        start(i, c, b, now, now);
+        deliver(c, b, now);
+      }
+      schedule(i, c);
+      return;
+    }
     if (c.done_at >= 0) return;  // a sync is in flight
     if (c.synced && now - c.last_start >= max_sync_ + model_.round_trip.count()) {
       // The background syncer's latest sync while this client was idle.
@@ -153,12 +171,58 @@ class fleet_sync<fleet_budget> {
     bool ok = false;
     bool synced = false;  // has ever synced (counted as live by the store)
   };
-  // The context of client i's asker.
+  // The context of client i's asker, and when its background syncer looks next (-1: never yet).
   struct asker {
     fleet_sync* self = nullptr;
     fleet_budget* budget = nullptr;
     std::uint32_t client = 0;
     std::uint32_t delay_us = 0;  // the last ask's round trip and wait (take_ask_delay)
+    std::int64_t next_look = -1;
+  };
+
+  // When client i's background syncer next looks (a budget that asks): when the answer in flight
+  // arrives; else sync_interval after the last sync began (a sync is due then if the client made
+  // a request since), and max_sync_interval after it otherwise (the idle sync, which gives back
+  // a claim the client did not spend).
+  void schedule(std::uint32_t i, const state& c) {
+    std::int64_t next = c.done_at;
+    if (next < 0) {
+      next = c.last_start + sync_;
+      if (next <= last_drain_) next = c.last_start + max_sync_;
+      next = std::max(next, last_drain_ + 1);
+    }
+    if (askers_[i].next_look == next) return;
+    askers_[i].next_look = next;
+    looks_.push(look{next, i});
+  }
+
+  // Runs the background syncers of the clients that ask whose look is due by `now`, in time
+  // order, at their own times (a real process's syncer thread does not wait for a request).
+  void drain(std::int64_t now) {
+    while (!looks_.empty() && looks_.top().time <= now) {
+      const look l = looks_.top();
+      looks_.pop();
+      asker& a = askers_[l.client];
+      if (a.next_look != l.time) continue;  // replaced by a later look
+      a.next_look = -1;
+      last_drain_ = l.time;
+      state& c = clients_[l.client];
+      deliver(c, *a.budget, l.time);
+      if (c.done_at < 0 && a.budget->sync_due(at(l.time))) {
+        start(l.client, c, *a.budget, l.time, l.time);
+        deliver(c, *a.budget, l.time);
+      }
+      schedule(l.client, c);
+    }
+    last_drain_ = std::max(last_drain_, now);
+  }
+
+  struct look {
+    std::int64_t time;
+    std::uint32_t client;
+    bool operator>(const look& o) const noexcept {
+      return time != o.time ? time > o.time : client > o.client;
+    }
   };
   static time_point at(std::int64_t t) noexcept { return time_point(duration(t)); }
 
@@ -263,10 +327,14 @@ class fleet_sync<fleet_budget> {
   double service_ns_;  // 1/capacity, in ns (0: no limit)
   store_load load_{};
   std::int64_t max_sync_;
+  std::int64_t sync_;          // sync_interval, ns
   std::vector<shard> shards_;  // K (a shard without clients spends nothing, as in a real fleet)
   std::vector<state> clients_;
   std::vector<asker> askers_;  // one per client, stable: the budgets point at them
-  static_assert(sizeof(state) + sizeof(asker) <= k_client_bytes);
+  // The background syncers' next looks (budgets that ask), earliest first; stale entries skipped.
+  std::priority_queue<look, std::vector<look>, std::greater<>> looks_;
+  std::int64_t last_drain_ = 0;
+  static_assert(sizeof(state) + sizeof(asker) + sizeof(look) <= k_client_bytes);
 };
 
 }  // namespace stormguard::sim::engine

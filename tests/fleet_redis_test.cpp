@@ -709,6 +709,14 @@ TEST(RedisFleetSync, AsksFromManyThreadsHandOutTheAllowanceExactly) {
   for (const auto& b : budgets) asked += b->asks().second;
   EXPECT_EQ(asked, 4);
   EXPECT_EQ(granted.load(), 100);
+  std::int64_t sent = 0;
+  std::int64_t said_granted = 0;
+  for (const auto& sync : syncs) {
+    sent += sync->stats().asks;
+    said_granted += sync->stats().asks_granted;
+  }
+  EXPECT_EQ(said_granted, 4);
+  EXPECT_GE(sent, 4);  // each process asks until one is refused
 }
 
 // What a stormguard 0.1 process leaves in Redis: the window and the live clients, no

@@ -600,9 +600,11 @@ struct redis_sync::impl {
     try {
       const redis_detail::sigpipe_guard no_sigpipe;
       carried back;
+      ++stats.asks;
       const fleet_answer a = exchange(fleet_deltas{}, budget.terms(), true, back, wanted);
       const long long granted = std::clamp<long long>(a.credit, 0, wanted);
       held += granted;
+      if (granted > 0) ++stats.asks_granted;
       return granted;
     } catch (...) {
       ctx.reset();

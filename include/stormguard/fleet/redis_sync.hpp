@@ -160,6 +160,11 @@ struct redis_sync_stats {
   /// The last successful round trip was in a learning window (its claim capped at the one
   /// this process held).
   bool learning = false;
+  /// Asks of a budget whose claims follow need (fleet_budget_options::ask_for_credit) sent to
+  /// the store since construction (an ask that found no connection is not sent).
+  std::int64_t asks = 0;
+  /// Of them, those the store granted (each the rest of one retry).
+  std::int64_t asks_granted = 0;
 };
 
 /// The syncer: see the file comment.
